@@ -1,0 +1,33 @@
+# Two commands a fresh clone needs: `make run` and `make test`. Both install what they need:
+# uv (into .tools/, from PyPI) and the locked dependencies (into .venv/, from uv.lock).
+PYTHON ?= python3
+UV := .tools/bin/uv
+UV_VERSION := 0.13.9
+export UV_PYTHON_DOWNLOADS := never
+export UV_PYTHON := $(PYTHON)
+
+.PHONY: run test lint bench install clean
+
+$(UV):
+	$(PYTHON) -m venv .tools
+	.tools/bin/python -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+
+.venv/.synced: $(UV) uv.lock pyproject.toml
+	$(UV) sync --locked --quiet
+	touch $@
+
+install: .venv/.synced
+
+run: install
+	.venv/bin/agentsh $(ARGS)
+
+test: install
+	.venv/bin/ruff check agentsh tests benchmarks
+	.venv/bin/mypy
+	.venv/bin/pytest -n 2 $(PYTEST_ARGS)
+
+bench: install
+	for b in benchmarks/*.py; do echo "== $$b"; .venv/bin/python $$b || exit 1; done
+
+clean:
+	rm -rf .tools .venv

@@ -1,0 +1,1 @@
+"""agentsh: a terminal coding-agent shell."""

@@ -1,0 +1,1 @@
+"""Subcommand bodies (sessions, memory, context); cli.py imports each lazily."""

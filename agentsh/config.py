@@ -1,0 +1,320 @@
+"""Typed settings, loaded from TOML: the user's config.toml, then the project's over it.
+
+Every number in SPEC.md is a field here with the SPEC value as its default. Loading never fails
+on a bad value: each problem becomes a :class:`ConfigProblem` naming the file, the dotted key and
+what is allowed, and the default is used in its place. Field bounds and choices are declared
+next to the field (``_num``/``_choice``) so the validation and the documentation cannot drift.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, get_type_hints
+
+from agentsh.paths import ProjectPaths, UserPaths
+
+
+def _num(default: float, *, lo: float | None = None, hi: float | None = None, doc: str = "") -> Any:
+    """A numeric setting with inclusive bounds."""
+    return field(default=default, metadata={"lo": lo, "hi": hi, "doc": doc})
+
+
+def _choice(default: str, choices: tuple[str, ...], doc: str = "") -> Any:
+    return field(default=default, metadata={"choices": choices, "doc": doc})
+
+
+class ApprovalMode(StrEnum):
+    ASK = "ask"
+    EDITS = "edits"
+    ALL = "all"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSettings:
+    name: str = ""  # empty: choose from the environment (SPEC §1)
+    api_base: str = ""
+    summary_model: str = ""  # empty: the session's model
+    window: int = _num(0, lo=0, doc="context window override in tokens; 0 = from litellm")
+    input_cost_per_mtok: float = _num(-1.0, lo=-1.0, doc="USD per 1M input tokens; -1 = litellm")
+    output_cost_per_mtok: float = _num(-1.0, lo=-1.0, doc="USD per 1M output tokens; -1 = litellm")
+    max_output_tokens: int = _num(0, lo=0, doc="0 = provider default")
+    request_timeout_s: float = _num(600.0, lo=1.0)
+    max_retries: int = _num(3, lo=0, hi=20)
+    retry_base_delay_s: float = _num(2.0, lo=0.0)
+    retry_max_delay_s: float = _num(60.0, lo=0.0)
+    ollama_url: str = "http://127.0.0.1:11434"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSettings:
+    approval: str = _choice("ask", tuple(m.value for m in ApprovalMode))
+    read_max_lines: int = _num(2000, lo=1)
+    read_max_bytes: int = _num(50 * 1024, lo=1024)
+    bash_timeout_s: float = _num(120.0, lo=1.0)
+    bash_max_bytes: int = _num(50 * 1024, lo=1024, doc="tail kept in the result; full output saved")
+    grep_max_matches: int = _num(100, lo=1)
+    grep_max_line_chars: int = _num(500, lo=20)
+    find_max_results: int = _num(1000, lo=1)
+    ls_max_entries: int = _num(500, lo=1)
+    binary_sniff_bytes: int = _num(8192, lo=512)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextSettings:
+    engine: str = _choice("tiered", ("tiered", "pi"))
+    move_to_workspace_at: float = _num(0.80, lo=0.0, hi=1.0)
+    summarize_at: float = _num(0.85, lo=0.0, hi=1.0)
+    truncate_at: float = _num(0.95, lo=0.0, hi=1.0)
+    move_to_workspace_keep_turns: int = _num(10, lo=1)
+    summarize_keep_turns: int = _num(5, lo=1)
+    truncate_keep_turns: int = _num(3, lo=1)
+    kept_turns_max_tokens: int = _num(20_000, lo=1000)
+    prune_dedupe_min_chars: int = _num(200, lo=1)
+    prune_old_output_min_chars: int = _num(200, lo=1)
+    prune_arg_max_chars: int = _num(200, lo=1)
+    prune_arg_container_min_chars: int = _num(500, lo=1)
+    safety_margin: float = _num(1.2, lo=1.0, hi=3.0)
+    reserve_tokens: int = _num(16_384, lo=0)
+    tool_result_max_window_fraction: float = _num(0.30, lo=0.01, hi=1.0)
+    tool_result_max_chars: int = _num(16_000, lo=500)
+    strike_min_saving: float = _num(0.10, lo=0.0, hi=1.0)
+    strikes_to_pause: int = _num(2, lo=1)
+    max_messages: int = _num(100, lo=4)
+    summary_max_tokens: int = _num(4096, lo=256)
+    branch_summary_max_tokens: int = _num(2048, lo=128)
+    pre_compaction_memory_save: bool = False
+    pi_keep_recent_tokens: int = _num(20_000, lo=1000)
+    chars_per_token: float = _num(4.0, lo=1.0, doc="estimate for non-CJK text")
+
+
+@dataclass(frozen=True, slots=True)
+class MemorySettings:
+    memory_char_limit: int = _num(2200, lo=100)
+    user_char_limit: int = _num(1375, lo=100)
+    prior_knowledge_docs: int = _num(5, lo=0)
+    prior_knowledge_chars: int = _num(500, lo=50)
+    guard_max_scan_bytes: int = _num(64 * 1024, lo=1024)
+    agents_md_max_bytes: int = _num(32 * 1024, lo=1024)
+    max_failed_writes_per_turn: int = _num(3, lo=1)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchSettings:
+    chunk_tokens: int = _num(400, lo=16)
+    chunk_overlap_tokens: int = _num(80, lo=0)
+    vector_weight: float = _num(0.7, lo=0.0)
+    keyword_weight: float = _num(0.3, lo=0.0)
+    max_results: int = _num(6, lo=1, hi=100)
+    min_score: float = _num(0.35, lo=0.0, hi=1.0)
+    candidates_cap: int = _num(200, lo=1)
+    candidates_multiplier: int = _num(4, lo=1)
+    temporal_decay: bool = False
+    half_life_days: float = _num(30.0, lo=0.1)
+    mmr: bool = False
+    mmr_lambda: float = _num(0.7, lo=0.0, hi=1.0)
+    embedding: str = "local"  # "local", "none", or a litellm embedding model string
+    embedding_batch: int = _num(32, lo=1)
+    reindex_debounce_s: float = _num(1.0, lo=0.05, doc="must stay under the 1.5 s freshness goal")
+
+
+@dataclass(frozen=True, slots=True)
+class TuiSettings:
+    theme: str = "agentsh-dark"
+    esc_esc_ms: int = _num(500, lo=100, hi=2000)
+    tool_preview_lines: int = _num(5, lo=1)
+    transcript_window: int = _num(200, lo=20, doc="message widgets kept mounted")
+    keys: dict[str, str] = field(default_factory=dict)  # action -> key, e.g. toggle_tree = "f4"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSettings:
+    fsync: str = _choice("turn", ("turn", "entry", "never"), doc="when the log is fsynced")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    model: ModelSettings = field(default_factory=ModelSettings)
+    tools: ToolSettings = field(default_factory=ToolSettings)
+    context: ContextSettings = field(default_factory=ContextSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
+    tui: TuiSettings = field(default_factory=TuiSettings)
+    session: SessionSettings = field(default_factory=SessionSettings)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigProblem:
+    """One bad setting, ignored in favour of its default."""
+
+    file: Path
+    key: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.key}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedConfig:
+    settings: Settings
+    problems: tuple[ConfigProblem, ...]
+    files: tuple[Path, ...]
+
+
+def load_config(user: UserPaths, project: ProjectPaths | None = None) -> LoadedConfig:
+    """Read the user config, then the project config over it; never raises on bad content."""
+    files = [user.config_file]
+    if project is not None:
+        files.append(project.config_file)
+    problems: list[ConfigProblem] = []
+    settings = Settings()
+    read: list[Path] = []
+    for path in files:
+        raw = _read_toml(path, problems)
+        if raw is None:
+            continue
+        read.append(path)
+        settings = _merge(settings, raw, path, "", problems)
+    return LoadedConfig(settings=settings, problems=tuple(problems), files=tuple(read))
+
+
+def settings_from_mapping(raw: Mapping[str, Any], source: Path = Path("<memory>")) -> Settings:
+    """Build settings from an already-parsed mapping (tests, command-line overrides)."""
+    problems: list[ConfigProblem] = []
+    settings: Settings = _merge(Settings(), raw, source, "", problems)
+    if problems:
+        raise ValueError("; ".join(str(p) for p in problems))
+    return settings
+
+
+def _read_toml(path: Path, problems: list[ConfigProblem]) -> dict[str, Any] | None:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        problems.append(ConfigProblem(path, "(file)", f"cannot be read: {exc.strerror}"))
+        return None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        problems.append(ConfigProblem(path, "(file)", f"is not valid TOML ({exc}); ignored"))
+        return None
+
+
+def _merge(
+    current: Any, raw: Mapping[str, Any], path: Path, prefix: str, problems: list[ConfigProblem]
+) -> Any:
+    """Return a copy of the dataclass ``current`` with the valid values of ``raw`` applied."""
+    hints = get_type_hints(type(current))
+    fields = {f.name: f for f in dataclasses.fields(current)}
+    changes: dict[str, Any] = {}
+    for key, value in raw.items():
+        dotted = f"{prefix}{key}"
+        spec = fields.get(key)
+        if spec is None:
+            known = ", ".join(sorted(fields))
+            problems.append(ConfigProblem(path, dotted, f"unknown setting (known here: {known})"))
+            continue
+        hint = hints[key]
+        old = getattr(current, key)
+        if dataclasses.is_dataclass(old):
+            if not isinstance(value, Mapping):
+                problems.append(ConfigProblem(path, dotted, "must be a table"))
+                continue
+            changes[key] = _merge(old, value, path, f"{dotted}.", problems)
+            continue
+        checked = _check_value(hint, spec.metadata, value)
+        if isinstance(checked, _Bad):
+            problems.append(
+                ConfigProblem(path, dotted, f"{checked.reason}; got {value!r}, using {old!r}")
+            )
+            continue
+        if isinstance(old, dict) and isinstance(checked, dict):
+            checked = {**old, **checked}
+        changes[key] = checked
+    return dataclasses.replace(current, **changes) if changes else current
+
+
+@dataclass(frozen=True, slots=True)
+class _Bad:
+    reason: str
+
+
+def _check_value(hint: Any, meta: Mapping[str, Any], value: Any) -> Any:
+    choices = meta.get("choices")
+    if hint is bool:
+        return value if isinstance(value, bool) else _Bad("must be true or false")
+    if hint is int or hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return _Bad(f"must be {'an integer' if hint is int else 'a number'}")
+        if hint is int and isinstance(value, float):
+            if not value.is_integer():
+                return _Bad("must be an integer")
+            value = int(value)
+        lo, hi = meta.get("lo"), meta.get("hi")
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            return _Bad(f"must be between {_fmt(lo)} and {_fmt(hi)}")
+        return float(value) if hint is float else value
+    if hint is str:
+        if not isinstance(value, str):
+            return _Bad("must be a string")
+        if choices and value not in choices:
+            return _Bad(f"must be one of {', '.join(choices)}")
+        return value
+    if _is_str_dict(hint):
+        if not isinstance(value, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            return _Bad("must be a table of strings")
+        return dict(value)
+    return _Bad("has an unsupported type")  # pragma: no cover - a programming error
+
+
+def _is_str_dict(hint: Any) -> bool:
+    origin = getattr(hint, "__origin__", None)
+    return origin is dict or (isinstance(hint, types.GenericAlias) and hint.__origin__ is dict)
+
+
+def _fmt(bound: float | None) -> str:
+    if bound is None:
+        return "any"
+    return str(int(bound)) if float(bound).is_integer() else str(bound)
+
+
+def documented_settings() -> list[tuple[str, Any, str]]:
+    """(dotted key, default, note) for every setting; the README table is generated from it."""
+    rows: list[tuple[str, Any, str]] = []
+    for section in dataclasses.fields(Settings):
+        default_section = getattr(Settings(), section.name)
+        for f in dataclasses.fields(default_section):
+            note = f.metadata.get("doc", "")
+            if f.metadata.get("choices"):
+                note = (note + "; " if note else "") + "one of " + ", ".join(f.metadata["choices"])
+            rows.append((f"{section.name}.{f.name}", getattr(default_section, f.name), note))
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class Environment:
+    """Where agentsh runs: user folders, the project, and the merged settings."""
+
+    user: UserPaths
+    project: ProjectPaths
+    config: LoadedConfig
+
+    @property
+    def settings(self) -> Settings:
+        return self.config.settings
+
+
+def load_environment(cwd: Path | None = None, env: Mapping[str, str] | None = None) -> Environment:
+    user = UserPaths.from_env(env)
+    project = ProjectPaths.discover(cwd)
+    return Environment(user=user, project=project, config=load_config(user, project))

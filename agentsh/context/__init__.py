@@ -1,0 +1,1 @@
+"""Context management: accounting, tiers, the compaction pipeline, engines (SPEC §4)."""

@@ -1,0 +1,255 @@
+"""The typed events the agent emits, and the status snapshot it publishes.
+
+``Agent.run`` yields these; the TUI and the headless mode are two consumers of the same stream.
+They are plain frozen dataclasses so a front end can ``match`` on them and the headless
+``stream-json`` output can serialise any of them with :func:`event_to_json`. This module sits at
+the bottom of the layers: it imports nothing from agentsh.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Tier(StrEnum):
+    """Context tiers of SPEC §4, in order of severity."""
+
+    NONE = "none"
+    MOVE_TO_WORKSPACE = "move_to_workspace"
+    SUMMARIZE = "summarize"
+    TRUNCATE = "truncate"
+
+    @property
+    def label(self) -> str:
+        return _TIER_LABELS[self]
+
+
+_TIER_LABELS = {
+    Tier.NONE: "",
+    Tier.MOVE_TO_WORKSPACE: "MoveToWorkspace",
+    Tier.SUMMARIZE: "Summarize",
+    Tier.TRUNCATE: "Truncate",
+}
+
+
+class TurnOutcome(StrEnum):
+    DONE = "done"
+    ABORTED = "aborted"
+    ERROR = "error"
+
+
+class ErrorKind(StrEnum):
+    AUTH = "auth"
+    RATE_LIMIT = "rate_limit"
+    CONTEXT_OVERFLOW = "context_overflow"
+    BAD_REQUEST = "bad_request"
+    NETWORK = "network"
+    SERVER = "server"
+    NO_MODEL = "no_model"
+    OTHER = "other"
+
+
+class NoticeLevel(StrEnum):
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+@dataclass(frozen=True, slots=True)
+class ContextStatus:
+    """What the status bar shows. Computed by the core, rendered as-is by front ends."""
+
+    model: str = ""
+    window: int = 0
+    used: int = 0
+    pct: float = 0.0
+    tier: Tier = Tier.NONE
+    estimated: bool = False  # True until a provider reply anchors the count
+    session_input_tokens: int = 0
+    session_output_tokens: int = 0
+    session_cost: float = 0.0
+    compactions: int = 0
+    paused: bool = False  # anti-thrashing paused automatic compaction
+    branch_index: int = 1
+    branch_count: int = 1
+    problem: str = ""  # e.g. a compaction that could not be written, retried next turn
+
+
+class Event:
+    """Base class of every agent event (for isinstance checks and typing)."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted(Event):
+    user_entry_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta(Event):
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingDelta(Event):
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta(Event):
+    """A fragment of a tool call as it streams in (name first, then argument pieces)."""
+
+    index: int
+    call_id: str
+    name: str
+    arguments_fragment: str
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage(Event):
+    """The model's reply is complete and appended to the log as ``entry_id``."""
+
+    entry_id: str
+    text: str
+    tool_calls: tuple[tuple[str, str, str], ...]  # (call id, tool name, arguments JSON)
+    stop_reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStarted(Event):
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    summary: str  # the header line, e.g. "bash: pytest -q"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput(Event):
+    """Streaming output of a running tool (bash)."""
+
+    call_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFinished(Event):
+    call_id: str
+    name: str
+    entry_id: str
+    content: str
+    is_error: bool
+    truncated: bool = False
+    diff: str = ""  # unified diff for edit/write
+    full_output_path: str = ""
+
+
+@dataclass(eq=False, slots=True)
+class ApprovalRequest(Event):
+    """A tool wants to write or run something; the front end resolves ``decision``."""
+
+    call_id: str
+    tool: str
+    summary: str
+    detail: str  # the command, or the diff of the edit
+    reason: str  # why it asks (mode, outside the project root, ...)
+    outside_project: bool = False
+    decision: asyncio.Future[ApprovalDecision] = field(default_factory=lambda: _new_future())
+
+
+class ApprovalDecision(StrEnum):
+    ALLOW_ONCE = "allow_once"
+    ALLOW_SESSION = "allow_session"
+    DENY = "deny"
+
+
+def _new_future() -> asyncio.Future[ApprovalDecision]:
+    return asyncio.get_running_loop().create_future()
+
+
+@dataclass(frozen=True, slots=True)
+class UsageReported(Event):
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class StatusChanged(Event):
+    status: ContextStatus
+
+
+@dataclass(frozen=True, slots=True)
+class Retrying(Event):
+    attempt: int
+    max_attempts: int
+    delay_s: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionStarted(Event):
+    tier: Tier
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionFinished(Event):
+    entry_id: str
+    tier: Tier
+    tokens_before: int
+    tokens_after: int
+    workspace_file: str
+    note: str = ""  # e.g. "summary failed; archived instead"
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionFailed(Event):
+    tier: Tier
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Notice(Event):
+    """Something the user should know that is not an error of the turn."""
+
+    level: NoticeLevel
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorOccurred(Event):
+    kind: ErrorKind
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnded(Event):
+    outcome: TurnOutcome
+    text: str = ""  # the final answer of the turn
+    error: str = ""
+
+
+def event_to_json(event: Event) -> dict[str, Any]:
+    """A JSON-safe dict of an event, with its type name under ``"type"``."""
+    if isinstance(event, ApprovalRequest):
+        data: dict[str, Any] = {
+            "call_id": event.call_id,
+            "tool": event.tool,
+            "summary": event.summary,
+            "reason": event.reason,
+        }
+    else:
+        data = dataclasses.asdict(event)  # type: ignore[call-overload]
+    return {"type": _snake(type(event).__name__), **data}
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(name))

@@ -1,0 +1,1 @@
+"""The only package that imports litellm: streaming calls, token counting, model facts."""

@@ -1,0 +1,253 @@
+"""One open session: the file (if any), its tree, and the operations the agent and UI use.
+
+This is the only way the rest of agentsh changes a session. Every change is an append:
+messages and tool results become children of the leaf, moving the leaf or labelling an entry
+appends an annotation record, and a fork copies the path into a new file that names its
+parent. The file is created lazily on the first append, so opening agentsh and quitting leaves
+nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agentsh.session.entries import (
+    AnyEntry,
+    Header,
+    LabelEntry,
+    LeafEntry,
+    MessageEntry,
+    Role,
+    StopReason,
+    ToolCall,
+    ToolResultEntry,
+    Usage,
+    new_id,
+    now_iso,
+)
+from agentsh.session.log import (
+    LoadProblem,
+    LogWriter,
+    SessionError,
+    SessionReadOnly,
+    read_log,
+)
+from agentsh.session.tree import BranchPosition, SessionTree
+
+
+class Session:
+    def __init__(
+        self,
+        header: Header,
+        tree: SessionTree,
+        *,
+        path: Path | None,
+        writer: LogWriter | None = None,
+        problems: list[LoadProblem] | None = None,
+        read_only_reason: str = "",
+        fsync_each: bool = False,
+    ) -> None:
+        self.header = header
+        self.tree = tree
+        self.path = path
+        self.problems: list[LoadProblem] = problems or []
+        self.read_only_reason = read_only_reason
+        self._writer = writer
+        self._fsync_each = fsync_each
+
+    # -- opening ----------------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        sessions_dir: Path | None,
+        cwd: Path,
+        *,
+        parent_session: str | None = None,
+        fsync_each: bool = False,
+    ) -> Session:
+        """A new, empty session; ``sessions_dir=None`` keeps it in memory only."""
+        session_id = str(uuid.uuid4())
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        header = Header(
+            id=session_id, timestamp=now_iso(), cwd=str(cwd), parent_session=parent_session
+        )
+        path = sessions_dir / f"{stamp}_{session_id}.jsonl" if sessions_dir else None
+        return cls(header, SessionTree(), path=path, fsync_each=fsync_each)
+
+    @classmethod
+    def open(cls, path: Path, *, fsync_each: bool = False, lock: bool = True) -> Session:
+        """Load a session file and take its lock (raises :class:`SessionLocked`)."""
+        loaded = read_log(path)
+        tree, tree_problems = SessionTree.build(loaded.entries)
+        writer = None
+        if lock and not loaded.read_only_reason:
+            writer = LogWriter.open(
+                path, ends_with_newline=loaded.ends_with_newline, fsync_each=fsync_each
+            )
+        return cls(
+            loaded.header,
+            tree,
+            path=path,
+            writer=writer,
+            problems=loaded.problems + tree_problems,
+            read_only_reason=loaded.read_only_reason,
+            fsync_each=fsync_each,
+        )
+
+    # -- properties -------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        return self.header.id
+
+    @property
+    def leaf_id(self) -> str | None:
+        return self.tree.leaf_id
+
+    @property
+    def persistent(self) -> bool:
+        return self.path is not None
+
+    def current_path(self) -> list[AnyEntry]:
+        return self.tree.path()
+
+    def branch_position(self) -> BranchPosition:
+        return self.tree.branch_position()
+
+    def get(self, entry_id: str) -> AnyEntry:
+        return self.tree.nodes[entry_id]
+
+    # -- appending --------------------------------------------------------------------------
+
+    def new_id(self) -> str:
+        while True:
+            candidate = new_id()
+            if not self.tree.has_id(candidate):
+                return candidate
+
+    def append(self, entry: AnyEntry) -> AnyEntry:
+        """Write ``entry`` (one line) and apply it to the tree; the write comes first."""
+        if self.read_only_reason:
+            raise SessionReadOnly(self.read_only_reason)
+        if self.tree.has_id(entry.id):
+            raise SessionError(f"entry id {entry.id} already exists in this session")
+        if entry.is_node and entry.parent_id is not None and entry.parent_id not in self.tree.nodes:
+            raise SessionError(f"parent {entry.parent_id} of {entry.id} is not in this session")
+        if self.path is not None:
+            if self._writer is None:
+                self._writer = LogWriter.create(self.path, self.header, fsync_each=self._fsync_each)
+            self._writer.append(entry)
+        self.tree.add(entry)
+        return entry
+
+    def append_message(
+        self,
+        role: Role,
+        content: str,
+        *,
+        tool_calls: tuple[ToolCall, ...] = (),
+        model: str | None = None,
+        usage: Usage | None = None,
+        stop_reason: StopReason | None = None,
+        error: str | None = None,
+    ) -> MessageEntry:
+        entry = MessageEntry(
+            id=self.new_id(),
+            parent_id=self.leaf_id,
+            role=role,
+            content=content,
+            tool_calls=tuple(_valid_call(c) for c in tool_calls),
+            model=model,
+            usage=usage,
+            stop_reason=stop_reason,
+            error=error,
+        )
+        self.append(entry)
+        return entry
+
+    def append_tool_result(
+        self,
+        tool_call_id: str,
+        tool_name: str,
+        content: str,
+        *,
+        is_error: bool = False,
+        truncated: bool = False,
+        details: dict[str, Any] | None = None,
+    ) -> ToolResultEntry:
+        entry = ToolResultEntry(
+            id=self.new_id(),
+            parent_id=self.leaf_id,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            content=content,
+            is_error=is_error,
+            truncated=truncated,
+            details=details or {},
+        )
+        self.append(entry)
+        return entry
+
+    def move_leaf(self, target_id: str | None) -> None:
+        """Continue from ``target_id`` (None: start over from an empty context)."""
+        if target_id == self.leaf_id:
+            return
+        if target_id is None:
+            # A new root will be appended next; no record needed until then.
+            self.tree.leaf_id = None
+            return
+        if target_id not in self.tree.nodes:
+            raise SessionError(f"no entry {target_id} in this session")
+        self.append(LeafEntry(id=self.new_id(), parent_id=None, target_id=target_id))
+
+    def set_label(self, target_id: str, label: str) -> None:
+        if target_id not in self.tree.nodes:
+            raise SessionError(f"no entry {target_id} in this session")
+        self.append(
+            LabelEntry(id=self.new_id(), parent_id=None, target_id=target_id, label=label.strip())
+        )
+
+    def fork(self, sessions_dir: Path | None, to_id: str | None = None) -> Session:
+        """A new session holding the path root -> ``to_id`` (default: the leaf)."""
+        child = Session.create(
+            sessions_dir,
+            Path(self.header.cwd),
+            parent_session=self.id,
+            fsync_each=self._fsync_each,
+        )
+        for entry in self.tree.path(to_id):
+            child.append(entry)
+            if label := self.tree.labels.get(entry.id):
+                child.set_label(entry.id, label)
+        child.sync()
+        return child
+
+    # -- durability -------------------------------------------------------------------------
+
+    def sync(self) -> None:
+        """End of a turn: make everything appended so far durable."""
+        if self._writer is not None:
+            self._writer.sync()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+def _valid_call(call: ToolCall) -> ToolCall:
+    """Never persist a tool call whose arguments are not a JSON object: it would poison every
+    later request. Broken arguments are kept as a string field the model can see."""
+    try:
+        value = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError:
+        value = None
+    if isinstance(value, dict):
+        return call
+    return replace(call, arguments=json.dumps({"_invalid_arguments": call.arguments}))

@@ -1,0 +1,50 @@
+"""Shared fixtures: every test gets its own AGENTSH_HOME and project folder, and no real keys."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["tests.fakes.fixtures"]
+
+_PROVIDER_KEYS = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "MISTRAL_API_KEY",
+    "GROQ_API_KEY",
+    "OPENROUTER_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "XAI_API_KEY",
+    "AGENTSH_MODEL",
+    "AGENTSH_API_BASE",
+)
+
+
+@pytest.fixture(autouse=True)
+def agentsh_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private AGENTSH_HOME; no provider key from the developer's shell leaks in."""
+    home = tmp_path / "agentsh-home"
+    home.mkdir()
+    monkeypatch.setenv("AGENTSH_HOME", str(home))
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # Ollama auto-detection must not find a developer's local server during tests.
+    monkeypatch.setenv("AGENTSH_NO_OLLAMA_PROBE", "1")
+    for key in _PROVIDER_KEYS:
+        monkeypatch.delenv(key, raising=False)
+    return home
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh git project folder, made the current directory."""
+    root = tmp_path / "project"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    monkeypatch.chdir(root)
+    yield root

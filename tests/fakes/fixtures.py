@@ -1,0 +1,1 @@
+"""Pytest fixtures for the fakes (the scripted OpenAI-compatible server lands here)."""
