@@ -84,6 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--session", metavar="PATH", help="open this session file")
     parser.add_argument("--no-session", action="store_true", help="keep nothing on disk")
+    parser.add_argument("--fork", action="store_true",
+                        help="if the session is open in another agentsh, continue in a copy")
     parser.add_argument("-m", "--model", help="litellm model string, e.g. openai/gpt-4o")
     parser.add_argument("--api-base", metavar="URL", help="provider base URL")
     parser.add_argument(

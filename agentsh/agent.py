@@ -1,0 +1,548 @@
+"""The turn loop: user input -> context -> model -> tools -> log, as one stream of events.
+
+``Agent.run(text)`` is an async iterator of :mod:`agentsh.events`. Work happens in a task that
+pushes events into a queue the iterator drains, so tools (streaming bash output, approval
+requests) and the context manager (compaction progress) can emit events from anywhere in the
+turn. Every step is also an entry in the session log, written before the event that announces
+it, so whatever a front end shows is already durable.
+
+Cancelling (Esc) keeps what was received: a cancelled stream becomes an assistant entry marked
+``aborted`` holding the text so far; a cancelled tool run keeps its partial output; calls that
+never ran get a result saying so, so the log never holds an orphan tool call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentsh.config import ApprovalMode, Environment
+from agentsh.context.engine import ContextManager
+from agentsh.events import (
+    AssistantMessage,
+    ContextStatus,
+    ErrorKind,
+    ErrorOccurred,
+    Event,
+    Notice,
+    NoticeLevel,
+    StatusChanged,
+    TextDelta,
+    ThinkingDelta,
+    Tier,
+    ToolCallDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnEnded,
+    TurnOutcome,
+    TurnStarted,
+    UsageReported,
+)
+from agentsh.llm.client import Completion, LLMClient, LLMError
+from agentsh.llm.models import NO_MODEL_HELP, get_model_info
+from agentsh.memory.curated import CuratedMemory
+from agentsh.prompt import SystemPrompt
+from agentsh.session.entries import (
+    MessageEntry,
+    ModelChangeEntry,
+    Role,
+    StopReason,
+    ToolCall,
+)
+from agentsh.session.log import SessionError
+from agentsh.session.session import Session
+from agentsh.tools.approval import Approver
+from agentsh.tools.base import Tool, ToolArgumentError, ToolContext, ToolRegistry, ToolResult
+from agentsh.tools.builtin import builtin_tools
+from agentsh.tools.memory import MemoryTool
+
+DEFAULT_MAX_STEPS = 200
+
+_DONE = object()
+
+
+class AgentBusy(RuntimeError):
+    """A second turn was started while one is running (front ends queue instead)."""
+
+
+@dataclass(slots=True)
+class _TurnState:
+    """What the running turn has produced so far, for a clean abort."""
+
+    text: str = ""
+    streaming: bool = False
+    pending_calls: list[ToolCall] = field(default_factory=list)
+    answered_calls: set[str] = field(default_factory=set)
+    running_tool: bool = False
+    final_text: str = ""
+
+
+class Agent:
+    def __init__(
+        self,
+        *,
+        env: Environment,
+        session: Session,
+        cwd: Path,
+        llm: LLMClient | None,
+        tools: ToolRegistry,
+        approver: Approver,
+        memory: CuratedMemory,
+        memory_tool: MemoryTool,
+        prompt: SystemPrompt,
+        window: int,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        on_summary_written: Callable[[Path], None] | None = None,
+    ) -> None:
+        self.env = env
+        self.session = session
+        self.cwd = cwd
+        self.llm = llm
+        self.tools = tools
+        self.approver = approver
+        self.memory = memory
+        self.memory_tool = memory_tool
+        self.prompt = prompt
+        self.max_steps = max_steps
+        self._on_summary_written = on_summary_written
+        self._emit: Callable[[Event], None] = lambda _event: None
+        self._task: asyncio.Task[None] | None = None
+        self._state = _TurnState()
+        self._tool_cancel = asyncio.Event()
+        self._window = window
+        self.context = self._new_context(session, window)
+
+    # -- public API -------------------------------------------------------------------------
+
+    @property
+    def model(self) -> str | None:
+        return self.llm.model if self.llm is not None else None
+
+    @property
+    def busy(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def status(self) -> ContextStatus:
+        return self.context.status()
+
+    def system_prompt(self) -> str:
+        return self.prompt.render()
+
+    async def run(self, text: str) -> AsyncIterator[Event]:
+        """Run one user turn, yielding its events until ``TurnEnded``."""
+        async for event in self._drive(self._turn(text)):
+            yield event
+
+    async def compact(self, tier: Tier | None = None) -> AsyncIterator[Event]:
+        """A manual compaction (``/compact``), with its events."""
+        async for event in self._drive(self._manual_compaction(tier)):
+            yield event
+
+    def cancel(self) -> None:
+        """Stop the running turn; what was received is kept and the turn marked aborted."""
+        if not self.busy:
+            return
+        if self._state.running_tool:
+            # A running tool stops itself and returns its partial output; the loop then sees
+            # the flag and ends the turn without another model call.
+            self._tool_cancel.set()
+        else:
+            assert self._task is not None
+            self._task.cancel()
+
+    def set_model(self, model: str, api_base: str | None = None) -> None:
+        settings = self.env.settings.model
+        self.llm = LLMClient(model, settings=settings, api_base=api_base or _api_base(self.env))
+        self._window = get_model_info(model, settings).window
+        self.context.set_model(model, self._window)
+        if self.session.leaf_id is not None:
+            self.session.append(
+                ModelChangeEntry(id=self.session.new_id(), parent_id=self.session.leaf_id,
+                                 model=model)
+            )
+
+    def switch_session(self, session: Session, *, fresh_prompt: bool = True) -> None:
+        """Continue in another session (``/new``, ``/resume``, ``/fork``)."""
+        if self.busy:
+            raise AgentBusy("a turn is running")
+        if session is not self.session:
+            self.session.close()
+        self.session = session
+        if fresh_prompt:
+            self.prompt = SystemPrompt(self.env, self.cwd, memory=self.memory)
+        self.context = self._new_context(session, self._window)
+
+    def close(self) -> None:
+        self.session.close()
+
+    # -- driving a task as an event stream ------------------------------------------------------
+
+    async def _drive(self, work: Awaitable[None]) -> AsyncIterator[Event]:
+        if self.busy:
+            raise AgentBusy("a turn is already running")
+        queue: asyncio.Queue[object] = asyncio.Queue()
+        self._emit = queue.put_nowait
+        self._tool_cancel = asyncio.Event()
+        task: asyncio.Task[None] = asyncio.ensure_future(work)
+        self._task = task
+        task.add_done_callback(lambda _t: queue.put_nowait(_DONE))
+        try:
+            while True:
+                item = await queue.get()
+                if item is _DONE:
+                    break
+                assert isinstance(item, Event)
+                yield item
+            task.result()
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+            self._emit = lambda _event: None
+
+    def _emit_event(self, event: Event) -> None:
+        self._emit(event)
+
+    def _new_context(self, session: Session, window: int) -> ContextManager:
+        return ContextManager(
+            session,
+            self.env.settings,
+            self.env.user,
+            model=self.model or "",
+            window=window,
+            summarize=self._summarize,
+            emit=self._emit_event,
+            on_summary_written=self._on_summary_written,
+        )
+
+    # -- one turn ---------------------------------------------------------------------------
+
+    async def _turn(self, text: str) -> None:
+        self._state = state = _TurnState()
+        emit = self._emit_event
+        try:
+            for notice in self._take_prompt_notices():
+                emit(Notice(NoticeLevel.WARNING, notice))
+            if self.llm is None:
+                emit(ErrorOccurred(ErrorKind.NO_MODEL, NO_MODEL_HELP))
+                emit(TurnEnded(TurnOutcome.ERROR, error="no model is configured"))
+                return
+            is_first = not any(
+                isinstance(e, MessageEntry) and e.role is Role.USER
+                for e in self.session.current_path()
+            )
+            user = self.session.append_message(Role.USER, text)
+            if is_first:
+                self.prompt.set_first_message(text)
+                for notice in self._take_prompt_notices():
+                    emit(Notice(NoticeLevel.WARNING, notice))
+            emit(TurnStarted(user.id, text))
+            self.memory_tool.new_turn()
+            outcome = await self._steps(state)
+            if outcome is TurnOutcome.ABORTED:
+                emit(TurnEnded(TurnOutcome.ABORTED, text=state.final_text))
+            elif outcome is TurnOutcome.DONE:
+                emit(TurnEnded(TurnOutcome.DONE, text=state.final_text))
+        except asyncio.CancelledError:
+            self._record_abort(state)
+            emit(StatusChanged(self.context.status()))
+            emit(TurnEnded(TurnOutcome.ABORTED, text=state.text))
+        except SessionError as exc:
+            emit(ErrorOccurred(ErrorKind.OTHER, f"The session log could not be written: {exc}"))
+            emit(TurnEnded(TurnOutcome.ERROR, error=str(exc)))
+        finally:
+            self._sync_quietly()
+
+    async def _steps(self, state: _TurnState) -> TurnOutcome | None:
+        """Model calls and tool runs until the model stops; None when an error was emitted."""
+        emit = self._emit_event
+        overflow_retried = False
+        assert self.llm is not None
+        for _step in range(self.max_steps):
+            system = self.prompt.render()
+            schemas = self.tools.schemas()
+            messages = await self.context.prepare(system, schemas)
+            try:
+                completion = await self._stream(messages, schemas, state)
+            except LLMError as err:
+                if err.kind is ErrorKind.CONTEXT_OVERFLOW and not overflow_retried:
+                    overflow_retried = True
+                    state.text = ""
+                    if await self.context.on_overflow():
+                        continue
+                self._record_error(state, err)
+                emit(ErrorOccurred(err.kind, err.message))
+                emit(StatusChanged(self.context.status()))
+                emit(TurnEnded(TurnOutcome.ERROR, text=state.text, error=err.message))
+                return None
+            entry = self.session.append_message(
+                Role.ASSISTANT,
+                completion.text,
+                tool_calls=completion.tool_calls,
+                model=completion.model or self.llm.model,
+                usage=completion.usage,
+                stop_reason=completion.stop_reason,
+            )
+            state.text = ""
+            state.streaming = False
+            self.context.record_usage(entry)
+            emit(
+                AssistantMessage(
+                    entry.id,
+                    entry.content,
+                    tuple((c.id, c.name, c.arguments) for c in entry.tool_calls),
+                    completion.stop_reason.value,
+                )
+            )
+            usage = completion.usage
+            emit(
+                UsageReported(
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.cache_read_tokens,
+                    usage.cache_write_tokens,
+                    usage.cost,
+                )
+            )
+            emit(StatusChanged(self.context.status()))
+            if entry.content:
+                state.final_text = entry.content
+            if not entry.tool_calls:
+                return TurnOutcome.DONE
+            state.pending_calls = list(entry.tool_calls)
+            for call in entry.tool_calls:
+                await self._run_tool(call, state)
+                if self._tool_cancel.is_set():
+                    self._answer_unrun_calls(state, "not run: the user cancelled the turn")
+                    return TurnOutcome.ABORTED
+            state.pending_calls = []
+        emit(
+            Notice(
+                NoticeLevel.WARNING,
+                f"Stopped after {self.max_steps} model calls in one turn; send a message to go on.",
+            )
+        )
+        return TurnOutcome.DONE
+
+    async def _stream(
+        self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]], state: _TurnState
+    ) -> Completion:
+        assert self.llm is not None
+        emit = self._emit_event
+        state.text = ""
+        state.streaming = True
+        completion: Completion | None = None
+        max_tokens = self.env.settings.model.max_output_tokens or None
+        async for item in self.llm.stream(messages, schemas or None, max_tokens=max_tokens):
+            if isinstance(item, Completion):
+                completion = item
+            elif isinstance(item, TextDelta):
+                state.text += item.text
+                emit(item)
+            elif isinstance(item, ThinkingDelta | ToolCallDelta) or isinstance(item, Event):
+                emit(item)
+        state.streaming = False
+        if completion is None:  # pragma: no cover - the client always ends with a Completion
+            raise LLMError(ErrorKind.OTHER, "The provider ended the reply without finishing it.")
+        return completion
+
+    async def _run_tool(self, call: ToolCall, state: _TurnState) -> None:
+        emit = self._emit_event
+        tool = self.tools.get(call.name)
+        arguments = _parse_arguments(call.arguments)
+        ctx = ToolContext(
+            project=self.env.project,
+            user=self.env.user,
+            settings=self.env.settings,
+            cwd=self.cwd,
+            call_id=call.id,
+            emit=emit,
+            cancelled=self._tool_cancel,
+            session_id=self.session.id,
+        )
+        params: Any = None
+        problem = ""
+        if tool is None:
+            known = ", ".join(self.tools.names())
+            problem = f"Unknown tool '{call.name}'. Available tools: {known}."
+        elif isinstance(arguments, str):
+            problem = arguments
+        else:
+            try:
+                params = tool.parse(arguments)
+            except ToolArgumentError as exc:
+                problem = f"Invalid arguments for {call.name}: {exc}"
+        summary = tool.summary(params) if tool is not None and not problem else call.name
+        emit(ToolStarted(call.id, call.name, arguments if isinstance(arguments, dict) else {},
+                         summary))
+        if problem or tool is None:
+            result = ToolResult(problem, is_error=True)
+        else:
+            result = await self._authorized_run(tool, params, ctx)
+        entry = self.session.append_tool_result(
+            call.id,
+            call.name,
+            result.content,
+            is_error=result.is_error,
+            truncated=result.truncated,
+            details=result.details,
+        )
+        state.answered_calls.add(call.id)
+        emit(
+            ToolFinished(
+                call_id=call.id,
+                name=call.name,
+                entry_id=entry.id,
+                content=result.content,
+                is_error=result.is_error,
+                truncated=result.truncated,
+                diff=str(result.details.get("diff", "")),
+                full_output_path=str(result.details.get("full_output_path", "")),
+            )
+        )
+
+    async def _authorized_run(self, tool: Tool, params: Any, ctx: ToolContext) -> ToolResult:
+        denial = await self.approver.authorize(tool, params, ctx)
+        if denial is not None:
+            return ToolResult(denial, is_error=True)
+        self._state.running_tool = True
+        try:
+            return await tool.run(params, ctx)
+        except (OSError, ValueError) as exc:
+            return ToolResult(f"{tool.name} failed: {exc}", is_error=True)
+        finally:
+            self._state.running_tool = False
+
+    # -- endings ----------------------------------------------------------------------------
+
+    def _record_abort(self, state: _TurnState) -> None:
+        """Keep what a cancelled turn received, and leave no tool call without a result."""
+        try:
+            if state.streaming:
+                self.session.append_message(
+                    Role.ASSISTANT,
+                    state.text,
+                    model=self.model,
+                    stop_reason=StopReason.ABORTED,
+                )
+                state.streaming = False
+            self._answer_unrun_calls(state, "not run: the user cancelled the turn")
+        except SessionError:
+            pass  # the log is unwritable; the turn is over either way
+
+    def _answer_unrun_calls(self, state: _TurnState, why: str) -> None:
+        for call in state.pending_calls:
+            if call.id not in state.answered_calls:
+                self.session.append_tool_result(call.id, call.name, why, is_error=True)
+                state.answered_calls.add(call.id)
+        state.pending_calls = []
+
+    def _record_error(self, state: _TurnState, err: LLMError) -> None:
+        """The failed reply stays visible in the log, with what streamed before the error."""
+        self.session.append_message(
+            Role.ASSISTANT,
+            state.text,
+            model=self.model,
+            stop_reason=StopReason.ERROR,
+            error=err.message,
+        )
+        state.text = ""
+        state.streaming = False
+
+    def _sync_quietly(self) -> None:
+        try:
+            self.session.sync()
+        except OSError as exc:
+            self._emit_event(Notice(NoticeLevel.ERROR, f"Could not flush the session log: {exc}"))
+
+    def _take_prompt_notices(self) -> list[str]:
+        notices = self.prompt.notices
+        taken = list(notices)
+        notices.clear()
+        return taken
+
+    # -- compaction -------------------------------------------------------------------------
+
+    async def _manual_compaction(self, tier: Tier | None) -> None:
+        try:
+            await self.context.compact(tier, manual=True)
+        finally:
+            self._emit_event(StatusChanged(self.context.status()))
+            self._sync_quietly()
+
+    async def _summarize(self, messages: list[dict[str, Any]], max_tokens: int) -> str:
+        if self.llm is None:
+            raise LLMError(ErrorKind.NO_MODEL, "No model is configured to write a summary.")
+        model = self.env.settings.model.summary_model or None
+        completion = await self.llm.complete(messages, max_tokens=max_tokens, model=model)
+        return completion.text
+
+
+def _parse_arguments(raw: str) -> dict[str, Any] | str:
+    """The call's arguments as a dict, or an error message for the model."""
+    try:
+        value = json.loads(raw or "{}")
+    except json.JSONDecodeError as exc:
+        return f"The tool arguments were not valid JSON ({exc.msg} at position {exc.pos}); resend the call with a JSON object."
+    if isinstance(value, dict) and "_invalid_arguments" in value and len(value) == 1:
+        return "The tool arguments were not a valid JSON object; resend the call."
+    if not isinstance(value, dict):
+        return "The tool arguments must be a JSON object."
+    return value
+
+
+def _api_base(env: Environment) -> str | None:
+    return os.environ.get("AGENTSH_API_BASE") or env.settings.model.api_base or None
+
+
+def build_agent(
+    env: Environment,
+    session: Session,
+    *,
+    model: str | None,
+    api_base: str | None = None,
+    approval: ApprovalMode | None = None,
+    interactive: bool = True,
+    cwd: Path | None = None,
+    max_steps: int = DEFAULT_MAX_STEPS,
+) -> Agent:
+    """Assemble an agent with every real part. Heavy (imports litellm): run it off the UI
+    thread. ``model=None`` builds an agent that explains how to configure one."""
+    from agentsh.llm.models import choose_model
+
+    cwd = cwd or Path.cwd()
+    settings = env.settings
+    chosen = model or (choose_model(settings, os.environ) or None)
+    model_name = chosen if isinstance(chosen, str) else (chosen.model if chosen else None)
+    base = api_base or _api_base(env)
+    if chosen is not None and not isinstance(chosen, str) and not base:
+        base = chosen.api_base or None
+    llm = LLMClient(model_name, settings=settings.model, api_base=base) if model_name else None
+    window = get_model_info(model_name, settings.model).window if model_name else 128_000
+
+    memory = CuratedMemory(env.project, env.user, settings.memory)
+    memory_tool = MemoryTool(memory, settings.memory)
+    registry = ToolRegistry([*builtin_tools(), memory_tool])
+    on_summary = None
+    mode = approval or ApprovalMode(settings.tools.approval)
+    approver = Approver(mode, env.project.root, interactive=interactive)
+    prompt = SystemPrompt(env, cwd, memory=memory)
+    return Agent(
+        env=env,
+        session=session,
+        cwd=cwd,
+        llm=llm,
+        tools=registry,
+        approver=approver,
+        memory=memory,
+        memory_tool=memory_tool,
+        prompt=prompt,
+        window=window,
+        max_steps=max_steps,
+        on_summary_written=on_summary,
+    )

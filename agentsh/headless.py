@@ -1,0 +1,157 @@
+"""``agentsh -p PROMPT``: one turn without a screen, printed as text, JSON or JSON lines.
+
+A consumer of the agent's event stream, like the TUI. ``text`` prints the final answer on
+stdout (progress and warnings go to stderr, so the answer can be piped); ``json`` prints one
+object with the answer, session id, usage and cost; ``stream-json`` prints every event as one
+JSON line and the same result object last. Approval mode ``ask`` cannot ask anyone here, so
+tools that need approval are denied and the model is told why. The exit code is 0 on success,
+1 on an error (with a one-line reason on stderr), 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from agentsh.cli import EXIT_ERROR, EXIT_OK, CliError
+from agentsh.config import ApprovalMode, load_environment
+from agentsh.events import (
+    ErrorOccurred,
+    Event,
+    Notice,
+    Retrying,
+    TurnEnded,
+    TurnOutcome,
+    UsageReported,
+    event_to_json,
+)
+from agentsh.startup import SessionChoiceError, session_for_args
+
+EXIT_INTERRUPTED = 130
+
+
+@dataclass(slots=True)
+class _Totals:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+    answer: str = ""
+    outcome: TurnOutcome = TurnOutcome.ERROR
+    error: str = ""
+
+
+def main(args: argparse.Namespace) -> int:
+    prompt = args.prompt
+    if prompt == "-":
+        prompt = sys.stdin.read()
+    if not prompt or not prompt.strip():
+        raise CliError("the prompt is empty")
+    env = load_environment()
+    for problem in env.config.problems:
+        print(f"agentsh: warning: {problem}", file=sys.stderr)
+    cwd = Path.cwd()
+    try:
+        session = session_for_args(env, args, cwd)
+    except SessionChoiceError as exc:
+        raise CliError(str(exc)) from exc
+    except LookupError as exc:  # unknown or ambiguous id prefix from the catalog
+        raise CliError(str(exc.args[0] if exc.args else exc)) from exc
+    for problem in session.problems:
+        print(f"agentsh: warning: {session.path}: {problem}", file=sys.stderr)
+
+    from agentsh.agent import build_agent  # heavy: imports litellm
+
+    model = args.model or os.environ.get("AGENTSH_MODEL") or env.settings.model.name or None
+    approval = ApprovalMode(args.approve) if args.approve else None
+    agent = build_agent(
+        env,
+        session,
+        model=model,
+        api_base=args.api_base,
+        approval=approval,
+        interactive=False,
+        cwd=cwd,
+        max_steps=max(1, args.max_turns),
+    )
+    if agent.llm is None:
+        from agentsh.llm.models import NO_MODEL_HELP
+
+        agent.close()
+        raise CliError("no model is configured.\n\n" + NO_MODEL_HELP)
+    try:
+        totals = asyncio.run(_run(agent, prompt, args.output_format, sys.stdout, sys.stderr))
+    except KeyboardInterrupt:
+        print("agentsh: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        agent.close()
+    if totals.outcome is TurnOutcome.ERROR:
+        if args.output_format == "text":
+            print(f"agentsh: {totals.error or 'the turn failed'}", file=sys.stderr)
+        return EXIT_ERROR
+    if totals.outcome is TurnOutcome.ABORTED:
+        return EXIT_INTERRUPTED
+    return EXIT_OK
+
+
+async def _run(agent: Any, prompt: str, fmt: str, out: TextIO, err: TextIO) -> _Totals:
+    totals = _Totals()
+    async for event in agent.run(prompt):
+        _account(event, totals)
+        if fmt == "stream-json":
+            out.write(json.dumps(event_to_json(event), ensure_ascii=False) + "\n")
+            out.flush()
+        else:
+            _progress(event, err)
+    result = {
+        "type": "result",
+        "outcome": totals.outcome.value,
+        "answer": totals.answer,
+        "error": totals.error,
+        "session_id": agent.session.id,
+        "session_file": str(agent.session.path) if agent.session.path else None,
+        "model": agent.model,
+        "usage": {"input_tokens": totals.input_tokens, "output_tokens": totals.output_tokens},
+        "cost": round(totals.cost, 6),
+    }
+    if fmt in ("json", "stream-json"):
+        out.write(json.dumps(result, ensure_ascii=False) + "\n")
+    elif totals.answer:
+        out.write(totals.answer.rstrip("\n") + "\n")
+    out.flush()
+    return totals
+
+
+def _account(event: Event, totals: _Totals) -> None:
+    match event:
+        case UsageReported():
+            totals.input_tokens += event.input_tokens
+            totals.output_tokens += event.output_tokens
+            totals.cost += event.cost
+        case TurnEnded():
+            totals.outcome = event.outcome
+            totals.answer = event.text
+            totals.error = event.error or totals.error
+        case ErrorOccurred():
+            totals.error = event.message
+
+
+def _progress(event: Event, err: TextIO) -> None:
+    """What a person watching stderr wants to know while the answer is being made."""
+    match event:
+        case Retrying():
+            err.write(
+                f"agentsh: {event.reason}; retrying in {event.delay_s:.1f}s "
+                f"(attempt {event.attempt}/{event.max_attempts})\n"
+            )
+        case Notice():
+            err.write(f"agentsh: {event.level.value}: {event.text}\n")
+        case _:
+            return
+    err.flush()

@@ -1,0 +1,59 @@
+"""Which session a front end opens, from the command-line options (shared by TUI and -p).
+
+``--no-session`` keeps everything in memory; ``--session PATH`` opens a file; ``-c`` the
+newest session of this project; ``-r PREFIX`` a session by id prefix (this project first, then
+everywhere); otherwise a new session. A session another agentsh holds open cannot be appended
+to: with ``--fork`` it is copied into a new file, otherwise the error says how to fork it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from agentsh.config import Environment
+from agentsh.session.catalog import Catalog
+from agentsh.session.log import SessionLocked
+from agentsh.session.session import Session
+
+
+class SessionChoiceError(Exception):
+    """The options name a session that cannot be opened; the message says why."""
+
+
+def new_session(env: Environment, cwd: Path, *, persist: bool = True) -> Session:
+    folder = env.user.project_sessions_dir(env.project.root) if persist else None
+    return Session.create(folder, cwd, fsync_each=_fsync_each(env))
+
+
+def open_session_file(env: Environment, path: Path, *, fork_if_locked: bool) -> Session:
+    try:
+        return Session.open(path, fsync_each=_fsync_each(env))
+    except SessionLocked as exc:
+        if not fork_if_locked:
+            raise SessionChoiceError(f"{exc} (pass --fork to do that)") from exc
+        source = Session.open(path, lock=False)
+        return source.fork(env.user.project_sessions_dir(env.project.root))
+
+
+def session_for_args(env: Environment, args: argparse.Namespace, cwd: Path) -> Session:
+    fork = bool(getattr(args, "fork", False))
+    if getattr(args, "no_session", False):
+        return new_session(env, cwd, persist=False)
+    if getattr(args, "session", None):
+        return open_session_file(env, Path(args.session).expanduser(), fork_if_locked=fork)
+    catalog = Catalog(env.user)
+    if getattr(args, "continue_session", False):
+        newest = catalog.newest(env.project.root)
+        if newest is None:
+            return new_session(env, cwd)
+        return open_session_file(env, newest.path, fork_if_locked=fork)
+    resume = getattr(args, "resume", None)
+    if resume:
+        info = catalog.find(resume, env.project.root)
+        return open_session_file(env, info.path, fork_if_locked=fork)
+    return new_session(env, cwd)
+
+
+def _fsync_each(env: Environment) -> bool:
+    return env.settings.session.fsync == "entry"
