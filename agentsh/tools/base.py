@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import difflib
+import os
 import types
 import typing
 from abc import ABC, abstractmethod
@@ -27,6 +29,11 @@ from agentsh.paths import ProjectPaths, UserPaths
 
 class ToolArgumentError(ValueError):
     """The model's arguments do not fit the tool's parameters; the message goes back to it."""
+
+
+class ToolError(Exception):
+    """A call that cannot be done (missing file, offset past the end...); its message is the
+    error result the model reads, so it says what went wrong and what to do instead."""
 
 
 class Effect(StrEnum):
@@ -95,6 +102,13 @@ class Tool(ABC):
     def summary(self, params: Any) -> str:
         """One header line for the UI and the tree, e.g. ``bash: pytest -q``."""
         return self.name
+
+    async def approval_detail(self, params: Any, ctx: ToolContext) -> str:
+        """What an approval prompt shows: the command, or the diff the change would make.
+
+        Raises :class:`ToolError` when the call would fail anyway (nothing to approve).
+        """
+        return self.summary(params)
 
     @abstractmethod
     async def run(self, params: Any, ctx: ToolContext) -> ToolResult: ...
@@ -227,3 +241,135 @@ def _coerce(name: str, hint: Any, value: Any) -> Any:
         return tuple(items) if typing.get_origin(inner) is tuple else items
     expected = _type_schema(hint).get("type", "value")
     raise ToolArgumentError(f"'{name}' must be of type {expected}, got {type(value).__name__}")
+
+
+# -- output limits --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Truncation:
+    """A text cut to a line and byte budget, with what a note needs to say how to read on."""
+
+    text: str
+    truncated: bool
+    total_lines: int
+    total_bytes: int
+    kept_lines: int
+    kept_bytes: int
+    partial_line: bool = False  # one line alone was over the byte budget and was cut
+
+
+def truncate_head(text: str, *, max_lines: int, max_bytes: int) -> Truncation:
+    """Keep the first whole lines that fit both budgets (read, grep, find, ls)."""
+    return _truncate(text, max_lines=max_lines, max_bytes=max_bytes, keep_tail=False)
+
+
+def truncate_tail(text: str, *, max_lines: int, max_bytes: int) -> Truncation:
+    """Keep the last whole lines that fit both budgets (bash: the end is what matters)."""
+    return _truncate(text, max_lines=max_lines, max_bytes=max_bytes, keep_tail=True)
+
+
+def _truncate(text: str, *, max_lines: int, max_bytes: int, keep_tail: bool) -> Truncation:
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()  # a final newline ends the last line; it does not start another
+    total_bytes = len(text.encode("utf-8"))
+    if len(lines) <= max_lines and total_bytes <= max_bytes:
+        return Truncation(text, False, len(lines), total_bytes, len(lines), total_bytes)
+    ordered = reversed(lines) if keep_tail else iter(lines)
+    kept: list[str] = []
+    used = 0
+    for line in ordered:
+        size = len(line.encode("utf-8")) + (1 if kept else 0)
+        if len(kept) >= max_lines or used + size > max_bytes:
+            break
+        kept.append(line)
+        used += size
+    partial = False
+    if not kept and lines:
+        # A single line is longer than the whole budget: never return nothing, cut that line.
+        line = lines[-1] if keep_tail else lines[0]
+        kept = [cut_tail_bytes(line, max_bytes) if keep_tail else cut_bytes(line, max_bytes)]
+        used = len(kept[0].encode("utf-8"))
+        partial = True
+    if keep_tail:
+        kept.reverse()
+    return Truncation("\n".join(kept), True, len(lines), total_bytes, len(kept), used, partial)
+
+
+def cut_bytes(text: str, max_bytes: int) -> str:
+    """The longest prefix of ``text`` that fits ``max_bytes`` of UTF-8, never mid-character."""
+    return text.encode("utf-8")[:max_bytes].decode("utf-8", "ignore")
+
+
+def cut_tail_bytes(text: str, max_bytes: int) -> str:
+    """The longest suffix of ``text`` that fits ``max_bytes`` of UTF-8, never mid-character."""
+    data = text.encode("utf-8")
+    return data[max(0, len(data) - max_bytes) :].decode("utf-8", "ignore")
+
+
+def format_size(size: int) -> str:
+    """``512 B``, ``50.0 KB``, ``3.2 MB``: sizes as a person reads them."""
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
+    if size < 1024**3:
+        return f"{size / 1024 / 1024:.1f} MB"
+    return f"{size / 1024**3:.1f} GB"
+
+
+# -- paths ----------------------------------------------------------------------------------
+
+
+def resolve_path(raw: str, cwd: Path) -> Path:
+    """A path argument as the tools use it: ``~`` expanded, relative to ``cwd``, ``..`` folded.
+
+    Symlinks are left alone here (the approval check resolves them); folding ``..`` lexically
+    keeps the path a tool writes and the path the approval checked the same one.
+    """
+    path = Path(raw.strip()).expanduser()
+    if not path.is_absolute():
+        path = cwd / path
+    return Path(os.path.normpath(path))
+
+
+def display_path(path: Path, cwd: Path) -> str:
+    """How a path is shown to the model: relative to ``cwd`` when inside it, else absolute."""
+    try:
+        rel = path.relative_to(cwd)
+    except ValueError:
+        return str(path)
+    return "." if rel == Path() else rel.as_posix()
+
+
+def is_inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` is ``root`` or below it once symlinks and ``..`` are resolved."""
+    return path.resolve().is_relative_to(root.resolve())
+
+
+def missing_path_message(path: Path, cwd: Path, *, what: str = "File") -> str:
+    """``File not found: x.py`` plus the similar names in the nearest existing folder."""
+    shown = display_path(path, cwd)
+    folder = path.parent
+    while not folder.is_dir() and folder != folder.parent:
+        folder = folder.parent
+    message = f"{what} not found: {shown}."
+    if folder != path.parent:
+        return (
+            f"{message} The folder {display_path(path.parent, cwd)} does not exist either; "
+            f"the nearest one that does is {display_path(folder, cwd)}."
+        )
+    try:
+        names = [entry.name for entry in os.scandir(folder)]
+    except OSError:
+        return message
+    lowered = {name.lower(): name for name in names}
+    close = difflib.get_close_matches(path.name, names, n=3, cutoff=0.6)
+    exact_case = lowered.get(path.name.lower())
+    if exact_case and exact_case not in close:
+        close.insert(0, exact_case)
+    if close:
+        hints = ", ".join(display_path(folder / name, cwd) for name in close)
+        return f"{message} Did you mean: {hints}?"
+    return f"{message} Use ls or find to see what exists."
