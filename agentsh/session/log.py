@@ -4,37 +4,40 @@ Durability rules (SPEC §2): every entry is one complete line written with a sin
 on an ``O_APPEND`` descriptor, so a kill can only ever tear the *last* line; the reader skips a
 torn or damaged line with one problem report and the writer starts its next line on a fresh
 line. ``fsync`` happens when the caller says a turn ended and on close (or per entry, by
-setting). An exclusive ``flock`` on the file stops a second agentsh from appending to it.
+setting). An exclusive ``flock`` on the file stops a second agentsh from appending to it; the
+lock is taken *before* the file is read, so the tree a writer holds is never stale.
 
-Reading is tolerant: bad JSON, non-UTF-8 bytes, malformed entries, duplicate ids, orphans and
-cycles each yield one :class:`LoadProblem` and are skipped; everything else loads. Files of an
-older format version are upgraded in memory through :data:`MIGRATIONS`; a newer version loads
-read-only.
+Reading is tolerant: bad JSON, non-UTF-8 bytes and malformed entries each yield one
+:class:`LoadProblem` and are skipped (duplicate ids, orphans and cycles are found by the tree).
+When a damaged line still shows its own ``id`` and ``parentId``, the tree re-attaches the
+entries below it to its parent, so one bad line never costs the rest of the conversation.
+Files of an older format version are upgraded in memory through :data:`MIGRATIONS` (and
+rewritten in the new format, with a backup, when opened for appending); a file of a newer
+version loads read-only.
 """
 
 from __future__ import annotations
 
 import errno
 import fcntl
+import gc
 import json
 import os
+import re
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from agentsh.session.entries import (
-    FORMAT_VERSION,
-    AnyEntry,
-    EntryError,
-    Header,
-    encode_line,
-    entry_from_json,
-)
+from agentsh.session import entries as _entries
+from agentsh.session.entries import AnyEntry, EntryError, Header, encode_line, entry_from_json
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 
-#: version -> function upgrading one raw entry (or the header) of that version to version + 1.
+#: version -> function upgrading one raw entry (or the header, ``type == "session"``) of that
+#: version to version + 1. A missing step means the format did not change in a way that needs
+#: one. The header's ``version`` is set by the loader, not by the migration.
 MIGRATIONS: dict[int, Migration] = {}
 
 
@@ -71,6 +74,24 @@ class LoadedLog:
     problems: list[LoadProblem] = field(default_factory=list)
     ends_with_newline: bool = True
     read_only_reason: str = ""
+    line_numbers: list[int] = field(default_factory=list)  # parallel to ``entries``
+    #: id -> parentId of damaged lines that still show both (see module docstring).
+    damaged: dict[str, str | None] = field(default_factory=dict)
+    #: the file's format version when it was older than this agentsh's (upgraded in memory).
+    migrated_from: int | None = None
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Loading allocates ~10 objects per line and nothing cyclic; the cyclic collector would
+    otherwise run hundreds of times over a growing heap (it doubles the load time)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def read_log(path: Path) -> LoadedLog:
@@ -79,20 +100,35 @@ def read_log(path: Path) -> LoadedLog:
         data = path.read_bytes()
     except FileNotFoundError as exc:
         raise SessionError(f"session file not found: {path}") from exc
+    except IsADirectoryError as exc:
+        raise SessionError(f"{path} is a folder, not a session file") from exc
     except OSError as exc:
         raise SessionError(f"cannot read {path}: {exc.strerror}") from exc
     return parse_log(data, path)
 
 
+_DECODE = json.JSONDecoder().decode
+# The canonical start of an entry line (``encode_line`` writes keys in this order). Used only on
+# damaged lines, to learn which entry was lost and where its children belong.
+_DAMAGED_IDS = re.compile(r'^\{"type":"[^"\\]*","id":"([^"\\]+)","parentId":(?:null|"([^"\\]+)")')
+
+
 def parse_log(data: bytes, path: Path | None = None) -> LoadedLog:
-    where = str(path) if path else "session"
-    lines = data.split(b"\n")
+    with gc_paused():
+        return _parse(data, str(path) if path else "session")
+
+
+def _parse(data: bytes, where: str) -> LoadedLog:
     ends_with_newline = data.endswith(b"\n") or not data
+    problems: list[LoadProblem] = []
+    damaged: dict[str, str | None] = {}
+    lines = _split(data, problems, damaged)
     if ends_with_newline:
         lines.pop()  # the empty string after the final newline
-    if not lines or not lines[0].strip():
+    if not lines or lines[0] == "":
         raise SessionError(f"{where} is empty or has no session header")
-    header_raw = _decode(lines[0])
+    first = lines[0]
+    header_raw = _decode_line(first) if first is not None else None
     if header_raw is None:
         raise SessionError(f"{where}: the first line is not a valid session header")
     try:
@@ -100,58 +136,106 @@ def parse_log(data: bytes, path: Path | None = None) -> LoadedLog:
     except EntryError as exc:
         raise SessionError(f"{where}: {exc}") from exc
 
-    problems: list[LoadProblem] = []
+    current = _entries.FORMAT_VERSION
     read_only = ""
     upgrades: list[Migration] = []
-    if header.version > FORMAT_VERSION:
+    migrated_from: int | None = None
+    if header.version > current:
         read_only = (
             f"written by a newer agentsh (format {header.version}, this one reads "
-            f"{FORMAT_VERSION}); opened read-only"
+            f"{current}); opened read-only"
         )
         problems.append(LoadProblem(1, read_only))
-    elif header.version < FORMAT_VERSION:
-        upgrades = [MIGRATIONS[v] for v in range(header.version, FORMAT_VERSION) if v in MIGRATIONS]
+    elif header.version < current:
+        migrated_from = header.version
+        upgrades = [MIGRATIONS[v] for v in range(header.version, current) if v in MIGRATIONS]
+        for upgrade in upgrades:
+            header_raw = upgrade(header_raw)
+        header_raw["version"] = current
+        header = Header.from_json(header_raw)
 
     entries: list[AnyEntry] = []
-    last_index = len(lines) - 1
-    for number, raw_line in enumerate(lines[1:], start=2):
-        if not raw_line.strip():
-            continue
-        torn = number - 1 == last_index and not ends_with_newline
-        raw = _decode(raw_line)
-        if raw is None:
-            what = "incomplete last line (interrupted write)" if torn else _why_bad(raw_line)
-            problems.append(LoadProblem(number, f"{what}; skipped"))
-            continue
-        for upgrade in upgrades:
-            raw = upgrade(raw)
+    numbers: list[int] = []
+    last = len(lines)
+    append_entry = entries.append
+    append_number = numbers.append
+    decode = _DECODE
+    make = entry_from_json
+    # The hot loop of every load: keep it free of anything a healthy line does not need.
+    for number, line in enumerate(lines[1:], 2):
+        if line is None:
+            continue  # not UTF-8: reported by _decode_each
         try:
-            entries.append(entry_from_json(raw))
+            raw = decode(line)
+        except json.JSONDecodeError as exc:
+            if not line.strip():
+                continue  # a blank line (an ended torn line, or a hand edit) is harmless
+            if number == last and not ends_with_newline:
+                what = "incomplete last line (an interrupted write)"
+            elif exc.pos >= len(line.rstrip()):
+                what = "incomplete line (an interrupted write)"
+            else:
+                what = "not valid JSON"
+            problems.append(LoadProblem(number, f"{what}; skipped"))
+            _note_damaged(line, damaged)
+            continue
+        if upgrades and type(raw) is dict:
+            for upgrade in upgrades:
+                raw = upgrade(raw)
+        try:
+            append_entry(make(raw))
         except EntryError as exc:
             problems.append(LoadProblem(number, f"{exc}; skipped"))
+            continue
+        append_number(number)
     return LoadedLog(
         header=header,
         entries=entries,
         problems=problems,
         ends_with_newline=ends_with_newline,
         read_only_reason=read_only,
+        line_numbers=numbers,
+        damaged=damaged,
+        migrated_from=migrated_from,
     )
 
 
-def _decode(line: bytes) -> dict[str, Any] | None:
+def _split(
+    data: bytes, problems: list[LoadProblem], damaged: dict[str, str | None]
+) -> list[str | None]:
+    """The file's lines as text; None for a line that is not UTF-8 (reported here)."""
     try:
-        value = json.loads(line)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        # One decode of the whole file is far cheaper than one per line; a newline byte never
+        # occurs inside a multi-byte UTF-8 sequence, so splitting after decoding is exact.
+        return cast("list[str | None]", data.decode("utf-8").split("\n"))
+    except UnicodeDecodeError:
+        pass
+    out: list[str | None] = []
+    for number, line in enumerate(data.split(b"\n"), 1):
+        try:
+            out.append(line.decode("utf-8"))
+        except UnicodeDecodeError:
+            problems.append(LoadProblem(number, "not valid UTF-8; skipped"))
+            _note_damaged(line.decode("utf-8", "replace"), damaged)
+            out.append(None)
+    return out
+
+
+def _utf8(line: bytes) -> str:
+    return line.decode("utf-8", "replace")
+
+
+def _decode_line(line: str) -> dict[str, Any] | None:
+    try:
+        value = _DECODE(line)
+    except json.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
 
 
-def _why_bad(line: bytes) -> str:
-    try:
-        line.decode("utf-8")
-    except UnicodeDecodeError:
-        return "not valid UTF-8"
-    return "not valid JSON" if line.lstrip()[:1] != b"[" else "not a JSON object"
+def _note_damaged(line: str, damaged: dict[str, str | None]) -> None:
+    if match := _DAMAGED_IDS.match(line):
+        damaged.setdefault(match.group(1), match.group(2))
 
 
 def iter_raw_lines(path: Path, start: int = 0) -> Iterator[tuple[int, bytes]]:
@@ -169,20 +253,29 @@ def iter_raw_lines(path: Path, start: int = 0) -> Iterator[tuple[int, bytes]]:
             yield offset, line
 
 
+def read_first_line(path: Path, limit: int = 1 << 16) -> bytes:
+    """The header line (without reading the rest of the file)."""
+    with path.open("rb") as handle:
+        return handle.readline(limit)
+
+
 class LogWriter:
     """Appends entries to one session file, holding an exclusive advisory lock on it."""
 
     def __init__(self, path: Path, fd: int, *, needs_newline: bool, fsync_each: bool) -> None:
         self.path = path
         self._fd: int | None = fd
-        self._needs_newline = needs_newline
+        self.needs_newline = needs_newline
         self._fsync_each = fsync_each
         self._dirty = False
 
     @classmethod
     def create(cls, path: Path, header: Header, *, fsync_each: bool = False) -> LogWriter:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError as exc:
+            raise SessionError(f"cannot create {path}: {exc.strerror or exc}") from exc
         writer = cls._locked(path, fd, needs_newline=False, fsync_each=fsync_each)
         writer._write(encode_line(header))
         writer.sync()
@@ -190,8 +283,20 @@ class LogWriter:
         return writer
 
     @classmethod
-    def open(cls, path: Path, *, ends_with_newline: bool, fsync_each: bool = False) -> LogWriter:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    def open(
+        cls, path: Path, *, ends_with_newline: bool = True, fsync_each: bool = False
+    ) -> LogWriter:
+        """Lock an existing file for appending (raises :class:`SessionLocked`).
+
+        Callers that have not read the file yet lock first and set :attr:`needs_newline`
+        after reading, so nobody can append between the read and the lock.
+        """
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        except FileNotFoundError as exc:
+            raise SessionError(f"session file not found: {path}") from exc
+        except OSError as exc:
+            raise SessionError(f"cannot open {path} for appending: {exc.strerror}") from exc
         return cls._locked(path, fd, needs_newline=not ends_with_newline, fsync_each=fsync_each)
 
     @classmethod
@@ -202,17 +307,20 @@ class LogWriter:
             os.close(fd)
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise SessionLocked(path) from exc
-            raise
+            raise SessionError(f"cannot lock {path}: {exc.strerror}") from exc
         return cls(path, fd, needs_newline=needs_newline, fsync_each=fsync_each)
 
     def append(self, entry: AnyEntry) -> None:
-        line = encode_line(entry)
-        if self._needs_newline:
+        self.append_line(encode_line(entry))
+
+    def append_line(self, line: bytes) -> None:
+        """Write one complete, encoded line (newline included) in a single call."""
+        if self.needs_newline:
             # The previous process died mid-line: end that torn line first so this entry
             # starts on a line of its own (the torn one is skipped on load).
             line = b"\n" + line
         self._write(line)
-        self._needs_newline = False
+        self.needs_newline = False
         if self._fsync_each:
             self.sync()
 
@@ -226,7 +334,7 @@ class LogWriter:
         except OSError as exc:
             # Whatever part of the line reached the file is a torn line; the next append must
             # start fresh so the damage stays confined to this one entry.
-            self._needs_newline = True
+            self.needs_newline = True
             raise SessionError(f"could not write to {self.path.name}: {exc.strerror}") from exc
         self._dirty = True
 
@@ -249,6 +357,54 @@ class LogWriter:
     def closed(self) -> bool:
         return self._fd is None
 
+    def upgrade_file(self, version: int) -> Path:
+        """Rewrite the locked file in the current format; returns the backup of the original.
+
+        Every line that parses goes through :data:`MIGRATIONS`; damaged lines are copied as
+        they are (the reader keeps skipping them). The new file is written and locked under a
+        temporary name and renamed over the old one, so there is no moment at which another
+        agentsh could take the lock on a half-written file.
+        """
+        if self._fd is None:
+            raise SessionError(f"{self.path.name} is closed")
+        current = _entries.FORMAT_VERSION
+        steps = [MIGRATIONS[v] for v in range(version, current) if v in MIGRATIONS]
+        data = self.path.read_bytes()
+        out: list[bytes] = []
+        for number, line in enumerate(data.split(b"\n")):
+            raw = _decode_line(_utf8(line)) if line.strip() else None
+            if raw is None:
+                if line.strip():
+                    out.append(line + b"\n")
+                continue
+            for step in steps:
+                raw = step(raw)
+            if number == 0:
+                raw["version"] = current
+            out.append((json.dumps(raw, ensure_ascii=False, separators=(",", ":")) + "\n").encode())
+        backup = self.path.with_name(f"{self.path.name}.v{version}.bak")
+        temp = self.path.with_name(f".{self.path.name}.upgrading")
+        fd = os.open(temp, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.write(fd, b"".join(out))
+            os.fsync(fd)
+            if backup.exists():
+                backup.unlink()
+            os.link(self.path, backup)
+            temp.replace(self.path)
+        except OSError as exc:
+            os.close(fd)
+            temp.unlink(missing_ok=True)
+            raise SessionError(f"could not upgrade {self.path.name}: {exc.strerror}") from exc
+        _fsync_dir(self.path.parent)
+        old = self._fd
+        self._fd = fd
+        self.needs_newline = False
+        fcntl.flock(old, fcntl.LOCK_UN)
+        os.close(old)
+        return backup
+
 
 def is_locked(path: Path) -> bool:
     """True when another process holds the session's lock (used to offer a fork)."""
@@ -257,7 +413,8 @@ def is_locked(path: Path) -> bool:
     except OSError:
         return False
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        # A shared probe: conflicts with a writer's exclusive lock, never with another probe.
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError:
         return True
     else:

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agentsh.session import entries
 from agentsh.session.entries import (
     AnyEntry,
     Header,
@@ -35,6 +36,7 @@ from agentsh.session.log import (
     LogWriter,
     SessionError,
     SessionReadOnly,
+    gc_paused,
     read_log,
 )
 from agentsh.session.tree import BranchPosition, SessionTree
@@ -75,30 +77,59 @@ class Session:
         session_id = str(uuid.uuid4())
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         header = Header(
-            id=session_id, timestamp=now_iso(), cwd=str(cwd), parent_session=parent_session
+            id=session_id,
+            timestamp=now_iso(),
+            cwd=str(cwd),
+            version=entries.FORMAT_VERSION,
+            parent_session=parent_session,
         )
         path = sessions_dir / f"{stamp}_{session_id}.jsonl" if sessions_dir else None
         return cls(header, SessionTree(), path=path, fsync_each=fsync_each)
 
     @classmethod
     def open(cls, path: Path, *, fsync_each: bool = False, lock: bool = True) -> Session:
-        """Load a session file and take its lock (raises :class:`SessionLocked`)."""
-        loaded = read_log(path)
-        tree, tree_problems = SessionTree.build(loaded.entries)
-        writer = None
-        if lock and not loaded.read_only_reason:
-            writer = LogWriter.open(
-                path, ends_with_newline=loaded.ends_with_newline, fsync_each=fsync_each
-            )
+        """Load a session file and take its lock (raises :class:`SessionLocked`).
+
+        The lock is taken before the file is read, so nobody can append between the read and
+        the first write of this process. ``lock=False`` opens a read-only view (listing,
+        ``sessions show``, the source of a fork).
+        """
+        writer = LogWriter.open(path, fsync_each=fsync_each) if lock else None
+        try:
+            loaded = read_log(path)
+            with gc_paused():
+                tree, tree_problems = SessionTree.build(
+                    loaded.entries, loaded.line_numbers, loaded.damaged
+                )
+            if writer is not None:
+                if loaded.read_only_reason:
+                    writer.close()
+                    writer = None
+                elif loaded.migrated_from is not None:
+                    writer.upgrade_file(loaded.migrated_from)
+                else:
+                    writer.needs_newline = not loaded.ends_with_newline
+        except BaseException:
+            if writer is not None:
+                writer.close()
+            raise
+        problems = sorted(loaded.problems + tree_problems, key=lambda p: p.line)
         return cls(
             loaded.header,
             tree,
             path=path,
             writer=writer,
-            problems=loaded.problems + tree_problems,
-            read_only_reason=loaded.read_only_reason,
+            problems=problems,
+            read_only_reason=loaded.read_only_reason
+            or ("" if lock else "opened as a read-only view"),
             fsync_each=fsync_each,
         )
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- properties -------------------------------------------------------------------------
 
@@ -120,8 +151,15 @@ class Session:
     def branch_position(self) -> BranchPosition:
         return self.tree.branch_position()
 
+    @property
+    def read_only(self) -> bool:
+        return bool(self.read_only_reason)
+
     def get(self, entry_id: str) -> AnyEntry:
         return self.tree.nodes[entry_id]
+
+    def label(self, entry_id: str) -> str:
+        return self.tree.labels.get(entry_id, "")
 
     # -- appending --------------------------------------------------------------------------
 
@@ -139,6 +177,9 @@ class Session:
             raise SessionError(f"entry id {entry.id} already exists in this session")
         if entry.is_node and entry.parent_id is not None and entry.parent_id not in self.tree.nodes:
             raise SessionError(f"parent {entry.parent_id} of {entry.id} is not in this session")
+        target = entry.target_id if isinstance(entry, LabelEntry | LeafEntry) else None
+        if target is not None and target not in self.tree.nodes:
+            raise SessionError(f"no entry {target} in this session")
         if self.path is not None:
             if self._writer is None:
                 self._writer = LogWriter.create(self.path, self.header, fsync_each=self._fsync_each)
@@ -198,20 +239,19 @@ class Session:
         """Continue from ``target_id`` (None: start over from an empty context)."""
         if target_id == self.leaf_id:
             return
-        if target_id is None:
-            # A new root will be appended next; no record needed until then.
-            self.tree.leaf_id = None
-            return
-        if target_id not in self.tree.nodes:
+        if target_id is not None and target_id not in self.tree.nodes:
             raise SessionError(f"no entry {target_id} in this session")
+        # Recorded even for "start over" (None), so a resume lands exactly here.
         self.append(LeafEntry(id=self.new_id(), parent_id=None, target_id=target_id))
 
     def set_label(self, target_id: str, label: str) -> None:
+        """Label an entry; an empty label clears it. Appends a ``label`` record."""
         if target_id not in self.tree.nodes:
             raise SessionError(f"no entry {target_id} in this session")
-        self.append(
-            LabelEntry(id=self.new_id(), parent_id=None, target_id=target_id, label=label.strip())
-        )
+        text = " ".join(label.split())  # one line: labels show inline in the tree
+        if self.tree.labels.get(target_id, "") == text:
+            return
+        self.append(LabelEntry(id=self.new_id(), parent_id=None, target_id=target_id, label=text))
 
     def fork(self, sessions_dir: Path | None, to_id: str | None = None) -> Session:
         """A new session holding the path root -> ``to_id`` (default: the leaf)."""
