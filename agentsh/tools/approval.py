@@ -1,0 +1,150 @@
+"""The approval policy: which tool calls run at once and which wait for the user (SPEC §3).
+
+Reads never ask. In ``ask`` mode edits and commands ask; ``edits`` lets edits inside the project
+root through and still asks for commands; ``all`` lets everything through. One rule stands above
+the modes: a write whose target lies outside the project root (after resolving symlinks and
+``..``) always asks, and "allow for this session" never covers it. Asking is an
+:class:`~agentsh.events.ApprovalRequest` emitted through the tool context; the front end
+resolves its ``decision`` future. With nobody to ask (headless ``-p``), a call that would ask is
+denied with a message telling the model why and how the user can allow it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from agentsh.config import ApprovalMode
+from agentsh.events import ApprovalDecision, ApprovalRequest
+from agentsh.tools.base import Effect, Tool, ToolContext, ToolError, is_inside
+
+
+class Approver:
+    """Decides, per tool call, whether it may run; asks the user through an event if needed."""
+
+    def __init__(self, mode: ApprovalMode | str, project_root: Path, *, interactive: bool) -> None:
+        self.mode = ApprovalMode(mode)
+        self.project_root = project_root.resolve()
+        self.interactive = interactive
+        self._session_allowed: set[str] = set()
+
+    @property
+    def session_allowed(self) -> frozenset[str]:
+        """Tools the user allowed for the rest of the session."""
+        return frozenset(self._session_allowed)
+
+    def forget_session(self) -> None:
+        self._session_allowed.clear()
+
+    def outside_paths(self, tool: Tool, params: Any, ctx: ToolContext) -> list[Path]:
+        """The call's write targets that resolve outside the project root."""
+        return [
+            path
+            for path in tool.target_paths(params, ctx)
+            if not is_inside(path, self.project_root)
+        ]
+
+    async def authorize(self, tool: Tool, params: Any, ctx: ToolContext) -> str | None:
+        """None if the call may run; otherwise the message the model gets as an error result."""
+        effect = tool.effect(params, ctx)
+        if effect is Effect.READ:
+            return None
+        summary = tool.summary(params)
+        outside = self.outside_paths(tool, params, ctx)
+        if outside:
+            where = ", ".join(str(path.resolve()) for path in outside)
+            if not self.interactive:
+                return (
+                    f"Denied: {summary} would write outside the project root "
+                    f"({self.project_root}): {where}. Writing outside the project is never "
+                    f"allowed in non-interactive mode (agentsh -p), whatever --approve says. "
+                    f"Keep changes inside the project, or tell the user to do this in an "
+                    f"interactive agentsh session, where they can approve it."
+                )
+            reason = f"it writes outside the project root ({self.project_root}): {where}"
+            return await self._ask(tool, params, ctx, reason, outside=True)
+        if self.mode is ApprovalMode.ALL:
+            return None
+        if self.mode is ApprovalMode.EDITS and effect is Effect.EDIT:
+            return None
+        if tool.name in self._session_allowed:
+            return None
+        what = "file edits" if effect is Effect.EDIT else "commands"
+        if not self.interactive:
+            return self._headless_denial(summary, effect)
+        reason = f"approval mode is '{self.mode}': {what} need your approval"
+        return await self._ask(tool, params, ctx, reason, outside=False)
+
+    def _headless_denial(self, summary: str, effect: Effect) -> str:
+        if effect is Effect.EDIT:
+            what = "file edits cannot be approved, so this edit was not made"
+            how = (
+                "the user can allow edits inside the project with `--approve edits`, or edits "
+                "and commands with `--approve all`"
+            )
+        else:
+            what = "commands cannot be approved, so this one did not run"
+            how = "the user can allow commands with `--approve all`"
+        return (
+            f"Denied: {summary}. This run is non-interactive (agentsh -p) with approval mode "
+            f"'{self.mode}': {what}. Do not retry it; tell the user what you wanted to do. "
+            f"To allow it, {how}."
+        )
+
+    async def _ask(
+        self, tool: Tool, params: Any, ctx: ToolContext, reason: str, *, outside: bool
+    ) -> str | None:
+        summary = tool.summary(params)
+        try:
+            detail = await tool.approval_detail(params, ctx)
+        except (ToolError, OSError) as exc:
+            # The call would fail anyway (no match for an edit, a missing file...): nothing to
+            # approve, and the model gets the same error the tool would give.
+            return str(exc)
+        request = ApprovalRequest(
+            call_id=ctx.call_id,
+            tool=tool.name,
+            summary=summary,
+            detail=detail,
+            reason=reason,
+            outside_project=outside,
+        )
+        ctx.emit(request)
+        decision = await _wait_for_decision(request, ctx)
+        match decision:
+            case ApprovalDecision.ALLOW_ONCE:
+                return None
+            case ApprovalDecision.ALLOW_SESSION:
+                if not outside:  # the session grant never covers writes outside the project
+                    self._session_allowed.add(tool.name)
+                return None
+            case ApprovalDecision.DENY:
+                return (
+                    f"The user declined {summary}; it was not run. Do not retry it unchanged: "
+                    f"ask the user how to proceed if it is needed."
+                )
+            case _:
+                return f"Cancelled while waiting for the user's approval; {summary} was not run."
+
+
+async def _wait_for_decision(request: ApprovalRequest, ctx: ToolContext) -> ApprovalDecision | None:
+    """The user's answer, or None when the turn was cancelled (or the prompt withdrawn)."""
+    future = request.decision
+    cancelled = asyncio.ensure_future(ctx.cancelled.wait())
+    try:
+        await asyncio.wait({future, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        future.cancel()  # the front end sees the prompt is void and closes it
+        raise
+    finally:
+        cancelled.cancel()
+    if not future.done():
+        future.cancel()
+        return None
+    if future.cancelled() or future.exception() is not None:
+        return None
+    try:
+        return ApprovalDecision(future.result())
+    except ValueError:
+        return None
