@@ -1,0 +1,228 @@
+"""The Textual App: wires the screen, bindings, themes and the controller together.
+
+No feature logic lives here (DESIGN.md): the App composes the chat column and the status bar,
+installs themes and the user's keymap, forwards key actions and widget messages to the
+:class:`~agentsh.tui.controller.ChatController`, and owns the one piece of App-wide state that
+Textual keeps on the App itself (the active theme). Importing this module must stay cheap:
+litellm, tiktoken, numpy, onnxruntime and the search index are imported later, by the agent
+factory in a thread worker (a test pins this).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.containers import Horizontal, Vertical
+
+from agentsh.config import Environment
+from agentsh.tui.commands import SlashCommandProvider
+from agentsh.tui.controller import AgentFactory, ChatController
+from agentsh.tui.keys import KeyScope, bindings_for, display_key, keymap_from_settings, spec
+from agentsh.tui.options import LaunchOptions
+from agentsh.tui.projection import NoteItem
+from agentsh.tui.screens.help import HelpScreen
+from agentsh.tui.screens.picker import PickerItem, PickerScreen
+from agentsh.tui.themes import (
+    DEFAULT_THEME,
+    ThemeError,
+    load_themes,
+    persist_theme_choice,
+    shipped_themes_dir,
+)
+from agentsh.tui.widgets.approval import ApprovalPrompt
+from agentsh.tui.widgets.chat import ChatView
+from agentsh.tui.widgets.composer import Composer, PromptInput
+from agentsh.tui.widgets.status_bar import StatusBar
+from agentsh.tui.widgets.tool_block import ToolBlock
+
+
+class AgentshApp(App[None]):
+    CSS_PATH = "agentsh.tcss"
+    TITLE = "agentsh"
+    COMMANDS = App.COMMANDS | {SlashCommandProvider}
+    BINDINGS = bindings_for(KeyScope.APP)
+
+    def __init__(
+        self,
+        env: Environment,
+        options: LaunchOptions | None = None,
+        *,
+        agent_factory: AgentFactory | None = None,
+        cwd: Path | None = None,
+        watch_themes: bool = True,
+    ) -> None:
+        super().__init__()
+        self.env = env
+        self.options = options or LaunchOptions()
+        self.controller = ChatController(
+            self, env, self.options, agent_factory=agent_factory, cwd=cwd
+        )
+        keymap = keymap_from_settings(env.settings.tui.keys)
+        self.keymap = keymap.keymap
+        self._startup_problems = [str(p) for p in env.config.problems] + list(keymap.problems)
+        self._watch_themes = watch_themes
+        self._files: list[str] = []
+        self._install_themes()
+
+    # -- layout -------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        settings = self.env.settings.tui
+        with Horizontal(id="main"), Vertical(id="chat-column"):
+            # The side panel (memory, summaries, tree) will sit beside this column.
+            yield ChatView(
+                window=settings.transcript_window,
+                preview_lines=settings.tool_preview_lines,
+                expand_key=display_key(self.keymap.get("toggle_tool", spec("toggle_tool").key)),
+                id="chat",
+            )
+            yield Vertical(id="queue")
+            yield Composer(id="composer")
+        yield StatusBar(id="status-bar")
+
+    def on_mount(self) -> None:
+        self.set_keymap(self.keymap)
+        prompt = self.query_one(PromptInput)
+        prompt.files = self._project_files
+        prompt.focus()
+        for problem in self._startup_problems:
+            self.notify(problem, title="Configuration", severity="warning", timeout=10)
+        self.controller.start()
+        self.call_after_refresh(self._after_first_frame)
+
+    def _after_first_frame(self) -> None:
+        self._load_project_files()
+        if self._watch_themes:
+            self._watch_user_themes()
+
+    def on_unmount(self) -> None:
+        self.controller.shutdown()
+
+    # -- themes -------------------------------------------------------------------------------
+
+    def _theme_folders(self) -> list[Path]:
+        return [shipped_themes_dir(), self.env.user.themes_dir]
+
+    def _install_themes(self) -> None:
+        loaded = load_themes(self._theme_folders())
+        for theme in loaded.themes:
+            self.register_theme(theme)
+        self._startup_problems += [str(p) for p in loaded.problems]
+        wanted = self.env.settings.tui.theme
+        if wanted in self.available_themes:
+            self.theme = wanted
+        else:
+            if wanted != DEFAULT_THEME:
+                self._startup_problems.append(f"theme {wanted!r} not found; using {DEFAULT_THEME}")
+            if DEFAULT_THEME in self.available_themes:
+                self.theme = DEFAULT_THEME
+
+    def reload_themes(self) -> None:
+        loaded = load_themes(self._theme_folders())
+        for theme in loaded.themes:
+            self.register_theme(theme)
+        for problem in loaded.problems:
+            self.notify(str(problem), title="Theme skipped", severity="warning", timeout=8)
+        self.refresh_css()
+
+    @work(exclusive=True, group="theme-watch", exit_on_error=False)
+    async def _watch_user_themes(self) -> None:
+        """Reload user themes when a file in the themes folder changes (watchfiles)."""
+        from watchfiles import awatch
+
+        folder = self.env.user.themes_dir
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return
+        async for _changes in awatch(folder, debounce=100, step=50):
+            self.reload_themes()
+
+    async def choose_theme(self, name: str) -> None:
+        """``/theme [name]``: set directly, or pick from a list that previews live."""
+        if not name:
+            name = await self._pick_theme() or ""
+            if not name:
+                return
+        if name not in self.available_themes:
+            await self.controller.chat.append(
+                NoteItem("", f"No theme named {name!r}. /theme lists them.", "error")
+            )
+            return
+        self.theme = name
+        try:
+            persist_theme_choice(self.env.user.config_file, name)
+        except ThemeError as exc:
+            self.notify(str(exc), title="Theme not saved", severity="error")
+            return
+        self.notify(f"Theme {name} saved to {self.env.user.config_file.name}", timeout=3)
+
+    async def _pick_theme(self) -> str | None:
+        original = self.theme
+        names = sorted(self.available_themes, key=lambda n: (not n.startswith("agentsh"), n))
+        items = [PickerItem(n, n) for n in names]
+
+        def preview(name: str) -> None:
+            self.theme = name
+
+        chosen = await self.push_screen_wait(
+            PickerScreen("Theme", items, current=original, on_highlight=preview)
+        )
+        if chosen is None:
+            self.theme = original
+        return chosen
+
+    # -- project files for @ completion --------------------------------------------------------
+
+    def _project_files(self) -> list[str]:
+        return self._files
+
+    @work(thread=True, exclusive=True, group="files", exit_on_error=False)
+    def _load_project_files(self) -> None:
+        from agentsh.tui.files import list_project_files
+
+        files = list_project_files(self.env.project.root)
+        self.call_from_thread(setattr, self, "_files", files)
+
+    # -- actions (keys) -----------------------------------------------------------------------
+
+    def action_show_help(self) -> None:
+        self.push_screen(HelpScreen(self.keymap))
+
+    def action_cancel_turn(self) -> None:
+        self.controller.cancel()
+
+    def action_toggle_last_tool(self) -> None:
+        focused = self.focused
+        if isinstance(focused, ToolBlock):
+            focused.action_toggle_expand()
+            return
+        blocks = self.query(ToolBlock)
+        if blocks:
+            blocks.last().action_toggle_expand()
+
+    def action_focus_input(self) -> None:
+        self.query_one(PromptInput).focus()
+
+    def action_focus_chat(self) -> None:
+        chat = self.query_one(ChatView)
+        blocks = [w for w in chat.children if w.can_focus and w.display]
+        (blocks[-1] if blocks else chat).focus()
+
+    def action_chat_page_up(self) -> None:
+        self.query_one(ChatView).scroll_page_up()
+
+    def action_chat_page_down(self) -> None:
+        self.query_one(ChatView).scroll_page_down()
+
+    # -- messages from widgets ------------------------------------------------------------------
+
+    @on(PromptInput.Submitted)
+    async def _submitted(self, event: PromptInput.Submitted) -> None:
+        await self.controller.submit(event.text)
+
+    @on(ApprovalPrompt.Decided)
+    def _decided(self, event: ApprovalPrompt.Decided) -> None:
+        self.controller.approval_decided(event.prompt, event.decision)

@@ -1,0 +1,796 @@
+"""The chat controller: everything the TUI *does*, kept out of the App class.
+
+It opens the session and builds the agent off the UI thread after the first frame, runs one
+turn at a time (consuming the agent's events and turning them into transcript widgets),
+queues messages typed while a turn runs, cancels on Esc, and implements the slash commands.
+It talks to widgets only through their public methods, and to the core only through the
+agent's public API and the session (the log is the truth: after a session switch the chat is
+re-projected from ``session.current_path()``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agentsh.config import Environment
+from agentsh.events import (
+    ApprovalDecision,
+    ApprovalRequest,
+    AssistantMessage,
+    CompactionFailed,
+    CompactionFinished,
+    CompactionStarted,
+    ContextStatus,
+    ErrorKind,
+    ErrorOccurred,
+    Event,
+    Notice,
+    Retrying,
+    StatusChanged,
+    TextDelta,
+    ThinkingDelta,
+    Tier,
+    ToolFinished,
+    ToolOutput,
+    ToolStarted,
+    TurnEnded,
+    TurnOutcome,
+    TurnStarted,
+)
+from agentsh.session.entries import CompactionEntry, MessageEntry, Role
+from agentsh.session.session import Session
+from agentsh.tui import commands as slash
+from agentsh.tui.options import LaunchOptions
+from agentsh.tui.projection import (
+    AssistantItem,
+    CompactionItem,
+    NoteItem,
+    ToolItem,
+    UserItem,
+    project,
+)
+from agentsh.tui.ui_state import UiState, load_ui_state, save_ui_state
+from agentsh.tui.widgets.approval import ApprovalPrompt
+from agentsh.tui.widgets.chat import ChatView
+from agentsh.tui.widgets.composer import PromptInput
+from agentsh.tui.widgets.messages import (
+    AssistantMessage as AssistantWidget,
+)
+from agentsh.tui.widgets.messages import (
+    CompactionLine,
+    NoteMarkdown,
+    QueuedMessage,
+)
+from agentsh.tui.widgets.status_bar import StatusBar
+from agentsh.tui.widgets.tool_block import ToolBlock
+
+if TYPE_CHECKING:
+    from agentsh.tui.app import AgentshApp
+
+
+class AgentLike(Protocol):
+    """The part of :class:`agentsh.agent.Agent` the TUI uses."""
+
+    session: Session
+
+    @property
+    def model(self) -> str | None: ...
+
+    def status(self) -> ContextStatus: ...
+
+    def run(self, text: str) -> AsyncIterator[Event]: ...
+
+    def cancel(self) -> None: ...
+
+    def compact(self, tier: Tier | None = None) -> AsyncIterator[Event]: ...
+
+    def set_model(self, model: str) -> None: ...
+
+    def switch_session(self, session: Session) -> None: ...
+
+
+AgentFactory = Callable[[Environment, Session, LaunchOptions], AgentLike]
+
+
+def build_real_agent(env: Environment, session: Session, options: LaunchOptions) -> AgentLike:
+    """The default factory: the real agent (imports litellm; call it in a thread)."""
+    from agentsh.agent import build_agent
+
+    agent: AgentLike = build_agent(
+        env,
+        session,
+        model=options.model,
+        api_base=options.api_base,
+        approval=options.approval,
+        interactive=True,
+    )
+    return agent
+
+
+def new_session(env: Environment, cwd: Path, *, persist: bool = True) -> Session:
+    """A fresh session (its file appears with the first entry)."""
+    folder = env.user.project_sessions_dir(env.project.root) if persist else None
+    return Session.create(folder, cwd, fsync_each=env.settings.session.fsync == "entry")
+
+
+def resolve_session(env: Environment, options: LaunchOptions, cwd: Path) -> Session:
+    """The session the options name (``-c``, ``-r ID``, ``--session``, ``--no-session``)."""
+    if options.no_session or not (options.continue_session or options.resume or options.session):
+        return new_session(env, cwd, persist=not options.no_session)
+    from agentsh.startup import session_for_args  # the catalog, only when it is needed
+
+    return session_for_args(env, options, cwd)  # type: ignore[arg-type]
+
+
+class ChatController:
+    def __init__(
+        self,
+        app: AgentshApp,
+        env: Environment,
+        options: LaunchOptions,
+        *,
+        agent_factory: AgentFactory | None = None,
+        cwd: Path | None = None,
+    ) -> None:
+        self.app = app
+        self.env = env
+        self.options = options
+        self.cwd = cwd or Path.cwd()
+        self.agent_factory = agent_factory or build_real_agent
+        self.agent: AgentLike | None = None
+        self.session: Session | None = None
+        self.queue: deque[str] = deque()
+        self.turn_running = False
+        self.agent_failed = ""
+        self._queued_widgets: list[QueuedMessage] = []
+        self._ui_state = load_ui_state(env.user.ui_state_file)
+        self._turn_task: asyncio.Task[None] | None = None
+
+    # -- typed getters ------------------------------------------------------------------------
+
+    @property
+    def chat(self) -> ChatView:
+        return self.app.query_one(ChatView)
+
+    @property
+    def status_bar(self) -> StatusBar:
+        return self.app.query_one(StatusBar)
+
+    @property
+    def prompt(self) -> PromptInput:
+        return self.app.query_one(PromptInput)
+
+    @property
+    def ready(self) -> bool:
+        return self.agent is not None
+
+    # -- start-up -----------------------------------------------------------------------------
+
+    def initial_status(self) -> ContextStatus:
+        """What the first frame shows: the last model and window, from the cache."""
+        state = self._ui_state
+        model = self.options.model or state.model
+        return ContextStatus(model=model, window=state.window if model == state.model else 0)
+
+    def start(self) -> None:
+        """Called once the first frame is up: open the session, then build the agent."""
+        self.status_bar.status = self.initial_status()
+        self.status_bar.loading = True
+        if self.options.wants_picker:
+            self.app.call_later(self._startup_picker)
+        else:
+            self._load_in_thread(None)
+
+    async def _startup_picker(self) -> None:
+        path = await self.pick_session()
+        self._load_in_thread(path)
+
+    def _load_in_thread(self, path: Path | None) -> None:
+        self.app.run_worker(
+            lambda: self._load(path),
+            thread=True,
+            name="load-agent",
+            group="agent",
+            exit_on_error=False,
+        )
+
+    def _load(self, path: Path | None) -> None:
+        """Thread worker: open the session, show it, build the agent (heavy imports here)."""
+        try:
+            if path is not None:
+                from agentsh.startup import open_session_file
+
+                session = open_session_file(self.env, path, fork_if_locked=False)
+            else:
+                session = resolve_session(self.env, self.options, self.cwd)
+        except Exception as exc:  # noqa: BLE001 - worker boundary: shown in the chat, new session
+            self._call_ui(self._note, f"{exc}", "error")
+            session = new_session(self.env, self.cwd, persist=not self.options.no_session)
+        self._call_ui(self._session_opened, session)
+        try:
+            agent = self.agent_factory(self.env, session, self.options)
+        except Exception as exc:  # noqa: BLE001 - worker boundary: the UI keeps working
+            self._call_ui(self._agent_failed, f"The agent could not start: {exc}")
+            return
+        self._call_ui(self._agent_ready, agent)
+
+    def _call_ui(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` (a coroutine function) on the UI loop from a thread worker."""
+        self.app.call_from_thread(fn, *args)
+
+    async def _session_opened(self, session: Session) -> None:
+        self.session = session
+        await self.chat.load(project(session.current_path()))
+        for problem in session.problems[:5]:
+            await self._note(f"session file: {problem}", "warning")
+        if session.read_only_reason:
+            await self._note(f"This session is read-only: {session.read_only_reason}", "warning")
+
+    async def _agent_ready(self, agent: AgentLike) -> None:
+        self.agent = agent
+        self.session = agent.session
+        self.status_bar.loading = False
+        self._show_status(agent.status())
+        if self.queue and not self.turn_running:
+            self._start_next()
+
+    async def _agent_failed(self, message: str) -> None:
+        self.agent_failed = message
+        self.status_bar.loading = False
+        self.status_bar.status = replace(self.status_bar.status, problem="agent not started")
+        await self._note(message, "error")
+
+    def _show_status(self, status: ContextStatus) -> None:
+        self.status_bar.status = status
+        if status.model and (
+            status.model != self._ui_state.model or status.window != self._ui_state.window
+        ):
+            self._ui_state = UiState(status.model, status.window)
+            save_ui_state(self.env.user.ui_state_file, self._ui_state)
+
+    # -- sending ------------------------------------------------------------------------------
+
+    async def submit(self, text: str) -> None:
+        """The user pressed Enter: a command runs now, a message runs or is queued."""
+        if slash.is_command(text):
+            try:
+                command, arg = slash.parse(text)
+            except slash.UnknownCommand as exc:
+                await self._note(str(exc), "error")
+                return
+            await self.run_command(command, arg)
+            return
+        if self.agent_failed:
+            await self._note(self.agent_failed, "error")
+            return
+        if self.turn_running or self.agent is None:
+            await self._enqueue(text)
+            return
+        self._start_turn(text)
+
+    async def _enqueue(self, text: str) -> None:
+        self.queue.append(text)
+        widget = QueuedMessage(text)
+        self._queued_widgets.append(widget)
+        await self.app.query_one("#queue").mount(widget)
+
+    def _start_next(self) -> None:
+        if not self.queue:
+            return
+        text = self.queue.popleft()
+        if self._queued_widgets:
+            self._queued_widgets.pop(0).remove()
+        self._start_turn(text)
+
+    def _start_turn(self, text: str) -> None:
+        assert self.agent is not None
+        self.turn_running = True
+        self._run_events(self.agent.run(text), user_text=text)
+
+    def _run_events(self, events: AsyncIterator[Event], *, user_text: str = "") -> None:
+        self.turn_running = True
+        worker = self.app.run_worker(
+            self._consume(events, user_text), name="turn", group="turn", exit_on_error=False
+        )
+        del worker
+
+    async def _consume(self, events: AsyncIterator[Event], user_text: str) -> None:
+        turn = _TurnView(self, user_text)
+        await self.chat.reveal_end()
+        try:
+            async for event in events:
+                await turn.handle(event)
+        except Exception as exc:  # noqa: BLE001 - a crashed turn is shown, the app goes on
+            await self._note(f"The turn failed: {exc}", "error")
+        finally:
+            await turn.close()
+            self.turn_running = False
+            if self.agent is not None:
+                self._show_status(self.agent.status())
+            if self.queue:
+                self._start_next()
+
+    def cancel(self) -> bool:
+        """Esc: stop the running turn. Queued messages go back to the editor, unsent."""
+        if not self.turn_running or self.agent is None:
+            return False
+        self.agent.cancel()
+        if self.queue:
+            queued = "\n\n".join(self.queue)
+            self.queue.clear()
+            for widget in self._queued_widgets:
+                widget.remove()
+            self._queued_widgets.clear()
+            prompt = self.prompt
+            prompt.text = f"{queued}\n\n{prompt.text}".rstrip() if prompt.text else queued
+        return True
+
+    def approval_decided(self, prompt: ApprovalPrompt, decision: ApprovalDecision) -> None:
+        """Remember the answer as the row's data (a remount shows it) and give focus back."""
+        outcome = decision.value.replace("_", " ")
+        self.chat.set_item(prompt, NoteItem("", f"{prompt.request.summary}: {outcome}"))
+        self.prompt.focus()
+
+    # -- small helpers ------------------------------------------------------------------------
+
+    async def _note(self, text: str, kind: str = "info") -> None:
+        await self.chat.append(NoteItem("", text, kind))
+
+    async def _markdown_note(self, text: str, kind: str = "info") -> None:
+        await self.chat.append(NoteItem("", _first_line(text), kind), NoteMarkdown(text, kind=kind))
+
+    def _current_session(self) -> Session | None:
+        return self.agent.session if self.agent is not None else self.session
+
+    async def _require_idle(self, command: slash.SlashCommand) -> bool:
+        if self.turn_running:
+            await self._note(
+                f"/{command.name} waits for the turn to end (Esc cancels it).", "warning"
+            )
+            return False
+        if self.agent is None and command.name in _NEEDS_AGENT:
+            await self._note(f"/{command.name} is available once the agent has loaded.", "warning")
+            return False
+        return True
+
+    # -- commands -----------------------------------------------------------------------------
+
+    async def run_command(self, command: slash.SlashCommand, arg: str) -> None:
+        if command.name in _IDLE_ONLY and not await self._require_idle(command):
+            return
+        handler = getattr(self, command.handler)
+        await handler(arg)
+
+    async def cmd_help(self, arg: str) -> None:
+        rows = "\n".join(f"| `{c.usage}` | {c.summary} |" for c in slash.COMMANDS)
+        await self._markdown_note(
+            "**Commands**\n\n| Command | What it does |\n|---|---|\n"
+            f"{rows}\n\nPress **F1** for every key binding, **Ctrl+P** for the command palette."
+        )
+
+    async def cmd_model(self, arg: str) -> None:
+        agent = self.agent
+        if not arg:
+            current = agent.model if agent is not None else None
+            await self._note(
+                f"Model: {current or 'none configured'}. Switch with "
+                "/model <litellm model string>, e.g. /model anthropic/claude-sonnet-4-6 "
+                "or /model ollama/qwen2.5-coder."
+            )
+            return
+        if agent is None:
+            await self._note("The agent is still loading; try again in a moment.", "warning")
+            return
+        try:
+            agent.set_model(arg)
+        except (ValueError, RuntimeError, OSError) as exc:
+            await self._note(f"Could not switch to {arg}: {exc}", "error")
+            return
+        self._show_status(agent.status())
+        await self._note(f"Model switched to {arg}.")
+
+    async def cmd_compact(self, arg: str) -> None:
+        tier: Tier | None = None
+        if arg:
+            try:
+                tier = Tier(arg.strip().lower().replace("-", "_"))
+            except ValueError:
+                names = ", ".join(t.value for t in Tier if t is not Tier.NONE)
+                await self._note(f"Unknown tier {arg!r}; use one of {names}.", "error")
+                return
+        assert self.agent is not None
+        self._run_events(self.agent.compact(tier))
+
+    async def cmd_tree(self, arg: str) -> None:
+        session = self._current_session()
+        if session is None:
+            return
+        await self._markdown_note(tree_markdown(session))
+
+    async def cmd_fork(self, arg: str) -> None:
+        session = self._current_session()
+        assert session is not None
+        folder = None if not session.persistent else self._sessions_dir()
+        try:
+            child = session.fork(folder)
+        except OSError as exc:
+            await self._note(f"Could not fork: {exc}", "error")
+            return
+        await self._switch_to(child)
+        await self._note(
+            f"Forked into a new session ({child.id[:8]}); the previous session is unchanged."
+        )
+
+    async def cmd_label(self, arg: str) -> None:
+        session = self._current_session()
+        if session is None or session.leaf_id is None:
+            await self._note("Nothing to label yet: send a message first.", "warning")
+            return
+        session.set_label(session.leaf_id, arg)
+        if arg.strip():
+            await self._note(f"Labelled the current entry: {arg.strip()}")
+        else:
+            await self._note("Label cleared.")
+
+    async def cmd_resume(self, arg: str) -> None:
+        path: Path | None
+        if arg:
+            from agentsh.session.catalog import Catalog
+
+            try:
+                info = Catalog(self.env.user).find(arg, self.env.project.root)
+            except (LookupError, ValueError, OSError) as exc:
+                await self._note(str(exc), "error")
+                return
+            path = Path(info.path)
+        else:
+            path = await self.pick_session()
+        if path is None:
+            return
+        await self._open_path(path)
+
+    async def _open_path(self, path: Path) -> None:
+        from agentsh.session.log import SessionError
+        from agentsh.startup import SessionChoiceError, open_session_file
+
+        current = self._current_session()
+        if current is not None and current.path == path:
+            await self._note("That is the session you are in.")
+            return
+        try:
+            session = open_session_file(self.env, path, fork_if_locked=False)
+        except (SessionChoiceError, SessionError, OSError) as exc:
+            await self._note(str(exc), "error")
+            return
+        await self._switch_to(session)
+        await self._note(f"Resumed session {session.id[:8]}.")
+
+    async def cmd_new(self, arg: str) -> None:
+        current = self._current_session()
+        session = new_session(
+            self.env, self.cwd, persist=current.persistent if current is not None else True
+        )
+        await self._switch_to(session)
+
+    async def _switch_to(self, session: Session) -> None:
+        if self.agent is not None:
+            self.agent.switch_session(session)
+            self.session = self.agent.session
+        else:
+            old = self.session
+            self.session = session
+            if old is not None and old is not session:
+                old.close()
+        await self.chat.load(project(session.current_path()))
+        if self.agent is not None:
+            self._show_status(self.agent.status())
+
+    async def cmd_memory(self, arg: str) -> None:
+        parts: list[str] = []
+        for title, path in (
+            ("Project memory", self.env.project.memory_file),
+            ("User memory", self.env.user.user_memory_file),
+        ):
+            try:
+                text = path.read_text(encoding="utf-8").strip()
+            except FileNotFoundError:
+                text = ""
+            except (OSError, UnicodeDecodeError) as exc:
+                text = f"(cannot be read: {exc})"
+            body = text or "_empty_"
+            parts.append(f"**{title}** (`{_home(path)}`)\n\n{body}")
+        await self._markdown_note("\n\n".join(parts))
+
+    async def cmd_theme(self, arg: str) -> None:
+        await self.app.choose_theme(arg)
+
+    async def cmd_export(self, arg: str) -> None:
+        from agentsh.tui.export import ExportError, export_session
+
+        session = self._current_session()
+        if session is None:
+            return
+        words = arg.split(maxsplit=1)
+        fmt = words[0].lower() if words else "md"
+        target = Path(words[1]) if len(words) > 1 else None
+        try:
+            written = await asyncio.to_thread(export_session, session, fmt, target, self.cwd)
+        except ExportError as exc:
+            await self._note(str(exc), "error")
+            return
+        await self._note(f"Exported to {written}")
+
+    async def cmd_cost(self, arg: str) -> None:
+        if self.agent is None:
+            await self._note("The agent is still loading.", "warning")
+            return
+        from agentsh.tui.status_format import human_cost, human_tokens
+
+        s = self.agent.status()
+        estimated = " (estimated)" if s.estimated else ""
+        await self._markdown_note(
+            "| | |\n|---|---|\n"
+            f"| Model | {s.model or 'none'} |\n"
+            f"| Current context | {human_tokens(s.used)} / {human_tokens(s.window)} "
+            f"({s.pct:.1f}%){estimated} |\n"
+            f"| Session input tokens | {s.session_input_tokens:,} |\n"
+            f"| Session output tokens | {s.session_output_tokens:,} |\n"
+            f"| Session cost | {human_cost(s.session_cost)} |\n"
+            f"| Compactions | {s.compactions} |"
+        )
+
+    async def cmd_quit(self, arg: str) -> None:
+        self.app.exit()
+
+    # -- pickers ------------------------------------------------------------------------------
+
+    async def pick_session(self) -> Path | None:
+        """The session picker (``/resume``, ``-r``): search by first message."""
+        from agentsh.tui.screens.sessions import SessionPicker, session_items
+
+        try:
+            items = await asyncio.to_thread(session_items, self.env)
+        except (OSError, ValueError) as exc:
+            await self._note(f"Sessions could not be listed: {exc}", "error")
+            return None
+        value = await self.app.push_screen_wait(SessionPicker(items))
+        return Path(value) if value else None
+
+    def _sessions_dir(self) -> Path:
+        return self.env.user.project_sessions_dir(self.env.project.root)
+
+    # -- shutdown -----------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        session = self._current_session()
+        if session is not None:
+            with contextlib.suppress(OSError):
+                session.sync()
+            session.close()
+
+
+_IDLE_ONLY = frozenset({"compact", "fork", "resume", "new", "label"})
+_NEEDS_AGENT = frozenset({"compact"})
+
+
+class _TurnView:
+    """Turns one stream of agent events into transcript widgets."""
+
+    def __init__(self, controller: ChatController, user_text: str) -> None:
+        self.c = controller
+        self.chat = controller.chat
+        self.user_text = user_text
+        self.reply: AssistantWidget | None = None
+        self.blocks: dict[str, ToolBlock] = {}
+        self.compaction: CompactionLine | None = None
+        self.ended = False
+
+    async def handle(self, event: Event) -> None:
+        chat = self.chat
+        match event:
+            case TurnStarted():
+                await chat.append(UserItem(event.user_entry_id, event.text))
+            case TextDelta():
+                reply = await self._reply()
+                await reply.append(event.text)
+            case ThinkingDelta():
+                (await self._reply()).add_thinking(event.text)
+            case AssistantMessage():
+                await self._finish_reply(event.entry_id, event.text)
+            case ToolStarted():
+                block = ToolBlock(
+                    event.call_id,
+                    event.name,
+                    event.summary or event.name,
+                    preview_lines=self.c.env.settings.tui.tool_preview_lines,
+                    expand_key=chat.expand_key,
+                )
+                self.blocks[event.call_id] = block
+                await chat.append(ToolItem(event.call_id, event.name, event.summary), block)
+            case ToolOutput():
+                if (running := self.blocks.get(event.call_id)) is not None:
+                    running.append_output(event.text)
+            case ToolFinished():
+                await self._tool_finished(event)
+            case ApprovalRequest():
+                prompt = ApprovalPrompt(event, self.c.app.keymap)
+                await chat.append(NoteItem("", f"approval asked: {event.summary}"), prompt)
+            case StatusChanged():
+                self.c._show_status(event.status)
+            case Retrying():
+                await self.c._note(
+                    f"retrying in {event.delay_s:.0f}s (attempt {event.attempt}/"
+                    f"{event.max_attempts}): {event.reason}",
+                    "warning",
+                )
+            case CompactionStarted():
+                line = CompactionLine(event.tier.value, 0, 0, running=True)
+                self.compaction = line
+                await chat.append(CompactionItem("", event.tier.value, 0, 0, ""), line)
+            case CompactionFinished():
+                await self._compaction_finished(event)
+            case CompactionFailed():
+                if self.compaction is not None:
+                    self.compaction.fail(event.reason)
+                    self.compaction = None
+                else:
+                    await self.c._note(f"compaction failed: {event.reason}", "error")
+            case Notice():
+                await self.c._note(event.text, event.level.value)
+            case ErrorOccurred():
+                await self._error(event)
+            case TurnEnded():
+                await self._ended(event)
+            case _:
+                pass  # usage and tool-call fragments: the status bar shows their effect
+
+    async def _reply(self) -> AssistantWidget:
+        if self.reply is None:
+            widget = AssistantWidget(live=True)
+            self.reply = widget
+            await self.chat.append(AssistantItem("", ""), widget)
+        return self.reply
+
+    async def _finish_reply(self, entry_id: str, text: str) -> None:
+        reply = self.reply
+        self.reply = None
+        if reply is None:
+            if text:
+                await self.chat.append(AssistantItem(entry_id, text))
+            return
+        await reply.finish(text=text)
+        reply.entry_id = entry_id
+        if not text and not reply.text:
+            reply.display = False  # a tool-call-only reply: the blocks say it all
+        self.chat.set_item(reply, AssistantItem(entry_id, text))
+
+    async def _tool_finished(self, event: ToolFinished) -> None:
+        found = self.blocks.get(event.call_id)
+        item = ToolItem(
+            event.call_id,
+            event.name,
+            found.summary if found is not None else event.name,
+            output=event.content,
+            is_error=event.is_error,
+            diff=event.diff,
+            finished=True,
+            entry_id=event.entry_id,
+        )
+        if found is None:
+            await self.chat.append(item)
+            return
+        found.finish(event.content, is_error=event.is_error, diff=event.diff)
+        self.chat.set_item(found, item)
+
+    async def _compaction_finished(self, event: CompactionFinished) -> None:
+        summary = ""
+        session = self.c._current_session()
+        if session is not None and event.entry_id in session.tree.nodes:
+            entry = session.get(event.entry_id)
+            if isinstance(entry, CompactionEntry):
+                summary = entry.summary
+        if event.note:
+            summary = f"{event.note}\n{summary}".strip()
+        item = CompactionItem(
+            event.entry_id, event.tier.value, event.tokens_before, event.tokens_after, summary
+        )
+        line = self.compaction
+        self.compaction = None
+        if line is None:
+            await self.chat.append(item)
+            return
+        line.finish(event.tokens_before, event.tokens_after, summary, event.entry_id)
+        self.chat.set_item(line, item)
+
+    async def _error(self, event: ErrorOccurred) -> None:
+        if event.kind is ErrorKind.NO_MODEL:
+            await self.c._markdown_note(event.message, "warning")
+            prompt = self.c.prompt
+            if self.user_text and not prompt.text:
+                prompt.text = self.user_text  # nothing was sent: keep what the user typed
+            return
+        if self.reply is not None:
+            reply = self.reply
+            self.reply = None
+            await reply.finish(error=event.message)
+            self.chat.set_item(reply, AssistantItem("", reply.text, error=event.message))
+            return
+        await self.c._note(event.message, "error")
+
+    async def _ended(self, event: TurnEnded) -> None:
+        self.ended = True
+        aborted = event.outcome is TurnOutcome.ABORTED
+        if self.reply is not None:
+            reply = self.reply
+            self.reply = None
+            await reply.finish(aborted=aborted)
+            entry_id = self._last_assistant_id()
+            self.chat.set_item(reply, AssistantItem(entry_id, reply.text, aborted=aborted))
+        elif aborted:
+            await self.c._note("turn cancelled", "warning")
+        for block in self.blocks.values():
+            if not block.finished:
+                block.finish(block.output or "(cancelled)", is_error=True)
+        if self.compaction is not None:
+            self.compaction.fail("cancelled")
+            self.compaction = None
+
+    def _last_assistant_id(self) -> str:
+        session = self.c._current_session()
+        if session is None:
+            return ""
+        for entry in reversed(session.current_path()):
+            if isinstance(entry, MessageEntry) and entry.role is Role.ASSISTANT:
+                return entry.id
+        return ""
+
+    async def close(self) -> None:
+        """The stream ended (normally or not): never leave a live widget streaming."""
+        if self.reply is not None:
+            await self.reply.finish(aborted=not self.ended)
+            self.reply = None
+
+
+def tree_markdown(session: Session) -> str:
+    """``/tree`` as text: each branch point with its branches, the active one marked."""
+    tree = session.tree
+    points = tree.branch_points()
+    active = set(tree.path_ids()) if tree.leaf_id else set()
+    if not points:
+        count = len(tree)
+        return f"**Session tree**: {count} entries, one branch (no forks yet)."
+    lines = [f"**Session tree**: {len(tree)} entries, {len(points)} branch point(s)", ""]
+    for point in points:
+        lines.append(f"- at `{point}` {_entry_text(session, point)}")
+        for i, child in enumerate(tree.children_of(point), start=1):
+            mark = " ← current" if child in active else ""
+            label = f" [{tree.labels[child]}]" if child in tree.labels else ""
+            lines.append(f"  - branch {i}: `{child}` {_entry_text(session, child)}{label}{mark}")
+    return "\n".join(lines)
+
+
+def _entry_text(session: Session, entry_id: str) -> str:
+    entry: Any = session.get(entry_id)
+    if isinstance(entry, MessageEntry):
+        text = " ".join(entry.content.split())[:60] or (
+            f"[{', '.join(c.name for c in entry.tool_calls)}]" if entry.tool_calls else ""
+        )
+        return f"{entry.role.value}: {text}"
+    return f"({entry.TYPE})"
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def _home(path: Path) -> str:
+    try:
+        return "~/" + path.relative_to(Path.home()).as_posix()
+    except (ValueError, RuntimeError):
+        return str(path)

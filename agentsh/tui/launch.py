@@ -1,0 +1,23 @@
+"""``agentsh`` with no subcommand: start the TUI, importing only what the first frame needs.
+
+The CLI dispatches here with its argparse namespace. This reads the configuration (stdlib
+tomllib), prepares the process for litellm and tiktoken without importing them, and runs the
+App; the session is opened and the agent built in a worker after the first frame.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def main(args: argparse.Namespace) -> int:
+    from agentsh.config import load_environment
+    from agentsh.llm.env import prepare_environment
+    from agentsh.tui.app import AgentshApp
+    from agentsh.tui.options import LaunchOptions
+
+    prepare_environment()
+    env = load_environment()
+    app = AgentshApp(env, LaunchOptions.from_args(args))
+    app.run()
+    return app.return_code or 0

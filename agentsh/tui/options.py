@@ -1,0 +1,40 @@
+"""What the command line asked the TUI to do, as one frozen value.
+
+:func:`LaunchOptions.from_args` reads the argparse namespace that ``agentsh.cli`` builds; the
+App and the controller take this value instead of the namespace, so tests can construct it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from agentsh.config import ApprovalMode
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchOptions:
+    continue_session: bool = False
+    resume: str | None = None  # None: no resume; "": show the picker; else an id prefix
+    session: str | None = None
+    no_session: bool = False
+    model: str | None = None
+    api_base: str | None = None
+    approval: ApprovalMode | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> LaunchOptions:
+        approve = getattr(args, "approve", None)
+        return cls(
+            continue_session=bool(getattr(args, "continue_session", False)),
+            resume=getattr(args, "resume", None),
+            session=getattr(args, "session", None),
+            no_session=bool(getattr(args, "no_session", False)),
+            model=getattr(args, "model", None),
+            api_base=getattr(args, "api_base", None),
+            approval=ApprovalMode(approve) if approve else None,
+        )
+
+    @property
+    def wants_picker(self) -> bool:
+        return self.resume == ""

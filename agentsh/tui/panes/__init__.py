@@ -1,0 +1,1 @@
+"""Side panes (memory, summaries, tree): arriving with the panes issue."""

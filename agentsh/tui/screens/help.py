@@ -1,0 +1,62 @@
+"""F1: every key binding (with the user's remapping applied) and every slash command."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+from agentsh.tui.commands import COMMANDS
+from agentsh.tui.keys import KEYS, KeyScope, display_key, effective_key
+
+
+def help_markdown(keymap: Mapping[str, str]) -> str:
+    lines = ["# Keys", ""]
+    for scope in KeyScope:
+        specs = [s for s in KEYS if s.scope is scope]
+        if not specs:
+            continue
+        lines += [
+            f"**{scope.value.capitalize()}**",
+            "",
+            "| Key | Action | Binding id |",
+            "|---|---|---|",
+        ]
+        for s in specs:
+            key = display_key(effective_key(s, keymap)).replace("|", "\\|")
+            binding_id = "(fixed)" if s.builtin else f"`{s.id}`"
+            lines.append(f"| {key} | {s.description} | {binding_id} |")
+        lines.append("")
+    lines += [
+        'Remap a key in `config.toml`: `[tui.keys]` then `binding_id = "key"`.',
+        "",
+        "# Commands",
+        "",
+        "| Command | What it does |",
+        "|---|---|",
+    ]
+    for c in COMMANDS:
+        aliases = ", ".join(f"/{a}" for a in c.aliases)
+        usage = c.usage.replace("|", "\\|")
+        lines.append(f"| `{usage}` | {c.summary}{f' (also {aliases})' if aliases else ''} |")
+    return "\n".join(lines)
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [("escape,f1,q", "dismiss", "Close")]
+
+    def __init__(self, keymap: Mapping[str, str]) -> None:
+        super().__init__(id="help-screen")
+        self._keymap = dict(keymap)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-body"):
+            yield Markdown(help_markdown(self._keymap))
+
+    async def action_dismiss(self, result: None = None) -> None:
+        self.dismiss(result)

@@ -1,0 +1,1 @@
+"""Widgets of the chat screen: transcript, messages, tool blocks, editor, status bar."""

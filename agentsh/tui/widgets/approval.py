@@ -1,0 +1,102 @@
+"""The inline approval prompt: a tool asks to write or run something, the user answers.
+
+It sits in the transcript (nothing is hidden behind a modal), takes focus, and resolves the
+request's future with allow once / allow for this session / deny (keys y / a / n, remappable).
+After the answer it collapses to one line saying what was decided. If the turn is cancelled
+while it waits, the future is cancelled by the agent and the prompt says so.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import Static
+
+from agentsh.events import ApprovalDecision, ApprovalRequest
+from agentsh.tui.keys import KeyScope, bindings_for, display_key, spec
+from agentsh.tui.widgets.tool_block import diff_content
+
+_DECISION_TEXT = {
+    ApprovalDecision.ALLOW_ONCE: "allowed once",
+    ApprovalDecision.ALLOW_SESSION: "allowed for this session",
+    ApprovalDecision.DENY: "denied",
+}
+
+
+class ApprovalPrompt(Vertical, can_focus=True):
+    BINDINGS = bindings_for(KeyScope.APPROVAL)
+
+    class Decided(Message):
+        def __init__(self, prompt: ApprovalPrompt, decision: ApprovalDecision) -> None:
+            super().__init__()
+            self.prompt = prompt
+            self.decision = decision
+
+    def __init__(self, request: ApprovalRequest, keymap: dict[str, str] | None = None) -> None:
+        super().__init__(classes="approval")
+        self.request = request
+        self.decision: ApprovalDecision | None = None
+        self._keymap = keymap or {}
+
+    def _key(self, binding_id: str) -> str:
+        return display_key(self._keymap.get(binding_id, spec(binding_id).key))
+
+    def compose(self) -> ComposeResult:
+        req = self.request
+        title = Content.assemble(("? ", "bold $warning"), ("Allow ", ""), (req.summary, "bold"))
+        yield Static(title, classes="approval-title")
+        if req.reason:
+            yield Static(Content(req.reason), classes="approval-reason")
+        if req.detail:
+            detail = req.detail
+            body = (
+                diff_content(detail)
+                if detail.startswith(("---", "@@", "diff "))
+                else Content(detail)
+            )
+            yield Static(body, classes="approval-detail")
+        yield Static(
+            Content.assemble(
+                (f"[{self._key('approve_once')}]", "bold $success"),
+                " allow once   ",
+                (f"[{self._key('approve_session')}]", "bold $success"),
+                " allow for this session   ",
+                (f"[{self._key('deny')}]", "bold $error"),
+                " deny",
+            ),
+            classes="approval-keys",
+        )
+
+    def on_mount(self) -> None:
+        self.request.decision.add_done_callback(lambda _f: self._on_future_done())
+        self.focus()
+        self.scroll_visible()
+
+    def action_decide(self, value: str) -> None:
+        if self.decision is not None:
+            return
+        decision = ApprovalDecision(value)
+        future = self.request.decision
+        if not future.done():
+            future.set_result(decision)
+        self.decision = decision
+        self._collapse(_DECISION_TEXT[decision])
+        self.post_message(self.Decided(self, decision))
+
+    def _on_future_done(self) -> None:
+        if self.decision is None and self.is_mounted:
+            future = self.request.decision
+            if future.cancelled():
+                self._collapse("not answered: the turn was cancelled")
+            else:
+                self.decision = future.result()
+                self._collapse(_DECISION_TEXT[self.decision])
+
+    def _collapse(self, outcome: str) -> None:
+        self.remove_children()
+        self.can_focus = False
+        self.add_class("decided")
+        self.set_class(outcome == "denied", "denied")
+        self.mount(Static(Content(f"{self.request.summary}: {outcome}"), classes="approval-title"))

@@ -1,0 +1,241 @@
+"""The message editor: multi-line input, history, and ``/`` and ``@`` completion.
+
+Enter sends, Shift+Enter or Ctrl+J adds a line. Up on the first line and Down on the last line
+walk the history of sent messages (the draft is kept while walking). Typing ``/`` at the start
+offers the slash commands; typing ``@`` offers project files ranked by a fuzzy match. The menu
+is an ``OptionList`` above the editor: Up/Down move in it, Tab or Enter accept, Esc closes it.
+The editor only posts :class:`Composer.Submitted`; what a message does is the controller's
+business.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from textual import events, on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import OptionList, TextArea
+from textual.widgets.option_list import Option
+
+from agentsh.tui import commands as slash
+from agentsh.tui.files import rank
+from agentsh.tui.keys import KeyScope, bindings_for
+
+_AT_WORD = re.compile(r"(?:^|\s)@([^\s@]*)$")
+MENU_ROWS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    replace_from: int  # column in the cursor's line where the replaced word starts
+    insert: str
+    label: Content
+    submit: bool = False  # a command without arguments runs on Enter
+
+
+class CompletionMenu(OptionList):
+    """The completion list shown above the editor."""
+
+    def __init__(self) -> None:
+        super().__init__(id="completion-menu")
+        self.completions: list[Completion] = []
+
+    def show(self, completions: list[Completion]) -> None:
+        self.completions = completions
+        self.clear_options()
+        self.add_options([Option(c.label) for c in completions])
+        self.display = bool(completions)
+        if completions:
+            self.highlighted = 0
+
+    def hide(self) -> None:
+        self.completions = []
+        self.clear_options()
+        self.display = False
+
+    @property
+    def current(self) -> Completion | None:
+        if not self.display or self.highlighted is None or not self.completions:
+            return None
+        return self.completions[self.highlighted]
+
+
+class PromptInput(TextArea):
+    BINDINGS = bindings_for(KeyScope.INPUT)
+
+    class Submitted(Message):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    def __init__(self) -> None:
+        super().__init__(
+            "",
+            id="prompt",
+            soft_wrap=True,
+            show_line_numbers=False,
+            tab_behavior="focus",
+            compact=True,
+            placeholder="Message agentsh  (/ commands · @ files · F1 keys)",
+        )
+        self.sent_history: list[str] = []
+        self._history_index: int | None = None
+        self._draft = ""
+        self.menu: CompletionMenu | None = None
+        self.files: Callable[[], list[str]] = list
+
+    # -- sending ------------------------------------------------------------------------------
+
+    def action_submit(self) -> None:
+        if self.menu is not None and self.menu.current is not None:
+            completion = self.menu.current
+            self._accept(completion)
+            if not completion.submit:
+                return
+        text = self.text
+        if not text.strip():
+            return
+        if not self.sent_history or self.sent_history[-1] != text:
+            self.sent_history.append(text)
+        self._history_index = None
+        self._draft = ""
+        self.clear()
+        self.post_message(self.Submitted(text))
+
+    def action_newline(self) -> None:
+        start, end = self.selection
+        self._replace_via_keyboard("\n", start, end)
+
+    def action_complete(self) -> None:
+        if self.menu is not None and self.menu.current is not None:
+            self._accept(self.menu.current)
+        else:
+            self.screen.focus_next()
+
+    # -- history ------------------------------------------------------------------------------
+
+    def action_cursor_up(self, select: bool = False) -> None:
+        if self._menu_step(-1):
+            return
+        if not select and self.cursor_location[0] == 0 and self.sent_history:
+            self._walk_history(-1)
+            return
+        super().action_cursor_up(select)
+
+    def action_cursor_down(self, select: bool = False) -> None:
+        if self._menu_step(+1):
+            return
+        last_row = self.document.line_count - 1
+        if not select and self.cursor_location[0] == last_row and self._history_index is not None:
+            self._walk_history(+1)
+            return
+        super().action_cursor_down(select)
+
+    def _walk_history(self, step: int) -> None:
+        if self._history_index is None:
+            if step > 0:
+                return
+            self._draft = self.text
+            index = len(self.sent_history) - 1
+        else:
+            index = self._history_index + step
+        if index < 0:
+            return
+        if index >= len(self.sent_history):
+            self._history_index = None
+            self._set_text(self._draft)
+            return
+        self._history_index = index
+        self._set_text(self.sent_history[index])
+
+    def _set_text(self, text: str) -> None:
+        self.text = text
+        last = self.document.line_count - 1
+        self.move_cursor((last, len(self.document[last])))
+
+    # -- completion ---------------------------------------------------------------------------
+
+    def _menu_step(self, step: int) -> bool:
+        menu = self.menu
+        if menu is None or not menu.display or not menu.completions:
+            return False
+        current = menu.highlighted or 0
+        menu.highlighted = (current + step) % len(menu.completions)
+        return True
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "escape" and self.menu is not None and self.menu.display:
+            event.stop()
+            event.prevent_default()
+            self.menu.hide()
+            return
+        await super()._on_key(event)
+
+    @on(TextArea.Changed)
+    def _update_completions(self) -> None:
+        if self.menu is None:
+            return
+        self.menu.show(self.completions())
+
+    def completions(self) -> list[Completion]:
+        """What to offer for the text before the cursor."""
+        row, col = self.cursor_location
+        line = self.document[row][:col]
+        if row == 0 and line.startswith("/") and " " not in line and "\n" not in self.text:
+            word = line[1:]
+            return [
+                Completion(
+                    0,
+                    f"/{c.name} " if c.argument else f"/{c.name}",
+                    Content.assemble(
+                        (f"/{c.name}", "bold"), f" {c.argument}  ", (c.summary, "dim")
+                    ),
+                    submit=not c.argument,
+                )
+                for c in slash.complete(word)
+            ]
+        at = _AT_WORD.search(line)
+        if at:
+            query = at.group(1)
+            start = at.start(1) - 1
+            return [
+                Completion(start, f"@{m.path} ", Content(m.path))
+                for m in rank(query, self.files(), limit=MENU_ROWS * 2)
+            ]
+        return []
+
+    def _accept(self, completion: Completion) -> None:
+        row, col = self.cursor_location
+        self.replace(completion.insert, (row, completion.replace_from), (row, col))
+        if self.menu is not None:
+            self.menu.hide()
+
+
+class Composer(Vertical):
+    """The completion menu above the editor, wired together."""
+
+    def compose(self) -> ComposeResult:
+        menu = CompletionMenu()
+        menu.display = False
+        yield menu
+        prompt = PromptInput()
+        prompt.menu = menu
+        yield prompt
+
+    @property
+    def prompt(self) -> PromptInput:
+        return self.query_one(PromptInput)
+
+    @on(OptionList.OptionSelected, "#completion-menu")
+    def _clicked(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        prompt = self.prompt
+        menu = prompt.menu
+        if menu is not None and 0 <= event.option_index < len(menu.completions):
+            prompt._accept(menu.completions[event.option_index])
+        prompt.focus()

@@ -1,0 +1,237 @@
+"""Message widgets of the transcript: user and assistant messages, notes, compactions, queue.
+
+An assistant reply that is streaming owns exactly one :class:`MarkdownStream`: fragments are
+appended to it (it batches them when they arrive faster than they render) and the message is
+never re-rendered whole per chunk. Finished and historical messages are plain ``Markdown``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Vertical
+from textual.content import Content
+from textual.widgets import Markdown, Static
+from textual.widgets._markdown import MarkdownStream
+
+from agentsh.tui.status_format import human_tokens
+
+
+class UserMessage(Vertical):
+    """What the user sent (markdown)."""
+
+    def __init__(self, text: str, *, entry_id: str = "") -> None:
+        super().__init__(classes="message user-message")
+        self.text = text
+        self.entry_id = entry_id
+
+    def compose(self) -> ComposeResult:
+        yield Static("you", classes="role-label")
+        yield Markdown(self.text, classes="message-body")
+
+
+class AssistantMessage(Vertical):
+    """A model reply: static from the log, or live with one stream per reply."""
+
+    def __init__(
+        self,
+        text: str = "",
+        *,
+        entry_id: str = "",
+        live: bool = False,
+        aborted: bool = False,
+        error: str = "",
+    ) -> None:
+        super().__init__(classes="message assistant-message")
+        self.text = text
+        self.entry_id = entry_id
+        self.live = live
+        self._aborted = aborted
+        self._error = error
+        self._stream: MarkdownStream | None = None
+        self._thinking_chars = 0
+
+    def compose(self) -> ComposeResult:
+        yield Static("", classes="thinking")
+        yield Markdown(self.text, classes="message-body")
+        yield Static(self._footer_text(), classes="message-footer")
+
+    def on_mount(self) -> None:
+        self._refresh_footer()
+
+    @property
+    def body(self) -> Markdown:
+        return self.query_one(".message-body", Markdown)
+
+    async def append(self, fragment: str) -> None:
+        """Add streamed text (starts the stream on the first fragment)."""
+        if not fragment:
+            return
+        if self._stream is None:
+            self._stream = Markdown.get_stream(self.body)
+        self.text += fragment
+        await self._stream.write(fragment)
+
+    def add_thinking(self, fragment: str) -> None:
+        self._thinking_chars += len(fragment)
+        thinking = self.query_one(".thinking", Static)
+        thinking.update(f"thinking… ({human_tokens(self._thinking_chars)} chars)")
+        thinking.display = True
+
+    async def finish(
+        self, *, text: str | None = None, aborted: bool = False, error: str = ""
+    ) -> None:
+        """The reply is complete: stop the stream; ``text`` (the logged text) wins if given."""
+        if self._stream is not None:
+            await self._stream.stop()
+            self._stream = None
+        if text is not None and text != self.text:
+            self.text = text
+            await self.body.update(text)
+        self.live = False
+        self._aborted = self._aborted or aborted
+        self._error = error or self._error
+        if self._thinking_chars:
+            self.query_one(".thinking", Static).update(
+                f"thought for {human_tokens(self._thinking_chars)} chars"
+            )
+        self._refresh_footer()
+
+    def _footer_text(self) -> str:
+        if self._aborted:
+            return "aborted"
+        return self._error
+
+    def _refresh_footer(self) -> None:
+        footer = self.query_one(".message-footer", Static)
+        footer.update(self._footer_text())
+        footer.display = bool(self._footer_text())
+        footer.set_class(bool(self._error) and not self._aborted, "error")
+        self.query_one(".thinking", Static).display = bool(self._thinking_chars)
+
+
+class NoteLine(Static):
+    """A line that is not a message: a notice, a retry, an error shown in place."""
+
+    def __init__(self, text: str, *, kind: str = "info", markdown: bool = False) -> None:
+        super().__init__(classes=f"note note-{kind}")
+        self.text = text
+        self.kind = kind
+        self.markdown = markdown
+
+    def on_mount(self) -> None:
+        prefix = {"error": "✗ ", "warning": "! ", "info": "· "}.get(self.kind, "· ")
+        self.update(Content(prefix + self.text))
+
+
+class NoteMarkdown(Vertical):
+    """A longer note rendered as markdown (help, /cost, /tree, how to configure a model)."""
+
+    def __init__(self, text: str, *, kind: str = "info") -> None:
+        super().__init__(classes=f"note-block note-{kind}")
+        self.text = text
+        self.kind = kind
+
+    def compose(self) -> ComposeResult:
+        yield Markdown(self.text)
+
+
+class CompactionLine(Static, can_focus=True):
+    """A compaction as one collapsed line; Enter shows the summary under it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        ("enter,space", "toggle_expand", "Show/hide the summary")
+    ]
+
+    def __init__(
+        self,
+        tier: str,
+        tokens_before: int,
+        tokens_after: int,
+        summary: str = "",
+        *,
+        entry_id: str = "",
+        running: bool = False,
+    ) -> None:
+        super().__init__(classes="compaction")
+        self.tier = tier
+        self.tokens_before = tokens_before
+        self.tokens_after = tokens_after
+        self.summary = summary
+        self.entry_id = entry_id
+        self.running = running
+        self.expanded = False
+
+    def on_mount(self) -> None:
+        self._render_line()
+
+    def finish(self, tokens_before: int, tokens_after: int, summary: str, entry_id: str) -> None:
+        self.running = False
+        self.tokens_before, self.tokens_after = tokens_before, tokens_after
+        self.summary, self.entry_id = summary, entry_id
+        self._render_line()
+
+    def fail(self, reason: str) -> None:
+        self.running = False
+        self.summary = reason
+        self.add_class("failed")
+        self.update(Content(f"⟲ compaction ({_tier_name(self.tier)}) failed: {reason}"))
+
+    def action_toggle_expand(self) -> None:
+        self.expanded = not self.expanded
+        self._render_line()
+
+    def _render_line(self) -> None:
+        name = _tier_name(self.tier)
+        if self.running:
+            self.update(Content(f"⟲ compacting ({name})…"))
+            return
+        line = (
+            f"⟲ compacted ({name}): {human_tokens(self.tokens_before)} → "
+            f"{human_tokens(self.tokens_after)} tokens"
+        )
+        if self.summary and not self.expanded:
+            line += "  [enter: show]"
+        if self.expanded and self.summary:
+            line += "\n" + self.summary
+        self.update(Content(line))
+
+
+def _tier_name(tier: str) -> str:
+    from agentsh.events import Tier
+
+    try:
+        return Tier(tier).label or tier
+    except ValueError:
+        return tier
+
+
+class QueuedMessage(Static):
+    """A message typed while a turn runs; sent when the turn ends."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(Content(f"queued: {text}"), classes="queued")
+        self.text = text
+
+
+class Welcome(Static):
+    """The empty start screen's hint."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            Content.assemble(
+                ("agentsh", "bold $primary"),
+                "\n\nType a message and press Enter. ",
+                ("/", "bold $accent"),
+                " for commands, ",
+                ("@", "bold $accent"),
+                " to mention a file, ",
+                ("F1", "bold $accent"),
+                " for every key, ",
+                ("Ctrl+P", "bold $accent"),
+                " for the command palette.",
+            ),
+            classes="welcome",
+        )

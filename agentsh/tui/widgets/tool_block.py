@@ -1,0 +1,137 @@
+"""A tool call in the transcript: a header line and output collapsed to its last lines.
+
+The header is the tool and its main argument (``ToolStarted.summary``) with a state mark
+(running, done, failed). Collapsed, the body shows the last ``preview_lines`` lines and says
+how many came before and which key expands them; an edit's diff is shown coloured instead of
+the plain result. Enter or Space on the focused block (or Ctrl+O for the newest) toggles it.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.content import Content
+from textual.widgets import Static
+
+from agentsh.tui.keys import KeyScope, bindings_for
+
+MAX_EXPANDED_LINES = 2000  # an expanded block beyond this shows its tail (full file is on disk)
+
+
+def diff_content(diff: str) -> Content:
+    """A unified diff with added and removed lines coloured by theme variables."""
+    pieces: list[tuple[str, str] | str] = []
+    for line in diff.splitlines():
+        if line.startswith(("+++", "---")):
+            pieces.append((line, "bold $foreground-muted"))
+        elif line.startswith("@@"):
+            pieces.append((line, "$accent"))
+        elif line.startswith("+"):
+            pieces.append((line, "$success"))
+        elif line.startswith("-"):
+            pieces.append((line, "$error"))
+        else:
+            pieces.append(line)
+        pieces.append("\n")
+    if pieces:
+        pieces.pop()
+    return Content.assemble(*pieces)
+
+
+def collapse(text: str, preview_lines: int, expand_key: str) -> tuple[str, int]:
+    """(the last ``preview_lines`` lines, how many lines were hidden before them)."""
+    lines = text.rstrip("\n").splitlines()
+    if len(lines) <= preview_lines:
+        return "\n".join(lines), 0
+    hidden = len(lines) - preview_lines
+    shown = "\n".join(lines[-preview_lines:])
+    return f"({hidden} earlier lines, {expand_key} to expand)\n{shown}", hidden
+
+
+class ToolBlock(Vertical, can_focus=True):
+    BINDINGS = bindings_for(KeyScope.TOOL_BLOCK)
+
+    def __init__(
+        self,
+        call_id: str,
+        name: str,
+        summary: str,
+        *,
+        preview_lines: int = 5,
+        expand_key: str = "Enter",
+        output: str = "",
+        is_error: bool = False,
+        diff: str = "",
+        finished: bool = False,
+    ) -> None:
+        super().__init__(classes="tool-block")
+        self.call_id = call_id
+        self.tool_name = name
+        self.summary = summary
+        self.preview_lines = preview_lines
+        self.expand_key = expand_key
+        self.output = output
+        self.is_error = is_error
+        self.diff = diff
+        self.finished = finished
+        self.expanded = False
+        self.hidden_lines = 0
+        self.pending_approval = False
+
+    def compose(self) -> ComposeResult:
+        yield Static(classes="tool-header")
+        yield Static(classes="tool-body")
+
+    def on_mount(self) -> None:
+        self._render_block()
+
+    def append_output(self, text: str) -> None:
+        self.output += text
+        self._render_block()
+
+    def finish(self, content: str, *, is_error: bool, diff: str = "") -> None:
+        self.output = content
+        self.is_error = is_error
+        self.diff = diff
+        self.finished = True
+        self._render_block()
+
+    def action_toggle_expand(self) -> None:
+        self.expanded = not self.expanded
+        self._render_block()
+        self.scroll_visible()
+
+    def _render_block(self) -> None:
+        if not self.is_mounted:
+            return
+        if not self.finished:
+            mark, style = "⋯", "$accent"
+        elif self.is_error:
+            mark, style = "✗", "$error"
+        else:
+            mark, style = "✓", "$success"
+        arrow = "▾" if self.expanded else "▸"
+        header = Content.assemble(
+            (f"{arrow} ", "$foreground-muted"), (mark, style), " ", (self.summary, "bold")
+        )
+        self.query_one(".tool-header", Static).update(header)
+        self.set_class(self.is_error, "error")
+        self.set_class(not self.finished, "running")
+        body = self.query_one(".tool-body", Static)
+        if self.diff and not self.is_error:
+            text = self.diff
+            if not self.expanded:
+                text, self.hidden_lines = collapse(text, self.preview_lines * 3, self.expand_key)
+            body.update(diff_content(text))
+        else:
+            text = self.output
+            if self.expanded:
+                lines = text.splitlines()
+                if len(lines) > MAX_EXPANDED_LINES:
+                    note = f"({len(lines) - MAX_EXPANDED_LINES} earlier lines not shown)"
+                    text = "\n".join([note, *lines[-MAX_EXPANDED_LINES:]])
+                self.hidden_lines = 0
+            else:
+                text, self.hidden_lines = collapse(text, self.preview_lines, self.expand_key)
+            body.update(Content(text))
+        body.display = bool(text.strip())

@@ -1,0 +1,1 @@
+"""TUI tests: Pilot, snapshots, start-up import budget."""

@@ -1,0 +1,92 @@
+"""A scripted stand-in for :class:`agentsh.agent.Agent`, for widget-level TUI tests only.
+
+It has the agent's public methods and yields events from a script, logging the user message and
+replies to the real session like the agent does, so the chat's projection of the log can be
+checked. Tests that pin streaming, tools, approval, cancel and the queue use the real agent
+against the scripted server instead (test_app_real_agent.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
+
+from agentsh.events import (
+    AssistantMessage,
+    ContextStatus,
+    Event,
+    StatusChanged,
+    TextDelta,
+    Tier,
+    TurnEnded,
+    TurnOutcome,
+    TurnStarted,
+)
+from agentsh.session.entries import Role, StopReason
+from agentsh.session.session import Session
+
+Script = Callable[["FakeAgent", str], AsyncIterator[Event]]
+
+
+async def echo_script(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+    """Log the user message, stream an echo in three pieces, log the reply."""
+    user = agent.session.append_message(Role.USER, text)
+    yield TurnStarted(user.id, text)
+    reply = f"echo: {text}"
+    for piece in (reply[:3], reply[3:8], reply[8:]):
+        await asyncio.sleep(0)
+        yield TextDelta(piece)
+    entry = agent.session.append_message(Role.ASSISTANT, reply, stop_reason=StopReason.STOP)
+    yield AssistantMessage(entry.id, reply, (), "stop")
+    yield StatusChanged(agent.status())
+    yield TurnEnded(TurnOutcome.DONE, text=reply)
+
+
+class FakeAgent:
+    def __init__(
+        self,
+        session: Session,
+        *,
+        model: str | None = "test/fake",
+        script: Script = echo_script,
+        status: ContextStatus | None = None,
+    ) -> None:
+        self.session = session
+        self._model = model
+        self.script = script
+        self._status = status or ContextStatus(model=model or "", window=100_000)
+        self.cancelled = 0
+        self.runs: list[str] = []
+        self.compactions: list[Tier | None] = []
+
+    @property
+    def model(self) -> str | None:
+        return self._model
+
+    def status(self) -> ContextStatus:
+        return self._status
+
+    def set_status(self, status: ContextStatus) -> None:
+        self._status = status
+
+    async def run(self, text: str) -> AsyncIterator[Event]:
+        self.runs.append(text)
+        async for event in self.script(self, text):
+            yield event
+
+    def cancel(self) -> None:
+        self.cancelled += 1
+
+    async def compact(self, tier: Tier | None = None) -> AsyncIterator[Event]:
+        self.compactions.append(tier)
+        yield StatusChanged(self._status)
+
+    def set_model(self, model: str) -> None:
+        self._model = model
+        self._status = replace(self._status, model=model)
+
+    def switch_session(self, session: Session) -> None:
+        if session is not self.session:
+            self.session.close()
+        self.session = session
