@@ -57,8 +57,10 @@ _SIGNATURES: tuple[tuple[bytes, str], ...] = (
 _CONTROL_BYTES = frozenset(range(32)) - {8, 9, 10, 12, 13, 27}
 
 # A file that is not UTF-8 is still shown (with U+FFFD for the bad bytes) when it reads like
-# text in a legacy 8-bit encoding; above this share of bad or control bytes it is binary.
-_NON_TEXT_RATIO = 0.10
+# text in a legacy 8-bit encoding: few control bytes, and bad bytes scattered among ASCII (an
+# accented letter here and there), not making up a large share of it.
+_CONTROL_RATIO = 0.10
+_UNDECODABLE_RATIO = 0.30
 
 # Bounds on work that would otherwise grow with the file: the diff (difflib is quadratic on
 # pathological input) and the tolerant match (it keeps two offset arrays per character).
@@ -74,16 +76,14 @@ def sniff_binary(head: bytes) -> str | None:
             return kind
     if b"\x00" in head:
         return "binary data"
+    if sum(1 for byte in head if byte in _CONTROL_BYTES) > len(head) * _CONTROL_RATIO:
+        return "binary data"
     try:
         codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
     except UnicodeDecodeError:
         text = head.decode("utf-8", "replace")
-        bad = text.count("\ufffd") + sum(1 for byte in head if byte in _CONTROL_BYTES)
-        if bad > len(text) * _NON_TEXT_RATIO:
+        if text.count("\ufffd") > len(text) * _UNDECODABLE_RATIO:
             return "binary data"
-        return None
-    if sum(1 for byte in head if byte in _CONTROL_BYTES) > len(head) * _NON_TEXT_RATIO:
-        return "binary data"
     return None
 
 
@@ -136,7 +136,7 @@ class ReadParams:
 
 @dataclass(frozen=True, slots=True)
 class _Page:
-    lines: list[str]  # formatted "N<tab>text"
+    lines: list[str]  # the text of each line shown, without its line ending
     first: int
     total: int
     stopped: str  # "" (reached the end or the caller's limit), "lines", "bytes"
@@ -206,7 +206,8 @@ def _read_page(
             total = format_size(path.stat().st_size)
             raise ToolError(f"{shown} is a binary file ({kind}, {total}); read shows text only.")
         f.seek(len(_BOM) if head.startswith(_BOM) else 0)
-        width = len(str(offset + want - 1))
+        # Budgeted with the widest number this page can have; formatted with the real one.
+        prefix_bytes = len(str(offset + want - 1)) + 1
         cap = max_bytes + 1  # one byte more than fits tells a long line apart
         lines: list[str] = []
         used = 0
@@ -222,18 +223,16 @@ def _read_page(
             if lineno < offset:
                 continue
             text = _strip_eol(raw.decode("utf-8", "replace"))
-            entry = f"{lineno:>{width}}\t{text}"
-            size = len(entry.encode("utf-8")) + 1
+            size = prefix_bytes + len(text.encode("utf-8")) + 1
             if used + size > max_bytes:
                 long_line = 0
                 if not lines:
                     # One line is bigger than a whole page: show its start, never nothing.
-                    prefix = f"{lineno:>{width}}\t"
-                    lines.append(prefix + cut_bytes(text, max_bytes - len(prefix) - 1))
+                    lines.append(cut_bytes(text, max_bytes - prefix_bytes - 1))
                     long_line = len(raw) + skipped
                 # Otherwise this line was read but not shown; the next page starts with it.
                 return _Page(lines, offset, lineno + _count_rest(f), "bytes", long_line)
-            lines.append(entry)
+            lines.append(text)
             used += size
             if len(lines) >= want:
                 return _Page(lines, offset, lineno + _count_rest(f), "lines")
@@ -305,7 +304,9 @@ def _page_result(
             f"[Showing lines {page.first}-{page.last} of {page.total}{limit}. "
             f"Use offset={page.last + 1} to read on.]"
         )
-    content = "\n".join(page.lines) + ("\n\n" + "\n".join(notes) if notes else "")
+    width = len(str(page.last))
+    body = "\n".join(f"{page.first + i:>{width}}\t{text}" for i, text in enumerate(page.lines))
+    content = body + ("\n\n" + "\n".join(notes) if notes else "")
     return ToolResult(content, truncated=truncated, details=details)
 
 
@@ -364,24 +365,31 @@ def unified_diff(old: str, new: str, name: str, *, created: bool = False) -> tup
     start = max(0, head - context)
     cut_tail = max(0, tail - context)
     a_mid, b_mid = a[start : len(a) - cut_tail], b[start : len(b) - cut_tail]
-    removed = len(a) - head - tail
-    added = len(b) - head - tail
     if len(a_mid) > _DIFF_MAX_LINES and len(b_mid) > _DIFF_MAX_LINES:
+        removed, added = len(a) - head - tail, len(b) - head - tail
         return f"(diff not shown: {removed} lines replaced by {added} lines)\n", added, removed
     out: list[str] = []
+    added = removed = 0
     fromfile = "/dev/null" if created else f"a/{name}"
-    for line in difflib.unified_diff(a_mid, b_mid, fromfile, f"b/{name}", n=context):
-        if start and line.startswith("@@"):
-            line = _HUNK.sub(
-                lambda m: (
-                    f"@@ -{int(m[1]) + start}{m[2] or ''} +{int(m[3]) + start}{m[4] or ''} @@"
-                ),
-                line,
-            )
+    lines = difflib.unified_diff(a_mid, b_mid, fromfile, f"b/{name}", n=context)
+    for index, line in enumerate(lines):
+        if index < 2:  # the ---/+++ header
+            out.append(line if line.endswith("\n") else line + "\n")
+            continue
+        if line.startswith("@@"):
+            if start:
+                line = _HUNK.sub(
+                    lambda m: (
+                        f"@@ -{int(m[1]) + start}{m[2] or ''} +{int(m[3]) + start}{m[4] or ''} @@"
+                    ),
+                    line,
+                )
+        elif line.startswith("+"):
+            added += 1
+        elif line.startswith("-"):
+            removed += 1
         if line.endswith("\n"):
             out.append(line)
-        elif line.startswith(("---", "+++")):
-            out.append(line + "\n")
         else:
             out.append(line + "\n\\ No newline at end of file\n")
     return "".join(out), added, removed

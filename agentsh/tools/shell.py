@@ -84,8 +84,8 @@ class BashTool(Tool):
         params: BashParams = super().parse(arguments)
         if not params.command.strip():
             raise ToolArgumentError("'command' must not be empty")
-        if params.timeout is not None and params.timeout <= 0:
-            raise ToolArgumentError("'timeout' must be a positive number of seconds")
+        if params.timeout is not None and params.timeout < 1:
+            raise ToolArgumentError("'timeout' must be at least 1 second")
         return params
 
     def effect(self, params: Any, ctx: ToolContext) -> Effect:
