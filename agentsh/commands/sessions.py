@@ -1,0 +1,210 @@
+"""``agentsh sessions`` (list), ``sessions show ID`` and ``sessions export ID``.
+
+Listing goes through the catalog, so it never reads whole session files. ``show`` and
+``export`` open the session as a read-only view (no lock: they work on a session another
+agentsh is using) and print what :mod:`agentsh.session.export` renders. Anything a user can get
+wrong (an unknown id, an ambiguous prefix, an unreadable file, an unwritable output) ends as
+one line on stderr and exit code 1; problems found while loading a file are warnings, one line
+each, and the command goes on with everything that loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from agentsh.cli import EXIT_OK, CliError
+from agentsh.paths import ProjectPaths, UserPaths
+from agentsh.session import export
+from agentsh.session.catalog import Catalog, SessionInfo, SessionLookupError
+from agentsh.session.log import LoadProblem, SessionError
+from agentsh.session.session import Session
+
+
+def list_sessions(args: argparse.Namespace) -> int:
+    user = UserPaths.from_env()
+    root = ProjectPaths.discover().root
+    show_all = bool(getattr(args, "all", False))
+    infos = Catalog(user).list(root, all=show_all)
+    if getattr(args, "json", False):
+        _print_json([info.to_json() for info in infos])
+        return EXIT_OK
+    if not infos:
+        where = "anywhere" if show_all else "in this project"
+        hint = "" if show_all else " (`agentsh sessions --all` lists every project's)"
+        print(f"no sessions {where} yet{hint}")
+        return EXIT_OK
+    for line in format_table(infos, show_project=show_all, width=_width()):
+        print(line)
+    return EXIT_OK
+
+
+def show_session(args: argparse.Namespace) -> int:
+    session = _open(args.id)
+    as_tree = bool(getattr(args, "tree", False))
+    if getattr(args, "json", False):
+        _print_json(export.session_json(session, tree=as_tree))
+    elif as_tree:
+        _print_lines(export.tree_lines(session, width=_width()))
+    else:
+        _print_lines(export.transcript_lines(session))
+    return EXIT_OK
+
+
+def export_session(args: argparse.Namespace) -> int:
+    fmt = getattr(args, "format", "md") or "md"
+    if fmt == "jsonl":
+        info = _find(args.id)
+        try:
+            data, problems = export.valid_jsonl(info.path.read_bytes())
+        except OSError as exc:
+            raise CliError(f"cannot read {info.path}: {exc.strerror}") from exc
+        except SessionError as exc:
+            raise CliError(str(exc)) from exc
+        _warn(info.path.name, problems)
+    else:
+        session = _open(args.id)
+        text = export.to_markdown(session) if fmt == "md" else export.to_html(session)
+        data = text.encode("utf-8")
+    output = getattr(args, "output", None)
+    if output:
+        target = Path(output).expanduser()
+        try:
+            target.write_bytes(data)
+        except OSError as exc:
+            raise CliError(f"cannot write {target}: {exc.strerror}") from exc
+        print(f"wrote {target}", file=sys.stderr)
+    else:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    return EXIT_OK
+
+
+# -- finding and opening -----------------------------------------------------------------------
+
+
+def _find(prefix: str) -> SessionInfo:
+    user = UserPaths.from_env()
+    try:
+        return Catalog(user).find(prefix, ProjectPaths.discover().root)
+    except SessionLookupError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def _open_path(path: Path) -> Session:
+    try:
+        return Session.open(path, lock=False)
+    except SessionError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def _open(prefix: str) -> Session:
+    session = _open_path(_find(prefix).path)
+    _warn_problems(session)
+    return session
+
+
+def _warn_problems(session: Session) -> None:
+    _warn(session.path.name if session.path else session.id, session.problems)
+
+
+def _warn(name: str, problems: list[LoadProblem]) -> None:
+    for problem in problems:
+        print(f"agentsh: warning: {name}: {problem}", file=sys.stderr)
+
+
+# -- output ------------------------------------------------------------------------------------
+
+
+def _width() -> int:
+    return shutil.get_terminal_size((100, 24)).columns
+
+
+def _print_json(value: Any) -> None:
+    json.dump(value, sys.stdout, ensure_ascii=False, indent=2)
+    sys.stdout.write("\n")
+
+
+def _print_lines(lines: list[str]) -> None:
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def format_table(infos: list[SessionInfo], *, show_project: bool, width: int) -> list[str]:
+    """The human listing: id prefix, age, messages, tokens, cost, (project,) title."""
+    now = time.time()
+    rows = [
+        [
+            info.short_id,
+            human_age(now - info.last_activity),
+            str(info.messages),
+            human_tokens(info.tokens),
+            human_cost(info.cost),
+            *([_home(info.cwd)] if show_project else []),
+            info.title or "(no messages)",
+        ]
+        for info in infos
+    ]
+    header = [
+        "ID",
+        "AGE",
+        "MSGS",
+        "TOKENS",
+        "COST",
+        *(["PROJECT"] if show_project else []),
+        "TITLE",
+    ]
+    right = {2, 3, 4}  # numbers line up on the right
+    columns = len(header)
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(columns - 1)]
+    if show_project:
+        widths[-1] = min(widths[-1], 30)
+    lines = []
+    for row in [header, *rows]:
+        cells = []
+        for i in range(columns - 1):
+            cell = row[i]
+            if len(cell) > widths[i]:
+                cell = "…" + cell[-(widths[i] - 1) :]
+            cells.append(cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]))
+        used = sum(widths) + 2 * (columns - 1)
+        title = export.one_line(row[-1], max(10, width - used))
+        lines.append("  ".join([*cells, title]).rstrip())
+    return lines
+
+
+def human_age(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    for unit, size in (("w", 7 * 86400), ("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return "now"
+
+
+def human_tokens(tokens: int) -> str:
+    if tokens < 1000:
+        return str(tokens)
+    if tokens < 1_000_000:
+        return f"{tokens / 1000:.1f}k"
+    return f"{tokens / 1_000_000:.1f}M"
+
+
+def human_cost(cost: float) -> str:
+    if cost <= 0:
+        return "-"
+    if cost < 0.01:
+        return "<$0.01"
+    return f"${cost:.2f}"
+
+
+def _home(path: str) -> str:
+    home = str(Path.home())
+    if home and home != "/" and (path == home or path.startswith(home + os.sep)):
+        return "~" + path[len(home) :]
+    return path
