@@ -1,0 +1,267 @@
+"""``agentsh context ID`` (where the tokens of a session's context go) and ``agentsh compact ID``.
+
+``context`` opens the session read-only (no lock, nothing written) and prints, for its current
+leaf, the tokens of each part (system prompt, tool schemas, memory, summary, messages, tool
+results), the figure the status bar shows (anchored on the provider's last reported usage when
+there is one), the tier, and what compacting at each tier would keep and free right now.
+``compact`` takes the session's lock and runs one manual compaction through the same engine
+the agent uses; a Summarize needs a model (the session's, or ``-m``, or the configured
+``summary_model``); without one it archives the turns instead and says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agentsh.cli import EXIT_OK, CliError
+from agentsh.config import Environment, load_environment
+from agentsh.context.engine import ContextBreakdown, ContextManager
+from agentsh.context.tiers import parse_tier
+from agentsh.events import CompactionFailed, CompactionFinished, Event, Notice, Tier
+from agentsh.paths import UserPaths
+from agentsh.session.entries import MessageEntry, ModelChangeEntry
+from agentsh.session.log import SessionError, SessionLocked
+from agentsh.session.session import Session
+
+NO_MODEL = (
+    "no model is configured to write a summary (set AGENTSH_MODEL, pass -m MODEL, or set "
+    "[model] name in config.toml)"
+)
+
+
+# -- finding and opening the session -------------------------------------------------------------
+
+
+def find_session_file(env: Environment, prefix: str) -> Path:
+    """The session file whose id starts with ``prefix`` (this project first, then all)."""
+    prefix = prefix.strip()
+    if not prefix:
+        raise CliError("give a session id (or a unique prefix of one)")
+    try:
+        from agentsh.session.catalog import Catalog
+    except ImportError:
+        return _scan_for_session(env.user, prefix)
+    try:
+        return Path(Catalog(env.user).find(prefix, env.project.root).path)
+    except (LookupError, ValueError, SessionError) as exc:
+        raise CliError(str(exc)) from exc
+
+
+def _scan_for_session(user: UserPaths, prefix: str) -> Path:
+    root = user.sessions_dir
+    matches = sorted(root.glob(f"*/*_{prefix}*.jsonl")) if root.is_dir() else []
+    if not matches:
+        raise CliError(f"no session id starts with {prefix!r} (see `agentsh sessions --all`)")
+    ids = {p.stem.partition("_")[2] for p in matches}
+    if len(ids) > 1:
+        shown = ", ".join(sorted(i[:12] for i in ids)[:8])
+        raise CliError(f"{prefix!r} matches several sessions ({shown}); give more of the id")
+    return matches[-1]
+
+
+def _open(path: Path, *, lock: bool) -> Session:
+    try:
+        return Session.open(path, lock=lock)
+    except SessionLocked as exc:
+        raise CliError(f"{exc} Close it there first.") from exc
+    except (SessionError, OSError) as exc:
+        raise CliError(f"cannot open {path}: {exc}") from exc
+
+
+def _session_model(session: Session) -> str:
+    for entry in reversed(session.current_path()):
+        if isinstance(entry, ModelChangeEntry):
+            return entry.model
+        if isinstance(entry, MessageEntry) and entry.model:
+            return entry.model
+    return ""
+
+
+def _model_for(env: Environment, session: Session, args: argparse.Namespace) -> tuple[str, str]:
+    """(model, api base) for this session: -m, else the session's own, else the configured."""
+    api_base = getattr(args, "api_base", None) or ""
+    model = getattr(args, "model", None) or _session_model(session)
+    if model:
+        base = api_base or os.environ.get("AGENTSH_API_BASE") or env.settings.model.api_base
+        return model, base
+    from agentsh.llm.models import choose_model
+
+    choice = choose_model(env.settings.model, os.environ, cli_api_base=api_base or None)
+    if choice is None:
+        return "", ""
+    return choice.model, choice.api_base or ""
+
+
+def _window(env: Environment, model: str) -> int:
+    if env.settings.model.window:
+        return env.settings.model.window
+    from agentsh.llm.models import DEFAULT_WINDOW, model_info
+
+    return model_info(model, env.settings.model).window if model else DEFAULT_WINDOW
+
+
+def _counter(model: str) -> Any:
+    from agentsh.llm.tokens import TokenCounter
+
+    return TokenCounter(model or "gpt-4o").count
+
+
+def _prompt_parts(env: Environment, session: Session) -> tuple[str, list[dict[str, Any]], str, str]:
+    """(system prompt, tool schemas, memory part, note) as the agent would build them now."""
+    cwd = Path(session.header.cwd or ".")
+    try:
+        from agentsh.memory.curated import CuratedMemory
+        from agentsh.prompt import SystemPrompt
+        from agentsh.tools.base import ToolRegistry
+        from agentsh.tools.builtin import builtin_tools
+        from agentsh.tools.memory import MemoryTool
+    except ImportError as exc:
+        return "", [], "", f"system prompt and tools not counted ({exc.name} is not available)"
+    memory = CuratedMemory(env.project, env.user, env.settings.memory)
+    prompt = SystemPrompt(env, cwd, memory=memory)
+    registry = ToolRegistry([*builtin_tools(), MemoryTool(memory, env.settings.memory)])
+    return prompt.render(), registry.schemas(), prompt.snapshot.render(), ""
+
+
+def _manager(
+    env: Environment, session: Session, model: str, api_base: str, emit: Any = None
+) -> ContextManager:
+    settings = env.settings
+    summary_model = settings.model.summary_model or model
+
+    async def summarize(messages: list[dict[str, Any]], max_tokens: int) -> str:
+        if not summary_model:
+            raise RuntimeError(NO_MODEL)
+        from agentsh.llm.client import LLMClient
+
+        client = LLMClient(summary_model, settings=settings.model, api_base=api_base or None)
+        completion = await client.complete(messages, max_tokens=max_tokens)
+        return completion.text
+
+    return ContextManager(
+        session,
+        settings,
+        env.user,
+        model=model,
+        window=_window(env, model),
+        summarize=summarize,
+        count_tokens=_counter(model),
+        emit=emit or (lambda _event: None),
+    )
+
+
+# -- agentsh context ----------------------------------------------------------------------------
+
+
+def show_context(args: argparse.Namespace) -> int:
+    env = load_environment()
+    session = _open(find_session_file(env, args.id), lock=False)
+    model, api_base = _model_for(env, session, args)
+    manager = _manager(env, session, model, api_base)
+    system, tools, memory, note = _prompt_parts(env, session)
+    breakdown = manager.breakdown(system, tools, memory)
+    if getattr(args, "json", False):
+        data = breakdown.to_json() | {
+            "session": session.id,
+            "leaf": session.leaf_id,
+            "note": note,
+        }
+        print(json.dumps(data, indent=2))
+    else:
+        print(render_breakdown(breakdown, session, note))
+    return EXIT_OK
+
+
+def render_breakdown(b: ContextBreakdown, session: Session, note: str = "") -> str:
+    used = f"{b.used:,} / {b.window:,} tokens ({b.pct:.1f} %)"
+    how = "estimated" if b.estimated else "anchored on the provider's last reported usage"
+    lines = [
+        f"Session {session.id} at entry {session.leaf_id or '(empty)'}",
+        f"Model {b.model or '(none configured)'}, window {b.window:,} tokens, engine {b.engine}",
+        f"Context: {used}, {how}",
+        f"Tier: {b.tier.label or 'none'}",
+        "",
+    ]
+    parts: Sequence[tuple[str, int]] = (
+        ("system prompt", b.system),
+        ("tool schemas", b.tools),
+        ("memory", b.memory),
+        ("summary", b.summary),
+        ("messages", b.messages),
+        ("tool results", b.tool_results),
+    )
+    for label, tokens in parts:
+        lines.append(f"  {label:<16}{tokens:>10,}")
+    lines.append(f"  {'total (estimate)':<16}{b.estimated_total:>10,}")
+    if note:
+        lines.append(f"  ({note})")
+    lines.append("")
+    lines.append(
+        f"{b.entries} entries in {b.turns} turns; {b.compactions} compaction"
+        f"{'s' if b.compactions != 1 else ''} on this path."
+    )
+    if b.paused:
+        lines.append(
+            "Automatic compaction is paused (anti-thrashing); `agentsh compact` resumes it."
+        )
+    if b.problem:
+        lines.append(f"Problem: {b.problem}")
+    lines.append("")
+    lines.append("Compacting now would:")
+    for p in b.previews:
+        if p.prune_only:
+            what = f"prune tool output only, freeing ~{p.frees_tokens:,} tokens ({p.note})"
+        else:
+            what = (
+                f"keep {p.kept_entries} entries ({p.kept_tokens:,} tokens), move "
+                f"{p.removed_entries} out, freeing ~{p.frees_tokens:,} tokens"
+            )
+            if p.note:
+                what += f"; {p.note}"
+        lines.append(f"  {p.tier.label:<16}(last {p.keep_turns} turns) {what}")
+    return "\n".join(lines)
+
+
+# -- agentsh compact ----------------------------------------------------------------------------
+
+
+def compact_session(args: argparse.Namespace) -> int:
+    env = load_environment()
+    try:
+        tier: Tier | None = parse_tier(args.tier) if args.tier else None
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    session = _open(find_session_file(env, args.id), lock=True)
+    events: list[Event] = []
+    try:
+        model, api_base = _model_for(env, session, args)
+        manager = _manager(env, session, model, api_base, emit=events.append)
+        system, tools, _memory, _note = _prompt_parts(env, session)
+        manager.note_prompt(system, tools)
+        entry = asyncio.run(manager.compact(tier, manual=True))
+    finally:
+        session.close()
+    for event in events:
+        match event:
+            case Notice():
+                print(f"agentsh: {event.text}")
+            case CompactionFailed() if entry is None:
+                raise CliError(f"nothing was compacted: {event.reason}")
+            case CompactionFinished():
+                saved = event.tokens_before - event.tokens_after
+                print(
+                    f"Compacted session {session.id} ({event.tier.label}): "
+                    f"{event.tokens_before:,} -> {event.tokens_after:,} tokens "
+                    f"({saved:,} freed)."
+                )
+                if event.workspace_file:
+                    print(f"Workspace file: {event.workspace_file}")
+                if event.note:
+                    print(f"Note: {event.note}")
+    return EXIT_OK

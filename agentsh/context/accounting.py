@@ -1,0 +1,267 @@
+"""Token accounting of a session's current context, at O(new entries) per turn.
+
+Each entry's token count is a pure function of its content (and of the pruning a compaction
+applied to it), so counts are cached per entry and never recomputed; the context view is
+extended in place as entries are appended and rebuilt only when the leaf jumps (a branch
+switch) or a compaction lands. The provider's reported usage on the newest reply anchors the
+figure: ``used`` = that reply's prompt + completion tokens + the estimate of what came after it.
+Until a reply anchors it (a new session, right after a compaction) the figure is the estimate of
+system prompt + tool schemas + messages and is flagged ``estimated``.
+
+Session totals (tokens and cost over every reply of the file, all branches) are summed the same
+way, incrementally over the tree's nodes, which only ever grow.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentsh.context.view import ContextEntry, ContextView, build_view, is_sent
+from agentsh.session.entries import (
+    AnyEntry,
+    BranchSummaryEntry,
+    CompactionEntry,
+    MessageEntry,
+    Role,
+    ToolResultEntry,
+    Usage,
+)
+from agentsh.session.session import Session
+from agentsh.session.tree import BranchPosition
+
+Counter = Callable[[str], int]
+
+# Per-message framing the providers add (role markers, separators); small, but a 300-message
+# context is off by ~1,200 tokens without it.
+MESSAGE_OVERHEAD = 4
+TOOL_CALL_OVERHEAD = 8
+# How far up from a new leaf the view is extended in place before a full rebuild is cheaper.
+_EXTEND_LIMIT = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """Usage summed over every reply in the session file (all branches)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Used:
+    """The current context size and whether a provider figure anchors it."""
+
+    tokens: int
+    estimated: bool
+    anchor_id: str | None  # the reply whose usage anchors the figure
+
+
+class Accounting:
+    def __init__(self, session: Session, count: Counter) -> None:
+        self.session = session
+        self.count = count
+        self._entry_tokens: dict[Any, int] = {}
+        self._text_tokens: dict[str, int] = {}
+        self._view: ContextView | None = None
+        self._tokens: list[int] = []  # parallel to view.entries
+        self._summary_tokens = 0
+        self._messages_total = 0
+        self._anchor_index = -1  # index in view.entries of the anchoring reply
+        self._after_anchor = 0  # estimated tokens of the entries after the anchor
+        self._branch: BranchPosition | None = None
+        self._nodes_seen = 0
+        self._totals = Totals()
+
+    # -- counting ---------------------------------------------------------------------------
+
+    def count_text(self, text: str) -> int:
+        """Count a standalone text (system prompt, tool schemas), remembering the last few."""
+        cached = self._text_tokens.get(text)
+        if cached is None:
+            cached = self.count(text)
+            if len(self._text_tokens) > 16:
+                self._text_tokens.clear()
+            self._text_tokens[text] = cached
+        return cached
+
+    def count_tools(self, tools: Sequence[dict[str, Any]]) -> int:
+        if not tools:
+            return 0
+        return self.count_text(json.dumps(list(tools), separators=(",", ":"), sort_keys=True))
+
+    def entry_tokens(self, entry: ContextEntry, view: ContextView) -> int:
+        """Tokens of one entry as the model sees it (pruned content when pruned)."""
+        key: Any = entry.id
+        match entry:
+            case ToolResultEntry():
+                replaced = view.replacements.get(entry.id)
+                if replaced is not None:
+                    key = (entry.id, replaced)
+            case MessageEntry(tool_calls=calls) if calls and view.argument_replacements:
+                replaced_args = tuple(view.argument_replacements.get(c.id, "") for c in calls)
+                if any(replaced_args):
+                    key = (entry.id, replaced_args)
+        cached = self._entry_tokens.get(key)
+        if cached is None:
+            cached = self._measure(entry, view)
+            self._entry_tokens[key] = cached
+        return cached
+
+    def _measure(self, entry: ContextEntry, view: ContextView) -> int:
+        match entry:
+            case ToolResultEntry():
+                return MESSAGE_OVERHEAD + self.count(view.result_content(entry))
+            case MessageEntry():
+                tokens = MESSAGE_OVERHEAD + self.count(entry.content)
+                for call in entry.tool_calls:
+                    tokens += TOOL_CALL_OVERHEAD + self.count(call.name)
+                    tokens += self.count(view.call_arguments(call))
+                return tokens
+            case BranchSummaryEntry():
+                return MESSAGE_OVERHEAD + 20 + self.count(entry.summary)
+        raise TypeError(f"not a context entry: {entry!r}")  # pragma: no cover
+
+    def summary_tokens(self, summary: str) -> int:
+        # The fence around the summary (header, tags, footer) is about 60 tokens.
+        return MESSAGE_OVERHEAD + 60 + self.count(summary) if summary.strip() else 0
+
+    # -- the view ---------------------------------------------------------------------------
+
+    def view(self) -> ContextView:
+        """The current context view, extended in place when the leaf only moved forward."""
+        leaf = self.session.leaf_id
+        view = self._view
+        if view is not None and view.leaf_id == leaf:
+            return view
+        added = self._appended_since(view)
+        if view is None or added is None:
+            return self._rebuild()
+        for entry in added:
+            if isinstance(entry, CompactionEntry):
+                return self._rebuild()
+        for entry in added:
+            self._branch_after_append(entry.id)
+            if is_sent(entry):
+                view.entries.append(entry)
+                self._push(view, entry)
+        view.leaf_id = leaf
+        return view
+
+    def _appended_since(self, view: ContextView | None) -> list[AnyEntry] | None:
+        """The nodes appended below the cached leaf, oldest first; None if the leaf jumped."""
+        if view is None or view.leaf_id is None:
+            return None
+        nodes = self.session.tree.nodes
+        added: list[AnyEntry] = []
+        current = self.session.leaf_id
+        while current is not None and current != view.leaf_id:
+            if len(added) >= _EXTEND_LIMIT:
+                return None
+            node = nodes.get(current)
+            if node is None:
+                return None
+            added.append(node)
+            current = node.parent_id
+        if current is None:
+            return None
+        added.reverse()
+        return added
+
+    def _rebuild(self) -> ContextView:
+        view = build_view(self.session.current_path())
+        self._view = view
+        self._tokens = []
+        self._messages_total = 0
+        self._anchor_index = -1
+        self._after_anchor = 0
+        self._summary_tokens = self.summary_tokens(view.summary)
+        for entry in view.entries:
+            self._push(view, entry)
+        self._branch = None
+        return view
+
+    def _push(self, view: ContextView, entry: ContextEntry) -> None:
+        """Account for ``entry``, the newest of ``view.entries``."""
+        tokens = self.entry_tokens(entry, view)
+        self._tokens.append(tokens)
+        self._messages_total += tokens
+        index = len(self._tokens) - 1
+        if (
+            index >= view.tail_start
+            and isinstance(entry, MessageEntry)
+            and entry.role is Role.ASSISTANT
+            and _anchors(entry.usage)
+        ):
+            self._anchor_index = index
+            self._after_anchor = 0
+        else:
+            self._after_anchor += tokens
+
+    # -- figures ----------------------------------------------------------------------------
+
+    def tokens_by_entry(self) -> list[int]:
+        """Token counts parallel to ``view().entries``."""
+        self.view()
+        return self._tokens
+
+    def messages_tokens(self) -> int:
+        """Estimated tokens of the conversation part (summary block + entries)."""
+        self.view()
+        return self._summary_tokens + self._messages_total
+
+    def used(self, system_tokens: int, tools_tokens: int) -> Used:
+        view = self.view()
+        if self._anchor_index >= 0:
+            anchor = view.entries[self._anchor_index]
+            assert isinstance(anchor, MessageEntry) and anchor.usage is not None
+            return Used(
+                anchor.usage.context_tokens + self._after_anchor,
+                estimated=False,
+                anchor_id=anchor.id,
+            )
+        total = system_tokens + tools_tokens + self._summary_tokens + self._messages_total
+        return Used(total, estimated=True, anchor_id=None)
+
+    def branch_position(self) -> BranchPosition:
+        self.view()
+        if self._branch is None:
+            self._branch = self.session.branch_position()
+        return self._branch
+
+    def _branch_after_append(self, entry_id: str) -> None:
+        # Appending only creates a fork where the new entry got a sibling; then the nearest fork
+        # above the leaf is its parent. Otherwise the position is unchanged.
+        if self._branch is not None and len(self.session.tree.siblings(entry_id)) > 1:
+            self._branch = None
+
+    def totals(self) -> Totals:
+        nodes = self.session.tree.nodes
+        if len(nodes) != self._nodes_seen:
+            inp, out, cost = (
+                self._totals.input_tokens,
+                self._totals.output_tokens,
+                self._totals.cost,
+            )
+            if len(nodes) < self._nodes_seen:  # a different tree (never shrinks otherwise)
+                inp, out, cost, self._nodes_seen = 0, 0, 0.0, 0
+            for node in itertools.islice(nodes.values(), self._nodes_seen, None):
+                if isinstance(node, MessageEntry) and node.usage is not None:
+                    inp += node.usage.input_tokens + node.usage.cache_read_tokens
+                    out += node.usage.output_tokens
+                    cost += node.usage.cost
+            self._nodes_seen = len(nodes)
+            self._totals = Totals(inp, out, cost)
+        return self._totals
+
+    def invalidate(self) -> None:
+        """Forget the view (the counts per entry stay valid: they depend on content only)."""
+        self._view = None
+
+
+def _anchors(usage: Usage | None) -> bool:
+    return usage is not None and usage.context_tokens > 0

@@ -1,0 +1,178 @@
+"""The check before every model call, and the per-request trims it may apply.
+
+Before each call (including between the tool calls of one turn, where long tool runs used to
+overflow other agents), the request is estimated: the provider-anchored part as reported, the
+rest (system prompt, tool schemas, messages after the last reply, the new input) times the
+safety margin. Against the window minus the reserve it picks a :class:`Route`:
+
+- ``fits``: send as is;
+- ``truncate_tool_results_only``: the oversized tool results (each capped at 30 % of the window
+  and 16,000 characters, head and tail kept, with a note of what was cut) cover the overflow;
+- ``compact_only``: nothing is reducible, a compaction must free the room;
+- ``compact_then_truncate``: both.
+
+The trims here change only the request, never the log. The bounded-buffer guard
+(:func:`cap_messages`) also lives here: at most N messages after the system message, never
+removing the system message or the summary, never splitting a tool call from its results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from agentsh.config import ContextSettings
+from agentsh.context.convert import SUMMARY_HEADER
+from agentsh.context.repair import Message
+
+# The prompt always keeps at least this much of a small window, so a 16K model with a 16K
+# reserve is not refused forever (an unclamped reserve made another agent loop on Ollama).
+MIN_BUDGET_TOKENS = 8_000
+_SNAP_CHARS = 200  # how far a cut may move to land on a line break
+
+
+class Route(StrEnum):
+    FITS = "fits"
+    TRUNCATE_TOOL_RESULTS_ONLY = "truncate_tool_results_only"
+    COMPACT_ONLY = "compact_only"
+    COMPACT_THEN_TRUNCATE = "compact_then_truncate"
+
+
+@dataclass(frozen=True, slots=True)
+class Preflight:
+    route: Route
+    need: int  # the estimate with the safety margin applied
+    budget: int  # window minus the (clamped) reserve
+    reducible: int  # tokens truncating oversized tool results would free (margin applied)
+
+    @property
+    def overflow(self) -> int:
+        return max(0, self.need - self.budget)
+
+
+def budget_for(window: int, reserve: int) -> int:
+    return max(window - reserve, min(MIN_BUDGET_TOKENS, window // 2))
+
+
+def result_cap_chars(window: int, settings: ContextSettings) -> int:
+    by_window = int(window * settings.tool_result_max_window_fraction * settings.chars_per_token)
+    return max(500, min(by_window, settings.tool_result_max_chars))
+
+
+def choose_route(need: int, budget: int, reducible: int) -> Route:
+    if need <= budget:
+        return Route.FITS
+    if reducible >= need - budget:
+        return Route.TRUNCATE_TOOL_RESULTS_ONLY
+    if reducible <= 0:
+        return Route.COMPACT_ONLY
+    return Route.COMPACT_THEN_TRUNCATE
+
+
+def truncate_text(text: str, cap: int, label: str = "tool") -> str:
+    """Head and tail of ``text`` within ``cap`` characters, with a note of what was cut."""
+    if len(text) <= cap:
+        return text
+    note_room = 260
+    room = max(200, cap - note_room)
+    head_end = _snap(text, int(room * 0.6), backwards=True)
+    tail_start = _snap(text, len(text) - (room - head_end), backwards=False)
+    cut = text[head_end:tail_start]
+    note = (
+        f"\n[... {len(cut):,} characters ({cut.count(chr(10)):,} lines) of this {label} output "
+        f"were cut from the middle to fit the context window; {len(text):,} characters in all. "
+        "Re-run with a narrower command or read a smaller range to see them ...]\n"
+    )
+    return text[:head_end] + note + text[tail_start:]
+
+
+def _snap(text: str, at: int, *, backwards: bool) -> int:
+    at = max(0, min(len(text), at))
+    if backwards:
+        found = text.rfind("\n", max(0, at - _SNAP_CHARS), at)
+        return found + 1 if found >= 0 else at
+    found = text.find("\n", at, min(len(text), at + _SNAP_CHARS))
+    return found + 1 if found >= 0 else at
+
+
+def _names(messages: Sequence[Message]) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for message in messages:
+        for call in message.get("tool_calls") or ():
+            names[str(call.get("id", ""))] = str(call.get("function", {}).get("name", "tool"))
+    return names
+
+
+def reducible_tokens(messages: Sequence[Message], cap: int, count: Callable[[str], int]) -> int:
+    freed = 0
+    for message in messages:
+        content = message.get("content")
+        if message.get("role") == "tool" and isinstance(content, str) and len(content) > cap:
+            freed += max(0, count(content) - count(truncate_text(content, cap)))
+    return freed
+
+
+def truncate_tool_results(messages: Sequence[Message], cap: int) -> tuple[list[Message], int]:
+    """Copies of ``messages`` with every tool result over ``cap`` characters truncated."""
+    names = _names(messages)
+    out: list[Message] = []
+    changed = 0
+    for message in messages:
+        content = message.get("content")
+        if message.get("role") == "tool" and isinstance(content, str) and len(content) > cap:
+            label = names.get(str(message.get("tool_call_id", "")), "tool")
+            out.append({**message, "content": truncate_text(content, cap, label)})
+            changed += 1
+        else:
+            out.append(message)
+    return out, changed
+
+
+def cap_messages(messages: Sequence[Message], max_messages: int) -> tuple[list[Message], int]:
+    """At most ``max_messages`` after the system message; returns (messages, number dropped).
+
+    The system message and the summary block are pinned; the oldest groups go first, a group
+    being an assistant message with its tool results (never split) or a single message. When
+    something was dropped, a one-line user note says so, so the model knows the start is gone.
+    """
+    pinned: list[Message] = []
+    rest = list(messages)
+    if rest and rest[0].get("role") == "system":
+        pinned.append(rest.pop(0))
+    if rest and _is_summary(rest[0]):
+        pinned.append(rest.pop(0))
+    budget = max_messages - (
+        len(pinned) - (1 if pinned and pinned[0].get("role") == "system" else 0)
+    )
+    if len(rest) <= budget:
+        return list(messages), 0
+    groups: list[list[Message]] = []
+    for message in rest:
+        if message.get("role") == "tool" and groups:
+            groups[-1].append(message)
+        else:
+            groups.append([message])
+    total = len(rest)
+    dropped = 0
+    budget -= 1  # room for the note
+    while groups and total > budget and len(groups) > 1:
+        group = groups.pop(0)
+        total -= len(group)
+        dropped += len(group)
+    note: Message = {
+        "role": "user",
+        "content": f"[Note: {dropped} earlier messages are left out of this request to stay "
+        f"under {max_messages} messages; they are still in the session log.]",
+    }
+    kept = [m for group in groups for m in group]
+    return [*pinned, note, *kept], dropped
+
+
+def _is_summary(message: Message) -> bool:
+    content = message.get("content")
+    return (
+        message.get("role") == "user"
+        and isinstance(content, str)
+        and content.startswith(SUMMARY_HEADER)
+    )

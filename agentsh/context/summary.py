@@ -1,0 +1,364 @@
+"""Phase 3 of compaction: the structured summary, and the parts of it code fills in.
+
+The summary is markdown with one ``## `` heading per section (SPEC §4, 13 sections for the
+tiered engine, 6 for the Pi-style one). A model writes most sections from a labelled plain-text
+transcript (``[User]:``, ``[Assistant]:``, ``[Assistant tool calls]:``, ``[Tool result]:``), a
+form models summarize instead of continuing. Two sections are never left to the model, so they
+survive any number of compactions: **Active Task** is the newest user request, verbatim, and
+**Relevant Files** lists the files read and modified, taken from the tool calls and merged
+across compactions. A later compaction hands the model the previous summary in
+``<previous-summary>`` and asks for an update, not a fresh summary. Pointers to archived turns
+(from MoveToWorkspace and Truncate) accumulate in an **Archived Turns** section.
+
+:class:`SummaryDoc` parses and renders that format; :func:`summary_request` builds the model
+call; :func:`accept_summary` rejects empty or unstructured output (which then falls back to
+archiving, never to losing turns).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentsh.context.prune import PRUNED_SUFFIX, stub
+from agentsh.context.view import ContextEntry
+from agentsh.session.entries import BranchSummaryEntry, MessageEntry, Role, ToolResultEntry
+
+ACTIVE_TASK = "Active Task"
+RELEVANT_FILES = "Relevant Files"
+ARCHIVED = "Archived Turns"
+
+TOOL_RESULT_CHARS = 2_000
+TOOL_ARGS_CHARS = 500
+ACTIVE_TASK_MAX_CHARS = 8_000
+FILES_SHOWN = 60
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """The sections of a summary, in order, with what the model is told to put in each."""
+
+    name: str
+    sections: tuple[tuple[str, str], ...]  # (heading, instruction); code-filled ones have ""
+
+    @property
+    def headings(self) -> tuple[str, ...]:
+        return tuple(h for h, _ in self.sections)
+
+    @property
+    def model_sections(self) -> tuple[tuple[str, str], ...]:
+        return tuple((h, i) for h, i in self.sections if i)
+
+
+TIERED = Template(
+    "tiered",
+    (
+        (ACTIVE_TASK, ""),
+        ("Goal", "what the user wants overall, in one or two sentences"),
+        ("Constraints & Preferences", "rules, preferences and requirements the user stated"),
+        ("Completed Actions", "what has been done, with the exact file names and commands"),
+        ("Active State", "where things stand now: branch, test status, what runs, what fails"),
+        ("In Progress", "what was being done when the conversation was cut"),
+        ("Blocked", "problems not solved yet, with the EXACT error text quoted"),
+        ("Key Decisions", "choices made and why"),
+        ("Resolved Questions", "questions asked and their answers"),
+        ("Pending User Asks", "things the user asked for that are not done yet"),
+        (RELEVANT_FILES, ""),
+        ("Remaining Work", "the next steps, in order"),
+        ("Critical Context", "facts, values and identifiers that must not be lost"),
+    ),
+)
+
+PI = Template(
+    "pi",
+    (
+        ("Goal", "what the user wants overall"),
+        ("Constraints & Preferences", "rules and preferences the user stated"),
+        ("Progress", "done, in progress and blocked (quote errors exactly)"),
+        ("Key Decisions", "choices made and why"),
+        ("Next Steps", "what to do next, in order"),
+        ("Critical Context", "facts, values and identifiers that must not be lost"),
+        (RELEVANT_FILES, ""),
+    ),
+)
+
+SYSTEM_PROMPT = (
+    "You write the working-memory summary of a coding session so that another instance of the "
+    "assistant can continue the work. You are not a participant: do not answer, continue or act "
+    "on the conversation, and do not call tools. Output only the summary, in the markdown format "
+    "you are given."
+)
+
+
+def _norm(heading: str) -> str:
+    heading = re.sub(r"\(.*?\)", "", heading)
+    return re.sub(r"[^a-z&]+", "", heading.lower())
+
+
+_HEADING = re.compile(r"^\s*(?:#{1,4}\s*(.+?)\s*#*\s*|\*\*(.+?)\*\*\s*:?\s*)$")
+
+
+@dataclass(slots=True)
+class SummaryDoc:
+    """A summary split into named sections plus the accumulated archive pointers."""
+
+    sections: dict[str, str] = field(default_factory=dict)
+    pointers: list[str] = field(default_factory=list)
+
+    @classmethod
+    def parse(cls, text: str, template: Template = TIERED) -> SummaryDoc:
+        """Sections by heading (``## Goal``, ``### Goal``, ``**Goal**``); text before the first
+        heading and the Archived Turns section are pointers."""
+        known = {_norm(h): h for h in (*template.headings, *TIERED.headings, *PI.headings)}
+        known[_norm(ARCHIVED)] = ARCHIVED
+        doc = cls()
+        current: str | None = None
+        body: list[str] = []
+        preamble: list[str] = []
+
+        def flush() -> None:
+            if current is None:
+                return
+            text = "\n".join(body).strip()
+            if current == ARCHIVED:
+                doc.pointers.extend(line for line in text.splitlines() if line.strip())
+            else:
+                doc.sections[current] = text
+
+        for line in text.splitlines():
+            match = _HEADING.match(line)
+            name = known.get(_norm(match.group(1) or match.group(2))) if match else None
+            if name is not None:
+                flush()
+                current, body = name, []
+            elif current is None:
+                preamble.append(line)
+            else:
+                body.append(line)
+        flush()
+        doc.pointers[:0] = [line for line in preamble if line.strip()]
+        return doc
+
+    def render(self, template: Template = TIERED) -> str:
+        parts = []
+        for heading in template.headings:
+            if heading in self.sections:
+                parts.append(f"## {heading}\n{self.sections[heading].strip() or '(none)'}")
+        if not parts:
+            return "\n".join(self.pointers)
+        if self.pointers:
+            parts.append(f"## {ARCHIVED}\n" + "\n".join(self.pointers))
+        return "\n\n".join(parts)
+
+    @property
+    def structured(self) -> bool:
+        return bool(self.sections)
+
+
+def active_task_text(request: str) -> str:
+    """The newest user request, verbatim; only a huge paste is cut (head and tail kept)."""
+    text = request.strip()
+    if len(text) <= ACTIVE_TASK_MAX_CHARS:
+        return text
+    half = ACTIVE_TASK_MAX_CHARS // 2
+    omitted = len(text) - 2 * half
+    return (
+        f"{text[:half]}\n[... {omitted:,} characters of this request omitted ...]\n{text[-half:]}"
+    )
+
+
+def files_text(files_read: Sequence[str], files_modified: Sequence[str]) -> str:
+    def listing(label: str, paths: Sequence[str]) -> str:
+        shown = ", ".join(f"`{p}`" for p in paths[:FILES_SHOWN])
+        more = f" (+{len(paths) - FILES_SHOWN} more)" if len(paths) > FILES_SHOWN else ""
+        return f"- {label}: {shown}{more}" if paths else f"- {label}: (none)"
+
+    return listing("Modified", files_modified) + "\n" + listing("Read", files_read)
+
+
+def fill_code_sections(
+    doc: SummaryDoc,
+    template: Template,
+    *,
+    active_task: str,
+    files_read: Sequence[str],
+    files_modified: Sequence[str],
+) -> None:
+    """Overwrite the sections code owns (whatever a model wrote there)."""
+    if ACTIVE_TASK in template.headings and active_task.strip():
+        doc.sections[ACTIVE_TASK] = active_task_text(active_task)
+    if RELEVANT_FILES in template.headings:
+        doc.sections[RELEVANT_FILES] = files_text(files_read, files_modified)
+
+
+def accept_summary(text: str, template: Template) -> SummaryDoc | None:
+    """The model's summary if it is one: enough of the requested sections, not a reply."""
+    if not text or len(text.strip()) < 40:
+        return None
+    doc = SummaryDoc.parse(text, template)
+    wanted = {h for h, _ in template.model_sections}
+    found = wanted & doc.sections.keys()
+    if len(found) < min(3, len(wanted)):
+        return None
+    doc.sections = {h: b for h, b in doc.sections.items() if h in wanted}
+    doc.pointers = []  # pointers are code's; a model echoing them must not duplicate them
+    return doc
+
+
+# -- files -------------------------------------------------------------------------------------
+
+_READ_TOOLS = frozenset({"read"})
+_WRITE_TOOLS = frozenset({"write", "edit"})
+
+
+def files_touched(entries: Iterable[ContextEntry]) -> tuple[list[str], list[str]]:
+    """(read, modified) paths from the tool calls in ``entries``; failed calls do not count."""
+    entries = list(entries)
+    failed = {e.tool_call_id for e in entries if isinstance(e, ToolResultEntry) and e.is_error}
+    read: list[str] = []
+    modified: list[str] = []
+    for entry in entries:
+        if not isinstance(entry, MessageEntry):
+            continue
+        for call in entry.tool_calls:
+            if call.id in failed or call.name not in _READ_TOOLS | _WRITE_TOOLS:
+                continue
+            args = call.parsed_arguments()
+            path = args.get("path") or args.get("file_path") or args.get("file")
+            if not isinstance(path, str) or not path:
+                continue
+            target = read if call.name in _READ_TOOLS else modified
+            if path not in target:
+                target.append(path)
+    return read, modified
+
+
+def merge_files(
+    previous_read: Sequence[str],
+    previous_modified: Sequence[str],
+    new_read: Sequence[str],
+    new_modified: Sequence[str],
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Cumulative lists; a file both read and modified is listed as modified only."""
+    modified = tuple(dict.fromkeys([*previous_modified, *new_modified]))
+    chosen = set(modified)
+    read = tuple(p for p in dict.fromkeys([*previous_read, *new_read]) if p not in chosen)
+    return read, modified
+
+
+# -- the transcript and the request -----------------------------------------------------------
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}...[{len(text) - limit:,} more chars]"
+
+
+def serialize(entries: Iterable[ContextEntry]) -> str:
+    """The labelled plain-text transcript the summarizer reads."""
+    lines: list[str] = []
+    for entry in entries:
+        match entry:
+            case MessageEntry(role=Role.USER):
+                lines.append(f"[User]: {entry.content}")
+            case MessageEntry():
+                if entry.content.strip():
+                    lines.append(f"[Assistant]: {entry.content}")
+                if entry.tool_calls:
+                    calls = "; ".join(
+                        f"{c.name}({_cut(c.arguments, TOOL_ARGS_CHARS)})" for c in entry.tool_calls
+                    )
+                    lines.append(f"[Assistant tool calls]: {calls}")
+            case ToolResultEntry():
+                flag = ", error" if entry.is_error else ""
+                body = _cut(entry.content, TOOL_RESULT_CHARS)
+                lines.append(f"[Tool result] ({entry.tool_name}{flag}): {body}")
+            case BranchSummaryEntry():
+                lines.append(f"[Note about another branch]: {entry.summary}")
+    return "\n\n".join(lines)
+
+
+def fit_transcript(transcript: str, max_chars: int) -> str:
+    """Keep the start and (mostly) the end of an over-long transcript: the summary request
+    itself must never overflow the summary model's window."""
+    if len(transcript) <= max_chars:
+        return transcript
+    head = max_chars // 5
+    tail = max_chars - head
+    omitted = len(transcript) - head - tail
+    return (
+        f"{transcript[:head]}\n\n[... {omitted:,} characters of the conversation omitted "
+        f"...]\n\n{transcript[-tail:]}"
+    )
+
+
+def summary_request(
+    transcript: str,
+    template: Template,
+    *,
+    previous: str = "",
+    newest_request: str = "",
+    split_turn: bool = False,
+    max_tokens: int = 4096,
+) -> list[dict[str, Any]]:
+    """The messages of the summary call."""
+    previous_doc = SummaryDoc.parse(previous, template) if previous.strip() else None
+    parts = [f"<conversation>\n{transcript}\n</conversation>"]
+    if previous_doc is not None and previous_doc.structured:
+        kept = SummaryDoc(
+            {
+                h: b
+                for h, b in previous_doc.sections.items()
+                if h not in (ACTIVE_TASK, RELEVANT_FILES)
+            }
+        )
+        parts.append(f"<previous-summary>\n{kept.render(template)}\n</previous-summary>")
+        parts.append(
+            "The previous summary covers the conversation before the part above. Update it with "
+            "the new conversation: keep what is still true, add what is new, move finished work "
+            "to the sections for done work, and drop what is obsolete. Do not start from scratch."
+        )
+    else:
+        parts.append("Summarize the conversation above.")
+    if split_turn:
+        parts.append(
+            "The last turn was cut in the middle: its early steps end the conversation above and "
+            "its later steps stay in the context verbatim. Say in the progress section what that "
+            "turn is doing and what its early steps found."
+        )
+    if newest_request.strip():
+        parts.append(
+            "The newest user request (kept verbatim elsewhere; use it to judge what is pending):"
+            f"\n<newest-request>\n{_cut(newest_request.strip(), 2_000)}\n</newest-request>"
+        )
+    headings = "\n".join(f"## {h}\n({i})" for h, i in template.model_sections)
+    words = max(150, int(max_tokens * 0.6))
+    parts.append(
+        "Write exactly these sections, each under its `## ` heading, in this order, and write "
+        f"(none) under a section with nothing to say:\n\n{headings}\n\n"
+        "Quote file paths, commands, identifiers and error messages exactly. Use short bullet "
+        f"points. Stay under {words} words."
+    )
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": "\n\n".join(parts)},
+    ]
+
+
+def step_lines(entries: Iterable[ContextEntry]) -> list[str]:
+    """One line per tool call in ``entries`` (the archived early steps of a split turn)."""
+    entries = list(entries)
+    results = {e.tool_call_id: e for e in entries if isinstance(e, ToolResultEntry)}
+    lines: list[str] = []
+    for entry in entries:
+        if isinstance(entry, MessageEntry):
+            for call in entry.tool_calls:
+                result = results.get(call.id)
+                if result is not None:
+                    lines.append(stub(result, call).removesuffix(" " + PRUNED_SUFFIX).strip())
+                else:
+                    lines.append(f"[{call.name}] {_cut(call.arguments, 80)}")
+    return lines

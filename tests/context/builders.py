@@ -1,0 +1,81 @@
+"""Helpers that build realistic sessions for the context tests and benchmarks."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentsh.session.entries import MessageEntry, Role, StopReason, ToolCall, Usage
+from agentsh.session.session import Session
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One tool call and its result."""
+
+    tool: str
+    args: dict[str, Any]
+    output: str
+    is_error: bool = False
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+_counter = [0]
+
+
+def call_id() -> str:
+    _counter[0] += 1
+    return f"call_{_counter[0]:06d}"
+
+
+def add_turn(
+    session: Session,
+    request: str,
+    steps: Sequence[Step | Sequence[Step]] = (),
+    answer: str = "Done.",
+    *,
+    usage: Usage | None = None,
+) -> MessageEntry:
+    """A user request, one assistant message per step group (each with its results), and a
+    final answer; returns the final assistant entry."""
+    session.append_message(Role.USER, request)
+    for group in steps:
+        batch = [group] if isinstance(group, Step) else list(group)
+        calls = tuple(
+            ToolCall(id=call_id(), name=s.tool, arguments=json.dumps(s.args)) for s in batch
+        )
+        session.append_message(
+            Role.ASSISTANT, "", tool_calls=calls, stop_reason=StopReason.TOOL_CALLS
+        )
+        for call, step in zip(calls, batch, strict=True):
+            session.append_tool_result(
+                call.id, step.tool, step.output, is_error=step.is_error, details=step.details
+            )
+    return session.append_message(Role.ASSISTANT, answer, usage=usage, stop_reason=StopReason.STOP)
+
+
+def file_text(name: str, lines: int, width: int = 60) -> str:
+    return "\n".join(f"{name}:{i:05d} " + "x" * width for i in range(lines))
+
+
+def tool_heavy_turn(session: Session, n: int, *, size: int = 400) -> MessageEntry:
+    """A typical coding turn: read a file, run the tests, edit, run again."""
+    path = f"src/module_{n}.py"
+    return add_turn(
+        session,
+        f"Task {n}: fix the failing test in {path}",
+        [
+            Step("read", {"path": path}, file_text(path, size), details={"total_lines": size}),
+            Step(
+                "bash",
+                {"command": "pytest -q"},
+                "F" * 40 + "\n" + file_text("trace", size // 4),
+                details={"exit_code": 1},
+            ),
+            Step("edit", {"path": path, "old": "a" * 40, "new": "b" * 40}, "edited " + path),
+            Step("bash", {"command": "pytest -q"}, "2 passed", details={"exit_code": 0}),
+        ],
+        f"Fixed {path}.",
+    )
