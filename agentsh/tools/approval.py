@@ -133,7 +133,8 @@ async def _wait_for_decision(request: ApprovalRequest, ctx: ToolContext) -> Appr
     future = request.decision
     cancelled = asyncio.ensure_future(ctx.cancelled.wait())
     try:
-        await asyncio.wait({future, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+        waiters: set[asyncio.Future[Any]] = {future, cancelled}
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:
         future.cancel()  # the front end sees the prompt is void and closes it
         raise
