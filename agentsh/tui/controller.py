@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -183,7 +183,7 @@ class ChatController:
         self.status_bar.status = self.initial_status()
         self.status_bar.loading = True
         if self.options.wants_picker:
-            self.app.call_later(self._startup_picker)
+            self.app.run_worker(self._startup_picker(), group="command", exit_on_error=False)
         else:
             self._load_in_thread(None)
 
@@ -365,7 +365,16 @@ class ChatController:
         if command.name in _IDLE_ONLY and not await self._require_idle(command):
             return
         handler = getattr(self, command.handler)
-        await handler(arg)
+        # A worker, so a handler can wait for a picker (push_screen_wait needs one).
+        self.app.run_worker(
+            self._guarded(handler(arg), command.name), group="command", exit_on_error=False
+        )
+
+    async def _guarded(self, work: Awaitable[None], name: str) -> None:
+        try:
+            await work
+        except Exception as exc:  # noqa: BLE001 - a failed command is shown, the app goes on
+            await self._note(f"/{name} failed: {exc}", "error")
 
     async def cmd_help(self, arg: str) -> None:
         rows = "\n".join(f"| `{c.usage}` | {c.summary} |" for c in slash.COMMANDS)
@@ -422,7 +431,7 @@ class ChatController:
         except OSError as exc:
             await self._note(f"Could not fork: {exc}", "error")
             return
-        await self._switch_to(child)
+        await self.switch_session(child)
         await self._note(
             f"Forked into a new session ({child.id[:8]}); the previous session is unchanged."
         )
@@ -468,7 +477,7 @@ class ChatController:
         except (SessionChoiceError, SessionError, OSError) as exc:
             await self._note(str(exc), "error")
             return
-        await self._switch_to(session)
+        await self.switch_session(session)
         await self._note(f"Resumed session {session.id[:8]}.")
 
     async def cmd_new(self, arg: str) -> None:
@@ -476,9 +485,9 @@ class ChatController:
         session = new_session(
             self.env, self.cwd, persist=current.persistent if current is not None else True
         )
-        await self._switch_to(session)
+        await self.switch_session(session)
 
-    async def _switch_to(self, session: Session) -> None:
+    async def switch_session(self, session: Session) -> None:
         if self.agent is not None:
             self.agent.switch_session(session)
             self.session = self.agent.session

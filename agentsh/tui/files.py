@@ -65,13 +65,17 @@ def fuzzy_match(query: str, path: str) -> Match | None:
     q = query.lower()
     p = path.lower()
     positions: list[int] = []
-    start = 0
-    for ch in q:
-        found = p.find(ch, start)
-        if found < 0:
-            return None
-        positions.append(found)
-        start = found + 1
+    substring = p.rfind(q)
+    if substring >= 0:  # a contiguous match beats a scattered one
+        positions = list(range(substring, substring + len(q)))
+    else:
+        start = 0
+        for ch in q:
+            found = p.find(ch, start)
+            if found < 0:
+                return None
+            positions.append(found)
+            start = found + 1
     score = 0.0
     for i, pos in enumerate(positions):
         if i and pos == positions[i - 1] + 1:
@@ -81,6 +85,10 @@ def fuzzy_match(query: str, path: str) -> Match | None:
     base = path.rsplit("/", 1)[-1].lower()
     if q in base:
         score += 6  # the query appears in the file name itself
+        if base.startswith(q):
+            score += 3
+        if base.split(".", 1)[0] == q:
+            score += 6  # the file's stem is exactly the query
     score -= len(path) / 100  # prefer shorter paths
     return Match(path, score, tuple(positions))
 

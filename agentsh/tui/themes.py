@@ -159,6 +159,10 @@ def set_toml_tui_theme(text: str, theme: str) -> str:
     appended). The result is checked with tomllib; :class:`ThemeError` if it would not parse
     or not hold the value (then nothing should be written).
     """
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ThemeError(f"config.toml is not valid TOML, so it was left alone ({exc})") from exc
     value_line = f"theme = {_toml_string(theme)}"
     lines = text.splitlines()
     section: str | None = None

@@ -92,11 +92,14 @@ class PromptInput(TextArea):
     # -- sending ------------------------------------------------------------------------------
 
     def action_submit(self) -> None:
-        if self.menu is not None and self.menu.current is not None:
-            completion = self.menu.current
+        completion = self.menu.current if self.menu is not None else None
+        if completion is not None and completion.insert.strip() != self.text.strip():
+            # Enter on a partial word completes it; a command without arguments also runs.
             self._accept(completion)
             if not completion.submit:
                 return
+        if self.menu is not None:
+            self.menu.hide()
         text = self.text
         if not text.strip():
             return

@@ -76,7 +76,7 @@ class ToolBlock(Vertical, can_focus=True):
         self.finished = finished
         self.expanded = False
         self.hidden_lines = 0
-        self.pending_approval = False
+        self.body_text = ""  # what the body shows now (plain), for tests and export
 
     def compose(self) -> ComposeResult:
         yield Static(classes="tool-header")
@@ -102,7 +102,7 @@ class ToolBlock(Vertical, can_focus=True):
         self.scroll_visible()
 
     def _render_block(self) -> None:
-        if not self.is_mounted:
+        if not self.children:  # not composed yet; on_mount renders
             return
         if not self.finished:
             mark, style = "⋯", "$accent"
@@ -134,4 +134,5 @@ class ToolBlock(Vertical, can_focus=True):
             else:
                 text, self.hidden_lines = collapse(text, self.preview_lines, self.expand_key)
             body.update(Content(text))
+        self.body_text = text
         body.display = bool(text.strip())

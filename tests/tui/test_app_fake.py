@@ -1,0 +1,349 @@
+"""Pilot tests of the App wired to a scripted stand-in agent: layout, commands, themes, keys,
+windowing. Streaming, tools, approval, cancel and the queue against the real agent are in
+test_app_real_agent.py."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import tomllib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from agentsh.config import Environment, load_environment
+from agentsh.events import (
+    ContextStatus,
+    ErrorKind,
+    ErrorOccurred,
+    Event,
+    TurnEnded,
+    TurnOutcome,
+)
+from agentsh.session.entries import Role, StopReason
+from agentsh.session.session import Session
+from agentsh.tui.controller import AgentLike
+from agentsh.tui.options import LaunchOptions
+from agentsh.tui.projection import ToolItem
+from agentsh.tui.screens.help import HelpScreen
+from agentsh.tui.screens.picker import PickerScreen
+from agentsh.tui.ui_state import UiState, save_ui_state
+from agentsh.tui.widgets.chat import ChatView
+from agentsh.tui.widgets.composer import CompletionMenu, PromptInput
+from agentsh.tui.widgets.messages import (
+    AssistantMessage,
+    NoteLine,
+    NoteMarkdown,
+    QueuedMessage,
+    UserMessage,
+    Welcome,
+)
+from agentsh.tui.widgets.status_bar import StatusBar
+from agentsh.tui.widgets.tool_block import ToolBlock
+from tests.tui.conftest import MakeApp, fake_factory, wait_for
+from tests.tui.fake_agent import FakeAgent, echo_script
+
+pytestmark = pytest.mark.asyncio
+
+
+async def _ready(pilot, app) -> None:  # type: ignore[no-untyped-def]
+    await wait_for(pilot, lambda: app.controller.ready)
+
+
+async def test_empty_start_screen_shows_the_welcome_and_focuses_the_editor(
+    make_app: MakeApp,
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        assert app.query(Welcome)
+        assert isinstance(app.focused, PromptInput)
+        assert app.theme == "agentsh-dark"
+
+
+async def test_first_frame_shows_the_cached_model_and_loading_until_the_agent_is_ready(
+    make_app: MakeApp, env: Environment
+) -> None:
+    save_ui_state(env.user.ui_state_file, UiState("openai/gpt-4.1", 1_047_576))
+    release = threading.Event()
+
+    def slow_factory(e: Environment, s: Session, o: LaunchOptions) -> AgentLike:
+        release.wait(10)
+        return FakeAgent(s, model="openai/gpt-4.1",
+                         status=ContextStatus(model="openai/gpt-4.1", window=1_047_576))  # fmt: skip
+
+    app = make_app(factory=slow_factory)
+    async with app.run_test(size=(100, 24)) as pilot:
+        await pilot.pause()
+        bar = app.query_one(StatusBar)
+        assert bar.loading and bar.status.model == "openai/gpt-4.1"
+        assert "loading…" in str(bar.render())
+        release.set()
+        await _ready(pilot, app)
+        await wait_for(pilot, lambda: not bar.loading)
+        assert "loading…" not in str(bar.render())
+
+
+async def test_a_message_streams_into_an_assistant_reply(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"hello", "enter")
+        await wait_for(
+            pilot, lambda: not app.controller.turn_running and bool(app.query(AssistantMessage))
+        )
+        assert [m.text for m in app.query(UserMessage)] == ["hello"]
+        assert [m.text for m in app.query(AssistantMessage)] == ["echo: hello"]
+        assert app.query_one(PromptInput).text == ""
+
+
+async def test_sending_without_a_model_explains_how_to_configure_one(make_app: MakeApp) -> None:
+    async def no_model(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        yield ErrorOccurred(ErrorKind.NO_MODEL, "No model is configured. Set OPENAI_API_KEY.")
+        yield TurnEnded(TurnOutcome.ERROR, error="no model")
+
+    app = make_app(factory=fake_factory(model=None, script=no_model))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"fix the bug", "enter")
+        await wait_for(pilot, lambda: bool(app.query(NoteMarkdown)))
+        assert "Set OPENAI_API_KEY" in app.query_one(NoteMarkdown).text
+        # Nothing was sent, so the text is back in the editor.
+        assert app.query_one(PromptInput).text == "fix the bug"
+
+
+async def test_messages_typed_during_a_turn_are_queued_then_sent(make_app: MakeApp) -> None:
+    gate = asyncio.Event()
+
+    async def gated(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        if text == "first":
+            await gate.wait()
+        async for event in echo_script(agent, text):
+            yield event
+
+    app = make_app(factory=fake_factory(script=gated))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"first", "enter")
+        await wait_for(pilot, lambda: app.controller.turn_running)
+        await pilot.press(*"second", "enter")
+        await wait_for(pilot, lambda: bool(app.query(QueuedMessage)))
+        assert app.query_one(QueuedMessage).text == "second"
+        gate.set()
+        await wait_for(pilot, lambda: len(app.query(AssistantMessage)) == 2
+                       and not app.controller.turn_running)  # fmt: skip
+        assert not app.query(QueuedMessage)
+        agent = app.controller.agent
+        assert isinstance(agent, FakeAgent) and agent.runs == ["first", "second"]
+
+
+async def test_history_walks_sent_messages_with_up_and_down(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        for text in ("one", "two"):
+            await pilot.press(*text, "enter")
+            await wait_for(pilot, lambda: not app.controller.turn_running)
+        prompt = app.query_one(PromptInput)
+        await pilot.press(*"draft")
+        await pilot.press("up")
+        assert prompt.text == "two"
+        await pilot.press("up")
+        assert prompt.text == "one"
+        await pilot.press("down", "down")
+        assert prompt.text == "draft"
+
+
+async def test_shift_enter_and_ctrl_j_add_lines_instead_of_sending(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press("a", "ctrl+j", "b", "shift+enter", "c")
+        assert app.query_one(PromptInput).text == "a\nb\nc"
+        assert not app.query(UserMessage)
+
+
+async def test_slash_completion_offers_commands_and_enter_runs_one(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press("/", "c", "o")
+        menu = app.query_one(CompletionMenu)
+        assert menu.display and [c.insert for c in menu.completions] == ["/compact ", "/cost"]
+        await pilot.press("down", "enter")  # /cost takes no argument: it runs
+        await wait_for(pilot, lambda: bool(app.query(NoteMarkdown)))
+        assert "Session cost" in app.query_one(NoteMarkdown).text
+
+
+async def test_at_completion_inserts_a_project_path(make_app: MakeApp, project: Path) -> None:
+    (project / "src").mkdir()
+    (project / "src" / "parser.py").write_text("")
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        await wait_for(pilot, lambda: "src/parser.py" in app._files)
+        await pilot.press(*"look at @pars")
+        menu = app.query_one(CompletionMenu)
+        assert menu.display and menu.completions[0].insert == "@src/parser.py "
+        await pilot.press("tab")
+        assert app.query_one(PromptInput).text == "look at @src/parser.py "
+        assert not menu.display
+
+
+async def test_theme_command_switches_and_persists(make_app: MakeApp, env: Environment) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"/theme agentsh-light", "enter")
+        await wait_for(pilot, lambda: app.theme == "agentsh-light")
+        config = tomllib.loads(env.user.config_file.read_text())
+        assert config["tui"]["theme"] == "agentsh-light"
+    # A new start reads it back.
+    again = make_app(environment=load_environment(env.project.root))
+    async with again.run_test(size=(80, 24)) as pilot:
+        assert again.theme == "agentsh-light"
+
+
+async def test_theme_picker_previews_live_and_escape_restores(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"/theme", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
+        await pilot.press("down")
+        previewed = app.theme
+        assert previewed != "agentsh-dark"
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, PickerScreen))
+        assert app.theme == "agentsh-dark"
+        await pilot.press(*"/theme", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
+        await pilot.press(*"forest", "enter")
+        await wait_for(pilot, lambda: app.theme == "agentsh-forest")
+
+
+async def test_f1_lists_every_binding_and_a_remapped_key_works(
+    project: Path, make_app: MakeApp
+) -> None:
+    env = load_environment(project)
+    env.user.config_file.parent.mkdir(parents=True, exist_ok=True)
+    env.user.config_file.write_text('[tui.keys]\nhelp = "f2"\n')
+    app = make_app(environment=load_environment(project))
+    async with app.run_test(size=(100, 40)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press("f1")  # no longer bound
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("f2")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        from agentsh.tui.screens.help import help_markdown
+
+        text = help_markdown(app.keymap)
+        assert "| F2 | Show every key binding | `help` |" in text
+        for binding_id in ("submit", "newline", "cancel", "toggle_block", "approve_once", "deny"):
+            assert f"`{binding_id}`" in text
+
+
+async def test_unknown_config_keys_are_reported_not_fatal(project: Path, make_app: MakeApp) -> None:
+    env = load_environment(project)
+    env.user.config_file.parent.mkdir(parents=True, exist_ok=True)
+    env.user.config_file.write_text('[tui]\ntheme = "no-such-theme"\n[tui.keys]\nbogus = "x"\n')
+    app = make_app(environment=load_environment(project))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        messages = [str(n.message) for n in app._notifications]
+        assert any("bogus" in m for m in messages)
+        assert any("no-such-theme" in m for m in messages)
+        assert app.theme == "agentsh-dark"
+
+
+async def test_command_palette_runs_slash_commands(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"/cost")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: bool(app.query(NoteMarkdown)))
+        assert "Session cost" in app.query_one(NoteMarkdown).text
+
+
+async def test_tool_blocks_collapse_to_their_last_lines_and_toggle(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 30)) as pilot:
+        await _ready(pilot, app)
+        output = "\n".join(f"line {i}" for i in range(1, 21))
+        chat = app.query_one(ChatView)
+        await chat.append(ToolItem("c1", "bash", "bash: seq 20", output=output, finished=True))
+        block = app.query_one(ToolBlock)
+        body = block.body_text
+        assert "(15 earlier lines, Ctrl+O to expand)" in body
+        assert "line 20" in body and "line 5\n" not in body
+        block.focus()
+        await pilot.press("enter")
+        assert block.expanded and "line 1\n" in block.body_text
+        await pilot.press("enter")
+        assert not block.expanded
+        app.query_one(PromptInput).focus()
+        await pilot.press("ctrl+o")
+        assert block.expanded
+
+
+async def test_a_long_transcript_keeps_a_bounded_window_mounted(
+    project: Path, make_app: MakeApp
+) -> None:
+    env = load_environment(project)
+    env.user.config_file.parent.mkdir(parents=True, exist_ok=True)
+    env.user.config_file.write_text("[tui]\ntranscript_window = 50\n")
+    app = make_app(environment=load_environment(project))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        session = Session.create(None, project)
+        for i in range(400):
+            session.append_message(Role.USER, f"question {i}")
+            session.append_message(Role.ASSISTANT, f"answer {i}", stop_reason=StopReason.STOP)
+        await app.controller.switch_session(session)
+        chat = app.query_one(ChatView)
+        assert len(chat.rows) == 800
+        assert chat.mounted_rows <= 50
+        assert len(chat.children) == chat.mounted_rows
+        assert chat.children[-1].text == "answer 399"  # type: ignore[attr-defined]
+        first_before = chat.first
+        for _ in range(6):
+            chat.scroll_home(animate=False, immediate=True)
+            await pilot.pause(0.05)
+        assert chat.first < first_before  # older rows were remounted from the log
+        assert chat.mounted_rows <= 50 + 25
+        chat.scroll_end(animate=False, immediate=True)
+        await pilot.pause(0.05)
+        # A new turn brings the newest rows back.
+        await pilot.press(*"more", "enter")
+        await wait_for(pilot, lambda: not app.controller.turn_running
+                       and chat.rows[-1].widget is not None)  # fmt: skip
+        assert isinstance(chat.children[-1], AssistantMessage)
+        assert chat.children[-1].text == "echo: more"
+
+
+async def test_tree_command_lists_branch_points(make_app: MakeApp, project: Path) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        session = app.controller.agent.session  # type: ignore[union-attr]
+        root = session.append_message(Role.USER, "start")
+        session.append_message(Role.ASSISTANT, "a", stop_reason=StopReason.STOP)
+        session.move_leaf(root.id)
+        session.append_message(Role.ASSISTANT, "b", stop_reason=StopReason.STOP)
+        await pilot.press(*"/tree", "enter")
+        await wait_for(pilot, lambda: bool(app.query(NoteMarkdown)))
+        text = app.query_one(NoteMarkdown).text
+        assert "1 branch point" in text and "← current" in text
+
+
+async def test_unknown_command_is_reported_in_place(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"/frobnicate", "enter")
+        await wait_for(pilot, lambda: bool(app.query(NoteLine)))
+        assert "Unknown command /frobnicate" in app.query_one(NoteLine).text

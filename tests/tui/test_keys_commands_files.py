@@ -1,0 +1,104 @@
+"""Key table and remapping, slash-command parsing and completion, @-file listing and ranking."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agentsh.tui import commands as slash
+from agentsh.tui.files import fuzzy_match, list_project_files, rank
+from agentsh.tui.keys import KEYS, KeyScope, bindings_for, display_key, keymap_from_settings
+
+
+def test_binding_ids_are_unique() -> None:
+    ids = [k.id for k in KEYS]
+    assert len(ids) == len(set(ids))
+
+
+def test_remapping_accepts_known_ids_and_reports_the_rest() -> None:
+    result = keymap_from_settings({"help": "F2", "nonsense": "x", "cancel": "ctrl+ c!"})
+    assert result.keymap == {"help": "f2"}
+    assert any("nonsense" in p and "unknown binding" in p for p in result.problems)
+    assert any("cancel" in p for p in result.problems)
+
+
+def test_fixed_keys_cannot_be_remapped() -> None:
+    result = keymap_from_settings({"command_palette": "ctrl+k"})
+    assert result.keymap == {}
+    assert "fixed" in result.problems[0]
+
+
+def test_scoped_bindings_carry_their_ids_for_the_keymap() -> None:
+    bindings = bindings_for(KeyScope.INPUT)
+    assert {b.id for b in bindings} >= {"submit", "newline", "complete"}  # type: ignore[union-attr]
+
+
+def test_keys_are_displayed_for_people() -> None:
+    assert display_key("shift+enter,ctrl+j") == "Shift+Enter / Ctrl+J"
+    assert display_key("escape") == "Esc"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("/help", True), ("  /compact summarize", True), ("/usr/bin/env is odd", False),
+     ("//not", False), ("hello /help", False), ("/", False)],
+)  # fmt: skip
+def test_only_a_leading_slash_word_is_a_command(text: str, expected: bool) -> None:
+    assert slash.is_command(text) is expected
+
+
+def test_commands_parse_with_their_argument_and_aliases() -> None:
+    command, arg = slash.parse("/compact  summarize ")
+    assert command.name == "compact" and arg == "summarize"
+    assert slash.parse("/exit")[0].name == "quit"
+    with pytest.raises(slash.UnknownCommand, match="Unknown command /frobnicate"):
+        slash.parse("/frobnicate")
+
+
+def test_every_spec_command_exists() -> None:
+    names = {c.name for c in slash.COMMANDS}
+    assert names >= {"help", "model", "compact", "tree", "fork", "label", "resume", "new",
+                     "memory", "theme", "export", "cost", "quit"}  # fmt: skip
+
+
+def test_completion_matches_names_and_aliases_by_prefix() -> None:
+    assert [c.name for c in slash.complete("co")] == ["compact", "cost"]
+    assert [c.name for c in slash.complete("ex")] == ["export", "quit"]
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+
+def test_project_files_respect_gitignore_in_a_repo(project: Path) -> None:
+    (project / ".gitignore").write_text("build/\n*.log\n")
+    (project / "src").mkdir()
+    (project / "src" / "main.py").write_text("x")
+    (project / "build").mkdir()
+    (project / "build" / "out.py").write_text("x")
+    (project / "debug.log").write_text("x")
+    (project / "notes.md").write_text("x")  # untracked but not ignored: offered
+    _git(project, "add", "src/main.py", ".gitignore")
+    files = list_project_files(project)
+    assert "src/main.py" in files and "notes.md" in files
+    assert "build/out.py" not in files and "debug.log" not in files
+
+
+def test_project_files_outside_a_repo_come_from_a_walk(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.py").write_text("")
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / ".hidden" / "y.py").write_text("")
+    (tmp_path / "node_modules").mkdir()
+    (tmp_path / "node_modules" / "z.js").write_text("")
+    assert list_project_files(tmp_path) == ["a/x.py"]
+
+
+def test_fuzzy_ranking_prefers_file_names_and_word_starts() -> None:
+    paths = ["agentsh/tui/app.py", "agentsh/tui/widgets/composer.py", "docs/approval.md",
+             "tests/tui/test_app.py"]  # fmt: skip
+    assert rank("app", paths)[0].path == "agentsh/tui/app.py"
+    assert rank("comp", paths)[0].path == "agentsh/tui/widgets/composer.py"
+    assert fuzzy_match("zzz", "agentsh/tui/app.py") is None

@@ -1,0 +1,31 @@
+"""The first frame must not wait for heavy libraries: importing the TUI stays light."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = ("litellm", "tiktoken", "numpy", "onnxruntime", "tokenizers", "openai")
+
+
+def _modules_after_import(module: str) -> set[str]:
+    code = (
+        f"import sys, json; import {module}; "
+        "print(json.dumps(sorted(m.split('.')[0] for m in sys.modules)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_importing_the_tui_app_does_not_import_heavy_libraries() -> None:
+    loaded = _modules_after_import("agentsh.tui.app")
+    assert "textual" in loaded
+    assert not loaded & set(HEAVY), f"heavy modules on the first-frame path: {loaded & set(HEAVY)}"
+
+
+def test_importing_the_launcher_does_not_import_heavy_libraries() -> None:
+    loaded = _modules_after_import("agentsh.tui.launch")
+    assert not loaded & set(HEAVY)
