@@ -766,15 +766,25 @@ class _TurnView:
             self.reply = None
 
 
+TREE_MAX_LINES = 200
+
+
 def tree_markdown(session: Session) -> str:
-    """``/tree`` as text: each branch point with its branches, the active one marked."""
+    """``/tree`` as text: the whole tree when small, else each branch point and its branches."""
+    from agentsh.session.export import tree_lines
+
     tree = session.tree
     points = tree.branch_points()
     active = set(tree.path_ids()) if tree.leaf_id else set()
+    head = f"**Session tree**: {len(tree)} entries, {len(points)} branch point(s)"
     if not points:
-        count = len(tree)
-        return f"**Session tree**: {count} entries, one branch (no forks yet)."
-    lines = [f"**Session tree**: {len(tree)} entries, {len(points)} branch point(s)", ""]
+        head = f"**Session tree**: {len(tree)} entries, one branch (no forks yet)"
+    if len(tree) <= TREE_MAX_LINES:
+        body = "\n".join(tree_lines(session, width=100))
+        return f"{head}. `•` marks the current path.\n\n```\n{body}\n```" if body else head
+    if not points:
+        return head
+    lines = [head, ""]
     for point in points:
         lines.append(f"- at `{point}` {_entry_text(session, point)}")
         for i, child in enumerate(tree.children_of(point), start=1):

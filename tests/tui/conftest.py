@@ -49,12 +49,12 @@ def fake_factory(**kwargs: object) -> AgentFactory:
     return build
 
 
-async def wait_for(pilot: object, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+async def wait_for(pilot: object, predicate: Callable[[], bool], limit_s: float = 10.0) -> None:
     """Pump the app until ``predicate()`` holds (tests never sleep a fixed time)."""
     import asyncio
 
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
+    deadline = loop.time() + limit_s
     while not predicate():
         if loop.time() > deadline:
             raise AssertionError("condition not reached in time")

@@ -337,7 +337,7 @@ async def test_tree_command_lists_branch_points(make_app: MakeApp, project: Path
         await pilot.press(*"/tree", "enter")
         await wait_for(pilot, lambda: bool(app.query(NoteMarkdown)))
         text = app.query_one(NoteMarkdown).text
-        assert "1 branch point" in text and "← current" in text
+        assert "1 branch point" in text and "<- leaf" in text and "• " in text
 
 
 async def test_unknown_command_is_reported_in_place(make_app: MakeApp) -> None:
@@ -347,3 +347,71 @@ async def test_unknown_command_is_reported_in_place(make_app: MakeApp) -> None:
         await pilot.press(*"/frobnicate", "enter")
         await wait_for(pilot, lambda: bool(app.query(NoteLine)))
         assert "Unknown command /frobnicate" in app.query_one(NoteLine).text
+
+
+def _saved_session(env: Environment, project: Path, first: str) -> Session:
+    session = Session.create(env.user.project_sessions_dir(project), project)
+    session.append_message(Role.USER, first)
+    session.append_message(Role.ASSISTANT, f"re: {first}", stop_reason=StopReason.STOP)
+    session.sync()
+    session.close()
+    return session
+
+
+async def test_resume_picker_searches_by_first_message_and_opens_the_session(
+    make_app: MakeApp, env: Environment, project: Path
+) -> None:
+    _saved_session(env, project, "find the parser bug")
+    _saved_session(env, project, "write the changelog")
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"/resume", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
+        assert len(app.screen.shown) == 2  # type: ignore[attr-defined]
+        await pilot.press(*"parser")
+        assert len(app.screen.shown) == 1  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await wait_for(
+            pilot, lambda: [m.text for m in app.query(UserMessage)] == ["find the parser bug"]
+        )
+        assert [m.text for m in app.query(AssistantMessage)] == ["re: find the parser bug"]
+
+
+async def test_resume_flag_without_an_id_opens_the_picker_first(
+    make_app: MakeApp, env: Environment, project: Path
+) -> None:
+    _saved_session(env, project, "earlier work")
+    app = make_app(options=LaunchOptions(resume=""))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
+        await pilot.press("enter")
+        await _ready(pilot, app)
+        await wait_for(pilot, lambda: [m.text for m in app.query(UserMessage)] == ["earlier work"])
+
+
+async def test_fork_new_label_and_export_work_on_the_log(make_app: MakeApp, project: Path) -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"hello", "enter")
+        await wait_for(
+            pilot, lambda: not app.controller.turn_running and bool(app.query(AssistantMessage))
+        )
+        original = app.controller.agent.session  # type: ignore[union-attr]
+        await pilot.press(*"/label checkpoint", "enter")
+        await wait_for(
+            pilot, lambda: original.tree.labels.get(original.leaf_id or "") == "checkpoint"
+        )
+        await pilot.press(*"/export md", "enter")
+        exported = project / f"agentsh-{original.id[:8]}.md"
+        await wait_for(pilot, exported.exists)
+        assert "hello" in exported.read_text()
+        await pilot.press(*"/fork", "enter")
+        await wait_for(pilot, lambda: app.controller.agent.session is not original)  # type: ignore[union-attr]
+        forked = app.controller.agent.session  # type: ignore[union-attr]
+        assert forked.header.parent_session == original.id
+        assert [m.text for m in app.query(UserMessage)] == ["hello"]
+        await pilot.press(*"/new", "enter")
+        await wait_for(pilot, lambda: bool(app.query(Welcome)))
+        assert app.controller.agent.session not in (original, forked)  # type: ignore[union-attr]
