@@ -79,3 +79,50 @@ def tool_heavy_turn(session: Session, n: int, *, size: int = 400) -> MessageEntr
         ],
         f"Fixed {path}.",
     )
+
+
+SYSTEM = "You are a coding agent. " * 20
+
+
+async def drive_turn(
+    manager: Any,
+    session: Session,
+    request: str,
+    steps: Sequence[Step] = (),
+    answer: str = "Done.",
+    *,
+    system: str = SYSTEM,
+) -> list[list[dict[str, Any]]]:
+    """Play one turn the way the agent loop does: ``prepare`` before every model call (after
+    the user message and after each tool result), and each reply carries the usage a provider
+    would report for the request it answered. Returns the prepared requests."""
+    requests = []
+    session.append_message(Role.USER, request)
+    requests.append(await manager.prepare(system, []))
+    for step in steps:
+        call = ToolCall(id=call_id(), name=step.tool, arguments=json.dumps(step.args))
+        session.append_message(
+            Role.ASSISTANT,
+            "",
+            tool_calls=(call,),
+            usage=Usage(input_tokens=manager.status().used, output_tokens=20),
+            stop_reason=StopReason.TOOL_CALLS,
+        )
+        session.append_tool_result(
+            call.id, step.tool, step.output, is_error=step.is_error, details=step.details
+        )
+        requests.append(await manager.prepare(system, []))
+    session.append_message(
+        Role.ASSISTANT,
+        answer,
+        usage=Usage(input_tokens=manager.status().used, output_tokens=5),
+        stop_reason=StopReason.STOP,
+    )
+    return requests
+
+
+def unique_output(tokens: int, tag: str) -> str:
+    """About ``tokens`` tokens (at 4 characters a token) of text that dedupes with nothing."""
+    line = f"{tag} " + "o" * 70 + "\n"
+    count = max(1, tokens * 4 // len(line))
+    return "".join(f"{i:06d}{line}" for i in range(count))[: tokens * 4]

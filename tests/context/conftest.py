@@ -94,7 +94,9 @@ def disk_session(user_paths: UserPaths, tmp_path: Path) -> Iterator[Session]:
 
 
 def settings_with(**context: Any) -> Settings:
-    return dataclasses.replace(Settings(), context=dataclasses.replace(ContextSettings(), **context))
+    return dataclasses.replace(
+        Settings(), context=dataclasses.replace(ContextSettings(), **context)
+    )
 
 
 ManagerFactory = Callable[..., ContextManager]

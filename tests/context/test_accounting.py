@@ -70,9 +70,7 @@ def test_session_totals_sum_every_reply_of_every_branch(
         Role.ASSISTANT, "one", usage=Usage(100, 10, cost=0.5), stop_reason=StopReason.STOP
     )
     s.move_leaf(fork)
-    s.append_message(
-        Role.ASSISTANT, "two", usage=Usage(200, 20, cache_read_tokens=5, cost=0.25)
-    )
+    s.append_message(Role.ASSISTANT, "two", usage=Usage(200, 20, cache_read_tokens=5, cost=0.25))
     status = make_manager(s).status()
     assert status.session_input_tokens == 305
     assert status.session_output_tokens == 30

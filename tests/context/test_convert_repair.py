@@ -220,9 +220,7 @@ def test_no_assembled_context_ever_has_an_orphan_tool_call(
         summarize=summarizer,
         workspace=MemoryWorkspace(),
     )
-    n = 0
-    for kind, number, mode in actions:
-        n += 1
+    for n, (kind, number, mode) in enumerate(actions, start=1):
         match kind:
             case "turn":
                 session.append_message(Role.USER, f"request {n} " + "w" * 300)

@@ -34,7 +34,10 @@ def test_tier_thresholds_are_80_85_95(fraction: float, tier: Tier) -> None:
 
 def test_tier_rules_keep_10_5_3_turns_capped_at_20000_tokens() -> None:
     settings = ContextSettings()
-    assert [rule(t, settings).keep_turns for t in (Tier.MOVE_TO_WORKSPACE, Tier.SUMMARIZE, Tier.TRUNCATE)] == [10, 5, 3]
+    assert [
+        rule(t, settings).keep_turns
+        for t in (Tier.MOVE_TO_WORKSPACE, Tier.SUMMARIZE, Tier.TRUNCATE)
+    ] == [10, 5, 3]
     assert rule(Tier.SUMMARIZE, settings).max_kept_tokens == 20_000
     assert next_tier(Tier.NONE) is Tier.MOVE_TO_WORKSPACE
     assert next_tier(Tier.TRUNCATE) is Tier.TRUNCATE

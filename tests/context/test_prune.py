@@ -21,7 +21,12 @@ from tests.context.conftest import FakeSummarizer, ManagerFactory
 
 def _result(tool: str, content: str, **kw: object) -> ToolResultEntry:
     return ToolResultEntry(
-        id="r", parent_id=None, tool_call_id="c", tool_name=tool, content=content, **kw  # type: ignore[arg-type]
+        id="r",
+        parent_id=None,
+        tool_call_id="c",
+        tool_name=tool,
+        content=content,
+        **kw,  # type: ignore[arg-type]
     )
 
 
@@ -70,11 +75,14 @@ def test_prune_dedupes_stubs_old_outputs_and_shortens_old_arguments(
     result = prune(view, old_before=starts[1], settings=ContextSettings(), count=estimate_tokens)
     results = [e for e in view.entries if isinstance(e, ToolResultEntry)]
     first_make, read, last_make = results[1], results[2], results[3]
-    assert result.deduplicated == 1 and "identical to a later bash output" in result.replacements[first_make.id]
+    assert (
+        result.deduplicated == 1
+        and "identical to a later bash output" in result.replacements[first_make.id]
+    )
     assert last_make.id not in result.replacements  # the newest copy stays verbatim
     assert read.id not in result.replacements  # t2 is a kept turn
     assert result.shortened_calls == 1
-    (call_id, args), = result.argument_replacements.items()
+    ((_call_id, args),) = result.argument_replacements.items()
     assert json.loads(args)["path"] == "big.py"
     assert result.saved_tokens > 0
     # An old output past the kept turns is stubbed.

@@ -1,0 +1,151 @@
+"""The structured summary: format, the sections code owns, the request sent to the model."""
+
+from __future__ import annotations
+
+import json
+
+from agentsh.context.accounting import Accounting
+from agentsh.context.summary import (
+    PI,
+    TIERED,
+    SummaryDoc,
+    accept_summary,
+    active_task_text,
+    files_touched,
+    fill_code_sections,
+    fit_transcript,
+    merge_files,
+    serialize,
+    summary_request,
+)
+from agentsh.llm.tokens import estimate_tokens
+from agentsh.session.session import Session
+from tests.context.builders import Step, add_turn
+from tests.context.conftest import GOOD_SUMMARY
+
+
+def test_the_tiered_template_has_the_13_sections_of_the_spec_in_order() -> None:
+    assert TIERED.headings == (
+        "Active Task",
+        "Goal",
+        "Constraints & Preferences",
+        "Completed Actions",
+        "Active State",
+        "In Progress",
+        "Blocked",
+        "Key Decisions",
+        "Resolved Questions",
+        "Pending User Asks",
+        "Relevant Files",
+        "Remaining Work",
+        "Critical Context",
+    )
+    assert PI.headings[:6] == (
+        "Goal",
+        "Constraints & Preferences",
+        "Progress",
+        "Key Decisions",
+        "Next Steps",
+        "Critical Context",
+    )
+
+
+def test_parse_render_round_trip_keeps_sections_and_pointers() -> None:
+    doc = SummaryDoc.parse(GOOD_SUMMARY.format(n=1))
+    fill_code_sections(
+        doc, TIERED, active_task="Fix `x`\nexactly", files_read=["a.py"], files_modified=["b.py"]
+    )
+    doc.pointers.append("- 3 earlier turns were moved verbatim to `001-archive.md`")
+    text = doc.render()
+    again = SummaryDoc.parse(text)
+    assert again.sections == doc.sections and again.pointers == doc.pointers
+    assert text.startswith("## Active Task\nFix `x`\nexactly")
+    assert "- Modified: `b.py`\n- Read: `a.py`" in text
+
+
+def test_a_pointer_only_summary_is_one_line_per_archive() -> None:
+    doc = SummaryDoc.parse("- 2 earlier turns were moved verbatim to `001-archive.md`; read it")
+    assert not doc.structured
+    doc.pointers.append("- 1 earlier turn were moved verbatim to `002-archive.md`; read it")
+    assert doc.render().count("\n") == 1
+
+
+def test_garbage_or_empty_model_output_is_rejected() -> None:
+    assert accept_summary("", TIERED) is None
+    assert accept_summary("Sure, continuing with the fix now. " * 3, TIERED) is None
+    assert accept_summary("## Goal\nx\n## Bogus\ny", TIERED) is None
+    doc = accept_summary(
+        "**Goal**\nx\n### Completed Actions\ny\n## Blocked (exact error text)\nz", TIERED
+    )
+    assert doc is not None and doc.sections["Blocked"] == "z"
+
+
+def test_model_sections_never_override_what_code_owns() -> None:
+    text = GOOD_SUMMARY.format(n=1) + "\n## Active Task\nsomething invented\n"
+    doc = accept_summary(text, TIERED)
+    assert doc is not None and "Active Task" not in doc.sections
+
+
+def test_files_read_and_modified_come_from_successful_tool_calls(memory_session: Session) -> None:
+    add_turn(
+        memory_session,
+        "work",
+        [
+            Step("read", {"path": "a.py"}, "..."),
+            Step("read", {"path": "b.py"}, "..."),
+            Step("edit", {"path": "b.py", "old": "x", "new": "y"}, "ok"),
+            Step("write", {"path": "c.py", "content": "z"}, "denied", is_error=True),
+            Step("bash", {"command": "cat d.py"}, "..."),
+        ],
+    )
+    read, modified = files_touched(Accounting(memory_session, estimate_tokens).view().entries)
+    assert read == ["a.py", "b.py"] and modified == ["b.py"]
+    assert merge_files(["a.py", "b.py"], [], read, modified) == (("a.py",), ("b.py",))
+    assert merge_files(["old.py"], ["e.py"], ["e.py"], []) == (("old.py",), ("e.py",))
+
+
+def test_transcript_is_labelled_plain_text_with_results_cut_at_2000_chars(
+    memory_session: Session,
+) -> None:
+    add_turn(
+        memory_session,
+        "please run",
+        [Step("bash", {"command": "make"}, "o" * 5000, is_error=True)],
+        "It failed.",
+    )
+    text = serialize(Accounting(memory_session, estimate_tokens).view().entries)
+    assert "[User]: please run" in text
+    assert '[Assistant tool calls]: bash({"command": "make"})' in text
+    assert "[Tool result] (bash, error): " + "o" * 2000 + "...[3,000 more chars]" in text
+    assert "[Assistant]: It failed." in text
+    cut = fit_transcript("a" * 100 + "b" * 900, 500)
+    assert len(cut) < 600 and cut.endswith("b" * 400) and "omitted" in cut
+
+
+def test_request_carries_previous_summary_newest_request_and_the_sections() -> None:
+    previous = GOOD_SUMMARY.format(n=1) + "\n## Active Task\nold task\n"
+    messages = summary_request(
+        "[User]: hi",
+        TIERED,
+        previous=previous,
+        newest_request="do the thing",
+        split_turn=True,
+    )
+    assert messages[0]["role"] == "system" and "not a participant" in messages[0]["content"]
+    body = messages[1]["content"]
+    assert "<conversation>\n[User]: hi\n</conversation>" in body
+    assert "<previous-summary>" in body and "marker-1" in body and "old task" not in body
+    assert "Update it" in body and "cut in the middle" in body
+    assert "<newest-request>\ndo the thing\n</newest-request>" in body
+    for heading in ("## Goal", "## Blocked", "## Critical Context"):
+        assert heading in body
+    assert "## Active Task" not in body.split("</previous-summary>")[1]
+
+
+def test_active_task_is_verbatim_unless_it_is_a_huge_paste() -> None:
+    request = "Fix it.\n```\n  exact   spacing\n```"
+    assert active_task_text(request) == request
+    huge = "h" * 5000 + "MIDDLE" + "t" * 5000
+    cut = active_task_text(huge)
+    assert cut.startswith("h" * 4000) and cut.endswith("t" * 4000) and "MIDDLE" not in cut
+    assert json.dumps(cut)
