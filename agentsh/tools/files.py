@@ -591,6 +591,8 @@ def _plan_edit(params: EditParams, ctx: ToolContext) -> _EditPlan:
     shown = display_path(path, ctx.cwd)
     if params.old_text == params.new_text:
         raise ToolError("old_text and new_text are identical; there is nothing to change.")
+    if not path.exists():
+        raise ToolError(missing_path_message(path, ctx.cwd) + " To create a file, use write.")
     _regular_file(path, ctx.cwd)
     try:
         data = path.read_bytes()

@@ -358,8 +358,11 @@ class GrepTool(Tool):
             )
             rg = shutil.which("rg") if self.use_ripgrep else None
             if rg is not None:
-                await _grep_rg(rg, params, root, out, ctx)
-            else:
+                try:
+                    await _grep_rg(rg, params, root, out, ctx)
+                except _RgFailed:
+                    rg = None
+            if rg is None:
                 regex = _compile(params)
                 stop = threading.Event()
                 worker = asyncio.create_task(
@@ -497,30 +500,35 @@ async def _grep_rg(
     cancelled = asyncio.create_task(ctx.cancelled.wait())
     stderr_task = asyncio.create_task(proc.stderr.read())
     try:
+        complete = False  # read to the end, rather than stopped early
         while not out.more:
             line_task = asyncio.create_task(proc.stdout.readline())
             await asyncio.wait({line_task, cancelled}, return_when=asyncio.FIRST_COMPLETED)
             if not line_task.done():
                 line_task.cancel()
                 break
-            line = line_task.result()
+            try:
+                line = line_task.result()
+            except ValueError:  # a matched line over the reader's 64 MiB limit
+                break
             if not line:
+                complete = True
                 break
             _rg_event(line, out)
     finally:
         cancelled.cancel()
-        if proc.returncode is None:
+        if not complete and proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
         await proc.wait()
         stderr = (await stderr_task).decode("utf-8", "replace").strip()
-    if proc.returncode == 2 and not out.matches and not ctx.cancelled.is_set() and not out.more:
-        message = stderr.splitlines()[-1] if stderr else "ripgrep failed"
-        if "regex" in stderr:
-            message = stderr
-        raise ToolError(
-            f"grep failed: {message}. If the pattern is meant as plain text, set literal=true."
-        )
+    if complete and proc.returncode == 2 and not out.matches:
+        raise _RgFailed(stderr)
+
+
+class _RgFailed(Exception):
+    """ripgrep gave up without a match: most often a pattern its engine rejects (look-around,
+    backreferences), or an rg too old for a flag. The Python search then answers instead."""
 
 
 def _rg_text(data: dict[str, Any]) -> str:

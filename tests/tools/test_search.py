@@ -202,6 +202,15 @@ async def test_grep_errors_and_empty_results(
 
 
 @pytest.mark.asyncio
+async def test_grep_takes_python_regex_features_with_either_engine(
+    project: Path, ctx: ToolContext, grep: GrepTool
+) -> None:
+    tree(project, {"a.py": "foo_bar\nfoo_baz\n"})
+    result = await call(grep, ctx, pattern="foo_(?!bar)")  # look-ahead: not in rg's engine
+    assert result.content == "a.py:2: foo_baz"
+
+
+@pytest.mark.asyncio
 async def test_grep_a_single_file(project: Path, ctx: ToolContext, grep: GrepTool) -> None:
     tree(project, {"src/one.py": "alpha\nbeta\n", "src/two.py": "alpha\n"})
     result = await call(grep, ctx, pattern="alpha", path="src/one.py")

@@ -217,6 +217,7 @@ async def test_edit_not_found_points_at_the_closest_line(project: Path, ctx: Too
 async def test_edit_missing_and_binary_files(project: Path, ctx: ToolContext) -> None:
     missing = await call(EditTool(), ctx, path="nope.py", old_text="a", new_text="b")
     assert missing.is_error and missing.content.startswith("File not found: nope.py.")
+    assert missing.content.endswith("To create a file, use write.")
     (project / "img.bin").write_bytes(b"\xff\xfe\x00\x01")
     binary = await call(EditTool(), ctx, path="img.bin", old_text="a", new_text="b")
     assert binary.is_error and "not UTF-8 text" in binary.content
