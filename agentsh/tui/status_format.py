@@ -3,8 +3,8 @@
 Pure functions, no widgets: the bar renders what the core computed and computes nothing about
 the context itself; this module only decides how to *show* it. Fields are segments with a drop
 rank; when the line is too wide the lowest-ranked segment goes first, in this fixed order: the
-bar graphic, the compaction count, the session tokens, the branch position, the session cost,
-the model name (shortened before it is dropped). The current context figure, the tier name,
+bar graphic, the compaction count, the model's provider prefix (``anthropic/``), the session
+tokens, the branch position, the session cost, and last the model name (cut with an ellipsis). The current context figure, the tier name,
 "auto-compaction paused" and a problem are never dropped (a long problem is shortened).
 
 Styles are Textual style strings with theme variables (``$success``...), so every theme works.
@@ -39,6 +39,7 @@ class Segment:
     key: str
     parts: tuple[Part, ...]
     drop_rank: int  # lower goes first when narrow; 100 = never dropped
+    shorter: Segment | None = None  # what replaces it at its rank, instead of dropping it
 
     @property
     def width(self) -> int:
@@ -80,7 +81,11 @@ def segments(status: ContextStatus, *, loading: bool = False) -> list[Segment]:
     tier_style = TIER_STYLE[status.tier]
     out: list[Segment] = []
     model = status.model or "no model"
-    out.append(Segment("model", (Part(model, "bold $primary"),), drop_rank=6))
+    short = model.rsplit("/", 1)[-1] if "/" in model else ""
+    model_seg = Segment("model", (Part(short or model, "bold $primary"),), drop_rank=7)
+    if short:
+        model_seg = Segment("model", (Part(model, "bold $primary"),), 3, shorter=model_seg)
+    out.append(model_seg)
     if loading:
         out.append(Segment("loading", (Part("loading…", "italic $foreground-muted"),), NEVER))
     if status.window > 0:
@@ -107,8 +112,8 @@ def segments(status: ContextStatus, *, loading: bool = False) -> list[Segment]:
         out.append(Segment("paused", (Part("auto-compaction paused", "bold $warning"),), NEVER))
     total = status.session_input_tokens + status.session_output_tokens
     if total or status.session_cost:
-        out.append(Segment("session_tokens", (Part(f"Σ {human_tokens(total)} tok", ""),), 3))
-        out.append(Segment("cost", (Part(human_cost(status.session_cost), "$secondary"),), 5))
+        out.append(Segment("session_tokens", (Part(f"Σ {human_tokens(total)} tok", ""),), 4))
+        out.append(Segment("cost", (Part(human_cost(status.session_cost), "$secondary"),), 6))
     if status.compactions:
         word = "compaction" if status.compactions == 1 else "compactions"
         out.append(Segment("compactions", (Part(f"{status.compactions} {word}", ""),), 2))
@@ -117,7 +122,7 @@ def segments(status: ContextStatus, *, loading: bool = False) -> list[Segment]:
             Segment(
                 "branch",
                 (Part(f"branch {status.branch_index}/{status.branch_count}", "$accent"),),
-                4,
+                5,
             )
         )
     if status.problem:
@@ -134,19 +139,19 @@ def layout(status: ContextStatus, width: int, *, loading: bool = False) -> list[
 
     while total(segs) > width:
         droppable = [s for s in segs if s.drop_rank < NEVER]
-        # Shorten the model name to 16 cells before dropping it.
-        model = next((s for s in segs if s.key == "model"), None)
-        if droppable and min(droppable, key=lambda s: s.drop_rank).key == "model" and model:
-            text = model.parts[0].text
-            if len(text) > 16:
-                short = _shorten(text, max(16, len(text) - (total(segs) - width)))
-                segs[segs.index(model)] = Segment(
-                    "model", (Part(short, model.parts[0].style),), model.drop_rank
-                )
-                continue
         if not droppable:
             break
-        segs.remove(min(droppable, key=lambda s: s.drop_rank))
+        victim = min(droppable, key=lambda s: s.drop_rank)
+        index = segs.index(victim)
+        if victim.shorter is not None:
+            segs[index] = victim.shorter
+        elif victim.key == "model" and len(victim.parts[0].text) > 12:
+            # The model name is cut before it goes: it is the one field that names the model.
+            text = victim.parts[0].text
+            cut = _shorten(text, max(12, len(text) - (total(segs) - width)))
+            segs[index] = Segment("model", (Part(cut, victim.parts[0].style),), NEVER)
+        else:
+            segs.remove(victim)
     # Still too wide (a long problem): shorten the last never-dropped segment.
     overflow = total(segs) - width
     if overflow > 0 and segs:

@@ -70,8 +70,8 @@ async def test_first_frame_shows_the_cached_model_and_loading_until_the_agent_is
 
     def slow_factory(e: Environment, s: Session, o: LaunchOptions) -> AgentLike:
         release.wait(10)
-        return FakeAgent(s, model="openai/gpt-4.1",
-                         status=ContextStatus(model="openai/gpt-4.1", window=1_047_576))  # fmt: skip
+        status = ContextStatus(model="openai/gpt-4.1", window=1_047_576)
+        return FakeAgent(s, model="openai/gpt-4.1", status=status)
 
     app = make_app(factory=slow_factory)
     async with app.run_test(size=(100, 24)) as pilot:

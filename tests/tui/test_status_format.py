@@ -102,12 +102,16 @@ def test_eighty_columns_fit_and_keep_the_context_figures() -> None:
 def test_fields_drop_in_the_fixed_order_as_the_bar_narrows() -> None:
     dropped_at: dict[str, int] = {}
     for width in range(200, 30, -1):
-        keys = {s.key for s in layout(FULL, width)}
+        segs = layout(FULL, width)
+        keys = {s.key for s in segs}
+        if "anthropic/" not in plain(segs):
+            dropped_at.setdefault("provider", width)
         for key in ("bar", "compactions", "session_tokens", "branch", "cost"):
             if key not in keys and key not in dropped_at:
                 dropped_at[key] = width
     order = sorted(dropped_at, key=lambda k: -dropped_at[k])
-    assert order == ["bar", "compactions", "session_tokens", "branch", "cost"]
+    assert order == ["bar", "compactions", "provider", "session_tokens", "branch", "cost"]
+    assert "claude-sonnet-4-6" in plain(layout(FULL, 80))
 
 
 def test_loading_is_shown_before_the_agent_is_ready() -> None:

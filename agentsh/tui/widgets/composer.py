@@ -80,7 +80,6 @@ class PromptInput(TextArea):
             soft_wrap=True,
             show_line_numbers=False,
             tab_behavior="focus",
-            compact=True,
             placeholder="Message agentsh  (/ commands · @ files · F1 keys)",
         )
         self.sent_history: list[str] = []
