@@ -4,8 +4,9 @@ Pure functions, no widgets: the bar renders what the core computed and computes 
 the context itself; this module only decides how to *show* it. Fields are segments with a drop
 rank; when the line is too wide the lowest-ranked segment goes first, in this fixed order: the
 bar graphic, the compaction count, the model's provider prefix (``anthropic/``), the session
-tokens, the branch position, the session cost, and last the model name (cut with an ellipsis). The current context figure, the tier name,
-"auto-compaction paused" and a problem are never dropped (a long problem is shortened).
+tokens, the branch position, the session cost, and last the model name (cut with an
+ellipsis). The current context figure, the tier name, "auto-compaction paused" and a problem
+are never dropped (a long problem is shortened).
 
 Styles are Textual style strings with theme variables (``$success``...), so every theme works.
 """
