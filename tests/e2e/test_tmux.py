@@ -1,0 +1,62 @@
+"""End to end: the real ``agentsh`` in a tmux pane against the scripted server process.
+
+It types a prompt with send-keys and reads the streamed answer from capture-pane, then checks
+that the session file on disk holds the exchange. Skips only if tmux is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.tmux import ScriptedServerProcess, TmuxPane, tmux_available
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not tmux_available(), reason="tmux is not installed"),
+]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env(home: Path) -> dict[str, str]:
+    return {
+        "AGENTSH_HOME": str(home),
+        "OPENAI_API_KEY": "sk-test",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "HF_HUB_OFFLINE": "1",
+        "AGENTSH_NO_OLLAMA_PROBE": "1",
+        "PYTHONPATH": str(ROOT),
+        "HOME": os.environ.get("HOME", str(home)),
+        "PATH": os.environ.get("PATH", ""),
+        "TERM": "xterm-256color",
+    }
+
+
+def test_agentsh_answers_a_typed_prompt_in_a_real_terminal(tmp_path: Path, project: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(["The answer is **forty-two**, as computed by the e2e test."]))
+    home = Path(os.environ["AGENTSH_HOME"])
+    with ScriptedServerProcess(script, root=ROOT) as server:
+        command = [sys.executable, "-m", "agentsh", "-m", "openai/test-model",
+                   "--api-base", server.base_url]  # fmt: skip
+        with TmuxPane(command, cwd=project, env=_env(home), width=100, height=30) as pane:
+            pane.wait_for(lambda s: "Message agentsh" in s, timeout=30)
+            pane.wait_for(lambda s: "loading…" not in s and "test-model" in s, timeout=60)
+            pane.type("What is six times seven?")
+            pane.send("Enter")
+            pane.wait_for(lambda s: "forty-two" in s, timeout=60)
+            screen = pane.screen()
+            assert "What is six times seven?" in screen
+            assert "computed by the e2e test" in screen
+            pane.send("C-q")
+    files = list((home / "data" / "sessions").rglob("*.jsonl"))
+    assert len(files) == 1
+    entries = [json.loads(line) for line in files[0].read_text().splitlines()[1:]]
+    messages = [(e["role"], e["content"]) for e in entries if e["type"] == "message"]
+    assert messages[0] == ("user", "What is six times seven?")
+    assert messages[-1][0] == "assistant" and "forty-two" in messages[-1][1]
