@@ -122,7 +122,7 @@ def _prompt_parts(env: Environment, session: Session) -> tuple[str, list[dict[st
         from agentsh.tools.builtin import builtin_tools
         from agentsh.tools.memory import MemoryTool
     except ImportError as exc:
-        return "", [], "", f"system prompt and tools not counted ({exc.name} is not available)"
+        return "", [], "", f"system prompt and tools not counted: {exc.name} is not available"
     memory = CuratedMemory(env.project, env.user, env.settings.memory)
     prompt = SystemPrompt(env, cwd, memory=memory)
     registry = ToolRegistry([*builtin_tools(), MemoryTool(memory, env.settings.memory)])

@@ -1,0 +1,88 @@
+"""`agentsh context ID` and `agentsh compact ID` on a session file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentsh.cli import main
+from agentsh.paths import UserPaths
+from agentsh.session.entries import CompactionEntry
+from agentsh.session.session import Session
+from tests.context.builders import Step, add_turn
+
+
+def _session_on_disk(project: Path) -> Session:
+    user = UserPaths.from_env()
+    session = Session.create(user.project_sessions_dir(project), project)
+    for i in range(14):
+        add_turn(
+            session,
+            f"request {i}",
+            [
+                Step("read", {"path": f"src/m{i}.py"}, f"line of m{i}\n" * 300),
+                Step("bash", {"command": "pytest -q"}, "F\n" * 150, details={"exit_code": 1}),
+            ],
+            f"answer {i}",
+        )
+    session.close()
+    return session
+
+
+def test_context_prints_the_breakdown_and_what_each_tier_would_do(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = _session_on_disk(project)
+    assert main(["context", session.id[:8]]) == 0
+    out = capsys.readouterr().out
+    assert f"Session {session.id}" in out
+    for label in ("system prompt", "tool schemas", "memory", "messages", "tool results"):
+        assert label in out
+    assert "Tier: none" in out
+    assert "MoveToWorkspace" in out and "Summarize" in out and "Truncate" in out
+    assert "14 turns" in out
+
+
+def test_context_json_is_machine_readable(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = _session_on_disk(project)
+    assert main(["context", session.id[:8], "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["session"] == session.id and data["turns"] == 14
+    assert data["tool_results"] > data["messages"] > 0
+    assert [p["tier"] for p in data["previews"]] == ["move_to_workspace", "summarize", "truncate"]
+
+
+def test_context_of_an_unknown_session_is_a_clear_error(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["context", "ffffffff"]) == 1
+    assert capsys.readouterr().err.startswith("agentsh: ")
+
+
+def test_compact_archives_and_records_the_compaction(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = _session_on_disk(project)
+    assert main(["compact", session.id[:8], "--tier", "move_to_workspace"]) == 0
+    out = capsys.readouterr().out
+    assert "Compacted session" in out and "MoveToWorkspace" in out
+    assert session.path is not None
+    reopened = Session.open(session.path, lock=False)
+    entry = reopened.current_path()[-1]
+    assert isinstance(entry, CompactionEntry) and entry.manual
+    archive = Path(entry.workspace_file)
+    assert archive.name == "001-archive.md" and "request 0" in archive.read_text()
+
+
+def test_compact_summarize_without_a_model_archives_instead_and_says_so(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = _session_on_disk(project)
+    assert main(["compact", session.id[:8], "--tier", "summarize"]) == 0
+    out = capsys.readouterr().out
+    assert "summary failed" in out and "no model is configured" in out
+    assert "001-archive.md" in out
