@@ -11,13 +11,13 @@ factory in a thread worker (a test pins this).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
 
 from agentsh.config import Environment
-from agentsh.tui.commands import SlashCommandProvider
 from agentsh.tui.controller import AgentFactory, ChatController
 from agentsh.tui.keys import KeyScope, bindings_for, display_key, keymap_from_settings, spec
 from agentsh.tui.options import LaunchOptions
@@ -37,11 +37,20 @@ from agentsh.tui.widgets.composer import Composer, PromptInput
 from agentsh.tui.widgets.status_bar import StatusBar
 from agentsh.tui.widgets.tool_block import ToolBlock
 
+if TYPE_CHECKING:
+    from textual.command import Provider
+
+
+def _slash_provider() -> type[Provider]:
+    from agentsh.tui.palette import SlashCommandProvider
+
+    return SlashCommandProvider
+
 
 class AgentshApp(App[None]):
     CSS_PATH = "agentsh.tcss"
     TITLE = "agentsh"
-    COMMANDS = App.COMMANDS | {SlashCommandProvider}
+    COMMANDS = App.COMMANDS | {lambda: _slash_provider()}
     BINDINGS = bindings_for(KeyScope.APP)
 
     def __init__(

@@ -2,20 +2,14 @@
 
 The same table feeds three places: typing ``/name args`` in the editor (:func:`parse`),
 completion while typing ``/`` (:func:`complete`), and Textual's command palette (Ctrl+P,
-:class:`SlashCommandProvider`). Handlers live on :class:`agentsh.tui.controller.ChatController`
-as ``async def cmd_<name>(self, arg: str) -> None``; this module holds no behaviour.
+:class:`agentsh.tui.palette.SlashCommandProvider`). Handlers live on the chat controller
+(:class:`agentsh.tui.controller.ChatController`) as ``async def cmd_<name>(self, arg: str)``;
+this module holds no behaviour.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
-from typing import TYPE_CHECKING, Protocol
-
-from textual.command import DiscoveryHit, Hit, Hits, Provider
-
-if TYPE_CHECKING:
-    from collections.abc import Awaitable
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,37 +97,3 @@ def complete(prefix: str) -> list[SlashCommand]:
         for c in COMMANDS
         if c.name.startswith(prefix) or any(a.startswith(prefix) for a in c.aliases)
     ]
-
-
-class CommandRunner(Protocol):
-    def run_command(self, command: SlashCommand, arg: str) -> Awaitable[None]: ...
-
-
-class SlashCommandProvider(Provider):
-    """Every slash command in the command palette (Ctrl+P)."""
-
-    def _runner(self) -> CommandRunner:
-        runner: CommandRunner = self.app.controller  # type: ignore[attr-defined]
-        return runner
-
-    async def _run(self, command: SlashCommand) -> None:
-        await self._runner().run_command(command, "")
-
-    async def discover(self) -> Hits:
-        for command in COMMANDS:
-            yield DiscoveryHit(
-                f"/{command.name}", partial(self._run, command), help=command.summary
-            )
-
-    async def search(self, query: str) -> Hits:
-        matcher = self.matcher(query.lstrip("/"))
-        for command in COMMANDS:
-            label = f"/{command.name}"
-            score = max(matcher.match(command.name), matcher.match(command.summary) * 0.5)
-            if score > 0:
-                yield Hit(
-                    score,
-                    matcher.highlight(label),
-                    partial(self._run, command),
-                    help=command.summary,
-                )

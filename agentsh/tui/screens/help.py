@@ -9,7 +9,6 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Markdown
 
 from agentsh.tui.commands import COMMANDS
 from agentsh.tui.keys import KEYS, KeyScope, display_key, effective_key
@@ -55,6 +54,8 @@ class HelpScreen(ModalScreen[None]):
         self._keymap = dict(keymap)
 
     def compose(self) -> ComposeResult:
+        from textual.widgets import Markdown  # on first use: not needed for the first frame
+
         with VerticalScroll(id="help-body"):
             yield Markdown(help_markdown(self._keymap))
 

@@ -7,16 +7,26 @@ never re-rendered whole per chunk. Finished and historical messages are plain ``
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.content import Content
-from textual.widgets import Markdown, Static
-from textual.widgets._markdown import MarkdownStream
+from textual.widgets import Static
 
 from agentsh.tui.status_format import human_tokens
+
+if TYPE_CHECKING:
+    from textual.widgets import Markdown
+    from textual.widgets._markdown import MarkdownStream
+
+
+def _markdown(text: str, classes: str = "") -> Markdown:
+    # Imported on first use: markdown-it and pygments are not needed for the first frame.
+    from textual.widgets import Markdown
+
+    return Markdown(text, classes=classes)
 
 
 class UserMessage(Vertical):
@@ -29,7 +39,7 @@ class UserMessage(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("you", classes="role-label")
-        yield Markdown(self.text, classes="message-body")
+        yield _markdown(self.text, "message-body")
 
 
 class AssistantMessage(Vertical):
@@ -55,7 +65,7 @@ class AssistantMessage(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="thinking")
-        yield Markdown(self.text, classes="message-body")
+        yield _markdown(self.text, "message-body")
         yield Static(self._footer_text(), classes="message-footer")
 
     def on_mount(self) -> None:
@@ -63,6 +73,8 @@ class AssistantMessage(Vertical):
 
     @property
     def body(self) -> Markdown:
+        from textual.widgets import Markdown
+
         return self.query_one(".message-body", Markdown)
 
     async def append(self, fragment: str) -> None:
@@ -70,7 +82,8 @@ class AssistantMessage(Vertical):
         if not fragment:
             return
         if self._stream is None:
-            self._stream = Markdown.get_stream(self.body)
+            body = self.body
+            self._stream = type(body).get_stream(body)
         self.text += fragment
         await self._stream.write(fragment)
 
@@ -135,7 +148,7 @@ class NoteMarkdown(Vertical):
         self.kind = kind
 
     def compose(self) -> ComposeResult:
-        yield Markdown(self.text)
+        yield _markdown(self.text)
 
 
 class CompactionLine(Static, can_focus=True):

@@ -1,0 +1,49 @@
+"""The slash commands in Textual's command palette (Ctrl+P).
+
+Kept apart from :mod:`agentsh.tui.commands` so the palette machinery (``textual.command``) is
+imported when the palette first opens, not on the way to the first frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from functools import partial
+from typing import Protocol
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from agentsh.tui.commands import COMMANDS, SlashCommand
+
+
+class CommandRunner(Protocol):
+    def run_command(self, command: SlashCommand, arg: str) -> Awaitable[None]: ...
+
+
+class SlashCommandProvider(Provider):
+    """Every slash command in the command palette (Ctrl+P)."""
+
+    def _runner(self) -> CommandRunner:
+        runner: CommandRunner = self.app.controller  # type: ignore[attr-defined]
+        return runner
+
+    async def _run(self, command: SlashCommand) -> None:
+        await self._runner().run_command(command, "")
+
+    async def discover(self) -> Hits:
+        for command in COMMANDS:
+            yield DiscoveryHit(
+                f"/{command.name}", partial(self._run, command), help=command.summary
+            )
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query.lstrip("/"))
+        for command in COMMANDS:
+            label = f"/{command.name}"
+            score = max(matcher.match(command.name), matcher.match(command.summary) * 0.5)
+            if score > 0:
+                yield Hit(
+                    score,
+                    matcher.highlight(label),
+                    partial(self._run, command),
+                    help=command.summary,
+                )

@@ -1,0 +1,113 @@
+"""Start-up time of the TUI in a real terminal, beside a bare Textual app measured the same way.
+
+Each program runs in a fresh 120x40 tmux pane (a private tmux server) polled every 10 ms with
+capture-pane. "First frame" is the first poll that shows anything; "ready to type" is the
+first poll that shows the editor and the status bar (agentsh) or the footer (the bare app:
+Header, TextArea, Footer). For agentsh it also reports "agent ready", when the status bar's
+"loading…" goes (litellm and the agent load in a worker after the first frame). One warm-up
+run each, then 10 runs each, interleaved; medians in seconds. The goal: agentsh ready to type
+within 1.3x of the bare app.
+
+    .venv/bin/python benchmarks/bench_tui_startup.py [--runs 10]
+
+The last line is ``tui_startup_ready_ratio: <agentsh ready / bare ready> x``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.e2e.tmux import TmuxPane, tmux_available  # noqa: E402
+
+BARE_APP = '''
+from textual.app import App, ComposeResult
+from textual.widgets import Footer, Header, TextArea
+
+
+class Bare(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield TextArea()
+        yield Footer()
+
+
+Bare().run()
+'''
+
+
+def _env(home: Path) -> dict[str, str]:
+    return {
+        "AGENTSH_HOME": str(home),
+        "HOME": str(home),
+        "PATH": os.environ.get("PATH", ""),
+        "TERM": "xterm-256color",
+        "PYTHONPATH": str(ROOT),
+        "AGENTSH_NO_OLLAMA_PROBE": "1",
+        "OPENAI_API_KEY": "sk-bench",  # a model is chosen, so the agent loads litellm
+    }
+
+
+def _measure(command: list[str], cwd: Path, env: dict[str, str], ready_marks: tuple[str, ...],
+             agent_mark: str | None) -> tuple[float, float, float | None]:  # fmt: skip
+    with TmuxPane(command, cwd=cwd, env=env, width=120, height=40) as pane:
+        first = pane.wait_for(lambda s: bool(s.strip()), timeout=30)
+        ready = pane.wait_for(lambda s: all(m in s for m in ready_marks), timeout=30)
+        agent = None
+        if agent_mark is not None:
+            agent = pane.wait_for(lambda s: agent_mark not in s and "│" in s, timeout=60)
+        return first, ready, agent
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=10)
+    args = parser.parse_args()
+    if not tmux_available():
+        print("tmux is not installed", file=sys.stderr)
+        return 2
+    python = sys.executable
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        bare = tmp_path / "bare.py"
+        bare.write_text(BARE_APP)
+        project = tmp_path / "project"
+        project.mkdir()
+        subprocess.run(["git", "init", "-q", str(project)], check=True)
+        results: dict[str, list[tuple[float, float, float | None]]] = {"bare": [], "agentsh": []}
+        for run in range(args.runs + 1):
+            home = tmp_path / f"home-{run}"
+            home.mkdir()
+            env = _env(home)
+            b = _measure([python, str(bare)], project, env, ("^p",), None)
+            a = _measure([python, "-m", "agentsh"], project, env,
+                         ("Message agentsh", "│"), "loading…")  # fmt: skip
+            if run:  # the first run warms the file cache
+                results["bare"].append(b)
+                results["agentsh"].append(a)
+
+    def med(name: str, index: int) -> float:
+        return statistics.median(r[index] for r in results[name] if r[index] is not None)  # type: ignore[misc]
+
+    bare_first, bare_ready = med("bare", 0), med("bare", 1)
+    a_first, a_ready, a_agent = med("agentsh", 0), med("agentsh", 1), med("agentsh", 2)
+    print(f"runs: {args.runs} each, interleaved, 120x40 tmux pane polled every 10 ms")
+    print(f"bare Textual app   first frame {bare_first:.3f} s   ready to type {bare_ready:.3f} s")
+    print(f"agentsh            first frame {a_first:.3f} s   ready to type {a_ready:.3f} s"
+          f"   agent ready {a_agent:.3f} s")  # fmt: skip
+    print(f"tui_startup_first_frame: {a_first:.3f} s")
+    print(f"tui_startup_ready: {a_ready:.3f} s")
+    print(f"tui_startup_ready_ratio: {a_ready / bare_ready:.2f} x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
