@@ -172,7 +172,8 @@ def _parse(data: bytes, where: str) -> LoadedLog:
                 continue  # a blank line (an ended torn line, or a hand edit) is harmless
             if number == last and not ends_with_newline:
                 what = "incomplete last line (an interrupted write)"
-            elif exc.pos >= len(line.rstrip()):
+            elif exc.pos >= len(line.rstrip()) or exc.msg.startswith("Unterminated string"):
+                # JSON that simply stops: a torn line that a later append ended
                 what = "incomplete line (an interrupted write)"
             else:
                 what = "not valid JSON"

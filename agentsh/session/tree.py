@@ -177,7 +177,7 @@ class SessionTree:
                 self.children[entry.parent_id] = [entry_id]
             else:
                 siblings.append(entry_id)
-            self.children[entry_id] = []
+            self.children.setdefault(entry_id, [])  # may exist: children listed first
             self.leaf_id = entry_id
 
     def add(self, entry: AnyEntry) -> None:
