@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.e2e.tmux import TmuxPane, tmux_available  # noqa: E402
 
-BARE_APP = '''
+BARE_APP = """
 from textual.app import App, ComposeResult
 from textual.widgets import Footer, Header, TextArea
 
@@ -41,7 +41,7 @@ class Bare(App[None]):
 
 
 Bare().run()
-'''
+"""
 
 
 def _env(home: Path) -> dict[str, str]:
