@@ -48,7 +48,7 @@ def conversation(cwd: Path) -> Session:
     return s
 
 
-async def render(out: Path) -> None:
+async def render() -> str:
     os.environ.setdefault("AGENTSH_HOME", tempfile.mkdtemp())
     from agentsh.config import load_environment
     from agentsh.tui.app import AgentshApp
@@ -75,10 +75,10 @@ async def render(out: Path) -> None:
         await app.controller.switch_session(conversation(project))
         app.query_one(PromptInput).cursor_blink = False
         await pilot.pause(0.3)
-        out.write_text(app.export_screenshot(title="agentsh"))
+        return app.export_screenshot(title="agentsh")
 
 
 if __name__ == "__main__":
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/screenshot.svg")
-    asyncio.run(render(target))
+    target.write_text(asyncio.run(render()))
     print(f"wrote {target}")
