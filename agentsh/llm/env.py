@@ -1,0 +1,114 @@
+"""The one place that prepares the process for litellm and tiktoken, and imports litellm.
+
+``import litellm`` costs about three seconds and, left alone, fetches a price list from the
+internet, prints a "Provider List" banner for unknown models and logs to stderr. tiktoken alone
+downloads its encodings. :func:`prepare_environment` sets the variables that make both work
+offline (the model cost map shipped inside litellm, the tokenizer files shipped inside litellm,
+no Hugging Face hub lookups) and must run before either library is first imported; it does not
+import them. :func:`import_litellm` is the only way agentsh imports litellm: lazily, once,
+thread-safe, and quietened. :func:`preload` lets a UI worker thread pay the import cost after
+the first frame.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import threading
+import warnings
+from pathlib import Path
+from types import ModuleType
+
+_LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm")
+
+_lock = threading.RLock()
+_litellm: ModuleType | None = None
+_prepared = False
+_tokenizer_dir: Path | None = None
+
+
+def litellm_tokenizer_dir() -> Path | None:
+    """The folder of tiktoken encodings litellm ships, found without importing litellm."""
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or spec.origin is None:
+        return None
+    folder = Path(spec.origin).parent / "litellm_core_utils" / "tokenizers"
+    return folder if folder.is_dir() else None
+
+
+def prepare_environment() -> None:
+    """Set the offline/quiet variables; idempotent, cheap, imports neither library."""
+    global _prepared, _tokenizer_dir
+    with _lock:
+        if _prepared:
+            return
+        # The price list inside the installed package, never the internet (SPEC §0).
+        os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+        # litellm's token counter asks the Hugging Face hub for llama/replicate tokenizers and
+        # blocks ~20 s offline; we count with tiktoken, so the hub is never needed.
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        folder = litellm_tokenizer_dir()
+        if folder is not None:
+            _tokenizer_dir = folder
+            os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
+            # Without this litellm overwrites TIKTOKEN_CACHE_DIR on its first count.
+            os.environ["CUSTOM_TIKTOKEN_CACHE_DIR"] = str(folder)
+        _prepared = True
+
+
+def tokenizer_dir() -> Path | None:
+    prepare_environment()
+    return _tokenizer_dir
+
+
+def import_litellm() -> ModuleType:
+    """litellm, imported once (about 3 s the first time), with its noise switched off."""
+    global _litellm
+    module = _litellm
+    if module is not None:
+        return module
+    with _lock:
+        if _litellm is None:
+            prepare_environment()
+            import litellm
+
+            _quieten(litellm)
+            _litellm = litellm
+        return _litellm
+
+
+def _quieten(litellm: ModuleType) -> None:
+    # Unknown models otherwise print "Provider List: ..." and feedback banners to stdout.
+    # setattr: the names differ across litellm releases and not all are declared.
+    settings = {
+        "suppress_debug_info": True,
+        "set_verbose": False,
+        "turn_off_message_logging": True,  # never log prompts or replies via callbacks
+        "telemetry": False,
+    }
+    for name, value in settings.items():
+        setattr(litellm, name, value)
+    # litellm installs its own stderr handlers; a TUI must not get stray lines over its frame.
+    for name in _LITELLM_LOGGERS:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+    # litellm trips pydantic deprecation warnings on every streamed chunk; not ours to show.
+    warnings.filterwarnings("ignore", module=r"litellm(\.|$)")
+    warnings.filterwarnings("ignore", module=r"pydantic(\.|$)")
+
+
+def litellm_loaded() -> bool:
+    return _litellm is not None
+
+
+def preload(model: str | None = None) -> None:
+    """Import litellm (and, given a model, load its tokenizer) ahead of the first call.
+
+    Meant for a worker thread started after the UI's first frame; safe to call repeatedly.
+    """
+    import_litellm()
+    if model:
+        from agentsh.llm.tokens import TokenCounter
+
+        TokenCounter(model).warm()

@@ -1,0 +1,292 @@
+"""Model facts and model choice: context window, output limit, prices; which model to use.
+
+:func:`model_info` answers from litellm's model cost map (shipped with the package, read offline)
+with the user's ``[model]`` overrides on top and a sane default for models litellm does not
+know, so an unknown or self-hosted model never crashes anything. It imports litellm lazily (the
+first call costs the import); importing this module does not.
+
+:func:`choose_model` implements SPEC §1's choice when the user named no model: the command line,
+then ``AGENTSH_MODEL``, then the config file; else the first provider whose API key is set; else
+an Ollama server on ``ollama_url`` if it answers within ~300 ms; else ``None``, and the front end
+shows :data:`NO_MODEL_HELP`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from agentsh.config import ModelSettings
+
+DEFAULT_WINDOW = 128_000
+DEFAULT_MAX_OUTPUT = 8_192
+# Local servers (Ollama, llama.cpp) usually run with a far smaller context than the model
+# supports; assume a modest window unless the user sets [model] window.
+DEFAULT_LOCAL_WINDOW = 32_768
+OLLAMA_PROBE_TIMEOUT_S = 0.3
+
+_LOCAL_PROVIDERS = ("ollama", "ollama_chat", "lm_studio", "llamafile", "hosted_vllm")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """What agentsh needs to know about a model. Costs are USD per token."""
+
+    model: str
+    window: int
+    max_output_tokens: int
+    input_cost_per_token: float
+    output_cost_per_token: float
+    known: bool  # litellm's cost map knows the model (else the figures are defaults)
+
+
+class ModelSource(StrEnum):
+    CLI = "command line"
+    ENV = "AGENTSH_MODEL"
+    CONFIG = "config"
+    PROVIDER_KEY = "provider key"
+    OLLAMA = "ollama"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    model: str  # a litellm model string, e.g. "anthropic/claude-sonnet-4-6"
+    api_base: str | None
+    source: ModelSource
+    detail: str = ""  # e.g. the environment variable that decided it
+
+
+@dataclass(frozen=True, slots=True)
+class Provider:
+    prefix: str  # litellm provider prefix
+    key_env: str  # the variable litellm reads the key from
+    default_model: str
+
+
+# Checked in this order when no model is named. The models are current, tool-capable ones that
+# litellm's cost map knows (window and price come from it).
+PROVIDERS: tuple[Provider, ...] = (
+    Provider("anthropic", "ANTHROPIC_API_KEY", "anthropic/claude-sonnet-4-6"),
+    Provider("openai", "OPENAI_API_KEY", "openai/gpt-4.1"),
+    Provider("gemini", "GEMINI_API_KEY", "gemini/gemini-2.5-pro"),
+    Provider("openrouter", "OPENROUTER_API_KEY", "openrouter/anthropic/claude-sonnet-4.5"),
+    Provider("mistral", "MISTRAL_API_KEY", "mistral/devstral-medium-latest"),
+    Provider("deepseek", "DEEPSEEK_API_KEY", "deepseek/deepseek-chat"),
+    Provider("xai", "XAI_API_KEY", "xai/grok-code-fast-1"),
+    Provider("groq", "GROQ_API_KEY", "groq/openai/gpt-oss-120b"),
+)
+
+_KEY_ENV_BY_PREFIX: dict[str, str] = {p.prefix: p.key_env for p in PROVIDERS} | {
+    "text-completion-openai": "OPENAI_API_KEY",
+    "azure": "AZURE_API_KEY",
+    "together_ai": "TOGETHERAI_API_KEY",
+    "fireworks_ai": "FIREWORKS_AI_API_KEY",
+    "cohere": "COHERE_API_KEY",
+    "perplexity": "PERPLEXITYAI_API_KEY",
+}
+
+
+def provider_of(model: str) -> str:
+    """The litellm provider prefix of a model string (a best guess for bare names)."""
+    if "/" in model:
+        return model.split("/", 1)[0]
+    bare = model.lower()
+    if bare.startswith("claude"):
+        return "anthropic"
+    if bare.startswith("gemini"):
+        return "gemini"
+    return "openai"
+
+
+def key_env_var(model: str) -> str | None:
+    """The environment variable holding the API key for ``model``'s provider, if there is one."""
+    return _KEY_ENV_BY_PREFIX.get(provider_of(model))
+
+
+def is_local(model: str) -> bool:
+    return provider_of(model) in _LOCAL_PROVIDERS
+
+
+# ---------------------------------------------------------------------------------------------
+# Model info
+
+_info_lock = threading.Lock()
+_info_cache: dict[tuple[str, int, float, float], ModelInfo] = {}
+
+
+def model_info(model: str, settings: ModelSettings | None = None) -> ModelInfo:
+    """Window, output limit and prices of ``model``, with ``settings`` overrides applied.
+
+    Never raises for an unknown model and never prints; cached per (model, overrides). The first
+    call imports litellm (seconds): call it off the UI thread.
+    """
+    settings = settings or ModelSettings()
+    key = (model, settings.window, settings.input_cost_per_mtok, settings.output_cost_per_mtok)
+    with _info_lock:
+        cached = _info_cache.get(key)
+    if cached is not None:
+        return cached
+    info = _apply_overrides(_base_info(model), settings)
+    with _info_lock:
+        _info_cache[key] = info
+    return info
+
+
+def _base_info(model: str) -> ModelInfo:
+    unknown = ModelInfo(
+        model=model,
+        window=DEFAULT_LOCAL_WINDOW if is_local(model) else DEFAULT_WINDOW,
+        max_output_tokens=DEFAULT_MAX_OUTPUT,
+        input_cost_per_token=0.0,
+        output_cost_per_token=0.0,
+        known=False,
+    )
+    if not model or is_local(model):
+        # litellm asks a running Ollama server for local models' facts over HTTP; the window
+        # it reports is not the one the server runs with anyway.
+        return unknown
+    from agentsh.llm.env import import_litellm
+
+    litellm = import_litellm()
+    try:
+        raw = litellm.get_model_info(model)
+    except Exception:  # noqa: BLE001 - litellm raises assorted types for unmapped models
+        return unknown
+    window = _int(raw.get("max_input_tokens")) or _int(raw.get("max_tokens")) or DEFAULT_WINDOW
+    return ModelInfo(
+        model=model,
+        window=window,
+        max_output_tokens=_int(raw.get("max_output_tokens")) or DEFAULT_MAX_OUTPUT,
+        input_cost_per_token=_float(raw.get("input_cost_per_token")),
+        output_cost_per_token=_float(raw.get("output_cost_per_token")),
+        known=True,
+    )
+
+
+def _apply_overrides(info: ModelInfo, settings: ModelSettings) -> ModelInfo:
+    window = settings.window or info.window
+    max_output = settings.max_output_tokens or info.max_output_tokens
+    in_cost = info.input_cost_per_token
+    out_cost = info.output_cost_per_token
+    if settings.input_cost_per_mtok >= 0:
+        in_cost = settings.input_cost_per_mtok / 1_000_000
+    if settings.output_cost_per_mtok >= 0:
+        out_cost = settings.output_cost_per_mtok / 1_000_000
+    return ModelInfo(
+        model=info.model,
+        window=window,
+        max_output_tokens=min(max_output, window),
+        input_cost_per_token=in_cost,
+        output_cost_per_token=out_cost,
+        known=info.known,
+    )
+
+
+def _int(value: object) -> int:
+    try:
+        return int(value) if value is not None else 0  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return 0
+
+
+def _float(value: object) -> float:
+    try:
+        return float(value) if value is not None else 0.0  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Model choice
+
+OllamaProbe = Callable[[str, float], "str | None"]
+
+
+def choose_model(
+    settings: ModelSettings,
+    env: Mapping[str, str],
+    *,
+    cli_model: str | None = None,
+    cli_api_base: str | None = None,
+    probe_ollama: OllamaProbe | None = None,
+) -> ModelChoice | None:
+    """The model to use (SPEC §1), or ``None`` when nothing is configured.
+
+    Order: ``cli_model``; ``AGENTSH_MODEL``; ``settings.name`` (config.toml ``[model] name``);
+    the first provider in :data:`PROVIDERS` whose key is set in ``env``; an Ollama server at
+    ``settings.ollama_url`` answering within 300 ms (skipped when ``AGENTSH_NO_OLLAMA_PROBE=1``).
+    The API base follows the same order: ``cli_api_base``, ``AGENTSH_API_BASE``,
+    ``settings.api_base``. May block up to the probe timeout: call it off the UI thread.
+    """
+    api_base = cli_api_base or env.get("AGENTSH_API_BASE") or settings.api_base or None
+    named: tuple[tuple[str | None, ModelSource, str], ...] = (
+        (cli_model, ModelSource.CLI, "-m/--model"),
+        (env.get("AGENTSH_MODEL"), ModelSource.ENV, "AGENTSH_MODEL"),
+        (settings.name, ModelSource.CONFIG, "[model] name"),
+    )
+    for model, source, detail in named:
+        if model and model.strip():
+            return ModelChoice(model.strip(), api_base, source, detail)
+    for provider in PROVIDERS:
+        if env.get(provider.key_env, "").strip():
+            return ModelChoice(
+                provider.default_model, api_base, ModelSource.PROVIDER_KEY, provider.key_env
+            )
+    if env.get("AGENTSH_NO_OLLAMA_PROBE", "") not in ("", "0"):
+        return None
+    probe = probe_ollama or find_ollama_model
+    url = settings.ollama_url.rstrip("/")
+    found = probe(url, OLLAMA_PROBE_TIMEOUT_S)
+    if found is None:
+        return None
+    return ModelChoice(f"ollama_chat/{found}", api_base or url, ModelSource.OLLAMA, url)
+
+
+def find_ollama_model(url: str, timeout_s: float = OLLAMA_PROBE_TIMEOUT_S) -> str | None:
+    """The first model an Ollama server at ``url`` has pulled, or ``None`` (no server, none)."""
+    try:
+        with urllib.request.urlopen(f"{url}/api/tags", timeout=timeout_s) as response:
+            data = json.loads(response.read(1_000_000))
+    except (OSError, ValueError):  # refused, timed out, not Ollama, not JSON
+        return None
+    models = data.get("models") if isinstance(data, dict) else None
+    if not isinstance(models, list):
+        return None
+    for entry in models:
+        name = (entry.get("name") or entry.get("model")) if isinstance(entry, dict) else None
+        if isinstance(name, str) and name and "embed" not in name:
+            return name
+    return None
+
+
+NO_MODEL_HELP = """\
+No model is configured, so agentsh has nothing to send your message to.
+
+Pick one of these (the first that applies wins):
+
+  1. Set a provider key in your shell and agentsh picks a current model for it:
+       export ANTHROPIC_API_KEY=...     -> anthropic/claude-sonnet-4-6
+       export OPENAI_API_KEY=...        -> openai/gpt-4.1
+       export GEMINI_API_KEY=...        -> gemini/gemini-2.5-pro
+     (also OPENROUTER_API_KEY, MISTRAL_API_KEY, DEEPSEEK_API_KEY, XAI_API_KEY, GROQ_API_KEY)
+
+  2. Name a model (any litellm model string) on the command line or in the environment:
+       agentsh -m anthropic/claude-opus-4-5
+       export AGENTSH_MODEL=openai/gpt-4.1
+
+  3. Put it in config.toml (your config folder, or .agentsh/config.toml in the project):
+       [model]
+       name = "openai/my-model"
+       api_base = "http://localhost:8000/v1"   # any OpenAI-compatible server
+       window = 32768                          # context size, if litellm does not know it
+
+  4. Run a local Ollama server (http://127.0.0.1:11434, or [model] ollama_url) with a model
+     pulled, e.g. `ollama pull qwen2.5-coder`; agentsh finds it when it starts.
+
+Sessions, memory, search and themes all work without a model.
+"""
