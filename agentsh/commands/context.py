@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import os
 from collections.abc import Sequence
@@ -116,17 +117,20 @@ def _prompt_parts(env: Environment, session: Session) -> tuple[str, list[dict[st
     """(system prompt, tool schemas, memory part, note) as the agent would build them now."""
     cwd = Path(session.header.cwd or ".")
     try:
-        from agentsh.memory.curated import CuratedMemory
-        from agentsh.prompt import SystemPrompt
-        from agentsh.tools.base import ToolRegistry
-        from agentsh.tools.builtin import builtin_tools
-        from agentsh.tools.memory import MemoryTool
+        # Imported by name: these belong to the agent's side and load only for this command.
+        curated: Any = importlib.import_module("agentsh.memory.curated")
+        prompt_mod: Any = importlib.import_module("agentsh.prompt")
+        memory_tool: Any = importlib.import_module("agentsh.tools.memory")
     except ImportError as exc:
         return "", [], "", f"system prompt and tools not counted: {exc.name} is not available"
-    memory = CuratedMemory(env.project, env.user, env.settings.memory)
-    prompt = SystemPrompt(env, cwd, memory=memory)
-    registry = ToolRegistry([*builtin_tools(), MemoryTool(memory, env.settings.memory)])
-    return prompt.render(), registry.schemas(), prompt.snapshot.render(), ""
+    from agentsh.tools.base import ToolRegistry
+    from agentsh.tools.builtin import builtin_tools
+
+    memory = curated.CuratedMemory(env.project, env.user, env.settings.memory)
+    prompt = prompt_mod.SystemPrompt(env, cwd, memory=memory)
+    tool = memory_tool.MemoryTool(memory, env.settings.memory)
+    registry = ToolRegistry([*builtin_tools(), tool])
+    return str(prompt.render()), registry.schemas(), str(prompt.snapshot.render()), ""
 
 
 def _manager(

@@ -753,6 +753,11 @@ class ContextManager:
         """
         cs = self.settings.context
         self.note_prompt(system_prompt, tools)
+        if self.window <= 0:  # an unknown window: nothing to measure against
+            messages, self.last_dropped = cap_messages(
+                self.engine.assemble(system_prompt), cs.max_messages
+            )
+            return messages
         used = self._used()
         self._maybe_resume(used.tokens)
         compacted_at: Tier | None = None
