@@ -415,3 +415,90 @@ async def test_fork_new_label_and_export_work_on_the_log(make_app: MakeApp, proj
         await pilot.press(*"/new", "enter")
         await wait_for(pilot, lambda: bool(app.query(Welcome)))
         assert app.controller.agent.session not in (original, forked)  # type: ignore[union-attr]
+
+
+async def test_user_themes_load_reload_on_change_and_bad_ones_are_reported(
+    project: Path, env: Environment
+) -> None:
+    from agentsh.tui.app import AgentshApp
+
+    themes = env.user.themes_dir
+    themes.mkdir(parents=True)
+    (themes / "mine.toml").write_text('name = "mine"\nprimary = "#112233"\n')
+    (themes / "broken.toml").write_text('name = "broken"\nprimary = "nope"\n')
+    app = AgentshApp(env, LaunchOptions(), agent_factory=fake_factory(), cwd=project)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        assert "mine" in app.available_themes and "broken" not in app.available_themes
+        assert any("broken.toml" in str(n.message) for n in app._notifications)
+        app.theme = "mine"
+        await pilot.pause(0.3)  # let the watcher start
+        (themes / "mine.toml").write_text('name = "mine"\nprimary = "#AA0000"\n')
+        (themes / "fresh.toml").write_text('name = "fresh"\nprimary = "#00AA00"\n')
+        await wait_for(pilot, lambda: "fresh" in app.available_themes)
+        assert app.available_themes["mine"].primary == "#AA0000"
+        assert app.theme == "mine"
+
+
+def _approval_script(decisions: list[str]):  # type: ignore[no-untyped-def]
+    from agentsh.events import ApprovalRequest
+
+    async def script(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        request = ApprovalRequest("c1", "bash", "bash: rm -rf build", "rm -rf build", "ask mode")
+        yield request
+        decisions.append((await request.decision).value)
+        yield TurnEnded(TurnOutcome.DONE)
+
+    return script
+
+
+@pytest.mark.parametrize(("key", "decision"), [("y", "allow_once"), ("a", "allow_session"),
+                                                ("n", "deny")])  # fmt: skip
+async def test_the_approval_prompt_answers_with_its_keys(
+    make_app: MakeApp, key: str, decision: str
+) -> None:
+    from agentsh.tui.widgets.approval import ApprovalPrompt
+
+    decisions: list[str] = []
+    app = make_app(factory=fake_factory(script=_approval_script(decisions)))
+    async with app.run_test(size=(80, 30)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"go", "enter")
+        await wait_for(pilot, lambda: bool(app.query(ApprovalPrompt)))
+        prompt = app.query_one(ApprovalPrompt)
+        assert app.focused is prompt
+        await pilot.press(key)  # too soon: keys in flight are not answers
+        assert prompt.decision is None
+        await pilot.pause(ApprovalPrompt.GRACE_S + 0.05)
+        await pilot.press(key)
+        await _ready(pilot, app)
+        await wait_for(pilot, lambda: decisions == [decision])
+        assert isinstance(app.focused, PromptInput)
+
+
+async def test_the_approval_prompt_does_not_steal_focus_from_a_draft(make_app: MakeApp) -> None:
+    from agentsh.tui.widgets.approval import ApprovalPrompt
+
+    gate = asyncio.Event()
+    decisions: list[str] = []
+    inner = _approval_script(decisions)
+
+    async def delayed(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        await gate.wait()
+        async for event in inner(agent, text):
+            yield event
+
+    app = make_app(factory=fake_factory(script=delayed))
+    async with app.run_test(size=(80, 30)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"go", "enter")
+        await pilot.press(*"any draft")
+        gate.set()
+        await wait_for(pilot, lambda: bool(app.query(ApprovalPrompt)))
+        assert isinstance(app.focused, PromptInput)
+        assert app.query_one(PromptInput).text == "any draft"
+        await pilot.pause(ApprovalPrompt.GRACE_S + 0.05)
+        await pilot.press("ctrl+up")
+        assert isinstance(app.focused, ApprovalPrompt)
+        await pilot.press("n")
+        await wait_for(pilot, lambda: decisions == ["deny"])

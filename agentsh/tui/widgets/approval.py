@@ -4,15 +4,20 @@ It sits in the transcript (nothing is hidden behind a modal), takes focus, and r
 request's future with allow once / allow for this session / deny (keys y / a / n, remappable).
 After the answer it collapses to one line saying what was decided. If the turn is cancelled
 while it waits, the future is cancelled by the agent and the prompt says so.
+
+Keys typed for something else must not answer it: it takes focus only when the editor is
+empty (otherwise Ctrl+Up reaches it), and it ignores keys for :attr:`GRACE_S` after it appears.
 """
 
 from __future__ import annotations
+
+import time
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
 from textual.message import Message
-from textual.widgets import Static
+from textual.widgets import Static, TextArea
 
 from agentsh.events import ApprovalDecision, ApprovalRequest
 from agentsh.tui.keys import KeyScope, bindings_for, display_key, spec
@@ -27,6 +32,7 @@ _DECISION_TEXT = {
 
 class ApprovalPrompt(Vertical, can_focus=True):
     BINDINGS = bindings_for(KeyScope.APPROVAL)
+    GRACE_S = 0.4  # keys in flight when it appears are not answers
 
     class Decided(Message):
         def __init__(self, prompt: ApprovalPrompt, decision: ApprovalDecision) -> None:
@@ -39,6 +45,7 @@ class ApprovalPrompt(Vertical, can_focus=True):
         self.request = request
         self.decision: ApprovalDecision | None = None
         self._keymap = keymap or {}
+        self._shown_at = 0.0
 
     def _key(self, binding_id: str) -> str:
         return display_key(self._keymap.get(binding_id, spec(binding_id).key))
@@ -70,12 +77,17 @@ class ApprovalPrompt(Vertical, can_focus=True):
         )
 
     def on_mount(self) -> None:
+        self._shown_at = time.monotonic()
         self.request.decision.add_done_callback(lambda _f: self._on_future_done())
-        self.focus()
+        focused = self.app.focused
+        if isinstance(focused, TextArea) and focused.text.strip():
+            self.notify("A tool is waiting for approval: Ctrl+Up to answer.", severity="warning")
+        else:
+            self.focus()
         self.scroll_visible()
 
     def action_decide(self, value: str) -> None:
-        if self.decision is not None:
+        if self.decision is not None or time.monotonic() - self._shown_at < self.GRACE_S:
             return
         decision = ApprovalDecision(value)
         future = self.request.decision
