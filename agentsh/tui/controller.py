@@ -128,6 +128,30 @@ def resolve_session(env: Environment, options: LaunchOptions, cwd: Path) -> Sess
     return session_for_args(env, options, cwd)  # type: ignore[arg-type]
 
 
+def locked_view(exc: BaseException) -> Session | None:
+    """A read-only view of a session another agentsh holds open (``/fork`` continues it)."""
+    from agentsh.session.log import SessionError, SessionLocked
+
+    locked = exc if isinstance(exc, SessionLocked) else exc.__cause__
+    if not isinstance(locked, SessionLocked):
+        return None
+    try:
+        return Session.open(locked.path, lock=False)
+    except (SessionError, OSError):
+        return None
+
+
+def read_only_note(session: Session) -> str:
+    if "another agentsh" in session.read_only_reason or session.read_only_reason.startswith(
+        "opened as a read-only view"
+    ):
+        return (
+            "This session is open in another agentsh process, so it is shown read-only. "
+            "/fork continues it in a new session file."
+        )
+    return f"This session is read-only ({session.read_only_reason}). /fork continues it."
+
+
 class ChatController:
     def __init__(
         self,
@@ -210,8 +234,12 @@ class ChatController:
             else:
                 session = resolve_session(self.env, self.options, self.cwd)
         except Exception as exc:  # noqa: BLE001 - worker boundary: shown in the chat, new session
-            self._call_ui(self._note, f"{exc}", "error")
-            session = new_session(self.env, self.cwd, persist=not self.options.no_session)
+            view = locked_view(exc)
+            if view is not None:
+                session = view
+            else:
+                self._call_ui(self._note, f"{exc}", "error")
+                session = new_session(self.env, self.cwd, persist=not self.options.no_session)
         self._call_ui(self._session_opened, session)
         try:
             agent = self.agent_factory(self.env, session, self.options)
@@ -230,7 +258,7 @@ class ChatController:
         for problem in session.problems[:5]:
             await self._note(f"session file: {problem}", "warning")
         if session.read_only_reason:
-            await self._note(f"This session is read-only: {session.read_only_reason}", "warning")
+            await self._note(read_only_note(session), "warning")
 
     async def _agent_ready(self, agent: AgentLike) -> None:
         self.agent = agent
@@ -268,6 +296,10 @@ class ChatController:
             return
         if self.agent_failed:
             await self._note(self.agent_failed, "error")
+            return
+        session = self._current_session()
+        if session is not None and session.read_only_reason:
+            await self._note(read_only_note(session), "warning")
             return
         if self.turn_running or self.agent is None:
             await self._enqueue(text)
@@ -475,10 +507,16 @@ class ChatController:
         try:
             session = open_session_file(self.env, path, fork_if_locked=False)
         except (SessionChoiceError, SessionError, OSError) as exc:
-            await self._note(str(exc), "error")
-            return
+            view = locked_view(exc)
+            if view is None:
+                await self._note(str(exc), "error")
+                return
+            session = view
         await self.switch_session(session)
-        await self._note(f"Resumed session {session.id[:8]}.")
+        if session.read_only_reason:
+            await self._note(read_only_note(session), "warning")
+        else:
+            await self._note(f"Resumed session {session.id[:8]}.")
 
     async def cmd_new(self, arg: str) -> None:
         current = self._current_session()

@@ -502,3 +502,30 @@ async def test_the_approval_prompt_does_not_steal_focus_from_a_draft(make_app: M
         assert isinstance(app.focused, ApprovalPrompt)
         await pilot.press("n")
         await wait_for(pilot, lambda: decisions == ["deny"])
+
+
+async def test_a_session_open_elsewhere_is_shown_read_only_and_fork_continues_it(
+    make_app: MakeApp, env: Environment, project: Path
+) -> None:
+    saved = _saved_session(env, project, "shared work")
+    assert saved.path is not None
+    holder = Session.open(saved.path)  # "another agentsh" holds the lock
+    try:
+        app = make_app()
+        async with app.run_test(size=(100, 30)) as pilot:
+            await _ready(pilot, app)
+            await pilot.press(*f"/resume {saved.id[:8]}", "enter")
+            await wait_for(
+                pilot, lambda: [m.text for m in app.query(UserMessage)] == ["shared work"]
+            )
+            assert any("shown read-only" in n.text for n in app.query(NoteLine))
+            await pilot.press(*"continue", "enter")
+            await pilot.pause(0.1)
+            assert not app.controller.turn_running
+            assert app.controller.agent.runs == []  # type: ignore[union-attr]
+            await pilot.press(*"/fork", "enter")
+            await wait_for(pilot, lambda: not app.controller.agent.session.read_only_reason)  # type: ignore[union-attr]
+            await pilot.press(*"continue", "enter")
+            await wait_for(pilot, lambda: app.controller.agent.runs == ["continue"])  # type: ignore[union-attr]
+    finally:
+        holder.close()
