@@ -708,12 +708,6 @@ class ContextManager:
         branch = self.accounting.branch_position()
         window = self.window
         pct = round(100.0 * used.tokens / window, 1) if window else 0.0
-        problem = self.problem
-        if self.paused and not problem:
-            problem = (
-                f"automatic compaction paused: {self.settings.context.strikes_to_pause} "
-                "compactions in a row freed too little; compact by hand to resume"
-            )
         return ContextStatus(
             model=self.model,
             window=window,
@@ -728,7 +722,7 @@ class ContextManager:
             paused=self.paused,
             branch_index=branch.index,
             branch_count=branch.count,
-            problem=problem,
+            problem=self.problem,
         )
 
     def record_usage(self, entry: MessageEntry) -> None:

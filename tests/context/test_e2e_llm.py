@@ -22,7 +22,7 @@ from agentsh.llm.client import Completion, LLMClient, LLMError
 from agentsh.paths import UserPaths
 from agentsh.session.entries import Role, StopReason, ToolCall
 from agentsh.session.session import Session
-from tests.context.builders import SYSTEM, Step, add_turn
+from tests.context.builders import SYSTEM, Step, add_turn, unique_output
 from tests.context.conftest import GOOD_SUMMARY, settings_with
 from tests.fakes.server import (
     RecordedRequest,
@@ -79,8 +79,16 @@ def _responder(reads_per_turn: int) -> Callable[[RecordedRequest], Reply]:
     return reply
 
 
+def _file_body(path: str) -> str:
+    return "".join(f"{i:5d}  {path} line {i} " + "x" * 40 + "\n" for i in range(100))
+
+
 async def _run_turn(
-    manager: ContextManager, client: LLMClient, session: Session, request: str
+    manager: ContextManager,
+    client: LLMClient,
+    session: Session,
+    request: str,
+    run_tool: Callable[[str], str] = _file_body,
 ) -> None:
     session.append_message(Role.USER, request)
     retried = False
@@ -110,17 +118,21 @@ async def _run_turn(
             return
         for call in entry.tool_calls:
             path = json.loads(call.arguments)["path"]
-            body = "".join(f"{i:5d}  {path} line {i} " + "x" * 40 + "\n" for i in range(100))
-            session.append_tool_result(call.id, call.name, body, details={"total_lines": 100})
+            session.append_tool_result(call.id, call.name, run_tool(path))
     raise AssertionError("the turn did not end")
 
 
 def _manager(
-    session: Session, user: UserPaths, client: LLMClient, events: list[Event], window: int
+    session: Session,
+    user: UserPaths,
+    client: LLMClient,
+    events: list[Event],
+    window: int,
+    **context: Any,
 ) -> ContextManager:
     return ContextManager(
         session,
-        settings_with(reserve_tokens=8_000),
+        settings_with(**({"reserve_tokens": 8_000} | context)),
         user,
         model="openai/test-model",
         window=window,
@@ -238,3 +250,63 @@ async def test_a_provider_overflow_compacts_once_and_the_retry_is_smaller(
     assert "task 0" not in json.dumps(retry.messages) and "task 0" in json.dumps(first.messages)
     assert [e.tier for e in events if isinstance(e, CompactionFinished)] == [Tier.MOVE_TO_WORKSPACE]
     assert retry.messages[-1] == {"role": "user", "content": "and now?"}
+
+
+@pytest.mark.asyncio
+async def test_a_session_played_against_the_provider_crosses_80_85_and_95_percent(
+    scripted_server: ScriptedServer,
+    llm_client_factory: Callable[..., LLMClient],
+    disk_session: Session,
+    user_paths: UserPaths,
+) -> None:
+    """Usage comes from the provider's reports; each tier fires once, in order, and the
+    Summarize is written by the model through the real client."""
+    window = 100_000
+    client = llm_client_factory()
+    scripted_server.script(*[_responder(1)] * 200)
+    events: list[Event] = []
+    manager = _manager(
+        disk_session,
+        user_paths,
+        client,
+        events,
+        window,
+        reserve_tokens=10_000,
+        prune_old_output_min_chars=10**9,  # no pruning: let each tier's cut show
+    )
+    size = [0]
+
+    def run_tool(path: str) -> str:
+        return unique_output(size[0], path)
+
+    async def grow_to(pct: float) -> None:
+        n = 0
+        while (gap := pct / 100 * window - manager.status().used) > 600:
+            n += 1
+            size[0] = int(min(4_500, gap - 300))
+            await _run_turn(manager, client, disk_session, f"grow {pct} {n}", run_tool)
+
+    async def jump_to(fraction: float, request: str) -> None:
+        size[0] = int(fraction * window - manager.status().used - 300)
+        assert size[0] < 20_000
+        await _run_turn(manager, client, disk_session, request, run_tool)
+
+    def tiers() -> list[Tier]:
+        return [e.tier for e in events if isinstance(e, CompactionFinished)]
+
+    await grow_to(78)
+    assert tiers() == []
+    await jump_to(0.82, "cross eighty")
+    assert tiers() == [Tier.MOVE_TO_WORKSPACE]
+    await grow_to(78)
+    await jump_to(0.89, "cross eighty-five")
+    assert tiers() == [Tier.MOVE_TO_WORKSPACE, Tier.SUMMARIZE]
+    await grow_to(79)
+    await jump_to(0.97, "cross ninety-five")
+    assert tiers() == [Tier.MOVE_TO_WORKSPACE, Tier.SUMMARIZE, Tier.TRUNCATE]
+    summaries = [r for r in scripted_server.requests if _is_summary_request(r)]
+    assert len(summaries) == 1
+    for request in scripted_server.requests:
+        assert pair_problems(request.messages) == []
+    names = [Path(e.workspace_file).name for e in events if isinstance(e, CompactionFinished)]
+    assert names == ["001-archive.md", "002-summary.md", "003-archive.md"]
