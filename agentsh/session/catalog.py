@@ -14,8 +14,9 @@ two agentsh processes refresh at the same time. Every public method refreshes wh
 first, so callers never see a stale answer.
 
 Scanning does not parse every line: entry lines this agentsh wrote start with a fixed prefix
-(``{"type":"message",`` ...), so counting is a prefix test and tokens/cost come from one regex
-over assistant lines; only the first user message and lines in another shape are parsed as JSON.
+(``{"type":"message",`` ...) and hold usage in a fixed shape, so a block of such lines is
+counted with byte searches and one regex over the whole block; only the first user message and
+blocks holding lines of another shape are looked at line by line (and those lines parsed).
 """
 
 from __future__ import annotations
@@ -486,6 +487,11 @@ _USAGE = re.compile(
 )
 _MODEL = re.compile(rb'"model":"((?:[^"\\]|\\.)*)"')
 _TIMESTAMP = re.compile(rb'"timestamp":"([^"\\]*)"')
+_LINE_TYPE = re.compile(rb'\n\{"type":"([A-Za-z0-9_]*)",')
+_USER_LINE = re.compile(
+    rb'\n\{"type":"message","id":"[^"\n]*","parentId":(?:null|"[^"\n]*"),'
+    rb'"timestamp":"[^"\n]*","role":"user"'
+)
 _USER = re.compile(
     rb'^\{"type":"message","id":"[^"]*","parentId":(?:null|"[^"]*"),'
     rb'"timestamp":"[^"]*","role":"user"'
@@ -532,48 +538,86 @@ class _Scan:
         return (path, *(getattr(self, name) for name in _COLUMNS[1:]))
 
     def read(self, path: Path) -> None:
-        lines = log.iter_raw_lines(path, self.scanned_offset)
-        if self.scanned_offset == 0:
-            first = next(lines, None)
-            if first is None:
-                return  # the header is still being written: look again next time
-            end, line = first
+        """Continue the totals from the stored offset to the last complete line."""
+        for end, block in log.iter_line_blocks(path, self.scanned_offset):
+            if self.scanned_offset == 0:
+                cut = block.index(b"\n") + 1
+                line, block = block[:cut], block[cut:]
+                self.header = line.rstrip(b"\n").decode("utf-8", "replace")
+                self._read_header(line)
+                if not self.valid:
+                    self.scanned_offset = cut
+                    return  # not a session: rescanned if it ever changes
+            if not self._scan_canonical(block):
+                self._scan_lines(block)
             self.scanned_offset = end
-            self.header = line.rstrip(b"\n").decode("utf-8", "replace")
-            self._read_header(line)
-            if not self.valid:
-                return
+
+    def _scan_canonical(self, block: bytes) -> bool:
+        """Totals for a block whose every line is an entry as ``encode_line`` writes it,
+        counted with C-speed searches over the whole block; False (nothing counted) when some
+        line has another shape and the block needs :meth:`_scan_lines`.
+
+        Sound because a JSON string cannot hold a raw newline or an unescaped quote: the
+        patterns below can only match the structure of an entry, never text inside one."""
+        if not block:
+            return True
+        data = b"\n" + block
+        kinds = _LINE_TYPE.findall(data)
+        if len(kinds) != block.count(b"\n"):
+            return False
+        usages = _USAGE.findall(block)
+        if len(usages) != block.count(b'"usage":'):
+            return False  # a usage object in another shape
+        self.entries += len(kinds) - kinds.count(b"leaf") - kinds.count(b"label")
+        self.messages += kinds.count(b"message")
+        self.tokens += sum(int(i) + int(o) for i, o, _ in usages)
+        self.cost += sum(float(c) for _, _, c in usages)
+        if not self.title:
+            for found in _USER_LINE.finditer(data):
+                start = found.start() + 1
+                if self._take_title(data[start : data.index(b"\n", start)]):
+                    break
+        at = block.rfind(b'"model":"')
+        if at >= 0 and (model := _MODEL.match(block, at)):
+            self.model = _unescape(model[1])
+        last = block[block.rfind(b"\n", 0, len(block) - 1) + 1 :]
+        if stamp := _TIMESTAMP.search(last):
+            self.last_timestamp = stamp[1].decode("utf-8", "replace")
+        return True
+
+    def _scan_lines(self, block: bytes) -> None:
+        """Line by line, parsing what the prefixes do not cover (another writer, hand edits,
+        damage)."""
         last_line = b""  # the newest entry line: its timestamp is the last activity
-        messages = entries = tokens = 0
-        cost = 0.0
-        # The hot loop of a cold rebuild: prefix tests and C regexes, JSON only when needed.
-        for end, line in lines:
-            self.scanned_offset = end
+        model = b""
+        for line in block.split(b"\n"):
             if line.startswith(_MESSAGE):
-                messages += 1
-                entries += 1
+                self.messages += 1
+                self.entries += 1
                 last_line = line
                 if not self.title and _USER.match(line):
                     self._take_title(line)
                 if b'"usage":' in line:
                     if usage := _USAGE.search(line):
-                        tokens += int(usage[1]) + int(usage[2])
-                        cost += float(usage[3])
+                        self.tokens += int(usage[1]) + int(usage[2])
+                        self.cost += float(usage[3])
                     else:
                         self._usage_of(line)
-                if b'"model":"' in line and (model := _MODEL.search(line)):
-                    self.model = _unescape(model[1])
+                if b'"model":"' in line and (found := _MODEL.search(line)):
+                    model = found[1]
             elif line.startswith(_ANNOTATIONS):
                 last_line = line
             elif line.startswith(_ENTRY):
-                entries += 1
+                self.entries += 1
                 last_line = line
-            elif line.strip() and self._other(line):
-                last_line = line
-        self.messages += messages
-        self.entries += entries
-        self.tokens += tokens
-        self.cost += cost
+            elif line.strip():
+                before = self.model
+                if self._other(line):
+                    last_line = line
+                    if self.model != before:
+                        model = b""  # this line's model is newer than the one remembered
+        if model:
+            self.model = _unescape(model)
         if last_line and (stamp := _TIMESTAMP.search(last_line)):
             self.last_timestamp = stamp[1].decode("utf-8", "replace")
 
@@ -589,7 +633,8 @@ class _Scan:
         self.parent_session = str(parent) if parent else None
         self.last_timestamp = self.created
 
-    def _take_title(self, line: bytes) -> None:
+    def _take_title(self, line: bytes) -> bool:
+        """Take the title from a user message; False when it has no text."""
         data = _json_object(line)
         content = data.get("content") if data is not None else None
         if isinstance(content, list):  # text blocks, as other tools write them
@@ -597,6 +642,8 @@ class _Scan:
         if isinstance(content, str) and content.strip():
             self.first_message = content.strip()[:FIRST_MESSAGE_CHARS]
             self.title = shorten(content, TITLE_CHARS)
+            return True
+        return False
 
     def _other(self, line: bytes) -> bool:
         """A line in a shape the prefixes do not cover (another writer, a hand edit): parse

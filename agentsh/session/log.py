@@ -254,6 +254,27 @@ def iter_raw_lines(path: Path, start: int = 0) -> Iterator[tuple[int, bytes]]:
             yield offset, line
 
 
+def iter_line_blocks(
+    path: Path, start: int = 0, block_size: int = 1 << 24
+) -> Iterator[tuple[int, bytes]]:
+    """(byte offset of the block end, block) for the complete lines at or after ``start``, a
+    block of up to ``block_size`` bytes (or one line, if longer) at a time. A last line still
+    being written is left for next time. The catalog's bulk reader."""
+    with path.open("rb") as handle:
+        handle.seek(start)
+        offset = start
+        carry = b""
+        while chunk := handle.read(block_size):
+            data = carry + chunk if carry else chunk
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                carry = data
+                continue
+            offset += cut
+            carry = data[cut:]
+            yield offset, data[:cut] if carry else data
+
+
 def read_first_line(path: Path, limit: int = 1 << 16) -> bytes:
     """The header line (without reading the rest of the file)."""
     with path.open("rb") as handle:

@@ -38,13 +38,13 @@ def paths() -> UserPaths:
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
     """Every (file name, start offset) the catalog reads lines from."""
     seen: list[tuple[str, int]] = []
-    real = log.iter_raw_lines
+    real = log.iter_line_blocks
 
-    def spy(path: Path, start: int = 0) -> Iterator[tuple[int, bytes]]:
+    def spy(path: Path, start: int = 0, block_size: int = 1 << 24) -> Iterator[tuple[int, bytes]]:
         seen.append((path.name, start))
-        return real(path, start)
+        return real(path, start, block_size)
 
-    monkeypatch.setattr(log, "iter_raw_lines", spy)
+    monkeypatch.setattr(log, "iter_line_blocks", spy)
     return seen
 
 
@@ -325,3 +325,23 @@ def test_two_processes_can_refresh_at_the_same_time(project: Path, paths: UserPa
 def test_shorten_makes_one_line_with_an_ellipsis() -> None:
     assert shorten("a\n b   c", 10) == "a b c"
     assert shorten("x" * 100, 10) == "x" * 9 + "…"
+
+
+def test_the_block_scanner_agrees_with_the_line_by_line_scanner(project: Path) -> None:
+    session = new_project_session(project, turns=3, title="")
+    session = Session.open(session.path)  # type: ignore[arg-type]
+    first = session.tree.roots[0]
+    session.set_label(first, "x")
+    session.move_leaf(first)
+    session.append_message(Role.USER, 'a "quoted"\nsecond question', model="m/\\u00e9")
+    session.close()
+    assert session.path is not None
+    body = session.path.read_bytes().split(b"\n", 1)[1]
+    fast, slow = catalog_module._Scan(), catalog_module._Scan()
+    assert fast._scan_canonical(body)
+    slow._scan_lines(body)
+    for name in ("entries", "messages", "tokens", "title", "model", "last_timestamp"):
+        assert getattr(fast, name) == getattr(slow, name), name
+    assert fast.cost == pytest.approx(slow.cost)
+    assert fast.title == "question 1"  # the first user message with text gives the title
+    assert fast.model == "m/\\u00e9"
