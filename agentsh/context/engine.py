@@ -368,15 +368,13 @@ class TieredEngine:
         kept_calls = {
             c.id for e in kept_entries if isinstance(e, MessageEntry) for c in e.tool_calls
         }
+        # Carry forward the pruning still relevant to what is kept (phase 1's result already
+        # includes the previous compaction's).
         pruned = plan.pruned
-        replacements = {
-            k: v for k, v in (pruned.replacements if pruned else {}).items() if k in kept_ids
-        }
-        arguments = {
-            k: v
-            for k, v in (pruned.argument_replacements if pruned else {}).items()
-            if k in kept_calls
-        }
+        all_replacements = pruned.replacements if pruned else plan.view.replacements
+        all_arguments = pruned.argument_replacements if pruned else plan.view.argument_replacements
+        replacements = {k: v for k, v in all_replacements.items() if k in kept_ids}
+        arguments = {k: v for k, v in all_arguments.items() if k in kept_calls}
         after = after_tokens(summary_text, cut.kept_tokens)
         entry = CompactionEntry(
             id=deps.session.new_id(),

@@ -587,3 +587,26 @@ async def test_a_turn_too_big_for_the_cap_is_split_and_its_request_stays_verbati
     assert manager.accounting.messages_tokens() <= 20_000 + 1_000
     archive = manager.workspace.read(entry.workspace_file)
     assert request in archive and unique_output(2_000, "g0") in archive
+
+
+@pytest.mark.asyncio
+async def test_pruning_of_kept_entries_is_carried_into_the_next_compaction(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    s = memory_session
+    same = "the same failing output\n" * 20
+    for i in range(8):
+        output = same if i in (5, 7) else f"unique {i}"
+        add_turn(s, f"turn {i}", [Step("bash", {"command": "pytest"}, output)])
+    duplicate = next(
+        e for e in s.current_path() if getattr(e, "content", None) == same
+    )  # turn 5's copy
+    manager = make_manager(s, window=W)
+    first = await manager.compact(Tier.SUMMARIZE)
+    assert first is not None and duplicate.id in first.replacements
+    add_turn(s, "turn 8", [Step("bash", {"command": "ls"}, "x")])
+    second = await manager.compact(Tier.SUMMARIZE)
+    assert second is not None
+    assert second.replacements.get(duplicate.id) == first.replacements[duplicate.id]
+    messages = manager.engine.assemble(SYSTEM)
+    assert sum(1 for m in messages if m.get("content") == same) == 1
