@@ -1,0 +1,127 @@
+"""Injection-guard speed: throughput on 1 MiB of mixed text, and adversarial worst cases.
+
+The guard scans at most 64 KiB per call (``memory.guard_max_scan_bytes``), so the 1 MiB of mixed
+text is cut into 16 windows of 64 KiB (on UTF-8 character boundaries) and each window is one
+``scan(..., Scope.MEMORY_WRITE)`` call, the scope with the most patterns. The text mixes this
+repository's Python source and Markdown, the developer notes and injection attempts of the
+test corpus, shell snippets and Korean, Japanese and Chinese prose. The best of several rounds
+is reported, in CPU time of the process (see ``best_of``).
+
+Run: ``.venv/bin/python benchmarks/bench_guard.py``; the last line is the throughput.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from agentsh.memory.guard import Scope, scan  # noqa: E402
+
+WINDOW = 64 * 1024
+TOTAL = 1024 * 1024
+ROUNDS = 7
+
+_CJK = (
+    "배포 전에 테스트를 실행하고, 설정 파일은 config 폴더 아래에 둡니다.\n"
+    "設定ファイルを更新したら、サーバーを再起動してください。\n"
+    "数据库连接失败时，请先检查环境变量，然后重试。\n"
+)
+_SHELL = (
+    "curl -s localhost:8000/health | jq .status\n"
+    "docker compose up -d db && pytest -x tests/\n"
+    "ssh deploy@staging.internal 'systemctl restart api'\n"
+    "export $(grep -v '^#' .env.example | xargs)\n"
+)
+
+
+def mixed_text(size: int = TOTAL, *, notes_every: int = 3) -> str:
+    """About ``size`` bytes of text of the kinds a coding agent's memory holds.
+
+    Source files and Markdown from this repository, each followed by a few lines of Korean,
+    Japanese and Chinese; after every ``notes_every`` files, ten of the corpus's developer notes
+    (curl, ssh, .env, tokens...), a shell snippet and one injection attempt. ``notes_every=1``
+    gives the dense variant, where every window is full of the guard's trigger words.
+    """
+    sources = sorted((ROOT / "agentsh").rglob("*.py"))
+    # The guard's own source is a wall of attack keywords: not representative text.
+    sources = [p for p in sources if p.name != "guard.py"]
+    sources += sorted(ROOT.glob("*.md"))
+    corpus = json.loads((ROOT / "tests/memory/data/guard_corpus.json").read_text())
+    notes = corpus["benign"]
+    attacks = [item["text"] for item in corpus["injections"]]
+    parts: list[str] = []
+    for i, path in enumerate(sources):
+        parts.append(path.read_text(encoding="utf-8", errors="replace"))
+        parts.append(_CJK)
+        if i % notes_every == 0:
+            start = (i * 10) % len(notes)
+            parts.append("\n".join((notes + notes)[start : start + 10]) + "\n")
+            parts.append(_SHELL)
+            parts.append(attacks[i % len(attacks)] + "\n")
+    text = "".join(parts)
+    while len(text.encode("utf-8")) < size:
+        text += text
+    return text.encode("utf-8")[:size].decode("utf-8", "ignore")
+
+
+def windows(text: str, size: int = WINDOW) -> list[str]:
+    data = text.encode("utf-8")
+    return [data[i : i + size].decode("utf-8", "ignore") for i in range(0, len(data), size)]
+
+
+def best_of(rounds: int, run: Callable[[], object]) -> float:
+    """The fastest of ``rounds`` runs, in CPU seconds of this process.
+
+    CPU time, not wall time: benchmarks here run on shared machines, where other processes
+    would otherwise be counted against the guard. The scan is single-threaded and does no I/O,
+    so on an idle machine the two agree.
+    """
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.process_time()
+        run()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+ADVERSARIAL: dict[str, str] = {
+    "repeated 'ignore '": "ignore " * (WINDOW // 7),
+    "near misses 'ignore all previous '": "ignore all previous " * (WINDOW // 20),
+    "filler words after 'ignore'": "ignore " + "word " * (WINDOW // 5 - 2),
+    "punctuation run after 'ignore'": "ignore" + "!" * (WINDOW - 6),
+    "repeated 'curl $'": "curl $" * (WINDOW // 6),
+    "repeated 'cat .env '": "cat .env " * (WINDOW // 9),
+    "repeated '<!--'": "<!--" * (WINDOW // 4),
+    "repeated 'you are now '": "you are now " * (WINDOW // 12),
+    "repeated 'send the secrets to https:// '": "send the secrets to https:// " * (WINDOW // 29),
+    "repeated 'token='": "token='a" * (WINDOW // 8),
+    "one 64 KiB word after 'api_key='": "api_key=" + "a" * (WINDOW - 8),
+    "repeated '<memory-context>'": "<memory-context>" * (WINDOW // 16),
+}
+
+
+def main() -> None:
+    text = mixed_text()
+    parts = windows(text)
+    size = len(text.encode("utf-8"))
+    for label, raw in ADVERSARIAL.items():
+        seconds = best_of(3, lambda raw=raw: scan(raw, Scope.MEMORY_WRITE))
+        print(f"adversarial {label}: {seconds * 1000:.1f} ms")
+    cjk_text = (_CJK * (TOTAL // len(_CJK.encode()) + 1)).encode()[:TOTAL].decode("utf-8", "ignore")
+    for label, variant in (("cjk_only", cjk_text), ("dense_notes", mixed_text(notes_every=1))):
+        chunks = windows(variant)
+        took = best_of(ROUNDS, lambda chunks=chunks: [scan(w, Scope.MEMORY_WRITE) for w in chunks])
+        print(f"guard_throughput_{label}: {TOTAL / took / 1e6:.1f} MB/s")
+    seconds = best_of(ROUNDS, lambda: [scan(w, Scope.MEMORY_WRITE) for w in parts])
+    print(f"windows: {len(parts)} x {WINDOW // 1024} KiB, {size:,} bytes")
+    print(f"guard_throughput: {size / seconds / 1e6:.1f} MB/s")
+
+
+if __name__ == "__main__":
+    main()
