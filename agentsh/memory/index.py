@@ -725,6 +725,7 @@ class _Candidate:
     substring: bool = False
     score: float = 0.0
     decayed_keyword: float = 0.0
+    coverage: float = 0.0  # share of the query's words the chunk holds
     tokens: frozenset[str] = field(default_factory=frozenset)
 
 
@@ -762,6 +763,8 @@ class MemoryIndex:
         self._worker: threading.Thread | None = None
         self._vectors_idle = threading.Event()
         self._vectors_idle.set()
+        # True once every chunk is known to have a vector; spares searches a count query.
+        self._vectors_complete = False
         self._closed = False
         self.rebuilt = ""
         self._query_cache: dict[str, NDArray[np.float32]] = {}
@@ -1002,6 +1005,7 @@ class MemoryIndex:
                 return
             if version != self._data_version:
                 self._matrix = None  # another process wrote: reload vectors lazily
+                self._vectors_complete = False
             self._data_version = version
             rows = self._conn.execute("SELECT path, kind, hash, mtime_ns, size FROM files")
             self._files = {r[0]: _FileRow(r[1], r[2], r[3], r[4]) for r in rows}
@@ -1082,6 +1086,7 @@ class MemoryIndex:
                         (model, src.path),
                     ).fetchall()
             self._files[src.path] = _FileRow(src.kind.value, digest, src.mtime_ns, src.size)
+            self._vectors_complete = False
             if self._matrix is not None:
                 self._matrix.remove(old_ids)
                 self._matrix.add(_decode_rows(cached))
@@ -1122,6 +1127,8 @@ class MemoryIndex:
         if not self.embedder.enabled:
             return 0
         with self._lock:
+            if self._vectors_complete:
+                return 0
             row = self._conn.execute(
                 "SELECT count(DISTINCT c.hash) FROM chunks c LEFT JOIN embeddings e "
                 "ON e.model=? AND e.hash=c.hash WHERE e.hash IS NULL",
@@ -1136,14 +1143,16 @@ class MemoryIndex:
         try:
             while not self._closed:
                 with self._lock:
+                    # Similar lengths in one batch: less padding for the model to chew.
                     rows = self._conn.execute(
-                        "SELECT c.hash, min(c.text) FROM chunks c LEFT JOIN embeddings e "
+                        "SELECT c.hash, min(c.text) AS t FROM chunks c LEFT JOIN embeddings e "
                         "ON e.model=? AND e.hash=c.hash WHERE e.hash IS NULL "
-                        "GROUP BY c.hash LIMIT ?",
+                        "GROUP BY c.hash ORDER BY length(t) LIMIT ?",
                         (model, batch),
                     ).fetchall()
-                if not rows:
-                    break
+                    if not rows:
+                        self._vectors_complete = True
+                        break
                 try:
                     vectors = self.embedder.embed([r[1] for r in rows])
                 except EmbeddingUnavailable as exc:
@@ -1312,6 +1321,7 @@ class MemoryIndex:
         self._score(plan, candidates, vector_w, keyword_w)
         if settings.temporal_decay:
             self._decay(candidates)
+        # The minimum is met by the fused score or by the keyword score alone (SPEC §5 rule 1).
         passing = [c for c in candidates if c.score >= floor or c.decayed_keyword >= floor]
         passing.sort(key=lambda c: (-c.score, c.path, c.start_line))
         if settings.mmr and len(passing) > 1:
@@ -1419,6 +1429,7 @@ class MemoryIndex:
         for c in candidates:
             lowered = unicodedata.normalize("NFKC", c.text).lower()
             coverage = sum(w.coverage(lowered) for w in words) / len(words) if words else 0.0
+            c.coverage = coverage
             if c.rank is not None:
                 bm25 = abs(c.rank) / (1.0 + abs(c.rank))
                 c.keyword = _keyword_score(bm25, coverage)
@@ -1480,13 +1491,18 @@ class MemoryIndex:
 
 
 def _keyword_score(bm25: float, coverage: float) -> float:
-    """SPEC §5's |r| / (1 + |r|), floored by how much of the query the chunk contains.
+    """SPEC §5's BM25 mapping |r| / (1 + |r|), tempered by how much of the query the chunk holds.
 
-    FTS5's BM25 gives a term found in more than half of the chunks an IDF of ~0, so in a small
-    memory (a MEMORY.md and a few docs) a chunk holding every query word could score 0 and be
-    dropped; the coverage floor keeps such a chunk in reach of the minimum score.
+    ``coverage`` is the share of query words the chunk really contains (English words at a word
+    start, CJK words whole or by n-grams). The trigram index matches substrings anywhere, so
+    "miss" finds "permission": a chunk holding none of the query's words scores 0 however BM25
+    ranked it, and a partial match is scaled down. FTS5's BM25 also gives a term found in more
+    than half of the chunks an IDF of ~0, so in a small memory a chunk holding every query word
+    could score 0: the floor of 0.6 x coverage keeps it in reach of the minimum score.
     """
-    return max(bm25, 0.6 * coverage)
+    if coverage <= 0:
+        return 0.0
+    return max(bm25 * (0.6 + 0.4 * coverage), 0.6 * coverage)
 
 
 def _fuse(vector: float, keyword: float, vector_w: float, keyword_w: float) -> float:

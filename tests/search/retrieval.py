@@ -33,6 +33,13 @@ class Metrics:
     reciprocal: float = 0.0
     by_lang: dict[str, list[float]] = field(default_factory=dict)
     misses: list[str] = field(default_factory=list)
+    negatives: int = 0  # queries nothing in the corpus answers
+    abstained: int = 0  # ... that got no result at all
+    false_results: list[str] = field(default_factory=list)
+
+    @property
+    def abstention(self) -> float:
+        return self.abstained / self.negatives if self.negatives else 1.0
 
     @property
     def recall_at_5(self) -> float:
@@ -48,7 +55,10 @@ class Metrics:
 
     def summary(self) -> str:
         langs = " ".join(f"{lang}={self.lang_recall(lang):.2f}" for lang in sorted(self.by_lang))
-        return f"recall@5={self.recall_at_5:.3f} mrr={self.mrr:.3f} ({langs})"
+        return (
+            f"recall@5={self.recall_at_5:.3f} mrr={self.mrr:.3f} ({langs}) "
+            f"abstention={self.abstained}/{self.negatives}"
+        )
 
 
 def load_queries() -> list[Query]:
@@ -90,6 +100,14 @@ def evaluate(index: MemoryIndex, placed: dict[str, str], k: int = 5) -> Metrics:
     metrics = Metrics()
     for q in load_queries():
         response = index.search(q.query, max_results=k)
+        if not q.relevant:
+            metrics.negatives += 1
+            if response.results:
+                got = [placed.get(r.abs_path, r.path) for r in response.results]
+                metrics.false_results.append(f"[{q.lang}] {q.query!r} -> {got}")
+            else:
+                metrics.abstained += 1
+            continue
         rank = 0
         for position, result in enumerate(response.results, start=1):
             if placed.get(result.abs_path) in q.relevant:
