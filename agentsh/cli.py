@@ -140,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     msearch.set_defaults(handler="memory.search")
     mreindex = memory_sub.add_parser("reindex", help="bring the search index up to date")
     mreindex.add_argument("--full", action="store_true", help="rebuild from scratch")
+    mreindex.add_argument("--json", action="store_true", help="machine-readable output")
     mreindex.set_defaults(handler="memory.reindex")
 
     context = sub.add_parser("context", help="token breakdown of a session's current context")

@@ -237,6 +237,17 @@ class TurnEnded(Event):
     error: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class IndexUpdated(Event):
+    """The memory search index took in changed files (the memory pane refreshes on it).
+
+    Emitted by the memory watcher, not by the agent loop; paths are absolute.
+    """
+
+    paths: tuple[str, ...]
+    removed: tuple[str, ...] = ()
+
+
 def event_to_json(event: Event) -> dict[str, Any]:
     """A JSON-safe dict of an event, with its type name under ``"type"``."""
     if isinstance(event, ApprovalRequest):
