@@ -205,7 +205,7 @@ class ChatController:
     def start(self) -> None:
         """Called once the first frame is up: open the session, then build the agent."""
         self.status_bar.status = self.initial_status()
-        self.status_bar.loading = True
+        self.status_bar.starting = True
         if self.options.wants_picker:
             self.app.run_worker(self._startup_picker(), group="command", exit_on_error=False)
         else:
@@ -263,14 +263,14 @@ class ChatController:
     async def _agent_ready(self, agent: AgentLike) -> None:
         self.agent = agent
         self.session = agent.session
-        self.status_bar.loading = False
+        self.status_bar.starting = False
         self._show_status(agent.status())
         if self.queue and not self.turn_running:
             self._start_next()
 
     async def _agent_failed(self, message: str) -> None:
         self.agent_failed = message
-        self.status_bar.loading = False
+        self.status_bar.starting = False
         self.status_bar.status = replace(self.status_bar.status, problem="agent not started")
         await self._note(message, "error")
 

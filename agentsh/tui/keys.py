@@ -63,8 +63,23 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec(
         "focus_chat", "ctrl+up", "focus_chat", "Focus the chat (walk tool blocks)", KeyScope.APP
     ),
-    KeySpec("page_up", "pageup", "chat_page_up", "Scroll the chat up a page", KeyScope.APP),
-    KeySpec("page_down", "pagedown", "chat_page_down", "Scroll the chat down a page", KeyScope.APP),
+    # Priority: the editor would otherwise take PgUp/PgDn for its own (rarely long) text.
+    KeySpec(
+        "page_up",
+        "pageup",
+        "chat_page_up",
+        "Scroll the chat up a page",
+        KeyScope.APP,
+        priority=True,
+    ),
+    KeySpec(
+        "page_down",
+        "pagedown",
+        "chat_page_down",
+        "Scroll the chat down a page",
+        KeyScope.APP,
+        priority=True,
+    ),
     # The message editor.
     KeySpec(
         "submit",

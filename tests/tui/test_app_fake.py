@@ -77,11 +77,11 @@ async def test_first_frame_shows_the_cached_model_and_loading_until_the_agent_is
     async with app.run_test(size=(100, 24)) as pilot:
         await pilot.pause()
         bar = app.query_one(StatusBar)
-        assert bar.loading and bar.status.model == "openai/gpt-4.1"
+        assert bar.starting and bar.status.model == "openai/gpt-4.1"
         assert "loading…" in str(bar.render())
         release.set()
         await _ready(pilot, app)
-        await wait_for(pilot, lambda: not bar.loading)
+        await wait_for(pilot, lambda: not bar.starting)
         assert "loading…" not in str(bar.render())
 
 

@@ -88,7 +88,7 @@ class StatusBars(App[None]):
         for status in self.statuses:
             bar = StatusBar()
             bar.status = status
-            bar.loading = False
+            bar.starting = False
             yield bar
 
 

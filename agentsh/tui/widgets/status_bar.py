@@ -17,11 +17,11 @@ from agentsh.tui.status_format import SEPARATOR, layout
 
 class StatusBar(Widget):
     status: reactive[ContextStatus] = reactive(ContextStatus, layout=False)
-    loading: reactive[bool] = reactive(True)
+    starting: reactive[bool] = reactive(True)  # "loading…" until the agent is built
 
     def render(self) -> RenderResult:
         width = self.size.width or 80
-        segs = layout(self.status, width, loading=self.loading)
+        segs = layout(self.status, width, loading=self.starting)
         pieces: list[tuple[str, str] | str] = []
         for i, seg in enumerate(segs):
             if i:

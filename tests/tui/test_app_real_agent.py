@@ -1,0 +1,165 @@
+"""Pilot tests of the App with the REAL agent against the scripted server: a streamed answer,
+a tool block that expands and collapses, approval granted and denied, Esc mid-stream (the
+session file marks the turn aborted), and input queued during a turn."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentsh.config import ApprovalMode
+from agentsh.tui.options import LaunchOptions
+from agentsh.tui.widgets.approval import ApprovalPrompt
+from agentsh.tui.widgets.messages import AssistantMessage, QueuedMessage, UserMessage
+from agentsh.tui.widgets.tool_block import ToolBlock
+from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
+from tests.fakes.server import ScriptedServer, text, tool_call
+from tests.tui.conftest import MakeApp, wait_for
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest.fixture
+def real(
+    make_app: MakeApp, scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> MakeApp:
+    """``real(approval=...)``: the App with the default (real) agent factory."""
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+
+    def make(approval: ApprovalMode | None = None):  # type: ignore[no-untyped-def]
+        from agentsh.tui.controller import build_real_agent
+
+        options = LaunchOptions(model=TEST_MODEL, api_base=scripted_server.base_url,
+                                approval=approval)  # fmt: skip
+        return make_app(factory=build_real_agent, options=options)
+
+    return make
+
+
+async def _ready(pilot, app) -> None:  # type: ignore[no-untyped-def]
+    await wait_for(pilot, lambda: app.controller.ready, limit_s=60)
+
+
+async def _idle(pilot, app) -> None:  # type: ignore[no-untyped-def]
+    await wait_for(pilot, lambda: not app.controller.turn_running, limit_s=30)
+
+
+def _log_entries(app) -> list[dict[str, object]]:  # type: ignore[no-untyped-def]
+    path: Path = app.controller.agent.session.path
+    return [json.loads(line) for line in path.read_text().splitlines()[1:]]
+
+
+async def test_a_streamed_answer_appears(real: MakeApp, scripted_server: ScriptedServer) -> None:
+    scripted_server.script(text("Hello **world**, this answer was streamed in pieces."))
+    app = real()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"hi there", "enter")
+        await wait_for(pilot, lambda: bool(app.query(AssistantMessage)))
+        await _idle(pilot, app)
+        reply = app.query_one(AssistantMessage)
+        assert reply.text == "Hello **world**, this answer was streamed in pieces."
+        assert reply.entry_id  # the widget is a view of a logged entry
+        assert [m.text for m in app.query(UserMessage)] == ["hi there"]
+        assert app.controller.status_bar.status.model == TEST_MODEL
+        assert app.controller.status_bar.status.used > 0
+
+
+async def test_a_tool_call_block_expands_and_collapses(
+    real: MakeApp, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.script(tool_call("bash", {"command": "seq 1 30"}), text("Counted."))
+    app = real(approval=ApprovalMode.ALL)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"count to thirty", "enter")
+        await _idle(pilot, app)
+        block = app.query_one(ToolBlock)
+        assert block.finished and not block.is_error
+        assert block.summary.startswith("bash") and "seq 1 30" in block.summary
+        assert "(25 earlier lines, Ctrl+O to expand)" in block.body_text
+        assert block.body_text.rstrip().endswith("30")
+        await pilot.press("ctrl+o")
+        assert block.expanded and block.body_text.startswith("1\n")
+        await pilot.press("ctrl+o")
+        assert not block.expanded and "earlier lines" in block.body_text
+
+
+async def test_an_approval_is_granted(real: MakeApp, scripted_server: ScriptedServer) -> None:
+    scripted_server.script(tool_call("bash", {"command": "echo approved-run"}), text("Ran it."))
+    app = real()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"run echo", "enter")
+        await wait_for(pilot, lambda: bool(app.query(ApprovalPrompt)))
+        await pilot.pause(ApprovalPrompt.GRACE_S + 0.1)
+        prompt = app.query_one(ApprovalPrompt)
+        assert app.focused is prompt  # it takes focus; the transcript stays visible
+        await pilot.press("y")
+        await _idle(pilot, app)
+        block = app.query_one(ToolBlock)
+        assert not block.is_error and "approved-run" in block.output
+        assert prompt.decision is not None and prompt.decision.value == "allow_once"
+        assert [m.text for m in app.query(AssistantMessage) if m.text] == ["Ran it."]
+
+
+async def test_an_approval_is_denied(real: MakeApp, scripted_server: ScriptedServer) -> None:
+    scripted_server.script(tool_call("bash", {"command": "rm -rf build"}), text("Understood."))
+    app = real()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"clean up", "enter")
+        await wait_for(pilot, lambda: bool(app.query(ApprovalPrompt)))
+        await pilot.pause(ApprovalPrompt.GRACE_S + 0.1)
+        await pilot.press("n")
+        await _idle(pilot, app)
+        block = app.query_one(ToolBlock)
+        assert block.is_error
+        # The model was told: the second request carries the denial as the tool result.
+        tool_messages = [m for m in scripted_server.requests[1].messages if m["role"] == "tool"]
+        assert "user declined" in str(tool_messages[-1]["content"])
+        assert app.query_one(ApprovalPrompt).has_class("denied")
+
+
+async def test_escape_cancels_mid_stream_and_the_log_marks_the_turn_aborted(
+    real: MakeApp, scripted_server: ScriptedServer
+) -> None:
+    long = " ".join(f"word{i}" for i in range(400))
+    scripted_server.script({"text": long, "delay": 0.03})
+    app = real()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"talk a lot", "enter")
+        await wait_for(pilot, lambda: any(m.text for m in app.query(AssistantMessage)))
+        await pilot.press("escape")
+        await _idle(pilot, app)
+        reply = app.query_one(AssistantMessage)
+        assert 0 < len(reply.text) < len(long)
+        assert "aborted" in str(reply.query_one(".message-footer").render())
+        assistant = [e for e in _log_entries(app) if e.get("role") == "assistant"]
+        assert assistant[-1]["stopReason"] == "aborted"
+        assert str(assistant[-1]["content"]).startswith("word0")
+
+
+async def test_input_typed_during_a_turn_is_queued_and_sent_after_it(
+    real: MakeApp, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.script(
+        {"text": " ".join(f"w{i}" for i in range(60)), "delay": 0.1}, text("Second answer.")
+    )
+    app = real()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"first", "enter")
+        await wait_for(pilot, lambda: app.controller.turn_running)
+        await pilot.press(*"second", "enter")
+        await wait_for(pilot, lambda: bool(app.query(QueuedMessage)))
+        assert len(scripted_server.requests) == 1
+        await wait_for(pilot, lambda: len(scripted_server.requests) == 2, limit_s=30)
+        await _idle(pilot, app)
+        assert not app.query(QueuedMessage)
+        assert [m.text for m in app.query(UserMessage)] == ["first", "second"]
+        last_user = [m for m in scripted_server.requests[1].messages if m["role"] == "user"][-1]
+        assert last_user["content"] == "second" or "second" in str(last_user["content"])
