@@ -11,8 +11,23 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from agentsh.session.entries import AnyEntry, LabelEntry, LeafEntry, UnknownEntry
+from agentsh.session.entries import (
+    AnyEntry,
+    BranchSummaryEntry,
+    CompactionEntry,
+    LabelEntry,
+    LeafEntry,
+    MessageEntry,
+    ModelChangeEntry,
+    ToolResultEntry,
+    UnknownEntry,
+)
 from agentsh.session.log import LoadProblem
+
+# The entry types that are always tree nodes (a type test is cheaper than the property).
+_NODE_TYPES = frozenset(
+    {MessageEntry, ToolResultEntry, CompactionEntry, BranchSummaryEntry, ModelChangeEntry}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,11 +141,12 @@ class SessionTree:
         children = tree.children
         annotations = tree._annotation_ids
         leaf: str | None = None
+        node_types = _NODE_TYPES
         for entry in entries:
             entry_id = entry.id
             if entry_id in nodes or entry_id in annotations:
                 return None
-            if entry.is_node:
+            if type(entry) in node_types or (type(entry) is UnknownEntry and entry.is_node):
                 parent = entry.parent_id
                 if parent is not None and parent not in nodes:
                     return None

@@ -102,3 +102,17 @@ def test_children_listed_before_their_parent_still_load() -> None:
     # Another writer (or a hand edit) may not keep parents first: the careful path handles it.
     tree, problems = SessionTree.build([msg("b", "a"), msg("a", None), leaf("l", "b")])
     assert problems == [] and tree.path_ids() == ["a", "b"]
+
+
+def test_the_fast_node_type_table_agrees_with_is_node() -> None:
+    # The one-pass loader decides "node or annotation" by type; a new entry type must be
+    # classified the same way the is_node property does.
+    from agentsh.session import entries
+    from agentsh.session import tree as tree_module
+
+    for cls in entries.Entry.__subclasses__():
+        # (slots=True leaves the pre-slots copy of each class among the subclasses)
+        if cls is entries.UnknownEntry or getattr(entries, cls.__name__) is not cls:
+            continue
+        is_annotation = cls.is_node is not entries.Entry.is_node
+        assert (cls in tree_module._NODE_TYPES) is not is_annotation, cls.__name__
