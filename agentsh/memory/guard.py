@@ -1252,12 +1252,16 @@ FENCE_NOTE = (
 )
 
 # A fence tag in any case or spacing: "< / Memory_Context >", "</memory context", ...
-_FENCE_TAG = re.compile(r"<\s*/?\s*memory[\s_-]*context\b[^<>\n]{0,200}>?", re.IGNORECASE)
+# Attributes count only when a ">" closes the tag; an unclosed "</memory-context" is cut alone.
+_FENCE_TAG = re.compile(
+    r"<\s*/?\s*memory[\s_-]*context\b(?:[^<>\n]{0,200}>)?", re.IGNORECASE
+)
 # A line carrying this (normalised) start of the note is a copy of it, whole or partial.
 _NOTE_MARKER = " ".join(normalize(FENCE_NOTE).split())[:32]
 _MAX_STRIP_PASSES = 16
 # A tag that survives every pass has its "<" swapped for this look-alike, which NFKC keeps.
 _NEUTRAL_ANGLE = "‹"
+_ANGLES = re.compile("[<\uff1c\ufe64]")  # "<", fullwidth and small forms (NFKC "<")
 
 
 def fence_recalled(text: str) -> str:
@@ -1279,13 +1283,10 @@ def _strip_fence(text: str) -> str:
             break
         text = _cut(text, spans)
     else:
-        # Tags nested deeper than the passes allow: neutralise the rest in place, which cannot
-        # create a new tag since nothing moves.
-        spans = _fence_tag_spans(text)
-        chars = list(text)
-        for start, _end in spans:
-            chars[start] = _NEUTRAL_ANGLE
-        text = "".join(chars)
+        if _fence_tag_spans(text):
+            # Tags nested deeper than the passes allow (only an attack does that): every "<"
+            # and its compatibility forms become a look-alike, so no tag can exist at all.
+            text = _ANGLES.sub(_NEUTRAL_ANGLE, text)
     if _NOTE_MARKER in " ".join(normalize(text).split()):
         lines = text.split("\n")
         text = "\n".join(
