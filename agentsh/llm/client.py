@@ -73,6 +73,7 @@ class LLMError(Exception):
         return f"LLMError({self.kind.value!r}, {self.message!r}, status={self.status})"
 
 
+NO_KEY = "agentsh-no-key"  # sent to a custom OpenAI-compatible api_base when no key is set
 _RETRYABLE = frozenset({ErrorKind.RATE_LIMIT, ErrorKind.SERVER, ErrorKind.NETWORK})
 
 # ---------------------------------------------------------------------------------------------
@@ -128,6 +129,13 @@ _OVERFLOW_PATTERNS = re.compile(
     ),
     re.IGNORECASE,
 )
+# litellm and the provider SDKs refuse to send a request without a key; say which variable.
+_MISSING_KEY = re.compile(
+    r"missing (credentials|[\w ]{0,20}api[ _]key)|api_key client option must be set"
+    r"|no (api )?key is set|api[ _]key (is )?(not (found|set)|required)",
+    re.IGNORECASE,
+)
+_NO_PROVIDER = "LLM Provider NOT provided"
 _NETWORK_CLASSES = frozenset(
     {
         "APIConnectionError",
@@ -210,7 +218,8 @@ def parse_retry_after(headers: dict[str, str], now: float | None = None) -> floa
 def _detail(exc: BaseException, secrets: Sequence[str]) -> str:
     """The provider's own words, without litellm's class-name prefixes, short, scrubbed."""
     text = str(getattr(exc, "message", "") or exc) or type(exc).__name__
-    text = text.split("\nReceived Model Group=")[0]
+    for marker in ("\nReceived Model Group=", "Traceback (most recent call last)"):
+        text = text.split(marker)[0]
     previous = None
     while previous != text:
         previous = text
@@ -246,6 +255,20 @@ def classify(exc: BaseException, ctx: _CallContext, *, mid_stream: bool = False)
     def error(kind: ErrorKind, message: str) -> LLMError:
         return LLMError(kind, scrub(message, ctx.secrets), status, retry_after)
 
+    if _NO_PROVIDER in detail:
+        return LLMError(
+            ErrorKind.BAD_REQUEST,
+            f"agentsh cannot tell which provider serves '{ctx.model}'. Write the model as "
+            "provider/name, e.g. openai/gpt-4.1, anthropic/claude-sonnet-4-6 or "
+            "ollama_chat/qwen2.5-coder.",
+        )
+    if _MISSING_KEY.search(detail) and status in (None, 400, 401, 500):
+        var = key_var or "the API key variable of this provider"
+        return LLMError(
+            ErrorKind.AUTH,
+            f"No API key is set for {ctx.model}. Set {var} in the environment, or choose "
+            "another model with -m.",
+        )
     if "ContextWindowExceededError" in names or status == 413:
         return error(
             ErrorKind.CONTEXT_OVERFLOW,
@@ -502,9 +525,8 @@ class LLMClient:
                     if response is not None:
                         with contextlib.suppress(Exception):
                             await response.aclose()
-            except (asyncio.CancelledError, GeneratorExit):
-                raise
             except Exception as exc:  # noqa: BLE001 - litellm raises many unrelated types
+                # (Cancellation and generator close are BaseExceptions: they pass untouched.)
                 error = classify(exc, ctx, mid_stream=assembler.started)
                 if assembler.started:
                     raise error from None
@@ -600,6 +622,10 @@ class LLMClient:
             kwargs["api_base"] = base
         if self._api_key and base == self.api_base:
             kwargs["api_key"] = self._api_key
+        elif base and provider_of(model) == "openai" and not os.environ.get("OPENAI_API_KEY"):
+            # Local OpenAI-compatible servers (vLLM, llama.cpp, LM Studio) need no key, but the
+            # SDK refuses to send a request without one. A server that does want one says 401.
+            kwargs["api_key"] = NO_KEY
         return kwargs
 
     def _retry_delay(self, error: LLMError, attempt: int) -> float | None:

@@ -54,7 +54,7 @@ def make_llm_client(
     server: ScriptedServer,
     *,
     sleep: Callable[[float], Awaitable[Any]] | None = None,
-    api_key: str = FAKE_KEY,
+    api_key: str | None = FAKE_KEY,
     model: str = TEST_MODEL,
     **settings: Any,
 ) -> LLMClient:

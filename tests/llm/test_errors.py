@@ -186,3 +186,37 @@ def test_the_client_repr_never_shows_the_key() -> None:
 
     assert FAKE_KEY not in repr(client)
     assert FAKE_KEY not in str(client)
+
+
+@pytest.mark.asyncio
+async def test_a_missing_key_names_the_variable_to_set(fake_sleep: FakeSleep) -> None:
+    client = LLMClient("anthropic/claude-sonnet-4-6", settings=ModelSettings(), sleep=fake_sleep)
+
+    error = await fail(client)
+
+    assert error.kind == ErrorKind.AUTH
+    assert error.message.startswith("No API key is set for anthropic/claude-sonnet-4-6.")
+    assert "Set ANTHROPIC_API_KEY" in error.message
+    assert fake_sleep.delays == []
+
+
+@pytest.mark.asyncio
+async def test_a_model_without_a_provider_says_how_to_write_one(fake_sleep: FakeSleep) -> None:
+    client = LLMClient("mystery-model", settings=ModelSettings(), sleep=fake_sleep)
+
+    error = await fail(client)
+
+    assert error.kind == ErrorKind.BAD_REQUEST
+    assert "cannot tell which provider serves 'mystery-model'" in error.message
+
+
+@pytest.mark.asyncio
+async def test_a_local_openai_compatible_server_needs_no_key(
+    scripted_server: ScriptedServer, llm_client_factory: Callable[..., LLMClient]
+) -> None:
+    scripted_server.script("served without a key")
+
+    done = await llm_client_factory(api_key=None).complete(USER)
+
+    assert done.text == "served without a key"
+    assert scripted_server.requests[0].headers["authorization"] == "Bearer agentsh-no-key"
