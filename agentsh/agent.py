@@ -14,6 +14,7 @@ never ran get a result saying so, so the log never holds an orphan tool call.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -33,9 +34,7 @@ from agentsh.events import (
     NoticeLevel,
     StatusChanged,
     TextDelta,
-    ThinkingDelta,
     Tier,
-    ToolCallDelta,
     ToolFinished,
     ToolStarted,
     TurnEnded,
@@ -44,7 +43,7 @@ from agentsh.events import (
     UsageReported,
 )
 from agentsh.llm.client import Completion, LLMClient, LLMError
-from agentsh.llm.models import NO_MODEL_HELP, get_model_info
+from agentsh.llm.models import NO_MODEL_HELP, model_info
 from agentsh.memory.curated import CuratedMemory
 from agentsh.prompt import SystemPrompt
 from agentsh.session.entries import (
@@ -64,6 +63,12 @@ from agentsh.tools.memory import MemoryTool
 DEFAULT_MAX_STEPS = 200
 
 _DONE = object()
+
+MEMORY_FLUSH_PROMPT = (
+    "The conversation above is about to be summarized and its details will leave your context. "
+    "If anything in it is worth keeping for future sessions (project facts, commands, "
+    "decisions, the user's preferences), save it now with the memory tool. Reply briefly."
+)
 
 
 class AgentBusy(RuntimeError):
@@ -158,12 +163,13 @@ class Agent:
     def set_model(self, model: str, api_base: str | None = None) -> None:
         settings = self.env.settings.model
         self.llm = LLMClient(model, settings=settings, api_base=api_base or _api_base(self.env))
-        self._window = get_model_info(model, settings).window
+        self._window = model_info(model, settings).window
         self.context.set_model(model, self._window)
         if self.session.leaf_id is not None:
             self.session.append(
-                ModelChangeEntry(id=self.session.new_id(), parent_id=self.session.leaf_id,
-                                 model=model)
+                ModelChangeEntry(
+                    id=self.session.new_id(), parent_id=self.session.leaf_id, model=model
+                )
             )
 
     def switch_session(self, session: Session, *, fresh_prompt: bool = True) -> None:
@@ -209,7 +215,7 @@ class Agent:
         self._emit(event)
 
     def _new_context(self, session: Session, window: int) -> ContextManager:
-        return ContextManager(
+        context = ContextManager(
             session,
             self.env.settings,
             self.env.user,
@@ -219,6 +225,8 @@ class Agent:
             emit=self._emit_event,
             on_summary_written=self._on_summary_written,
         )
+        context.note_prompt(self.prompt.render(), self.tools.schemas())
+        return context
 
     # -- one turn ---------------------------------------------------------------------------
 
@@ -266,6 +274,8 @@ class Agent:
         for _step in range(self.max_steps):
             system = self.prompt.render()
             schemas = self.tools.schemas()
+            if self.context.needs_memory_flush():
+                await self._memory_flush(system)
             messages = await self.context.prepare(system, schemas)
             try:
                 completion = await self._stream(messages, schemas, state)
@@ -338,14 +348,15 @@ class Agent:
         state.streaming = True
         completion: Completion | None = None
         max_tokens = self.env.settings.model.max_output_tokens or None
-        async for item in self.llm.stream(messages, schemas or None, max_tokens=max_tokens):
-            if isinstance(item, Completion):
-                completion = item
-            elif isinstance(item, TextDelta):
-                state.text += item.text
-                emit(item)
-            elif isinstance(item, ThinkingDelta | ToolCallDelta) or isinstance(item, Event):
-                emit(item)
+        stream = self.llm.stream(messages, schemas or None, max_tokens=max_tokens)
+        async with contextlib.aclosing(stream):  # a cancel closes the HTTP stream at once
+            async for item in stream:
+                if isinstance(item, Completion):
+                    completion = item
+                else:
+                    if isinstance(item, TextDelta):
+                        state.text += item.text
+                    emit(item)
         state.streaming = False
         if completion is None:  # pragma: no cover - the client always ends with a Completion
             raise LLMError(ErrorKind.OTHER, "The provider ended the reply without finishing it.")
@@ -355,16 +366,7 @@ class Agent:
         emit = self._emit_event
         tool = self.tools.get(call.name)
         arguments = _parse_arguments(call.arguments)
-        ctx = ToolContext(
-            project=self.env.project,
-            user=self.env.user,
-            settings=self.env.settings,
-            cwd=self.cwd,
-            call_id=call.id,
-            emit=emit,
-            cancelled=self._tool_cancel,
-            session_id=self.session.id,
-        )
+        ctx = self._tool_context(call.id)
         params: Any = None
         problem = ""
         if tool is None:
@@ -378,8 +380,11 @@ class Agent:
             except ToolArgumentError as exc:
                 problem = f"Invalid arguments for {call.name}: {exc}"
         summary = tool.summary(params) if tool is not None and not problem else call.name
-        emit(ToolStarted(call.id, call.name, arguments if isinstance(arguments, dict) else {},
-                         summary))
+        emit(
+            ToolStarted(
+                call.id, call.name, arguments if isinstance(arguments, dict) else {}, summary
+            )
+        )
         if problem or tool is None:
             result = ToolResult(problem, is_error=True)
         else:
@@ -404,6 +409,18 @@ class Agent:
                 diff=str(result.details.get("diff", "")),
                 full_output_path=str(result.details.get("full_output_path", "")),
             )
+        )
+
+    def _tool_context(self, call_id: str) -> ToolContext:
+        return ToolContext(
+            project=self.env.project,
+            user=self.env.user,
+            settings=self.env.settings,
+            cwd=self.cwd,
+            call_id=call_id,
+            emit=self._emit_event,
+            cancelled=self._tool_cancel,
+            session_id=self.session.id,
         )
 
     async def _authorized_run(self, tool: Tool, params: Any, ctx: ToolContext) -> ToolResult:
@@ -468,6 +485,43 @@ class Agent:
 
     # -- compaction -------------------------------------------------------------------------
 
+    async def _memory_flush(self, system: str) -> None:
+        """Before a Summarize, one extra model turn with only the memory tool (opt-in), so what
+        matters can be saved before the details leave the context. The exchange itself is not
+        logged: only the memory writes it makes last."""
+        self.context.mark_memory_flushed()
+        assert self.llm is not None
+        messages = await self.context.prepare(system, [])
+        messages.append({"role": "user", "content": MEMORY_FLUSH_PROMPT})
+        self._emit_event(
+            Notice(NoticeLevel.INFO, "Saving to memory before the context is summarized")
+        )
+        completion: Completion | None = None
+        try:
+            stream = self.llm.stream(messages, [self.memory_tool.schema()], max_tokens=1024)
+            async with contextlib.aclosing(stream):
+                async for item in stream:
+                    if isinstance(item, Completion):
+                        completion = item
+        except LLMError as err:
+            self._emit_event(Notice(NoticeLevel.WARNING, f"Memory save skipped: {err.message}"))
+            return
+        if completion is None:
+            return
+        for call in completion.tool_calls:
+            if call.name != self.memory_tool.name:
+                continue
+            arguments = _parse_arguments(call.arguments)
+            if isinstance(arguments, str):
+                continue
+            try:
+                params = self.memory_tool.parse(arguments)
+            except ToolArgumentError:
+                continue
+            ctx = self._tool_context(call.id)
+            result = await self.memory_tool.run(params, ctx)
+            self._emit_event(Notice(NoticeLevel.INFO, f"memory: {result.content.splitlines()[0]}"))
+
     async def _manual_compaction(self, tier: Tier | None) -> None:
         try:
             await self.context.compact(tier, manual=True)
@@ -488,7 +542,10 @@ def _parse_arguments(raw: str) -> dict[str, Any] | str:
     try:
         value = json.loads(raw or "{}")
     except json.JSONDecodeError as exc:
-        return f"The tool arguments were not valid JSON ({exc.msg} at position {exc.pos}); resend the call with a JSON object."
+        return (
+            f"The tool arguments were not valid JSON ({exc.msg} at position {exc.pos}); "
+            "resend the call with a JSON object."
+        )
     if isinstance(value, dict) and "_invalid_arguments" in value and len(value) == 1:
         return "The tool arguments were not a valid JSON object; resend the call."
     if not isinstance(value, dict):
@@ -517,13 +574,12 @@ def build_agent(
 
     cwd = cwd or Path.cwd()
     settings = env.settings
-    chosen = model or (choose_model(settings, os.environ) or None)
-    model_name = chosen if isinstance(chosen, str) else (chosen.model if chosen else None)
-    base = api_base or _api_base(env)
-    if chosen is not None and not isinstance(chosen, str) and not base:
-        base = chosen.api_base or None
-    llm = LLMClient(model_name, settings=settings.model, api_base=base) if model_name else None
-    window = get_model_info(model_name, settings.model).window if model_name else 128_000
+    choice = choose_model(settings.model, os.environ, cli_model=model, cli_api_base=api_base)
+    llm: LLMClient | None = None
+    window = 128_000
+    if choice is not None:
+        llm = LLMClient(choice.model, settings=settings.model, api_base=choice.api_base)
+        window = model_info(choice.model, settings.model).window
 
     memory = CuratedMemory(env.project, env.user, settings.memory)
     memory_tool = MemoryTool(memory, settings.memory)

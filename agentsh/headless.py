@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,17 +61,16 @@ def main(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from exc
     except LookupError as exc:  # unknown or ambiguous id prefix from the catalog
         raise CliError(str(exc.args[0] if exc.args else exc)) from exc
-    for problem in session.problems:
-        print(f"agentsh: warning: {session.path}: {problem}", file=sys.stderr)
+    for load_problem in session.problems:
+        print(f"agentsh: warning: {session.path}: {load_problem}", file=sys.stderr)
 
     from agentsh.agent import build_agent  # heavy: imports litellm
 
-    model = args.model or os.environ.get("AGENTSH_MODEL") or env.settings.model.name or None
     approval = ApprovalMode(args.approve) if args.approve else None
     agent = build_agent(
         env,
         session,
-        model=model,
+        model=args.model,
         api_base=args.api_base,
         approval=approval,
         interactive=False,

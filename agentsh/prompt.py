@@ -55,9 +55,7 @@ class ProjectInstructions:
     notices: list[str] = field(default_factory=list)  # told to the user once
 
 
-def load_project_instructions(
-    project_root: Path, cwd: Path, max_bytes: int
-) -> ProjectInstructions:
+def load_project_instructions(project_root: Path, cwd: Path, max_bytes: int) -> ProjectInstructions:
     """AGENTS.md (else CLAUDE.md) in each folder from the project root down to ``cwd``."""
     result = ProjectInstructions()
     root = project_root.resolve()

@@ -1,0 +1,186 @@
+"""The turn loop in-process: cancel, approvals, overflow retry, events and entries in step."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from agentsh.agent import Agent, build_agent
+from agentsh.config import ApprovalMode, Environment, load_environment
+from agentsh.events import (
+    ApprovalDecision,
+    ApprovalRequest,
+    AssistantMessage,
+    CompactionFinished,
+    Event,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnEnded,
+    TurnOutcome,
+    TurnStarted,
+)
+from agentsh.session.entries import CompactionEntry, MessageEntry, Role, StopReason, ToolResultEntry
+from agentsh.session.session import Session
+from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
+from tests.fakes.server import Reply, ScriptedServer, overflow_error, text, tool_call
+
+AgentFactory = Callable[..., Agent]
+
+
+@pytest.fixture
+def make_agent(
+    scripted_server: ScriptedServer, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> AgentFactory:
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    created: list[Agent] = []
+
+    def factory(approval: ApprovalMode = ApprovalMode.ALL, session: Session | None = None) -> Agent:
+        env = load_environment(project)
+        fast = dataclasses.replace(
+            env.settings.model, retry_base_delay_s=0.01, retry_max_delay_s=0.05
+        )
+        env = Environment(
+            env.user,
+            env.project,
+            dataclasses.replace(env.config, settings=dataclasses.replace(env.settings, model=fast)),
+        )
+        session = session or Session.create(env.user.project_sessions_dir(project), project)
+        agent = build_agent(
+            env,
+            session,
+            model=TEST_MODEL,
+            api_base=scripted_server.base_url,
+            approval=approval,
+            interactive=True,
+            cwd=project,
+        )
+        created.append(agent)
+        return agent
+
+    yield factory  # type: ignore[misc]
+    for agent in created:
+        agent.close()
+
+
+async def collect(events: AsyncIterator[Event]) -> list[Event]:
+    return [event async for event in events]
+
+
+@pytest.mark.asyncio
+async def test_events_follow_the_log(
+    make_agent: AgentFactory, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.script(tool_call("ls", {"path": "."}), text("done listing"))
+    agent = make_agent()
+    events = await collect(agent.run("list files"))
+    kinds = [type(e).__name__ for e in events]
+    assert kinds[0] == "TurnStarted" and kinds[-1] == "TurnEnded"
+    started = next(e for e in events if isinstance(e, ToolStarted))
+    finished = next(e for e in events if isinstance(e, ToolFinished))
+    assert started.call_id == finished.call_id and started.summary.startswith("ls")
+    # Every entry an event names is already in the log.
+    ids = {e.entry_id for e in events if isinstance(e, AssistantMessage | ToolFinished)}
+    ids |= {e.user_entry_id for e in events if isinstance(e, TurnStarted)}
+    assert ids <= set(agent.session.tree.nodes)
+    end = events[-1]
+    assert isinstance(end, TurnEnded) and end.outcome is TurnOutcome.DONE
+    assert end.text == "done listing"
+
+
+@pytest.mark.asyncio
+async def test_cancel_mid_stream_keeps_the_text_and_marks_the_turn_aborted(
+    make_agent: AgentFactory, scripted_server: ScriptedServer
+) -> None:
+    long_text = " ".join(f"word{i}" for i in range(400))
+    scripted_server.script(Reply(text=long_text, delay_s=0.02))
+    agent = make_agent()
+    events: list[Event] = []
+    async for event in agent.run("talk a lot"):
+        events.append(event)
+        if sum(isinstance(e, TextDelta) for e in events) == 3:
+            agent.cancel()
+    end = events[-1]
+    assert isinstance(end, TurnEnded) and end.outcome is TurnOutcome.ABORTED
+    last = agent.session.current_path()[-1]
+    assert isinstance(last, MessageEntry) and last.stop_reason is StopReason.ABORTED
+    received = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert last.content == received and 0 < len(received) < len(long_text)
+    assert scripted_server.wait_for_disconnect(5.0)
+    # The abort is durable: a reload sees it.
+    agent.session.close()
+    reloaded = Session.open(agent.session.path, lock=False)  # type: ignore[arg-type]
+    assert reloaded.current_path()[-1].id == last.id
+
+
+@pytest.mark.asyncio
+async def test_cancel_during_a_tool_stops_it_and_leaves_no_orphan_call(
+    make_agent: AgentFactory, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.script(tool_call("bash", {"command": "sleep 30"}), text("never asked"))
+    agent = make_agent()
+    events: list[Event] = []
+    began = time.monotonic()
+    async for event in agent.run("wait"):
+        events.append(event)
+        if isinstance(event, ToolStarted):
+            asyncio.get_running_loop().call_later(0.3, agent.cancel)
+    assert time.monotonic() - began < 10
+    end = events[-1]
+    assert isinstance(end, TurnEnded) and end.outcome is TurnOutcome.ABORTED
+    results = [e for e in agent.session.current_path() if isinstance(e, ToolResultEntry)]
+    assert len(results) == 1
+    assert len(scripted_server.requests) == 1  # no model call after the cancel
+
+
+@pytest.mark.asyncio
+async def test_approval_denied_then_granted(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, project: Path
+) -> None:
+    scripted_server.script(
+        tool_call("write", {"path": "a.txt", "content": "A"}),
+        text("it was denied"),
+        tool_call("write", {"path": "b.txt", "content": "B"}),
+        text("written"),
+    )
+    agent = make_agent(ApprovalMode.ASK)
+
+    async def answer(prompt: str, decision: ApprovalDecision) -> list[Event]:
+        seen: list[Event] = []
+        async for event in agent.run(prompt):
+            seen.append(event)
+            if isinstance(event, ApprovalRequest):
+                event.decision.set_result(decision)
+        return seen
+
+    denied = await answer("write a", ApprovalDecision.DENY)
+    assert any(isinstance(e, ApprovalRequest) for e in denied)
+    assert not (project / "a.txt").exists()
+    finished = next(e for e in denied if isinstance(e, ToolFinished))
+    assert finished.is_error
+    granted = await answer("write b", ApprovalDecision.ALLOW_ONCE)
+    assert (project / "b.txt").read_text() == "B"
+    assert isinstance(granted[-1], TurnEnded) and granted[-1].text == "written"
+
+
+@pytest.mark.asyncio
+async def test_context_overflow_compacts_once_and_retries(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, project: Path, agentsh_home: Path
+) -> None:
+    session = Session.create(None, project)
+    for i in range(14):
+        session.append_message(Role.USER, f"question {i} " + "x" * 400)
+        session.append_message(Role.ASSISTANT, f"answer {i} " + "y" * 400)
+    agent = make_agent(session=session)
+    scripted_server.script(overflow_error(), text("fits now"))
+    events = await collect(agent.run("one more"))
+    assert any(isinstance(e, CompactionFinished) for e in events)
+    end = events[-1]
+    assert isinstance(end, TurnEnded) and end.text == "fits now", events
+    assert any(isinstance(e, CompactionEntry) for e in agent.session.current_path())
+    assert len(scripted_server.requests[1].messages) < len(scripted_server.requests[0].messages)

@@ -1,0 +1,194 @@
+"""``agentsh -p`` end to end: a real subprocess, the real litellm client, the scripted server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agentsh.session.entries import MessageEntry, StopReason, ToolResultEntry
+from agentsh.session.session import Session
+from tests.agent.conftest import AgentshRunner, session_files
+from tests.fakes.fixtures import FAKE_KEY
+from tests.fakes.server import ErrorReply, ScriptedServer, text, tool_call
+
+
+def test_write_then_bash_then_answer_lands_on_one_path(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, project: Path, agentsh_home: Path
+) -> None:
+    scripted_server.script(
+        tool_call("write", {"path": "hello.txt", "content": "hello from agentsh\n"}),
+        tool_call("bash", {"command": "cat hello.txt"}),
+        text("The file says hello from agentsh."),
+    )
+    run = run_agentsh("-p", "create hello.txt and read it back", "--approve", "all")
+    assert run.code == 0, run.stderr
+    assert run.stdout.strip() == "The file says hello from agentsh."
+    assert (project / "hello.txt").read_text() == "hello from agentsh\n"
+    # The bash result (the file's content) went back to the model.
+    third = scripted_server.requests[2].messages
+    assert any(m["role"] == "tool" and "hello from agentsh" in str(m["content"]) for m in third)
+
+    (path,) = session_files(agentsh_home)
+    session = Session.open(path, lock=False)
+    kinds = [
+        (e.role.value if isinstance(e, MessageEntry) else "toolResult")
+        for e in session.current_path()
+    ]
+    assert kinds == ["user", "assistant", "toolResult", "assistant", "toolResult", "assistant"]
+    assert session.problems == []
+
+
+def test_continue_extends_the_same_session(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, agentsh_home: Path
+) -> None:
+    scripted_server.script(text("first answer"), text("second answer"))
+    assert run_agentsh("-p", "first question").code == 0
+    run = run_agentsh("-c", "-p", "second question")
+    assert run.code == 0, run.stderr
+    assert run.stdout.strip() == "second answer"
+    (path,) = session_files(agentsh_home)
+    path_texts = [
+        e.content
+        for e in Session.open(path, lock=False).current_path()
+        if isinstance(e, MessageEntry)
+    ]
+    assert path_texts == ["first question", "first answer", "second question", "second answer"]
+    # The second request carried the whole first exchange.
+    contents = [m["content"] for m in scripted_server.requests[1].messages]
+    assert "first question" in contents and "first answer" in contents
+
+
+def test_rate_limit_then_server_error_then_success_is_retried(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.script(
+        ErrorReply(429, "slow down", retry_after="0"),
+        ErrorReply(500, "boom"),
+        text("made it"),
+    )
+    run = run_agentsh("-p", "hello")
+    assert run.code == 0, run.stderr
+    assert run.stdout.strip() == "made it"
+    assert len(scripted_server.requests) == 3
+    assert "retrying" in run.stderr
+
+
+def test_auth_error_exits_non_zero_without_leaking_the_key(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, agentsh_home: Path
+) -> None:
+    scripted_server.script(ErrorReply(401, f"Incorrect API key provided: {FAKE_KEY}"))
+    run = run_agentsh("-p", "hello")
+    assert run.code == 1
+    assert run.stderr.strip(), "a one-line reason is printed"
+    assert "Traceback" not in run.stderr
+    assert FAKE_KEY not in run.stderr + run.stdout
+    assert "key" in run.stderr.lower()
+    (path,) = session_files(agentsh_home)
+    assert FAKE_KEY not in path.read_text()
+    session = Session.open(path, lock=False)  # still loadable
+    assert session.problems == []
+    last = session.current_path()[-1]
+    assert isinstance(last, MessageEntry) and last.stop_reason is StopReason.ERROR
+
+
+def test_orphan_tool_call_in_a_hand_made_session_is_never_sent(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    path = tmp_path / "crashed.jsonl"
+    lines = [
+        {
+            "type": "session",
+            "version": 1,
+            "id": "s-1",
+            "timestamp": "2026-01-01T00:00:00Z",
+            "cwd": str(tmp_path),
+        },
+        {
+            "type": "message",
+            "id": "u1",
+            "parentId": None,
+            "timestamp": "t",
+            "role": "user",
+            "content": "run the tests",
+        },
+        {
+            "type": "message",
+            "id": "a1",
+            "parentId": "u1",
+            "timestamp": "t",
+            "role": "assistant",
+            "content": "",
+            "toolCalls": [{"id": "call_9", "name": "bash", "arguments": '{"command": "pytest"}'}],
+        },
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    scripted_server.script(text("ok"))
+    run = run_agentsh("--session", str(path), "-p", "what happened?")
+    assert run.code == 0, run.stderr
+    sent = scripted_server.requests[0].messages
+    call_ids = {c["id"] for m in sent for c in m.get("tool_calls") or []}
+    result_ids = {m["tool_call_id"] for m in sent if m["role"] == "tool"}
+    assert call_ids == result_ids == {"call_9"}
+
+
+def test_ask_mode_denies_in_headless_and_tells_the_model_why(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, project: Path
+) -> None:
+    scripted_server.script(tool_call("bash", {"command": "touch made.txt"}), text("denied, ok"))
+    run = run_agentsh("-p", "make a file")
+    assert run.code == 0, run.stderr
+    assert not (project / "made.txt").exists()
+    results = [m for m in scripted_server.requests[1].messages if m["role"] == "tool"]
+    assert "--approve" in results[0]["content"]
+
+
+def test_json_and_stream_json_output(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.script(text("one"), text("two"))
+    run = run_agentsh("-p", "hi", "--output-format", "json")
+    assert run.code == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert result["answer"] == "one" and result["outcome"] == "done"
+    assert result["session_id"] and result["usage"]["input_tokens"] > 0
+
+    run = run_agentsh("-p", "hi", "--output-format", "stream-json")
+    events = [json.loads(line) for line in run.stdout.splitlines()]
+    types = [e["type"] for e in events]
+    assert types[0] == "turn_started" and "text_delta" in types
+    assert types[-2:] == ["turn_ended", "result"]
+    assert "".join(e["text"] for e in events if e["type"] == "text_delta") == "two"
+
+
+def test_no_model_configured_explains_how_to_configure_one(
+    project: Path, agentsh_home: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    done = subprocess.run(
+        [sys.executable, "-m", "agentsh", "-p", "hi"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "no model is configured" in done.stderr
+    assert "OPENAI_API_KEY" in done.stderr or "ANTHROPIC_API_KEY" in done.stderr
+
+
+def test_tool_result_entries_carry_their_call(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, agentsh_home: Path
+) -> None:
+    scripted_server.script(tool_call("ls", {"path": "."}, id="call_ls"), text("listed"))
+    assert run_agentsh("-p", "list").code == 0
+    (path,) = session_files(agentsh_home)
+    results = [
+        e for e in Session.open(path, lock=False).current_path() if isinstance(e, ToolResultEntry)
+    ]
+    assert [r.tool_call_id for r in results] == ["call_ls"]
+    assert not results[0].is_error
