@@ -90,19 +90,30 @@ def best_of(rounds: int, run: Callable[[], object]) -> float:
     return best
 
 
+def _fit(unit: str, tail: str = "") -> str:
+    """``unit`` repeated to fill one 64 KiB window, then ``tail``."""
+    return unit * ((WINDOW - len(tail)) // len(unit)) + tail
+
+
+# Each holds every word its pattern needs, so the pattern really runs; none is a match.
 ADVERSARIAL: dict[str, str] = {
-    "repeated 'ignore '": "ignore " * (WINDOW // 7),
-    "near misses 'ignore all previous '": "ignore all previous " * (WINDOW // 20),
-    "filler words after 'ignore'": "ignore " + "word " * (WINDOW // 5 - 2),
-    "punctuation run after 'ignore'": "ignore" + "!" * (WINDOW - 6),
-    "repeated 'curl $'": "curl $" * (WINDOW // 6),
-    "repeated 'cat .env '": "cat .env " * (WINDOW // 9),
-    "repeated '<!--'": "<!--" * (WINDOW // 4),
-    "repeated 'you are now '": "you are now " * (WINDOW // 12),
-    "repeated 'send the secrets to https:// '": "send the secrets to https:// " * (WINDOW // 29),
-    "repeated 'token='": "token='a" * (WINDOW // 8),
+    "repeated 'ignore '": _fit("ignore "),
+    "near misses 'ignore all the ' ... 'rules'": _fit("ignore all the ", "rules"),
+    "64 KiB of filler words after 'ignore'": "ignore" + _fit(" word", " instructions"),
+    "punctuation run after 'ignore'": "ignore" + "!" * (WINDOW - 16) + " the rules",
+    "repeated 'you are now ' ... 'ai'": _fit("you are now ", "ai"),
+    "repeated 'system ' ... 'prompt new'": _fit("system ", "prompt new"),
+    "repeated 'do not tell the ' ... 'user to'": _fit("do not tell the ", "user to"),
+    "repeated 'curl $'": _fit("curl $"),
+    "repeated 'curl -d @'": _fit("curl -d @"),
+    "repeated '| curl '": _fit("| curl "),
+    "repeated 'cat .env '": _fit("cat .env "),
+    "repeated '<!--'": _fit("<!--"),
+    "repeated 'send the keys to a b c d e https://x '": _fit(
+        "send the keys to a b c d e https://x "
+    ),
+    'repeated "token=\'a"': _fit("token='a"),
     "one 64 KiB word after 'api_key='": "api_key=" + "a" * (WINDOW - 8),
-    "repeated '<memory-context>'": "<memory-context>" * (WINDOW // 16),
 }
 
 
@@ -114,7 +125,13 @@ def main() -> None:
         seconds = best_of(3, lambda raw=raw: scan(raw, Scope.MEMORY_WRITE))
         print(f"adversarial {label}: {seconds * 1000:.1f} ms")
     cjk_text = (_CJK * (TOTAL // len(_CJK.encode()) + 1)).encode()[:TOTAL].decode("utf-8", "ignore")
-    for label, variant in (("cjk_only", cjk_text), ("dense_notes", mixed_text(notes_every=1))):
+    ascii_text = mixed_text().encode("ascii", "ignore").decode("ascii")
+    variants = (
+        ("ascii_only", ascii_text),
+        ("cjk_only", cjk_text),
+        ("dense_notes", mixed_text(notes_every=1)),
+    )
+    for label, variant in variants:
         chunks = windows(variant)
         took = best_of(ROUNDS, lambda chunks=chunks: [scan(w, Scope.MEMORY_WRITE) for w in chunks])
         print(f"guard_throughput_{label}: {TOTAL / took / 1e6:.1f} MB/s")

@@ -139,23 +139,30 @@ def _forms(*verbs: str) -> str:
     return " ".join(out)
 
 
+class _Mode(StrEnum):
+    AT = "at"  # the match starts at the anchor
+    WINDOW = "window"  # the match is around the anchor: searched in merged windows
+    LINE = "line"  # the match starts at the start of the anchor's line
+
+
 @dataclass(frozen=True, slots=True)
 class _Rx:
     """A regex tried only around the places where one of its anchors occurs.
 
-    ``needs`` are word groups the text must contain before anything else is done. Without
-    ``before`` the match starts at the anchor (``regex.match`` right there). With ``before``
-    the anchor is a rare word inside the phrase ("new system prompt" is anchored on "system"):
-    ``before + pattern`` is searched in windows from ``window`` characters before each anchor
-    to ``after`` characters past it, overlapping windows merged. With ``word_start`` an anchor
-    counts only at the start of a word ("now" but not "know"); with ``whole_words`` anchors
-    are whole words, skipped at once when the word set lacks them.
+    ``needs`` are word groups the text must contain before anything else is done. Then, by
+    ``mode``: AT matches right at each anchor. WINDOW is for a phrase anchored on a rare word
+    in its middle ("new system prompt" on "system"): the regex is searched from ``window``
+    characters before each anchor to ``after`` characters past it, overlapping windows merged,
+    so dense anchors never make a character be read twice. LINE matches at the start of each
+    anchor's line, once per line. With ``word_start`` an anchor counts only at the start of a
+    word ("now" but not "know"); with ``whole_words`` anchors are whole words, skipped at once
+    when the word set lacks them.
     """
 
     anchors: tuple[str, ...]
     regex: re.Pattern[str]
     needs: tuple[frozenset[str], ...]
-    windowed: bool
+    mode: _Mode
     window: int
     after: int
     word_start: bool
@@ -183,13 +190,26 @@ class _Rx:
         if not positions:
             return
         text = doc.text
-        if not self.windowed:
-            match = self.regex.match
-            for pos in positions:
-                found = match(text, pos)
-                if found is not None:
-                    yield found.span()
-            return
+        match self.mode:
+            case _Mode.AT:
+                for pos in positions:
+                    found = self.regex.match(text, pos)
+                    if found is not None:
+                        yield found.span()
+            case _Mode.LINE:
+                done = -1
+                for pos in positions:
+                    line = text.rfind("\n", 0, pos) + 1
+                    if line == done or pos - line > self.window:
+                        continue
+                    done = line
+                    found = self.regex.match(text, line)
+                    if found is not None:
+                        yield found.span()
+            case _Mode.WINDOW:
+                yield from self._windows(text, positions)
+
+    def _windows(self, text: str, positions: list[int]) -> Iterator[Span]:
         size = len(text)
         lo, hi = max(0, positions[0] - self.window), positions[0] + self.after
         for pos in positions[1:]:
@@ -213,14 +233,21 @@ def _rx(
     needs: tuple[frozenset[str], ...] = (),
     before: str | None = None,
     window: int = 160,
-    after: int = 256,
+    after: int = 64,
+    line: bool = False,
     word_start: bool = True,
     whole_words: bool = False,
 ) -> _Rx:
+    """An anchored regex; ``before`` makes it WINDOW (or LINE with ``line``), else AT.
+
+    ``after`` bounds how far past its anchor a WINDOW match may reach; ``window`` how far
+    before it (or, for LINE, how far into its line the anchor may be).
+    """
     if before is None:
-        return _Rx(anchors, re.compile(pattern), needs, False, 0, 0, word_start, whole_words)
+        return _Rx(anchors, re.compile(pattern), needs, _Mode.AT, 0, 0, word_start, whole_words)
     combined = re.compile(f"(?:{before})(?:{pattern})")
-    return _Rx(anchors, combined, needs, True, window, after, word_start, whole_words)
+    mode = _Mode.LINE if line else _Mode.WINDOW
+    return _Rx(anchors, combined, needs, mode, window, after, word_start, whole_words)
 
 
 def _any_of(*matchers: Matcher) -> Matcher:
@@ -510,6 +537,7 @@ _hide_from_user = _any_of(
         ),
         before=r"\b(?:do[\W_]+not|don\W?t|never|without)[\W_]+",
         window=40,
+        after=120,
         whole_words=True,
     ),
     _rx(
@@ -567,8 +595,9 @@ _system_prompt_override = _any_of(
         ("system",),
         r"system\s*(?:>|\]\s*:?|(?:override|instructions?)\s*:)",
         needs=_words("system"),
-        before=r"(?m:^)[ \t>*#-]*(?:[<\[][ \t]*)?",
+        before=r"[ \t>*#-]*(?:[<\[][ \t]*)?",
         window=40,
+        line=True,
         whole_words=True,
     ),
 )
@@ -596,6 +625,7 @@ _disregard_rules = _any_of(
         needs=_words("set", "aside", _RULES_WORDS),
         before=r"\bset[\W_]+",
         window=20,
+        after=120,
     ),
 )
 
@@ -875,33 +905,19 @@ def _hidden_html_comment(doc: _Doc) -> Span | None:
         pos = end + 3
 
 
-_SECRET_NAME_ANCHORS = (
-    "api_key",
-    "api-key",
-    "apikey",
-    "secret",
-    "access_key",
-    "access-key",
-    "accesskey",
-    "token",
-    "passw",
-    "private_key",
-    "private-key",
-)
-_SECRET_NAMES = (
-    r"(?:api[_-]?key|apikey|secret(?:[_-]?key)?|access[_-]?key(?:[_-]?id)?|token"
-    r"|passw(?:or)?d|private[_-]?key)"
-)
-_SECRET_NAME_WORDS = _words("key apikey accesskey secret secretkey token password passwd")
+# Anchored on the end of the name: "api_key", "accesskey", "GITHUB_TOKEN", "db_password" all end
+# in one of these, so four passes over the text cover every spelling.
+_SECRET_NAME_ANCHORS = ("key", "secret", "token", "passw")
+_SECRET_NAMES = r"(?:key|secret|token|passw(?:or)?d)"
 # Obvious placeholders are documentation, not secrets.
 _PLACEHOLDER = r"(?!(?:your|my|xxx|<|\$\{|\{\{|placeholder|example|changeme|dummy|redacted|\*{3}))"
 _hardcoded_secret = _any_of(
-    # api_key = "..." / "token": '...' with a quoted value of 20+ characters.
+    # api_key = "..." / "token": '...' with a quoted value of 20+ characters; the name may go
+    # on a little ("private_key_id") but not into another word ("keyboard").
     _rx(
         _SECRET_NAME_ANCHORS,
-        rf"{_SECRET_NAMES}[\w-]{{0,30}}[\"']?[ \t]{{0,8}}(?::=|=>|:|=)[ \t]{{0,8}}"
-        rf"[\"']{_PLACEHOLDER}[^\"'\s]{{20,}}[\"']",
-        needs=_SECRET_NAME_WORDS,
+        rf"{_SECRET_NAMES}(?:[_-][a-z0-9]{{1,12}}){{0,2}}s?[\"']?"
+        rf"[ \t]{{0,8}}(?::=|=>|:|=)[ \t]{{0,8}}[\"']{_PLACEHOLDER}[^\"'\s]{{20,}}[\"']",
         word_start=False,
     ),
     # .env style: API_KEY=value alone on its line, 20+ characters with a digit in them.
@@ -909,9 +925,9 @@ _hardcoded_secret = _any_of(
         _SECRET_NAME_ANCHORS,
         rf"{_SECRET_NAMES}[a-z0-9_]{{0,40}}[ \t]*=[ \t]*{_PLACEHOLDER}"
         r"(?=[a-z0-9_+/=.-]{0,300}\d)[a-z0-9_+/=.-]{20,}[ \t]*(?m:$)",
-        needs=_SECRET_NAME_WORDS,
-        before=r"(?m:^)[ \t]*(?:export[ \t]+)?[a-z0-9_]{0,40}",
+        before=r"[ \t]*(?:export[ \t]+)?[a-z0-9_]{0,40}?",
         window=60,
+        line=True,
         word_start=False,
     ),
     # Well-known token formats.
@@ -1149,7 +1165,8 @@ def _prepare(raw: str) -> tuple[str, str, bool]:
     """
     if raw.isascii():
         return raw, raw.lower(), False
-    shown = unicodedata.normalize("NFKC", raw)
+    # The quick check is far cheaper than normalising text that is already NFKC (most is).
+    shown = raw if unicodedata.is_normalized("NFKC", raw) else unicodedata.normalize("NFKC", raw)
     special = _SPECIAL.search(shown) is not None
     if special:
         shown = _fold(shown)
@@ -1253,9 +1270,7 @@ FENCE_NOTE = (
 
 # A fence tag in any case or spacing: "< / Memory_Context >", "</memory context", ...
 # Attributes count only when a ">" closes the tag; an unclosed "</memory-context" is cut alone.
-_FENCE_TAG = re.compile(
-    r"<\s*/?\s*memory[\s_-]*context\b(?:[^<>\n]{0,200}>)?", re.IGNORECASE
-)
+_FENCE_TAG = re.compile(r"<\s*/?\s*memory[\s_-]*context\b(?:[^<>\n]{0,200}>)?", re.IGNORECASE)
 # A line carrying this (normalised) start of the note is a copy of it, whole or partial.
 _NOTE_MARKER = " ".join(normalize(FENCE_NOTE).split())[:32]
 _MAX_STRIP_PASSES = 16
