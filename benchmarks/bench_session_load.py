@@ -27,10 +27,12 @@ from pathlib import Path
 t0 = time.perf_counter()
 from agentsh.session.session import Session
 t1 = time.perf_counter()
+c1 = time.process_time()
 session = Session.open(Path(sys.argv[1]), lock=False)
 path = session.current_path()
 t2 = time.perf_counter()
-print(t2 - t1, len(path), len(session.tree.nodes), len(session.problems), t1 - t0)
+c2 = time.process_time()
+print(t2 - t1, len(path), len(session.tree.nodes), len(session.problems), t1 - t0, c2 - c1)
 """
 
 WORDS = ("the", "parser", "reads", "tokens", "from", "a", "stream", "and", "builds", "a", "tree")
@@ -101,12 +103,15 @@ def main() -> None:
             out = subprocess.run(
                 [sys.executable, "-c", LOAD, str(path)], capture_output=True, text=True, check=True
             ).stdout.split()
-            seconds, path_len, nodes, problems, import_s = out
+            seconds, path_len, nodes, problems, import_s, cpu = out
             if run == 0:
                 print(f"path: {path_len} entries of {nodes}; problems: {problems}")
                 continue  # warm the page cache; every later run reads the file from memory
             times.append(float(seconds))
-            print(f"run {run}: {float(seconds):.3f} s (import {float(import_s) * 1000:.0f} ms)")
+            print(
+                f"run {run}: {float(seconds):.3f} s wall, {float(cpu):.3f} s cpu "
+                f"(import {float(import_s) * 1000:.0f} ms)"
+            )
         print(f"session_load_100k: {statistics.median(times):.3f} s")
 
 

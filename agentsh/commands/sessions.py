@@ -59,8 +59,12 @@ def show_session(args: argparse.Namespace) -> int:
 
 def export_session(args: argparse.Namespace) -> int:
     fmt = getattr(args, "format", "md") or "md"
+    info = _find(args.id)
+    output = getattr(args, "output", None)
+    target = Path(output).expanduser() if output else None
+    if target is not None and target.resolve() == info.path.resolve():
+        raise CliError(f"refusing to overwrite the session file itself ({info.path})")
     if fmt == "jsonl":
-        info = _find(args.id)
         try:
             data, problems = export.valid_jsonl(info.path.read_bytes())
         except OSError as exc:
@@ -69,12 +73,11 @@ def export_session(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from exc
         _warn(info.path.name, problems)
     else:
-        session = _open(args.id)
+        session = _open_path(info.path)
+        _warn_problems(session)
         text = export.to_markdown(session) if fmt == "md" else export.to_html(session)
         data = text.encode("utf-8")
-    output = getattr(args, "output", None)
-    if output:
-        target = Path(output).expanduser()
+    if target is not None:
         try:
             target.write_bytes(data)
         except OSError as exc:

@@ -300,3 +300,16 @@ def test_the_real_command_lists_shows_and_fails_cleanly(project: Path) -> None:
     assert missing.returncode == 1 and missing.stdout == ""
     assert missing.stderr.startswith("agentsh: no session id starts with 'nope'")
     assert "Traceback" not in missing.stderr and missing.stderr.count("\n") == 1
+
+
+def test_export_refuses_to_overwrite_the_session_file(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = new_project_session(project)
+    assert session.path is not None
+    before = session.path.read_bytes()
+    code, _, err = run(
+        capsys, "sessions", "export", session.id[:6], "--format", "jsonl", "-o", str(session.path)
+    )
+    assert code == 1 and "refusing to overwrite" in err
+    assert session.path.read_bytes() == before
