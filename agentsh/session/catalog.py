@@ -116,7 +116,7 @@ class SessionInfo:
     last_activity: float  # epoch seconds of the newest entry (file mtime if none has a time)
     size_bytes: int
     parent_session: str | None
-    model: str  # the model of the newest message that names one
+    model: str  # the newest model a message or model change names
 
     @property
     def short_id(self) -> str:
@@ -331,8 +331,8 @@ class Catalog:
                 if row is not None and row[1] == stat.st_size and row[2] == stat.st_mtime_ns:
                     unchanged += 1
                     continue
-                scan = _Scan.from_row(row[5:]) if row is not None else None
-                if row is not None and scan is not None and _can_continue(path, row, stat):
+                if row is not None and _can_continue(path, row, stat):
+                    scan = _Scan.from_row(row[5:])
                     appended += 1
                 else:
                     scan = _Scan(project=folder.name)
