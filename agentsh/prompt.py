@@ -17,7 +17,7 @@ from pathlib import Path
 
 from agentsh.config import Environment
 from agentsh.memory.curated import CuratedMemory, MemorySnapshot
-from agentsh.memory.docs import best_docs, load_docs, render_prior_knowledge
+from agentsh.memory.docs import best_docs, load_docs, prior_knowledge
 from agentsh.memory.guard import Scope, scan
 
 BASE_INSTRUCTIONS = """\
@@ -77,6 +77,13 @@ def load_project_instructions(project_root: Path, cwd: Path, max_bytes: int) -> 
             result.notices.append(f"{chosen} could not be read ({exc.strerror}); skipped")
             continue
         text = raw.decode("utf-8", errors="replace")
+        encoded = text.encode("utf-8")
+        if len(encoded) > budget:
+            # Cut before scanning: the guard treats anything over its scan limit as unsafe.
+            text = encoded[: max(budget, 0)].decode("utf-8", errors="ignore")
+            result.notices.append(
+                f"{chosen} was cut to fit the {max_bytes:,}-byte limit for project instructions"
+            )
         threats = scan(text, Scope.CONTEXT_FILE)
         if threats:
             names = ", ".join(sorted({t.name for t in threats}))
@@ -85,12 +92,6 @@ def load_project_instructions(project_root: Path, cwd: Path, max_bytes: int) -> 
                 "Review the file; agentsh ignores it until it is clean."
             )
             continue
-        encoded = text.encode("utf-8")
-        if len(encoded) > budget:
-            text = encoded[: max(budget, 0)].decode("utf-8", errors="ignore")
-            result.notices.append(
-                f"{chosen} was cut to fit the {max_bytes:,}-byte limit for project instructions"
-            )
         if text:
             result.files.append(ContextFile(chosen, text))
             budget -= len(text.encode("utf-8"))
@@ -129,18 +130,16 @@ class SystemPrompt:
         self.doc_notices.extend(problems)
         scored = best_docs(docs, text, k=settings.prior_knowledge_docs)
         if scored:
-            self._prior_knowledge = render_prior_knowledge(
-                scored, max_chars=settings.prior_knowledge_chars
-            )
+            block = prior_knowledge(scored, max_chars=settings.prior_knowledge_chars)
+            self._prior_knowledge = block.text
+            self.doc_notices.extend(block.notices)
 
     def render(self) -> str:
         parts = [BASE_INSTRUCTIONS, self._environment_block()]
         for context_file in self.instructions.files:
             shown = _display_path(context_file.path, self._env.project.root)
             parts.append(f"# Project instructions ({shown})\n\n{context_file.text.strip()}\n")
-        memory = self.snapshot.render()
-        if memory.strip():
-            parts.append(memory)
+        parts.append(self.snapshot.render())
         if self._prior_knowledge:
             parts.append(self._prior_knowledge)
         return "\n".join(part.rstrip() + "\n" for part in parts)
