@@ -17,7 +17,10 @@ from textual.widgets import Static
 
 from agentsh.tui.status_format import human_tokens
 
+FLUSH_S = 1 / 30  # streamed text reaches the screen in batches at most this often
+
 if TYPE_CHECKING:
+    from textual.timer import Timer
     from textual.widgets import Markdown
     from textual.widgets._markdown import MarkdownStream
 
@@ -61,6 +64,8 @@ class AssistantMessage(Vertical):
         self._aborted = aborted
         self._error = error
         self._stream: MarkdownStream | None = None
+        self._unsent: list[str] = []
+        self._flush_timer: Timer | None = None
         self._thinking_chars = 0
 
     def compose(self) -> ComposeResult:
@@ -78,14 +83,29 @@ class AssistantMessage(Vertical):
         return self.query_one(".message-body", Markdown)
 
     async def append(self, fragment: str) -> None:
-        """Add streamed text (starts the stream on the first fragment)."""
+        """Add streamed text; it reaches the screen at most every :data:`FLUSH_S`.
+
+        A provider sends a chunk every few milliseconds; handing each one to the markdown
+        stream costs a parse and a layout per chunk, which falls behind at 1,000 tokens/s.
+        Fragments are gathered here and written to the (single) stream in batches.
+        """
         if not fragment:
+            return
+        self.text += fragment
+        self._unsent.append(fragment)
+        if self._flush_timer is None:
+            self._flush_timer = self.set_timer(FLUSH_S, self._flush)
+
+    async def _flush(self) -> None:
+        self._flush_timer = None
+        if not self._unsent:
             return
         if self._stream is None:
             body = self.body
             self._stream = type(body).get_stream(body)
-        self.text += fragment
-        await self._stream.write(fragment)
+        batch = "".join(self._unsent)
+        self._unsent.clear()
+        await self._stream.write(batch)
 
     def add_thinking(self, fragment: str) -> None:
         self._thinking_chars += len(fragment)
@@ -97,6 +117,9 @@ class AssistantMessage(Vertical):
         self, *, text: str | None = None, aborted: bool = False, error: str = ""
     ) -> None:
         """The reply is complete: stop the stream; ``text`` (the logged text) wins if given."""
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+        await self._flush()
         if self._stream is not None:
             await self._stream.stop()
             self._stream = None
