@@ -98,10 +98,11 @@ class AgentshApp(App[None]):
         prompt.focus()
         for problem in self._startup_problems:
             self.notify(problem, title="Configuration", severity="warning", timeout=10)
-        self.controller.start()
+        self.controller.show_initial_status()
         self.call_after_refresh(self._after_first_frame)
 
     def _after_first_frame(self) -> None:
+        self.controller.start()
         self._load_project_files()
         if self._watch_themes:
             self._watch_user_themes()

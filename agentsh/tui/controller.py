@@ -202,10 +202,16 @@ class ChatController:
         model = self.options.model or state.model
         return ContextStatus(model=model, window=state.window if model == state.model else 0)
 
-    def start(self) -> None:
-        """Called once the first frame is up: open the session, then build the agent."""
+    def show_initial_status(self) -> None:
+        """Before the first frame: the cached model and window, and "loading…"."""
         self.status_bar.status = self.initial_status()
         self.status_bar.starting = True
+
+    def start(self) -> None:
+        """Called once the first frame is painted: open the session, then build the agent.
+
+        Not earlier: the worker imports litellm, and a thread holding the GIL for that import
+        would slow the first paint down."""
         if self.options.wants_picker:
             self.app.run_worker(self._startup_picker(), group="command", exit_on_error=False)
         else:
