@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
@@ -424,13 +425,9 @@ class ChatController:
     async def cmd_model(self, arg: str) -> None:
         agent = self.agent
         if not arg:
-            current = agent.model if agent is not None else None
-            await self._note(
-                f"Model: {current or 'none configured'}. Switch with "
-                "/model <litellm model string>, e.g. /model anthropic/claude-sonnet-4-6 "
-                "or /model ollama/qwen2.5-coder."
-            )
-            return
+            arg = await self._pick_model()
+            if not arg:
+                return
         if agent is None:
             await self._note("The agent is still loading; try again in a moment.", "warning")
             return
@@ -602,6 +599,41 @@ class ChatController:
         self.app.exit()
 
     # -- pickers ------------------------------------------------------------------------------
+
+    async def _pick_model(self) -> str:
+        """``/model`` without an argument: the current and configured models, each provider's
+        default whose key is set; or type any litellm model string."""
+        from agentsh.llm.models import PROVIDERS
+        from agentsh.tui.screens.picker import PickerItem, PickerScreen
+
+        current = self.agent.model if self.agent is not None else None
+        candidates: list[tuple[str, str]] = []
+        if current:
+            candidates.append((current, "current"))
+        if self.env.settings.model.name:
+            candidates.append((self.env.settings.model.name, "config"))
+        if env_model := os.environ.get("AGENTSH_MODEL"):
+            candidates.append((env_model, "AGENTSH_MODEL"))
+        for provider in PROVIDERS:
+            if os.environ.get(provider.key_env):
+                candidates.append((provider.default_model, f"{provider.key_env} is set"))
+        seen: set[str] = set()
+        items = []
+        for model, why in candidates:
+            if model not in seen:
+                seen.add(model)
+                items.append(PickerItem(model, f"{model}  ({why})", search_text=model))
+        chosen = await self.app.push_screen_wait(
+            PickerScreen(
+                "Model (type any litellm model string, e.g. ollama/qwen2.5-coder)",
+                items,
+                current=current,
+                placeholder="model",
+                empty_text="press Enter to use what you typed",
+                allow_custom=True,
+            )
+        )
+        return chosen if chosen and chosen != current else ""
 
     async def pick_session(self) -> Path | None:
         """The session picker (``/resume``, ``-r``): search by first message."""

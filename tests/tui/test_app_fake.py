@@ -529,3 +529,19 @@ async def test_a_session_open_elsewhere_is_shown_read_only_and_fork_continues_it
             await wait_for(pilot, lambda: app.controller.agent.runs == ["continue"])  # type: ignore[union-attr]
     finally:
         holder.close()
+
+
+async def test_model_picker_takes_a_typed_model_string(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"/model", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
+        values = [i.value for i in app.screen.shown]  # type: ignore[attr-defined]
+        assert values[0] == "test/fake" and "anthropic/claude-sonnet-4-6" in values
+        await pilot.press(*"ollama/qwen2.5-coder", "enter")
+        await wait_for(pilot, lambda: app.controller.agent.model == "ollama/qwen2.5-coder")  # type: ignore[union-attr]
+        assert app.controller.status_bar.status.model == "ollama/qwen2.5-coder"

@@ -1,8 +1,9 @@
 """A list picker docked at the bottom, over the editor, with the transcript still in view.
 
 Used by ``/theme`` (live preview while moving), ``/resume`` and ``-r`` (sessions, searchable by
-first message), and ``/model``. Typing filters; Up/Down move (``on_highlight`` runs for each
-move, which is how themes preview); Enter picks; Esc closes with ``None``.
+first message), and ``/model`` (where a typed model string that matches nothing is taken as
+is). Typing filters; Up/Down move (``on_highlight`` runs for each move, which is how themes
+preview); Enter picks; Esc closes with ``None``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class PickerScreen(ModalScreen[str | None]):
         on_highlight: Callable[[str], None] | None = None,
         placeholder: str = "type to filter",
         empty_text: str = "nothing to choose from",
+        allow_custom: bool = False,
     ) -> None:
         super().__init__(classes="picker-screen")
         self.title_text = title
@@ -54,6 +56,7 @@ class PickerScreen(ModalScreen[str | None]):
         self.on_highlight = on_highlight
         self.placeholder = placeholder
         self.empty_text = empty_text
+        self.allow_custom = allow_custom  # Enter with no match returns the typed text
         self.shown: list[PickerItem] = []
 
     def compose(self) -> ComposeResult:
@@ -103,8 +106,11 @@ class PickerScreen(ModalScreen[str | None]):
     @on(Input.Submitted, "#picker-filter")
     def _submitted(self) -> None:
         options = self.query_one(OptionList)
+        typed = self.query_one(Input).value.strip()
         if options.highlighted is not None and self.shown:
             self.dismiss(self.shown[options.highlighted].value)
+        elif self.allow_custom and typed:
+            self.dismiss(typed)
 
     def action_move(self, step: int) -> None:
         options = self.query_one(OptionList)
