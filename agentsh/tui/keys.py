@@ -203,7 +203,9 @@ def display_key(keys: str) -> str:
     out: list[str] = []
     for key in keys.split(","):
         parts = [p for p in key.strip().split("+") if p]
-        names = [_NAMES.get(p, p.upper() if len(p) == 1 else p.capitalize()) for p in parts]
+        names = [
+            _NAMES.get(p, p if len(p) == 1 and len(parts) == 1 else p.capitalize()) for p in parts
+        ]
         out.append("+".join(names))
     return " / ".join(out)
 
