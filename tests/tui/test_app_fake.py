@@ -455,21 +455,22 @@ def _approval_script(decisions: list[str]):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize(("key", "decision"), [("y", "allow_once"), ("a", "allow_session"),
                                                 ("n", "deny")])  # fmt: skip
 async def test_the_approval_prompt_answers_with_its_keys(
-    make_app: MakeApp, key: str, decision: str
+    make_app: MakeApp, key: str, decision: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from agentsh.tui.widgets.approval import ApprovalPrompt
 
     decisions: list[str] = []
     app = make_app(factory=fake_factory(script=_approval_script(decisions)))
+    monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 60.0)
     async with app.run_test(size=(80, 30)) as pilot:
         await _ready(pilot, app)
         await pilot.press(*"go", "enter")
         await wait_for(pilot, lambda: bool(app.query(ApprovalPrompt)))
         prompt = app.query_one(ApprovalPrompt)
         assert app.focused is prompt
-        await pilot.press(key)  # too soon: keys in flight are not answers
+        await pilot.press(key)  # within the grace period: keys in flight are not answers
         assert prompt.decision is None
-        await pilot.pause(ApprovalPrompt.GRACE_S + 0.05)
+        monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 0.0)
         await pilot.press(key)
         await _ready(pilot, app)
         await wait_for(pilot, lambda: decisions == [decision])
