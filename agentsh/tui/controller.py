@@ -233,6 +233,7 @@ class ChatController:
 
     def _load(self, path: Path | None) -> None:
         """Thread worker: open the session, show it, build the agent (heavy imports here)."""
+        problem = ""
         try:
             if path is not None:
                 from agentsh.startup import open_session_file
@@ -245,9 +246,11 @@ class ChatController:
             if view is not None:
                 session = view
             else:
-                self._call_ui(self._note, f"{exc}", "error")
+                problem = f"{exc} A new session was started instead."
                 session = new_session(self.env, self.cwd, persist=not self.options.no_session)
         self._call_ui(self._session_opened, session)
+        if problem:  # after the transcript is loaded, which clears the chat
+            self._call_ui(self._note, problem, "error")
         try:
             agent = self.agent_factory(self.env, session, self.options)
         except Exception as exc:  # noqa: BLE001 - worker boundary: the UI keeps working

@@ -546,3 +546,24 @@ async def test_model_picker_takes_a_typed_model_string(
         await pilot.press(*"ollama/qwen2.5-coder", "enter")
         await wait_for(pilot, lambda: app.controller.agent.model == "ollama/qwen2.5-coder")  # type: ignore[union-attr]
         assert app.controller.status_bar.status.model == "ollama/qwen2.5-coder"
+
+
+async def test_continue_and_resume_by_prefix_open_the_right_session(
+    make_app: MakeApp, env: Environment, project: Path
+) -> None:
+    older = _saved_session(env, project, "older work")
+    _saved_session(env, project, "newest work")
+    app = make_app(options=LaunchOptions(continue_session=True))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        await wait_for(pilot, lambda: [m.text for m in app.query(UserMessage)] == ["newest work"])
+    app = make_app(options=LaunchOptions(resume=older.id[:8]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        await wait_for(pilot, lambda: [m.text for m in app.query(UserMessage)] == ["older work"])
+    app = make_app(options=LaunchOptions(resume="ffffffffff"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        await wait_for(pilot, lambda: bool(app.query(NoteLine)))
+        assert "ffffffffff" in app.query_one(NoteLine).text  # says what was not found
+        assert not app.query(UserMessage)
