@@ -198,6 +198,9 @@ class AgentshApp(App[None]):
 
     # -- actions (keys) -----------------------------------------------------------------------
 
+    async def action_quit(self) -> None:
+        await self.controller.quit()
+
     def action_show_help(self) -> None:
         self.push_screen(HelpScreen(self.keymap))
 

@@ -175,7 +175,7 @@ class ChatController:
         self.agent_failed = ""
         self._queued_widgets: list[QueuedMessage] = []
         self._ui_state = load_ui_state(env.user.ui_state_file)
-        self._turn_task: asyncio.Task[None] | None = None
+        self._turn_done: asyncio.Event | None = None  # set when the running turn has ended
 
     # -- typed getters ------------------------------------------------------------------------
 
@@ -337,6 +337,7 @@ class ChatController:
 
     def _run_events(self, events: AsyncIterator[Event], *, user_text: str = "") -> None:
         self.turn_running = True
+        self._turn_done = asyncio.Event()
         worker = self.app.run_worker(
             self._consume(events, user_text), name="turn", group="turn", exit_on_error=False
         )
@@ -353,6 +354,8 @@ class ChatController:
         finally:
             await turn.close()
             self.turn_running = False
+            if self._turn_done is not None:
+                self._turn_done.set()
             if self.agent is not None:
                 self._show_status(self.agent.status())
             if self.queue:
@@ -599,6 +602,17 @@ class ChatController:
         )
 
     async def cmd_quit(self, arg: str) -> None:
+        await self.quit()
+
+    async def quit(self) -> None:
+        """Leave: a running turn is cancelled first, so its partial reply is logged as
+        aborted while the session file is still open."""
+        if self.turn_running and self.agent is not None:
+            done = self._turn_done
+            self.cancel()
+            if done is not None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(done.wait(), 2.0)
         self.app.exit()
 
     # -- pickers ------------------------------------------------------------------------------

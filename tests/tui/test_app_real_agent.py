@@ -4,6 +4,7 @@ session file marks the turn aborted), and input queued during a turn."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -163,3 +164,20 @@ async def test_input_typed_during_a_turn_is_queued_and_sent_after_it(
         assert [m.text for m in app.query(UserMessage)] == ["first", "second"]
         last_user = [m for m in scripted_server.requests[1].messages if m["role"] == "user"][-1]
         assert last_user["content"] == "second" or "second" in str(last_user["content"])
+
+
+async def test_quitting_mid_stream_logs_the_partial_reply_as_aborted(
+    real: MakeApp, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.script({"text": " ".join(f"word{i}" for i in range(400)), "delay": 0.03})
+    app = real()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"talk a lot", "enter")
+        await wait_for(pilot, lambda: any(m.text for m in app.query(AssistantMessage)))
+        path: Path = app.controller.agent.session.path  # type: ignore[union-attr]
+        await pilot.press("ctrl+q")
+    text = await asyncio.to_thread(path.read_text)
+    lines = [json.loads(line) for line in text.splitlines()[1:]]
+    assistant = [e for e in lines if e.get("role") == "assistant"]
+    assert assistant and assistant[-1]["stopReason"] == "aborted"
