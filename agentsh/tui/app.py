@@ -79,16 +79,18 @@ class AgentshApp(App[None]):
 
     def compose(self) -> ComposeResult:
         settings = self.env.settings.tui
-        with Horizontal(id="main"), Vertical(id="chat-column"):
-            # The side panel (memory, summaries, tree) will sit beside this column.
-            yield ChatView(
-                window=settings.transcript_window,
-                preview_lines=settings.tool_preview_lines,
-                expand_key=display_key(self.keymap.get("toggle_tool", spec("toggle_tool").key)),
-                id="chat",
-            )
-            yield Vertical(id="queue")
-            yield Composer(id="composer")
+        # #main is a row: the chat column now, the side panel (memory, summaries and tree
+        # tabs; the panes issue) docks to its right.
+        with Horizontal(id="main"):  # noqa: SIM117 - the side panel joins this row
+            with Vertical(id="chat-column"):
+                yield ChatView(
+                    window=settings.transcript_window,
+                    preview_lines=settings.tool_preview_lines,
+                    expand_key=display_key(self.keymap.get("toggle_tool", spec("toggle_tool").key)),
+                    id="chat",
+                )
+                yield Vertical(id="queue")
+                yield Composer(id="composer")
         yield StatusBar(id="status-bar")
 
     def on_mount(self) -> None:
