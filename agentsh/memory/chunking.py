@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from agentsh.llm.tokens import is_cjk_char
+from agentsh.llm.tokens import cjk_count, is_cjk_char
 
 # Weights are in "quarter tokens": a CJK character weighs 4, anything else 1, so a budget of
 # N tokens is 4 x N weight units and the arithmetic stays in integers.
@@ -39,7 +39,7 @@ def text_weight(text: str) -> int:
     """Size of ``text`` in quarter tokens (4 per CJK character, 1 per other character)."""
     if text.isascii():
         return len(text)
-    return sum(_UNITS_PER_TOKEN if is_cjk_char(c) else 1 for c in text)
+    return len(text) + (_UNITS_PER_TOKEN - 1) * cjk_count(text)
 
 
 def chunk_text(

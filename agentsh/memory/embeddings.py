@@ -197,6 +197,10 @@ class LocalMiniLM:
         options.intra_op_num_threads = self._threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3  # errors only: no warnings over a TUI frame
+        # Idle worker threads would otherwise spin for a while after every run, stealing the
+        # CPU from the search that follows (and from the UI) on a small machine.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.add_session_config_entry("session.inter_op.allow_spinning", "0")
         try:
             session = onnxruntime.InferenceSession(
                 str(model), options, providers=["CPUExecutionProvider"]

@@ -26,9 +26,11 @@ numpy is imported only inside methods: importing this module stays cheap for the
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import functools
 import hashlib
+import heapq
 import math
 import os
 import re
@@ -36,6 +38,7 @@ import sqlite3
 import threading
 import time
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -171,7 +174,7 @@ class MemorySources:
             (self.workspace_dir, "workspace:"),
         ):
             if _is_within(absolute, root):
-                return prefix + absolute.relative_to(_absolute(root)).as_posix()
+                return prefix + absolute.relative_to(_root(root)).as_posix()
         return path
 
     def resolve(self, name: str) -> Path | None:
@@ -201,9 +204,15 @@ def _absolute(path: Path) -> Path:
         return path.absolute()
 
 
+@functools.lru_cache(maxsize=64)
+def _root(path: Path) -> Path:
+    """A source root, resolved once: results name their files relative to it on every search."""
+    return _absolute(path)
+
+
 def _is_within(path: Path, root: Path) -> bool:
     try:
-        path.relative_to(_absolute(root))
+        path.relative_to(_root(root))
     except ValueError:
         return False
     return True
@@ -677,6 +686,47 @@ class _VectorMatrix:
         return {int(i): float(scores[p]) for i, p, h in zip(wanted, pos, hit, strict=True) if h}
 
 
+# -- the substring scan ----------------------------------------------------------------------
+
+
+class _Haystack:
+    """Every chunk's text, lowercased, joined into one string: the LIKE of SPEC §5 rule 3.
+
+    The trigram index cannot see words of one or two characters, and a LIKE over the table reads
+    every page of it (some 60 ms for 10,000 chunks); ``str.find`` over one string in memory
+    does the same substring scan in a few. It costs about the indexed text's size in memory,
+    is built on the first short-word query, and is dropped whenever the chunks change.
+    """
+
+    MAX_HITS = 200_000  # a runaway one-character term stops counting here
+
+    def __init__(self, rows: Iterable[tuple[int, str]]) -> None:
+        parts: list[str] = []
+        self.ids: list[int] = []
+        self.starts: list[int] = []
+        position = 0
+        for chunk_id, text in rows:
+            lowered = text.lower()
+            self.ids.append(chunk_id)
+            self.starts.append(position)
+            parts.append(lowered)
+            position += len(lowered) + 1
+        self.text = "\x00".join(parts)
+
+    def nominate(self, terms: Sequence[str], pool: int) -> list[int]:
+        """The ``pool`` chunks with the most occurrences of the terms."""
+        counts: Counter[int] = Counter()
+        hits = 0
+        for term in terms:
+            needle = term.lower()
+            at = self.text.find(needle)
+            while at != -1 and hits < self.MAX_HITS:
+                counts[self.ids[bisect.bisect_right(self.starts, at) - 1]] += 1
+                hits += 1
+                at = self.text.find(needle, at + len(needle))
+        return [chunk_id for chunk_id, _n in counts.most_common(pool)]
+
+
 # -- the index -------------------------------------------------------------------------------
 
 _SCHEMA = """
@@ -755,6 +805,7 @@ class MemoryIndex:
         self._sync_lock = threading.Lock()  # one reconcile at a time
         self._files: dict[str, _FileRow] = {}
         self._matrix: _VectorMatrix | None = None
+        self._hay: _Haystack | None = None
         self._dirty = True
         self._last_reconcile = 0.0
         self._data_version = -1
@@ -924,6 +975,7 @@ class MemoryIndex:
                 with self._lock:
                     self._drop_content(self._conn)
                     self._files.clear()
+                    self._hay = None
                     if self._matrix is not None:
                         self._matrix = _VectorMatrix()
                 rebuilt = "full rebuild requested"
@@ -1005,6 +1057,7 @@ class MemoryIndex:
                 return
             if version != self._data_version:
                 self._matrix = None  # another process wrote: reload vectors lazily
+                self._hay = None
                 self._vectors_complete = False
             self._data_version = version
             rows = self._conn.execute("SELECT path, kind, hash, mtime_ns, size FROM files")
@@ -1017,6 +1070,7 @@ class MemoryIndex:
                 conn.execute("DELETE FROM chunks WHERE path=?", (path,))
                 gone = conn.execute("DELETE FROM files WHERE path=?", (path,)).rowcount
             self._files.pop(path, None)
+            self._hay = None
             if self._matrix is not None:
                 self._matrix.remove(ids)
             return bool(gone or ids)
@@ -1087,6 +1141,7 @@ class MemoryIndex:
                     ).fetchall()
             self._files[src.path] = _FileRow(src.kind.value, digest, src.mtime_ns, src.size)
             self._vectors_complete = False
+            self._hay = None
             if self._matrix is not None:
                 self._matrix.remove(old_ids)
                 self._matrix.add(_decode_rows(cached))
@@ -1110,6 +1165,7 @@ class MemoryIndex:
             if self._worker is not None and self._worker.is_alive():
                 return
             if not self._pending_count():
+                self._vectors_complete = True
                 return
             self._vectors_idle.clear()
             if not self._background:
@@ -1130,8 +1186,8 @@ class MemoryIndex:
             if self._vectors_complete:
                 return 0
             row = self._conn.execute(
-                "SELECT count(DISTINCT c.hash) FROM chunks c LEFT JOIN embeddings e "
-                "ON e.model=? AND e.hash=c.hash WHERE e.hash IS NULL",
+                "SELECT count(*) FROM (SELECT DISTINCT hash FROM chunks) c WHERE NOT EXISTS "
+                "(SELECT 1 FROM embeddings e WHERE e.model=? AND e.hash=c.hash)",
                 (self.embedder.model_id,),
             ).fetchone()
         return int(row[0])
@@ -1339,17 +1395,21 @@ class MemoryIndex:
             ranks: dict[int, float] = {}
             expression = plan.fts_expression()
             if expression:
+                # Every match with its rank, in one query: FTS5 computes BM25 for every match
+                # even under ORDER BY ... LIMIT, and a later "rowid IN (...)" lookup re-runs the
+                # whole match, so this is the cheapest way to give every nominee its rank.
                 ranks = dict(
                     conn.execute(
-                        "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? "
-                        "ORDER BY rank LIMIT ?",
-                        (expression, pool),
+                        "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?",
+                        (expression,),
                     ).fetchall()
                 )
-            nominated = set(ranks)
+            nominated = set(heapq.nsmallest(pool, ranks, key=ranks.__getitem__))
             like_terms = plan.like_terms()
-            if like_terms:
-                nominated.update(self._like_nominees(like_terms, pool))
+            if like_terms and len(ranks) < pool:
+                # With a full pool of real matches a substring-only chunk could not place
+                # (it ranks below all of them), so the scan is only needed when they are few.
+                nominated.update(self._haystack().nominate(like_terms, pool))
             cosines: dict[int, float] = {}
             matrix: _VectorMatrix | None = None
             scores: Any = None
@@ -1368,18 +1428,6 @@ class MemoryIndex:
                 return []
             ids = sorted(nominated)
             # Every nominee gets both scores, whichever side nominated it.
-            if expression:
-                missing = [i for i in ids if i not in ranks]
-                for start in range(0, len(missing), 500):
-                    part = missing[start : start + 500]
-                    marks = ",".join("?" * len(part))
-                    ranks.update(
-                        conn.execute(
-                            "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? "
-                            f"AND rowid IN ({marks})",
-                            (expression, *part),
-                        ).fetchall()
-                    )
             if matrix is not None and scores is not None:
                 missing = [i for i in ids if i not in cosines]
                 cosines.update(matrix.lookup(missing, scores))
@@ -1404,22 +1452,12 @@ class MemoryIndex:
                     )
             return out
 
-    def _like_nominees(self, terms: list[str], pool: int) -> list[int]:
-        """Chunks holding the short words, those with the most occurrences first."""
-        clauses = " OR ".join("lower(text) LIKE ? ESCAPE '\\'" for _ in terms)
-        occurrences = " + ".join(
-            "(length(text) - length(replace(lower(text), ?, ''))) / length(?)" for _ in terms
-        )
-        params: list[Any] = []
-        for term in terms:
-            params.extend((term, term))
-        params.extend(f"%{_escape_like(t)}%" for t in terms)
-        params.append(pool)
-        rows = self._conn.execute(
-            f"SELECT id, {occurrences} AS n FROM chunks WHERE {clauses} ORDER BY n DESC LIMIT ?",
-            params,
-        ).fetchall()
-        return [r[0] for r in rows]
+    def _haystack(self) -> _Haystack:
+        """Every chunk's lowercased text in memory, for the 1-2 character substring scan."""
+        with self._lock:
+            if self._hay is None:
+                self._hay = _Haystack(self._conn.execute("SELECT id, text FROM chunks"))
+            return self._hay
 
     def _score(
         self, plan: QueryPlan, candidates: list[_Candidate], vector_w: float, keyword_w: float
@@ -1513,10 +1551,6 @@ def _decode_rows(rows: Iterable[tuple[int, bytes]]) -> list[tuple[int, NDArray[n
     import numpy as np
 
     return [(cid, np.frombuffer(blob, dtype="<f4").astype(np.float32)) for cid, blob in rows]
-
-
-def _escape_like(term: str) -> str:
-    return term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 _DATE_IN_NAME = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
