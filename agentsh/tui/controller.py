@@ -22,54 +22,28 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agentsh.config import Environment
 from agentsh.events import (
     ApprovalDecision,
-    ApprovalRequest,
-    AssistantMessage,
-    CompactionFailed,
-    CompactionFinished,
-    CompactionStarted,
     ContextStatus,
-    ErrorKind,
-    ErrorOccurred,
     Event,
-    Notice,
-    Retrying,
-    StatusChanged,
-    TextDelta,
-    ThinkingDelta,
     Tier,
-    ToolFinished,
-    ToolOutput,
-    ToolStarted,
-    TurnEnded,
-    TurnOutcome,
-    TurnStarted,
 )
-from agentsh.session.entries import CompactionEntry, MessageEntry, Role
+from agentsh.session.entries import MessageEntry
 from agentsh.session.session import Session
 from agentsh.tui import commands as slash
 from agentsh.tui.options import LaunchOptions
 from agentsh.tui.projection import (
-    AssistantItem,
-    CompactionItem,
     NoteItem,
-    ToolItem,
-    UserItem,
     project,
 )
+from agentsh.tui.turn_view import TurnView
 from agentsh.tui.ui_state import UiState, load_ui_state, save_ui_state
 from agentsh.tui.widgets.approval import ApprovalPrompt
 from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.composer import PromptInput
 from agentsh.tui.widgets.messages import (
-    AssistantMessage as AssistantWidget,
-)
-from agentsh.tui.widgets.messages import (
-    CompactionLine,
     NoteMarkdown,
     QueuedMessage,
 )
 from agentsh.tui.widgets.status_bar import StatusBar
-from agentsh.tui.widgets.tool_block import ToolBlock
 
 if TYPE_CHECKING:
     from agentsh.tui.app import AgentshApp
@@ -250,7 +224,7 @@ class ChatController:
                 session = new_session(self.env, self.cwd, persist=not self.options.no_session)
         self._call_ui(self._session_opened, session)
         if problem:  # after the transcript is loaded, which clears the chat
-            self._call_ui(self._note, problem, "error")
+            self._call_ui(self.note, problem, "error")
         try:
             agent = self.agent_factory(self.env, session, self.options)
         except Exception as exc:  # noqa: BLE001 - worker boundary: the UI keeps working
@@ -266,15 +240,15 @@ class ChatController:
         self.session = session
         await self.chat.load(project(session.current_path()))
         for problem in session.problems[:5]:
-            await self._note(f"session file: {problem}", "warning")
+            await self.note(f"session file: {problem}", "warning")
         if session.read_only_reason:
-            await self._note(read_only_note(session), "warning")
+            await self.note(read_only_note(session), "warning")
 
     async def _agent_ready(self, agent: AgentLike) -> None:
         self.agent = agent
         self.session = agent.session
         self.status_bar.starting = False
-        self._show_status(agent.status())
+        self.show_status(agent.status())
         if self.queue and not self.turn_running:
             self._start_next()
 
@@ -282,9 +256,9 @@ class ChatController:
         self.agent_failed = message
         self.status_bar.starting = False
         self.status_bar.status = replace(self.status_bar.status, problem="agent not started")
-        await self._note(message, "error")
+        await self.note(message, "error")
 
-    def _show_status(self, status: ContextStatus) -> None:
+    def show_status(self, status: ContextStatus) -> None:
         self.status_bar.status = status
         if status.model and (
             status.model != self._ui_state.model or status.window != self._ui_state.window
@@ -300,16 +274,16 @@ class ChatController:
             try:
                 command, arg = slash.parse(text)
             except slash.UnknownCommand as exc:
-                await self._note(str(exc), "error")
+                await self.note(str(exc), "error")
                 return
             await self.run_command(command, arg)
             return
         if self.agent_failed:
-            await self._note(self.agent_failed, "error")
+            await self.note(self.agent_failed, "error")
             return
-        session = self._current_session()
+        session = self.current_session()
         if session is not None and session.read_only_reason:
-            await self._note(read_only_note(session), "warning")
+            await self.note(read_only_note(session), "warning")
             return
         if self.turn_running or self.agent is None:
             await self._enqueue(text)
@@ -344,20 +318,20 @@ class ChatController:
         del worker
 
     async def _consume(self, events: AsyncIterator[Event], user_text: str) -> None:
-        turn = _TurnView(self, user_text)
+        turn = TurnView(self, user_text)
         await self.chat.reveal_end()
         try:
             async for event in events:
                 await turn.handle(event)
         except Exception as exc:  # noqa: BLE001 - a crashed turn is shown, the app goes on
-            await self._note(f"The turn failed: {exc}", "error")
+            await self.note(f"The turn failed: {exc}", "error")
         finally:
             await turn.close()
             self.turn_running = False
             if self._turn_done is not None:
                 self._turn_done.set()
             if self.agent is not None:
-                self._show_status(self.agent.status())
+                self.show_status(self.agent.status())
             if self.queue:
                 self._start_next()
 
@@ -384,23 +358,23 @@ class ChatController:
 
     # -- small helpers ------------------------------------------------------------------------
 
-    async def _note(self, text: str, kind: str = "info") -> None:
+    async def note(self, text: str, kind: str = "info") -> None:
         await self.chat.append(NoteItem("", text, kind))
 
-    async def _markdown_note(self, text: str, kind: str = "info") -> None:
+    async def markdown_note(self, text: str, kind: str = "info") -> None:
         await self.chat.append(NoteItem("", _first_line(text), kind), NoteMarkdown(text, kind=kind))
 
-    def _current_session(self) -> Session | None:
+    def current_session(self) -> Session | None:
         return self.agent.session if self.agent is not None else self.session
 
     async def _require_idle(self, command: slash.SlashCommand) -> bool:
         if self.turn_running:
-            await self._note(
+            await self.note(
                 f"/{command.name} waits for the turn to end (Esc cancels it).", "warning"
             )
             return False
         if self.agent is None and command.name in _NEEDS_AGENT:
-            await self._note(f"/{command.name} is available once the agent has loaded.", "warning")
+            await self.note(f"/{command.name} is available once the agent has loaded.", "warning")
             return False
         return True
 
@@ -419,11 +393,11 @@ class ChatController:
         try:
             await work
         except Exception as exc:  # noqa: BLE001 - a failed command is shown, the app goes on
-            await self._note(f"/{name} failed: {exc}", "error")
+            await self.note(f"/{name} failed: {exc}", "error")
 
     async def cmd_help(self, arg: str) -> None:
         rows = "\n".join(f"| `{c.usage}` | {c.summary} |" for c in slash.COMMANDS)
-        await self._markdown_note(
+        await self.markdown_note(
             "**Commands**\n\n| Command | What it does |\n|---|---|\n"
             f"{rows}\n\nPress **F1** for every key binding, **Ctrl+P** for the command palette."
         )
@@ -435,15 +409,15 @@ class ChatController:
             if not arg:
                 return
         if agent is None:
-            await self._note("The agent is still loading; try again in a moment.", "warning")
+            await self.note("The agent is still loading; try again in a moment.", "warning")
             return
         try:
             agent.set_model(arg)
         except (ValueError, RuntimeError, OSError) as exc:
-            await self._note(f"Could not switch to {arg}: {exc}", "error")
+            await self.note(f"Could not switch to {arg}: {exc}", "error")
             return
-        self._show_status(agent.status())
-        await self._note(f"Model switched to {arg}.")
+        self.show_status(agent.status())
+        await self.note(f"Model switched to {arg}.")
 
     async def cmd_compact(self, arg: str) -> None:
         tier: Tier | None = None
@@ -452,41 +426,41 @@ class ChatController:
                 tier = Tier(arg.strip().lower().replace("-", "_"))
             except ValueError:
                 names = ", ".join(t.value for t in Tier if t is not Tier.NONE)
-                await self._note(f"Unknown tier {arg!r}; use one of {names}.", "error")
+                await self.note(f"Unknown tier {arg!r}; use one of {names}.", "error")
                 return
         assert self.agent is not None
         self._run_events(self.agent.compact(tier))
 
     async def cmd_tree(self, arg: str) -> None:
-        session = self._current_session()
+        session = self.current_session()
         if session is None:
             return
-        await self._markdown_note(tree_markdown(session))
+        await self.markdown_note(tree_markdown(session))
 
     async def cmd_fork(self, arg: str) -> None:
-        session = self._current_session()
+        session = self.current_session()
         assert session is not None
         folder = None if not session.persistent else self._sessions_dir()
         try:
             child = session.fork(folder)
         except OSError as exc:
-            await self._note(f"Could not fork: {exc}", "error")
+            await self.note(f"Could not fork: {exc}", "error")
             return
         await self.switch_session(child)
-        await self._note(
+        await self.note(
             f"Forked into a new session ({child.id[:8]}); the previous session is unchanged."
         )
 
     async def cmd_label(self, arg: str) -> None:
-        session = self._current_session()
+        session = self.current_session()
         if session is None or session.leaf_id is None:
-            await self._note("Nothing to label yet: send a message first.", "warning")
+            await self.note("Nothing to label yet: send a message first.", "warning")
             return
         session.set_label(session.leaf_id, arg)
         if arg.strip():
-            await self._note(f"Labelled the current entry: {arg.strip()}")
+            await self.note(f"Labelled the current entry: {arg.strip()}")
         else:
-            await self._note("Label cleared.")
+            await self.note("Label cleared.")
 
     async def cmd_resume(self, arg: str) -> None:
         path: Path | None
@@ -496,7 +470,7 @@ class ChatController:
             try:
                 info = Catalog(self.env.user).find(arg, self.env.project.root)
             except (LookupError, ValueError, OSError) as exc:
-                await self._note(str(exc), "error")
+                await self.note(str(exc), "error")
                 return
             path = Path(info.path)
         else:
@@ -509,26 +483,26 @@ class ChatController:
         from agentsh.session.log import SessionError
         from agentsh.startup import SessionChoiceError, open_session_file
 
-        current = self._current_session()
+        current = self.current_session()
         if current is not None and current.path == path:
-            await self._note("That is the session you are in.")
+            await self.note("That is the session you are in.")
             return
         try:
             session = open_session_file(self.env, path, fork_if_locked=False)
         except (SessionChoiceError, SessionError, OSError) as exc:
             view = locked_view(exc)
             if view is None:
-                await self._note(str(exc), "error")
+                await self.note(str(exc), "error")
                 return
             session = view
         await self.switch_session(session)
         if session.read_only_reason:
-            await self._note(read_only_note(session), "warning")
+            await self.note(read_only_note(session), "warning")
         else:
-            await self._note(f"Resumed session {session.id[:8]}.")
+            await self.note(f"Resumed session {session.id[:8]}.")
 
     async def cmd_new(self, arg: str) -> None:
-        current = self._current_session()
+        current = self.current_session()
         session = new_session(
             self.env, self.cwd, persist=current.persistent if current is not None else True
         )
@@ -545,7 +519,7 @@ class ChatController:
                 old.close()
         await self.chat.load(project(session.current_path()))
         if self.agent is not None:
-            self._show_status(self.agent.status())
+            self.show_status(self.agent.status())
 
     async def cmd_memory(self, arg: str) -> None:
         parts: list[str] = []
@@ -561,7 +535,7 @@ class ChatController:
                 text = f"(cannot be read: {exc})"
             body = text or "_empty_"
             parts.append(f"**{title}** (`{_home(path)}`)\n\n{body}")
-        await self._markdown_note("\n\n".join(parts))
+        await self.markdown_note("\n\n".join(parts))
 
     async def cmd_theme(self, arg: str) -> None:
         await self.app.choose_theme(arg)
@@ -569,7 +543,7 @@ class ChatController:
     async def cmd_export(self, arg: str) -> None:
         from agentsh.tui.export import ExportError, export_session
 
-        session = self._current_session()
+        session = self.current_session()
         if session is None:
             return
         words = arg.split(maxsplit=1)
@@ -578,19 +552,19 @@ class ChatController:
         try:
             written = await asyncio.to_thread(export_session, session, fmt, target, self.cwd)
         except ExportError as exc:
-            await self._note(str(exc), "error")
+            await self.note(str(exc), "error")
             return
-        await self._note(f"Exported to {written}")
+        await self.note(f"Exported to {written}")
 
     async def cmd_cost(self, arg: str) -> None:
         if self.agent is None:
-            await self._note("The agent is still loading.", "warning")
+            await self.note("The agent is still loading.", "warning")
             return
         from agentsh.tui.status_format import human_cost, human_tokens
 
         s = self.agent.status()
         estimated = " (estimated)" if s.estimated else ""
-        await self._markdown_note(
+        await self.markdown_note(
             "| | |\n|---|---|\n"
             f"| Model | {s.model or 'none'} |\n"
             f"| Current context | {human_tokens(s.used)} / {human_tokens(s.window)} "
@@ -659,7 +633,7 @@ class ChatController:
         try:
             items = await asyncio.to_thread(session_items, self.env)
         except (OSError, ValueError) as exc:
-            await self._note(f"Sessions could not be listed: {exc}", "error")
+            await self.note(f"Sessions could not be listed: {exc}", "error")
             return None
         value = await self.app.push_screen_wait(SessionPicker(items))
         return Path(value) if value else None
@@ -670,7 +644,7 @@ class ChatController:
     # -- shutdown -----------------------------------------------------------------------------
 
     def shutdown(self) -> None:
-        session = self._current_session()
+        session = self.current_session()
         if session is not None:
             with contextlib.suppress(OSError):
                 session.sync()
@@ -679,184 +653,6 @@ class ChatController:
 
 _IDLE_ONLY = frozenset({"compact", "fork", "resume", "new", "label"})
 _NEEDS_AGENT = frozenset({"compact"})
-
-
-class _TurnView:
-    """Turns one stream of agent events into transcript widgets."""
-
-    def __init__(self, controller: ChatController, user_text: str) -> None:
-        self.c = controller
-        self.chat = controller.chat
-        self.user_text = user_text
-        self.reply: AssistantWidget | None = None
-        self.blocks: dict[str, ToolBlock] = {}
-        self.compaction: CompactionLine | None = None
-        self.ended = False
-
-    async def handle(self, event: Event) -> None:
-        chat = self.chat
-        match event:
-            case TurnStarted():
-                await chat.append(UserItem(event.user_entry_id, event.text))
-            case TextDelta():
-                reply = await self._reply()
-                await reply.append(event.text)
-            case ThinkingDelta():
-                (await self._reply()).add_thinking(event.text)
-            case AssistantMessage():
-                await self._finish_reply(event.entry_id, event.text)
-            case ToolStarted():
-                block = ToolBlock(
-                    event.call_id,
-                    event.name,
-                    event.summary or event.name,
-                    preview_lines=self.c.env.settings.tui.tool_preview_lines,
-                    expand_key=chat.expand_key,
-                )
-                self.blocks[event.call_id] = block
-                await chat.append(ToolItem(event.call_id, event.name, event.summary), block)
-            case ToolOutput():
-                if (running := self.blocks.get(event.call_id)) is not None:
-                    running.append_output(event.text)
-            case ToolFinished():
-                await self._tool_finished(event)
-            case ApprovalRequest():
-                prompt = ApprovalPrompt(event, self.c.app.keymap)
-                await chat.append(NoteItem("", f"approval asked: {event.summary}"), prompt)
-            case StatusChanged():
-                self.c._show_status(event.status)
-            case Retrying():
-                await self.c._note(
-                    f"retrying in {event.delay_s:.0f}s (attempt {event.attempt}/"
-                    f"{event.max_attempts}): {event.reason}",
-                    "warning",
-                )
-            case CompactionStarted():
-                line = CompactionLine(event.tier.value, 0, 0, running=True)
-                self.compaction = line
-                await chat.append(CompactionItem("", event.tier.value, 0, 0, ""), line)
-            case CompactionFinished():
-                await self._compaction_finished(event)
-            case CompactionFailed():
-                if self.compaction is not None:
-                    self.compaction.fail(event.reason)
-                    self.compaction = None
-                else:
-                    await self.c._note(f"compaction failed: {event.reason}", "error")
-            case Notice():
-                await self.c._note(event.text, event.level.value)
-            case ErrorOccurred():
-                await self._error(event)
-            case TurnEnded():
-                await self._ended(event)
-            case _:
-                pass  # usage and tool-call fragments: the status bar shows their effect
-
-    async def _reply(self) -> AssistantWidget:
-        if self.reply is None:
-            widget = AssistantWidget(live=True)
-            self.reply = widget
-            await self.chat.append(AssistantItem("", ""), widget)
-        return self.reply
-
-    async def _finish_reply(self, entry_id: str, text: str) -> None:
-        reply = self.reply
-        self.reply = None
-        if reply is None:
-            if text:
-                await self.chat.append(AssistantItem(entry_id, text))
-            return
-        await reply.finish(text=text)
-        reply.entry_id = entry_id
-        if not text and not reply.text:
-            reply.display = False  # a tool-call-only reply: the blocks say it all
-        self.chat.set_item(reply, AssistantItem(entry_id, text))
-
-    async def _tool_finished(self, event: ToolFinished) -> None:
-        found = self.blocks.get(event.call_id)
-        item = ToolItem(
-            event.call_id,
-            event.name,
-            found.summary if found is not None else event.name,
-            output=event.content,
-            is_error=event.is_error,
-            diff=event.diff,
-            finished=True,
-            entry_id=event.entry_id,
-        )
-        if found is None:
-            await self.chat.append(item)
-            return
-        found.finish(event.content, is_error=event.is_error, diff=event.diff)
-        self.chat.set_item(found, item)
-
-    async def _compaction_finished(self, event: CompactionFinished) -> None:
-        summary = ""
-        session = self.c._current_session()
-        if session is not None and event.entry_id in session.tree.nodes:
-            entry = session.get(event.entry_id)
-            if isinstance(entry, CompactionEntry):
-                summary = entry.summary
-        if event.note:
-            summary = f"{event.note}\n{summary}".strip()
-        item = CompactionItem(
-            event.entry_id, event.tier.value, event.tokens_before, event.tokens_after, summary
-        )
-        line = self.compaction
-        self.compaction = None
-        if line is None:
-            await self.chat.append(item)
-            return
-        line.finish(event.tokens_before, event.tokens_after, summary, event.entry_id)
-        self.chat.set_item(line, item)
-
-    async def _error(self, event: ErrorOccurred) -> None:
-        if event.kind is ErrorKind.NO_MODEL:
-            await self.c._markdown_note(event.message, "warning")
-            prompt = self.c.prompt
-            if self.user_text and not prompt.text:
-                prompt.text = self.user_text  # nothing was sent: keep what the user typed
-            return
-        if self.reply is not None:
-            reply = self.reply
-            self.reply = None
-            await reply.finish(error=event.message)
-            self.chat.set_item(reply, AssistantItem("", reply.text, error=event.message))
-            return
-        await self.c._note(event.message, "error")
-
-    async def _ended(self, event: TurnEnded) -> None:
-        self.ended = True
-        aborted = event.outcome is TurnOutcome.ABORTED
-        if self.reply is not None:
-            reply = self.reply
-            self.reply = None
-            await reply.finish(aborted=aborted)
-            entry_id = self._last_assistant_id()
-            self.chat.set_item(reply, AssistantItem(entry_id, reply.text, aborted=aborted))
-        elif aborted:
-            await self.c._note("turn cancelled", "warning")
-        for block in self.blocks.values():
-            if not block.finished:
-                block.finish(block.output or "(cancelled)", is_error=True)
-        if self.compaction is not None:
-            self.compaction.fail("cancelled")
-            self.compaction = None
-
-    def _last_assistant_id(self) -> str:
-        session = self.c._current_session()
-        if session is None:
-            return ""
-        for entry in reversed(session.current_path()):
-            if isinstance(entry, MessageEntry) and entry.role is Role.ASSISTANT:
-                return entry.id
-        return ""
-
-    async def close(self) -> None:
-        """The stream ended (normally or not): never leave a live widget streaming."""
-        if self.reply is not None:
-            await self.reply.finish(aborted=not self.ended)
-            self.reply = None
 
 
 TREE_MAX_LINES = 200
