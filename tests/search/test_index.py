@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentsh.config import SearchSettings
@@ -322,18 +322,18 @@ def test_fts_query_syntax_in_user_text_is_harmless(
     assert index.status().chunks == 1
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(st.text(max_size=40))
-def test_any_text_is_a_valid_query(memory_dir: Path, make_index: IndexFactory, query: str) -> None:
-    write(memory_dir / "a.md", "Alembic migrations run with uv run alembic upgrade head.")
-    index = getattr(test_any_text_is_a_valid_query, "_index", None)
-    if index is None or index._closed:
-        index = make_index()
-        index.sync()
-        test_any_text_is_a_valid_query._index = index  # type: ignore[attr-defined]
-    index.search(query)
+def test_any_text_is_a_valid_query(memory_dir: Path, make_index: IndexFactory) -> None:
+    write(memory_dir / "a.md", "Alembic migrations run with uv run alembic upgrade head. 배포 훅")
+    index = make_index()
+    index.sync()
+
+    @settings(max_examples=80, deadline=None)
+    @given(st.text(max_size=40))
+    def search_anything(query: str) -> None:
+        response = index.search(query, min_score=0.0)
+        assert all(0.0 <= r.score <= 1.0 for r in response.results)
+
+    search_anything()
 
 
 def test_the_top_result_does_not_change_with_k(memory_dir: Path, make_index: IndexFactory) -> None:
