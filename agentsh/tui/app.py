@@ -105,7 +105,7 @@ class AgentshApp(App[None]):
 
     def _after_first_frame(self) -> None:
         self.controller.start()
-        self._load_project_files()
+        self.refresh_project_files()
         if self._watch_themes:
             self._watch_user_themes()
 
@@ -192,7 +192,8 @@ class AgentshApp(App[None]):
         return self._files
 
     @work(thread=True, exclusive=True, group="files", exit_on_error=False)
-    def _load_project_files(self) -> None:
+    def refresh_project_files(self) -> None:
+        """Re-list the project's files for ``@`` completion (start-up and after each turn)."""
         from agentsh.tui.files import list_project_files
 
         files = list_project_files(self.env.project.root)

@@ -330,6 +330,7 @@ class ChatController:
             self.turn_running = False
             if self._turn_done is not None:
                 self._turn_done.set()
+            self.app.refresh_project_files()  # tools may have created or deleted files
             if self.agent is not None:
                 self.show_status(self.agent.status())
             if self.queue:
