@@ -96,8 +96,8 @@ class Session:
         """
         writer = LogWriter.open(path, fsync_each=fsync_each) if lock else None
         try:
-            loaded = read_log(path)
-            with gc_paused():
+            with gc_paused(promote=True):
+                loaded = read_log(path)
                 tree, tree_problems = SessionTree.build(
                     loaded.entries, loaded.line_numbers, loaded.damaged
                 )

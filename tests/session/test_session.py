@@ -268,3 +268,29 @@ def test_leaf_record_targets_must_exist() -> None:
     session = Session.create(None, Path("/work"))
     with pytest.raises(SessionError):
         session.append(LeafEntry(id="l", parent_id=None, target_id="missing"))
+
+
+def test_loading_leaves_the_garbage_collector_as_it_found_it(folder: Path) -> None:
+    import gc
+
+    session = Session.create(folder, Path("/work"))
+    conversation(session, 2)
+    session.close()
+    assert session.path is not None
+    assert gc.isenabled()
+    Session.open(session.path, lock=False)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        Session.open(session.path, lock=False)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    # Objects the program froze itself stay frozen (the load only promotes when none are).
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        Session.open(session.path, lock=False)
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
