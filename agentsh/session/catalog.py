@@ -570,8 +570,10 @@ class _Scan:
             return False  # a usage object in another shape
         self.entries += len(kinds) - kinds.count(b"leaf") - kinds.count(b"label")
         self.messages += kinds.count(b"message")
-        self.tokens += sum(int(i) + int(o) for i, o, _ in usages)
-        self.cost += sum(float(c) for _, _, c in usages)
+        if usages:
+            inputs, outputs, costs = zip(*usages, strict=True)
+            self.tokens += sum(map(int, inputs)) + sum(map(int, outputs))
+            self.cost += sum(map(float, costs))
         if not self.title:
             for found in _USER_LINE.finditer(data):
                 start = found.start() + 1
