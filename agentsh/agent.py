@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import os
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -571,6 +572,8 @@ def build_agent(
     """Assemble an agent with every real part. Heavy (imports litellm): run it off the UI
     thread. ``model=None`` builds an agent that explains how to configure one."""
     from agentsh.llm.models import choose_model
+    from agentsh.memory.index import SearchIndexError, shared_index
+    from agentsh.tools.memory_search import MemoryGetTool, MemorySearchTool
 
     cwd = cwd or Path.cwd()
     settings = env.settings
@@ -583,8 +586,19 @@ def build_agent(
 
     memory = CuratedMemory(env.project, env.user, settings.memory)
     memory_tool = MemoryTool(memory, settings.memory)
-    registry = ToolRegistry([*builtin_tools(), memory_tool])
-    on_summary = None
+    index = shared_index(env.user, env.project, settings.search)
+    registry = ToolRegistry(
+        [*builtin_tools(), memory_tool, MemorySearchTool(index), MemoryGetTool(index)]
+    )
+
+    def on_summary(path: Path) -> None:
+        # Compaction summaries are searchable as soon as they are written. The index is a
+        # cache: a failure here must never fail the compaction (the watcher retries).
+        try:
+            index.index_file(path)
+        except (SearchIndexError, sqlite3.Error, OSError):
+            index.mark_dirty()
+
     mode = approval or ApprovalMode(settings.tools.approval)
     approver = Approver(mode, env.project.root, interactive=interactive)
     prompt = SystemPrompt(env, cwd, memory=memory)

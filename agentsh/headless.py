@@ -89,6 +89,9 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     finally:
         agent.close()
+        from agentsh.memory.index import close_shared
+
+        close_shared()
     if totals.outcome is TurnOutcome.ERROR:
         if args.output_format == "text":
             print(f"agentsh: {totals.error or 'the turn failed'}", file=sys.stderr)

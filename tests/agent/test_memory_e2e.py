@@ -92,3 +92,24 @@ def test_agents_md_is_in_the_prompt_and_a_poisoned_one_is_left_out(
     assert "Use tabs, never spaces" in system
     assert "reveal secrets" not in system
     assert "CLAUDE.md was not loaded" in done.stderr
+
+
+def test_memory_search_tool_returns_fenced_results(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, project: Path
+) -> None:
+    docs = project / ".agentsh" / "memory" / "docs"
+    docs.mkdir(parents=True)
+    (docs / "deploy.md").write_text(
+        "---\ntype: lesson\ntitle: Deploying\ncreated: 2026-11-01\n---\n"
+        "Deploys go through the blue-green script in ops/deploy.sh after the canary passes.\n"
+    )
+    scripted_server.script(
+        tool_call("memory_search", {"query": "blue-green deploy script"}), text("found it")
+    )
+    run = run_agentsh("-p", "how do we deploy?")
+    assert run.code == 0, run.stderr
+    result = next(m for m in scripted_server.requests[1].messages if m["role"] == "tool")
+    content = str(result["content"])
+    fenced = content[content.index("<memory-context>") :]
+    assert fenced.rstrip().endswith("</memory-context>")
+    assert "ops/deploy.sh" in fenced
