@@ -134,7 +134,7 @@ class TuiSettings:
 
 @dataclass(frozen=True, slots=True)
 class SessionSettings:
-    fsync: str = _choice("turn", ("turn", "entry", "never"), doc="when the log is fsynced")
+    fsync: str = _choice("turn", ("turn", "entry"), doc="fsync at the end of each turn, or per entry")
 
 
 @dataclass(frozen=True, slots=True)
