@@ -362,8 +362,9 @@ class ChatController:
     async def note(self, text: str, kind: str = "info") -> None:
         await self.chat.append(NoteItem("", text, kind))
 
-    async def markdown_note(self, text: str, kind: str = "info") -> None:
-        await self.chat.append(NoteItem("", _first_line(text), kind), NoteMarkdown(text, kind=kind))
+    async def markdown_note(self, text: str, kind: str = "info", *, plain: bool = False) -> None:
+        widget = NoteMarkdown(text, kind=kind, plain=plain)
+        await self.chat.append(NoteItem("", _first_line(text), kind), widget)
 
     def current_session(self) -> Session | None:
         return self.agent.session if self.agent is not None else self.session

@@ -173,7 +173,7 @@ class TurnView:
 
     async def _error(self, event: ErrorOccurred) -> None:
         if event.kind is ErrorKind.NO_MODEL:
-            await self.c.markdown_note(event.message, "warning")
+            await self.c.markdown_note(event.message, "warning", plain=True)
             prompt = self.c.prompt
             if self.user_text and not prompt.text:
                 prompt.text = self.user_text  # nothing was sent: keep what the user typed

@@ -163,15 +163,17 @@ class NoteLine(Static):
 
 
 class NoteMarkdown(Vertical):
-    """A longer note rendered as markdown (help, /cost, /tree, how to configure a model)."""
+    """A longer note: markdown (help, /cost, /tree), or text laid out for a terminal whose
+    line breaks and indentation must stay as written (how to configure a model)."""
 
-    def __init__(self, text: str, *, kind: str = "info") -> None:
+    def __init__(self, text: str, *, kind: str = "info", plain: bool = False) -> None:
         super().__init__(classes=f"note-block note-{kind}")
         self.text = text
         self.kind = kind
+        self.plain = plain
 
     def compose(self) -> ComposeResult:
-        yield _markdown(self.text)
+        yield Static(Content(self.text)) if self.plain else _markdown(self.text)
 
 
 class CompactionLine(Static, can_focus=True):
