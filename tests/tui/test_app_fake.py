@@ -567,3 +567,70 @@ async def test_continue_and_resume_by_prefix_open_the_right_session(
         await wait_for(pilot, lambda: bool(app.query(NoteLine)))
         assert "ffffffffff" in app.query_one(NoteLine).text  # says what was not found
         assert not app.query(UserMessage)
+
+
+async def test_compact_shows_one_collapsed_line_and_rejects_unknown_tiers(
+    make_app: MakeApp,
+) -> None:
+    from agentsh.events import CompactionFinished, CompactionStarted, Tier
+    from agentsh.session.entries import CompactionEntry
+    from agentsh.tui.widgets.messages import CompactionLine
+
+    class CompactingAgent(FakeAgent):
+        async def compact(self, tier: Tier | None = None) -> AsyncIterator[Event]:
+            yield CompactionStarted(tier or Tier.SUMMARIZE, "manual")
+            first = self.session.current_path()[0]
+            entry = CompactionEntry(
+                id=self.session.new_id(), parent_id=self.session.leaf_id, tier="summarize",
+                summary="## Active Task\nfix the parser", first_kept_id=first.id,
+                tokens_before=142_000, tokens_after=31_000,
+            )  # fmt: skip
+            self.session.append(entry)
+            yield CompactionFinished(entry.id, Tier.SUMMARIZE, 142_000, 31_000, "ws/001.md")
+
+    app = make_app(factory=lambda _e, s, _o: CompactingAgent(s))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"hello", "enter")
+        await wait_for(
+            pilot, lambda: not app.controller.turn_running and bool(app.query(AssistantMessage))
+        )
+        await pilot.press(*"/compact bogus", "enter")
+        await wait_for(pilot, lambda: any("Unknown tier" in n.text for n in app.query(NoteLine)))
+        await pilot.press(*"/compact summarize", "enter")
+        await wait_for(
+            pilot, lambda: bool(app.query(CompactionLine)) and not app.controller.turn_running
+        )
+        line = app.query_one(CompactionLine)
+        assert line.tokens_before == 142_000 and line.tokens_after == 31_000
+        assert "Active Task" in line.summary and not line.expanded
+        line.focus()
+        await pilot.press("enter")
+        assert line.expanded
+
+
+async def test_a_provider_error_mid_reply_is_shown_in_place(make_app: MakeApp) -> None:
+    from agentsh.events import Retrying, TextDelta, TurnStarted
+
+    async def failing(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        user = agent.session.append_message(Role.USER, text)
+        yield TurnStarted(user.id, text)
+        yield Retrying(1, 3, 2.0, "rate limited")
+        yield TextDelta("Partial ans")
+        yield ErrorOccurred(ErrorKind.SERVER, "The provider failed (HTTP 500).")
+        yield TurnEnded(TurnOutcome.ERROR, error="HTTP 500")
+
+    app = make_app(factory=fake_factory(script=failing))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"go", "enter")
+        await wait_for(
+            pilot, lambda: not app.controller.turn_running and bool(app.query(AssistantMessage))
+        )
+        reply = app.query_one(AssistantMessage)
+        assert reply.text == "Partial ans"
+        footer = reply.query_one(".message-footer")
+        assert footer.display and footer.has_class("error")
+        assert any(
+            "retrying in 2s (attempt 1/3): rate limited" in n.text for n in app.query(NoteLine)
+        )
