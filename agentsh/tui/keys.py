@@ -37,6 +37,7 @@ class KeySpec:
     show: bool = False
     priority: bool = False
     builtin: bool = False  # bound by Textual itself; listed for the help screen only
+    in_widget: bool = False  # read by the widget's key handler (remappable), not a Binding
 
 
 KEYS: tuple[KeySpec, ...] = (
@@ -87,9 +88,9 @@ KEYS: tuple[KeySpec, ...] = (
         "submit",
         "Send (queued while a turn runs)",
         KeyScope.INPUT,
-        priority=True,
+        in_widget=True,
     ),
-    KeySpec("newline", "shift+enter,ctrl+j", "newline", "New line", KeyScope.INPUT, priority=True),
+    KeySpec("newline", "shift+enter,ctrl+j", "newline", "New line", KeyScope.INPUT, in_widget=True),
     KeySpec(
         "history_prev",
         "up",
@@ -112,7 +113,7 @@ KEYS: tuple[KeySpec, ...] = (
         "complete",
         "Accept the highlighted completion",
         KeyScope.INPUT,
-        priority=True,
+        in_widget=True,
     ),
     # The chat.
     KeySpec("chat_next", "down,j", "focus_next_block", "Next tool block", KeyScope.CHAT),
@@ -160,7 +161,7 @@ def bindings_for(scope: KeyScope) -> list[BindingType]:
             id=s.id,
         )
         for s in KEYS
-        if s.scope is scope and not s.builtin
+        if s.scope is scope and not s.builtin and not s.in_widget
     ]
 
 

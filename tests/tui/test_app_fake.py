@@ -634,3 +634,16 @@ async def test_a_provider_error_mid_reply_is_shown_in_place(make_app: MakeApp) -
         assert any(
             "retrying in 2s (attempt 1/3): rate limited" in n.text for n in app.query(NoteLine)
         )
+
+
+async def test_the_send_key_can_be_remapped(project: Path, make_app: MakeApp) -> None:
+    env = load_environment(project)
+    env.user.config_file.parent.mkdir(parents=True, exist_ok=True)
+    env.user.config_file.write_text('[tui.keys]\nsubmit = "ctrl+s"\nnewline = "enter"\n')
+    app = make_app(environment=load_environment(project))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press("a", "enter", "b")
+        assert app.query_one(PromptInput).text == "a\nb"
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: [m.text for m in app.query(UserMessage)] == ["a\nb"])

@@ -31,8 +31,13 @@ def test_fixed_keys_cannot_be_remapped() -> None:
 
 
 def test_scoped_bindings_carry_their_ids_for_the_keymap() -> None:
-    bindings = bindings_for(KeyScope.INPUT)
-    assert {b.id for b in bindings} >= {"submit", "newline", "complete"}  # type: ignore[union-attr]
+    bindings = bindings_for(KeyScope.APPROVAL)
+    assert {b.id for b in bindings} == {"approve_once", "approve_session", "deny"}  # type: ignore[union-attr]
+
+
+def test_editor_keys_are_read_by_the_widget_not_bound() -> None:
+    # A priority binding would run ahead of characters still queued for the editor.
+    assert bindings_for(KeyScope.INPUT) == []
 
 
 def test_keys_are_displayed_for_people() -> None:

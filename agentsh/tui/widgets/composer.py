@@ -13,9 +13,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from textual import events, on
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.content import Content
 from textual.message import Message
@@ -24,7 +26,7 @@ from textual.widgets.option_list import Option
 
 from agentsh.tui import commands as slash
 from agentsh.tui.files import rank
-from agentsh.tui.keys import KeyScope, bindings_for
+from agentsh.tui.keys import spec
 
 _AT_WORD = re.compile(r"(?:^|\s)@([^\s@]*)$")
 MENU_ROWS = 8
@@ -66,7 +68,11 @@ class CompletionMenu(OptionList):
 
 
 class PromptInput(TextArea):
-    BINDINGS = bindings_for(KeyScope.INPUT)
+    # Enter, Shift+Enter/Ctrl+J and Tab are handled in ``_on_key``, not as bindings: a priority
+    # binding runs as soon as the App sees the key, ahead of characters still queued for this
+    # widget, so a fast typist's last characters would arrive after their message was sent.
+    BINDINGS: ClassVar[list[BindingType]] = []
+    WIDGET_KEYS = ("submit", "newline", "complete")
 
     class Submitted(Message):
         def __init__(self, text: str) -> None:
@@ -170,11 +176,26 @@ class PromptInput(TextArea):
         menu.highlighted = (current + step) % len(menu.completions)
         return True
 
+    def _keys(self, binding_id: str) -> tuple[str, ...]:
+        keymap: dict[str, str] = getattr(self.app, "keymap", {})
+        keys = keymap.get(binding_id, spec(binding_id).key)
+        return tuple(k.strip() for k in keys.split(","))
+
     async def _on_key(self, event: events.Key) -> None:
-        if event.key == "escape" and self.menu is not None and self.menu.display:
+        key = event.key
+        action: Callable[[], None] | None = None
+        if key == "escape" and self.menu is not None and self.menu.display:
+            action = self.menu.hide
+        elif key in self._keys("submit"):
+            action = self.action_submit
+        elif key in self._keys("newline"):
+            action = self.action_newline
+        elif key in self._keys("complete"):
+            action = self.action_complete
+        if action is not None:
             event.stop()
             event.prevent_default()
-            self.menu.hide()
+            action()
             return
         await super()._on_key(event)
 
