@@ -100,7 +100,7 @@ class PromptInput(TextArea):
         completion = self.menu.current if self.menu is not None else None
         if completion is not None and completion.insert.strip() != self.text.strip():
             # Enter on a partial word completes it; a command without arguments also runs.
-            self._accept(completion)
+            self.accept(completion)
             if not completion.submit:
                 return
         if self.menu is not None:
@@ -121,7 +121,7 @@ class PromptInput(TextArea):
 
     def action_complete(self) -> None:
         if self.menu is not None and self.menu.current is not None:
-            self._accept(self.menu.current)
+            self.accept(self.menu.current)
         else:
             self.screen.focus_next()
 
@@ -232,7 +232,8 @@ class PromptInput(TextArea):
             ]
         return []
 
-    def _accept(self, completion: Completion) -> None:
+    def accept(self, completion: Completion) -> None:
+        """Replace the word being completed with the completion."""
         row, col = self.cursor_location
         self.replace(completion.insert, (row, completion.replace_from), (row, col))
         if self.menu is not None:
@@ -260,5 +261,5 @@ class Composer(Vertical):
         prompt = self.prompt
         menu = prompt.menu
         if menu is not None and 0 <= event.option_index < len(menu.completions):
-            prompt._accept(menu.completions[event.option_index])
+            prompt.accept(menu.completions[event.option_index])
         prompt.focus()
