@@ -12,6 +12,7 @@ empty (otherwise Ctrl+Up reaches it), and it ignores keys for :attr:`GRACE_S` af
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -34,11 +35,12 @@ class ApprovalPrompt(Vertical, can_focus=True):
     BINDINGS = bindings_for(KeyScope.APPROVAL)
     GRACE_S = 0.4  # keys in flight when it appears are not answers
 
+    @dataclass
     class Decided(Message):
-        def __init__(self, prompt: ApprovalPrompt, decision: ApprovalDecision) -> None:
-            super().__init__()
-            self.prompt = prompt
-            self.decision = decision
+        """The user answered ``prompt`` with ``decision``."""
+
+        prompt: ApprovalPrompt
+        decision: ApprovalDecision
 
     def __init__(self, request: ApprovalRequest, keymap: dict[str, str] | None = None) -> None:
         super().__init__(classes="approval")

@@ -74,10 +74,11 @@ class PromptInput(TextArea):
     BINDINGS: ClassVar[list[BindingType]] = []
     WIDGET_KEYS = ("submit", "newline", "complete")
 
+    @dataclass
     class Submitted(Message):
-        def __init__(self, text: str) -> None:
-            super().__init__()
-            self.text = text
+        """The user sent ``text`` (a message or a slash command)."""
+
+        text: str
 
     def __init__(self) -> None:
         super().__init__(
