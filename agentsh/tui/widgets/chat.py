@@ -56,7 +56,10 @@ class ChatView(VerticalScroll):
         id: str | None = None,
     ) -> None:
         super().__init__(id=id)
-        self.window = max(window, BATCH_ROWS * 2)
+        self.window = max(window, 10)
+        # Batches scale down with a small window, so the window setting is honoured.
+        self.batch = max(5, min(BATCH_ROWS, self.window // 4))
+        self.initial = min(INITIAL_ROWS, self.window)
         self.preview_lines = preview_lines
         self.expand_key = expand_key
         self.rows: list[Row] = []
@@ -108,7 +111,7 @@ class ChatView(VerticalScroll):
         await self.remove_children()
         self.rows = [Row(item) for item in items]
         self.last = len(self.rows)
-        self.first = max(0, self.last - min(INITIAL_ROWS, self.window))
+        self.first = max(0, self.last - self.initial)
         widgets = [self._widget_for(row) for row in self.rows[self.first : self.last]]
         if widgets:
             await self.mount_all(widgets)
@@ -157,7 +160,7 @@ class ChatView(VerticalScroll):
         for row in self.rows[self.first : self.last]:
             row.widget = None
         self.last = len(self.rows)
-        self.first = max(0, self.last - INITIAL_ROWS)
+        self.first = max(0, self.last - self.initial)
         await self.mount_all([self._widget_for(r) for r in self.rows[self.first : self.last]])
         self.anchor()
         self.scroll_end(animate=False, immediate=True)
@@ -183,7 +186,7 @@ class ChatView(VerticalScroll):
 
     async def _extend_top(self) -> None:
         anchor_widget = self.rows[self.first].widget
-        start = max(0, self.first - BATCH_ROWS)
+        start = max(0, self.first - self.batch)
         new_rows = self.rows[start : self.first]
         widgets = [self._widget_for(r) for r in new_rows]
         before_y = anchor_widget.virtual_region.y if anchor_widget is not None else 0
@@ -198,7 +201,7 @@ class ChatView(VerticalScroll):
         self.call_after_refresh(keep_position)
 
     async def _extend_bottom(self) -> None:
-        end = min(len(self.rows), self.last + BATCH_ROWS)
+        end = min(len(self.rows), self.last + self.batch)
         widgets = [self._widget_for(r) for r in self.rows[self.last : end]]
         await self.mount_all(widgets)
         self.last = end
@@ -210,7 +213,7 @@ class ChatView(VerticalScroll):
             return
         limit = self.scroll_y - self.size.height
         count = 0
-        for row in self.rows[self.first : self.first + max(excess, BATCH_ROWS)]:
+        for row in self.rows[self.first : self.first + max(excess, self.batch)]:
             widget = row.widget
             if widget is None or widget.virtual_region.bottom >= limit:
                 break
@@ -242,7 +245,7 @@ class ChatView(VerticalScroll):
             return
         limit = self.scroll_y + 2 * self.size.height
         count = 0
-        for row in reversed(self.rows[self.last - max(excess, BATCH_ROWS) : self.last]):
+        for row in reversed(self.rows[self.last - max(excess, self.batch) : self.last]):
             widget = row.widget
             if widget is None or widget.virtual_region.y <= limit or getattr(widget, "live", False):
                 break
