@@ -314,7 +314,7 @@ async def test_a_long_transcript_keeps_a_bounded_window_mounted(
             chat.scroll_home(animate=False, immediate=True)
             await pilot.pause()
         assert chat.first < first_before  # older rows were remounted from the log
-        assert chat.mounted_rows <= 30 + chat.batch
+        assert chat.mounted_rows <= 30 + chat.batch_rows
         chat.scroll_end(animate=False, immediate=True)
         await pilot.pause(0.05)
         # A new turn brings the newest rows back.

@@ -58,7 +58,7 @@ class ChatView(VerticalScroll):
         super().__init__(id=id)
         self.window = max(window, 10)
         # Batches scale down with a small window, so the window setting is honoured.
-        self.batch = max(5, min(BATCH_ROWS, self.window // 4))
+        self.batch_rows = max(5, min(BATCH_ROWS, self.window // 4))
         self.initial = min(INITIAL_ROWS, self.window)
         self.preview_lines = preview_lines
         self.expand_key = expand_key
@@ -186,7 +186,7 @@ class ChatView(VerticalScroll):
 
     async def _extend_top(self) -> None:
         anchor_widget = self.rows[self.first].widget
-        start = max(0, self.first - self.batch)
+        start = max(0, self.first - self.batch_rows)
         new_rows = self.rows[start : self.first]
         widgets = [self._widget_for(r) for r in new_rows]
         before_y = anchor_widget.virtual_region.y if anchor_widget is not None else 0
@@ -201,7 +201,7 @@ class ChatView(VerticalScroll):
         self.call_after_refresh(keep_position)
 
     async def _extend_bottom(self) -> None:
-        end = min(len(self.rows), self.last + self.batch)
+        end = min(len(self.rows), self.last + self.batch_rows)
         widgets = [self._widget_for(r) for r in self.rows[self.last : end]]
         await self.mount_all(widgets)
         self.last = end
@@ -213,7 +213,7 @@ class ChatView(VerticalScroll):
             return
         limit = self.scroll_y - self.size.height
         count = 0
-        for row in self.rows[self.first : self.first + max(excess, self.batch)]:
+        for row in self.rows[self.first : self.first + max(excess, self.batch_rows)]:
             widget = row.widget
             if widget is None or widget.virtual_region.bottom >= limit:
                 break
@@ -245,7 +245,7 @@ class ChatView(VerticalScroll):
             return
         limit = self.scroll_y + 2 * self.size.height
         count = 0
-        for row in reversed(self.rows[self.last - max(excess, self.batch) : self.last]):
+        for row in reversed(self.rows[self.last - max(excess, self.batch_rows) : self.last]):
             widget = row.widget
             if widget is None or widget.virtual_region.y <= limit or getattr(widget, "live", False):
                 break
