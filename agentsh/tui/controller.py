@@ -426,6 +426,8 @@ class ChatController:
         if arg:
             try:
                 tier = Tier(arg.strip().lower().replace("-", "_"))
+                if tier is Tier.NONE:
+                    raise ValueError(arg)
             except ValueError:
                 names = ", ".join(t.value for t in Tier if t is not Tier.NONE)
                 await self.note(f"Unknown tier {arg!r}; use one of {names}.", "error")

@@ -271,7 +271,11 @@ class ChatView(VerticalScroll):
 
     def _step_focus(self, step: int) -> None:
         blocks = self._focusable_blocks()
-        if not blocks:
+        if not blocks:  # nothing to walk: the keys scroll instead
+            if step > 0:
+                self.scroll_down()
+            else:
+                self.scroll_up()
             return
         focused = self.screen.focused
         if focused in blocks:
