@@ -1,0 +1,100 @@
+"""Settings: defaults are SPEC's numbers, bad values are named and replaced by the default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentsh.config import Settings, load_config, settings_markdown
+from agentsh.paths import ProjectPaths, UserPaths, find_project_root, project_slug
+
+
+def _user(tmp_path: Path) -> UserPaths:
+    return UserPaths.from_env({"AGENTSH_HOME": str(tmp_path / "home")})
+
+
+def test_agentsh_home_replaces_every_location(tmp_path: Path) -> None:
+    user = _user(tmp_path)
+    home = (tmp_path / "home").resolve()
+    assert {user.config_dir.parent, user.data_dir.parent, user.cache_dir.parent} == {home}
+
+
+def test_spec_numbers_are_the_defaults() -> None:
+    s = Settings()
+    assert (s.context.move_to_workspace_at, s.context.summarize_at, s.context.truncate_at) == (
+        0.80,
+        0.85,
+        0.95,
+    )
+    assert (s.context.reserve_tokens, s.context.safety_margin, s.context.max_messages) == (
+        16_384,
+        1.2,
+        100,
+    )
+    assert (s.memory.memory_char_limit, s.memory.user_char_limit) == (2200, 1375)
+    assert (s.search.max_results, s.search.min_score, s.search.vector_weight) == (6, 0.35, 0.7)
+    assert (s.tools.read_max_lines, s.tools.grep_max_matches, s.tools.ls_max_entries) == (
+        2000,
+        100,
+        500,
+    )
+
+
+def test_project_config_is_merged_over_the_user_config(tmp_path: Path) -> None:
+    user = _user(tmp_path)
+    user.config_dir.mkdir(parents=True)
+    user.config_file.write_text('[context]\nreserve_tokens = 1000\n[tui]\ntheme = "x"\n')
+    project = ProjectPaths(tmp_path / "p")
+    project.agentsh_dir.mkdir(parents=True)
+    project.config_file.write_text("[context]\nreserve_tokens = 2000\n")
+    loaded = load_config(user, project)
+    assert loaded.problems == ()
+    assert loaded.settings.context.reserve_tokens == 2000
+    assert loaded.settings.tui.theme == "x"
+
+
+def test_a_bad_value_names_file_key_and_allowed_values_and_uses_the_default(
+    tmp_path: Path,
+) -> None:
+    user = _user(tmp_path)
+    user.config_dir.mkdir(parents=True)
+    user.config_file.write_text(
+        '[context]\nsummarize_at = 1.5\nengine = "magic"\n[tools]\nls_max_entries = "many"\n'
+        "[nonsense]\nx = 1\n"
+    )
+    loaded = load_config(user, None)
+    messages = {p.key: p.message for p in loaded.problems}
+    assert all(p.file == user.config_file for p in loaded.problems)
+    assert "between 0 and 1" in messages["context.summarize_at"]
+    assert "tiered, pi" in messages["context.engine"]
+    assert "integer" in messages["tools.ls_max_entries"]
+    assert "unknown setting" in messages["nonsense"]
+    assert loaded.settings.context.summarize_at == 0.85
+    assert loaded.settings.context.engine == "tiered"
+
+
+def test_broken_toml_is_reported_and_ignored(tmp_path: Path) -> None:
+    user = _user(tmp_path)
+    user.config_dir.mkdir(parents=True)
+    user.config_file.write_text("[context\n")
+    loaded = load_config(user, None)
+    assert len(loaded.problems) == 1 and "not valid TOML" in loaded.problems[0].message
+    assert loaded.settings == Settings()
+
+
+def test_project_root_is_the_nearest_git_root(tmp_path: Path) -> None:
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    deep = tmp_path / "repo" / "a" / "b"
+    deep.mkdir(parents=True)
+    assert find_project_root(deep) == (tmp_path / "repo").resolve()
+    assert find_project_root(tmp_path) == tmp_path.resolve()
+
+
+def test_project_slugs_do_not_collide(tmp_path: Path) -> None:
+    assert project_slug(tmp_path / "a" / "b-c") != project_slug(tmp_path / "a-b" / "c")
+
+
+def test_configuration_reference_is_up_to_date() -> None:
+    doc = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+    assert doc.read_text() == settings_markdown(), (
+        "run: python -m agentsh.config > docs/configuration.md"
+    )
