@@ -39,6 +39,8 @@ AGENTS.md 32 KiB, a recalled chunk about 1,600 characters), so this only fires o
 from __future__ import annotations
 
 import bisect
+import itertools
+import operator
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
@@ -85,20 +87,51 @@ Span = tuple[int, int]
 _WORD_SPLIT = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
 
 
-class _Doc:
-    """The ASCII projection of a normalised text, its word set, and anchor positions.
+_BLOCK = 4096  # characters a block of the text holds at least (it ends at a newline)
 
-    The word set is built at once (every pattern consults it); the sorted words and the
-    positions of each anchor on first use, and are cached so patterns share the work.
+
+class _Doc:
+    """The ASCII projection of a normalised text, its words, and anchor positions.
+
+    The text is cut into blocks of about ``_BLOCK`` characters at newlines, and the words of
+    each block are kept as well as those of the whole text. Anchors are then looked for only
+    in the blocks whose words allow a counted occurrence (see :class:`_Gate`): a keyword that
+    appears in three places of 64 KiB of source costs a read of three blocks, not of the whole
+    text. Positions are cached per anchor with the blocks they cover, so patterns share them.
     """
 
-    __slots__ = ("_hits", "_sorted_words", "text", "words")
+    __slots__ = (
+        "_block_words",
+        "_bounds",
+        "_hits",
+        "_masks",
+        "_prefix_masks",
+        "_sorted_words",
+        "text",
+        "words",
+    )
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.words = frozenset(text.translate(_WORD_SPLIT).split())
+        spaced = text.translate(_WORD_SPLIT)
+        bounds: list[Span] = []
+        lo = 0
+        while lo < len(text):
+            newline = text.find("\n", lo + _BLOCK)
+            hi = len(text) if newline < 0 else newline + 1
+            bounds.append((lo, hi))
+            lo = hi
+        self._bounds = bounds
+        if len(bounds) <= 1:
+            self.words = frozenset(spaced.split())
+            self._block_words = [self.words]
+        else:
+            self._block_words = [frozenset(spaced[lo:hi].split()) for lo, hi in bounds]
+            self.words = frozenset().union(*self._block_words)
         self._sorted_words: list[str] | None = None
-        self._hits: dict[str, list[int]] = {}
+        self._masks: dict[str, int] = {}
+        self._prefix_masks: dict[str, int] = {}
+        self._hits: dict[str, tuple[int, list[int]]] = {}
 
     def has_all(self, needs: tuple[frozenset[str], ...]) -> bool:
         """Whether every group of ``needs`` has at least one of its words in the text."""
@@ -109,51 +142,99 @@ class _Doc:
         """Whether the word set allows an anchor with this gate to occur (see :class:`_Gate`)."""
         if not gate.words <= self.words:
             return False
-        if not gate.prefixes:
-            return True
-        if self._sorted_words is None:
-            self._sorted_words = sorted(self.words)
-        ordered = self._sorted_words
-        for prefix in gate.prefixes:
-            # The first word not below the prefix starts with it if any word does.
-            index = bisect.bisect_left(ordered, prefix)
-            if index == len(ordered) or not ordered[index].startswith(prefix):
-                return False
-        return True
+        return all(self._prefix_mask(prefix) for prefix in gate.prefixes)
 
-    def hits(self, anchor: str) -> list[int]:
-        """Every position of ``anchor`` in the text, in order."""
-        found = self._hits.get(anchor)
-        if found is None:
-            found = self._derived_hits(anchor)
-            if found is None:
-                found = []
-                find = self.text.find
-                pos = find(anchor)
-                while pos >= 0:
-                    found.append(pos)
-                    pos = find(anchor, pos + 1)
-            self._hits[anchor] = found
+    def _word_mask(self, word: str) -> int:
+        """The blocks holding ``word``, one bit each."""
+        mask = self._masks.get(word)
+        if mask is None:
+            mask = 0
+            for index, words in enumerate(self._block_words):
+                if word in words:
+                    mask |= 1 << index
+            self._masks[word] = mask
+        return mask
+
+    def _prefix_mask(self, prefix: str) -> int:
+        """The blocks holding a word that starts with ``prefix``, one bit each."""
+        mask = self._prefix_masks.get(prefix)
+        if mask is None:
+            if self._sorted_words is None:
+                self._sorted_words = sorted(self.words)
+            ordered = self._sorted_words
+            mask = 0
+            index = bisect.bisect_left(ordered, prefix)
+            while index < len(ordered) and ordered[index].startswith(prefix):
+                mask |= self._word_mask(ordered[index])
+                index += 1
+            self._prefix_masks[prefix] = mask
+        return mask
+
+    def hits(self, anchor: str, gate: _Gate) -> list[int]:
+        """The positions of ``anchor`` in order: every one in a block the gate admits.
+
+        Occurrences in other blocks may be included (when cached for another gate); none of
+        them counts for this gate, which the caller's word-start check sees.
+        """
+        need = (1 << len(self._bounds)) - 1
+        for word in gate.block_words:
+            need &= self._word_mask(word)
+        for prefix in gate.block_prefixes:
+            need &= self._prefix_mask(prefix)
+        cached = self._hits.get(anchor)
+        if cached is not None:
+            covered, found = cached
+            if need & ~covered == 0:
+                return found
+            need |= covered
+        derived = self._derived_hits(anchor, need)
+        if derived is not None:
+            self._hits[anchor] = derived
+            return derived[1]
+        found = []
+        find = self.text.find
+        index = 0
+        while need >> index:
+            if not need >> index & 1:
+                index += 1
+                continue
+            last = index
+            while need >> (last + 1) & 1:
+                last += 1
+            lo, hi = self._bounds[index][0], self._bounds[last][1]
+            pos = find(anchor, lo, hi)
+            while pos >= 0:
+                found.append(pos)
+                pos = find(anchor, pos + 1, hi)
+            index = last + 1
+        self._hits[anchor] = (need, found)
         return found
 
-    def _derived_hits(self, anchor: str) -> list[int] | None:
+    def _derived_hits(self, anchor: str, need: int) -> tuple[int, list[int]] | None:
         """The positions of ``anchor`` read off those of a located anchor inside it, if any.
 
         "shows" occurs only where "show" does, "<|system" only where "system" does: checking
-        those few places is far cheaper than reading the whole text again. Not worth it when
-        the shorter anchor is everywhere (one check costs about as much as reading 64
-        characters), so then the text is read.
+        those few places is far cheaper than reading the text again. Not worth it when the
+        shorter anchor is everywhere (one check costs about as much as reading 64 characters),
+        so then the text is read. The result covers the blocks the shorter one covers.
         """
-        best: tuple[str, list[int]] | None = None
-        for known, positions in self._hits.items():
-            if known in anchor and (best is None or len(positions) < len(best[1])):
-                best = (known, positions)
-        if best is None or len(best[1]) * 64 > len(self.text):
+        best: tuple[str, int, list[int]] | None = None
+        for known, (covered, positions) in self._hits.items():
+            if (
+                known in anchor
+                and need & ~covered == 0
+                and (best is None or len(positions) < len(best[2]))
+            ):
+                best = (known, covered, positions)
+        if best is None or len(best[2]) * 64 > len(self.text):
             return None
-        known, positions = best
+        known, covered, positions = best
         offset = anchor.index(known)
         starts = self.text.startswith
-        return [pos - offset for pos in positions if pos >= offset and starts(anchor, pos - offset)]
+        found = [
+            pos - offset for pos in positions if pos >= offset and starts(anchor, pos - offset)
+        ]
+        return covered, found
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,15 +247,22 @@ class _Gate:
     side is a separator when the anchor counts only at the start of a word. Checking these in
     the word set (a lookup, a bisection) is far cheaper than a ``str.find`` through 64 KiB that
     finds nothing, which is what most anchors do in most texts.
+
+    ``words`` and ``prefixes`` are checked on the whole text, ``block_words`` and
+    ``block_prefixes`` on each block. They differ for a whole-word anchor: the text must hold
+    the word itself ("show"), but its positions include every occurrence at the start of a
+    word ("shows" too), so a block needs only a word that starts with it.
     """
 
     words: frozenset[str]
     prefixes: tuple[str, ...]
+    block_words: frozenset[str]
+    block_prefixes: tuple[str, ...]
 
     @classmethod
     def of(cls, anchor: str, *, word_start: bool, whole_word: bool) -> _Gate:
         if whole_word:
-            return cls(frozenset({anchor}), ())
+            return cls(frozenset({anchor}), (), frozenset(), (anchor,) if word_start else ())
         words: list[str] = []
         prefixes: list[str] = []
         for run in _ALNUM_RUN.finditer(anchor):
@@ -184,7 +272,7 @@ class _Gate:
                 words.append(run.group())
             else:
                 prefixes.append(run.group())
-        return cls(frozenset(words), tuple(prefixes))
+        return cls(frozenset(words), tuple(prefixes), frozenset(words), tuple(prefixes))
 
 
 _ALNUM_RUN = re.compile("[a-z0-9]+")
@@ -261,7 +349,7 @@ class _Rx:
         for anchor, gate in zip(self.anchors, self.gates, strict=True):
             if not doc.admits(gate):
                 continue
-            for pos in doc.hits(anchor):
+            for pos in doc.hits(anchor, gate):
                 if self.word_start and pos > 0 and text[pos - 1].isalnum():
                     continue
                 found.append(pos)
@@ -1246,51 +1334,86 @@ def _fold(text: str) -> str:
     return text.translate(_HOMOGLYPHS)
 
 
-def _prepare(raw: str) -> tuple[str, str, bool]:
-    """``(shown, projected, special)`` for a raw text.
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A raw text made ready for the patterns.
 
-    ``shown`` is the NFKC text with ignorables removed and look-alikes folded (threat excerpts
-    quote it); ``projected`` is its lowercased ASCII projection, every other character a "?",
-    one for one, so a span in one is the same span in the other. ``special`` says the text
-    holds invisible, ignorable, astral or look-alike characters.
+    ``scanned`` is the raw text that is scanned: all of it, or its head and tail when it is
+    over the byte budget (``truncated``). ``shown`` is its NFKC form with ignorables removed and
+    look-alikes folded (threat excerpts quote it); ``projected`` is the lowercased ASCII
+    projection of ``shown``, every other character a "?", one for one, so a span in one is the
+    same span in the other. ``special`` says the text holds invisible, ignorable, astral or
+    look-alike characters.
+    """
 
-    The work is done line by line, and only on lines that are not ASCII: an ASCII line is
-    already NFKC and has nothing to fold or project, and in a developer's text (source,
-    Markdown, notes with a few CJK lines or a stray "…") those are nearly all of them. That is
-    the same as treating the whole text at once: a newline is a starter that never composes or
-    reorders with a neighbour, so NFKC never acts across one, and folding and projecting act
-    on one character at a time. One non-NFKC character ("…", "，") thus costs NFKC of its
-    line, not of 64 KiB.
+    scanned: str
+    truncated: bool
+    shown: str
+    projected: str
+    special: bool
+
+
+def _prepare(raw: str, max_bytes: int) -> _Prepared:
+    """Bound, normalise and project ``raw`` (see :class:`_Prepared`).
+
+    The work is done line by line, and only on the lines that are not ASCII: an ASCII line is
+    already NFKC, has nothing to fold or project and takes one byte a character, and in a
+    developer's text (source, Markdown, notes with a few CJK lines or a stray "…") those are
+    nearly all of them. Finding them is one pass in C (``_non_ascii_lines``), so a text pays
+    in Python only for its non-ASCII lines, and one non-NFKC character ("…", "，") costs NFKC
+    of its line rather than of 64 KiB. That is the same as treating the whole text at once: a
+    newline is a starter that never composes or reorders with a neighbour, so NFKC never acts
+    across one, and folding and projecting act on one character at a time.
     """
     if raw.isascii():
-        return raw, raw.lower(), False
-    shown_lines = raw.split("\n")
-    projected_lines = shown_lines.copy()
-    special = False
-    for index, line in enumerate(shown_lines):
-        if line.isascii():
-            continue
+        if len(raw) > max_bytes:
+            raw = _head_and_tail(raw, max_bytes)
+            return _Prepared(raw, True, raw, raw.lower(), False)
+        return _Prepared(raw, False, raw, raw.lower(), False)
+    truncated = True
+    if len(raw) <= max_bytes:  # else it is over the budget whatever its characters
+        lines = raw.split("\n")
+        odd = _non_ascii_lines(lines)
+        size = len(raw) + sum(_extra_utf8_bytes(lines[index]) for index in odd)
+        truncated = size > max_bytes
+    if truncated:
+        raw = _head_and_tail(raw, max_bytes)
+        lines = raw.split("\n")
+        odd = _non_ascii_lines(lines)
+    shown_lines = lines
+    projected_lines = lines.copy()
+    changed = special = False
+    for index in odd:
+        line = lines[index]
         # The quick check is far cheaper than normalising a line that is already NFKC.
         if not unicodedata.is_normalized("NFKC", line):
             line = unicodedata.normalize("NFKC", line)
+            changed = True
         if _SPECIAL.search(line) is not None:
-            special = True
             line = _fold(line)
+            changed = special = True
         shown_lines[index] = line
         projected_lines[index] = line.encode("ascii", "replace").decode("ascii")
-    return "\n".join(shown_lines), "\n".join(projected_lines).lower(), special
+    shown = "\n".join(shown_lines) if changed else raw
+    return _Prepared(raw, truncated, shown, "\n".join(projected_lines).lower(), special)
 
 
-def _bounded(text: str, max_bytes: int) -> tuple[str, bool]:
-    """The part of ``text`` that is scanned: all of it, or its head and tail."""
-    if len(text) * 4 <= max_bytes:  # fast path: no character takes more than 4 bytes
-        return text, False
+def _non_ascii_lines(lines: list[str]) -> list[int]:
+    """Indices of the lines that are not ASCII, found without a Python-level loop."""
+    return list(itertools.compress(range(len(lines)), map(operator.not_, map(str.isascii, lines))))
+
+
+def _extra_utf8_bytes(line: str) -> int:
+    """How many more UTF-8 bytes than characters ``line`` takes."""
+    return len(line.encode("utf-8", "surrogatepass")) - len(line)
+
+
+def _head_and_tail(text: str, max_bytes: int) -> str:
+    """The first three quarters and the last quarter of the byte budget of an oversized text."""
     data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= max_bytes:
-        return text, False
     head = data[: max_bytes * 3 // 4].decode("utf-8", "ignore")
     tail = data[len(data) - max_bytes // 4 :].decode("utf-8", "ignore")
-    return head + "\n" + tail, True
+    return head + "\n" + tail
 
 
 # -- the scan --------------------------------------------------------------------------------
@@ -1314,24 +1437,24 @@ def first_threat(
 
 def _scan(text: str, scope: Scope, max_bytes: int, *, stop_at_first: bool) -> Iterable[Threat]:
     threats: list[Threat] = []
-    scanned, truncated = _bounded(text, max_bytes)
-    shown, projected, special = _prepare(scanned)
-    if special:  # NFKC keeps invisible characters, so this also covers the raw text
-        hidden = _invisible(scanned)
+    prepared = _prepare(text, max_bytes)
+    if prepared.special:  # NFKC keeps invisible characters, so this also covers the raw text
+        hidden = _invisible(prepared.scanned)
         if hidden is not None:
             threats.append(hidden)
             if stop_at_first:
                 return threats
-    doc = _Doc(projected)
+    doc = _Doc(prepared.projected)
     for pattern in PATTERNS:
         if scope not in pattern.scopes:
             continue
         span = pattern.search(doc)
         if span is not None:
-            threats.append(Threat(pattern.name, pattern.description, _excerpt(shown, *span)))
+            excerpt = _excerpt(prepared.shown, *span)
+            threats.append(Threat(pattern.name, pattern.description, excerpt))
             if stop_at_first:
                 return threats
-    if truncated:
+    if prepared.truncated:
         size = len(text.encode("utf-8", "surrogatepass"))
         threats.append(
             Threat(
