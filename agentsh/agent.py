@@ -25,6 +25,7 @@ from typing import Any
 
 from agentsh.config import ApprovalMode, Environment
 from agentsh.context.engine import ContextManager
+from agentsh.context.undo import UndoResult, undo_compaction
 from agentsh.events import (
     AssistantMessage,
     ContextStatus,
@@ -183,6 +184,18 @@ class Agent:
         if fresh_prompt:
             self.prompt = SystemPrompt(self.env, self.cwd, memory=self.memory)
         self.context = self._new_context(session, self._window)
+
+    def undo_compaction(self) -> UndoResult:
+        """``/compact undo``: the context from before the newest compaction, as a new leaf.
+
+        The context manager is rebuilt for the restored path, so its anti-thrashing state and
+        any pending compaction problem start over from what that path holds."""
+        if self.busy:
+            raise AgentBusy("a turn is running")
+        result = undo_compaction(self.session)
+        self.session.sync()
+        self.context = self._new_context(self.session, self._window)
+        return result
 
     def close(self) -> None:
         self.session.close()
