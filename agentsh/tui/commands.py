@@ -34,8 +34,9 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("model", "Show or switch the model", "[model]"),
     SlashCommand(
         "compact",
-        "Compact the context now (tier: move_to_workspace, summarize or truncate)",
-        "[tier]",
+        "Compact the context now (tier: move_to_workspace, summarize or truncate); "
+        "undo restores the context from before the newest compaction",
+        "[tier|undo]",
     ),
     SlashCommand("tree", "Show the session's branch points"),
     SlashCommand("fork", "Continue in a new session file from here"),

@@ -19,9 +19,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from textual.signal import Signal
+
 from agentsh.config import Environment
 from agentsh.events import (
     ApprovalDecision,
+    CompactionFinished,
     ContextStatus,
     Event,
     Tier,
@@ -32,6 +35,7 @@ from agentsh.tui import commands as slash
 from agentsh.tui.options import LaunchOptions
 from agentsh.tui.projection import (
     NoteItem,
+    archive_item,
     project,
 )
 from agentsh.tui.turn_view import TurnView
@@ -46,6 +50,7 @@ from agentsh.tui.widgets.messages import (
 from agentsh.tui.widgets.status_bar import StatusBar
 
 if TYPE_CHECKING:
+    from agentsh.context.undo import UndoResult
     from agentsh.tui.app import AgentshApp
 
 
@@ -68,6 +73,8 @@ class AgentLike(Protocol):
     def set_model(self, model: str) -> None: ...
 
     def switch_session(self, session: Session) -> None: ...
+
+    def undo_compaction(self) -> UndoResult: ...
 
 
 AgentFactory = Callable[[Environment, Session, LaunchOptions], AgentLike]
@@ -150,6 +157,9 @@ class ChatController:
         self._queued_widgets: list[QueuedMessage] = []
         self._ui_state = load_ui_state(env.user.ui_state_file)
         self._turn_done: asyncio.Event | None = None  # set when the running turn has ended
+        # Published whenever the session's path may have changed (a turn, a compaction, an
+        # undo, a session switch); the side panes subscribe. The data says why.
+        self.path_changed: Signal[str] = Signal(app, "path-changed")
 
     # -- typed getters ------------------------------------------------------------------------
 
@@ -239,6 +249,7 @@ class ChatController:
     async def _session_opened(self, session: Session) -> None:
         self.session = session
         await self.chat.load(project(session.current_path()))
+        self.path_changed.publish("session")
         for problem in session.problems[:5]:
             await self.note(f"session file: {problem}", "warning")
         if session.read_only_reason:
@@ -323,6 +334,8 @@ class ChatController:
         try:
             async for event in events:
                 await turn.handle(event)
+                if isinstance(event, CompactionFinished):
+                    await self._compaction_landed(event.entry_id)
         except Exception as exc:  # noqa: BLE001 - a crashed turn is shown, the app goes on
             await self.note(f"The turn failed: {exc}", "error")
         finally:
@@ -333,8 +346,18 @@ class ChatController:
             self.app.refresh_project_files()  # tools may have created or deleted files
             if self.agent is not None:
                 self.show_status(self.agent.status())
+            self.path_changed.publish("turn")
             if self.queue:
                 self._start_next()
+
+    async def _compaction_landed(self, entry_id: str) -> None:
+        """Fold the turns a compaction just archived into one line, and tell the panes."""
+        session = self.current_session()
+        if session is not None:
+            item = archive_item(session.current_path(), entry_id)
+            if item is not None:
+                await self.chat.fold_archive(item)
+        self.path_changed.publish("compaction")
 
     def cancel(self) -> bool:
         """Esc: stop the running turn. Queued messages go back to the editor, unsent."""
@@ -422,6 +445,9 @@ class ChatController:
         await self.note(f"Model switched to {arg}.")
 
     async def cmd_compact(self, arg: str) -> None:
+        if arg.strip().lower() == "undo":
+            await self._undo_compaction()
+            return
         tier: Tier | None = None
         if arg:
             try:
@@ -434,6 +460,37 @@ class ChatController:
                 return
         assert self.agent is not None
         self._run_events(self.agent.compact(tier))
+
+    async def _undo_compaction(self) -> None:
+        """``/compact undo``: the context from before the newest compaction, as a new leaf."""
+        from agentsh.context.undo import UndoError
+
+        agent = self.agent
+        assert agent is not None
+        try:
+            result = agent.undo_compaction()
+        except UndoError as exc:
+            await self.note(str(exc), "warning")
+            return
+        from agentsh.tui.status_format import human_tokens
+
+        await self.chat.load(project(agent.session.current_path()))
+        self.show_status(agent.status())
+        self.path_changed.publish("undo")
+        try:
+            tier = Tier(result.tier).label or result.tier
+        except ValueError:
+            tier = result.tier
+        since = (
+            f" The {result.copied} entries logged since were copied after them."
+            if result.copied
+            else ""
+        )
+        await self.note(
+            f"Compaction undone ({tier}, {human_tokens(result.tokens_before)} → "
+            f"{human_tokens(result.tokens_after)} tokens): the turns it took out are back in the "
+            f"model's context, in full.{since} The compacted branch stays in the tree."
+        )
 
     async def cmd_tree(self, arg: str) -> None:
         session = self.current_session()
@@ -524,6 +581,7 @@ class ChatController:
         await self.chat.load(project(session.current_path()))
         if self.agent is not None:
             self.show_status(self.agent.status())
+        self.path_changed.publish("session")
 
     async def cmd_memory(self, arg: str) -> None:
         parts: list[str] = []

@@ -3,7 +3,9 @@
 The log is the truth (DESIGN.md): the chat never keeps its own copy of a conversation. A
 resume, a branch switch or a remount after scrolling rebuilds widgets from these items, which
 are computed from ``session.current_path()``. A tool call and its result become one
-:class:`ToolItem`; everything else maps one entry to one item. Pure data, no widgets.
+:class:`ToolItem`; everything else maps one entry to one item. The entries a compaction took
+out of the model's context are folded into one :class:`ArchiveItem` where they stood (the log
+keeps them, so the chat can show them again, marked as archived). Pure data, no widgets.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class ToolItem:
     diff: str = ""
     finished: bool = False
     entry_id: str = ""  # the tool result's entry (empty while it runs)
+    message_id: str = ""  # the assistant entry that made the call (empty while live)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +71,63 @@ class NoteItem:
     kind: str = "info"  # info | warning | error
 
 
-ChatItem = UserItem | AssistantItem | ToolItem | CompactionItem | NoteItem
+@dataclass(frozen=True, slots=True)
+class ArchiveItem:
+    """The entries one compaction took out of the model's context, folded into one line."""
+
+    compaction_id: str
+    tier: str
+    entry_ids: tuple[str, ...]  # every path entry it covers, to fold rows shown live
+    items: tuple[ChatItem, ...]  # what the chat shows when the archive is expanded
+    turns: int  # user messages among them
+
+
+ChatItem = UserItem | AssistantItem | ToolItem | CompactionItem | NoteItem | ArchiveItem
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionSpan:
+    """A compaction on the path and the path slice ``[start, end)`` it archived.
+
+    A compaction archives what lies before its first kept entry and was still in the context,
+    so an earlier compaction's archive is never counted again; a prune-only compaction (it kept
+    the previous first kept entry) archives nothing."""
+
+    entry: CompactionEntry
+    index: int  # where the compaction record stands on the path
+    start: int
+    end: int
+
+    @property
+    def archived(self) -> int:
+        return self.end - self.start
+
+
+def compaction_spans(path: Sequence[AnyEntry]) -> list[CompactionSpan]:
+    """Every compaction on ``path`` (root first), oldest first, with what it archived."""
+    spans: list[CompactionSpan] = []
+    positions: dict[str, int] = {}
+    kept_from = 0
+    for index, entry in enumerate(path):
+        if isinstance(entry, CompactionEntry):
+            # A damaged first_kept_id (not before the record) keeps everything, like the view.
+            kept = positions.get(entry.first_kept_id, kept_from)
+            start, end = kept_from, max(kept, kept_from)
+            spans.append(CompactionSpan(entry, index, start, end))
+            kept_from = end
+        positions[entry.id] = index
+    return spans
+
+
+def item_entry_ids(item: ChatItem) -> tuple[str, ...]:
+    """The log entries a chat item shows (empty for a note that is not in the log)."""
+    match item:
+        case ToolItem():
+            return tuple(i for i in (item.message_id, item.entry_id) if i)
+        case ArchiveItem():
+            return item.entry_ids
+        case CompactionItem() | NoteItem() | UserItem() | AssistantItem():
+            return (item.entry_id,) if item.entry_id else ()
 
 
 def tool_summary(name: str, arguments: dict[str, object]) -> str:
@@ -81,11 +140,48 @@ def tool_summary(name: str, arguments: dict[str, object]) -> str:
     return name
 
 
-def project(entries: Sequence[AnyEntry]) -> list[ChatItem]:
-    """View items for a path of entries (root first)."""
+def project(entries: Sequence[AnyEntry], *, fold: bool = True) -> list[ChatItem]:
+    """View items for a path of entries (root first); ``fold`` folds archived entries."""
     results: dict[str, ToolResultEntry] = {
         e.tool_call_id: e for e in entries if isinstance(e, ToolResultEntry)
     }
+    spans = [s for s in compaction_spans(entries) if s.archived] if fold else []
+    if not spans:
+        return _items(entries, results)
+    items: list[ChatItem] = []
+    done = 0
+    for span in spans:
+        items.extend(_items(entries[done : span.start], results))
+        items.append(_archive(entries, span, results))
+        done = span.end
+    items.extend(_items(entries[done:], results))
+    return items
+
+
+def archive_item(path: Sequence[AnyEntry], compaction_id: str) -> ArchiveItem | None:
+    """The folded line for the compaction ``compaction_id`` on ``path`` (None: it archived
+    nothing, or it is not on the path)."""
+    for span in compaction_spans(path):
+        if span.entry.id == compaction_id and span.archived:
+            results = {e.tool_call_id: e for e in path if isinstance(e, ToolResultEntry)}
+            return _archive(path, span, results)
+    return None
+
+
+def _archive(
+    path: Sequence[AnyEntry], span: CompactionSpan, results: dict[str, ToolResultEntry]
+) -> ArchiveItem:
+    covered = path[span.start : span.end]
+    return ArchiveItem(
+        compaction_id=span.entry.id,
+        tier=span.entry.tier,
+        entry_ids=tuple(e.id for e in covered),
+        items=tuple(_items(covered, results)),
+        turns=sum(1 for e in covered if isinstance(e, MessageEntry) and e.role is Role.USER),
+    )
+
+
+def _items(entries: Sequence[AnyEntry], results: dict[str, ToolResultEntry]) -> list[ChatItem]:
     items: list[ChatItem] = []
     for entry in entries:
         match entry:
@@ -107,6 +203,7 @@ def project(entries: Sequence[AnyEntry]) -> list[ChatItem]:
                             diff=str(result.details.get("diff", "")) if result else "",
                             finished=result is not None,
                             entry_id=result.id if result else "",
+                            message_id=entry.id,
                         )
                     )
             case ToolResultEntry():

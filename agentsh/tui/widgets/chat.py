@@ -6,25 +6,39 @@ Every widget in the chat belongs to a :class:`Row` holding the data it was built
 user scrolls to the top (or bottom) edge of what is mounted the next batch is built again from
 its row. A resume or branch switch replaces all rows with a fresh projection of the log, so
 the widgets are always a view of the session, never a second copy of it.
+
+The turns a compaction took out of the model's context are one :class:`ArchiveLine`; Enter on
+it (or the summaries pane) shows them again in place, marked as archived, and hides them again.
+:meth:`ChatView.reveal_entry` scrolls to the widget of a log entry, mounting it first if the
+window had dropped it, and highlights it for a moment (the summaries pane's jump).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
+from textual import on
+from textual.binding import BindingType
 from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.message import Message
 from textual.widget import Widget
+from textual.widgets import Static
 
 from agentsh.tui.keys import KeyScope, bindings_for
 from agentsh.tui.projection import (
+    ArchiveItem,
     AssistantItem,
     ChatItem,
     CompactionItem,
     NoteItem,
     ToolItem,
     UserItem,
+    item_entry_ids,
 )
+from agentsh.tui.widgets.approval import ApprovalPrompt
 from agentsh.tui.widgets.messages import (
     AssistantMessage,
     CompactionLine,
@@ -36,16 +50,82 @@ from agentsh.tui.widgets.tool_block import ToolBlock
 
 INITIAL_ROWS = 40  # rows mounted when a long session is opened
 BATCH_ROWS = 25  # rows mounted or unmounted at a time while scrolling
+HIGHLIGHT_S = 2.0  # how long a jumped-to entry stays highlighted
 
 
 @dataclass(slots=True)
 class Row:
     item: ChatItem
     widget: Widget | None = None
+    archived: str = ""  # the compaction whose expanded archive this row belongs to
+
+
+class ArchiveLine(Static, can_focus=True):
+    """The entries a compaction archived, folded into one line; Enter shows them in place."""
+
+    BINDINGS: ClassVar[list[BindingType]] = bindings_for(KeyScope.TOOL_BLOCK)
+
+    @dataclass
+    class Toggled(Message):
+        line: ArchiveLine
+
+    def __init__(self, item: ArchiveItem, *, expanded: bool = False) -> None:
+        super().__init__(classes="archive-line")
+        self.item = item
+        self.expanded = expanded
+
+    def on_mount(self) -> None:
+        self._render_line()
+
+    def action_toggle_expand(self) -> None:
+        self.post_message(self.Toggled(self))
+
+    def set_expanded(self, expanded: bool) -> None:
+        self.expanded = expanded
+        self._render_line()
+
+    def _render_line(self) -> None:
+        from agentsh.events import Tier
+
+        item = self.item
+        try:
+            tier = Tier(item.tier).label or item.tier
+        except ValueError:
+            tier = item.tier
+        what = (
+            f"{item.turns} turn{'s' if item.turns != 1 else ''}"
+            if item.turns
+            else f"{len(item.items)} entr{'ies' if len(item.items) != 1 else 'y'}"
+        )
+        arrow, verb = ("▾", "hide") if self.expanded else ("▸", "show")
+        self.update(
+            Content.assemble(
+                f"{arrow} {what} archived by a compaction ({tier}), not in the model's context  ",
+                (f"[enter: {verb}]", "$text-muted"),
+            )
+        )
+
+
+def _is_live(widget: Widget | None) -> bool:
+    """A widget a running turn still updates: it must never be dropped and rebuilt."""
+    match widget:
+        case None:
+            return False
+        case ToolBlock():
+            return not widget.finished
+        case ApprovalPrompt():
+            return widget.decision is None
+    return bool(getattr(widget, "live", False))
 
 
 class ChatView(VerticalScroll):
     BINDINGS = bindings_for(KeyScope.CHAT)
+    DEFAULT_CSS = """
+    ChatView > .archive-line { color: $text-muted; padding: 0 1; margin: 0 0 1 0; }
+    ChatView > .archive-line:focus { background: $boost; color: $text; }
+    ChatView > .archived { border-left: outer $warning 50%; opacity: 70%; }
+    ChatView > .jump-target { background: $accent 20%; }
+    """
 
     def __init__(
         self,
@@ -66,6 +146,7 @@ class ChatView(VerticalScroll):
         self.first = 0  # rows[first:last] are mounted
         self.last = 0
         self._adjusting = False
+        self.expanded_archives: set[str] = set()
 
     def on_mount(self) -> None:
         self.anchor()
@@ -103,12 +184,15 @@ class ChatView(VerticalScroll):
                 )
             case NoteItem():
                 return NoteLine(item.text, kind=item.kind)
+            case ArchiveItem():
+                return ArchiveLine(item, expanded=item.compaction_id in self.expanded_archives)
 
     # -- the whole transcript -----------------------------------------------------------------
 
     async def load(self, items: Sequence[ChatItem]) -> None:
         """Replace the transcript with ``items`` (a projection of the session's path)."""
         await self.remove_children()
+        self.expanded_archives.clear()
         self.rows = [Row(item) for item in items]
         self.last = len(self.rows)
         self.first = max(0, self.last - self.initial)
@@ -127,6 +211,8 @@ class ChatView(VerticalScroll):
     def _widget_for(self, row: Row) -> Widget:
         if row.widget is None:
             row.widget = self.build(row.item)
+            if row.archived:
+                row.widget.add_class("archived")
         return row.widget
 
     # -- live additions -----------------------------------------------------------------------
@@ -167,6 +253,196 @@ class ChatView(VerticalScroll):
 
     def widgets_of(self, kind: type[Widget]) -> list[Widget]:
         return [r.widget for r in self.rows[self.first : self.last] if isinstance(r.widget, kind)]
+
+    # -- archived turns -----------------------------------------------------------------------
+
+    def _archive_index(self, compaction_id: str) -> int | None:
+        for index, row in enumerate(self.rows):
+            if isinstance(row.item, ArchiveItem) and row.item.compaction_id == compaction_id:
+                return index
+        return None
+
+    def has_archive(self, compaction_id: str) -> bool:
+        return self._archive_index(compaction_id) is not None
+
+    @on(ArchiveLine.Toggled)
+    async def _archive_toggled(self, event: ArchiveLine.Toggled) -> None:
+        event.stop()
+        await self.toggle_archive(event.line.item.compaction_id)
+
+    async def toggle_archive(self, compaction_id: str) -> bool:
+        """Show or hide the turns a compaction archived; True when they are shown now."""
+        if compaction_id in self.expanded_archives:
+            await self.collapse_archive(compaction_id)
+            return False
+        return await self.expand_archive(compaction_id)
+
+    async def expand_archive(self, compaction_id: str) -> bool:
+        """Show the archived turns under their line, marked as archived (False: no such line)."""
+        g = self._archive_index(compaction_id)
+        if g is None:
+            return False
+        if compaction_id in self.expanded_archives:
+            return True
+        item = self.rows[g].item
+        assert isinstance(item, ArchiveItem)
+        self.expanded_archives.add(compaction_id)
+        added = [Row(child, archived=compaction_id) for child in item.items]
+        count = len(added)
+        self.rows[g + 1 : g + 1] = added
+        if g < self.first:
+            self.first += count
+            self.last += count
+        elif g < self.last:
+            live = any(_is_live(r.widget) for r in self.rows[self.first : self.last])
+            if count <= max(self.window // 2, 1) or live:
+                line = self.rows[g].widget
+                await self.mount_all([self._widget_for(r) for r in added], after=line)
+                self.last += count
+            else:
+                await self._rewindow(g)
+        self._set_line_state(g, expanded=True)
+        return True
+
+    async def collapse_archive(self, compaction_id: str) -> bool:
+        """Fold the archived turns back into their line."""
+        g = self._archive_index(compaction_id)
+        self.expanded_archives.discard(compaction_id)
+        if g is None:
+            return False
+        start = end = g + 1
+        while end < len(self.rows) and self.rows[end].archived == compaction_id:
+            end += 1
+        count = end - start
+        if count:
+            removed = self.rows[start:end]
+            await self.remove_children([r.widget for r in removed if r.widget is not None])
+            for row in removed:
+                row.widget = None
+            del self.rows[start:end]
+            if start < self.last:  # else the archive lay wholly below the window
+                # Rows [start, end) are gone: positions at or past them move up by count.
+                first = self.first if self.first <= start else max(start, self.first - count)
+                last = self.last - count if self.last >= end else start
+                self.first, self.last = first, last
+                if self.first >= self.last:  # the window lay inside the archive
+                    await self._rewindow(g)
+        self._set_line_state(g, expanded=False)
+        return True
+
+    def _set_line_state(self, index: int, *, expanded: bool) -> None:
+        widget = self.rows[index].widget
+        if isinstance(widget, ArchiveLine):
+            widget.set_expanded(expanded)
+
+    async def fold_archive(self, item: ArchiveItem) -> None:
+        """A compaction just archived entries shown live: fold their rows into one line."""
+        covered = set(item.entry_ids)
+        hits = [i for i, r in enumerate(self.rows) if covered.intersection(item_entry_ids(r.item))]
+        if not hits or self._archive_index(item.compaction_id) is not None:
+            return
+        a, b = hits[0], hits[-1] + 1
+        span = self.rows[a:b]
+        if any(_is_live(r.widget) for r in span):
+            return  # never pull a widget a turn still updates (cannot happen: the cut keeps it)
+        group = Row(item)
+        if b <= self.first:
+            self.first -= b - a - 1
+            self.last -= b - a - 1
+            self.rows[a:b] = [group]
+            return
+        if a >= self.last:
+            self.rows[a:b] = [group]
+            return
+        before = self.rows[b].widget if b < self.last else None
+        after = self.rows[a - 1].widget if before is None and a - 1 >= self.first else None
+        await self.remove_children([r.widget for r in span if r.widget is not None])
+        for row in span:
+            row.widget = None
+        self.rows[a:b] = [group]
+        widget = self._widget_for(group)
+        if before is not None:
+            await self.mount(widget, before=before)
+        elif after is not None:
+            await self.mount(widget, after=after)
+        else:
+            await self.mount(widget)
+        self.last = self.last - (b - a - 1) if self.last >= b else a + 1
+        self.first = min(self.first, a)
+
+    # -- jumping to an entry ------------------------------------------------------------------
+
+    def row_of(self, entry_id: str, order: Mapping[str, int] | None = None) -> int | None:
+        """The row showing ``entry_id``; with ``order`` (entry id -> path position), else the
+        first row showing an entry at or after it."""
+        for index, row in enumerate(self.rows):
+            if entry_id in item_entry_ids(row.item) and not isinstance(row.item, ArchiveItem):
+                return index
+        if order is None or entry_id not in order:
+            return None
+        target = order[entry_id]
+        for index, row in enumerate(self.rows):
+            ids = item_entry_ids(row.item)
+            if not isinstance(row.item, ArchiveItem) and any(
+                order.get(i, -1) >= target for i in ids
+            ):
+                return index
+        return None
+
+    async def reveal_entry(
+        self, entry_id: str, order: Mapping[str, int] | None = None, *, highlight: bool = True
+    ) -> Widget | None:
+        """Scroll to the widget of a log entry (mounting it, and opening the archive that
+        holds it, if needed) and highlight it for a moment. None when it is not in the chat."""
+        index = self.row_of(entry_id)
+        if index is None:
+            for row in list(self.rows):
+                if isinstance(row.item, ArchiveItem) and entry_id in row.item.entry_ids:
+                    await self.expand_archive(row.item.compaction_id)
+                    break
+            index = self.row_of(entry_id, order)
+        if index is None:
+            return None
+        widget = await self._mount_row(index)
+        self.release_anchor()
+
+        def scroll() -> None:
+            if widget.is_mounted:
+                self.scroll_to_widget(widget, animate=False, top=True, immediate=True)
+
+        self.call_after_refresh(scroll)
+        if highlight:
+            widget.add_class("jump-target")
+            widget.set_timer(HIGHLIGHT_S, lambda: widget.remove_class("jump-target"))
+        return widget
+
+    async def _mount_row(self, index: int) -> Widget:
+        """Make sure ``rows[index]`` has a mounted widget, keeping the window contiguous."""
+        if self.first <= index < self.last:
+            return self._widget_for(self.rows[index])
+        distance = self.first - index if index < self.first else index - self.last + 1
+        live = any(_is_live(r.widget) for r in self.rows[self.first : self.last])
+        if self.mounted_rows == 0 or (distance > 2 * self.window and not live):
+            await self._rewindow(index)
+        elif index < self.first:
+            anchor_widget = self.rows[self.first].widget
+            widgets = [self._widget_for(r) for r in self.rows[index : self.first]]
+            await self.mount_all(widgets, before=anchor_widget)
+            self.first = index
+        else:
+            widgets = [self._widget_for(r) for r in self.rows[self.last : index + 1]]
+            await self.mount_all(widgets)
+            self.last = index + 1
+        return self._widget_for(self.rows[index])
+
+    async def _rewindow(self, center: int) -> None:
+        """Mount a fresh window of rows around ``rows[center]``."""
+        await self.remove_children()
+        for row in self.rows:
+            row.widget = None
+        self.first = max(0, center - self.batch_rows)
+        self.last = min(len(self.rows), max(center + 1, self.first + self.initial))
+        await self.mount_all([self._widget_for(r) for r in self.rows[self.first : self.last]])
 
     # -- windowing ----------------------------------------------------------------------------
 
