@@ -197,6 +197,35 @@ class Agent:
         self.context = self._new_context(self.session, self._window)
         return result
 
+    async def summarize_branch(self, from_leaf: str, instructions: str = "") -> str:
+        """A short summary of the branch the leaf just left (``from_leaf`` was its leaf).
+
+        Covers the entries from ``from_leaf`` back to the common ancestor with the current
+        leaf, newest first within the window minus 16,384 tokens, tool results skipped; the
+        reply is capped at ``context.branch_summary_max_tokens``. Returns "" when nothing was
+        left behind. Raises :class:`LLMError` (kind NO_MODEL without a model). The caller
+        attaches the text with :meth:`Session.append_branch_summary`."""
+        from agentsh.context.branch_summary import (
+            abandoned_branch,
+            branch_summary_request,
+            budget_for,
+            select_entries,
+        )
+
+        if self.llm is None:
+            raise LLMError(ErrorKind.NO_MODEL, "No model is configured to write a branch summary.")
+        branch = abandoned_branch(self.session.tree, from_leaf, self.session.leaf_id)
+        entries = select_entries(
+            branch.entries, budget_for(self._window), self.context.accounting.count
+        )
+        if not entries:
+            return ""
+        max_tokens = self.env.settings.context.branch_summary_max_tokens
+        messages = branch_summary_request(entries, max_tokens=max_tokens, instructions=instructions)
+        model = self.env.settings.model.summary_model or None
+        completion = await self.llm.complete(messages, max_tokens=max_tokens, model=model)
+        return completion.text.strip()
+
     def close(self) -> None:
         self.session.close()
 

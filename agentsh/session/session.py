@@ -19,6 +19,7 @@ from typing import Any
 from agentsh.session import entries
 from agentsh.session.entries import (
     AnyEntry,
+    BranchSummaryEntry,
     Header,
     LabelEntry,
     LeafEntry,
@@ -252,6 +253,15 @@ class Session:
         if self.tree.labels.get(target_id, "") == text:
             return
         self.append(LabelEntry(id=self.new_id(), parent_id=None, target_id=target_id, label=text))
+
+    def append_branch_summary(self, from_id: str, summary: str) -> BranchSummaryEntry:
+        """Attach a summary of the branch that ended at ``from_id`` below the leaf; it becomes
+        the leaf, so the next message is sent with it."""
+        entry = BranchSummaryEntry(
+            id=self.new_id(), parent_id=self.leaf_id, from_id=from_id, summary=summary
+        )
+        self.append(entry)
+        return entry
 
     def fork(self, sessions_dir: Path | None, to_id: str | None = None) -> Session:
         """A new session holding the path root -> ``to_id`` (default: the leaf)."""

@@ -25,6 +25,8 @@ class KeyScope(StrEnum):
     TOOL_BLOCK = "tool block"
     APPROVAL = "approval"
     PICKER = "picker"
+    TREE = "tree pane"
+    BRANCH_SUMMARY = "branch summary question"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +83,46 @@ KEYS: tuple[KeySpec, ...] = (
         KeyScope.APP,
         priority=True,
     ),
+    # The side panel and branching (work from anywhere but the pane that owns the key).
+    KeySpec(
+        "toggle_memory", "f2", "toggle_pane('memory')", "Show/hide the memory pane", KeyScope.APP
+    ),
+    KeySpec(
+        "toggle_summaries",
+        "f3",
+        "toggle_pane('summaries')",
+        "Show/hide the summaries pane",
+        KeyScope.APP,
+    ),
+    KeySpec("toggle_tree", "f4", "toggle_pane('tree')", "Show/hide the tree pane", KeyScope.APP),
+    KeySpec(
+        "select_prev_message",
+        "alt+up",
+        "select_message(-1)",
+        "Select the previous user message (Enter edits it as a new branch)",
+        KeyScope.APP,
+    ),
+    KeySpec(
+        "select_next_message",
+        "alt+down",
+        "select_message(1)",
+        "Select the next user message",
+        KeyScope.APP,
+    ),
+    KeySpec(
+        "branch_prev",
+        "alt+left",
+        "switch_branch(-1)",
+        "Previous sibling branch at the nearest fork",
+        KeyScope.APP,
+    ),
+    KeySpec(
+        "branch_next",
+        "alt+right",
+        "switch_branch(1)",
+        "Next sibling branch at the nearest fork",
+        KeyScope.APP,
+    ),
     # The message editor.
     KeySpec(
         "submit",
@@ -118,6 +160,16 @@ KEYS: tuple[KeySpec, ...] = (
     # The chat.
     KeySpec("chat_next", "down,j", "focus_next_block", "Next tool block", KeyScope.CHAT),
     KeySpec("chat_prev", "up,k", "focus_previous_block", "Previous tool block", KeyScope.CHAT),
+    KeySpec(
+        "edit_message",
+        "enter",
+        "edit_selected",
+        "Edit the selected message: its text goes to the editor, sending makes a new branch",
+        KeyScope.CHAT,
+    ),
+    KeySpec(
+        "clear_selection", "escape", "clear_selection", "Clear the message selection", KeyScope.CHAT
+    ),
     # A focused tool block.
     KeySpec(
         "toggle_block",
@@ -139,6 +191,96 @@ KEYS: tuple[KeySpec, ...] = (
     # Pickers (/theme, /resume, /model).
     KeySpec(
         "picker_close", "escape", "close", "Close the picker (keep the old choice)", KeyScope.PICKER
+    ),
+    # The tree pane (typing searches; these keys do the rest).
+    KeySpec("tree_up", "up", "cursor_up", "Previous entry", KeyScope.TREE),
+    KeySpec("tree_down", "down", "cursor_down", "Next entry", KeyScope.TREE),
+    KeySpec("tree_page_up", "pageup", "page_up", "Page up", KeyScope.TREE),
+    KeySpec("tree_page_down", "pagedown", "page_down", "Page down", KeyScope.TREE),
+    KeySpec("tree_first", "home", "first", "First entry", KeyScope.TREE),
+    KeySpec("tree_last", "end", "last", "Last entry", KeyScope.TREE),
+    KeySpec(
+        "tree_choose",
+        "enter",
+        "choose",
+        "Go there (moves the leaf; a user message goes to the editor instead)",
+        KeyScope.TREE,
+    ),
+    KeySpec(
+        "tree_fold",
+        "left",
+        "fold",
+        "Fold the fork here (else jump to the fork above)",
+        KeyScope.TREE,
+    ),
+    KeySpec(
+        "tree_unfold",
+        "right",
+        "unfold",
+        "Unfold the fork here (else jump to the next fork)",
+        KeyScope.TREE,
+    ),
+    KeySpec(
+        "tree_label",
+        "l,L",
+        "label",
+        "Label the entry (empty clears; l starts a search once one is typed, L always labels)",
+        KeyScope.TREE,
+        in_widget=True,
+    ),
+    KeySpec(
+        "tree_filter_default",
+        "ctrl+d",
+        "set_filter('default')",
+        "Filter: default (no model changes or tool-call-only replies)",
+        KeyScope.TREE,
+    ),
+    KeySpec(
+        "tree_filter_no_tools",
+        "ctrl+t",
+        "set_filter('no tools')",
+        "Filter: no tool results",
+        KeyScope.TREE,
+    ),
+    KeySpec(
+        "tree_filter_user", "ctrl+u", "set_filter('user only')", "Filter: user only", KeyScope.TREE
+    ),
+    KeySpec(
+        "tree_filter_labelled",
+        "ctrl+l",
+        "set_filter('labelled')",
+        "Filter: labelled entries",
+        KeyScope.TREE,
+    ),
+    KeySpec("tree_filter_all", "ctrl+a", "set_filter('all')", "Filter: everything", KeyScope.TREE),
+    KeySpec("tree_filter_cycle", "ctrl+o", "cycle_filter", "Next filter", KeyScope.TREE),
+    KeySpec(
+        "tree_close", "escape", "close", "Clear the search, else leave the tree", KeyScope.TREE
+    ),
+    # The question asked when the leaf leaves a branch.
+    KeySpec(
+        "summary_no", "n,enter", "answer('no')", "Leave without a summary", KeyScope.BRANCH_SUMMARY
+    ),
+    KeySpec(
+        "summary_yes",
+        "y",
+        "answer('yes')",
+        "Attach a summary of the branch left",
+        KeyScope.BRANCH_SUMMARY,
+    ),
+    KeySpec(
+        "summary_instructions",
+        "i",
+        "answer('instructions')",
+        "Attach a summary, with instructions for it",
+        KeyScope.BRANCH_SUMMARY,
+    ),
+    KeySpec(
+        "summary_cancel",
+        "escape",
+        "answer('cancel')",
+        "Stay on this branch",
+        KeyScope.BRANCH_SUMMARY,
     ),
 )
 
