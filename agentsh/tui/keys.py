@@ -27,6 +27,8 @@ class KeyScope(StrEnum):
     PICKER = "picker"
     TREE = "tree pane"
     BRANCH_SUMMARY = "branch summary question"
+    MEMORY_PANE = "memory pane"
+    SUMMARIES_PANE = "summaries pane"
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +283,47 @@ KEYS: tuple[KeySpec, ...] = (
         "answer('cancel')",
         "Stay on this branch",
         KeyScope.BRANCH_SUMMARY,
+    ),
+    # The memory pane (the list: Up/Down move, Enter opens the entry, doc or result).
+    KeySpec("memory_search", "slash", "focus_search", "Search memory", KeyScope.MEMORY_PANE),
+    KeySpec(
+        "memory_open",
+        "enter",
+        "select",
+        "Open the file, entry, doc or search result (Esc closes it)",
+        KeyScope.MEMORY_PANE,
+        builtin=True,
+    ),
+    KeySpec(
+        "memory_clear",
+        "escape",
+        "clear_search",
+        "In the search box: clear the search",
+        KeyScope.MEMORY_PANE,
+        builtin=True,
+    ),
+    # The summaries pane (one row per compaction on the current branch).
+    KeySpec(
+        "summaries_read",
+        "enter",
+        "select",
+        "Read the summary or the archive",
+        KeyScope.SUMMARIES_PANE,
+        builtin=True,
+    ),
+    KeySpec(
+        "summaries_jump",
+        "g",
+        "jump",
+        "Jump the chat to the first entry the compaction kept",
+        KeyScope.SUMMARIES_PANE,
+    ),
+    KeySpec(
+        "summaries_archived",
+        "e",
+        "toggle_archived",
+        "Show/hide the archived turns in the chat",
+        KeyScope.SUMMARIES_PANE,
     ),
 )
 
