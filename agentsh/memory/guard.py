@@ -39,6 +39,7 @@ AGENTS.md 32 KiB, a recalled chunk about 1,600 characters), so this only fires o
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import operator
 import re
@@ -138,11 +139,20 @@ class _Doc:
         words = self.words
         return all(not group.isdisjoint(words) for group in needs)
 
-    def admits(self, gate: _Gate) -> bool:
-        """Whether the word set allows an anchor with this gate to occur (see :class:`_Gate`)."""
+    def blocks_for(self, gate: _Gate) -> int:
+        """The blocks that may hold a counted occurrence of an anchor with this gate, one bit
+        each; none when the text as a whole rules it out (see :class:`_Gate`)."""
         if not gate.words <= self.words:
-            return False
-        return all(self._prefix_mask(prefix) for prefix in gate.prefixes)
+            return 0
+        for prefix in gate.prefixes:
+            if not self._prefix_mask(prefix):
+                return 0
+        blocks = (1 << len(self._bounds)) - 1
+        for word in gate.block_words:
+            blocks &= self._word_mask(word)
+        for prefix in gate.block_prefixes:
+            blocks &= self._prefix_mask(prefix)
+        return blocks
 
     def _word_mask(self, word: str) -> int:
         """The blocks holding ``word``, one bit each."""
@@ -170,17 +180,13 @@ class _Doc:
             self._prefix_masks[prefix] = mask
         return mask
 
-    def hits(self, anchor: str, gate: _Gate) -> list[int]:
-        """The positions of ``anchor`` in order: every one in a block the gate admits.
+    def hits(self, anchor: str, need: int) -> list[int]:
+        """The positions of ``anchor`` in order: every one in the blocks of ``need``.
 
-        Occurrences in other blocks may be included (when cached for another gate); none of
-        them counts for this gate, which the caller's word-start check sees.
+        Occurrences in other blocks may be included (when cached for another gate); by the
+        gate that chose the blocks, none of them counts, which the caller's word-start check
+        sees.
         """
-        need = (1 << len(self._bounds)) - 1
-        for word in gate.block_words:
-            need &= self._word_mask(word)
-        for prefix in gate.block_prefixes:
-            need &= self._prefix_mask(prefix)
         cached = self._hits.get(anchor)
         if cached is not None:
             covered, found = cached
@@ -219,12 +225,12 @@ class _Doc:
         so then the text is read. The result covers the blocks the shorter one covers.
         """
         best: tuple[str, int, list[int]] | None = None
-        for known, (covered, positions) in self._hits.items():
-            if (
-                known in anchor
-                and need & ~covered == 0
-                and (best is None or len(positions) < len(best[2]))
-            ):
+        for known in _inner_anchors(anchor):
+            cached = self._hits.get(known)
+            if cached is None:
+                continue
+            covered, positions = cached
+            if need & ~covered == 0 and (best is None or len(positions) < len(best[2])):
                 best = (known, covered, positions)
         if best is None or len(best[2]) * 64 > len(self.text):
             return None
@@ -235,6 +241,15 @@ class _Doc:
             pos - offset for pos in positions if pos >= offset and starts(anchor, pos - offset)
         ]
         return covered, found
+
+
+_ANCHORS: set[str] = set()  # every anchor of every pattern
+
+
+@functools.cache
+def _inner_anchors(anchor: str) -> tuple[str, ...]:
+    """The other anchors that occur inside ``anchor`` ("show" in "shows")."""
+    return tuple(other for other in _ANCHORS if other != anchor and other in anchor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,14 +360,19 @@ class _Rx:
         if not doc.has_all(self.needs):
             return []
         text = doc.text
+        words = doc.words
         found: list[int] = []
         for anchor, gate in zip(self.anchors, self.gates, strict=True):
-            if not doc.admits(gate):
+            if not gate.words <= words:  # most anchors, checked here without a call
                 continue
-            for pos in doc.hits(anchor, gate):
-                if self.word_start and pos > 0 and text[pos - 1].isalnum():
-                    continue
-                found.append(pos)
+            blocks = doc.blocks_for(gate)
+            if not blocks:
+                continue
+            hits = doc.hits(anchor, blocks)
+            if self.word_start:
+                found += [pos for pos in hits if pos == 0 or not text[pos - 1].isalnum()]
+            else:
+                found += hits
         if len(self.anchors) > 1:
             found.sort()
         return found
@@ -418,6 +438,7 @@ def _rx(
     # Shorter anchors first, so that a longer one holding a shorter one ("shows", "show") is
     # read off its positions (see _Doc.hits); the positions are sorted afterwards anyway.
     anchors = tuple(sorted(anchors, key=len))
+    _ANCHORS.update(anchors)
     gates = tuple(
         _Gate.of(anchor, word_start=word_start, whole_word=whole_words) for anchor in anchors
     )
