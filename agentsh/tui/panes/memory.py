@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import BindingType
-from textual.containers import Vertical
 from textual.content import Content
 from textual.widget import Widget
 from textual.widgets import Input, OptionList, Static
@@ -297,11 +296,11 @@ class MemoryPane(Widget):
         self._targets: dict[str, ReadTarget] = {}
         self._watcher: MemoryWatcher | None = None
         self._index: MemoryIndex | None = None
+        self._width = 0  # the width previews were cut for
 
     def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Input(placeholder="Search memory (Enter)", id="memory-search")
-            yield Static("", id="memory-search-note")
+        yield Input(placeholder="Search memory (/, then Enter)", id="memory-search")
+        yield Static("", id="memory-search-note")
         yield OptionList(id="memory-list")
 
     def on_mount(self) -> None:
@@ -367,6 +366,7 @@ class MemoryPane(Widget):
         listing = self.query_one("#memory-list", OptionList)
         keep = listing.highlighted_option.id if listing.highlighted_option is not None else None
         self._targets = {}
+        self._width = self._preview_chars()
         options: list[Option | None] = []
         if self.response is not None:
             options += self._result_options(self.response)
@@ -381,7 +381,18 @@ class MemoryPane(Widget):
         if keep is not None:
             with contextlib.suppress(LookupError):
                 listing.highlighted = listing.get_option_index(keep)
+        if listing.highlighted is None:
+            listing.action_first()
         self.refreshes += 1
+
+    def on_resize(self) -> None:
+        if self.model is not None and self._preview_chars() != self._width:
+            self._rebuild()
+
+    def _preview_chars(self) -> int:
+        """Entry previews fit one line of the pane (the mark takes two columns)."""
+        width = self.size.width
+        return max(20, width - 4) if width else PREVIEW_CHARS
 
     def _add(self, option_id: str, target: ReadTarget) -> str:
         self._targets[option_id] = target
@@ -407,16 +418,12 @@ class MemoryPane(Widget):
         for number, entry in enumerate(view.entries, start=1):
             options.append(self._entry_option(view, number, entry))
         if view.differs:
-            snapshot = (
-                f"; the snapshot is {view.snapshot_chars:,} characters"
-                if view.snapshot_chars is not None
-                else ""
-            )
+            size = f" ({view.snapshot_chars:,} chars)" if view.snapshot_chars is not None else ""
             options.append(
                 Option(
                     Content.styled(
-                        f"  changed since this session started{snapshot}: the model sees the "
-                        "snapshot until the next session",
+                        f"  +/−/~ since this session began: the model sees the snapshot{size} "
+                        "until the next session",
                         "italic $text-muted",
                     ),
                     disabled=True,
@@ -427,9 +434,11 @@ class MemoryPane(Widget):
     def _entry_option(self, view: CuratedView, number: int, entry: EntryView) -> Option:
         mark, mark_style = _MARKS[entry.status]
         text_style = "strike $text-muted" if entry.status is EntryStatus.REMOVED else ""
-        parts: list[str | tuple[str, str]] = [(mark, mark_style), (preview(entry.text), text_style)]
-        if entry.blocked:
-            parts.append((f"  [blocked: {entry.blocked}]", "bold $error"))
+        flag = f"  [blocked: {entry.blocked}]" if entry.blocked else ""
+        text = preview(entry.text, max(12, self._width - len(flag)))
+        parts: list[str | tuple[str, str]] = [(mark, mark_style), (text, text_style)]
+        if flag:
+            parts.append((flag, "bold $error"))
         notes = {
             EntryStatus.SAME: "",
             EntryStatus.ADDED: "Added since this session started: the model sees it from the "

@@ -95,8 +95,8 @@ def row_content(view: CompactionView) -> Content:
     manual = " (manual)" if entry.manual else ""
     saved = ""
     if entry.tokens_before > 0:
-        freed = (entry.tokens_before - entry.tokens_after) / entry.tokens_before
-        saved = f" (−{round(100 * freed)}%)"
+        change = round(100 * (entry.tokens_after - entry.tokens_before) / entry.tokens_before)
+        saved = f" ({change:+d}%)"
     if view.prune_only:
         archived = "tool output pruned only"
     elif view.archived_turns:
@@ -230,6 +230,7 @@ class SummariesPane(Widget):
         else:
             s = "s" if count != 1 else ""
             head.update(Content(f"{count} compaction{s} on this branch, newest first"))
+        self.query_one("#summaries-keys", Static).display = bool(self.views)
         if self.views:
             ids = [v.entry.id for v in self.views]
             listing.highlighted = ids.index(keep) if keep in ids else 0
@@ -260,9 +261,14 @@ class SummariesPane(Widget):
             if view.entry.tier in ARCHIVE_TIERS
             else None
         )
+        entry = view.entry
         title = f"Compaction #{view.number} · {view.tier_label}"
+        subtitle = (
+            f"{human_tokens(entry.tokens_before)} → {human_tokens(entry.tokens_after)} tokens · "
+            + ("summary" if entry.tier not in ARCHIVE_TIERS else "archive")
+        )
         body = read_body(view, archive, where)
-        self.app.push_screen(ReadView(title, body, subtitle=local_time(view.entry.timestamp)))
+        self.app.push_screen(ReadView(title, body, subtitle=subtitle))
 
     def _read_workspace(self, where: str) -> str | None:
         """The archive file, through the agent's workspace (a ``--no-session`` run keeps it in
