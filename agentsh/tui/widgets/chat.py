@@ -123,8 +123,8 @@ class ChatView(VerticalScroll):
     DEFAULT_CSS = """
     ChatView > .archive-line { color: $text-muted; padding: 0 1; margin: 0 0 1 0; }
     ChatView > .archive-line:focus { background: $boost; color: $text; }
-    ChatView > .archived { border-left: outer $warning 50%; opacity: 70%; }
-    ChatView > .jump-target { background: $accent 20%; }
+    ChatView > .archived { border-left: outer $warning 60% !important; opacity: 60%; }
+    ChatView > .jump-target { background: $accent 30% !important; }
     """
 
     def __init__(
