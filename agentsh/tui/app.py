@@ -21,6 +21,7 @@ from agentsh.config import Environment
 from agentsh.tui.controller import AgentFactory, ChatController
 from agentsh.tui.keys import KeyScope, bindings_for, display_key, keymap_from_settings, spec
 from agentsh.tui.options import LaunchOptions
+from agentsh.tui.panes.panel import WIDE_COLUMNS, PaneName, SidePanel
 from agentsh.tui.projection import NoteItem
 from agentsh.tui.screens.help import HelpScreen
 from agentsh.tui.screens.picker import PickerItem, PickerScreen
@@ -40,6 +41,8 @@ from agentsh.tui.widgets.tool_block import ToolBlock
 if TYPE_CHECKING:
     from textual.command import Provider
 
+    from agentsh.tui.panes.tree import TreePane
+
 
 def _slash_provider() -> type[Provider]:
     from agentsh.tui.palette import SlashCommandProvider
@@ -47,11 +50,19 @@ def _slash_provider() -> type[Provider]:
     return SlashCommandProvider
 
 
+def _pane_provider() -> type[Provider]:
+    from agentsh.tui.palette import PaneProvider
+
+    return PaneProvider
+
+
 class AgentshApp(App[None]):
     CSS_PATH = "agentsh.tcss"
     TITLE = "agentsh"
-    COMMANDS = App.COMMANDS | {lambda: _slash_provider()}
+    COMMANDS = App.COMMANDS | {lambda: _slash_provider(), lambda: _pane_provider()}
     BINDINGS = bindings_for(KeyScope.APP)
+    # Under WIDE_COLUMNS the side panel takes the chat's place while open (agentsh.tcss).
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (WIDE_COLUMNS, "-wide")]  # noqa: RUF012 - as App
 
     def __init__(
         self,
@@ -79,9 +90,9 @@ class AgentshApp(App[None]):
 
     def compose(self) -> ComposeResult:
         settings = self.env.settings.tui
-        # #main is a row: the chat column now, the side panel (memory, summaries and tree
-        # tabs; the panes issue) docks to its right.
-        with Horizontal(id="main"):  # noqa: SIM117 - the side panel joins this row
+        # #main is a row: the chat column, and the side panel (memory, summaries and tree
+        # tabs) to its right, hidden until a pane key opens it.
+        with Horizontal(id="main"):
             with Vertical(id="chat-column"):
                 yield ChatView(
                     window=settings.transcript_window,
@@ -91,6 +102,7 @@ class AgentshApp(App[None]):
                 )
                 yield Vertical(id="queue")
                 yield Composer(id="composer")
+            yield SidePanel()
         yield StatusBar(id="status-bar")
 
     def on_mount(self) -> None:
@@ -208,7 +220,8 @@ class AgentshApp(App[None]):
         self.push_screen(HelpScreen(self.keymap))
 
     def action_cancel_turn(self) -> None:
-        self.controller.cancel()
+        if not self.controller.cancel():
+            self.controller.branching.escape()  # twice on an empty editor opens the tree
 
     def action_toggle_last_tool(self) -> None:
         focused = self.focused
@@ -233,6 +246,27 @@ class AgentshApp(App[None]):
     def action_chat_page_down(self) -> None:
         self.query_one(ChatView).scroll_page_down()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # PgUp/PgDn are priority keys for the chat; inside the side panel they page the pane.
+        if action in ("chat_page_up", "chat_page_down"):
+            focused = self.focused
+            return focused is None or not any(
+                isinstance(node, SidePanel) for node in focused.ancestors_with_self
+            )
+        return True
+
+    async def action_toggle_pane(self, name: str) -> None:
+        if not await self.query_one(SidePanel).toggle(PaneName(name)):
+            self.query_one(PromptInput).focus()
+
+    def action_select_message(self, step: int) -> None:
+        branching = self.controller.branching
+        branching.run(branching.select_message(step), "select")
+
+    def action_switch_branch(self, step: int) -> None:
+        branching = self.controller.branching
+        branching.run(branching.switch_branch(step), "branch")
+
     # -- messages from widgets ------------------------------------------------------------------
 
     @on(PromptInput.Submitted)
@@ -242,3 +276,24 @@ class AgentshApp(App[None]):
     @on(ApprovalPrompt.Decided)
     def _decided(self, event: ApprovalPrompt.Decided) -> None:
         self.controller.approval_decided(event.prompt, event.decision)
+
+    @on(ChatView.EditRequested)
+    def _edit_requested(self, event: ChatView.EditRequested) -> None:
+        branching = self.controller.branching
+        branching.run(branching.edit_message(event.entry_id), "edit")
+
+    @on(ChatView.SelectionCleared)
+    def _selection_cleared(self) -> None:
+        self.query_one(PromptInput).focus()
+
+    # The tree pane's messages, by name: its module loads only when the panel first opens.
+    def on_tree_pane_chosen(self, event: TreePane.Chosen) -> None:
+        branching = self.controller.branching
+        branching.run(branching.choose(event.entry_id), "tree")
+
+    def on_tree_pane_label_changed(self, event: TreePane.LabelChanged) -> None:
+        branching = self.controller.branching
+        branching.run(branching.set_label(event.entry_id, event.label), "label")
+
+    def on_tree_pane_closed(self, event: TreePane.Closed) -> None:
+        self.controller.branching.tree_closed()

@@ -32,6 +32,7 @@ from agentsh.events import (
 from agentsh.session.entries import MessageEntry
 from agentsh.session.session import Session
 from agentsh.tui import commands as slash
+from agentsh.tui.branching import BranchNavigator
 from agentsh.tui.options import LaunchOptions
 from agentsh.tui.projection import (
     NoteItem,
@@ -160,6 +161,7 @@ class ChatController:
         # Published whenever the session's path may have changed (a turn, a compaction, an
         # undo, a session switch); the side panes subscribe. The data says why.
         self.path_changed: Signal[str] = Signal(app, "path-changed")
+        self.branching = BranchNavigator(self)
 
     # -- typed getters ------------------------------------------------------------------------
 
@@ -359,8 +361,15 @@ class ChatController:
                 await self.chat.fold_archive(item)
         self.path_changed.publish("compaction")
 
+    def resume_queue(self) -> None:
+        """Send the next queued message, if any (after work that held the queue ended)."""
+        if self.queue and not self.turn_running:
+            self._start_next()
+
     def cancel(self) -> bool:
         """Esc: stop the running turn. Queued messages go back to the editor, unsent."""
+        if self.branching.cancel():  # a branch summary being written
+            return True
         if not self.turn_running or self.agent is None:
             return False
         self.agent.cancel()
@@ -493,17 +502,31 @@ class ChatController:
         )
 
     async def cmd_tree(self, arg: str) -> None:
+        """Open the tree pane; ``/tree text`` lists the tree in the chat instead."""
         session = self.current_session()
         if session is None:
             return
-        await self.markdown_note(tree_markdown(session))
+        if arg.strip().lower() == "text":
+            await self.markdown_note(tree_markdown(session))
+            return
+        await self.branching.open_tree()
 
     async def cmd_fork(self, arg: str) -> None:
         session = self.current_session()
         assert session is not None
         folder = None if not session.persistent else self._sessions_dir()
+        # A message selected in the chat (Alt+Up) forks at its parent, its text the draft.
+        to_id, draft, selected = self.branching.fork_point()
         try:
-            child = session.fork(folder)
+            if selected and to_id is None:  # the very first message: nothing to copy
+                child = Session.create(
+                    folder,
+                    Path(session.header.cwd),
+                    parent_session=session.id,
+                    fsync_each=self.env.settings.session.fsync == "entry",
+                )
+            else:
+                child = session.fork(folder, to_id)
         except OSError as exc:
             await self.note(f"Could not fork: {exc}", "error")
             return
@@ -511,6 +534,9 @@ class ChatController:
         await self.note(
             f"Forked into a new session ({child.id[:8]}); the previous session is unchanged."
         )
+        if draft is not None:
+            self.prompt.text = draft
+            self.prompt.focus()
 
     async def cmd_label(self, arg: str) -> None:
         session = self.current_session()

@@ -47,3 +47,36 @@ class SlashCommandProvider(Provider):
                     partial(self._run, command),
                     help=command.summary,
                 )
+
+
+class PaneProvider(Provider):
+    """The side panel's panes in the command palette: each entry toggles one pane."""
+
+    def _entries(self) -> list[tuple[str, str, str]]:
+        from agentsh.tui.keys import display_key, spec
+
+        keymap: dict[str, str] = getattr(self.app, "keymap", {})
+        entries = []
+        for name in ("memory", "summaries", "tree"):
+            binding = f"toggle_{name}"
+            key = display_key(keymap.get(binding, spec(binding).key))
+            entries.append(
+                (name, f"Toggle the {name} pane", f"{spec(binding).description} ({key})")
+            )
+        return entries
+
+    async def _toggle(self, name: str) -> None:
+        await self.app.run_action(f"toggle_pane('{name}')")
+
+    async def discover(self) -> Hits:
+        for name, title, help_text in self._entries():
+            yield DiscoveryHit(title, partial(self._toggle, name), help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, title, help_text in self._entries():
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(
+                    score, matcher.highlight(title), partial(self._toggle, name), help=help_text
+                )

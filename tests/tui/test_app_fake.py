@@ -325,7 +325,7 @@ async def test_a_long_transcript_keeps_a_bounded_window_mounted(
         assert chat.children[-1].text == "echo: more"
 
 
-async def test_tree_command_lists_branch_points(make_app: MakeApp, project: Path) -> None:
+async def test_tree_text_command_lists_branch_points(make_app: MakeApp, project: Path) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await _ready(pilot, app)
@@ -334,7 +334,7 @@ async def test_tree_command_lists_branch_points(make_app: MakeApp, project: Path
         session.append_message(Role.ASSISTANT, "a", stop_reason=StopReason.STOP)
         session.move_leaf(root.id)
         session.append_message(Role.ASSISTANT, "b", stop_reason=StopReason.STOP)
-        await pilot.press(*"/tree", "enter")
+        await pilot.press(*"/tree text", "enter")
         await wait_for(pilot, lambda: bool(app.query(NoteMarkdown)))
         text = app.query_one(NoteMarkdown).text
         assert "1 branch point" in text and "<- leaf" in text and "• " in text

@@ -326,7 +326,7 @@ class TreePane(Vertical):
             self.call_after_refresh(self.view.keep_cursor_visible, center=True)
         self._update_lines()
 
-    def focus_tree(self) -> None:
+    def focus_target(self) -> None:
         self.view.focus()
 
     def _rebuild(self, *, keep: str | None = None) -> None:

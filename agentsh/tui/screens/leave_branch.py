@@ -36,6 +36,7 @@ class LeaveDecision:
 
 class LeaveBranchScreen(ModalScreen[LeaveDecision | None]):
     BINDINGS: ClassVar[list[BindingType]] = bindings_for(KeyScope.BRANCH_SUMMARY)
+    AUTO_FOCUS = ""  # the keys answer; the instructions editor takes the focus only for "i"
 
     DEFAULT_CSS = """
     LeaveBranchScreen { align: center bottom; background: $background 40%; }
@@ -46,9 +47,8 @@ class LeaveBranchScreen(ModalScreen[LeaveDecision | None]):
     LeaveBranchScreen #leave-title { height: auto; }
     LeaveBranchScreen #leave-keys { height: auto; color: $foreground-muted; }
     LeaveBranchScreen #leave-instructions {
-        height: 1; border: none; padding: 0 1; margin: 0; background: $panel; display: none;
+        height: 1; border: none; padding: 0 1; margin: 0; background: $panel;
     }
-    LeaveBranchScreen #leave-instructions.-asking { display: block; }
     """
 
     def __init__(self, what: str, keymap: dict[str, str] | None = None) -> None:
@@ -82,10 +82,12 @@ class LeaveBranchScreen(ModalScreen[LeaveDecision | None]):
                 ),
                 id="leave-keys",
             )
-            yield Input(
+            editor = Input(
                 placeholder="what should the summary focus on? (Enter: go, Esc: back)",
                 id="leave-instructions",
             )
+            editor.display = False
+            yield editor
 
     @property
     def _editor(self) -> Input:
@@ -93,7 +95,7 @@ class LeaveBranchScreen(ModalScreen[LeaveDecision | None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # While instructions are typed, letters are text, not answers.
-        return not self._editor.has_class("-asking")
+        return not self._editor.display
 
     def action_answer(self, answer: str) -> None:
         match answer:
@@ -102,7 +104,7 @@ class LeaveBranchScreen(ModalScreen[LeaveDecision | None]):
             case "yes":
                 self.dismiss(LeaveDecision(SummaryChoice.YES))
             case "instructions":
-                self._editor.add_class("-asking")
+                self._editor.display = True
                 self._editor.focus()
             case _:
                 self.dismiss(None)
@@ -114,9 +116,9 @@ class LeaveBranchScreen(ModalScreen[LeaveDecision | None]):
 
     def key_escape(self, event: events.Key) -> None:
         """Esc in the instructions editor goes back to the question."""
-        if self._editor.has_class("-asking"):
+        if self._editor.display:
             event.stop()
             event.prevent_default()
-            self._editor.remove_class("-asking")
+            self._editor.display = False
             self._editor.value = ""
             self.set_focus(None)

@@ -11,6 +11,11 @@ The turns a compaction took out of the model's context are one :class:`ArchiveLi
 it (or the summaries pane) shows them again in place, marked as archived, and hides them again.
 :meth:`ChatView.reveal_entry` scrolls to the widget of a log entry, mounting it first if the
 window had dropped it, and highlights it for a moment (the summaries pane's jump).
+
+Alt+Up / Alt+Down select a user message (:meth:`ChatView.select_user_message`; the chat takes
+the focus and the message is highlighted and scrolled into view); Enter on it posts
+:class:`ChatView.EditRequested` and the controller turns it into a new branch; Esc clears it.
+The selection is an entry id, so it survives rows being remounted.
 """
 
 from __future__ import annotations
@@ -127,6 +132,17 @@ class ChatView(VerticalScroll):
     ChatView > .jump-target { background: $accent 30% !important; }
     """
 
+    @dataclass
+    class EditRequested(Message):
+        """Enter on a selected user message: edit it as a new branch."""
+
+        entry_id: str
+        text: str
+
+    @dataclass
+    class SelectionCleared(Message):
+        """The selection was dropped from the keyboard: the editor takes the focus back."""
+
     def __init__(
         self,
         *,
@@ -147,6 +163,7 @@ class ChatView(VerticalScroll):
         self.last = 0
         self._adjusting = False
         self.expanded_archives: set[str] = set()
+        self.selected_id: str | None = None  # the selected user message's entry
 
     def on_mount(self) -> None:
         self.anchor()
@@ -193,6 +210,7 @@ class ChatView(VerticalScroll):
         """Replace the transcript with ``items`` (a projection of the session's path)."""
         await self.remove_children()
         self.expanded_archives.clear()
+        self.selected_id = None
         self.rows = [Row(item) for item in items]
         self.last = len(self.rows)
         self.first = max(0, self.last - self.initial)
@@ -213,6 +231,8 @@ class ChatView(VerticalScroll):
             row.widget = self.build(row.item)
             if row.archived:
                 row.widget.add_class("archived")
+            if self.selected_id is not None and _user_id(row) == self.selected_id:
+                row.widget.add_class("-selected")
         return row.widget
 
     # -- live additions -----------------------------------------------------------------------
@@ -534,15 +554,98 @@ class ChatView(VerticalScroll):
             row.widget = None
         self.last -= count
 
+    # -- selecting a user message (branch keys) ------------------------------------------------
+
+    def _selected_index(self) -> int | None:
+        if self.selected_id is None:
+            return None
+        for index, row in enumerate(self.rows):
+            if _user_id(row) == self.selected_id:
+                return index
+        return None
+
+    @property
+    def selected_item(self) -> UserItem | None:
+        index = self._selected_index()
+        if index is None:
+            return None
+        item = self.rows[index].item
+        return item if isinstance(item, UserItem) else None
+
+    async def select_user_message(self, step: int) -> UserItem | None:
+        """Select the previous (``step`` < 0) or next user message and scroll it into view.
+
+        With nothing selected, the previous one is the newest. Stepping past the newest clears
+        the selection (None)."""
+        users = [i for i, row in enumerate(self.rows) if _user_id(row)]
+        current = self._selected_index()
+        if not users:
+            return None
+        if current is None:
+            if step > 0:
+                return None
+            target = users[-1]
+        elif step < 0:
+            earlier = [i for i in users if i < current]
+            target = earlier[-1] if earlier else current
+        else:
+            later = [i for i in users if i > current]
+            if not later:
+                self.clear_selection()
+                return None
+            target = later[0]
+        self.clear_selection()
+        self.selected_id = _user_id(self.rows[target])
+        widget = await self._mount_row(target)
+        widget.add_class("-selected")
+        self.release_anchor()
+
+        def scroll() -> None:
+            if widget.is_mounted:
+                self.scroll_to_widget(widget, animate=False, center=True, immediate=True)
+
+        self.call_after_refresh(scroll)
+        item = self.rows[target].item
+        return item if isinstance(item, UserItem) else None
+
+    def clear_selection(self) -> None:
+        index = self._selected_index()
+        self.selected_id = None
+        if index is not None and self.rows[index].widget is not None:
+            self.rows[index].widget.remove_class("-selected")  # type: ignore[union-attr]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Enter and Esc mean something here only while a message is selected; otherwise they
+        # go on to the App (Esc cancels a turn, and twice opens the tree).
+        if action in ("edit_selected", "clear_selection"):
+            return self.selected_id is not None
+        return True
+
+    def action_edit_selected(self) -> None:
+        item = self.selected_item
+        if item is not None:
+            self.post_message(self.EditRequested(item.entry_id, item.text))
+
+    def action_clear_selection(self) -> None:
+        self.clear_selection()
+        self.post_message(self.SelectionCleared())
+
     # -- keyboard walk over tool blocks -------------------------------------------------------
 
     def _focusable_blocks(self) -> list[Widget]:
         return [w for w in self.children if w.can_focus and w.display]
 
-    def action_focus_next_block(self) -> None:
+    async def action_focus_next_block(self) -> None:
+        if self.selected_id is not None:  # Up/Down move a selection once there is one
+            if await self.select_user_message(+1) is None:
+                self.post_message(self.SelectionCleared())
+            return
         self._step_focus(+1)
 
-    def action_focus_previous_block(self) -> None:
+    async def action_focus_previous_block(self) -> None:
+        if self.selected_id is not None:
+            await self.select_user_message(-1)
+            return
         self._step_focus(-1)
 
     def _step_focus(self, step: int) -> None:
@@ -561,3 +664,9 @@ class ChatView(VerticalScroll):
         index = max(0, min(len(blocks) - 1, index))
         blocks[index].focus()
         blocks[index].scroll_visible()
+
+
+def _user_id(row: Row) -> str | None:
+    """The entry id of a logged user message's row (None for anything else)."""
+    item = row.item
+    return item.entry_id if isinstance(item, UserItem) and item.entry_id else None

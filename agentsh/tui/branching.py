@@ -1,0 +1,319 @@
+"""Branching in the TUI: what the branch keys, the tree pane, Esc Esc and ``/fork`` do.
+
+Every move is a change to the log followed by a fresh projection of it: the leaf moves with
+:meth:`Session.move_leaf` (a ``leaf`` record, so a resume returns there), then the chat is
+rebuilt from ``session.current_path()``, the status bar shows the agent's new figures
+(``branch i/n`` included) and the side panes hear ``path_changed``. Nothing here keeps a copy
+of the conversation.
+
+- Alt+Up / Alt+Down select a user message in the chat; Enter on it moves the leaf to its
+  parent and puts its text in the editor, so sending it starts a sibling branch.
+- Alt+Left / Alt+Right go to the previous / next sibling branch at the nearest fork above the
+  leaf, landing on that branch's newest deepest entry.
+- Enter in the tree pane moves the leaf to the entry (a user message: to its parent, with the
+  text in the editor, as above).
+- Leaving a branch (tree or Alt+Left/Right) asks whether to attach a short summary of what is
+  left behind; the summary is written by the agent's model and appended where the user went,
+  so the model on the new branch receives it as a note.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
+
+from agentsh.context.branch_summary import abandoned_branch
+from agentsh.session.entries import MessageEntry, Role
+from agentsh.session.log import SessionError
+from agentsh.tui.panes.panel import PaneName, SidePanel
+from agentsh.tui.projection import NoteItem, project
+
+if TYPE_CHECKING:
+    from agentsh.session.session import Session
+    from agentsh.tui.controller import ChatController
+    from agentsh.tui.screens.leave_branch import LeaveDecision
+
+
+class BranchNavigator:
+    """The branch keys and the tree pane's choices, for one chat controller."""
+
+    def __init__(self, controller: ChatController) -> None:
+        self.c = controller
+        self._last_escape = 0.0
+        self._summary_task: asyncio.Task[None] | None = None
+        self._told_no_model = False
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    @property
+    def panel(self) -> SidePanel:
+        return self.c.app.query_one(SidePanel)
+
+    def _session(self) -> Session | None:
+        return self.c.current_session()
+
+    def run(self, work: Awaitable[None], name: str) -> None:
+        """Run a branch action as a worker (a question needs ``push_screen_wait``)."""
+        self.c.app.run_worker(self._guarded(work, name), group="branch", exit_on_error=False)
+
+    async def _guarded(self, work: Awaitable[None], name: str) -> None:
+        try:
+            await work
+        except SessionError as exc:
+            await self.c.note(f"{name}: {exc}", "error")
+
+    async def _busy(self) -> bool:
+        """True (and says so) while a turn or a branch summary runs: the leaf must not move."""
+        if self.c.turn_running:
+            self.c.app.notify(
+                "Wait for the turn to end (Esc cancels it).", title="Branching", timeout=3
+            )
+            return True
+        session = self._session()
+        if session is not None and session.read_only_reason:
+            self.c.app.notify(
+                "This session is read-only: /fork continues it.", title="Branching", timeout=4
+            )
+            return True
+        return session is None
+
+    async def reproject(self, reason: str = "branch") -> None:
+        """The leaf moved: rebuild the chat from the log, update the status and the panes."""
+        session = self._session()
+        if session is None:
+            return
+        await self.c.chat.load(project(session.current_path()))
+        if self.c.agent is not None:
+            self.c.show_status(self.c.agent.status())
+        self.c.path_changed.publish(reason)
+
+    def _put_in_editor(self, text: str) -> None:
+        prompt = self.c.prompt
+        prompt.text = text
+        last = prompt.document.line_count - 1
+        prompt.move_cursor((last, len(prompt.document[last])))
+        prompt.focus()
+
+    # -- the chat's message selection -----------------------------------------------------------
+
+    async def select_message(self, step: int) -> None:
+        chat = self.c.chat
+        item = await chat.select_user_message(step)
+        if item is not None:
+            chat.focus()
+        elif chat.selected_id is None and step > 0:
+            self.c.prompt.focus()
+
+    async def edit_message(self, entry_id: str) -> None:
+        """Enter on a selected message: its parent becomes the leaf, its text the draft."""
+        if await self._busy():
+            return
+        session = self._session()
+        assert session is not None
+        entry = session.get(entry_id)
+        if not isinstance(entry, MessageEntry) or entry.role is not Role.USER:
+            return
+        session.move_leaf(entry.parent_id)
+        await self.reproject()
+        self._put_in_editor(entry.content)
+        self.c.app.notify(
+            "Edit and send to start a new branch; the old one stays (Alt+Left/Right).",
+            title="Editing an earlier message",
+            timeout=4,
+        )
+
+    # -- sibling branches ---------------------------------------------------------------------
+
+    async def switch_branch(self, step: int) -> None:
+        """Alt+Left / Alt+Right: the previous / next sibling at the nearest fork."""
+        if await self._busy():
+            return
+        session = self._session()
+        assert session is not None
+        tree = session.tree
+        position = tree.branch_position()
+        if position.count <= 1:
+            self.c.app.notify("There is no other branch here.", title="Branching", timeout=3)
+            return
+        index = position.index - 1 + step
+        if not 0 <= index < position.count:
+            edge = "first" if step < 0 else "last"
+            self.c.app.notify(
+                f"This is the {edge} branch ({position.index}/{position.count}).",
+                title="Branching",
+                timeout=3,
+            )
+            return
+        sibling = tree.children_of(position.fork_id)[index]
+        await self.move(tree.deepest_leaf(sibling))
+
+    # -- the tree pane ------------------------------------------------------------------------
+
+    async def choose(self, entry_id: str) -> None:
+        """Enter in the tree: go there (a user message: to its parent, text in the editor)."""
+        if await self._busy():
+            return
+        session = self._session()
+        assert session is not None
+        entry = session.get(entry_id)
+        editing = isinstance(entry, MessageEntry) and entry.role is Role.USER
+        target = entry.parent_id if editing else entry_id
+        text = entry.content if isinstance(entry, MessageEntry) and editing else None
+        if not await self.move(target, editor_text=text):
+            return
+        panel = self.panel
+        if panel.transient or panel.overlays_chat:
+            panel.hide()
+            self.c.prompt.focus()
+        elif text is None:
+            tree = panel.pane(PaneName.TREE)
+            if tree is not None:
+                tree.focus()
+
+    async def set_label(self, entry_id: str, label: str) -> None:
+        session = self._session()
+        if session is None:
+            return
+        if session.read_only_reason:
+            self.c.app.notify("This session is read-only.", title="Label", timeout=3)
+            return
+        session.set_label(entry_id, label)
+        self.c.path_changed.publish("label")
+
+    def tree_closed(self) -> None:
+        panel = self.panel
+        if panel.transient or panel.overlays_chat:
+            panel.hide()
+        self.c.prompt.focus()
+
+    async def open_tree(self) -> None:
+        panel = self.panel
+        await panel.show(PaneName.TREE, transient=not panel.is_open)
+
+    def escape(self) -> None:
+        """Esc that cancelled nothing: twice within ``tui.esc_esc_ms`` on an empty editor
+        opens the tree."""
+        now = time.monotonic()
+        window = self.c.env.settings.tui.esc_esc_ms / 1000
+        if self.c.turn_running or self.c.prompt.text.strip():
+            self._last_escape = 0.0
+            return
+        if now - self._last_escape <= window:
+            self._last_escape = 0.0
+            self.run(self.open_tree(), "tree")
+        else:
+            self._last_escape = now
+
+    # -- moving the leaf ----------------------------------------------------------------------
+
+    def _can_summarize(self) -> bool:
+        agent = self.c.agent
+        return (
+            agent is not None
+            and agent.model is not None
+            and callable(getattr(agent, "summarize_branch", None))
+        )
+
+    async def move(self, target: str | None, *, editor_text: str | None = None) -> bool:
+        """Move the leaf to ``target``; when that leaves a branch behind, ask about a summary
+        first (Esc there cancels the move: False)."""
+        session = self._session()
+        assert session is not None
+        old_leaf = session.leaf_id
+        if target == old_leaf and editor_text is None:
+            return True
+        left = abandoned_branch(session.tree, old_leaf, target)
+        decision: LeaveDecision | None = None
+        if left.messages and old_leaf is not None:
+            if self._can_summarize():
+                from agentsh.tui.screens.leave_branch import LeaveBranchScreen
+
+                first = next(
+                    (e for e in left.entries if isinstance(e, MessageEntry) and e.content), None
+                )
+                what = f"{left.messages} message{'s' if left.messages != 1 else ''}"
+                if first is not None:
+                    what += f", from “{_short(first.content)}”"
+                decision = await self.c.app.push_screen_wait(
+                    LeaveBranchScreen(what, dict(getattr(self.c.app, "keymap", {})))
+                )
+                if decision is None:
+                    return False
+            elif not self._told_no_model:
+                self._told_no_model = True
+                self.c.app.notify(
+                    "No model is configured, so no summary of the branch you left is offered.",
+                    title="Branch summary skipped",
+                    timeout=5,
+                )
+        session.move_leaf(target)
+        await self.reproject()
+        if editor_text is not None:
+            self._put_in_editor(editor_text)
+        if decision is not None and decision.choice.value == "yes" and old_leaf is not None:
+            self._start_summary(old_leaf, decision.instructions)
+        return True
+
+    # -- the branch summary -------------------------------------------------------------------
+
+    def _start_summary(self, old_leaf: str, instructions: str) -> None:
+        self.c.turn_running = True  # a message sent meanwhile queues behind the summary
+        self._summary_task = asyncio.ensure_future(self._summarize(old_leaf, instructions))
+
+    def cancel(self) -> bool:
+        """Esc while a branch summary is being written: stop it (the move stays)."""
+        task = self._summary_task
+        if task is None or task.done():
+            return False
+        task.cancel()
+        return True
+
+    async def _summarize(self, old_leaf: str, instructions: str) -> None:
+        from agentsh.llm.client import LLMError
+
+        c = self.c
+        agent: Any = c.agent
+        note = await c.chat.append(NoteItem("", "Summarizing the branch you left…"))
+        try:
+            text = await agent.summarize_branch(old_leaf, instructions)
+            session = self._session()
+            if not text or session is None:
+                await c.note("Nothing to summarize on the branch you left.", "warning")
+                return
+            session.append_branch_summary(old_leaf, text)
+            session.sync()
+            await self.reproject("branch summary")
+        except asyncio.CancelledError:
+            await c.note("Branch summary cancelled; you are on the new branch without it.")
+        except (LLMError, SessionError, OSError) as exc:
+            message = getattr(exc, "message", str(exc))
+            await c.note(f"The branch summary failed: {message}", "error")
+        finally:
+            with contextlib.suppress(Exception):
+                await note.remove()
+            c.turn_running = False
+            self._summary_task = None
+            if c.agent is not None:
+                c.show_status(c.agent.status())
+            c.resume_queue()
+
+    # -- /fork ----------------------------------------------------------------------------------
+
+    def fork_point(self) -> tuple[str | None, str | None, bool]:
+        """Where ``/fork`` copies to: (entry id, editor text, whether a message was selected).
+
+        A selected user message forks at its parent and puts its text in the editor (the
+        fork continues with that message edited); otherwise the fork copies up to the leaf."""
+        session = self._session()
+        item = self.c.chat.selected_item
+        if session is None or item is None or item.entry_id not in session.tree.nodes:
+            return (session.leaf_id if session is not None else None, None, False)
+        return (session.get(item.entry_id).parent_id, item.text, True)
+
+
+def _short(text: str, limit: int = 40) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -1,0 +1,180 @@
+"""The side panel: Memory, Summaries and Tree as tabs to the right of the chat.
+
+Hidden until first asked for (F2 / F3 / F4, the command palette, ``/tree`` or Esc Esc), so the
+first frame pays nothing for it: the tabs and their panes are built the first time the panel
+opens. A pane key toggles: it opens the panel on that tab, switches to that tab when another
+one shows, and closes the panel when its tab already shows. On a wide terminal the panel sits
+beside the chat (40% of the width, 36 to 72 columns); on a narrow one (under
+:data:`WIDE_COLUMNS`) it takes the chat's place until it closes, so 80x24 stays usable. The
+App sets the width classes (``HORIZONTAL_BREAKPOINTS``); the layout rules are in agentsh.tcss.
+
+Panes keep themselves current: when the session's path changes (the controller's
+``path_changed`` signal) the visible pane is refreshed and the others are refreshed when next
+shown, through their ``refresh_content()`` method.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Protocol
+
+from textual.containers import Vertical
+from textual.signal import Signal
+from textual.widget import Widget
+from textual.widgets import TabbedContent, TabPane
+
+WIDE_COLUMNS = 100  # from this width on, the panel sits beside the chat instead of over it
+
+
+class PaneName(StrEnum):
+    MEMORY = "memory"
+    SUMMARIES = "summaries"
+    TREE = "tree"
+
+    @property
+    def label(self) -> str:
+        return self.value.capitalize()
+
+    @property
+    def tab_id(self) -> str:
+        return f"tab-{self.value}"
+
+
+class Refreshable(Protocol):
+    def refresh_content(self) -> None: ...
+
+
+class _PathSource(Protocol):
+    path_changed: Signal[str]
+
+
+def _build_pane(name: PaneName) -> Widget:
+    # Imported when the panel first opens: the panes' modules are not on the first-frame path.
+    match name:
+        case PaneName.MEMORY:
+            from agentsh.tui.panes.memory import MemoryPane
+
+            return MemoryPane()
+        case PaneName.SUMMARIES:
+            from agentsh.tui.panes.summaries import SummariesPane
+
+            return SummariesPane()
+        case PaneName.TREE:
+            from agentsh.tui.panes.tree import TreePane
+
+            return TreePane(id="tree-pane")
+
+
+class SidePanel(Vertical):
+    def __init__(self, *, id: str | None = "side-panel") -> None:
+        super().__init__(id=id)
+        self._tabs: TabbedContent | None = None
+        self._panes: dict[PaneName, Widget] = {}
+        self._stale: set[PaneName] = set()
+        #: opened for one visit (Esc Esc, /tree): leaving the pane closes the panel again
+        self.transient = False
+
+    def on_mount(self) -> None:
+        source: _PathSource | None = getattr(self.app, "controller", None)
+        if source is not None:
+            source.path_changed.subscribe(self, self._path_changed)
+
+    # -- state --------------------------------------------------------------------------------
+
+    @property
+    def is_open(self) -> bool:
+        return self.has_class("-open")
+
+    @property
+    def active(self) -> PaneName | None:
+        if self._tabs is None or not self.is_open:
+            return None
+        active = self._tabs.active.removeprefix("tab-")
+        return PaneName(active) if active in PaneName._value2member_map_ else None
+
+    @property
+    def overlays_chat(self) -> bool:
+        """True on a narrow terminal, where the open panel takes the chat's place."""
+        return self.screen.has_class("-narrow")
+
+    def pane(self, name: PaneName) -> Widget | None:
+        return self._panes.get(name)
+
+    # -- opening and closing -------------------------------------------------------------------
+
+    async def show(self, name: PaneName, *, focus: bool = True, transient: bool = False) -> Widget:
+        """Open the panel on ``name`` (building the tabs the first time) and return its pane."""
+        if self._tabs is None:
+            await self._build()
+        assert self._tabs is not None
+        if not self.is_open:
+            self.transient = transient
+        self._set_open(True)
+        self._tabs.active = name.tab_id
+        pane = self._panes[name]
+        if name in self._stale:
+            self._stale.discard(name)
+            _refresh(pane)
+        if focus:
+            self.call_after_refresh(_focus_pane, pane)
+        return pane
+
+    def hide(self) -> None:
+        self._set_open(False)
+        self.transient = False
+
+    async def toggle(self, name: PaneName) -> bool:
+        """The pane key: open on ``name``, or close when it already shows. True when open."""
+        if self.is_open and self.active is name:
+            self.hide()
+            return False
+        await self.show(name)
+        return True
+
+    def _set_open(self, shown: bool) -> None:
+        self.set_class(shown, "-open")
+        if self.parent is not None:
+            self.parent.set_class(shown, "-panel-open")
+
+    async def _build(self) -> None:
+        tabs = TabbedContent(id="side-tabs")
+        await self.mount(tabs)
+        for name in PaneName:
+            pane = _build_pane(name)
+            self._panes[name] = pane
+            await tabs.add_pane(TabPane(name.label, pane, id=name.tab_id))
+        self._tabs = tabs
+
+    # -- keeping panes current -----------------------------------------------------------------
+
+    def _path_changed(self, _reason: str) -> None:
+        active = self.active
+        for name, pane in self._panes.items():
+            if name is active:
+                _refresh(pane)
+            else:
+                self._stale.add(name)
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        active = self.active
+        if active is not None and active in self._stale:
+            self._stale.discard(active)
+            _refresh(self._panes[active])
+
+
+def _refresh(pane: Widget) -> None:
+    refresh = getattr(pane, "refresh_content", None)
+    if callable(refresh) and pane.is_mounted:
+        refresh()
+
+
+def _focus_pane(pane: Widget) -> None:
+    """Focus the pane's own focus target, else its first focusable widget."""
+    target = getattr(pane, "focus_target", None)
+    if callable(target):
+        target()
+        return
+    for widget in pane.query("*"):
+        if widget.focusable:
+            widget.focus()
+            return
