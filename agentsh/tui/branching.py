@@ -29,7 +29,7 @@ from agentsh.context.branch_summary import abandoned_branch
 from agentsh.session.entries import MessageEntry, Role
 from agentsh.session.log import SessionError
 from agentsh.tui.panes.panel import PaneName, SidePanel
-from agentsh.tui.projection import NoteItem, project
+from agentsh.tui.projection import BranchItem, NoteItem, branch_marks, project_session
 
 if TYPE_CHECKING:
     from agentsh.session.session import Session
@@ -85,10 +85,25 @@ class BranchNavigator:
         session = self._session()
         if session is None:
             return
-        await self.c.chat.load(project(session.current_path()))
+        await self.c.chat.load(project_session(session))
         if self.c.agent is not None:
             self.c.show_status(self.c.agent.status())
         self.c.path_changed.publish(reason)
+
+    async def turn_ended(self) -> None:
+        """A turn that began a new branch (sent after an edit or a tree move) gets its fork
+        marker: the chat is re-projected once, when the markers the log implies changed."""
+        session = self._session()
+        if session is None or session.leaf_id is None:
+            return
+        marks = branch_marks(session.current_path(), session.tree)
+        shown = {
+            (r.item.entry_id, r.item.index, r.item.count)
+            for r in self.c.chat.rows
+            if isinstance(r.item, BranchItem)
+        }
+        if shown != {(m.entry_id, m.index, m.count) for m in marks.values()}:
+            await self.reproject("turn")
 
     def _put_in_editor(self, text: str) -> None:
         prompt = self.c.prompt

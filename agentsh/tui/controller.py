@@ -37,7 +37,7 @@ from agentsh.tui.options import LaunchOptions
 from agentsh.tui.projection import (
     NoteItem,
     archive_item,
-    project,
+    project_session,
 )
 from agentsh.tui.turn_view import TurnView
 from agentsh.tui.ui_state import UiState, load_ui_state, save_ui_state
@@ -250,7 +250,7 @@ class ChatController:
 
     async def _session_opened(self, session: Session) -> None:
         self.session = session
-        await self.chat.load(project(session.current_path()))
+        await self.chat.load(project_session(session))
         self.path_changed.publish("session")
         for problem in session.problems[:5]:
             await self.note(f"session file: {problem}", "warning")
@@ -348,6 +348,7 @@ class ChatController:
             self.app.refresh_project_files()  # tools may have created or deleted files
             if self.agent is not None:
                 self.show_status(self.agent.status())
+            await self.branching.turn_ended()
             self.path_changed.publish("turn")
             if self.queue:
                 self._start_next()
@@ -483,7 +484,7 @@ class ChatController:
             return
         from agentsh.tui.status_format import human_tokens
 
-        await self.chat.load(project(agent.session.current_path()))
+        await self.chat.load(project_session(agent.session))
         self.show_status(agent.status())
         self.path_changed.publish("undo")
         try:
@@ -604,7 +605,7 @@ class ChatController:
             self.session = session
             if old is not None and old is not session:
                 old.close()
-        await self.chat.load(project(session.current_path()))
+        await self.chat.load(project_session(session))
         if self.agent is not None:
             self.show_status(self.agent.status())
         self.path_changed.publish("session")

@@ -5,13 +5,15 @@ resume, a branch switch or a remount after scrolling rebuilds widgets from these
 are computed from ``session.current_path()``. A tool call and its result become one
 :class:`ToolItem`; everything else maps one entry to one item. The entries a compaction took
 out of the model's context are folded into one :class:`ArchiveItem` where they stood (the log
-keeps them, so the chat can show them again, marked as archived). Pure data, no widgets.
+keeps them, so the chat can show them again, marked as archived). Where the path goes through
+a fork, a :class:`BranchItem` says which branch it is (``branch 2/3``). Pure data, no widgets.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from agentsh.session.entries import (
     AnyEntry,
@@ -24,6 +26,10 @@ from agentsh.session.entries import (
     ToolResultEntry,
     UnknownEntry,
 )
+
+if TYPE_CHECKING:
+    from agentsh.session.session import Session
+    from agentsh.session.tree import SessionTree
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +88,19 @@ class ArchiveItem:
     turns: int  # user messages among them
 
 
-ChatItem = UserItem | AssistantItem | ToolItem | CompactionItem | NoteItem | ArchiveItem
+@dataclass(frozen=True, slots=True)
+class BranchItem:
+    """The path goes through a fork here: the next entry starts branch ``index`` of ``count``."""
+
+    entry_id: str  # the first entry of this branch
+    index: int
+    count: int
+    nearest: bool = False  # the fork nearest the leaf: the one Alt+Left/Right switch at
+
+
+ChatItem = (
+    UserItem | AssistantItem | ToolItem | CompactionItem | NoteItem | ArchiveItem | BranchItem
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +146,8 @@ def item_entry_ids(item: ChatItem) -> tuple[str, ...]:
             return item.entry_ids
         case CompactionItem() | NoteItem() | UserItem() | AssistantItem():
             return (item.entry_id,) if item.entry_id else ()
+        case BranchItem():
+            return ()  # a marker between entries, not an entry
 
 
 def tool_summary(name: str, arguments: dict[str, object]) -> str:
@@ -140,21 +160,44 @@ def tool_summary(name: str, arguments: dict[str, object]) -> str:
     return name
 
 
-def project(entries: Sequence[AnyEntry], *, fold: bool = True) -> list[ChatItem]:
-    """View items for a path of entries (root first); ``fold`` folds archived entries."""
+def project_session(session: Session) -> list[ChatItem]:
+    """The chat of a session: its current path, with a marker at every fork it goes through."""
+    return project(session.current_path(), tree=session.tree)
+
+
+def branch_marks(entries: Sequence[AnyEntry], tree: SessionTree) -> dict[str, BranchItem]:
+    """A :class:`BranchItem` for each entry of the path that has siblings (a fork above it)."""
+    marks: dict[str, BranchItem] = {}
+    last = ""
+    for entry in entries:
+        siblings = tree.children_of(entry.parent_id)
+        if len(siblings) > 1 and entry.id in tree.nodes:
+            marks[entry.id] = BranchItem(entry.id, siblings.index(entry.id) + 1, len(siblings))
+            last = entry.id
+    if last:
+        marks[last] = replace(marks[last], nearest=True)
+    return marks
+
+
+def project(
+    entries: Sequence[AnyEntry], *, fold: bool = True, tree: SessionTree | None = None
+) -> list[ChatItem]:
+    """View items for a path of entries (root first); ``fold`` folds archived entries; with
+    the ``tree``, a :class:`BranchItem` marks each fork the path goes through."""
     results: dict[str, ToolResultEntry] = {
         e.tool_call_id: e for e in entries if isinstance(e, ToolResultEntry)
     }
+    marks = branch_marks(entries, tree) if tree is not None else {}
     spans = [s for s in compaction_spans(entries) if s.archived] if fold else []
     if not spans:
-        return _items(entries, results)
+        return _items(entries, results, marks)
     items: list[ChatItem] = []
     done = 0
     for span in spans:
-        items.extend(_items(entries[done : span.start], results))
-        items.append(_archive(entries, span, results))
+        items.extend(_items(entries[done : span.start], results, marks))
+        items.append(_archive(entries, span, results, marks))
         done = span.end
-    items.extend(_items(entries[done:], results))
+    items.extend(_items(entries[done:], results, marks))
     return items
 
 
@@ -169,21 +212,30 @@ def archive_item(path: Sequence[AnyEntry], compaction_id: str) -> ArchiveItem | 
 
 
 def _archive(
-    path: Sequence[AnyEntry], span: CompactionSpan, results: dict[str, ToolResultEntry]
+    path: Sequence[AnyEntry],
+    span: CompactionSpan,
+    results: dict[str, ToolResultEntry],
+    marks: Mapping[str, BranchItem] | None = None,
 ) -> ArchiveItem:
     covered = path[span.start : span.end]
     return ArchiveItem(
         compaction_id=span.entry.id,
         tier=span.entry.tier,
         entry_ids=tuple(e.id for e in covered),
-        items=tuple(_items(covered, results)),
+        items=tuple(_items(covered, results, marks or {})),
         turns=sum(1 for e in covered if isinstance(e, MessageEntry) and e.role is Role.USER),
     )
 
 
-def _items(entries: Sequence[AnyEntry], results: dict[str, ToolResultEntry]) -> list[ChatItem]:
+def _items(
+    entries: Sequence[AnyEntry],
+    results: dict[str, ToolResultEntry],
+    marks: Mapping[str, BranchItem],
+) -> list[ChatItem]:
     items: list[ChatItem] = []
     for entry in entries:
+        if marks and (mark := marks.get(entry.id)) is not None:
+            items.append(mark)
         match entry:
             case MessageEntry(role=Role.USER):
                 items.append(UserItem(entry.id, entry.content))

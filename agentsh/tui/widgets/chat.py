@@ -32,10 +32,11 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
-from agentsh.tui.keys import KeyScope, bindings_for
+from agentsh.tui.keys import KeyScope, bindings_for, display_key, spec
 from agentsh.tui.projection import (
     ArchiveItem,
     AssistantItem,
+    BranchItem,
     ChatItem,
     CompactionItem,
     NoteItem,
@@ -109,6 +110,22 @@ class ArchiveLine(Static, can_focus=True):
                 (f"[enter: {verb}]", "$text-muted"),
             )
         )
+
+
+class BranchMarker(Static):
+    """Above the first entry of a branch: which of its fork's branches the path takes."""
+
+    def __init__(self, item: BranchItem, keys: str = "") -> None:
+        super().__init__(classes="branch-marker")
+        self.item = item
+        self.keys = keys  # shown on the fork nearest the leaf, where the keys switch
+
+    def on_mount(self) -> None:
+        item = self.item
+        parts: list[str | tuple[str, str]] = [f"⑂ branch {item.index}/{item.count}"]
+        if self.keys:
+            parts.append((f"  {self.keys} to switch", "$text-muted"))
+        self.update(Content.assemble(*parts))
 
 
 def _is_live(widget: Widget | None) -> bool:
@@ -203,6 +220,13 @@ class ChatView(VerticalScroll):
                 return NoteLine(item.text, kind=item.kind)
             case ArchiveItem():
                 return ArchiveLine(item, expanded=item.compaction_id in self.expanded_archives)
+            case BranchItem():
+                return BranchMarker(item, self._branch_keys() if item.nearest else "")
+
+    def _branch_keys(self) -> str:
+        keymap: dict[str, str] = getattr(self.app, "keymap", {})
+        keys = [display_key(keymap.get(k, spec(k).key)) for k in ("branch_prev", "branch_next")]
+        return " / ".join(keys)
 
     # -- the whole transcript -----------------------------------------------------------------
 
