@@ -1,0 +1,366 @@
+"""The tree pane: its rows (layout, texts, filters, search, folds) as pure data, and the pane
+in the App (F4, Esc Esc, filter keys, type-to-search, labels, Enter, the narrow layout, the
+command palette). The agent is the scripted stand-in here; the branch keys against the real
+agent are in test_branching.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentsh.session.entries import (
+    CompactionEntry,
+    ModelChangeEntry,
+    Role,
+    StopReason,
+    ToolCall,
+)
+from agentsh.session.session import Session
+from agentsh.tui.panes.panel import PaneName, SidePanel
+from agentsh.tui.panes.tree import TreePane, TreeView
+from agentsh.tui.panes.tree_model import TreeFilter, TreeModel
+from agentsh.tui.widgets.composer import PromptInput
+from agentsh.tui.widgets.messages import UserMessage
+from tests.tui.conftest import MakeApp, wait_for
+
+# -- a session with a tool call, a compaction, a model change and a fork ------------------------
+
+
+def _session(project: Path, folder: Path | None = None) -> tuple[Session, dict[str, str]]:
+    s = Session.create(folder, project)
+    ids: dict[str, str] = {}
+    ids["ask"] = s.append_message(Role.USER, "why does test_parse fail?").id
+    call = ToolCall("c1", "bash", json.dumps({"command": "pytest -q"}))
+    ids["call"] = s.append_message(
+        Role.ASSISTANT, "", tool_calls=(call,), stop_reason=StopReason.TOOL_CALLS
+    ).id
+    ids["result"] = s.append_tool_result("c1", "bash", "1 failed").id
+    ids["answer"] = s.append_message(Role.ASSISTANT, "It reads name too early.").id
+    compaction = CompactionEntry(
+        id=s.new_id(),
+        parent_id=s.leaf_id,
+        tier="summarize",
+        summary="## Goal\nfix the parser",
+        first_kept_id=ids["answer"],
+        tokens_before=142_000,
+        tokens_after=31_000,
+    )
+    ids["compaction"] = s.append(compaction).id
+    ids["model"] = s.append(
+        ModelChangeEntry(id=s.new_id(), parent_id=s.leaf_id, model="openai/other")
+    ).id
+    ids["fix"] = s.append_message(Role.USER, "fix it with get()").id
+    ids["fixed"] = s.append_message(Role.ASSISTANT, "Done.", stop_reason=StopReason.STOP).id
+    s.move_leaf(ids["model"])
+    ids["alt"] = s.append_message(Role.USER, "rewrite the parser instead").id
+    ids["alt_reply"] = s.append_message(Role.ASSISTANT, "Rewritten.").id
+    s.set_label(ids["fix"], "quick fix")
+    return s, ids
+
+
+def _lines(model: TreeModel) -> list[str]:
+    out = []
+    for row in model.rows:
+        text = model.text(row.entry_id)
+        label = model.label(row.entry_id)
+        fold = ("⊞ " if row.folded else "⊟ ") if row.fork else ""
+        role = f"{text.role}: " if text.role else ""
+        out.append(f"{row.prefix}{fold}{f'[{label}] ' if label else ''}{role}{text.text}")
+    return out
+
+
+def test_rows_indent_only_at_forks_with_tool_calls_and_compactions_shown_inline(
+    project: Path,
+) -> None:
+    s, _ = _session(project)
+    model = TreeModel(s.tree)
+    model.filter = TreeFilter.ALL
+    model.rebuild()
+    assert _lines(model) == [
+        "user: why does test_parse fail?",
+        "assistant: [bash: pytest -q]",
+        "[bash: pytest -q]",
+        "assistant: It reads name too early.",
+        "[compaction: summarize, 142k -> 31k]",
+        "⊟ [model: openai/other]",
+        "├─ [quick fix] user: fix it with get()",
+        "│  assistant: Done.",
+        "└─ user: rewrite the parser instead",
+        "   assistant: Rewritten.",
+    ]
+
+
+def test_the_default_filter_hides_model_changes_and_replies_that_only_call_tools(
+    project: Path,
+) -> None:
+    s, ids = _session(project)
+    model = TreeModel(s.tree)
+    model.rebuild()
+    shown = [row.entry_id for row in model.rows]
+    assert ids["call"] not in shown and ids["model"] not in shown
+    assert ids["result"] in shown  # the call is shown once, as its result's row
+    # The fork survives the hidden model change: its branches hang below the compaction.
+    assert model.rows[shown.index(ids["compaction"])].fork
+
+
+def test_a_hidden_kind_is_shown_when_it_is_the_leaf(project: Path) -> None:
+    s, ids = _session(project)
+    s.move_leaf(ids["call"])
+    model = TreeModel(s.tree)
+    model.rebuild()
+    assert ids["call"] in [row.entry_id for row in model.rows]
+    s.move_leaf(ids["alt_reply"])
+    assert model.rebuild()  # the exception moved with the leaf
+    assert ids["call"] not in [row.entry_id for row in model.rows]
+
+
+def test_filters_no_tools_user_only_and_labelled(project: Path) -> None:
+    s, ids = _session(project)
+    model = TreeModel(s.tree)
+    model.filter = TreeFilter.NO_TOOLS
+    model.rebuild()
+    assert ids["result"] not in [row.entry_id for row in model.rows]
+    model.filter = TreeFilter.USER
+    model.rebuild()
+    assert _lines(model) == [
+        "⊟ user: why does test_parse fail?",
+        "├─ [quick fix] user: fix it with get()",
+        "└─ user: rewrite the parser instead",
+    ]
+    model.filter = TreeFilter.LABELLED
+    model.rebuild()
+    assert [row.entry_id for row in model.rows] == [ids["fix"]]
+    assert TreeFilter.ALL.next() is TreeFilter.DEFAULT
+
+
+def test_search_matches_every_word_in_text_role_and_label(project: Path) -> None:
+    s, ids = _session(project)
+    model = TreeModel(s.tree)
+    model.query = "PARSER rewrite"
+    model.rebuild()
+    assert [row.entry_id for row in model.rows] == [ids["alt"]]
+    model.query = "quick"
+    model.rebuild()
+    assert [row.entry_id for row in model.rows] == [ids["fix"]]
+    model.query = "nothing like this"
+    model.rebuild()
+    assert model.rows == []
+
+
+def test_folding_a_fork_hides_its_branches_and_the_cursor_finds_the_fork(project: Path) -> None:
+    s, ids = _session(project)
+    model = TreeModel(s.tree)
+    model.folded.add(ids["compaction"])
+    model.rebuild()
+    fork = model.rows[-1]
+    assert fork.entry_id == ids["compaction"] and fork.folded and fork.branches == 2
+    assert model.index_of(ids["alt_reply"]) == len(model.rows) - 1  # nearest shown ancestor
+
+
+def test_fork_jumps_go_to_the_enclosing_and_the_next_fork(project: Path) -> None:
+    s, ids = _session(project)
+    model = TreeModel(s.tree)
+    model.rebuild()
+    fork = model.index_of(ids["compaction"])
+    leaf = model.index_of(ids["alt_reply"])
+    assert fork is not None and leaf is not None
+    assert model.fork_above(leaf) == fork
+    assert model.fork_below(0) == fork
+    assert model.fork_above(0) is None
+
+
+def test_rows_are_rebuilt_only_when_the_tree_or_the_view_changed(project: Path) -> None:
+    s, ids = _session(project)
+    model = TreeModel(s.tree)
+    assert model.rebuild()
+    s.move_leaf(ids["fixed"])  # a leaf move is drawn from the path, not rebuilt
+    assert not model.rebuild()
+    s.set_label(ids["ask"], "start")
+    assert model.rebuild()
+    s.append_message(Role.USER, "more")
+    assert model.rebuild()
+    assert not model.rebuild()
+
+
+def test_deep_forks_never_need_recursion(project: Path) -> None:
+    s = Session.create(None, project)
+    parent = s.append_message(Role.USER, "root").id
+    for i in range(3000):  # every entry a fork: the deepest possible indentation
+        s.append_message(Role.ASSISTANT, f"dead end {i}")
+        s.move_leaf(parent)
+        parent = s.append_message(Role.ASSISTANT, f"step {i}").id
+    model = TreeModel(s.tree)
+    model.filter = TreeFilter.ALL
+    model.rebuild()
+    assert len(model.rows) == len(s.tree)
+
+
+# -- the pane in the App ---------------------------------------------------------------------
+
+
+async def _ready(pilot, app) -> None:  # type: ignore[no-untyped-def]
+    await wait_for(pilot, lambda: app.controller.ready)
+
+
+def _pane(app) -> TreePane:  # type: ignore[no-untyped-def]
+    return app.query_one(TreePane)
+
+
+def _footer(app) -> str:  # type: ignore[no-untyped-def]
+    return str(app.query_one("#tree-footer").render())
+
+
+async def _open_with(pilot, app, project: Path) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    folder = app.env.user.project_sessions_dir(project)
+    session, ids = _session(project, folder)
+    await app.controller.switch_session(session)
+    await pilot.press("f4")
+    await wait_for(pilot, lambda: bool(app.query(TreeView)) and app.query_one(TreeView).has_focus)
+    return ids
+
+
+@pytest.mark.asyncio
+async def test_f4_opens_the_tree_on_the_leaf_and_toggles_it_closed(
+    make_app: MakeApp, project: Path
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _ready(pilot, app)
+        ids = await _open_with(pilot, app, project)
+        view = app.query_one(TreeView)
+        assert view.current_id == ids["alt_reply"]
+        assert _footer(app) == f"({view.cursor + 1}/{len(view.model.rows)}) [default]"
+        panel = app.query_one(SidePanel)
+        assert panel.is_open and panel.active is PaneName.TREE
+        assert app.query_one("#chat-column").display  # wide: the chat stays beside it
+        await pilot.press("f4")
+        assert not panel.is_open
+        assert isinstance(app.focused, PromptInput)
+
+
+@pytest.mark.asyncio
+async def test_filter_keys_search_and_escape(make_app: MakeApp, project: Path) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _ready(pilot, app)
+        ids = await _open_with(pilot, app, project)
+        pane = _pane(app)
+        await pilot.press("ctrl+u")
+        assert pane.model.filter is TreeFilter.USER and "[user only]" in _footer(app)
+        await pilot.press("ctrl+l")
+        assert [r.entry_id for r in pane.model.rows] == [ids["fix"]]
+        await pilot.press("ctrl+o")
+        assert pane.model.filter is TreeFilter.ALL
+        await pilot.press("ctrl+d")
+        await pilot.press(*"rewrite")
+        assert pane.model.query == "rewrite"
+        assert [r.entry_id for r in pane.model.rows] == [ids["alt"]]
+        assert "search: rewrite" in str(app.query_one("#tree-search").render())
+        await pilot.press("backspace")
+        assert pane.model.query == "rewrit"
+        await pilot.press("escape")  # clears the search first
+        assert pane.model.query == "" and app.query_one(SidePanel).is_open
+        await pilot.press("escape")  # then leaves the tree (opened with F4: the panel stays)
+        assert isinstance(app.focused, PromptInput)
+        assert app.query_one(SidePanel).is_open
+
+
+@pytest.mark.asyncio
+async def test_fold_and_unfold_with_left_and_right(make_app: MakeApp, project: Path) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _ready(pilot, app)
+        ids = await _open_with(pilot, app, project)
+        view = app.query_one(TreeView)
+        await pilot.press("left")  # on a branch: jump to its fork
+        assert view.current_id == ids["compaction"]
+        await pilot.press("left")  # on the fork: fold it
+        assert view.model.rows[view.cursor].folded
+        assert ids["alt"] not in [r.entry_id for r in view.model.rows]
+        await pilot.press("right")
+        assert ids["alt"] in [r.entry_id for r in view.model.rows]
+
+
+@pytest.mark.asyncio
+async def test_l_labels_the_entry_and_an_empty_label_clears_it(
+    make_app: MakeApp, project: Path
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _ready(pilot, app)
+        ids = await _open_with(pilot, app, project)
+        session = app.controller.current_session()
+        await pilot.press("l")
+        await pilot.press(*"rewrite v1", "enter")
+        await wait_for(pilot, lambda: session.tree.labels.get(ids["alt_reply"]) == "rewrite v1")
+        await wait_for(pilot, lambda: _pane(app).model.label(ids["alt_reply"]) == "rewrite v1")
+        assert app.query_one(TreeView).has_focus
+        await pilot.press("L")
+        editor = app.query_one("#tree-label-input")
+        assert editor.value == "rewrite v1"  # type: ignore[attr-defined]
+        editor.value = ""  # type: ignore[attr-defined]
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: ids["alt_reply"] not in session.tree.labels)
+
+
+@pytest.mark.asyncio
+async def test_enter_moves_the_leaf_and_on_a_user_message_edits_it(
+    make_app: MakeApp, project: Path
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _ready(pilot, app)
+        ids = await _open_with(pilot, app, project)
+        session = app.controller.current_session()
+        view = app.query_one(TreeView)
+        view.move_cursor(view.model.index_of(ids["fixed"]) or 0)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: session.leaf_id == ids["fixed"])
+        await wait_for(pilot, lambda: [m.text for m in app.query(UserMessage)][-1:]
+                       == ["fix it with get()"])  # fmt: skip
+        assert app.controller.status_bar.status is not None
+        view.move_cursor(view.model.index_of(ids["alt"]) or 0)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: session.leaf_id == ids["model"])
+        assert app.query_one(PromptInput).text == "rewrite the parser instead"
+        # The move is a leaf record in the file: a resume lands here.
+        reopened = Session.open(session.path, lock=False)
+        assert reopened.leaf_id == ids["model"]
+
+
+@pytest.mark.asyncio
+async def test_escape_twice_on_an_empty_editor_opens_the_tree_in_place_of_a_narrow_chat(
+    make_app: MakeApp, project: Path
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        session, _ = _session(project, app.env.user.project_sessions_dir(project))
+        await app.controller.switch_session(session)
+        await pilot.press("escape", "escape")
+        await wait_for(
+            pilot, lambda: bool(app.query(TreeView)) and app.query_one(TreeView).has_focus
+        )
+        assert not app.query_one("#chat-column").display  # narrow: the tree takes its place
+        await pilot.press("escape")
+        assert not app.query_one(SidePanel).is_open
+        assert app.query_one("#chat-column").display and isinstance(app.focused, PromptInput)
+        # Not with text in the editor: Esc there must never throw a draft's context away.
+        await pilot.press(*"draft", "escape", "escape")
+        await pilot.pause(0.1)
+        assert not app.query_one(SidePanel).is_open
+
+
+@pytest.mark.asyncio
+async def test_the_command_palette_toggles_the_panes(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"summaries pane")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        panel = app.query_one(SidePanel)
+        await wait_for(pilot, lambda: panel.is_open and panel.active is PaneName.SUMMARIES)
