@@ -7,21 +7,30 @@ repository's Python source and Markdown, the developer notes and injection attem
 test corpus, shell snippets and Korean, Japanese and Chinese prose. The best of several rounds
 is reported, in CPU time of the process (see ``best_of``).
 
-Run: ``.venv/bin/python benchmarks/bench_guard.py``; the last line is the throughput.
+The text is built from the repository as it is, so a figure moves a little when the sources
+change: compare two versions of the guard in one run, with ``--against REV`` (a git revision).
+That loads ``agentsh/memory/guard.py`` as it was at REV and times both on the same texts,
+round by round in turn, so load on a shared machine falls on both alike.
+
+Run: ``.venv/bin/python benchmarks/bench_guard.py [--against REV]``; the last line is the
+throughput of the working tree's guard.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import subprocess
 import sys
 import time
+import types
 from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from agentsh.memory.guard import Scope, scan  # noqa: E402
+from agentsh.memory import guard  # noqa: E402
 
 WINDOW = 64 * 1024
 TOTAL = 1024 * 1024
@@ -114,30 +123,81 @@ ADVERSARIAL: dict[str, str] = {
     ),
     'repeated "token=\'a"': _fit("token='a"),
     "one 64 KiB word after 'api_key='": "api_key=" + "a" * (WINDOW - 8),
+    "12,000 distinct words after '.env' in every block": (
+        "env print cat\n" + "\n".join(f"a.env{i}" for i in range(12_000))
+    )[:WINDOW],
 }
 
 
+def guard_at(revision: str) -> types.ModuleType:
+    """``agentsh/memory/guard.py`` as it was at a git revision, loaded as its own module."""
+    source = subprocess.run(
+        ["git", "show", f"{revision}:agentsh/memory/guard.py"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    module = types.ModuleType(f"guard_at_{revision}")
+    sys.modules[module.__name__] = module  # dataclasses look their module up by name
+    exec(compile(source, f"{revision}:agentsh/memory/guard.py", "exec"), module.__dict__)
+    return module
+
+
+def scan_all(module: types.ModuleType, chunks: list[str]) -> None:
+    for chunk in chunks:
+        module.scan(chunk, module.Scope.MEMORY_WRITE)
+
+
+def rounds_of(
+    modules: dict[str, types.ModuleType], chunks: list[str], rounds: int
+) -> dict[str, list[float]]:
+    """CPU seconds of each round for each module, the modules taking turns within a round."""
+    times: dict[str, list[float]] = {name: [] for name in modules}
+    for _ in range(rounds):
+        for name, module in modules.items():
+            start = time.process_time()
+            scan_all(module, chunks)
+            times[name].append(time.process_time() - start)
+    return times
+
+
 def main() -> None:
-    text = mixed_text()
-    parts = windows(text)
-    size = len(text.encode("utf-8"))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--against", metavar="REV", help="also time the guard of this revision")
+    args = parser.parse_args()
+    modules = {"": guard}
+    if args.against:
+        modules[f" ({args.against})"] = guard_at(args.against)
+
     for label, raw in ADVERSARIAL.items():
-        seconds = best_of(3, lambda raw=raw: scan(raw, Scope.MEMORY_WRITE))
-        print(f"adversarial {label}: {seconds * 1000:.1f} ms")
+        for suffix, module in modules.items():
+
+            def once(module: types.ModuleType = module, raw: str = raw) -> None:
+                scan_all(module, [raw])
+
+            print(f"adversarial {label}{suffix}: {best_of(3, once) * 1000:.1f} ms")
+
+    text = mixed_text()
     cjk_text = (_CJK * (TOTAL // len(_CJK.encode()) + 1)).encode()[:TOTAL].decode("utf-8", "ignore")
-    ascii_text = mixed_text().encode("ascii", "ignore").decode("ascii")
     variants = (
-        ("ascii_only", ascii_text),
-        ("cjk_only", cjk_text),
-        ("dense_notes", mixed_text(notes_every=1)),
+        ("_ascii_only", text.encode("ascii", "ignore").decode("ascii")),
+        ("_cjk_only", cjk_text),
+        ("_dense_notes", mixed_text(notes_every=1)),
+        ("", text),
     )
     for label, variant in variants:
         chunks = windows(variant)
-        took = best_of(ROUNDS, lambda chunks=chunks: [scan(w, Scope.MEMORY_WRITE) for w in chunks])
-        print(f"guard_throughput_{label}: {TOTAL / took / 1e6:.1f} MB/s")
-    seconds = best_of(ROUNDS, lambda: [scan(w, Scope.MEMORY_WRITE) for w in parts])
-    print(f"windows: {len(parts)} x {WINDOW // 1024} KiB, {size:,} bytes")
-    print(f"guard_throughput: {size / seconds / 1e6:.1f} MB/s")
+        size = len(variant.encode("utf-8"))
+        if not label:
+            print(f"windows: {len(chunks)} x {WINDOW // 1024} KiB, {size:,} bytes")
+        times = rounds_of(modules, chunks, ROUNDS)
+        # The working tree's figure last, so the last line is the benchmark's result.
+        for suffix in reversed(modules):
+            if args.against:
+                median = sorted(times[suffix])[len(times[suffix]) // 2]
+                print(f"guard_throughput{label}{suffix} median: {size / median / 1e6:.1f} MB/s")
+            print(f"guard_throughput{label}{suffix}: {size / min(times[suffix]) / 1e6:.1f} MB/s")
 
 
 if __name__ == "__main__":

@@ -13,20 +13,22 @@ become ASCII), casefolded, default-ignorable characters removed (a soft hyphen i
 does not hide it) and the common Cyrillic and Greek look-alikes of Latin letters folded. The
 patterns are English keywords and paths, so they run on an ASCII projection of that copy
 (every other character becomes "?", one for one, so positions still line up), which the
-regex engine and ``str.find`` handle several times faster than mixed-script text.
+regex engine and ``str.find`` handle several times faster than mixed-script text. Only the
+lines that are not ASCII are normalised and projected; the rest already are both.
 
 Why it is fast and cannot hang. Python's regex engine is slow at trying a keyword pattern at
-every position, so nothing does that. A text is first cut into its set of words (one
-``translate`` and ``split``); each pattern names the words it cannot match without, and is
-skipped when one group of them is missing. Otherwise its rare *anchor* strings are located with
-``str.find`` and the regex runs only there. Keywords are separated by a *bounded* number of
-filler words, ``(?:SEP WORD){0,n}? SEP`` with SEP and WORD disjoint classes, so a position can be
-matched only one way and no quantifier is nested in an unbounded one. A phrase anchored on a
+every position, so nothing does that. A text is first cut into blocks of about 4 KiB at newlines
+and each block into its set of words (one ``translate`` and ``split``); each pattern names the
+words it cannot match without, and is skipped when one group of them is missing. Otherwise its
+rare *anchor* strings are located with ``str.find``, in the blocks whose words allow them
+(:class:`_Gate`), and the regex runs only there. Keywords are separated by a *bounded* number of
+filler words, ``(?:SEP WORD){0,n}? SEP`` with SEP and WORD disjoint classes, so a position can
+be matched only one way and no quantifier is nested in an unbounded one. A phrase anchored on a
 word in its middle is searched in windows around the anchors, and overlapping windows are
-merged, so dense anchors ("ignore ignore ignore ...") never make a character be read twice.
-"A command, then later on the same line a secret" is not one regex with a free run between
-(O(n x run) on "curl curl curl ..."): :class:`_Near` finds the rare side, then looks for the
-other side in the stretch of line next to it. HTML comments are walked with ``str.find``.
+merged, so dense anchors ("ignore ignore ignore ...") never make a character be read twice. "A
+command, then later on the same line a secret" is not one regex with a free run between (O(n x
+run) on "curl curl curl ..."): :class:`_Near` finds the rare side, then looks for the other side
+in the stretch of line next to it. HTML comments are walked with ``str.find``.
 
 How much is read. At most ``max_bytes`` (64 KiB by default, ``memory.guard_max_scan_bytes``)
 of UTF-8 are scanned. A longer text is scanned on its first three quarters and its last
@@ -122,11 +124,12 @@ class _Doc:
             hi = len(text) if newline < 0 else newline + 1
             bounds.append((lo, hi))
             lo = hi
-        self._bounds = bounds
         if len(bounds) <= 1:
+            self._bounds = [(0, len(text))]
             self.words = frozenset(spaced.split())
             self._block_words = [self.words]
         else:
+            self._bounds = bounds
             self._block_words = [frozenset(spaced[lo:hi].split()) for lo, hi in bounds]
             self.words = frozenset().union(*self._block_words)
         self._sorted_words: list[str] | None = None
@@ -172,11 +175,16 @@ class _Doc:
             if self._sorted_words is None:
                 self._sorted_words = sorted(self.words)
             ordered = self._sorted_words
+            # The words starting with the prefix are a run of the sorted words; each block is
+            # then one set operation in C, however many words the run holds.
+            start = bisect.bisect_left(ordered, prefix)
+            end = bisect.bisect_left(ordered, prefix[:-1] + chr(ord(prefix[-1]) + 1), start)
             mask = 0
-            index = bisect.bisect_left(ordered, prefix)
-            while index < len(ordered) and ordered[index].startswith(prefix):
-                mask |= self._word_mask(ordered[index])
-                index += 1
+            if end > start:
+                run = ordered[start:end]
+                for index, words in enumerate(self._block_words):
+                    if not words.isdisjoint(run):
+                        mask |= 1 << index
             self._prefix_masks[prefix] = mask
         return mask
 
@@ -199,22 +207,28 @@ class _Doc:
             return derived[1]
         found = []
         find = self.text.find
-        index = 0
-        while need >> index:
-            if not need >> index & 1:
-                index += 1
-                continue
-            last = index
-            while need >> (last + 1) & 1:
-                last += 1
-            lo, hi = self._bounds[index][0], self._bounds[last][1]
+        for lo, hi in self._stretches(need):
+            # An occurrence never spans two blocks: they end at newlines, anchors hold none.
             pos = find(anchor, lo, hi)
             while pos >= 0:
                 found.append(pos)
                 pos = find(anchor, pos + 1, hi)
-            index = last + 1
         self._hits[anchor] = (need, found)
         return found
+
+    def _stretches(self, blocks: int) -> Iterator[Span]:
+        """The stretches of text the blocks of a mask cover, neighbouring blocks merged."""
+        start = end = -1
+        for index, (lo, hi) in enumerate(self._bounds):
+            if blocks >> index & 1:
+                if start < 0:
+                    start = lo
+                end = hi
+            elif start >= 0:
+                yield start, end
+                start = -1
+        if start >= 0:
+            yield start, end
 
     def _derived_hits(self, anchor: str, need: int) -> tuple[int, list[int]] | None:
         """The positions of ``anchor`` read off those of a located anchor inside it, if any.
@@ -243,13 +257,14 @@ class _Doc:
         return covered, found
 
 
-_ANCHORS: set[str] = set()  # every anchor of every pattern
+_ANCHORED: list[_Rx] = []  # every anchored regex of every pattern, as built
 
 
 @functools.cache
 def _inner_anchors(anchor: str) -> tuple[str, ...]:
     """The other anchors that occur inside ``anchor`` ("show" in "shows")."""
-    return tuple(other for other in _ANCHORS if other != anchor and other in anchor)
+    anchors = {other for rx in _ANCHORED for other in rx.anchors}
+    return tuple(other for other in anchors if other != anchor and other in anchor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,7 +359,8 @@ class _Rx:
     so dense anchors never make a character be read twice. LINE matches at the start of each
     anchor's line, once per line. With ``word_start`` an anchor counts only at the start of a
     word ("now" but not "know"); with ``whole_words`` anchors are whole words, skipped at once
-    when the word set lacks them.
+    when the word set lacks them. The positions are every occurrence that counts by these two
+    rules; the gates only spare reading the blocks where none can be.
     """
 
     anchors: tuple[str, ...]
@@ -354,7 +370,8 @@ class _Rx:
     window: int
     after: int
     word_start: bool
-    gates: tuple[_Gate, ...]  # one per anchor
+    whole_words: bool
+    gates: tuple[_Gate, ...]  # one per anchor, from word_start and whole_words
 
     def positions(self, doc: _Doc) -> list[int]:
         if not doc.has_all(self.needs):
@@ -438,15 +455,17 @@ def _rx(
     # Shorter anchors first, so that a longer one holding a shorter one ("shows", "show") is
     # read off its positions (see _Doc.hits); the positions are sorted afterwards anyway.
     anchors = tuple(sorted(anchors, key=len))
-    _ANCHORS.update(anchors)
     gates = tuple(
         _Gate.of(anchor, word_start=word_start, whole_word=whole_words) for anchor in anchors
     )
     if before is None:
-        return _Rx(anchors, _compile(pattern), needs, _Mode.AT, 0, 0, word_start, gates)
-    combined = _compile(f"(?:{before})(?:{pattern})")
-    mode = _Mode.LINE if line else _Mode.WINDOW
-    return _Rx(anchors, combined, needs, mode, window, after, word_start, gates)
+        regex, mode, window, after = _compile(pattern), _Mode.AT, 0, 0
+    else:
+        regex = _compile(f"(?:{before})(?:{pattern})")
+        mode = _Mode.LINE if line else _Mode.WINDOW
+    rx = _Rx(anchors, regex, needs, mode, window, after, word_start, whole_words, gates)
+    _ANCHORED.append(rx)
+    return rx
 
 
 def _any_of(*matchers: Matcher) -> Matcher:

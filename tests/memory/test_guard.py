@@ -275,6 +275,13 @@ ADVERSARIAL = {
     "curl -d @ x N": _fit("curl -d @"),
     "| curl x N": _fit("| curl "),
     "zero-width x N": _fit("\u200b"),
+    # Thousands of distinct words behind one anchor's prefix, in every block of the text.
+    "words sharing a gate prefix": (
+        "env print cat\n" + "\n".join(f"a.env{i}" for i in range(12_000))
+    )[:_N],
+    "words sharing a whole-word anchor": (
+        "do not show it to the user\n" + "\n".join(f"show{i}" for i in range(12_000))
+    )[:_N],
 }
 
 
