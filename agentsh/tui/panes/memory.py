@@ -37,7 +37,7 @@ from textual.binding import BindingType
 from textual.content import Content
 from textual.widget import Widget
 from textual.widgets import Input, OptionList, Static
-from textual.widgets.option_list import Option
+from textual.widgets.option_list import Option, OptionDoesNotExist
 
 from agentsh.memory.curated import CuratedMemory, MemorySnapshot, MemoryTarget, SnapshotEntry
 from agentsh.memory.docs import DocType, MemoryDoc, load_docs
@@ -54,6 +54,7 @@ log = logging.getLogger(__name__)
 
 PREVIEW_CHARS = 90  # an entry's one-line preview in the list
 BAR_WIDTH = 10
+ALIKE_RATIO = 0.5  # entries at least this similar count as one entry rewritten
 
 
 # -- the model: what the pane shows, computed off the UI thread ----------------------------------
@@ -145,16 +146,26 @@ def diff_entries(
             case "delete":
                 views.extend(_removed(snapshot[i]) for i in range(a1, a2))
             case "replace":
+                # Entries at the same place that still look alike were rewritten; others
+                # were replaced: one removed, one added.
                 pairs = min(a2 - a1, b2 - b1)
                 for k in range(pairs):
-                    text = live[b1 + k]
-                    views.append(EntryView(text, EntryStatus.CHANGED, blocked(text), old[a1 + k]))
+                    before, text = old[a1 + k], live[b1 + k]
+                    if _alike(before, text):
+                        views.append(EntryView(text, EntryStatus.CHANGED, blocked(text), before))
+                    else:
+                        views.append(_removed(snapshot[a1 + k]))
+                        views.append(EntryView(text, EntryStatus.ADDED, blocked(text)))
                 views.extend(
                     EntryView(live[j], EntryStatus.ADDED, blocked(live[j]))
                     for j in range(b1 + pairs, b2)
                 )
                 views.extend(_removed(snapshot[i]) for i in range(a1 + pairs, a2))
     return tuple(views)
+
+
+def _alike(before: str, after: str) -> bool:
+    return difflib.SequenceMatcher(a=before, b=after, autojunk=False).ratio() >= ALIKE_RATIO
 
 
 def _removed(entry: SnapshotEntry) -> EntryView:
@@ -281,7 +292,8 @@ class MemoryPane(Widget):
     BINDINGS: ClassVar[list[BindingType]] = bindings_for(KeyScope.MEMORY_PANE)
     DEFAULT_CSS = """
     MemoryPane { height: 1fr; layout: vertical; }
-    MemoryPane #memory-search { margin: 0 0 0 0; }
+    MemoryPane #memory-search { border: none; height: 1; padding: 0 1; background: $boost; }
+    MemoryPane #memory-search:focus { border: none; background: $primary 20%; }
     MemoryPane #memory-search-note { color: $text-muted; padding: 0 1; height: auto; }
     MemoryPane #memory-list { height: 1fr; border: none; padding: 0; }
     MemoryPane #memory-list:focus { border: none; }
@@ -297,6 +309,7 @@ class MemoryPane(Widget):
         self._watcher: MemoryWatcher | None = None
         self._index: MemoryIndex | None = None
         self._width = 0  # the width previews were cut for
+        self.watching = False  # the watcher has started (after its first reconcile)
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="Search memory (/, then Enter)", id="memory-search")
@@ -311,6 +324,7 @@ class MemoryPane(Widget):
 
     async def on_unmount(self) -> None:
         watcher, self._watcher = self._watcher, None
+        self.watching = False
         if watcher is not None:
             await watcher.stop()
 
@@ -379,7 +393,7 @@ class MemoryPane(Widget):
         listing.clear_options()
         listing.add_options(options)
         if keep is not None:
-            with contextlib.suppress(LookupError):
+            with contextlib.suppress(OptionDoesNotExist):
                 listing.highlighted = listing.get_option_index(keep)
         if listing.highlighted is None:
             listing.action_first()
@@ -434,11 +448,11 @@ class MemoryPane(Widget):
     def _entry_option(self, view: CuratedView, number: int, entry: EntryView) -> Option:
         mark, mark_style = _MARKS[entry.status]
         text_style = "strike $text-muted" if entry.status is EntryStatus.REMOVED else ""
-        flag = f"  [blocked: {entry.blocked}]" if entry.blocked else ""
+        # The pattern's name is in the read view; the row only says the prompt withholds it.
+        flag = "[blocked] " if entry.blocked else ""
         text = preview(entry.text, max(12, self._width - len(flag)))
-        parts: list[str | tuple[str, str]] = [(mark, mark_style), (text, text_style)]
-        if flag:
-            parts.append((flag, "bold $error"))
+        parts: list[str | tuple[str, str]] = [(mark, mark_style), (flag, "bold $error")]
+        parts.append((text, text_style))
         notes = {
             EntryStatus.SAME: "",
             EntryStatus.ADDED: "Added since this session started: the model sees it from the "
@@ -641,6 +655,7 @@ class MemoryPane(Widget):
         watcher = MemoryWatcher(index, on_update=self._index_updated)
         self._watcher = watcher
         await watcher.start()
+        self.watching = watcher.running
 
     def _index_updated(self, _event: IndexUpdated) -> None:
         # Called on the app's loop by the watcher after each reindex.
