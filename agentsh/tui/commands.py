@@ -43,7 +43,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("label", "Label the current entry (empty clears)", "[text]"),
     SlashCommand("resume", "Open another session of this project", "[id-prefix]"),
     SlashCommand("new", "Start a new session", aliases=("clear",)),
-    SlashCommand("memory", "Show the curated memory files"),
+    SlashCommand("memory", "Open the memory pane (text: list the files in the chat)", "[text]"),
     SlashCommand("theme", "Choose a theme (previews live)", "[name]"),
     SlashCommand("export", "Export this session as md (default), html or jsonl", "[format] [file]"),
     SlashCommand("cost", "Tokens and cost of this session"),

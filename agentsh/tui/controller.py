@@ -262,6 +262,7 @@ class ChatController:
         self.session = agent.session
         self.status_bar.starting = False
         self.show_status(agent.status())
+        self.path_changed.publish("agent")  # the memory pane can now compare with the snapshot
         if self.queue and not self.turn_running:
             self._start_next()
 
@@ -611,6 +612,12 @@ class ChatController:
         self.path_changed.publish("session")
 
     async def cmd_memory(self, arg: str) -> None:
+        """Open the memory pane; ``/memory text`` prints both curated files in the chat."""
+        if arg.strip().lower() != "text":
+            from agentsh.tui.panes.panel import PaneName, SidePanel
+
+            await self.app.query_one(SidePanel).show(PaneName.MEMORY)
+            return
         parts: list[str] = []
         for title, path in (
             ("Project memory", self.env.project.memory_file),

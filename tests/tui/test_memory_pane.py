@@ -278,3 +278,28 @@ async def test_enter_on_an_entry_opens_it_and_says_why_it_is_marked(
         assert view.title_text == "MEMORY.md · entry 3"
         assert view.body == "Deploys go through `make ship`."
         assert "from the next session" in view.subtitle
+
+
+@pytest.mark.asyncio
+async def test_slash_memory_opens_the_pane_and_memory_text_lists_the_files_in_the_chat(
+    make_app: MakeApp, project: Path
+) -> None:
+    from agentsh.tui.panes.panel import PaneName, SidePanel
+    from agentsh.tui.widgets.messages import NoteMarkdown
+
+    env = write_project(project)
+    app = make_app(factory=snapshot_factory(env), environment=env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        app.controller.prompt.text = "/memory"
+        await pilot.press("enter")
+        panel = app.query_one(SidePanel)
+        await wait_for(pilot, lambda: panel.active is PaneName.MEMORY)
+        pane = app.query_one(MemoryPane)
+        await wait_for(pilot, lambda: pane.refreshes > 0)
+        assert app.focused is not None and pane in app.focused.ancestors
+        await pilot.press("ctrl+l")
+        app.controller.prompt.text = "/memory text"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: bool(app.query(NoteMarkdown)))
+        assert "The parser lives in src/parser.py" in app.query_one(NoteMarkdown).text
