@@ -139,14 +139,17 @@ class _Doc:
 
     def has_all(self, needs: tuple[frozenset[str], ...]) -> bool:
         """Whether every group of ``needs`` has at least one of its words in the text."""
-        words = self.words
-        return all(not group.isdisjoint(words) for group in needs)
+        # map over a bound method: no Python frame per group (this runs for every pattern)
+        return not any(map(self.words.isdisjoint, needs))
 
     def blocks_for(self, gate: _Gate) -> int:
         """The blocks that may hold a counted occurrence of an anchor with this gate, one bit
         each; none when the text as a whole rules it out (see :class:`_Gate`)."""
         if not gate.words <= self.words:
             return 0
+        if len(self.text) < _BLOCK:
+            # One short block: reading it costs less than checking where not to read.
+            return 1
         for prefix in gate.prefixes:
             if not self._prefix_mask(prefix):
                 return 0
@@ -201,13 +204,14 @@ class _Doc:
             if need & ~covered == 0:
                 return found
             need |= covered
-        derived = self._derived_hits(anchor, need)
-        if derived is not None:
-            self._hits[anchor] = derived
-            return derived[1]
+        if len(self.text) >= _BLOCK:
+            derived = self._derived_hits(anchor, need)
+            if derived is not None:
+                self._hits[anchor] = derived
+                return derived[1]
         found = []
         find = self.text.find
-        for lo, hi in self._stretches(need):
+        for lo, hi in self._stretches(need) if len(self._bounds) > 1 else self._bounds:
             # An occurrence never spans two blocks: they end at newlines, anchors hold none.
             pos = find(anchor, lo, hi)
             while pos >= 0:
