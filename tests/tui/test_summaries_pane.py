@@ -290,3 +290,32 @@ async def test_an_archive_tier_reads_its_workspace_file(make_app: MakeApp, proje
         assert isinstance(screen, ReadView)
         assert "MoveToWorkspace" in screen.title_text
         assert "# Archived turns" in screen.body and "001-archive.md" in screen.body
+
+
+@pytest.mark.asyncio
+async def test_at_80x24_the_jump_closes_the_panel_that_covers_the_chat(
+    make_app: MakeApp, project: Path
+) -> None:
+    from agentsh.tui.panes.panel import SidePanel
+
+    s = Session.create(None, project)
+    for n in range(1, 12):
+        turn(s, n)
+    kept = user_ids(s)[3]
+    compact(s, kept)
+    turn(s, 12)
+    app = make_app(factory=fake_factory(model="openai/test-model"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        await app.controller.switch_session(s)
+        await pilot.press("f3")
+        await wait_for(pilot, lambda: bool(app.query(SummariesPane)))
+        panel = app.query_one(SidePanel)
+        assert panel.is_open and panel.overlays_chat
+        await wait_for(pilot, lambda: len(app.query_one(SummariesPane).views) == 1)
+        await pilot.press("g")
+        await wait_for(pilot, lambda: not panel.is_open)
+        chat = app.query_one(ChatView)
+        target = next(m for m in app.query(UserMessage) if m.entry_id == kept)
+        await wait_for(pilot, lambda: _visible(chat, target))
+        assert target.has_class("jump-target")

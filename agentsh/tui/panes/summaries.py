@@ -30,7 +30,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from agentsh.events import Tier
-from agentsh.session.entries import AnyEntry, CompactionEntry
+from agentsh.session.entries import AnyEntry, CompactionEntry, MessageEntry, Role
 from agentsh.tui.keys import KeyScope, bindings_for
 from agentsh.tui.projection import compaction_spans
 from agentsh.tui.status_format import human_tokens
@@ -70,8 +70,6 @@ def tier_label(tier: str) -> str:
 
 def compaction_views(path: list[AnyEntry]) -> list[CompactionView]:
     """The compactions on ``path``, newest first."""
-    from agentsh.session.entries import MessageEntry, Role
-
     views = []
     for number, span in enumerate(compaction_spans(path), start=1):
         covered = path[span.start : span.end]
@@ -339,11 +337,14 @@ class SummariesPane(Widget):
             self._uncover_chat()
 
     def _uncover_chat(self) -> None:
-        """On a narrow terminal the panel covers the chat: close it so the jump shows."""
+        """On a narrow terminal the panel covers the chat: close it so the jump shows (the
+        editor takes the focus, as when the pane key closes the panel)."""
         from agentsh.tui.panes.panel import SidePanel
+        from agentsh.tui.widgets.composer import PromptInput
 
         for ancestor in self.ancestors:
             if isinstance(ancestor, SidePanel):
                 if ancestor.overlays_chat:
                     ancestor.hide()
+                    self.app.query_one(PromptInput).focus()
                 return
