@@ -110,7 +110,7 @@ async def test_three_branches_made_with_the_keys_and_switched_among(
         assert _users(app) == ["start", "three"] and _replies(app) == ["A0", "A-three"]
         await wait_for(pilot, lambda: _branch(app) == "3/3")
         marker = app.query_one(BranchMarker)
-        assert str(marker.render()).startswith("⑂ branch 3/3")
+        assert str(marker.render()).startswith("↪ branch 3/3")
 
         await _switch(pilot, app, "alt+left")
         await wait_for(pilot, lambda: _users(app) == ["start", "two"])

@@ -342,7 +342,7 @@ class TreePane(Vertical):
             search.update(f"search: {model.query}▏")
         else:
             label_key = spec("tree_label").key.split(",")[0]
-            search.update(f"type to search · {label_key}: label · ←/→ fold · Enter: go")
+            search.update(f"type: search · {label_key}: label · ←→: fold · ⏎: go")
         search.set_class(bool(model.query), "-active")
         count = len(model.rows)
         position = self.view.cursor + 1 if count else 0

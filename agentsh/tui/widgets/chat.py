@@ -122,10 +122,11 @@ class BranchMarker(Static):
 
     def on_mount(self) -> None:
         item = self.item
-        parts: list[str | tuple[str, str]] = [f"⑂ branch {item.index}/{item.count}"]
+        mark = f"↪ branch {item.index}/{item.count}"
         if self.keys:
-            parts.append((f"  {self.keys} to switch", "$text-muted"))
-        self.update(Content.assemble(*parts))
+            self.update(Content.assemble(f"{mark}  ·  ", (f"{self.keys} to switch", "dim")))
+        else:
+            self.update(Content(mark))
 
 
 def _is_live(widget: Widget | None) -> bool:
