@@ -57,6 +57,7 @@ from agentsh.tui.widgets.tool_block import ToolBlock
 INITIAL_ROWS = 40  # rows mounted when a long session is opened
 BATCH_ROWS = 25  # rows mounted or unmounted at a time while scrolling
 HIGHLIGHT_S = 2.0  # how long a jumped-to entry stays highlighted
+ARCHIVE_END = "end of the archived turns (enter on the line above hides them)"
 
 
 @dataclass(slots=True)
@@ -333,6 +334,8 @@ class ChatView(VerticalScroll):
         assert isinstance(item, ArchiveItem)
         self.expanded_archives.add(compaction_id)
         added = [Row(child, archived=compaction_id) for child in item.items]
+        # Where the archive ends, so the kept turns below are not taken for archived ones.
+        added.append(Row(NoteItem("", ARCHIVE_END), archived=compaction_id))
         count = len(added)
         self.rows[g + 1 : g + 1] = added
         if g < self.first:
