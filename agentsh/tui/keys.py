@@ -410,4 +410,5 @@ _NAMES = {
     "enter": "Enter",
     "space": "Space",
     "tab": "Tab",
+    "slash": "/",
 }
