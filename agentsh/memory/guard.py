@@ -1424,7 +1424,7 @@ def _prepare(raw: str, max_bytes: int) -> _Prepared:
         raw = _head_and_tail(raw, max_bytes)
         lines = raw.split("\n")
         odd = _non_ascii_lines(lines)
-    shown_lines = lines
+    shown_lines = lines  # edited in place: the raw lines are not needed any more
     projected_lines = lines.copy()
     changed = special = False
     for index in odd:
