@@ -13,13 +13,13 @@ in memory for the life of the process, so "keeps nothing on disk" stays true.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Protocol
 
 from agentsh.context.view import ContextEntry
+from agentsh.fsutil import atomic_write
 from agentsh.session.entries import BranchSummaryEntry, MessageEntry, Role, ToolResultEntry
 
 _NAME = re.compile(r"^(\d{3,})-(archive|summary)\.md$")
@@ -62,40 +62,14 @@ class DiskWorkspace:
             ) from exc
         number = self.next_number()
         final = self.folder / f"{number:03d}-{kind}.md"
-        temp = self.folder / f".{final.name}.{os.getpid()}.tmp"
         try:
-            write_durably(temp, final, text.encode("utf-8"))
+            atomic_write(final, text.encode("utf-8"), exclusive=True)
         except OSError as exc:
             raise WorkspaceError(f"cannot write {final}: {exc.strerror or exc}") from exc
         return str(final)
 
     def read(self, where: str) -> str:
         return Path(where).read_text(encoding="utf-8")
-
-
-def write_durably(temp: Path, final: Path, data: bytes) -> None:
-    """temp file -> fsync -> rename -> fsync the folder; the temp file never outlives a failure."""
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if final.exists():
-            raise FileExistsError(17, "a workspace file of that number already exists")
-        temp.replace(final)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(final.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 class MemoryWorkspace:

@@ -24,7 +24,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from agentsh.config import MemorySettings
+from agentsh.fsutil import atomic_write
 from agentsh.memory.guard import Scope, Threat, blocked_note, first_threat
 from agentsh.paths import ProjectPaths, UserPaths
 
@@ -557,45 +557,10 @@ def _locked(path: Path, timeout_s: float) -> Iterator[None]:
 
 
 def _atomic_write(path: Path, text: str, *, private: bool) -> None:
-    """Temp file in the same folder, fsync, ``os.replace``, fsync of the folder."""
-    folder = path.parent
+    """Durable replace (temp file, fsync, rename, folder fsync); a new USER.md is private."""
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        try:
-            mode = path.stat().st_mode & 0o777
-        except FileNotFoundError:
-            mode = 0o600 if private else 0o644
-        fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mode = None if path.exists() or not private else 0o600
+        atomic_write(path, text.encode("utf-8"), mode=mode)
     except OSError as exc:
         raise MemoryFileError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    temp = Path(temp_name)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        temp.chmod(mode)
-        temp.replace(path)
-        _fsync_dir(folder)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise MemoryFileError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    except BaseException:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Make the rename itself durable; some file systems refuse, which is not an error."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentsh.fsutil import fsync_dir
 from agentsh.session import entries as _entries
 from agentsh.session.entries import AnyEntry, EntryError, Header, encode_line, entry_from_json
 
@@ -371,7 +372,7 @@ class LogWriter:
         writer = cls._locked(path, fd, needs_newline=False, fsync_each=fsync_each)
         writer._write(encode_line(header))
         writer.sync()
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
         return writer
 
     @classmethod
@@ -489,7 +490,7 @@ class LogWriter:
             os.close(fd)
             temp.unlink(missing_ok=True)
             raise SessionError(f"could not upgrade {self.path.name}: {exc.strerror}") from exc
-        _fsync_dir(self.path.parent)
+        fsync_dir(self.path.parent)
         old = self._fd
         self._fd = fd
         self.needs_newline = False
@@ -512,18 +513,5 @@ def is_locked(path: Path) -> bool:
     else:
         fcntl.flock(fd, fcntl.LOCK_UN)
         return False
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
     finally:
         os.close(fd)

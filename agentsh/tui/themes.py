@@ -24,6 +24,8 @@ from typing import Any
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
+from agentsh.fsutil import atomic_write
+
 DEFAULT_THEME = "agentsh-dark"
 
 _COLOUR_KEYS = (
@@ -212,9 +214,7 @@ def persist_theme_choice(config_file: Path, theme: str) -> None:
     updated = set_toml_tui_theme(text, theme)
     try:
         config_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = config_file.with_suffix(".toml.tmp")
-        tmp.write_text(updated, encoding="utf-8")
-        tmp.replace(config_file)
+        atomic_write(config_file, updated.encode("utf-8"))
     except OSError as exc:
         raise ThemeError(f"{config_file}: cannot be written ({exc.strerror})") from exc
 

@@ -8,9 +8,10 @@ is ignored, and writes are atomic and best-effort.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from agentsh.fsutil import atomic_write
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,8 +38,6 @@ def load_ui_state(path: Path) -> UiState:
 def save_ui_state(path: Path, state: UiState) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(asdict(state)), encoding="utf-8")
-        tmp.replace(path)
+        atomic_write(path, json.dumps(asdict(state)).encode("utf-8"))
     except OSError:
         pass  # a cache; the next start just shows less
