@@ -73,6 +73,7 @@ class SidePanel(Vertical):
         self._stale: set[PaneName] = set()
         #: opened for one visit (Esc Esc, /tree): leaving the pane closes the panel again
         self.transient = False
+        self._open = False
 
     def on_mount(self) -> None:
         source: _PathSource | None = getattr(self.app, "controller", None)
@@ -83,7 +84,7 @@ class SidePanel(Vertical):
 
     @property
     def is_open(self) -> bool:
-        return self.has_class("-open")
+        return self._open
 
     @property
     def active(self) -> PaneName | None:
@@ -95,7 +96,7 @@ class SidePanel(Vertical):
     @property
     def overlays_chat(self) -> bool:
         """True on a narrow terminal, where the open panel takes the chat's place."""
-        return self.screen.has_class("-narrow")
+        return self.app.size.width < WIDE_COLUMNS
 
     def pane(self, name: PaneName) -> Widget | None:
         return self._panes.get(name)
@@ -132,9 +133,22 @@ class SidePanel(Vertical):
         return True
 
     def _set_open(self, shown: bool) -> None:
-        self.set_class(shown, "-open")
+        # Display is set on the widgets, not through a class on a shared ancestor: a class
+        # change restyles every node below it, and the transcript has hundreds.
+        self._open = shown
+        self.display = shown
+        self._place_chat()
+
+    def _place_chat(self) -> None:
+        """On a narrow terminal the open panel hides the rest of its row (the chat column)."""
+        hide = self._open and self.overlays_chat
         if self.parent is not None:
-            self.parent.set_class(shown, "-panel-open")
+            for sibling in self.parent.children:
+                if sibling is not self and sibling.display == hide:
+                    sibling.display = not hide
+
+    def on_resize(self) -> None:
+        self._place_chat()  # the terminal crossed WIDE_COLUMNS while the panel was open
 
     async def _build(self) -> None:
         tabs = TabbedContent(id="side-tabs")

@@ -21,11 +21,14 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical
+from textual.content import Content
 from textual.geometry import Region, Size
 from textual.message import Message
+from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widgets import Input, Static
+from textual.widget import Widget
+from textual.widgets import Input
 
 from agentsh.tui.keys import KeyScope, bindings_for, spec
 from agentsh.tui.panes.tree_model import RowKind, TreeFilter, TreeModel
@@ -56,6 +59,18 @@ _KIND_CLASS = {
     RowKind.ERROR: "tree--error",
     RowKind.NOTE: "tree--note",
 }
+
+
+class PaneLine(Widget):
+    """One line of text that changes with every key (the footer, the search): it is redrawn
+    without a layout pass, which would re-measure the whole screen (the chat included)."""
+
+    DEFAULT_CSS = "PaneLine { height: 1; }"
+
+    text: reactive[str] = reactive("", layout=False)
+
+    def render(self) -> Content:
+        return Content(self.text)
 
 
 class TreeView(ScrollView, can_focus=True, inherit_bindings=False):
@@ -281,10 +296,10 @@ class TreePane(Vertical):
         self._labelling: str | None = None  # the entry whose label is being edited
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="tree-search", markup=False)
+        yield PaneLine(id="tree-search")
         yield TreeView(self._ensure_model(None), id="tree-view")
         yield Input(placeholder="label (empty clears)", id="tree-label-input")
-        yield Static("", id="tree-footer", markup=False)
+        yield PaneLine(id="tree-footer")
 
     def on_mount(self) -> None:
         self.refresh_content()
@@ -337,16 +352,16 @@ class TreePane(Vertical):
 
     def _update_lines(self) -> None:
         model = self.model
-        search = self.query_one("#tree-search", Static)
+        search = self.query_one("#tree-search", PaneLine)
         if model.query:
-            search.update(f"search: {model.query}▏")
+            search.text = f"search: {model.query}▏"
         else:
             label_key = spec("tree_label").key.split(",")[0]
-            search.update(f"type: search · {label_key}: label · ←→: fold · ⏎: go")
+            search.text = f"type: search · {label_key}: label · ←→: fold · ⏎: go"
         search.set_class(bool(model.query), "-active")
         count = len(model.rows)
         position = self.view.cursor + 1 if count else 0
-        self.query_one("#tree-footer", Static).update(f"({position}/{count}) [{model.filter}]")
+        self.query_one("#tree-footer", PaneLine).text = f"({position}/{count}) [{model.filter}]"
 
     @on(TreeView.CursorMoved)
     def _cursor_moved(self) -> None:
