@@ -13,7 +13,7 @@ from pathlib import Path
 
 from agentsh.config import Environment
 from agentsh.session.catalog import Catalog
-from agentsh.session.log import SessionLocked
+from agentsh.session.log import SessionError, SessionLocked
 from agentsh.session.session import Session
 
 
@@ -27,13 +27,24 @@ def new_session(env: Environment, cwd: Path, *, persist: bool = True) -> Session
 
 
 def open_session_file(env: Environment, path: Path, *, fork_if_locked: bool) -> Session:
+    """Open ``path`` for appending (or fork it when locked and allowed).
+
+    Every failure is a :class:`SessionChoiceError` whose message names the file and the
+    problem (missing, unreadable, not a session); the original error is its ``__cause__``.
+    """
     try:
         return Session.open(path, fsync_each=_fsync_each(env))
     except SessionLocked as exc:
         if not fork_if_locked:
             raise SessionChoiceError(f"{exc} (pass --fork to do that)") from exc
-        source = Session.open(path, lock=False)
-        return source.fork(env.user.project_sessions_dir(env.project.root))
+        try:
+            source = Session.open(path, lock=False)
+            return source.fork(env.user.project_sessions_dir(env.project.root))
+        except SessionError as fork_error:
+            raise SessionChoiceError(f"cannot fork {path}: {fork_error}") from fork_error
+    except SessionError as exc:
+        # Its message already names the file and what is wrong with it.
+        raise SessionChoiceError(str(exc)) from exc
 
 
 def session_for_args(env: Environment, args: argparse.Namespace, cwd: Path) -> Session:
