@@ -521,10 +521,7 @@ class Agent:
             self._emit_event(Notice(NoticeLevel.ERROR, f"Could not flush the session log: {exc}"))
 
     def _take_prompt_notices(self) -> list[str]:
-        notices = self.prompt.notices
-        taken = list(notices)
-        notices.clear()
-        return taken
+        return self.prompt.take_notices()
 
     # -- compaction -------------------------------------------------------------------------
 

@@ -116,7 +116,15 @@ class SystemPrompt:
 
     @property
     def notices(self) -> list[str]:
+        """What the user has not been told yet (a copy; :meth:`take_notices` consumes)."""
         return self.instructions.notices + self.doc_notices
+
+    def take_notices(self) -> list[str]:
+        """The pending notices, once: each is told to the user a single time."""
+        taken = self.notices
+        self.instructions.notices.clear()
+        self.doc_notices.clear()
+        return taken
 
     def set_first_message(self, text: str) -> None:
         """Pick the prior-knowledge docs once, for the session's first user message."""
