@@ -18,7 +18,7 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,6 +105,7 @@ class Agent:
         window: int,
         max_steps: int = DEFAULT_MAX_STEPS,
         on_summary_written: Callable[[Path], None] | None = None,
+        notices: Sequence[str] = (),
     ) -> None:
         self.env = env
         self.session = session
@@ -117,6 +118,7 @@ class Agent:
         self.prompt = prompt
         self.max_steps = max_steps
         self._on_summary_written = on_summary_written
+        self._notices = list(notices)  # told to the user at the start of the next turn
         self._emit: Callable[[Event], None] = lambda _event: None
         self._task: asyncio.Task[None] | None = None
         self._state = _TurnState()
@@ -277,7 +279,7 @@ class Agent:
         self._state = state = _TurnState()
         emit = self._emit_event
         try:
-            for notice in self._take_prompt_notices():
+            for notice in self._take_notices():
                 emit(Notice(NoticeLevel.WARNING, notice))
             if self.llm is None:
                 emit(ErrorOccurred(ErrorKind.NO_MODEL, NO_MODEL_HELP))
@@ -290,7 +292,7 @@ class Agent:
             user = self.session.append_message(Role.USER, text)
             if is_first:
                 self.prompt.set_first_message(text)
-                for notice in self._take_prompt_notices():
+                for notice in self._take_notices():
                     emit(Notice(NoticeLevel.WARNING, notice))
             emit(TurnStarted(user.id, text))
             self.memory_tool.new_turn()
@@ -520,8 +522,11 @@ class Agent:
         except OSError as exc:
             self._emit_event(Notice(NoticeLevel.ERROR, f"Could not flush the session log: {exc}"))
 
-    def _take_prompt_notices(self) -> list[str]:
-        return self.prompt.take_notices()
+    def _take_notices(self) -> list[str]:
+        """What the user has not been told yet (start-up problems, AGENTS.md, docs), once."""
+        taken = [*self._notices, *self.prompt.take_notices()]
+        self._notices.clear()
+        return taken
 
     # -- compaction -------------------------------------------------------------------------
 
@@ -611,7 +616,7 @@ def build_agent(
     """Assemble an agent with every real part. Heavy (imports litellm): run it off the UI
     thread. ``model=None`` builds an agent that explains how to configure one."""
     from agentsh.llm.models import choose_model
-    from agentsh.memory.index import SearchIndexError, shared_index
+    from agentsh.memory.index import MemoryIndex, SearchIndexError, shared_index
     from agentsh.tools.memory_search import MemoryGetTool, MemorySearchTool
 
     cwd = cwd or Path.cwd()
@@ -625,7 +630,15 @@ def build_agent(
 
     memory = CuratedMemory(env.project, env.user, settings.memory)
     memory_tool = MemoryTool(memory, settings.memory)
-    index = shared_index(env.user, env.project, settings.search)
+    notices: list[str] = []
+    index: MemoryIndex | None
+    try:
+        index = shared_index(env.user, env.project, settings.search)
+    except SearchIndexError as exc:
+        # The index is a cache: without it the agent still works, and the memory tools open
+        # the shared index at each call and tell the model why they cannot search.
+        index = None
+        notices.append(f"Memory search is unavailable: {exc}")
     registry = ToolRegistry(
         [*builtin_tools(), memory_tool, MemorySearchTool(index), MemoryGetTool(index)]
     )
@@ -633,6 +646,8 @@ def build_agent(
     def on_summary(path: Path) -> None:
         # Compaction summaries are searchable as soon as they are written. The index is a
         # cache: a failure here must never fail the compaction (the watcher retries).
+        if index is None:
+            return
         try:
             index.index_file(path)
         except (SearchIndexError, sqlite3.Error, OSError):
@@ -654,4 +669,5 @@ def build_agent(
         window=window,
         max_steps=max_steps,
         on_summary_written=on_summary,
+        notices=notices,
     )
