@@ -308,6 +308,18 @@ class Agent:
         except SessionError as exc:
             emit(ErrorOccurred(ErrorKind.OTHER, f"The session log could not be written: {exc}"))
             emit(TurnEnded(TurnOutcome.ERROR, error=str(exc)))
+        except Exception as exc:  # noqa: BLE001 - last resort: a bug ends this turn, not the app
+            # Keep what was received and answer every call, so the log stays whole and the
+            # next turn can go on; the message names the exception so the bug can be found.
+            message = f"Internal error: {type(exc).__name__}: {exc}".rstrip(": ")
+            text = state.text
+            with contextlib.suppress(SessionError):
+                if state.streaming:
+                    self._record_error(state, message)
+                self._answer_unrun_calls(state, "not run: the turn stopped on an internal error")
+            emit(ErrorOccurred(ErrorKind.OTHER, message))
+            emit(StatusChanged(self.context.status()))
+            emit(TurnEnded(TurnOutcome.ERROR, text=text, error=message))
         finally:
             self._sync_quietly()
 
@@ -330,7 +342,7 @@ class Agent:
                     state.text = ""
                     if await self.context.on_overflow():
                         continue
-                self._record_error(state, err)
+                self._record_error(state, err.message)
                 emit(ErrorOccurred(err.kind, err.message))
                 emit(StatusChanged(self.context.status()))
                 emit(TurnEnded(TurnOutcome.ERROR, text=state.text, error=err.message))
@@ -469,14 +481,19 @@ class Agent:
         )
 
     async def _authorized_run(self, tool: Tool, params: Any, ctx: ToolContext) -> ToolResult:
-        denial = await self.approver.authorize(tool, params, ctx)
-        if denial is not None:
-            return ToolResult(denial, is_error=True)
-        self._state.running_tool = True
         try:
+            denial = await self.approver.authorize(tool, params, ctx)
+            if denial is not None:
+                return ToolResult(denial, is_error=True)
+            self._state.running_tool = True
             return await tool.run(params, ctx)
         except (OSError, ValueError) as exc:
             return ToolResult(f"{tool.name} failed: {exc}", is_error=True)
+        except Exception as exc:  # noqa: BLE001 - a tool's bug must not end the turn
+            # (sqlite3.Error from a damaged index, a bug in a tool): the model reads what went
+            # wrong and can go on another way; the user sees the failed call.
+            kind = type(exc).__name__
+            return ToolResult(f"{tool.name} failed unexpectedly ({kind}: {exc})", is_error=True)
         finally:
             self._state.running_tool = False
 
@@ -504,14 +521,14 @@ class Agent:
                 state.answered_calls.add(call.id)
         state.pending_calls = []
 
-    def _record_error(self, state: _TurnState, err: LLMError) -> None:
+    def _record_error(self, state: _TurnState, message: str) -> None:
         """The failed reply stays visible in the log, with what streamed before the error."""
         self.session.append_message(
             Role.ASSISTANT,
             state.text,
             model=self.model,
             stop_reason=StopReason.ERROR,
-            error=err.message,
+            error=message,
         )
         state.text = ""
         state.streaming = False

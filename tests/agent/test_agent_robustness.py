@@ -3,11 +3,14 @@ parts that raise end as clear events, never a crash of the turn or an orphan too
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from agentsh.events import Notice, ToolFinished, TurnEnded, TurnOutcome
+from agentsh.events import ErrorOccurred, Notice, ToolFinished, TurnEnded, TurnOutcome
+from agentsh.session.entries import MessageEntry, ToolResultEntry
 from tests.agent.test_agent_loop import AgentFactory, collect, make_agent
 from tests.fakes.server import ScriptedServer, text, tool_call
 
@@ -43,3 +46,56 @@ async def test_an_unusable_search_index_does_not_stop_the_agent(
     assert finished.is_error and "unavailable" in finished.content
     end = events[-1]
     assert isinstance(end, TurnEnded) and end.outcome is TurnOutcome.DONE
+
+
+@pytest.mark.asyncio
+async def test_a_tool_that_raises_gives_an_error_result_and_the_turn_goes_on(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scripted_server.script(tool_call("ls", {"path": "."}), text("went on"))
+    agent = make_agent()
+    ls = agent.tools.get("ls")
+    assert ls is not None
+
+    async def explode(params: object, ctx: object) -> object:
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(ls, "run", explode)
+    events = await collect(agent.run("list"))
+    finished = next(e for e in events if isinstance(e, ToolFinished))
+    assert finished.is_error and "DatabaseError" in finished.content
+    end = events[-1]
+    assert isinstance(end, TurnEnded) and end.outcome is TurnOutcome.DONE and end.text == "went on"
+
+
+@pytest.mark.asyncio
+async def test_an_unexpected_failure_ends_the_turn_with_an_error_and_a_whole_log(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scripted_server.script(tool_call("ls", {"path": "."}), text("never sent"))
+    agent = make_agent()
+    calls = 0
+    prepare = agent.context.prepare
+
+    async def failing_second_time(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise RuntimeError("boom")
+        return await prepare(*args, **kwargs)
+
+    monkeypatch.setattr(agent.context, "prepare", failing_second_time)
+    events = await collect(agent.run("list"))
+    end = events[-1]
+    assert isinstance(end, TurnEnded) and end.outcome is TurnOutcome.ERROR
+    assert "RuntimeError: boom" in end.error
+    assert any(isinstance(e, ErrorOccurred) and "boom" in e.message for e in events)
+    # The log is whole: the call that ran has its result, and the next turn works.
+    path = agent.session.current_path()
+    calls_made = {c.id for e in path if isinstance(e, MessageEntry) for c in e.tool_calls}
+    answered = {e.tool_call_id for e in path if isinstance(e, ToolResultEntry)}
+    assert calls_made and calls_made == answered
+    monkeypatch.setattr(agent.context, "prepare", prepare)
+    scripted_server.script(text("fine again"))
+    again = await collect(agent.run("retry"))
+    assert isinstance(again[-1], TurnEnded) and again[-1].outcome is TurnOutcome.DONE
