@@ -4,7 +4,8 @@ The memory index (``agentsh.memory.embeddings``) may not import litellm itself (
 ``agentsh/llm`` does), so it calls :func:`embed_texts` here. litellm is imported lazily through
 :func:`agentsh.llm.env.import_litellm` (offline price list, quiet logs); the call is synchronous
 and meant for a background thread. Failures become :class:`EmbeddingCallError` with a message a
-person can act on.
+person can act on, scrubbed of API keys like every model error (it reaches the status line,
+the memory pane and ``agentsh memory reindex``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from agentsh.llm.client import scrub
 from agentsh.llm.env import import_litellm
+
+_DETAIL_CHARS = 400
 
 
 class EmbeddingCallError(RuntimeError):
@@ -35,8 +39,10 @@ def embed_texts(
         kwargs["api_base"] = api_base
     try:
         response = litellm.embedding(**kwargs)
-    except Exception as exc:
-        raise EmbeddingCallError(f"embedding call to {model} failed: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - litellm raises many unrelated types
+        # Provider errors can quote the key or a URL carrying it (?key=...): scrub, one line.
+        detail = " ".join(str(exc).split())[:_DETAIL_CHARS]
+        raise EmbeddingCallError(f"embedding call to {model} failed: {scrub(detail)}") from None
     data = getattr(response, "data", None)
     if data is None and isinstance(response, dict):
         data = response.get("data")
