@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -147,7 +148,9 @@ class MemoryWatcher:
     async def _reconcile(self) -> None:
         try:
             report = await asyncio.to_thread(self.index.sync)
-        except (SearchIndexError, OSError) as exc:
+        except (SearchIndexError, sqlite3.Error, OSError) as exc:
+            # sqlite3.Error too ("database is locked" while another agentsh reindexes): it
+            # escaped here before and, at start-up, ended the watch task without a word.
             self.errors += 1
             self._last_error = f"memory index: {exc}"
             log.warning("%s", self._last_error)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 from pathlib import Path
 
@@ -156,3 +157,29 @@ async def test_stop_ends_the_watch_promptly_and_start_is_idempotent(
     assert time.monotonic() - started < 3.0
     assert not watcher.running
     await watcher.stop()  # stopping twice is harmless
+
+
+@pytest.mark.asyncio
+async def test_the_watcher_survives_a_database_error_while_reconciling(
+    memory_dir: Path, make_index: IndexFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = make_index()
+    real_sync = index.sync
+    failures = {"left": 1}
+
+    def locked_sync(**kwargs: object) -> object:
+        if failures["left"]:
+            failures["left"] -= 1
+            raise sqlite3.OperationalError("database is locked")
+        return real_sync(**kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(index, "sync", locked_sync)
+    watcher = MemoryWatcher(index)
+    await watcher.start()
+    try:
+        assert watcher.running and "database is locked" in watcher.last_error
+        write(memory_dir / "MEMORY.md", "The release branch is cut on Thursdays.")
+        await _until(lambda: watcher.reindexes >= 1, 3.0)
+        assert watcher.running and watcher.last_error == ""
+    finally:
+        await watcher.stop()
