@@ -182,6 +182,8 @@ class Agent:
             raise AgentBusy("a turn is running")
         if session is not self.session:
             self.session.close()
+            # "Allow for this session" was granted for the conversation being left.
+            self.approver.forget_session()
         self.session = session
         if fresh_prompt:
             self.prompt = SystemPrompt(self.env, self.cwd, memory=self.memory)

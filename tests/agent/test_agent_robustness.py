@@ -9,8 +9,18 @@ from typing import Any
 
 import pytest
 
-from agentsh.events import ErrorOccurred, Notice, ToolFinished, TurnEnded, TurnOutcome
+from agentsh.config import ApprovalMode
+from agentsh.events import (
+    ApprovalDecision,
+    ApprovalRequest,
+    ErrorOccurred,
+    Notice,
+    ToolFinished,
+    TurnEnded,
+    TurnOutcome,
+)
 from agentsh.session.entries import MessageEntry, ToolResultEntry
+from agentsh.session.session import Session
 from tests.agent.test_agent_loop import AgentFactory, collect, make_agent
 from tests.fakes.server import ScriptedServer, text, tool_call
 
@@ -99,3 +109,29 @@ async def test_an_unexpected_failure_ends_the_turn_with_an_error_and_a_whole_log
     scripted_server.script(text("fine again"))
     again = await collect(agent.run("retry"))
     assert isinstance(again[-1], TurnEnded) and again[-1].outcome is TurnOutcome.DONE
+
+
+@pytest.mark.asyncio
+async def test_allow_for_this_session_does_not_carry_into_another_session(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, project: Path
+) -> None:
+    scripted_server.script(
+        tool_call("bash", {"command": "true"}),
+        text("ran"),
+        tool_call("bash", {"command": "true"}),
+        text("ran again"),
+    )
+    agent = make_agent(ApprovalMode.ASK)
+
+    async def run(prompt: str) -> list[ApprovalRequest]:
+        asked: list[ApprovalRequest] = []
+        async for event in agent.run(prompt):
+            if isinstance(event, ApprovalRequest):
+                asked.append(event)
+                event.decision.set_result(ApprovalDecision.ALLOW_SESSION)
+        return asked
+
+    assert len(await run("run it")) == 1
+    sessions = agent.env.user.project_sessions_dir(project)
+    agent.switch_session(Session.create(sessions, project))
+    assert len(await run("run it in the new session")) == 1
