@@ -59,7 +59,7 @@ from agentsh.session.log import SessionError
 from agentsh.session.session import Session
 from agentsh.tools.approval import Approver
 from agentsh.tools.base import Tool, ToolArgumentError, ToolContext, ToolRegistry, ToolResult
-from agentsh.tools.builtin import builtin_tools
+from agentsh.tools.builtin import session_tools
 from agentsh.tools.memory import MemoryTool
 
 DEFAULT_MAX_STEPS = 200
@@ -636,7 +636,6 @@ def build_agent(
     thread. ``model=None`` builds an agent that explains how to configure one."""
     from agentsh.llm.models import choose_model
     from agentsh.memory.index import MemoryIndex, SearchIndexError, shared_index
-    from agentsh.tools.memory_search import MemoryGetTool, MemorySearchTool
 
     cwd = cwd or Path.cwd()
     settings = env.settings
@@ -658,9 +657,7 @@ def build_agent(
         # the shared index at each call and tell the model why they cannot search.
         index = None
         notices.append(f"Memory search is unavailable: {exc}")
-    registry = ToolRegistry(
-        [*builtin_tools(), memory_tool, MemorySearchTool(index), MemoryGetTool(index)]
-    )
+    registry = ToolRegistry(session_tools(memory_tool, index))
 
     def on_summary(path: Path) -> None:
         # Compaction summaries are searchable as soon as they are written. The index is a

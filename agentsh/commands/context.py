@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import json
 import os
 from collections.abc import Sequence
@@ -25,7 +24,7 @@ from agentsh.config import Environment, load_environment
 from agentsh.context.engine import ContextBreakdown, ContextManager
 from agentsh.context.tiers import parse_tier
 from agentsh.events import CompactionFailed, CompactionFinished, Event, Notice, Tier
-from agentsh.paths import UserPaths
+from agentsh.session.catalog import Catalog
 from agentsh.session.entries import MessageEntry, ModelChangeEntry
 from agentsh.session.log import SessionError, SessionLocked
 from agentsh.session.session import Session
@@ -45,25 +44,9 @@ def find_session_file(env: Environment, prefix: str) -> Path:
     if not prefix:
         raise CliError("give a session id (or a unique prefix of one)")
     try:
-        from agentsh.session.catalog import Catalog
-    except ImportError:
-        return _scan_for_session(env.user, prefix)
-    try:
         return Path(Catalog(env.user).find(prefix, env.project.root).path)
     except (LookupError, ValueError, SessionError) as exc:
         raise CliError(str(exc)) from exc
-
-
-def _scan_for_session(user: UserPaths, prefix: str) -> Path:
-    root = user.sessions_dir
-    matches = sorted(root.glob(f"*/*_{prefix}*.jsonl")) if root.is_dir() else []
-    if not matches:
-        raise CliError(f"no session id starts with {prefix!r} (see `agentsh sessions --all`)")
-    ids = {p.stem.partition("_")[2] for p in matches}
-    if len(ids) > 1:
-        shown = ", ".join(sorted(i[:12] for i in ids)[:8])
-        raise CliError(f"{prefix!r} matches several sessions ({shown}); give more of the id")
-    return matches[-1]
 
 
 def _open(path: Path, *, lock: bool) -> Session:
@@ -113,24 +96,21 @@ def _counter(model: str) -> Any:
     return TokenCounter(model or "gpt-4o").count
 
 
-def _prompt_parts(env: Environment, session: Session) -> tuple[str, list[dict[str, Any]], str, str]:
-    """(system prompt, tool schemas, memory part, note) as the agent would build them now."""
-    cwd = Path(session.header.cwd or ".")
-    try:
-        # Imported by name: these belong to the agent's side and load only for this command.
-        curated: Any = importlib.import_module("agentsh.memory.curated")
-        prompt_mod: Any = importlib.import_module("agentsh.prompt")
-        memory_tool: Any = importlib.import_module("agentsh.tools.memory")
-    except ImportError as exc:
-        return "", [], "", f"system prompt and tools not counted: {exc.name} is not available"
+def _prompt_parts(env: Environment, session: Session) -> tuple[str, list[dict[str, Any]], str]:
+    """(system prompt, tool schemas, memory part) as the agent would build them now."""
+    # Loaded only for this command: the agent's side of the layers.
+    from agentsh.memory.curated import CuratedMemory
+    from agentsh.prompt import SystemPrompt
     from agentsh.tools.base import ToolRegistry
-    from agentsh.tools.builtin import builtin_tools
+    from agentsh.tools.builtin import session_tools
+    from agentsh.tools.memory import MemoryTool
 
-    memory = curated.CuratedMemory(env.project, env.user, env.settings.memory)
-    prompt = prompt_mod.SystemPrompt(env, cwd, memory=memory)
-    tool = memory_tool.MemoryTool(memory, env.settings.memory)
-    registry = ToolRegistry([*builtin_tools(), tool])
-    return str(prompt.render()), registry.schemas(), str(prompt.snapshot.render()), ""
+    cwd = Path(session.header.cwd or ".")
+    memory = CuratedMemory(env.project, env.user, env.settings.memory)
+    prompt = SystemPrompt(env, cwd, memory=memory)
+    # The same tool list as the agent (no index is opened: only the schemas are counted).
+    registry = ToolRegistry(session_tools(MemoryTool(memory, env.settings.memory)))
+    return prompt.render(), registry.schemas(), prompt.snapshot.render()
 
 
 def _manager(
@@ -168,17 +148,13 @@ def show_context(args: argparse.Namespace) -> int:
     session = _open(find_session_file(env, args.id), lock=False)
     model, api_base = _model_for(env, session, args)
     manager = _manager(env, session, model, api_base)
-    system, tools, memory, note = _prompt_parts(env, session)
+    system, tools, memory = _prompt_parts(env, session)
     breakdown = manager.breakdown(system, tools, memory)
     if getattr(args, "json", False):
-        data = breakdown.to_json() | {
-            "session": session.id,
-            "leaf": session.leaf_id,
-            "note": note,
-        }
+        data = breakdown.to_json() | {"session": session.id, "leaf": session.leaf_id}
         print(json.dumps(data, indent=2))
     else:
-        print(render_breakdown(breakdown, session, note))
+        print(render_breakdown(breakdown, session))
     return EXIT_OK
 
 
@@ -246,7 +222,7 @@ def compact_session(args: argparse.Namespace) -> int:
     try:
         model, api_base = _model_for(env, session, args)
         manager = _manager(env, session, model, api_base, emit=events.append)
-        system, tools, _memory, _note = _prompt_parts(env, session)
+        system, tools, _memory = _prompt_parts(env, session)
         manager.note_prompt(system, tools)
         entry = asyncio.run(manager.compact(tier, manual=True))
     finally:

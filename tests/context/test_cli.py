@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from agentsh.agent import build_agent
 from agentsh.cli import main
+from agentsh.config import load_environment
+from agentsh.context.accounting import Accounting
+from agentsh.llm.tokens import TokenCounter
+from agentsh.memory.index import close_shared
 from agentsh.paths import UserPaths
 from agentsh.session.entries import CompactionEntry
 from agentsh.session.session import Session
@@ -86,3 +91,21 @@ def test_compact_summarize_without_a_model_archives_instead_and_says_so(
     out = capsys.readouterr().out
     assert "summary failed" in out and "no model is configured" in out
     assert "001-archive.md" in out
+
+
+def test_context_counts_the_schemas_of_every_tool_the_agent_sends(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = _session_on_disk(project)
+    assert main(["context", session.id[:8], "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    env = load_environment(project)
+    agent = build_agent(env, Session.create(None, project), model=None, cwd=project)
+    try:
+        assert {"memory_search", "memory_get"} <= set(agent.tools.names())
+        counter = TokenCounter(data["model"] or "gpt-4o")
+        expected = Accounting(session, counter.count).count_tools(agent.tools.schemas())
+    finally:
+        agent.close()
+        close_shared()
+    assert data["tools"] == expected
