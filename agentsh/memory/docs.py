@@ -21,17 +21,15 @@ guard; an offending doc is left out of the prompt and reported.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
-import tempfile
 import unicodedata
 from dataclasses import dataclass
 from datetime import date
 from enum import StrEnum
 from pathlib import Path
 
+from agentsh.fsutil import atomic_write
 from agentsh.memory.guard import DEFAULT_MAX_SCAN_BYTES, Scope, Threat, fence_recalled, first_threat
 
 
@@ -420,33 +418,22 @@ def write_doc(
         f"---\ntype: {doc_type.value}\ntitle: {json.dumps(title, ensure_ascii=False)}\n"
         f"created: {created}\n---\n\n{body}\n"
     )
+    data = content.encode("utf-8")
+    stem = f"{created}-{slug(title)}"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, temp_name = tempfile.mkstemp(prefix=".doc.", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise DocError(f"cannot write to {folder}: {exc.strerror or exc}") from exc
-    temp = Path(temp_name)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(content.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        temp.chmod(0o644)
-        stem = f"{created}-{slug(title)}"
         for attempt in range(1, 1000):
             path = folder / (f"{stem}.md" if attempt == 1 else f"{stem}-{attempt}.md")
+            if path.exists():
+                continue  # a cheap skip; the exclusive write settles a race for the name
             try:
-                # A hard link appears atomically and fails if the name exists: no overwrite.
-                os.link(temp, path)
+                atomic_write(path, data, mode=0o644, exclusive=True)
             except FileExistsError:
                 continue
             return path
-        raise DocError(f"too many docs named {stem}*.md in {folder}")
     except OSError as exc:
         raise DocError(f"cannot write to {folder}: {exc.strerror or exc}") from exc
-    finally:
-        with contextlib.suppress(OSError):
-            temp.unlink()
+    raise DocError(f"too many docs named {stem}*.md in {folder}")
 
 
 def slug(title: str) -> str:
