@@ -205,10 +205,10 @@ class Agent:
         """A short summary of the branch the leaf just left (``from_leaf`` was its leaf).
 
         Covers the entries from ``from_leaf`` back to the common ancestor with the current
-        leaf, newest first within the window minus 16,384 tokens, tool results skipped; the
-        reply is capped at ``context.branch_summary_max_tokens``. Returns "" when nothing was
-        left behind. Raises :class:`LLMError` (kind NO_MODEL without a model). The caller
-        attaches the text with :meth:`Session.append_branch_summary`."""
+        leaf, newest first within the window minus ``context.reserve_tokens``, tool results
+        skipped; the reply is capped at ``context.branch_summary_max_tokens``. Returns "" when
+        nothing was left behind. Raises :class:`LLMError` (kind NO_MODEL without a model). The
+        caller attaches the text with :meth:`Session.append_branch_summary`."""
         from agentsh.context.branch_summary import (
             abandoned_branch,
             branch_summary_request,
@@ -219,9 +219,8 @@ class Agent:
         if self.llm is None:
             raise LLMError(ErrorKind.NO_MODEL, "No model is configured to write a branch summary.")
         branch = abandoned_branch(self.session.tree, from_leaf, self.session.leaf_id)
-        entries = select_entries(
-            branch.entries, budget_for(self._window), self.context.accounting.count
-        )
+        budget = budget_for(self._window, self.env.settings.context.reserve_tokens)
+        entries = select_entries(branch.entries, budget, self.context.accounting.count)
         if not entries:
             return ""
         max_tokens = self.env.settings.context.branch_summary_max_tokens

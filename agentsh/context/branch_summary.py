@@ -23,7 +23,7 @@ from agentsh.context.summary import serialize
 from agentsh.session.entries import AnyEntry, BranchSummaryEntry, MessageEntry
 from agentsh.session.tree import SessionTree
 
-RESERVE_TOKENS = 16_384  # left free in the window for the prompt and the reply
+RESERVE_TOKENS = 16_384  # the default of context.reserve_tokens: left for the prompt and reply
 MIN_BUDGET_TOKENS = 2_048  # a small window still gets a useful transcript
 
 SYSTEM_PROMPT = (
@@ -121,5 +121,7 @@ def branch_summary_request(
     ]
 
 
-def budget_for(window: int) -> int:
-    return max(MIN_BUDGET_TOKENS, window - RESERVE_TOKENS)
+def budget_for(window: int, reserve: int = RESERVE_TOKENS) -> int:
+    """Transcript tokens for a branch summary: the window minus ``reserve`` (the agent passes
+    the user's ``context.reserve_tokens``), never under :data:`MIN_BUDGET_TOKENS`."""
+    return max(MIN_BUDGET_TOKENS, window - reserve)

@@ -183,3 +183,29 @@ async def test_without_a_model_the_agent_says_so(project: Path) -> None:
     assert agent.llm is None  # no key in the environment, and the Ollama probe is off
     with pytest.raises(LLMError, match="No model"):
         await agent.summarize_branch(ids["done"])
+
+
+@pytest.mark.asyncio
+async def test_the_branch_summary_budget_follows_the_configured_reserve(
+    project: Path, scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    config = project / ".agentsh" / "config.toml"
+    config.parent.mkdir()
+    config.write_text("[model]\nwindow = 110000\n[context]\nreserve_tokens = 100000\n")
+    scripted_server.script(text("- a note"))
+    s = Session.create(None, project)
+    root = s.append_message(Role.USER, "start").id
+    for i in range(8):
+        s.append_message(Role.USER, f"step-{i}-marker " + "x" * 12_000)
+    left = s.leaf_id
+    assert left is not None
+    s.move_leaf(root)
+    s.append_message(Role.USER, "another way")
+    env = load_environment(project)
+    agent = build_agent(env, s, model=TEST_MODEL, api_base=scripted_server.base_url, cwd=project)
+    await agent.summarize_branch(left)
+    sent = scripted_server.requests[0].messages[1]["content"]
+    # 110,000 - 100,000 leaves ~10,000 tokens: the newest steps only (the default reserve of
+    # 16,384 would have sent all eight).
+    assert "step-7-marker" in sent and "step-0-marker" not in sent
