@@ -205,7 +205,7 @@ class LocalMiniLM:
             session = onnxruntime.InferenceSession(
                 str(model), options, providers=["CPUExecutionProvider"]
             )
-        except Exception as exc:
+        except Exception as exc:  # onnxruntime raises its own untyped errors
             raise EmbeddingUnavailable(f"onnxruntime cannot load {model}: {exc}") from exc
         names = {i.name for i in session.get_inputs()}
         if not {"input_ids", "attention_mask"} <= names:
@@ -239,7 +239,7 @@ class LocalMiniLM:
             feeds["token_type_ids"] = np.zeros_like(ids)
         try:
             hidden = self._session.run(None, feeds)[0]
-        except Exception as exc:
+        except Exception as exc:  # onnxruntime raises its own untyped errors
             raise EmbeddingError(f"the local embedding model failed: {exc}") from exc
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
