@@ -51,6 +51,12 @@ def main(args: argparse.Namespace) -> int:
         prompt = sys.stdin.read()
     if not prompt or not prompt.strip():
         raise CliError("the prompt is empty")
+    if getattr(args, "resume", None) == "":
+        # The TUI shows a picker for a bare -r; here nobody can pick, and starting a new
+        # session instead would quietly drop the conversation the user asked for.
+        raise CliError(
+            "-r needs a session id with -p (`agentsh sessions` lists them; -c resumes the newest)"
+        )
     env = load_environment()
     for problem in env.config.problems:
         print(f"agentsh: warning: {problem}", file=sys.stderr)

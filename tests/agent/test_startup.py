@@ -20,3 +20,11 @@ def test_headless_with_a_bad_session_file_fails_in_one_line(
     err = capsys.readouterr().err
     assert err.startswith("agentsh: ") and str(path) in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_headless_resume_without_an_id_says_one_is_needed(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["-p", "hello", "-r"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("agentsh: -r needs a session id") and len(err.splitlines()) == 1
