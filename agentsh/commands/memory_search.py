@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 import time
 from typing import Any, TextIO
@@ -37,8 +38,8 @@ def search_memory(args: argparse.Namespace) -> int:
         _sync(index, progress=not as_json)
         _wait_for_vectors(index, timeout=SEARCH_VECTOR_WAIT_S, progress=not as_json)
         response = index.search(query, max_results=k)
-    except SearchIndexError as exc:
-        raise CliError(str(exc)) from exc
+    except (SearchIndexError, sqlite3.Error) as exc:
+        raise CliError(_index_failure(index, exc)) from exc
     finally:
         index.close()
     if as_json:
@@ -56,8 +57,8 @@ def reindex_memory(args: argparse.Namespace) -> int:
         report = _sync(index, full=full, progress=True)
         _wait_for_vectors(index, timeout=None, progress=True)
         status = index.status()
-    except SearchIndexError as exc:
-        raise CliError(str(exc)) from exc
+    except (SearchIndexError, sqlite3.Error) as exc:
+        raise CliError(_index_failure(index, exc)) from exc
     finally:
         index.close()
     if getattr(args, "json", False):
@@ -148,6 +149,16 @@ def response_json(response: SearchResponse) -> dict[str, Any]:
 
 
 # -- helpers --------------------------------------------------------------------------------
+
+
+def _index_failure(index: MemoryIndex, exc: Exception) -> str:
+    """One line for the user; a database error (locked, damaged) says which file and the fix."""
+    if isinstance(exc, SearchIndexError):
+        return str(exc)
+    return (
+        f"the search index {index.db_path} failed ({exc}); try again, or rebuild it with "
+        "`agentsh memory reindex --full`"
+    )
 
 
 def _open() -> MemoryIndex:

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from agentsh.cli import main
+from agentsh.memory.index import MemoryIndex
 from agentsh.paths import ProjectPaths
 from tests.search.conftest import write
 
@@ -92,3 +94,19 @@ def test_memory_search_uses_the_local_model_by_default(
     assert data["mode"] == "hybrid" and data["model"] == "local/all-MiniLM-L6-v2-int8"
     top = data["results"][0]
     assert top["path"] == ".agentsh/memory/MEMORY.md" and top["vector_score"] > 0.3
+
+
+def test_a_database_error_during_search_is_a_one_line_error(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _keyword_only(project)
+    _notes(project)
+
+    def damaged(self: MemoryIndex, *args: object, **kwargs: object) -> object:
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(MemoryIndex, "search", damaged)
+    assert main(["memory", "search", "helm"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("agentsh: the search index ") and "malformed" in err
+    assert "reindex --full" in err and len(err.splitlines()) == 1
