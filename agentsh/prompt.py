@@ -111,6 +111,9 @@ class SystemPrompt:
             env.project.root, cwd, settings.agents_md_max_bytes
         )
         self.snapshot: MemorySnapshot = memory.snapshot()
+        # Taken once like everything else here: a session running past midnight must not get
+        # a new system prompt (and lose the provider's prefix cache) because the date moved.
+        self._environment = self._environment_block()
         self._prior_knowledge: str | None = None
         self.doc_notices: list[str] = []
 
@@ -143,7 +146,7 @@ class SystemPrompt:
             self.doc_notices.extend(block.notices)
 
     def render(self) -> str:
-        parts = [BASE_INSTRUCTIONS, self._environment_block()]
+        parts = [BASE_INSTRUCTIONS, self._environment]
         for context_file in self.instructions.files:
             shown = _display_path(context_file.path, self._env.project.root)
             parts.append(f"# Project instructions ({shown})\n\n{context_file.text.strip()}\n")
