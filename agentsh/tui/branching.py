@@ -85,10 +85,18 @@ class BranchNavigator:
         session = self._session()
         if session is None:
             return
-        await self.c.chat.load(project_session(session))
         if self.c.agent is not None:
             self.c.show_status(self.c.agent.status())
         self.c.path_changed.publish(reason)
+        # The tree and the status bar show the move in the next frame; rebuilding the chat's
+        # widgets takes several frames, so it starts after that one.
+        painted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.c.app.call_after_refresh(lambda: painted.done() or painted.set_result(None))
+        await painted
+        chat = self.c.chat
+        # About a screenful of rows (a message takes three lines or more); the chat mounts
+        # more if they fall short, and as the user scrolls up.
+        await chat.load(project_session(session), initial=max(6, chat.size.height // 3))
 
     async def turn_ended(self) -> None:
         """A turn that began a new branch (sent after an edit or a tree move) gets its fork

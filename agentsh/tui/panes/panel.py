@@ -1,12 +1,13 @@
 """The side panel: Memory, Summaries and Tree as tabs to the right of the chat.
 
 Hidden until first asked for (F2 / F3 / F4, the command palette, ``/tree`` or Esc Esc), so the
-first frame pays nothing for it: the tabs and their panes are built the first time the panel
-opens. A pane key toggles: it opens the panel on that tab, switches to that tab when another
-one shows, and closes the panel when its tab already shows. On a wide terminal the panel sits
-beside the chat (40% of the width, 36 to 72 columns); on a narrow one (under
-:data:`WIDE_COLUMNS`) it takes the chat's place until it closes, so 80x24 stays usable. The
-App sets the width classes (``HORIZONTAL_BREAKPOINTS``); the layout rules are in agentsh.tcss.
+first frame pays nothing for it: the tabs are built the first time the panel opens, and each
+pane the first time its tab shows (opening the tree does not read the memory files). A pane
+key toggles: it opens the panel on that tab, switches to that tab when another one shows, and
+closes the panel when its tab already shows. On a wide terminal the panel sits beside the chat
+(40% of the width, 36 to 72 columns); on a narrow one (under :data:`WIDE_COLUMNS`) it takes the
+chat's place until it closes, so 80x24 stays usable. The App sets the width classes
+(``HORIZONTAL_BREAKPOINTS``); the layout rules are in agentsh.tcss.
 
 Panes keep themselves current: when the session's path changes (the controller's
 ``path_changed`` signal) the visible pane is refreshed and the others are refreshed when next
@@ -111,8 +112,8 @@ class SidePanel(Vertical):
         if not self.is_open:
             self.transient = transient
         self._set_open(True)
+        pane = await self._ensure_pane(name)
         self._tabs.active = name.tab_id
-        pane = self._panes[name]
         if name in self._stale:
             self._stale.discard(name)
             _refresh(pane)
@@ -154,10 +155,18 @@ class SidePanel(Vertical):
         tabs = TabbedContent(id="side-tabs")
         await self.mount(tabs)
         for name in PaneName:
+            await tabs.add_pane(TabPane(name.label, id=name.tab_id))
+        self._tabs = tabs
+
+    async def _ensure_pane(self, name: PaneName) -> Widget:
+        """The pane of a tab, mounted the first time the tab shows."""
+        pane = self._panes.get(name)
+        if pane is None:
+            assert self._tabs is not None
             pane = _build_pane(name)
             self._panes[name] = pane
-            await tabs.add_pane(TabPane(name.label, pane, id=name.tab_id))
-        self._tabs = tabs
+            await self._tabs.get_pane(name.tab_id).mount(pane)
+        return pane
 
     # -- keeping panes current -----------------------------------------------------------------
 
@@ -169,9 +178,14 @@ class SidePanel(Vertical):
             else:
                 self._stale.add(name)
 
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+    async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """A tab chosen with the mouse: build its pane, or bring it up to date."""
         active = self.active
-        if active is not None and active in self._stale:
+        if active is None:
+            return
+        if active not in self._panes:
+            await self._ensure_pane(active)
+        elif active in self._stale:
             self._stale.discard(active)
             _refresh(self._panes[active])
 

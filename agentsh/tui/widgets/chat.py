@@ -232,14 +232,17 @@ class ChatView(VerticalScroll):
 
     # -- the whole transcript -----------------------------------------------------------------
 
-    async def load(self, items: Sequence[ChatItem]) -> None:
-        """Replace the transcript with ``items`` (a projection of the session's path)."""
+    async def load(self, items: Sequence[ChatItem], *, initial: int | None = None) -> None:
+        """Replace the transcript with ``items`` (a projection of the session's path).
+
+        ``initial`` mounts fewer rows than usual (a branch switch mounts about a screenful,
+        so it paints sooner); more are mounted as the user scrolls up, as always."""
         await self.remove_children()
         self.expanded_archives.clear()
         self.selected_id = None
         self.rows = [Row(item) for item in items]
         self.last = len(self.rows)
-        self.first = max(0, self.last - self.initial)
+        self.first = max(0, self.last - (initial or self.initial))
         widgets = [self._widget_for(row) for row in self.rows[self.first : self.last]]
         if widgets:
             await self.mount_all(widgets)
@@ -247,6 +250,14 @@ class ChatView(VerticalScroll):
             await self.mount(Welcome())
         self.anchor()
         self.scroll_end(animate=False, immediate=True)
+        if initial is not None and self.first > 0:
+            self.call_after_refresh(self._fill_viewport)
+
+    async def _fill_viewport(self) -> None:
+        """Rows too short to fill the screen leave nothing to scroll up with: mount more."""
+        if self.first > 0 and self.max_scroll_y <= 0 and self.is_mounted:
+            await self._extend_top()
+            self.call_after_refresh(self._fill_viewport)
 
     @property
     def mounted_rows(self) -> int:

@@ -1,0 +1,267 @@
+"""Tree pane: opening it on a 10,000-entry session with 200 branch points, and switching branches.
+
+The App runs headless (Textual's ``run_test``) at 120x40 with the scripted stand-in agent, on a
+session built in memory: 2,500 exchanges (user message, a reply that calls bash, the result, a
+final reply) where every 50th entry starts a new branch from an earlier reply, so the tree has
+10,000 entries and 200 branch points. A time runs from the action (the key's action called
+directly, so the test harness's own key delivery is not counted) to the end of the first frame
+(a compositor refresh, layout included) that shows the result:
+
+1. open: F4 on an App whose panel was never shown: the three tabs are built, the tree's rows
+   computed and its first screenful drawn. Goal: under 150 ms. Median of 5 fresh Apps, at
+   120x40 (the panel beside the chat, which re-wraps to its narrower width) and at 80x24 (the
+   panel in the chat's place).
+2. reopen: F4 to close, F4 to open again (the tabs exist). Median of 10.
+3. switch: Enter in the tree on the newest entry of another branch: the leaf moves (a ``leaf``
+   record), the tree's active path and the status bar are redrawn (the figure; goal: under
+   50 ms), then the chat is re-projected from the log; the time until it is painted is printed
+   beside it. Median of 20 switches among the branches.
+4. cursor: Down in the tree (the next row highlighted, the footer's position updated).
+
+    .venv/bin/python benchmarks/bench_tree_pane.py
+
+The last line is ``tree_pane_switch_10000_entries: <median> ms``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("AGENTSH_HOME", tempfile.mkdtemp(prefix="agentsh-bench-"))
+os.environ.setdefault("AGENTSH_NO_OLLAMA_PROBE", "1")
+
+from agentsh.config import load_environment  # noqa: E402
+from agentsh.events import ContextStatus  # noqa: E402
+from agentsh.session.entries import Role, StopReason, ToolCall  # noqa: E402
+from agentsh.session.session import Session  # noqa: E402
+from agentsh.tui.app import AgentshApp  # noqa: E402
+from agentsh.tui.options import LaunchOptions  # noqa: E402
+from agentsh.tui.panes.tree import TreePane, TreeView  # noqa: E402
+from agentsh.tui.widgets.chat import ChatView  # noqa: E402
+from agentsh.tui.widgets.composer import PromptInput  # noqa: E402
+from tests.tui.fake_agent import FakeAgent  # noqa: E402
+
+ENTRIES = 10_000
+BRANCH_POINTS = 200
+
+
+def build_session(cwd: Path, entries: int = ENTRIES, forks: int = BRANCH_POINTS) -> Session:
+    """``entries`` entries in exchanges of four; ``forks`` times, evenly spread, the next
+    exchange starts a new branch at a reply that has none yet (so each is a new fork)."""
+    rng = random.Random(7)
+    s = Session.create(None, cwd)
+    replies: list[str] = []
+    forked: set[str] = set()
+    exchanges = entries // 4
+    made = 0
+    while made < entries:
+        n = made // 4
+        if n and n * forks // exchanges != (n - 1) * forks // exchanges:
+            free = [r for r in replies[:-1] if r not in forked]
+            if free:
+                point = rng.choice(free)
+                forked.add(point)
+                s.move_leaf(point)  # the next exchange is a sibling of the point's child
+        s.append_message(Role.USER, f"step {n}: make module_{n % 97}.py pass its tests")
+        call = ToolCall(f"c{n}", "bash", json.dumps({"command": f"pytest -q tests/test_{n}.py"}))
+        s.append_message(Role.ASSISTANT, "", tool_calls=(call,), stop_reason=StopReason.TOOL_CALLS)
+        s.append_tool_result(f"c{n}", "bash", f"{n % 7} failed, {n % 11} passed")
+        reply = s.append_message(
+            Role.ASSISTANT,
+            f"Fixed **module_{n % 97}.py**: the loop now stops at the end.",
+            stop_reason=StopReason.STOP,
+        )
+        replies.append(reply.id)
+        made += 4
+    return s
+
+
+def _app(cwd: Path) -> AgentshApp:
+    status = ContextStatus(model="openai/test-model", window=128_000)
+    return AgentshApp(
+        load_environment(cwd),
+        LaunchOptions(no_session=True),
+        agent_factory=lambda _e, s, _o: FakeAgent(s, model=status.model, status=status),  # type: ignore[arg-type,return-value]
+        cwd=cwd,
+        watch_themes=False,
+    )
+
+
+class Frames:
+    """When frames end (the screen's compositor refresh) and when the tree drew a line."""
+
+    def __init__(self, app: AgentshApp) -> None:
+        self.ends: list[float] = []
+        self.tree_lines: list[float] = []
+        screen: Any = app.screen
+        refresh = screen._compositor_refresh
+
+        def timed_refresh() -> None:
+            refresh()
+            self.ends.append(time.perf_counter())
+
+        screen._compositor_refresh = timed_refresh
+        render_line = TreeView.render_line
+        frames = self
+
+        def timed_render_line(view: TreeView, y: int) -> Any:
+            frames.tree_lines.append(time.perf_counter())
+            return render_line(view, y)
+
+        TreeView.render_line = timed_render_line  # type: ignore[method-assign]
+
+    async def shown(self, since: float) -> float:
+        """Seconds from ``since`` to the end of the first frame in which the tree drew."""
+        while True:
+            drawn = [t for t in self.tree_lines if t >= since]
+            if drawn:
+                ends = [e for e in self.ends if e >= drawn[0]]
+                if ends:
+                    return ends[0] - since
+            await asyncio.sleep(0.001)
+
+    async def next_frame(self, since: float, after: float) -> float:
+        """Seconds from ``since`` to the end of the first frame after ``after`` (the work
+        done, its result painted); ``after`` itself when nothing was left to paint."""
+        deadline = time.perf_counter() + 1.0
+        while time.perf_counter() < deadline:
+            ends = [e for e in self.ends if e >= after]
+            if ends:
+                return ends[0] - since
+            await asyncio.sleep(0.001)
+        return after - since
+
+
+async def _until(pilot: Any, predicate: Any) -> None:
+    while not predicate():
+        await pilot.pause(0.01)
+
+
+async def _settle(pilot: Any) -> None:
+    await pilot.pause(0.2)
+
+
+async def _ready_app(app: AgentshApp, pilot: Any, session: Session) -> Frames:
+    await _until(pilot, lambda: app.controller.ready)
+    app.query_one(PromptInput).cursor_blink = False
+    await app.controller.switch_session(session)
+    await _settle(pilot)
+    return Frames(app)
+
+
+async def measure_open(cwd: Path, session: Session, size: tuple[int, int]) -> tuple[float, float]:
+    """(first open, median reopen) in ms on one fresh App."""
+    app = _app(cwd)
+    async with app.run_test(size=size) as pilot:
+        frames = await _ready_app(app, pilot, session)
+        start = time.perf_counter()
+        await app.run_action("toggle_pane('tree')")
+        first = await frames.shown(start) * 1000
+        await _settle(pilot)
+        again: list[float] = []
+        for _ in range(10):
+            await app.run_action("toggle_pane('tree')")
+            await _settle(pilot)
+            start = time.perf_counter()
+            await app.run_action("toggle_pane('tree')")
+            again.append(await frames.shown(start) * 1000)
+            await _settle(pilot)
+        return first, statistics.median(again)
+
+
+async def measure_switch(
+    cwd: Path, session: Session, switches: int = 20
+) -> tuple[float, float, float, float]:
+    """Medians in ms: (tree and status show the switch, chat painted, chat re-projection
+    alone, cursor move)."""
+    app = _app(cwd)
+    async with app.run_test(size=(120, 40)) as pilot:
+        frames = await _ready_app(app, pilot, session)
+        await app.run_action("toggle_pane('tree')")
+        await _until(pilot, lambda: bool(app.query(TreeView)))
+        await _settle(pilot)
+        view = app.query_one(TreeView)
+        chat = app.query_one(ChatView)
+        tree = session.tree
+        targets = [tree.deepest_leaf(kid) for point in tree.branch_points()
+                   for kid in tree.children_of(point)]  # fmt: skip
+        rng = random.Random(3)
+        loads: list[float] = []
+        load = chat.load
+
+        async def timed_load(items: Any, **options: Any) -> None:
+            start = time.perf_counter()
+            await load(items, **options)
+            loads.append((time.perf_counter() - start) * 1000)
+
+        chat.load = timed_load  # type: ignore[method-assign]
+        in_tree: list[float] = []
+        painted: list[float] = []
+        for _ in range(switches):
+            target = rng.choice([t for t in targets if t != session.leaf_id])
+            view.move_cursor(view.model.index_of(target) or 0)
+            await _settle(pilot)
+            start = time.perf_counter()
+            await app.controller.branching.choose(target)
+            assert session.leaf_id == target
+            painted.append(await frames.next_frame(start, time.perf_counter()) * 1000)
+            in_tree.append(await frames.shown(start) * 1000)
+            await _settle(pilot)
+        moves: list[float] = []
+        pane = app.query_one(TreePane)
+        for _ in range(20):
+            start = time.perf_counter()
+            pane.action_cursor_up()
+            moves.append(await frames.shown(start) * 1000)
+            await pilot.pause(0.05)
+        return (
+            statistics.median(in_tree),
+            statistics.median(painted),
+            statistics.median(loads),
+            statistics.median(moves),
+        )
+
+
+async def main() -> None:
+    cwd = Path(tempfile.mkdtemp(prefix="agentsh-bench-project-"))
+    start = time.perf_counter()
+    session = build_session(cwd)
+    built = time.perf_counter() - start
+    points = len(session.tree.branch_points())
+    print(f"session: {len(session.tree):,} entries, {points} branch points ({built:.1f} s)")
+    results: dict[tuple[int, int], tuple[list[float], list[float]]] = {}
+    for size in ((120, 40), (80, 24)):
+        firsts: list[float] = []
+        reopens: list[float] = []
+        for _ in range(5):
+            first, reopen = await measure_open(cwd, session, size)
+            firsts.append(first)
+            reopens.append(reopen)
+        results[size] = (firsts, reopens)
+        print(f"open at {size[0]}x{size[1]}: first {statistics.median(firsts):.1f} ms "
+              f"(runs: {', '.join(f'{t:.0f}' for t in firsts)}), "
+              f"reopen {statistics.median(reopens):.1f} ms")  # fmt: skip
+    switch, painted, reprojection, move = await measure_switch(cwd, session)
+    print(f"switch: tree and status show it in {switch:.1f} ms; the chat of the new branch is "
+          f"painted at {painted:.1f} ms (re-projecting it: {reprojection:.1f} ms)")  # fmt: skip
+    print(f"cursor move in the tree: {move:.1f} ms")
+    narrow = statistics.median(results[(80, 24)][0])
+    wide = statistics.median(results[(120, 40)][0])
+    print(f"tree_pane_open_10000_entries (80x24, in the chat's place): {narrow:.1f} ms")
+    print(f"tree_pane_open_10000_entries (120x40, beside the chat): {wide:.1f} ms")
+    print(f"tree_pane_switch_10000_entries: {switch:.1f} ms")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
