@@ -310,21 +310,6 @@ def _note_damaged(line: str, damaged: dict[str, str | None]) -> None:
         damaged.setdefault(match.group(1), match.group(2))
 
 
-def iter_raw_lines(path: Path, start: int = 0) -> Iterator[tuple[int, bytes]]:
-    """(byte offset of the line end, line) for each complete line at or after ``start``.
-
-    Used by the catalog to read only what was appended since it last looked.
-    """
-    with path.open("rb") as handle:
-        handle.seek(start)
-        offset = start
-        for line in handle:
-            if not line.endswith(b"\n"):
-                return  # a line still being written: read it next time
-            offset += len(line)
-            yield offset, line
-
-
 def iter_line_blocks(
     path: Path, start: int = 0, block_size: int = 1 << 24
 ) -> Iterator[tuple[int, bytes]]:
