@@ -554,7 +554,8 @@ class Agent:
         logged: only the memory writes it makes last."""
         self.context.mark_memory_flushed()
         assert self.llm is not None
-        messages = await self.context.prepare(system, [])
+        # Without compacting: the point is to let the model see the turns about to leave.
+        messages = await self.context.prepare(system, [], compact=False)
         messages.append({"role": "user", "content": MEMORY_FLUSH_PROMPT})
         self._emit_event(
             Notice(NoticeLevel.INFO, "Saving to memory before the context is summarized")

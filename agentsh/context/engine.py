@@ -736,12 +736,19 @@ class ContextManager:
     # -- before every model call -----------------------------------------------------------------
 
     async def prepare(
-        self, system_prompt: str, tools: list[dict[str, Any]], pending_input: str = ""
+        self,
+        system_prompt: str,
+        tools: list[dict[str, Any]],
+        pending_input: str = "",
+        *,
+        compact: bool = True,
     ) -> list[Message]:
         """Compact if a tier applies, run the pre-flight check, and return the messages to send.
 
         ``pending_input`` is text about to be sent that is not in the session yet; it counts in
-        the estimate only (the agent normally appends the user message first).
+        the estimate only (the agent normally appends the user message first). ``compact=False``
+        sends the context as it is, trimmed but never compacted: the pre-compaction memory save
+        must see the turns a compaction is about to take away.
         """
         cs = self.settings.context
         self.note_prompt(system_prompt, tools)
@@ -754,7 +761,7 @@ class ContextManager:
         self._maybe_resume(used.tokens)
         compacted_at: Tier | None = None
         tier = self.engine.auto_tier(used.tokens, self.window)
-        if tier is not Tier.NONE and self._may_compact_automatically():
+        if compact and tier is not Tier.NONE and self._may_compact_automatically():
             pct = 100.0 * used.tokens / self.window
             done = await self._run(
                 tier, manual=False, forced=False, reason=f"context at {pct:.0f}%"
@@ -767,7 +774,7 @@ class ContextManager:
         check = self._preflight(messages, pending_input, cap)
         self.last_preflight = check
         must_compact = check.route in (Route.COMPACT_ONLY, Route.COMPACT_THEN_TRUNCATE)
-        if must_compact and self._may_compact_automatically():
+        if compact and must_compact and self._may_compact_automatically():
             current = self.engine.auto_tier(self._used().tokens, self.window)
             target = (
                 tiers.next_tier(compacted_at)
@@ -786,7 +793,8 @@ class ContextManager:
         self.last_truncated = 0
         if check.route is not Route.FITS or self._force_truncate:
             messages, self.last_truncated = truncate_tool_results(messages, cap)
-            self._force_truncate = False
+            if compact:  # a side request (the memory save) leaves the flag for the real one
+                self._force_truncate = False
         messages, self.last_dropped = cap_messages(messages, cs.max_messages)
         self.emit(StatusChanged(self.status()))
         return messages

@@ -3,6 +3,7 @@ parts that raise end as clear events, never a crash of the turn or an orphan too
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from agentsh.events import (
     TurnEnded,
     TurnOutcome,
 )
-from agentsh.session.entries import MessageEntry, ToolResultEntry
+from agentsh.session.entries import MessageEntry, Role, ToolResultEntry, Usage
 from agentsh.session.session import Session
 from tests.agent.test_agent_loop import AgentFactory, collect, make_agent
 from tests.fakes.server import ScriptedServer, text, tool_call
@@ -135,3 +136,39 @@ async def test_allow_for_this_session_does_not_carry_into_another_session(
     sessions = agent.env.user.project_sessions_dir(project)
     agent.switch_session(Session.create(sessions, project))
     assert len(await run("run it in the new session")) == 1
+
+
+SUMMARY = (
+    "## Goal\nShip the parser.\n## Completed Actions\nRead the code.\n"
+    "## Active State\nTests fail.\n## Remaining Work\nFix it.\n"
+)
+
+
+@pytest.mark.asyncio
+async def test_the_memory_save_before_a_summarize_sees_the_turns_about_to_leave(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, project: Path
+) -> None:
+    config = project / ".agentsh" / "config.toml"
+    config.parent.mkdir()
+    config.write_text("[model]\nwindow = 20000\n[context]\npre_compaction_memory_save = true\n")
+    session = Session.create(None, project)
+    for i in range(8):
+        session.append_message(Role.USER, f"question-{i}")
+        session.append_message(Role.ASSISTANT, f"answer-{i}")
+    # The newest reply anchors the context at 90 % of the window: the Summarize tier.
+    session.append_message(Role.ASSISTANT, "noted", usage=Usage(input_tokens=17_900))
+    scripted_server.script(
+        tool_call("memory", {"action": "add", "content": "The parser lives in src/parse.py."}),
+        text(SUMMARY),
+        text("carried on"),
+    )
+    agent = make_agent(session=session)
+    events = await collect(agent.run("one more"))
+    assert isinstance(events[-1], TurnEnded) and events[-1].text == "carried on"
+    flush, summary, main = scripted_server.requests
+    # The save comes first, with only the memory tool and the whole context, turn 0 included.
+    assert [t["function"]["name"] for t in flush.body["tools"]] == ["memory"]
+    assert "question-0" in json.dumps(flush.messages)
+    assert "summary" in json.dumps(summary.messages[0]).lower() and not summary.stream
+    assert "question-0" not in json.dumps(main.messages)  # summarized away after the save
+    assert "src/parse.py" in (project / ".agentsh" / "memory" / "MEMORY.md").read_text()
