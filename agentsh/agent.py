@@ -19,7 +19,7 @@ import json
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +38,14 @@ from agentsh.events import (
     TextDelta,
     Tier,
     ToolFinished,
+    ToolOutput,
     ToolStarted,
     TurnEnded,
     TurnOutcome,
     TurnStarted,
     UsageReported,
 )
-from agentsh.llm.client import Completion, LLMClient, LLMError
+from agentsh.llm.client import Completion, LLMClient, LLMError, environment_secrets, redact
 from agentsh.llm.models import NO_MODEL_HELP, model_info
 from agentsh.memory.curated import CuratedMemory
 from agentsh.prompt import SystemPrompt
@@ -106,6 +107,7 @@ class Agent:
         max_steps: int = DEFAULT_MAX_STEPS,
         on_summary_written: Callable[[Path], None] | None = None,
         notices: Sequence[str] = (),
+        count_tokens: Callable[[str], int] | None = None,
     ) -> None:
         self.env = env
         self.session = session
@@ -124,6 +126,9 @@ class Agent:
         self._state = _TurnState()
         self._tool_cancel = asyncio.Event()
         self._window = window
+        self._count_tokens = count_tokens
+        # Provider keys the commands the model runs can see; never echoed into the log.
+        self._secrets = environment_secrets()
         self.context = self._new_context(session, window)
 
     # -- public API -------------------------------------------------------------------------
@@ -268,6 +273,7 @@ class Agent:
             model=self.model or "",
             window=window,
             summarize=self._summarize,
+            count_tokens=self._count_tokens,
             emit=self._emit_event,
             on_summary_written=self._on_summary_written,
         )
@@ -446,7 +452,7 @@ class Agent:
         if problem or tool is None:
             result = ToolResult(problem, is_error=True)
         else:
-            result = await self._authorized_run(tool, params, ctx)
+            result = self._redacted(await self._authorized_run(tool, params, ctx))
         entry = self.session.append_tool_result(
             call.id,
             call.name,
@@ -476,10 +482,25 @@ class Agent:
             settings=self.env.settings,
             cwd=self.cwd,
             call_id=call_id,
-            emit=self._emit_event,
+            emit=self._emit_tool_event,
             cancelled=self._tool_cancel,
             session_id=self.session.id,
         )
+
+    def _emit_tool_event(self, event: Event) -> None:
+        if isinstance(event, ToolOutput) and self._secrets:
+            event = ToolOutput(event.call_id, redact(event.text, self._secrets))
+        self._emit_event(event)
+
+    def _redacted(self, result: ToolResult) -> ToolResult:
+        """A command may print a provider key (``env``, a debug log): keep it out of the log,
+        the screen and the next request."""
+        if not self._secrets:
+            return result
+        details = dict(result.details)
+        if isinstance(details.get("diff"), str):
+            details["diff"] = redact(details["diff"], self._secrets)
+        return replace(result, content=redact(result.content, self._secrets), details=details)
 
     async def _authorized_run(self, tool: Tool, params: Any, ctx: ToolContext) -> ToolResult:
         try:
@@ -635,6 +656,7 @@ def build_agent(
     """Assemble an agent with every real part. Heavy (imports litellm): run it off the UI
     thread. ``model=None`` builds an agent that explains how to configure one."""
     from agentsh.llm.models import choose_model
+    from agentsh.llm.tokens import TokenCounter
     from agentsh.memory.index import MemoryIndex, SearchIndexError, shared_index
 
     cwd = cwd or Path.cwd()
@@ -642,9 +664,13 @@ def build_agent(
     choice = choose_model(settings.model, os.environ, cli_model=model, cli_api_base=api_base)
     llm: LLMClient | None = None
     window = 128_000
+    count_tokens: Callable[[str], int] | None = None
     if choice is not None:
         llm = LLMClient(choice.model, settings=settings.model, api_base=choice.api_base)
         window = model_info(choice.model, settings.model).window
+        counter = TokenCounter(choice.model, chars_per_token=settings.context.chars_per_token)
+        counter.warm()  # exact counts from the encodings litellm ships (this runs off the UI)
+        count_tokens = counter.count
 
     memory = CuratedMemory(env.project, env.user, settings.memory)
     memory_tool = MemoryTool(memory, settings.memory)
@@ -686,4 +712,5 @@ def build_agent(
         max_steps=max_steps,
         on_summary_written=on_summary,
         notices=notices,
+        count_tokens=count_tokens,
     )

@@ -21,7 +21,7 @@ import os
 import random
 import re
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -94,12 +94,24 @@ def scrub(text: str, secrets: Sequence[str] = ()) -> str:
     """``text`` without ``secrets``, without provider keys from the environment, and without
     anything shaped like an API key."""
     candidates = [s for s in secrets if s and len(s) >= 6]
-    candidates += [
-        value for name, value in os.environ.items() if _SECRET_ENV.search(name) and len(value) >= 8
-    ]
-    for secret in sorted(set(candidates), key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
-    return _KEY_SHAPES.sub(REDACTED, text)
+    return _KEY_SHAPES.sub(REDACTED, redact(text, (*candidates, *environment_secrets())))
+
+
+def environment_secrets(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The values of key- and token-like variables (``*_API_KEY``, ``*_TOKEN``, ...)."""
+    environ = os.environ if environ is None else environ
+    return tuple(
+        value for name, value in environ.items() if _SECRET_ENV.search(name) and len(value) >= 8
+    )
+
+
+def redact(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with each exact secret value replaced. No shape matching: tool output must stay
+    faithful (a fake key in a test file is code the model may need to edit)."""
+    for secret in sorted(set(secrets), key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from agentsh.events import (
     Event,
     TextDelta,
     ToolFinished,
+    ToolOutput,
     ToolStarted,
     TurnEnded,
     TurnOutcome,
@@ -184,3 +185,22 @@ async def test_context_overflow_compacts_once_and_retries(
     assert isinstance(end, TurnEnded) and end.text == "fits now", events
     assert any(isinstance(e, CompactionEntry) for e in agent.session.current_path())
     assert len(scripted_server.requests[1].messages) < len(scripted_server.requests[0].messages)
+
+
+@pytest.mark.asyncio
+async def test_a_command_that_prints_the_api_key_never_puts_it_in_the_log_or_the_request(
+    make_agent: AgentFactory, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.script(
+        tool_call("bash", {"command": 'echo "key is $OPENAI_API_KEY"'}), text("done")
+    )
+    agent = make_agent()
+    events = await collect(agent.run("show me the key"))
+    shown = "".join(e.text for e in events if isinstance(e, ToolOutput))
+    shown += "".join(e.content for e in events if isinstance(e, ToolFinished))
+    assert "key is [redacted]" in shown and FAKE_KEY not in shown
+    sent = str(scripted_server.requests[1].messages)
+    assert "key is [redacted]" in sent and FAKE_KEY not in sent
+    agent.session.close()
+    assert agent.session.path is not None
+    assert FAKE_KEY not in agent.session.path.read_text()
