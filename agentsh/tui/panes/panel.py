@@ -1,8 +1,8 @@
 """The side panel: Memory, Summaries and Tree as tabs to the right of the chat.
 
 Hidden until first asked for (F2 / F3 / F4, the command palette, ``/tree`` or Esc Esc), so the
-first frame pays nothing for it: the tabs are built the first time the panel opens, and each
-pane the first time its tab shows (opening the tree does not read the memory files). A pane
+first frame pays nothing for it: the tabs and the tree are built, hidden, once a session is
+open, and the other panes the first time their tab shows (the memory pane reads files). A pane
 key toggles: it opens the panel on that tab, switches to that tab when another one shows, and
 closes the panel when its tab already shows. On a wide terminal the panel sits beside the chat
 (40% of the width, 36 to 72 columns); on a narrow one (under :data:`WIDE_COLUMNS`) it takes the
@@ -16,6 +16,7 @@ shown, through their ``refresh_content()`` method.
 
 from __future__ import annotations
 
+import asyncio
 from enum import StrEnum
 from typing import Protocol
 
@@ -75,6 +76,8 @@ class SidePanel(Vertical):
         #: opened for one visit (Esc Esc, /tree): leaving the pane closes the panel again
         self.transient = False
         self._open = False
+        self._building = asyncio.Lock()
+        self._prebuilt = False
 
     def on_mount(self) -> None:
         source: _PathSource | None = getattr(self.app, "controller", None)
@@ -106,8 +109,7 @@ class SidePanel(Vertical):
 
     async def show(self, name: PaneName, *, focus: bool = True, transient: bool = False) -> Widget:
         """Open the panel on ``name`` (building the tabs the first time) and return its pane."""
-        if self._tabs is None:
-            await self._build()
+        await self._build()
         assert self._tabs is not None
         if not self.is_open:
             self.transient = transient
@@ -152,25 +154,44 @@ class SidePanel(Vertical):
         self._place_chat()  # the terminal crossed WIDE_COLUMNS while the panel was open
 
     async def _build(self) -> None:
-        tabs = TabbedContent(id="side-tabs")
-        await self.mount(tabs)
-        for name in PaneName:
-            await tabs.add_pane(TabPane(name.label, id=name.tab_id))
-        self._tabs = tabs
+        """The tabs (once; a key press may race the idle-time build)."""
+        async with self._building:
+            if self._tabs is not None:
+                return
+            tabs = TabbedContent(id="side-tabs")
+            await self.mount(tabs)
+            for name in PaneName:
+                await tabs.add_pane(TabPane(name.label, id=name.tab_id))
+            self._tabs = tabs
 
     async def _ensure_pane(self, name: PaneName) -> Widget:
         """The pane of a tab, mounted the first time the tab shows."""
-        pane = self._panes.get(name)
-        if pane is None:
-            assert self._tabs is not None
-            pane = _build_pane(name)
-            self._panes[name] = pane
-            await self._tabs.get_pane(name.tab_id).mount(pane)
-        return pane
+        async with self._building:
+            pane = self._panes.get(name)
+            if pane is None:
+                assert self._tabs is not None
+                pane = _build_pane(name)
+                self._panes[name] = pane
+                await self._tabs.get_pane(name.tab_id).mount(pane)
+            return pane
+
+    async def _prebuild(self) -> None:
+        """Once a session is open, build the (hidden) tabs and the tree while the user reads,
+        so the first F4 or Esc Esc only has to show them. The memory pane stays lazy: it
+        reads files and the search index."""
+        if not self.is_mounted:
+            return
+        await self._build()
+        await self._ensure_pane(PaneName.TREE)
 
     # -- keeping panes current -----------------------------------------------------------------
 
     def _path_changed(self, _reason: str) -> None:
+        if not self._prebuilt:
+            self._prebuilt = True
+            self.call_after_refresh(
+                lambda: self.run_worker(self._prebuild(), group="panel", exit_on_error=False)
+            )
         active = self.active
         for name, pane in self._panes.items():
             if name is active:

@@ -356,7 +356,7 @@ class TreePane(Vertical):
         if model.query:
             search.text = f"search: {model.query}▏"
         else:
-            label_key = spec("tree_label").key.split(",")[0]
+            label_key = self._keys("tree_label")[0]
             search.text = f"type: search · {label_key}: label · ←→: fold · ⏎: go"
         search.set_class(bool(model.query), "-active")
         count = len(model.rows)

@@ -30,6 +30,7 @@ from agentsh.session.entries import (
     ToolResultEntry,
     UnknownEntry,
 )
+from agentsh.session.log import gc_paused
 from agentsh.session.tree import SessionTree
 from agentsh.tui.projection import tool_summary
 from agentsh.tui.status_format import human_tokens
@@ -197,9 +198,12 @@ class TreeModel:
         if not force and signature == self._signature:
             return False
         self._signature = signature
-        children = self._shown_children()
-        self.rows = self._flatten(children)
-        self._index = {row.entry_id: i for i, row in enumerate(self.rows)}
+        # Thousands of small objects and nothing cyclic: without the pause the collector
+        # would traverse the whole heap (the session's entries too) several times.
+        with gc_paused(promote=True):
+            children = self._shown_children()
+            self.rows = self._flatten(children)
+            self._index = {row.entry_id: i for i, row in enumerate(self.rows)}
         return True
 
     def _leaf_exception(self) -> str | None:
