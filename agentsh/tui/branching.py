@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from agentsh.context.branch_summary import abandoned_branch
 from agentsh.session.entries import MessageEntry, Role
 from agentsh.session.log import SessionError
+from agentsh.tui.keys import display_key, spec
 from agentsh.tui.panes.panel import PaneName, SidePanel
 from agentsh.tui.projection import BranchItem, NoteItem, branch_marks, project_session
 
@@ -91,7 +92,12 @@ class BranchNavigator:
         # The tree and the status bar show the move in the next frame; rebuilding the chat's
         # widgets takes several frames, so it starts after that one.
         painted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.c.app.call_after_refresh(lambda: painted.done() or painted.set_result(None))
+
+        def frame_done() -> None:
+            if not painted.done():
+                painted.set_result(None)
+
+        self.c.app.call_after_refresh(frame_done)
         await painted
         chat = self.c.chat
         # About a screenful of rows (a message takes three lines or more); the chat mounts
@@ -142,8 +148,12 @@ class BranchNavigator:
         session.move_leaf(entry.parent_id)
         await self.reproject()
         self._put_in_editor(entry.content)
+        keymap: dict[str, str] = getattr(self.c.app, "keymap", {})
+        keys = " / ".join(
+            display_key(keymap.get(k, spec(k).key)) for k in ("branch_prev", "branch_next")
+        )
         self.c.app.notify(
-            "Edit and send to start a new branch; the old one stays (Alt+Left/Right).",
+            f"Edit and send to start a new branch; the old one stays ({keys} switch).",
             title="Editing an earlier message",
             timeout=4,
         )
