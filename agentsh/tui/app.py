@@ -261,11 +261,11 @@ class AgentshApp(App[None]):
 
     def action_select_message(self, step: int) -> None:
         branching = self.controller.branching
-        branching.run(branching.select_message(step), "select")
+        branching.run(branching.select_message(step), "Selecting a message")
 
     def action_switch_branch(self, step: int) -> None:
         branching = self.controller.branching
-        branching.run(branching.switch_branch(step), "branch")
+        branching.run(branching.switch_branch(step), "Switching branches")
 
     # -- messages from widgets ------------------------------------------------------------------
 
@@ -280,7 +280,7 @@ class AgentshApp(App[None]):
     @on(ChatView.EditRequested)
     def _edit_requested(self, event: ChatView.EditRequested) -> None:
         branching = self.controller.branching
-        branching.run(branching.edit_message(event.entry_id), "edit")
+        branching.run(branching.edit_message(event.entry_id), "Editing the message")
 
     @on(ChatView.SelectionCleared)
     def _selection_cleared(self) -> None:
@@ -289,11 +289,11 @@ class AgentshApp(App[None]):
     # The tree pane's messages, by name: its module loads only when the panel first opens.
     def on_tree_pane_chosen(self, event: TreePane.Chosen) -> None:
         branching = self.controller.branching
-        branching.run(branching.choose(event.entry_id), "tree")
+        branching.run(branching.choose(event.entry_id), "Moving in the tree")
 
     def on_tree_pane_label_changed(self, event: TreePane.LabelChanged) -> None:
         branching = self.controller.branching
-        branching.run(branching.set_label(event.entry_id, event.label), "label")
+        branching.run(branching.set_label(event.entry_id, event.label), "Labelling")
 
     def on_tree_pane_closed(self, event: TreePane.Closed) -> None:
         self.controller.branching.tree_closed()

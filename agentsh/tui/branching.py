@@ -65,6 +65,8 @@ class BranchNavigator:
             await work
         except SessionError as exc:
             await self.c.note(f"{name}: {exc}", "error")
+        except Exception as exc:  # noqa: BLE001 - worker boundary: shown in place, the app goes on
+            await self.c.note(f"{name} failed: {exc}", "error")
 
     async def _busy(self) -> bool:
         """True (and says so) while a turn or a branch summary runs: the leaf must not move."""
@@ -236,7 +238,7 @@ class BranchNavigator:
             return
         if now - self._last_escape <= window:
             self._last_escape = 0.0
-            self.run(self.open_tree(), "tree")
+            self.run(self.open_tree(), "Opening the tree")
         else:
             self._last_escape = now
 
