@@ -25,7 +25,6 @@ import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
-from agentsh.context.branch_summary import abandoned_branch
 from agentsh.session.entries import MessageEntry, Role
 from agentsh.session.log import SessionError
 from agentsh.tui.keys import display_key, spec
@@ -255,6 +254,8 @@ class BranchNavigator:
     async def move(self, target: str | None, *, editor_text: str | None = None) -> bool:
         """Move the leaf to ``target``; when that leaves a branch behind, ask about a summary
         first (Esc there cancels the move: False)."""
+        from agentsh.context.branch_summary import abandoned_branch  # not on the startup path
+
         session = self._session()
         assert session is not None
         old_leaf = session.leaf_id

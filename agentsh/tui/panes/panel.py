@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import asyncio
 from enum import StrEnum
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from textual.containers import Vertical
-from textual.signal import Signal
 from textual.widget import Widget
-from textual.widgets import TabbedContent, TabPane
+
+if TYPE_CHECKING:
+    from textual.signal import Signal
+    from textual.widgets import TabbedContent
 
 WIDE_COLUMNS = 100  # from this width on, the panel sits beside the chat instead of over it
 
@@ -158,6 +160,8 @@ class SidePanel(Vertical):
         async with self._building:
             if self._tabs is not None:
                 return
+            from textual.widgets import TabbedContent, TabPane  # not on the first-frame path
+
             tabs = TabbedContent(id="side-tabs")
             await self.mount(tabs)
             for name in PaneName:
