@@ -140,7 +140,7 @@ async def test_three_branches_made_with_the_keys_and_switched_among(
         await wait_for(pilot, lambda: _branch(app) == "2/3")
 
 
-async def test_a_label_set_in_the_tree_survives_a_reload_and_esc_esc_opens_the_tree(
+async def test_esc_esc_opens_the_tree_a_label_survives_a_reload_and_filters_find_it(
     real: MakeApp, scripted_server: ScriptedServer
 ) -> None:
     scripted_server.script(text("first reply"))
@@ -169,6 +169,18 @@ async def test_a_label_set_in_the_tree_survives_a_reload_and_esc_esc_opens_the_t
         await wait_for(pilot, lambda: bool(app.query(TreePane)))
         pane = app.query_one(TreePane)
         await wait_for(pilot, lambda: pane.model.label(leaf or "") == "good start")
+        # Filters and search over the reloaded tree.
+        await wait_for(pilot, lambda: app.query_one(TreeView).has_focus)
+        await pilot.press("ctrl+u")
+        assert [pane.model.text(r.entry_id).text for r in pane.model.rows] == ["hello"]
+        await pilot.press("ctrl+l")
+        assert [r.entry_id for r in pane.model.rows] == [leaf]
+        await pilot.press("ctrl+a", *"first")
+        assert [r.entry_id for r in pane.model.rows] == [leaf]  # "first reply"
+        await pilot.press(*"zz")
+        assert pane.model.rows == [] and "(0/0) [all]" in str(
+            app.query_one("#tree-footer").render()
+        )
 
 
 async def test_a_branch_summary_is_attached_and_sent_to_the_model(
