@@ -10,6 +10,7 @@ factory in a thread worker (a test pins this).
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,6 +24,7 @@ from agentsh.tui.keys import KeyScope, bindings_for, display_key, keymap_from_se
 from agentsh.tui.options import LaunchOptions
 from agentsh.tui.panes.panel import WIDE_COLUMNS, PaneName, SidePanel
 from agentsh.tui.projection import NoteItem
+from agentsh.tui.quit_signals import QuitSignals
 from agentsh.tui.screens.help import HelpScreen
 from agentsh.tui.screens.picker import PickerItem, PickerScreen
 from agentsh.tui.themes import (
@@ -84,6 +86,8 @@ class AgentshApp(App[None]):
         self._startup_problems = [str(p) for p in env.config.problems] + list(keymap.problems)
         self._watch_themes = watch_themes
         self._files: list[str] = []
+        # A closed terminal (SIGHUP) or a kill (SIGTERM) quits like Ctrl+Q: the log is finished.
+        self._quit_signals = QuitSignals(self._quit_on_signal)
         self._install_themes()
 
     # -- layout -------------------------------------------------------------------------------
@@ -106,6 +110,7 @@ class AgentshApp(App[None]):
         yield StatusBar(id="status-bar")
 
     def on_mount(self) -> None:
+        self._quit_signals.install()
         self.set_keymap(self.keymap)
         prompt = self.query_one(PromptInput)
         prompt.files = self._project_files
@@ -122,7 +127,18 @@ class AgentshApp(App[None]):
             self._watch_user_themes()
 
     def on_unmount(self) -> None:
+        self._quit_signals.remove()
         self.controller.shutdown()
+
+    def _quit_on_signal(self, signum: int) -> None:
+        # 128 + the signal number, as a shell reports a process the signal ended.
+        code = 128 + signum
+        work = (
+            self.controller.hang_up(return_code=code)
+            if signum == getattr(signal, "SIGHUP", None)
+            else self.controller.quit(return_code=code)
+        )
+        self.run_worker(work, group="quit", exclusive=True, exit_on_error=False)
 
     # -- themes -------------------------------------------------------------------------------
 

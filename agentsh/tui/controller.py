@@ -162,6 +162,8 @@ class ChatController:
         # undo, a session switch); the side panes subscribe. The data says why.
         self.path_changed: Signal[str] = Signal(app, "path-changed")
         self.branching = BranchNavigator(self)
+        #: how :meth:`hang_up` ends the process (tests replace it)
+        self.exit_process: Callable[[int], None] = os._exit
 
     # -- typed getters ------------------------------------------------------------------------
 
@@ -674,16 +676,31 @@ class ChatController:
     async def cmd_quit(self, arg: str) -> None:
         await self.quit()
 
-    async def quit(self) -> None:
-        """Leave: a running turn is cancelled first, so its partial reply is logged as
-        aborted while the session file is still open."""
+    async def quit(self, *, return_code: int = 0) -> None:
+        """Leave: Ctrl+Q, ``/quit``, SIGTERM. The App's exit then syncs and closes the log."""
+        await self._stop_turn_for_exit()
+        self.app.exit(return_code=return_code)
+
+    async def hang_up(self, *, return_code: int) -> None:
+        """The terminal is gone (SIGHUP): finish the log, then end the process at once.
+
+        Textual's orderly exit writes terminal-restoring sequences, and with no terminal to
+        take them it can block for ever (seen in tmux: the process outlived its window,
+        stuck in the output queue). Nothing is left to restore, so after the turn is logged
+        and the session synced and closed, the process ends without that teardown."""
+        await self._stop_turn_for_exit()
+        self.shutdown()
+        self.exit_process(return_code)
+
+    async def _stop_turn_for_exit(self) -> None:
+        """A running turn is cancelled and given 2 s to log its partial reply as aborted,
+        while the session file is still open."""
         if self.turn_running and self.agent is not None:
             done = self._turn_done
             self.cancel()
             if done is not None:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(done.wait(), 2.0)
-        self.app.exit()
 
     # -- pickers ------------------------------------------------------------------------------
 

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
 
 from agentsh.config import ApprovalMode
+from agentsh.session.log import is_locked
 from agentsh.tui.options import LaunchOptions
 from agentsh.tui.widgets.approval import ApprovalPrompt
 from agentsh.tui.widgets.messages import AssistantMessage, QueuedMessage, UserMessage
@@ -181,3 +184,46 @@ async def test_quitting_mid_stream_logs_the_partial_reply_as_aborted(
     lines = [json.loads(line) for line in text.splitlines()[1:]]
     assistant = [e for e in lines if e.get("role") == "assistant"]
     assert assistant and assistant[-1]["stopReason"] == "aborted"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+async def test_a_kill_or_a_closed_terminal_quits_like_ctrl_q_and_logs_the_partial_reply(
+    real: MakeApp, scripted_server: ScriptedServer, signum: signal.Signals
+) -> None:
+    # Should the App not take the signal, this stand-in does, so the test fails instead of
+    # killing the test worker.
+    stray: list[int] = []
+
+    def stand_in(number: int, _frame: object) -> None:
+        stray.append(number)
+
+    previous = signal.signal(signum, stand_in)
+    try:
+        scripted_server.script({"text": " ".join(f"word{i}" for i in range(400)), "delay": 0.03})
+        app = real()
+        hard_exits: list[tuple[int, bool]] = []
+
+        def hard_exit(code: int) -> None:  # SIGHUP ends the process: here, only the App
+            hard_exits.append((code, not is_locked(path)))
+            app.exit(return_code=code)
+
+        app.controller.exit_process = hard_exit
+        async with app.run_test(size=(100, 30)) as pilot:
+            await _ready(pilot, app)
+            await pilot.press(*"talk a lot", "enter")
+            await wait_for(pilot, lambda: any(m.text for m in app.query(AssistantMessage)))
+            path: Path = app.controller.agent.session.path  # type: ignore[union-attr]
+            os.kill(os.getpid(), signum)
+            await wait_for(pilot, lambda: app.return_code is not None or bool(stray))
+        assert not stray
+        assert app.return_code == 128 + signum
+        assert signal.getsignal(signum) is stand_in  # the App put the old handler back
+        # A closed terminal skips Textual's teardown, but only once the log is closed.
+        assert hard_exits == ([(128 + signum, True)] if signum == signal.SIGHUP else [])
+    finally:
+        signal.signal(signum, previous)
+    text = await asyncio.to_thread(path.read_text)
+    lines = [json.loads(line) for line in text.splitlines()[1:]]
+    assistant = [e for e in lines if e.get("role") == "assistant"]
+    assert assistant and assistant[-1]["stopReason"] == "aborted"
+    assert str(assistant[-1]["content"]).startswith("word0")
