@@ -3,8 +3,8 @@
 Shipped themes live in ``themes/*.toml`` at the top of a checkout and are packaged into the wheel
 as ``agentsh/_themes``; user themes live in the config dir's ``themes/`` and override a shipped
 theme of the same name. A file that cannot be read, is not valid TOML, misses ``name`` or
-``primary``, or holds a colour Textual cannot parse is reported as a :class:`ThemeProblem` and
-skipped; it never stops the program.
+``primary``, or holds a colour (or a ``[variables]`` value) Textual cannot parse is reported as a
+:class:`ThemeProblem` and skipped; it never stops the program.
 
 The chosen theme is persisted as ``tui.theme`` in the user's ``config.toml`` (so a user who edits
 the file by hand and one who uses ``/theme`` end in the same place, and the project config can
@@ -14,6 +14,7 @@ line of the file, comments included, as it was.
 
 from __future__ import annotations
 
+import functools
 import re
 import tomllib
 from collections.abc import Iterable
@@ -101,7 +102,40 @@ def parse_theme(data: dict[str, Any], source: Path) -> Theme:
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ThemeError(f"{source}: '{key}' must be a number")
             extra[key] = float(value)
-    return Theme(name=name.strip(), dark=dark, variables=dict(variables), **extra)
+    theme = Theme(name=name.strip(), dark=dark, variables=dict(variables), **extra)
+    _check_variables(theme, source)
+    return theme
+
+
+def _check_variables(theme: Theme, source: Path) -> None:
+    """Every variable the theme overrides must be usable where Textual's CSS puts it.
+
+    The values go into the stylesheet as they are, so a bad one (``"notacolour"``) is only
+    found when the theme is applied, and then as a stylesheet error that stops the app.
+    Each known variable is parsed here in a declaration of its kind (a text style, else a
+    colour), with the theme's other variables defined so ``$primary 50%`` works. Names
+    Textual does not define are used by no stylesheet and are left alone."""
+    from textual.css.stylesheet import Stylesheet, StylesheetParseError
+    from textual.css.tokenizer import TokenError
+
+    generated = theme.to_color_system().generate()
+    for key, value in theme.variables.items():
+        if key not in _known_variables():
+            continue
+        prop = "text-style" if key.endswith("style") or "-style-" in key else "color"
+        sheet = Stylesheet(variables=generated)
+        sheet.add_source(f"Widget {{ {prop}: {value}; }}", read_from=(str(source), key))
+        try:
+            sheet.parse()
+        except (StylesheetParseError, TokenError):  # TokenError: an unknown $variable
+            kind = "text style" if prop == "text-style" else "colour"
+            raise ThemeError(f"{source}: variable {key}: {value!r} is not a {kind}") from None
+
+
+@functools.cache
+def _known_variables() -> frozenset[str]:
+    """The variables Textual derives from a theme (the ones its widgets' CSS uses)."""
+    return frozenset(Theme(name="probe", primary="#000000").to_color_system().generate())
 
 
 def _colour(value: Any, where: str) -> str:

@@ -440,6 +440,26 @@ async def test_user_themes_load_reload_on_change_and_bad_ones_are_reported(
         assert app.theme == "mine"
 
 
+async def test_a_configured_theme_with_a_bad_variable_is_skipped_not_fatal(
+    project: Path, env: Environment
+) -> None:
+    from agentsh.tui.app import AgentshApp
+
+    env.user.themes_dir.mkdir(parents=True)
+    (env.user.themes_dir / "odd.toml").write_text(
+        'name = "odd"\nprimary = "#112233"\n[variables]\nfooter-background = "notacolour"\n'
+    )
+    env.user.config_file.parent.mkdir(parents=True, exist_ok=True)
+    env.user.config_file.write_text('[tui]\ntheme = "odd"\n')
+    app = AgentshApp(load_environment(project), LaunchOptions(), agent_factory=fake_factory(),
+                     cwd=project, watch_themes=False)  # fmt: skip
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        assert app.theme == "agentsh-dark"
+        messages = [str(n.message) for n in app._notifications]
+        assert any("odd.toml" in m and "footer-background" in m for m in messages)
+
+
 def _approval_script(decisions: list[str]):  # type: ignore[no-untyped-def]
     from agentsh.events import ApprovalRequest
 

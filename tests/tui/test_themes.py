@@ -54,6 +54,16 @@ def test_a_user_theme_overrides_a_shipped_theme_of_the_same_name(tmp_path: Path)
         ('name = "x"\nprimary = "not-a-colour"\n', "is not a colour"),
         ('name = "x"\nprimary = "#112233"\nsparkle = 1\n', "unknown key"),
         ('name = "x"\nprimary = "#112233"\ndark = "yes"\n', "'dark'"),
+        # Variables go into the stylesheet as written: a bad one would stop the app later.
+        (
+            MINIMAL.replace("mine", "x") + '[variables]\nfooter-background = "notacolour"\n',
+            "variable footer-background: 'notacolour' is not a colour",
+        ),
+        (
+            MINIMAL.replace("mine", "x") + '[variables]\nblock-cursor-text-style = "blink2"\n',
+            "is not a text style",
+        ),
+        (MINIMAL.replace("mine", "x") + '[variables]\nborder = "$nosuch 50%"\n', "variable border"),
     ],
 )
 def test_a_bad_theme_file_is_reported_and_skipped(
@@ -72,6 +82,21 @@ def test_theme_variables_are_passed_through(tmp_path: Path) -> None:
     path = tmp_path / "v.toml"
     path.write_text(MINIMAL + '[variables]\n"footer-key-foreground" = "#ABCDEF"\n')
     assert load_theme_file(path).variables == {"footer-key-foreground": "#ABCDEF"}
+
+
+def test_theme_variables_may_use_auto_colours_other_variables_and_custom_names(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "v.toml"
+    variables = {
+        "text-muted": "auto 60%",
+        "border": "$primary 50%",
+        "link-style": "bold not underline",
+        "my-own-name": "anything at all",  # used by no stylesheet
+    }
+    body = "".join(f'"{k}" = "{v}"\n' for k, v in variables.items())
+    path.write_text(MINIMAL + "[variables]\n" + body)
+    assert load_theme_file(path).variables == variables
 
 
 def test_setting_the_theme_in_an_empty_config_adds_a_tui_table() -> None:
