@@ -4,6 +4,11 @@ The header is the tool and its main argument (``ToolStarted.summary``) with a st
 (running, done, failed). Collapsed, the body shows the last ``preview_lines`` lines and says
 how many came before and which key expands them; an edit's diff is shown coloured instead of
 the plain result. Enter or Space on the focused block (or Ctrl+O for the newest) toggles it.
+
+Output can be huge (a build log, ``cat`` of a minified file): while the tool runs the block
+keeps only the last :data:`LIVE_TAIL_CHARS` of what streamed in (the tool's result, which the
+agent caps, replaces it when the tool ends), and a collapsed block cuts lines longer than
+:data:`PREVIEW_LINE_CHARS`, so "collapsed to a few lines" holds for a single 50 KB line too.
 """
 
 from __future__ import annotations
@@ -16,6 +21,10 @@ from textual.widgets import Static
 from agentsh.tui.keys import KeyScope, bindings_for
 
 MAX_EXPANDED_LINES = 2000  # an expanded block beyond this shows its tail (full file is on disk)
+# Streamed output kept while the tool runs. Each chunk re-lays out the body, so keeping it all
+# made a 20 MB command output cost minutes of frozen UI (every chunk re-split everything).
+LIVE_TAIL_CHARS = 64 * 1024
+PREVIEW_LINE_CHARS = 500  # a collapsed block's line beyond this is cut (it would wrap for pages)
 
 
 def diff_content(diff: str) -> Content:
@@ -38,14 +47,25 @@ def diff_content(diff: str) -> Content:
     return Content.assemble(*pieces)
 
 
-def collapse(text: str, preview_lines: int, expand_key: str) -> tuple[str, int]:
-    """(the last ``preview_lines`` lines, how many lines were hidden before them)."""
+def collapse(
+    text: str, preview_lines: int, expand_key: str, *, earlier: int = 0
+) -> tuple[str, int]:
+    """(the last ``preview_lines`` lines, how many lines were hidden before them).
+
+    ``earlier`` counts lines already dropped before ``text`` began (a running tool's output);
+    a line longer than :data:`PREVIEW_LINE_CHARS` is cut and says by how much."""
     lines = text.rstrip("\n").splitlines()
-    if len(lines) <= preview_lines:
-        return "\n".join(lines), 0
-    hidden = len(lines) - preview_lines
-    shown = "\n".join(lines[-preview_lines:])
+    hidden = max(0, len(lines) - preview_lines) + earlier
+    shown = "\n".join(_cut_line(line) for line in lines[-preview_lines:])
+    if not hidden:
+        return shown, 0
     return f"({hidden} earlier lines, {expand_key} to expand)\n{shown}", hidden
+
+
+def _cut_line(line: str) -> str:
+    if len(line) <= PREVIEW_LINE_CHARS:
+        return line
+    return f"{line[:PREVIEW_LINE_CHARS]}… ({len(line) - PREVIEW_LINE_CHARS:,} more characters)"
 
 
 class ToolBlock(Vertical, can_focus=True):
@@ -76,6 +96,7 @@ class ToolBlock(Vertical, can_focus=True):
         self.finished = finished
         self.expanded = False
         self.hidden_lines = 0
+        self.dropped_lines = 0  # lines of streamed output no longer kept (see LIVE_TAIL_CHARS)
         self.body_text = ""  # what the body shows now (plain), for tests and export
 
     def compose(self) -> ComposeResult:
@@ -86,11 +107,20 @@ class ToolBlock(Vertical, can_focus=True):
         self._render_block()
 
     def append_output(self, text: str) -> None:
-        self.output += text
+        output = self.output + text
+        if len(output) > LIVE_TAIL_CHARS:
+            cut = len(output) - LIVE_TAIL_CHARS
+            newline = output.find("\n", cut)
+            if 0 <= newline < len(output) - 1:
+                cut = newline + 1  # keep whole lines
+            self.dropped_lines += output.count("\n", 0, cut)
+            output = output[cut:]
+        self.output = output
         self._render_block()
 
     def finish(self, content: str, *, is_error: bool, diff: str = "") -> None:
         self.output = content
+        self.dropped_lines = 0  # the result replaces the stream (and says what it left out)
         self.is_error = is_error
         self.diff = diff
         self.finished = True
@@ -127,12 +157,15 @@ class ToolBlock(Vertical, can_focus=True):
             text = self.output
             if self.expanded:
                 lines = text.splitlines()
-                if len(lines) > MAX_EXPANDED_LINES:
-                    note = f"({len(lines) - MAX_EXPANDED_LINES} earlier lines not shown)"
+                not_shown = max(0, len(lines) - MAX_EXPANDED_LINES) + self.dropped_lines
+                if not_shown:
+                    note = f"({not_shown} earlier lines not shown)"
                     text = "\n".join([note, *lines[-MAX_EXPANDED_LINES:]])
                 self.hidden_lines = 0
             else:
-                text, self.hidden_lines = collapse(text, self.preview_lines, self.expand_key)
+                text, self.hidden_lines = collapse(
+                    text, self.preview_lines, self.expand_key, earlier=self.dropped_lines
+                )
             body.update(Content(text))
         self.body_text = text
         body.display = bool(text.strip())

@@ -1,0 +1,58 @@
+"""The tool block with huge output: bounded while it streams, a long line cut when collapsed."""
+
+from __future__ import annotations
+
+import pytest
+from textual.app import App, ComposeResult
+
+from agentsh.tui.widgets.tool_block import (
+    LIVE_TAIL_CHARS,
+    MAX_EXPANDED_LINES,
+    PREVIEW_LINE_CHARS,
+    ToolBlock,
+)
+
+pytestmark = pytest.mark.asyncio
+
+
+class _OneBlock(App[None]):
+    def compose(self) -> ComposeResult:
+        yield ToolBlock("c1", "bash", "bash: yes", preview_lines=3, expand_key="Ctrl+O")
+
+
+async def test_a_running_block_keeps_a_bounded_tail_and_counts_every_earlier_line() -> None:
+    app = _OneBlock()
+    async with app.run_test(size=(80, 24)):
+        block = app.query_one(ToolBlock)
+        chunk = "".join(f"line {i:05d} of the build log\n" for i in range(128))  # ~4 KB
+        for _ in range(400):  # ~1.6 MB, as a verbose command streams it
+            block.append_output(chunk)
+        assert len(block.output) <= LIVE_TAIL_CHARS
+        assert block.output.startswith("line ")  # cut at a line boundary
+        total = 128 * 400
+        assert block.hidden_lines == total - 3
+        assert block.body_text.startswith(f"({total - 3} earlier lines, Ctrl+O to expand)")
+        assert block.body_text.rstrip().endswith("line 00127 of the build log")
+        block.action_toggle_expand()
+        shown = min(len(block.output.splitlines()), MAX_EXPANDED_LINES)
+        assert block.body_text.startswith(f"({total - shown} earlier lines not shown)")
+        # The result replaces the stream when the tool ends.
+        block.finish("last 3 lines\nof the\nresult", is_error=False)
+        assert block.dropped_lines == 0
+        assert block.body_text == "last 3 lines\nof the\nresult"
+
+
+async def test_a_collapsed_block_cuts_a_very_long_line() -> None:
+    app = _OneBlock()
+    async with app.run_test(size=(80, 24)):
+        block = app.query_one(ToolBlock)
+        minified = "x" * 50_000
+        block.finish(f"{minified}\ndone", is_error=False)
+        first, second = block.body_text.splitlines()
+        assert (
+            first
+            == "x" * PREVIEW_LINE_CHARS + f"… ({50_000 - PREVIEW_LINE_CHARS:,} more characters)"
+        )
+        assert second == "done"
+        block.action_toggle_expand()  # expanded, the line is shown whole
+        assert minified in block.body_text
