@@ -285,15 +285,21 @@ class ChatController:
     # -- sending ------------------------------------------------------------------------------
 
     async def submit(self, text: str) -> None:
-        """The user pressed Enter: a command runs now, a message runs or is queued."""
+        """The user pressed Enter: a command runs now, a message runs or is queued.
+
+        The chat goes to its end first (here, or in :meth:`run_command` for a command):
+        a command's answer, or a note saying why a message was not sent, is appended there,
+        and a user who had scrolled up to read would otherwise see nothing happen."""
         if slash.is_command(text):
             try:
                 command, arg = slash.parse(text)
             except slash.UnknownCommand as exc:
+                await self.chat.reveal_end()
                 await self.note(str(exc), "error")
                 return
             await self.run_command(command, arg)
             return
+        await self.chat.reveal_end()
         if self.agent_failed:
             await self.note(self.agent_failed, "error")
             return
@@ -419,6 +425,7 @@ class ChatController:
     # -- commands -----------------------------------------------------------------------------
 
     async def run_command(self, command: slash.SlashCommand, arg: str) -> None:
+        await self.chat.reveal_end()  # typed or from the palette: its answer must show
         if command.name in _IDLE_ONLY and not await self._require_idle(command):
             return
         handler = getattr(self, command.handler)

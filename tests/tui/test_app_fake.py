@@ -349,6 +349,28 @@ async def test_unknown_command_is_reported_in_place(make_app: MakeApp) -> None:
         assert "Unknown command /frobnicate" in app.query_one(NoteLine).text
 
 
+async def test_a_command_run_while_scrolled_up_shows_its_answer(
+    make_app: MakeApp, env: Environment, project: Path
+) -> None:
+    session = Session.create(env.user.project_sessions_dir(project), project)
+    for i in range(12):
+        session.append_message(Role.USER, f"question {i}")
+        session.append_message(Role.ASSISTANT, f"answer {i}", stop_reason=StopReason.STOP)
+    session.close()
+    app = make_app(options=LaunchOptions(continue_session=True))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        chat = app.query_one(ChatView)
+        await wait_for(pilot, lambda: chat.max_scroll_y > 0)
+        chat.scroll_home(animate=False, immediate=True)  # reading back: the anchor lets go
+        await pilot.pause()
+        await pilot.press(*"/label here", "enter")
+        await wait_for(pilot, lambda: any("Labelled" in n.text for n in app.query(NoteLine)))
+        await pilot.pause(0.1)
+        note = next(n for n in app.query(NoteLine) if "Labelled" in n.text)
+        assert chat.scroll_y + chat.scrollable_content_region.height >= note.virtual_region.bottom
+
+
 def _saved_session(env: Environment, project: Path, first: str) -> Session:
     session = Session.create(env.user.project_sessions_dir(project), project)
     session.append_message(Role.USER, first)
