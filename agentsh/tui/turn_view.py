@@ -168,6 +168,9 @@ class TurnView:
         if line is None:
             await self.chat.append(item)
             return
+        # The tier that ran, which may not be the one that started (a summary that failed
+        # falls back to archiving the turns).
+        line.tier = event.tier.value
         line.finish(event.tokens_before, event.tokens_after, summary, event.entry_id)
         self.chat.set_item(line, item)
 

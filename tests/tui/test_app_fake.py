@@ -651,6 +651,42 @@ async def test_compact_shows_one_collapsed_line_and_rejects_unknown_tiers(
         assert line.expanded
 
 
+async def test_a_compaction_that_falls_back_shows_the_tier_that_ran(make_app: MakeApp) -> None:
+    from agentsh.events import CompactionFinished, CompactionStarted, Tier
+    from agentsh.session.entries import CompactionEntry
+    from agentsh.tui.widgets.messages import CompactionLine
+
+    class FallingBackAgent(FakeAgent):
+        async def compact(self, tier: Tier | None = None) -> AsyncIterator[Event]:
+            yield CompactionStarted(Tier.SUMMARIZE, "manual")
+            # The summary could not be written: the turns were archived instead.
+            entry = CompactionEntry(
+                id=self.session.new_id(), parent_id=self.session.leaf_id,
+                tier="move_to_workspace", summary="archived", first_kept_id=self.session.leaf_id,
+                tokens_before=17_000, tokens_after=2_000,
+            )  # fmt: skip
+            self.session.append(entry)
+            yield CompactionFinished(
+                entry.id, Tier.MOVE_TO_WORKSPACE, 17_000, 2_000, "ws/001.md",
+                note="summary failed; archived instead",
+            )  # fmt: skip
+
+    app = make_app(factory=lambda _e, s, _o: FallingBackAgent(s))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"hello", "enter")
+        await wait_for(
+            pilot, lambda: not app.controller.turn_running and bool(app.query(AssistantMessage))
+        )
+        await pilot.press(*"/compact", "enter")
+        await wait_for(
+            pilot, lambda: bool(app.query(CompactionLine)) and not app.controller.turn_running
+        )
+        line = app.query_one(CompactionLine)
+        shown = str(line.render())
+        assert "MoveToWorkspace" in shown and "Summarize" not in shown
+
+
 async def test_a_provider_error_mid_reply_is_shown_in_place(make_app: MakeApp) -> None:
     from agentsh.events import Retrying, TextDelta, TurnStarted
 
