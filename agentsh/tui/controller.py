@@ -352,6 +352,11 @@ class ChatController:
         finally:
             await turn.close()
             self.turn_running = False
+            focused = self.app.focused
+            if focused is None or not focused.focusable:
+                # An approval prompt withdrawn by Esc keeps the focus it can no longer take:
+                # typing would go nowhere. The editor takes it back.
+                self.prompt.focus()
             if self._turn_done is not None:
                 self._turn_done.set()
             self.app.refresh_project_files()  # tools may have created or deleted files

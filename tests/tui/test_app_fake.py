@@ -519,6 +519,40 @@ async def test_the_approval_prompt_answers_with_its_keys(
         assert isinstance(app.focused, PromptInput)
 
 
+async def test_escape_on_a_waiting_approval_cancels_and_gives_typing_back_to_the_editor(
+    make_app: MakeApp,
+) -> None:
+    from agentsh.events import ApprovalRequest
+    from agentsh.tui.widgets.approval import ApprovalPrompt
+
+    class CancellableAgent(FakeAgent):
+        request: ApprovalRequest | None = None
+
+        def cancel(self) -> None:  # as the agent does: the pending question is withdrawn
+            super().cancel()
+            if self.request is not None:
+                self.request.decision.cancel()
+
+    async def asks(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        assert isinstance(agent, CancellableAgent)
+        agent.request = ApprovalRequest("c1", "bash", "bash: make", "make", "ask mode")
+        yield agent.request
+        try:
+            await agent.request.decision
+        except asyncio.CancelledError:
+            yield TurnEnded(TurnOutcome.ABORTED)
+
+    app = make_app(factory=lambda _e, s, _o: CancellableAgent(s, script=asks))
+    async with app.run_test(size=(80, 30)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"go", "enter")
+        await wait_for(pilot, lambda: isinstance(app.focused, ApprovalPrompt))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.controller.turn_running)
+        await pilot.press(*"next")
+        assert app.query_one(PromptInput).text == "next"
+
+
 async def test_the_approval_prompt_does_not_steal_focus_from_a_draft(make_app: MakeApp) -> None:
     from agentsh.tui.widgets.approval import ApprovalPrompt
 
