@@ -96,21 +96,6 @@ def build_real_agent(env: Environment, session: Session, options: LaunchOptions)
     return agent
 
 
-def new_session(env: Environment, cwd: Path, *, persist: bool = True) -> Session:
-    """A fresh session (its file appears with the first entry)."""
-    folder = env.user.project_sessions_dir(env.project.root) if persist else None
-    return Session.create(folder, cwd, fsync_each=env.settings.session.fsync == "entry")
-
-
-def resolve_session(env: Environment, options: LaunchOptions, cwd: Path) -> Session:
-    """The session the options name (``-c``, ``-r ID``, ``--session``, ``--no-session``)."""
-    if options.no_session or not (options.continue_session or options.resume or options.session):
-        return new_session(env, cwd, persist=not options.no_session)
-    from agentsh.startup import session_for_args  # the catalog, only when it is needed
-
-    return session_for_args(env, options, cwd)  # type: ignore[arg-type]
-
-
 def locked_view(exc: BaseException) -> Session | None:
     """A read-only view of a session another agentsh holds open (``/fork`` continues it)."""
     from agentsh.session.log import SessionError, SessionLocked
@@ -221,20 +206,21 @@ class ChatController:
 
     def _load(self, path: Path | None) -> None:
         """Thread worker: open the session, show it, build the agent (heavy imports here)."""
+        # The same choice as headless -p makes (the catalog loads here, off the UI thread).
+        from agentsh.startup import new_session, open_session_file, session_for_args
+
         problem = ""
         try:
             if path is not None:
-                from agentsh.startup import open_session_file
-
                 session = open_session_file(self.env, path, fork_if_locked=False)
             else:
-                session = resolve_session(self.env, self.options, self.cwd)
+                session = session_for_args(self.env, self.options.namespace(), self.cwd)
         except Exception as exc:  # noqa: BLE001 - worker boundary: shown in the chat, new session
             view = locked_view(exc)
             if view is not None:
                 session = view
             else:
-                problem = f"{exc} A new session was started instead."
+                problem = f"{_sentence(str(exc))} A new session was started instead."
                 session = new_session(self.env, self.cwd, persist=not self.options.no_session)
         self._call_ui(self._session_opened, session)
         if problem:  # after the transcript is loaded, which clears the chat
@@ -605,6 +591,8 @@ class ChatController:
             await self.note(f"Resumed session {session.id[:8]}.")
 
     async def cmd_new(self, arg: str) -> None:
+        from agentsh.startup import new_session
+
         current = self.current_session()
         session = new_session(
             self.env, self.cwd, persist=current.persistent if current is not None else True
@@ -816,6 +804,12 @@ def _entry_text(session: Session, entry_id: str) -> str:
         )
         return f"{entry.role.value}: {text}"
     return f"({entry.TYPE})"
+
+
+def _sentence(text: str) -> str:
+    """``text`` ending as a sentence, so another can follow it."""
+    text = text.strip()
+    return text if text.endswith((".", "!", "?", ")")) else f"{text}."
 
 
 def _first_line(text: str) -> str:

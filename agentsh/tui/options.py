@@ -38,3 +38,15 @@ class LaunchOptions:
     @property
     def wants_picker(self) -> bool:
         return self.resume == ""
+
+    def namespace(self) -> argparse.Namespace:
+        """The options as the argparse namespace :func:`agentsh.startup.session_for_args`
+        reads, so the TUI opens a session exactly as ``-p`` does. The TUI never forks a
+        locked session on its own: it shows it read-only and ``/fork`` continues it."""
+        return argparse.Namespace(
+            continue_session=self.continue_session,
+            resume=self.resume,
+            session=self.session,
+            no_session=self.no_session,
+            fork=False,
+        )

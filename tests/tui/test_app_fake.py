@@ -371,6 +371,23 @@ async def test_a_command_run_while_scrolled_up_shows_its_answer(
         assert chat.scroll_y + chat.scrollable_content_region.height >= note.virtual_region.bottom
 
 
+async def test_a_session_file_that_cannot_be_opened_is_named_and_a_new_session_starts(
+    make_app: MakeApp, tmp_path: Path
+) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    app = make_app(options=LaunchOptions(session=str(empty)))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _ready(pilot, app)
+        await wait_for(pilot, lambda: bool(app.query(NoteLine)))
+        text = app.query_one(NoteLine).text
+        assert str(empty) in text
+        assert text.endswith(". A new session was started instead.")
+        assert ". ." not in text
+        session = app.controller.current_session()
+        assert session is not None and session.path != empty
+
+
 def _saved_session(env: Environment, project: Path, first: str) -> Session:
     session = Session.create(env.user.project_sessions_dir(project), project)
     session.append_message(Role.USER, first)
