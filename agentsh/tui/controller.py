@@ -658,18 +658,18 @@ class ChatController:
         if self.agent is None:
             await self.note("The agent is still loading.", "warning")
             return
-        from agentsh.tui.status_format import human_cost, human_tokens
+        from agentsh.tui.status_format import human_cost, human_tokens, session_tokens
 
         s = self.agent.status()
         estimated = " (estimated)" if s.estimated else ""
         await self.markdown_note(
-            "| | |\n|---|---|\n"
+            "| This session | |\n|---|---|\n"
             f"| Model | {s.model or 'none'} |\n"
             f"| Current context | {human_tokens(s.used)} / {human_tokens(s.window)} "
             f"({s.pct:.1f}%){estimated} |\n"
-            f"| Session input tokens | {s.session_input_tokens:,} |\n"
-            f"| Session output tokens | {s.session_output_tokens:,} |\n"
-            f"| Session cost | {human_cost(s.session_cost)} |\n"
+            f"| Tokens (Σ, every reply and branch) | {session_tokens(s):,} = "
+            f"{s.session_input_tokens:,} input + {s.session_output_tokens:,} output |\n"
+            f"| Cost | {human_cost(s.session_cost)} |\n"
             f"| Compactions | {s.compactions} |"
         )
 
@@ -744,7 +744,7 @@ class ChatController:
         from agentsh.tui.screens.sessions import SessionPicker, session_items
 
         try:
-            items = await asyncio.to_thread(session_items, self.env)
+            items = await asyncio.to_thread(session_items, self.env, width=self.app.size.width)
         except (OSError, ValueError) as exc:
             await self.note(f"Sessions could not be listed: {exc}", "error")
             return None

@@ -63,6 +63,14 @@ def human_tokens(value: int) -> str:
     return f"{round(value / 1_000_000)}M"
 
 
+def session_tokens(status: ContextStatus) -> int:
+    """The session's tokens, as the bar's ``Σ``, ``/cost`` and the session picker show them:
+    input plus output over every reply in the session file, all branches (the definition the
+    core's totals and the session catalog share). Not the current context, which the
+    ``used / window`` figure shows."""
+    return status.session_input_tokens + status.session_output_tokens
+
+
 def human_cost(value: float) -> str:
     if value <= 0:
         return "$0.00"
@@ -111,7 +119,7 @@ def segments(status: ContextStatus, *, loading: bool = False) -> list[Segment]:
         out.append(Segment("tier", (Part(status.tier.label, f"reverse {tier_style}"),), NEVER))
     if status.paused:
         out.append(Segment("paused", (Part("auto-compaction paused", "bold $warning"),), NEVER))
-    total = status.session_input_tokens + status.session_output_tokens
+    total = session_tokens(status)
     if total or status.session_cost:
         out.append(Segment("session_tokens", (Part(f"Σ {human_tokens(total)} tok", ""),), 4))
         out.append(Segment("cost", (Part(human_cost(status.session_cost), "$secondary"),), 6))

@@ -417,6 +417,41 @@ async def test_resume_picker_searches_by_first_message_and_opens_the_session(
         assert [m.text for m in app.query(AssistantMessage)] == ["re: find the parser bug"]
 
 
+async def test_session_tokens_read_the_same_in_the_bar_cost_and_the_picker(
+    make_app: MakeApp, env: Environment, project: Path
+) -> None:
+    from agentsh.session.entries import Usage
+
+    saved = Session.create(env.user.project_sessions_dir(project), project)
+    saved.append_message(Role.USER, "count my tokens " + "and a long first message " * 6)
+    saved.append_message(
+        Role.ASSISTANT, "counted", stop_reason=StopReason.STOP,
+        usage=Usage(input_tokens=1_234, output_tokens=66),
+    )  # fmt: skip
+    saved.close()
+    status = ContextStatus(model="test/fake", window=100_000, used=1_300,
+                           session_input_tokens=1_234, session_output_tokens=66)  # fmt: skip
+    app = make_app(
+        factory=fake_factory(status=status), options=LaunchOptions(continue_session=True)
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        assert "Σ 1.3k tok" in str(app.query_one(StatusBar).render())
+        await pilot.press(*"/cost", "enter")
+        await wait_for(pilot, lambda: bool(app.query(NoteMarkdown)))
+        assert "1,300 = 1,234 input + 66 output" in app.query_one(NoteMarkdown).text
+        await pilot.press(*"/resume", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
+        picker = app.screen
+        assert isinstance(picker, PickerScreen)
+        (row,) = picker.shown
+        assert "1.3k tok" in str(row.label)
+        await pilot.pause()
+        # One line per session at 80 columns: the first message is cut to fit, not wrapped.
+        assert picker.query_one("#picker-list").virtual_size.height == 1
+        await pilot.press("escape")
+
+
 async def test_resume_flag_without_an_id_opens_the_picker_first(
     make_app: MakeApp, env: Environment, project: Path
 ) -> None:

@@ -1,20 +1,32 @@
 """The session picker (``/resume``, ``agentsh -r``): this project's sessions, newest first.
 
-Built on the session catalog, so listing never parses whole session files. Each row shows the
-first message, age, size and cost; typing filters by the first message (and the id).
+Built on the session catalog, so listing never parses whole session files. Each row is one
+line: the first message (cut to what the terminal leaves it), then age, size, tokens, cost and
+the id prefix; typing filters by the first message (and the id). "Tokens" is what the status
+bar's ``Σ`` and ``/cost`` show and ``agentsh sessions`` lists: input plus output over every
+reply in the file, all branches.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textual.content import Content
 
 from agentsh.config import Environment
 from agentsh.tui.screens.picker import PickerItem, PickerScreen
-from agentsh.tui.status_format import human_cost
+from agentsh.tui.status_format import human_cost, human_tokens
+
+if TYPE_CHECKING:
+    from agentsh.session.catalog import SessionInfo
+
+# The cells around a row: the picker's border and padding, the list's padding, a scrollbar.
+PICKER_CHROME = 8
+# Age, size, tokens, cost and id, with the two-cell gaps before each.
+META_CELLS = (2 + 8) + (2 + 7) + (2 + 9) + (2 + 7) + (2 + 8)
+MIN_MESSAGE_CELLS = 16
 
 
 def age(timestamp: datetime, now: datetime | None = None) -> str:
@@ -33,43 +45,34 @@ def human_size(size: int) -> str:
     return f"{size / 1024 / 1024:.1f} MB"
 
 
-def _when(value: Any) -> datetime | None:
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if isinstance(value, int | float):
-        return datetime.fromtimestamp(value, UTC)
-    if isinstance(value, str) and value:
-        try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-    return None
-
-
-def session_row(info: Any, now: datetime | None = None) -> PickerItem:
-    first = " ".join(str(info.first_message or info.title or "(no messages)").split())
-    when = _when(info.last_activity)
+def session_row(info: SessionInfo, *, width: int = 120, now: datetime | None = None) -> PickerItem:
+    """One session as one line of a picker on a terminal ``width`` cells wide."""
+    cells = max(MIN_MESSAGE_CELLS, width - PICKER_CHROME - META_CELLS)
+    message = " ".join((info.first_message or info.title or "(no messages)").split())
+    first = message if len(message) <= cells else message[: cells - 1] + "…"
+    when = datetime.fromtimestamp(info.last_activity, UTC)
     label = Content.assemble(
-        (f"{first[:60]:<60}", "bold"),
+        (f"{first:<{cells}}", "bold"),
         "  ",
-        (f"{age(when, now) if when else '?':>8}", "$foreground-muted"),
+        (f"{age(when, now):>8}", "$foreground-muted"),
         "  ",
-        (f"{human_size(int(info.size_bytes)):>7}", "$foreground-muted"),
+        (f"{human_size(info.size_bytes):>7}", "$foreground-muted"),
         "  ",
-        (f"{human_cost(float(info.cost)):>7}", "$secondary"),
+        (f"{human_tokens(info.tokens) + ' tok':>9}", "$foreground-muted"),
         "  ",
-        (str(info.id)[:8], "$foreground-muted"),
+        (f"{human_cost(info.cost):>7}", "$secondary"),
+        "  ",
+        (info.short_id, "$foreground-muted"),
     )
-    return PickerItem(str(info.path), label, search_text=f"{first} {info.id}")
+    return PickerItem(str(info.path), label, search_text=f"{message} {info.id}")
 
 
-def session_items(env: Environment) -> list[PickerItem]:
+def session_items(env: Environment, *, width: int = 120) -> list[PickerItem]:
     """Rows for this project's sessions (thread-safe; runs off the UI thread)."""
     from agentsh.session.catalog import Catalog
 
     infos = Catalog(env.user).list(env.project.root)
-    return [session_row(info) for info in infos]
+    return [session_row(info, width=width) for info in infos]
 
 
 class SessionPicker(PickerScreen):
