@@ -1,11 +1,12 @@
 """The Textual App: wires the screen, bindings, themes and the controller together.
 
 No feature logic lives here (DESIGN.md): the App composes the chat column and the status bar,
-installs themes and the user's keymap, forwards key actions and widget messages to the
-:class:`~agentsh.tui.controller.ChatController`, and owns the one piece of App-wide state that
-Textual keeps on the App itself (the active theme). Importing this module must stay cheap:
-litellm, tiktoken, numpy, onnxruntime and the search index are imported later, by the agent
-factory in a thread worker (a test pins this).
+installs themes (and reloads user themes when their files change) and the user's keymap,
+routes SIGTERM and SIGHUP to the controller's quit, and forwards key actions and widget
+messages to the :class:`~agentsh.tui.controller.ChatController`, which does the rest
+(``/theme`` included: the App only holds the active theme, as Textual keeps it there).
+Importing this module must stay cheap: litellm, tiktoken, numpy, onnxruntime and the search
+index are imported later, by the agent factory in a thread worker (a test pins this).
 """
 
 from __future__ import annotations
@@ -23,17 +24,9 @@ from agentsh.tui.controller import AgentFactory, ChatController
 from agentsh.tui.keys import KeyScope, bindings_for, display_key, keymap_from_settings, spec
 from agentsh.tui.options import LaunchOptions
 from agentsh.tui.panes.panel import WIDE_COLUMNS, PaneName, SidePanel
-from agentsh.tui.projection import NoteItem
 from agentsh.tui.quit_signals import QuitSignals
 from agentsh.tui.screens.help import HelpScreen
-from agentsh.tui.screens.picker import PickerItem, PickerScreen
-from agentsh.tui.themes import (
-    DEFAULT_THEME,
-    ThemeError,
-    load_themes,
-    persist_theme_choice,
-    shipped_themes_dir,
-)
+from agentsh.tui.themes import DEFAULT_THEME, load_themes, shipped_themes_dir
 from agentsh.tui.widgets.approval import ApprovalPrompt
 from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.composer import Composer, PromptInput
@@ -85,7 +78,6 @@ class AgentshApp(App[None]):
         self.keymap = keymap.keymap
         self._startup_problems = [str(p) for p in env.config.problems] + list(keymap.problems)
         self._watch_themes = watch_themes
-        self._files: list[str] = []
         # A closed terminal (SIGHUP) or a kill (SIGTERM) quits like Ctrl+Q: the log is finished.
         self._quit_signals = QuitSignals(self._quit_on_signal)
         self._install_themes()
@@ -113,7 +105,7 @@ class AgentshApp(App[None]):
         self._quit_signals.install()
         self.set_keymap(self.keymap)
         prompt = self.query_one(PromptInput)
-        prompt.files = self._project_files
+        prompt.files = self.controller.project_files
         prompt.focus()
         for problem in self._startup_problems:
             self.notify(problem, title="Configuration", severity="warning", timeout=10)
@@ -122,7 +114,7 @@ class AgentshApp(App[None]):
 
     def _after_first_frame(self) -> None:
         self.controller.start()
-        self.refresh_project_files()
+        self.controller.refresh_project_files()
         if self._watch_themes:
             self._watch_user_themes()
 
@@ -133,12 +125,12 @@ class AgentshApp(App[None]):
     def _quit_on_signal(self, signum: int) -> None:
         # 128 + the signal number, as a shell reports a process the signal ended.
         code = 128 + signum
-        work = (
+        job = (
             self.controller.hang_up(return_code=code)
             if signum == getattr(signal, "SIGHUP", None)
             else self.controller.quit(return_code=code)
         )
-        self.run_worker(work, group="quit", exclusive=True, exit_on_error=False)
+        self.run_worker(job, group="quit", exclusive=True, exit_on_error=False)
 
     # -- themes -------------------------------------------------------------------------------
 
@@ -179,53 +171,6 @@ class AgentshApp(App[None]):
             return
         async for _changes in awatch(folder, debounce=100, step=50):
             self.reload_themes()
-
-    async def choose_theme(self, name: str) -> None:
-        """``/theme [name]``: set directly, or pick from a list that previews live."""
-        if not name:
-            name = await self._pick_theme() or ""
-            if not name:
-                return
-        if name not in self.available_themes:
-            await self.controller.chat.append(
-                NoteItem("", f"No theme named {name!r}. /theme lists them.", "error")
-            )
-            return
-        self.theme = name
-        try:
-            persist_theme_choice(self.env.user.config_file, name)
-        except ThemeError as exc:
-            self.notify(str(exc), title="Theme not saved", severity="error")
-            return
-        self.notify(f"Theme {name} saved to {self.env.user.config_file.name}", timeout=3)
-
-    async def _pick_theme(self) -> str | None:
-        original = self.theme
-        names = sorted(self.available_themes, key=lambda n: (not n.startswith("agentsh"), n))
-        items = [PickerItem(n, n) for n in names]
-
-        def preview(name: str) -> None:
-            self.theme = name
-
-        chosen = await self.push_screen_wait(
-            PickerScreen("Theme", items, current=original, on_highlight=preview)
-        )
-        if chosen is None:
-            self.theme = original
-        return chosen
-
-    # -- project files for @ completion --------------------------------------------------------
-
-    def _project_files(self) -> list[str]:
-        return self._files
-
-    @work(thread=True, exclusive=True, group="files", exit_on_error=False)
-    def refresh_project_files(self) -> None:
-        """Re-list the project's files for ``@`` completion (start-up and after each turn)."""
-        from agentsh.tui.files import list_project_files
-
-        files = list_project_files(self.env.project.root)
-        self.call_from_thread(setattr, self, "_files", files)
 
     # -- actions (keys) -----------------------------------------------------------------------
 

@@ -141,6 +141,7 @@ class ChatController:
         self.turn_running = False
         self.agent_failed = ""
         self._queued_widgets: list[QueuedMessage] = []
+        self._files: list[str] = []  # the project's files, for @ completion
         self._ui_state = load_ui_state(env.user.ui_state_file)
         self._turn_done: asyncio.Event | None = None  # set when the running turn has ended
         # Published whenever the session's path may have changed (a turn, a compaction, an
@@ -167,6 +168,24 @@ class ChatController:
     @property
     def ready(self) -> bool:
         return self.agent is not None
+
+    # -- project files for @ completion --------------------------------------------------------
+
+    def project_files(self) -> list[str]:
+        """The project's files as last listed (the editor's ``@`` completion reads this)."""
+        return self._files
+
+    def refresh_project_files(self) -> None:
+        """Re-list the project's files off the UI thread (start-up and after each turn)."""
+        self.app.run_worker(
+            self._list_files, thread=True, exclusive=True, group="files", exit_on_error=False
+        )
+
+    def _list_files(self) -> None:
+        from agentsh.tui.files import list_project_files
+
+        files = list_project_files(self.env.project.root)
+        self._call_ui(setattr, self, "_files", files)
 
     # -- start-up -----------------------------------------------------------------------------
 
@@ -345,7 +364,7 @@ class ChatController:
                 self.prompt.focus()
             if self._turn_done is not None:
                 self._turn_done.set()
-            self.app.refresh_project_files()  # tools may have created or deleted files
+            self.refresh_project_files()  # tools may have created or deleted files
             if self.agent is not None:
                 self.show_status(self.agent.status())
             await self.branching.turn_ended()
@@ -636,7 +655,44 @@ class ChatController:
         await self.markdown_note("\n\n".join(parts))
 
     async def cmd_theme(self, arg: str) -> None:
-        await self.app.choose_theme(arg)
+        """``/theme [name]``: set directly, or pick from a list that previews live; the
+        choice is saved as ``tui.theme`` in the user's config.toml."""
+        from agentsh.tui.themes import ThemeError, persist_theme_choice
+
+        app = self.app
+        name = arg.strip() or await self._pick_theme()
+        if not name:
+            return
+        if name not in app.available_themes:
+            await self.note(f"No theme named {name!r}. /theme lists them.", "error")
+            return
+        app.theme = name
+        try:
+            persist_theme_choice(self.env.user.config_file, name)
+        except ThemeError as exc:
+            app.notify(str(exc), title="Theme not saved", severity="error")
+            return
+        app.notify(f"Theme {name} saved to {self.env.user.config_file.name}", timeout=3)
+
+    async def _pick_theme(self) -> str:
+        """The theme list; each move previews, Esc puts the theme back."""
+        from agentsh.tui.screens.picker import PickerItem, PickerScreen
+
+        app = self.app
+        original = app.theme
+        names = sorted(app.available_themes, key=lambda n: (not n.startswith("agentsh"), n))
+
+        def preview(name: str) -> None:
+            app.theme = name
+
+        chosen = await app.push_screen_wait(
+            PickerScreen(
+                "Theme", [PickerItem(n, n) for n in names], current=original, on_highlight=preview
+            )
+        )
+        if chosen is None:
+            app.theme = original
+        return chosen or ""
 
     async def cmd_export(self, arg: str) -> None:
         from agentsh.tui.export import ExportError, export_session

@@ -173,7 +173,7 @@ async def test_slash_completion_offers_commands_and_enter_runs_one(make_app: Mak
         assert menu.display and [c.insert for c in menu.completions] == ["/compact ", "/cost"]
         await pilot.press("down", "enter")  # /cost takes no argument: it runs
         await wait_for(pilot, lambda: bool(app.query(NoteMarkdown)))
-        assert "Session cost" in app.query_one(NoteMarkdown).text
+        assert "| Cost |" in app.query_one(NoteMarkdown).text
 
 
 async def test_at_completion_inserts_a_project_path(make_app: MakeApp, project: Path) -> None:
@@ -182,7 +182,7 @@ async def test_at_completion_inserts_a_project_path(make_app: MakeApp, project: 
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await _ready(pilot, app)
-        await wait_for(pilot, lambda: "src/parser.py" in app._files)
+        await wait_for(pilot, lambda: "src/parser.py" in app.controller.project_files())
         await pilot.press(*"look at @pars")
         menu = app.query_one(CompletionMenu)
         assert menu.display and menu.completions[0].insert == "@src/parser.py "
@@ -266,7 +266,7 @@ async def test_command_palette_runs_slash_commands(make_app: MakeApp) -> None:
         await pilot.pause(0.3)
         await pilot.press("enter")
         await wait_for(pilot, lambda: bool(app.query(NoteMarkdown)))
-        assert "Session cost" in app.query_one(NoteMarkdown).text
+        assert "| Cost |" in app.query_one(NoteMarkdown).text
 
 
 async def test_tool_blocks_collapse_to_their_last_lines_and_toggle(make_app: MakeApp) -> None:
