@@ -421,6 +421,15 @@ class ChatController:
     def current_session(self) -> Session | None:
         return self.agent.session if self.agent is not None else self.session
 
+    async def _require_writable(self, command: slash.SlashCommand) -> bool:
+        """A read-only session (open in another agentsh) cannot take a label or a compaction;
+        say so, and how to go on, instead of failing on the write."""
+        session = self.current_session()
+        if command.name in _WRITES and session is not None and session.read_only_reason:
+            await self.note(read_only_note(session), "warning")
+            return False
+        return True
+
     async def _require_idle(self, command: slash.SlashCommand) -> bool:
         if self.turn_running:
             await self.note(
@@ -437,6 +446,8 @@ class ChatController:
     async def run_command(self, command: slash.SlashCommand, arg: str) -> None:
         await self.chat.reveal_end()  # typed or from the palette: its answer must show
         if command.name in _IDLE_ONLY and not await self._require_idle(command):
+            return
+        if not await self._require_writable(command):
             return
         handler = getattr(self, command.handler)
         # A worker, so a handler can wait for a picker (push_screen_wait needs one).
@@ -822,6 +833,7 @@ class ChatController:
 
 _IDLE_ONLY = frozenset({"compact", "fork", "resume", "new", "label"})
 _NEEDS_AGENT = frozenset({"compact"})
+_WRITES = frozenset({"compact", "label"})  # append to the session file
 
 
 TREE_MAX_LINES = 200

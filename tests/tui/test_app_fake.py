@@ -660,6 +660,30 @@ async def test_a_session_open_elsewhere_is_shown_read_only_and_fork_continues_it
         holder.close()
 
 
+async def test_commands_that_write_say_a_read_only_session_is_read_only(
+    make_app: MakeApp, env: Environment, project: Path
+) -> None:
+    saved = _saved_session(env, project, "shared work")
+    assert saved.path is not None
+    holder = Session.open(saved.path)  # "another agentsh" holds the lock
+    try:
+        app = make_app()
+        async with app.run_test(size=(100, 30)) as pilot:
+            await _ready(pilot, app)
+            await pilot.press(*f"/resume {saved.id[:8]}", "enter")
+            await wait_for(pilot, lambda: bool(app.query(UserMessage)))
+            for command in ("/label checkpoint", "/compact"):
+                before = len(app.query(NoteLine))
+                await pilot.press(*command, "enter")
+                await wait_for(pilot, lambda n=before: len(app.query(NoteLine)) > n)
+                note = list(app.query(NoteLine))[-1]
+                assert note.kind == "warning" and "/fork continues it" in note.text
+            agent = app.controller.agent
+            assert isinstance(agent, FakeAgent) and agent.compactions == []
+    finally:
+        holder.close()
+
+
 async def test_model_picker_takes_a_typed_model_string(
     make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -748,8 +772,8 @@ async def test_a_compaction_that_falls_back_shows_the_tier_that_ran(make_app: Ma
             # The summary could not be written: the turns were archived instead.
             entry = CompactionEntry(
                 id=self.session.new_id(), parent_id=self.session.leaf_id,
-                tier="move_to_workspace", summary="archived", first_kept_id=self.session.leaf_id,
-                tokens_before=17_000, tokens_after=2_000,
+                tier="move_to_workspace", summary="archived",
+                first_kept_id=self.session.leaf_id or "", tokens_before=17_000, tokens_after=2_000,
             )  # fmt: skip
             self.session.append(entry)
             yield CompactionFinished(
