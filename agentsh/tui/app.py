@@ -181,8 +181,7 @@ class AgentshApp(App[None]):
         self.push_screen(HelpScreen(self.keymap))
 
     def action_cancel_turn(self) -> None:
-        if not self.controller.cancel():
-            self.controller.branching.escape()  # twice on an empty editor opens the tree
+        self.controller.escape()
 
     def action_toggle_last_tool(self) -> None:
         focused = self.focused

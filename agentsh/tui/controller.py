@@ -386,6 +386,20 @@ class ChatController:
         if self.queue and not self.turn_running:
             self._start_next()
 
+    def escape(self) -> None:
+        """Esc (unless the focused widget takes it): cancel the running turn; else, from the
+        chat (Ctrl+Up walks its blocks), back to the editor, where typing goes; else, twice
+        on an empty editor, open the tree."""
+        if self.cancel():
+            return
+        focused = self.app.focused
+        if focused is not None and any(
+            isinstance(node, ChatView) for node in focused.ancestors_with_self
+        ):
+            self.prompt.focus()
+            return
+        self.branching.escape()
+
     def cancel(self) -> bool:
         """Esc: stop the running turn. Queued messages go back to the editor, unsent."""
         if self.branching.cancel():  # a branch summary being written

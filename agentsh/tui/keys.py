@@ -56,7 +56,13 @@ KEYS: tuple[KeySpec, ...] = (
         KeyScope.APP,
         builtin=True,
     ),
-    KeySpec("cancel", "escape", "cancel_turn", "Cancel the running turn", KeyScope.APP),
+    KeySpec(
+        "cancel",
+        "escape",
+        "cancel_turn",
+        "Cancel the running turn (else from the chat, back to the editor)",
+        KeyScope.APP,
+    ),
     KeySpec(
         "toggle_tool",
         "ctrl+o",

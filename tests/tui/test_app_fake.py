@@ -684,6 +684,22 @@ async def test_commands_that_write_say_a_read_only_session_is_read_only(
         holder.close()
 
 
+async def test_escape_in_the_chat_gives_the_focus_back_to_the_editor(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"hello", "enter")
+        await wait_for(
+            pilot, lambda: not app.controller.turn_running and bool(app.query(AssistantMessage))
+        )
+        await pilot.press("ctrl+up")
+        assert not isinstance(app.focused, PromptInput)
+        await pilot.press("escape")
+        assert isinstance(app.focused, PromptInput)
+        await pilot.press(*"next")
+        assert app.query_one(PromptInput).text == "next"
+
+
 async def test_model_picker_takes_a_typed_model_string(
     make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
