@@ -432,6 +432,14 @@ class ChatController:
         widget = NoteMarkdown(text, kind=kind, plain=plain)
         await self.chat.append(NoteItem("", _first_line(text), kind), widget)
 
+    async def _no_agent(self, loading: str) -> None:
+        """A command that needs the agent ran without one: it is loading (``loading`` says
+        so), or it could not start, and then waiting would not help."""
+        if self.agent_failed:
+            await self.note(self.agent_failed, "error")
+        else:
+            await self.note(loading, "warning")
+
     def current_session(self) -> Session | None:
         return self.agent.session if self.agent is not None else self.session
 
@@ -451,7 +459,7 @@ class ChatController:
             )
             return False
         if self.agent is None and command.name in _NEEDS_AGENT:
-            await self.note(f"/{command.name} is available once the agent has loaded.", "warning")
+            await self._no_agent(f"/{command.name} is available once the agent has loaded.")
             return False
         return True
 
@@ -489,7 +497,7 @@ class ChatController:
             if not arg:
                 return
         if agent is None:
-            await self.note("The agent is still loading; try again in a moment.", "warning")
+            await self._no_agent("The agent is still loading; try again in a moment.")
             return
         try:
             agent.set_model(arg)
@@ -737,7 +745,7 @@ class ChatController:
 
     async def cmd_cost(self, arg: str) -> None:
         if self.agent is None:
-            await self.note("The agent is still loading.", "warning")
+            await self._no_agent("The agent is still loading.")
             return
         from agentsh.tui.status_format import human_cost, human_tokens, session_tokens
 

@@ -700,6 +700,21 @@ async def test_escape_in_the_chat_gives_the_focus_back_to_the_editor(make_app: M
         assert app.query_one(PromptInput).text == "next"
 
 
+async def test_commands_that_need_the_agent_say_it_could_not_start(make_app: MakeApp) -> None:
+    def broken(_e: Environment, _s: Session, _o: LaunchOptions) -> AgentLike:
+        raise RuntimeError("the search index is locked")
+
+    app = make_app(factory=broken)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: bool(app.controller.agent_failed))
+        for command in ("/cost", "/compact", "/model openai/gpt-4.1"):
+            before = len(app.query(NoteLine))
+            await pilot.press(*command, "enter")
+            await wait_for(pilot, lambda n=before: len(app.query(NoteLine)) > n)
+            note = list(app.query(NoteLine))[-1]
+            assert "could not start" in note.text and "loading" not in note.text, command
+
+
 async def test_model_picker_takes_a_typed_model_string(
     make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
