@@ -44,10 +44,6 @@ class PaneName(StrEnum):
         return f"tab-{self.value}"
 
 
-class Refreshable(Protocol):
-    def refresh_content(self) -> None: ...
-
-
 class _PathSource(Protocol):
     path_changed: Signal[str]
 

@@ -44,14 +44,6 @@ class SessionSource(Protocol):
     def current_session(self) -> Session | None: ...
 
 
-_FILTER_KEYS = {
-    "tree_filter_default": TreeFilter.DEFAULT,
-    "tree_filter_no_tools": TreeFilter.NO_TOOLS,
-    "tree_filter_user": TreeFilter.USER,
-    "tree_filter_labelled": TreeFilter.LABELLED,
-    "tree_filter_all": TreeFilter.ALL,
-}
-
 _KIND_CLASS = {
     RowKind.USER: "tree--user",
     RowKind.ASSISTANT: "tree--assistant",
