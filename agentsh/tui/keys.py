@@ -196,6 +196,20 @@ KEYS: tuple[KeySpec, ...] = (
         KeyScope.APPROVAL,
     ),
     KeySpec("deny", "n", "decide('deny')", "Deny", KeyScope.APPROVAL),
+    KeySpec(
+        "approval_scroll_up",
+        "up,k",
+        "scroll_detail(-1)",
+        "Scroll the command or diff up",
+        KeyScope.APPROVAL,
+    ),
+    KeySpec(
+        "approval_scroll_down",
+        "down,j",
+        "scroll_detail(1)",
+        "Scroll the command or diff down",
+        KeyScope.APPROVAL,
+    ),
     # Pickers (/theme, /resume, /model).
     KeySpec(
         "picker_close", "escape", "close", "Close the picker (keep the old choice)", KeyScope.PICKER

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from textual.widgets import Static
 
 from agentsh.config import Environment, load_environment
 from agentsh.events import (
@@ -603,6 +604,47 @@ async def test_escape_on_a_waiting_approval_cancels_and_gives_typing_back_to_the
         await wait_for(pilot, lambda: not app.controller.turn_running)
         await pilot.press(*"next")
         assert app.query_one(PromptInput).text == "next"
+
+
+async def test_a_long_diff_to_approve_scrolls_to_its_end_before_the_answer(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentsh.events import ApprovalRequest
+    from agentsh.tui.widgets.approval import ApprovalDetail, ApprovalPrompt
+
+    monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 0.0)
+    diff = "--- a/big.py\n+++ b/big.py\n@@ -0,0 +1,40 @@\n" + "\n".join(
+        f"+line {i}" for i in range(1, 41)
+    )
+    decisions: list[str] = []
+
+    async def asks(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        request = ApprovalRequest("c1", "write", "write: big.py", diff, "ask mode")
+        yield request
+        decisions.append((await request.decision).value)
+        yield TurnEnded(TurnOutcome.DONE)
+
+    app = make_app(factory=fake_factory(script=asks))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"go", "enter")
+        await wait_for(pilot, lambda: isinstance(app.focused, ApprovalPrompt))
+        prompt = app.query_one(ApprovalPrompt)
+        assert "scroll all 43 lines" in str(prompt.query_one(".approval-keys", Static).render())
+        detail = prompt.query_one(ApprovalDetail)
+        await pilot.pause()
+        assert detail.max_scroll_y > 0
+        for _ in range(3):  # a held key repeats faster than frames are drawn
+            prompt.action_scroll_detail(1)
+        await pilot.pause()
+        assert detail.scroll_y == 3
+        await pilot.press(*["down"] * 40)
+        assert detail.scroll_y == detail.max_scroll_y  # the last line of the diff is in view
+        assert app.focused is prompt and decisions == []
+        await pilot.press("up")
+        assert detail.scroll_y == detail.max_scroll_y - 1
+        await pilot.press("y")
+        await wait_for(pilot, lambda: decisions == ["allow_once"])
 
 
 async def test_the_approval_prompt_does_not_steal_focus_from_a_draft(make_app: MakeApp) -> None:

@@ -32,7 +32,13 @@ def test_fixed_keys_cannot_be_remapped() -> None:
 
 def test_scoped_bindings_carry_their_ids_for_the_keymap() -> None:
     bindings = bindings_for(KeyScope.APPROVAL)
-    assert {b.id for b in bindings} == {"approve_once", "approve_session", "deny"}  # type: ignore[union-attr]
+    assert {b.id for b in bindings} == {  # type: ignore[union-attr]
+        "approve_once",
+        "approve_session",
+        "deny",
+        "approval_scroll_up",
+        "approval_scroll_down",
+    }
 
 
 def test_editor_keys_are_read_by_the_widget_not_bound() -> None:

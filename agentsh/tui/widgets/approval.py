@@ -7,6 +7,10 @@ while it waits, the future is cancelled by the agent and the prompt says so.
 
 Keys typed for something else must not answer it: it takes focus only when the editor is
 empty (otherwise Ctrl+Up reaches it), and it ignores keys for :attr:`GRACE_S` after it appears.
+
+The detail (the command, or the diff of a write or edit, which can run to thousands of lines)
+is shown in a box of at most :data:`DETAIL_ROWS` rows that Up/Down (and the mouse wheel)
+scroll while the prompt has the focus: what is approved can be read to its end first.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import time
 from dataclasses import dataclass
 
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import Static, TextArea
@@ -24,11 +28,17 @@ from agentsh.events import ApprovalDecision, ApprovalRequest
 from agentsh.tui.keys import KeyScope, bindings_for, display_key, spec
 from agentsh.tui.widgets.tool_block import diff_content
 
+DETAIL_ROWS = 16  # the detail box's height at most (agentsh.tcss); longer details scroll
+
 _DECISION_TEXT = {
     ApprovalDecision.ALLOW_ONCE: "allowed once",
     ApprovalDecision.ALLOW_SESSION: "allowed for this session",
     ApprovalDecision.DENY: "denied",
 }
+
+
+class ApprovalDetail(VerticalScroll, can_focus=False):
+    """The command or diff being approved; scrolled by the prompt's keys, not focused."""
 
 
 class ApprovalPrompt(Vertical, can_focus=True):
@@ -52,31 +62,38 @@ class ApprovalPrompt(Vertical, can_focus=True):
     def _key(self, binding_id: str) -> str:
         return display_key(self._keymap.get(binding_id, spec(binding_id).key))
 
+    def _first_key(self, binding_id: str) -> str:
+        return display_key(self._keymap.get(binding_id, spec(binding_id).key).split(",")[0])
+
     def compose(self) -> ComposeResult:
         req = self.request
         title = Content.assemble(("? ", "bold $warning"), ("Allow ", ""), (req.summary, "bold"))
         yield Static(title, classes="approval-title")
         if req.reason:
             yield Static(Content(req.reason), classes="approval-reason")
+        lines = 0
         if req.detail:
             detail = req.detail
+            lines = detail.count("\n") + 1
             body = (
                 diff_content(detail)
                 if detail.startswith(("---", "@@", "diff "))
                 else Content(detail)
             )
-            yield Static(body, classes="approval-detail")
-        yield Static(
-            Content.assemble(
-                (f"[{self._key('approve_once')}]", "bold $success"),
-                " allow once   ",
-                (f"[{self._key('approve_session')}]", "bold $success"),
-                " allow for this session   ",
-                (f"[{self._key('deny')}]", "bold $error"),
-                " deny",
-            ),
-            classes="approval-keys",
-        )
+            with ApprovalDetail(classes="approval-detail"):
+                yield Static(body)
+        keys: list[str | tuple[str, str]] = [
+            (f"[{self._key('approve_once')}]", "bold $success"),
+            " allow once   ",
+            (f"[{self._key('approve_session')}]", "bold $success"),
+            " allow for this session   ",
+            (f"[{self._key('deny')}]", "bold $error"),
+            " deny",
+        ]
+        if lines > DETAIL_ROWS:
+            up, down = (self._first_key(k) for k in ("approval_scroll_up", "approval_scroll_down"))
+            keys += ["   ", (f"[{up}/{down}]", "bold $accent"), f" scroll all {lines} lines"]
+        yield Static(Content.assemble(*keys), classes="approval-keys")
 
     def on_mount(self) -> None:
         self._shown_at = time.monotonic()
@@ -87,6 +104,11 @@ class ApprovalPrompt(Vertical, can_focus=True):
         else:
             self.focus()
         self.scroll_visible()
+
+    def action_scroll_detail(self, lines: int) -> None:
+        # From the scroll target, not the position: keys repeat faster than frames are drawn.
+        for detail in self.query(ApprovalDetail):
+            detail.scroll_to(y=detail.scroll_target_y + lines, animate=False, immediate=True)
 
     def action_decide(self, value: str) -> None:
         if self.decision is not None or time.monotonic() - self._shown_at < self.GRACE_S:
