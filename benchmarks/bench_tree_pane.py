@@ -35,8 +35,12 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from textual.widget import Widget
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -45,12 +49,13 @@ os.environ.setdefault("AGENTSH_NO_OLLAMA_PROBE", "1")
 
 from agentsh.config import load_environment  # noqa: E402
 from agentsh.events import ContextStatus  # noqa: E402
-from agentsh.session.entries import Role, StopReason, ToolCall  # noqa: E402
+from agentsh.session.entries import MessageEntry, Role, StopReason, ToolCall  # noqa: E402
 from agentsh.session.log import gc_paused  # noqa: E402
 from agentsh.session.session import Session  # noqa: E402
 from agentsh.tui.app import AgentshApp  # noqa: E402
 from agentsh.tui.options import LaunchOptions  # noqa: E402
 from agentsh.tui.panes.tree import TreePane, TreeView  # noqa: E402
+from agentsh.tui.projection import ChatItem, project  # noqa: E402
 from agentsh.tui.widgets.chat import ChatView  # noqa: E402
 from agentsh.tui.widgets.composer import PromptInput  # noqa: E402
 from tests.tui.fake_agent import FakeAgent  # noqa: E402
@@ -103,17 +108,24 @@ def _app(cwd: Path) -> AgentshApp:
 
 
 class Frames:
-    """When frames end (the screen's compositor refresh) and when the tree drew a line."""
+    """When frames end (the screen's compositor refresh), when the tree drew a line, and when
+    a frame first showed the chat a switch asked for (:meth:`watch_chat`)."""
 
     def __init__(self, app: AgentshApp) -> None:
         self.ends: list[float] = []
         self.tree_lines: list[float] = []
+        self._chat_test: Callable[[], bool] | None = None
+        self.chat_painted: float | None = None
         screen: Any = app.screen
         refresh = screen._compositor_refresh
 
         def timed_refresh() -> None:
             refresh()
-            self.ends.append(time.perf_counter())
+            end = time.perf_counter()
+            self.ends.append(end)
+            if self._chat_test is not None and self._chat_test():
+                self._chat_test = None
+                self.chat_painted = end
 
         screen._compositor_refresh = timed_refresh
         render_line = TreeView.render_line
@@ -123,7 +135,7 @@ class Frames:
             frames.tree_lines.append(time.perf_counter())
             return render_line(view, y)
 
-        TreeView.render_line = timed_render_line  # type: ignore[method-assign]
+        TreeView.render_line = timed_render_line  # type: ignore[method-assign,assignment]
 
     async def shown(self, since: float) -> float:
         """Seconds from ``since`` to the end of the first frame in which the tree drew."""
@@ -134,6 +146,36 @@ class Frames:
                 if ends:
                     return ends[0] - since
             await asyncio.sleep(0.001)
+
+    def watch_chat(self, chat: ChatView, last: ChatItem) -> None:
+        """Note the end of the first frame in which the chat shows a transcript ending with
+        ``last``: every row of its window mounted with its whole subtree (markdown blocks
+        included) and displayed, and its newest row laid out on screen."""
+        self.chat_painted = None
+
+        def shown() -> bool:
+            rows = chat.rows
+            if not rows or rows[-1].item != last:
+                return False
+            for row in rows[chat.first : chat.last]:
+                widget = row.widget
+                if widget is None or not widget.display or not widget.is_mounted:
+                    return False
+                if not all(child.is_mounted for child in widget.walk_children(Widget)):
+                    return False
+            newest = rows[-1].widget
+            return newest is not None and newest.region.height > 0
+
+        self._chat_test = shown
+
+    async def chat_shown(self, since: float) -> float:
+        """Seconds from ``since`` to the frame :meth:`watch_chat` waits for."""
+        deadline = time.perf_counter() + 5.0
+        while self.chat_painted is None:
+            if time.perf_counter() > deadline:
+                raise RuntimeError("the chat never showed the new branch")
+            await asyncio.sleep(0.001)
+        return self.chat_painted - since
 
     async def next_frame(self, since: float, after: float) -> float:
         """Seconds from ``since`` to the end of the first frame after ``after`` (the work
@@ -187,11 +229,44 @@ async def measure_open(cwd: Path, session: Session, size: tuple[int, int]) -> tu
         return first, statistics.median(again)
 
 
-async def measure_switch(
-    cwd: Path, session: Session, switches: int = 20
-) -> tuple[float, float, float, float]:
-    """Medians in ms: (tree and status show the switch, chat painted, chat re-projection
-    alone, cursor move)."""
+@dataclass(frozen=True, slots=True)
+class SwitchTimes:
+    """Medians in ms."""
+
+    in_tree: float  # Enter in the tree: the tree and the status bar show the switch
+    chat: float  # ... and the chat of the new branch is painted
+    done: float  # ... and the switch's work is over (old widgets gone): the frame after it
+    reprojection: float  # ChatView.load alone
+    sibling_chat: float  # Alt+Left/Right between two replies to an edited last message
+    sibling_tree: float
+    cursor: float  # Down in the tree
+
+
+def _last_item(session: Session, target: str) -> ChatItem:
+    return project(session.tree.path(target), tree=session.tree)[-1]
+
+
+def _edit_last_message(session: Session) -> str:
+    """Answer the leaf's last user message a second way (a sibling branch, as Enter on a
+    selected message and a send make it); the new leaf's id."""
+    user = next(
+        e for e in reversed(session.current_path())
+        if isinstance(e, MessageEntry) and e.role is Role.USER
+    )  # fmt: skip
+    session.move_leaf(user.parent_id)
+    session.append_message(Role.USER, user.content + " (and keep the old API)")
+    call = ToolCall("edit-1", "bash", json.dumps({"command": "pytest -q"}))
+    session.append_message(
+        Role.ASSISTANT, "", tool_calls=(call,), stop_reason=StopReason.TOOL_CALLS
+    )
+    session.append_tool_result("edit-1", "bash", "12 passed")
+    reply = session.append_message(
+        Role.ASSISTANT, "Kept `old_api()` as a wrapper; **12 passed**.", stop_reason=StopReason.STOP
+    )
+    return reply.id
+
+
+async def measure_switch(cwd: Path, session: Session, switches: int = 20) -> SwitchTimes:
     app = _app(cwd)
     async with app.run_test(size=(120, 40)) as pilot:
         frames = await _ready_app(app, pilot, session)
@@ -200,6 +275,7 @@ async def measure_switch(
         await _settle(pilot)
         view = app.query_one(TreeView)
         chat = app.query_one(ChatView)
+        branching = app.controller.branching
         tree = session.tree
         targets = [tree.deepest_leaf(kid) for point in tree.branch_points()
                    for kid in tree.children_of(point)]  # fmt: skip
@@ -215,15 +291,37 @@ async def measure_switch(
         chat.load = timed_load  # type: ignore[method-assign]
         in_tree: list[float] = []
         painted: list[float] = []
+        done: list[float] = []
         for _ in range(switches):
             target = rng.choice([t for t in targets if t != session.leaf_id])
             view.move_cursor(view.model.index_of(target) or 0)
             await _settle(pilot)
+            frames.watch_chat(chat, _last_item(session, target))
             start = time.perf_counter()
-            await app.controller.branching.choose(target)
+            await branching.choose(target)
             assert session.leaf_id == target
-            painted.append(await frames.next_frame(start, time.perf_counter()) * 1000)
+            done.append(await frames.next_frame(start, time.perf_counter()) * 1000)
+            painted.append(await frames.chat_shown(start) * 1000)
             in_tree.append(await frames.shown(start) * 1000)
+            await _settle(pilot)
+        # Alt+Left / Alt+Right at the nearest fork: the branches share all but one exchange.
+        first = session.leaf_id
+        assert first is not None
+        second = _edit_last_message(session)
+        await branching.reproject()
+        await _settle(pilot)
+        sibling_chat: list[float] = []
+        sibling_tree: list[float] = []
+        for _ in range(switches):
+            position = tree.branch_position()
+            target = first if session.leaf_id == second else second
+            step = -1 if position.index == position.count else +1
+            frames.watch_chat(chat, _last_item(session, target))
+            start = time.perf_counter()
+            await branching.switch_branch(step)
+            assert session.leaf_id == target
+            sibling_chat.append(await frames.chat_shown(start) * 1000)
+            sibling_tree.append(await frames.shown(start) * 1000)
             await _settle(pilot)
         moves: list[float] = []
         pane = app.query_one(TreePane)
@@ -232,11 +330,14 @@ async def measure_switch(
             pane.action_cursor_up()
             moves.append(await frames.shown(start) * 1000)
             await pilot.pause(0.05)
-        return (
-            statistics.median(in_tree),
-            statistics.median(painted),
-            statistics.median(loads),
-            statistics.median(moves),
+        return SwitchTimes(
+            in_tree=statistics.median(in_tree),
+            chat=statistics.median(painted),
+            done=statistics.median(done),
+            reprojection=statistics.median(loads),
+            sibling_chat=statistics.median(sibling_chat),
+            sibling_tree=statistics.median(sibling_tree),
+            cursor=statistics.median(moves),
         )
 
 
@@ -262,15 +363,20 @@ async def main() -> None:
               f"reopen {statistics.median(reopens):.1f} ms")  # fmt: skip
     with gc_paused(promote=True):  # a fresh copy: the open runs appended to the first
         session = build_session(cwd)
-    switch, painted, reprojection, move = await measure_switch(cwd, session)
-    print(f"switch: tree and status show it in {switch:.1f} ms; the chat of the new branch is "
-          f"painted at {painted:.1f} ms (re-projecting it: {reprojection:.1f} ms)")  # fmt: skip
-    print(f"cursor move in the tree: {move:.1f} ms")
+    times = await measure_switch(cwd, session)
+    print(f"switch: tree and status show it in {times.in_tree:.1f} ms; the chat of the new "
+          f"branch is painted at {times.chat:.1f} ms; the switch is over (the old branch's "
+          f"widgets removed) at {times.done:.1f} ms "
+          f"(ChatView.load: {times.reprojection:.1f} ms)")  # fmt: skip
+    print(f"Alt+Left/Right between two answers to an edited last message: tree and status "
+          f"{times.sibling_tree:.1f} ms, chat painted {times.sibling_chat:.1f} ms")  # fmt: skip
+    print(f"cursor move in the tree: {times.cursor:.1f} ms")
     narrow = statistics.median(results[(80, 24)][0])
     wide = statistics.median(results[(120, 40)][0])
     print(f"tree_pane_open_10000_entries (80x24, in the chat's place): {narrow:.1f} ms")
     print(f"tree_pane_open_10000_entries (120x40, beside the chat): {wide:.1f} ms")
-    print(f"tree_pane_switch_10000_entries: {switch:.1f} ms")
+    print(f"tree_pane_switch_chat_painted_10000_entries: {times.chat:.1f} ms")
+    print(f"tree_pane_switch_10000_entries: {times.in_tree:.1f} ms")
 
 
 if __name__ == "__main__":

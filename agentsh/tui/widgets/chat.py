@@ -20,6 +20,7 @@ The selection is an entry id, so it survives rows being remounted.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -65,6 +66,7 @@ class Row:
     item: ChatItem
     widget: Widget | None = None
     archived: str = ""  # the compaction whose expanded archive this row belongs to
+    built: bool = False  # the widget was built here from ``item`` (not handed in live)
 
 
 class ArchiveLine(Static, can_focus=True):
@@ -181,6 +183,8 @@ class ChatView(VerticalScroll):
         self.first = 0  # rows[first:last] are mounted
         self.last = 0
         self._adjusting = False
+        self._loading = False  # a load is replacing the rows: scrolling must not mount any
+        self._load_lock = asyncio.Lock()
         self.expanded_archives: set[str] = set()
         self.selected_id: str | None = None  # the selected user message's entry
 
@@ -236,26 +240,84 @@ class ChatView(VerticalScroll):
         """Replace the transcript with ``items`` (a projection of the session's path).
 
         ``initial`` mounts fewer rows than usual (a branch switch mounts about a screenful,
-        so it paints sooner); more are mounted as the user scrolls up, as always."""
-        await self.remove_children()
-        self.expanded_archives.clear()
-        self.selected_id = None
-        self.rows = [Row(item) for item in items]
-        self.last = len(self.rows)
-        self.first = max(0, self.last - (initial or self.initial))
-        widgets = [self._widget_for(row) for row in self.rows[self.first : self.last]]
-        if widgets:
-            await self.mount_all(widgets)
+        so it paints sooner); more are mounted as the user scrolls up, as always.
+
+        Rows that start the new projection exactly as they started the old one (the path
+        above a fork, when switching branches) keep their widgets; the rest are built hidden,
+        while the old transcript stays on screen, then swapped in at once, so no frame shows
+        a half-built or empty chat and the frames in between (the tree's, the status bar's)
+        are not held up."""
+        async with self._load_lock:
+            self._loading = True
+            try:
+                await self._load(items, initial or self.initial)
+            finally:
+                self.call_after_refresh(self._loaded)
+
+    async def _load(self, items: Sequence[ChatItem], count: int) -> None:
+        self.clear_selection()
+        keep = self._reusable_prefix(items)
+        old = self.rows
+        rows = [Row(item) for item in items]
+        last = len(rows)
+        first = max(0, last - count)
+        # Kept: the mounted rows of the shared prefix, when they reach the new window.
+        kept_first, kept_last = self.first, min(keep, self.last)
+        if kept_first < kept_last and kept_last >= first:
+            first = min(first, kept_first)
+            for index in range(kept_first, kept_last):
+                rows[index].widget, rows[index].built = old[index].widget, True
         else:
-            await self.mount(Welcome())
+            kept_first = kept_last = first
+        kept = {id(r.widget) for r in rows[kept_first:kept_last]}
+        stale = [child for child in self.children if id(child) not in kept]
+        head = [self._widget_for(r) for r in rows[first:kept_first]]
+        tail = [self._widget_for(r) for r in rows[kept_last:last]]
+        fresh = head + tail
+        for widget in fresh:
+            widget.display = False
+        if head:
+            await self.mount_all(head, before=rows[kept_first].widget)
+        if tail:
+            await self.mount_all(tail)  # after the stale widgets, which go next
+        # The swap: one synchronous step, so the next frame shows the new transcript whole.
+        for widget in stale:
+            widget.display = False
+        for widget in fresh:
+            widget.display = True
+        self.rows, self.first, self.last = rows, first, last
+        self.expanded_archives.clear()
         self.anchor()
         self.scroll_end(animate=False, immediate=True)
-        if initial is not None and self.first > 0:
+        if stale:
+            await self.remove_children(stale)
+        if not rows:
+            await self.mount(Welcome())
+
+    def _reusable_prefix(self, items: Sequence[ChatItem]) -> int:
+        """How many leading rows show exactly what ``items`` starts with, in widgets the chat
+        built from those items (not a live widget a turn handed in, not an archive shown open),
+        so they can stay mounted through a reload."""
+        count = 0
+        for row, item in zip(self.rows, items, strict=False):
+            if not row.built or row.archived or row.item != item or _is_live(row.widget):
+                break
+            if isinstance(item, ArchiveItem) and item.compaction_id in self.expanded_archives:
+                break
+            count += 1
+        return count
+
+    async def _loaded(self) -> None:
+        """The first frame of a load is laid out: scrolling mounts rows again (and a scroll
+        made meanwhile, which was not acted on, is now)."""
+        self._loading = False
+        if self.is_mounted:
+            await self._on_scrolled(self.scroll_y, self.scroll_y)
             self.call_after_refresh(self._fill_viewport)
 
     async def _fill_viewport(self) -> None:
         """Rows too short to fill the screen leave nothing to scroll up with: mount more."""
-        if self.first > 0 and self.max_scroll_y <= 0 and self.is_mounted:
+        if self.first > 0 and self.max_scroll_y <= 0 and self.is_mounted and not self._loading:
             await self._extend_top()
             self.call_after_refresh(self._fill_viewport)
 
@@ -266,6 +328,7 @@ class ChatView(VerticalScroll):
     def _widget_for(self, row: Row) -> Widget:
         if row.widget is None:
             row.widget = self.build(row.item)
+            row.built = True
             if row.archived:
                 row.widget.add_class("archived")
             if self.selected_id is not None and _user_id(row) == self.selected_id:
@@ -506,7 +569,7 @@ class ChatView(VerticalScroll):
     # -- windowing ----------------------------------------------------------------------------
 
     async def _on_scrolled(self, _old: float, new: float) -> None:
-        if self._adjusting or not self.rows:
+        if self._adjusting or self._loading or not self.rows:
             return
         self._adjusting = True
         try:

@@ -2,11 +2,14 @@
 
 An assistant reply that is streaming owns exactly one :class:`MarkdownStream`: fragments are
 appended to it (it batches them when they arrive faster than they render) and the message is
-never re-rendered whole per chunk. Finished and historical messages are plain ``Markdown``.
+never re-rendered whole per chunk. Message bodies are Textual ``Markdown`` whose blocks are
+built while the message is composed (:func:`_markdown`), so a screenful of messages mounts in
+one pass: a resume or a branch switch paints without a frame of empty bodies.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
@@ -25,11 +28,53 @@ if TYPE_CHECKING:
     from textual.widgets._markdown import MarkdownStream
 
 
+INLINE_PARSE_CHARS = 20_000  # longer text is parsed the stock way, off the UI thread
+
+
 def _markdown(text: str, classes: str = "") -> Markdown:
+    """A message body: Textual's ``Markdown``, with its blocks built at compose time.
+
+    The stock widget parses in a thread once mounted and then mounts its blocks in a second
+    pass, so each message costs a thread hop and two mounts, and a freshly mounted screenful
+    shows empty bodies for a frame or more. Short text (nearly every message) is parsed here
+    with one shared parser, which takes well under a millisecond."""
     # Imported on first use: markdown-it and pygments are not needed for the first frame.
     from textual.widgets import Markdown
 
-    return Markdown(text, classes=classes)
+    if len(text) > INLINE_PARSE_CHARS:
+        return Markdown(text, classes=classes)
+    return _composed_markdown_class()(text, classes=classes)
+
+
+@cache
+def _composed_markdown_class() -> type[Markdown]:
+    from markdown_it import MarkdownIt
+    from textual.events import Mount
+    from textual.widget import Widget
+    from textual.widgets import Markdown
+
+    parser = MarkdownIt("gfm-like")  # what the stock widget parses with; shared, it keeps no state
+
+    class ComposedMarkdown(Markdown):
+        """``Markdown`` whose blocks are children from the start (streaming and ``update``
+        work as in the stock widget: the source and the parsed line count are set)."""
+
+        def compose(self) -> ComposeResult:
+            text = self._initial_markdown or ""
+            self._initial_markdown = None
+            self._markdown = text
+            lines = text.splitlines()
+            # As Markdown.update leaves it, so a stream appended later starts right.
+            self._last_parsed_line = len(lines) - (1 if lines and lines[-1] else 0)
+            yield from self._parse_markdown(parser.parse(text))
+
+        async def _on_mount(self, event: Mount) -> None:  # type: ignore[override]  # as Markdown's
+            # The blocks exist already: skip the stock parse-and-mount (and its empty frame)
+            # but not what every widget does on mount.
+            event.prevent_default()
+            Widget._on_mount(self, event)
+
+    return ComposedMarkdown  # CSS type selectors match base class names: `Markdown` rules apply
 
 
 class UserMessage(Vertical):
@@ -69,12 +114,29 @@ class AssistantMessage(Vertical):
         self._thinking_chars = 0
 
     def compose(self) -> ComposeResult:
-        yield Static("", classes="thinking")
+        # A reply from the log shows no thinking and rarely a footer: only a live reply (which
+        # may get both) composes the lines it does not show yet. Fewer widgets per message is
+        # most of what a resume or a branch switch costs.
+        if self.live:
+            yield Static("", classes="thinking")
         yield _markdown(self.text, "message-body")
-        yield Static(self._footer_text(), classes="message-footer")
+        if self.live or self._footer_text():
+            yield Static(self._footer_text(), classes="message-footer")
 
     def on_mount(self) -> None:
         self._refresh_footer()
+
+    def _line(self, name: str) -> Static:
+        """The ``thinking`` or ``message-footer`` line, mounted when first needed."""
+        found = self.query(f".{name}").results(Static)
+        line = next(found, None)
+        if line is None:
+            line = Static("", classes=name)
+            if name == "thinking":
+                self.mount(line, before=0)
+            else:
+                self.mount(line)
+        return line
 
     @property
     def body(self) -> Markdown:
@@ -109,7 +171,7 @@ class AssistantMessage(Vertical):
 
     def add_thinking(self, fragment: str) -> None:
         self._thinking_chars += len(fragment)
-        thinking = self.query_one(".thinking", Static)
+        thinking = self._line("thinking")
         thinking.update(f"thinking… ({human_tokens(self._thinking_chars)} chars)")
         thinking.display = True
 
@@ -130,7 +192,7 @@ class AssistantMessage(Vertical):
         self._aborted = self._aborted or aborted
         self._error = error or self._error
         if self._thinking_chars:
-            self.query_one(".thinking", Static).update(
+            self._line("thinking").update(
                 f"thought for {human_tokens(self._thinking_chars)} chars"
             )
         self._refresh_footer()
@@ -141,11 +203,14 @@ class AssistantMessage(Vertical):
         return self._error
 
     def _refresh_footer(self) -> None:
-        footer = self.query_one(".message-footer", Static)
-        footer.update(self._footer_text())
-        footer.display = bool(self._footer_text())
-        footer.set_class(bool(self._error) and not self._aborted, "error")
-        self.query_one(".thinking", Static).display = bool(self._thinking_chars)
+        text = self._footer_text()
+        if text or self.query(".message-footer"):
+            footer = self._line("message-footer")
+            footer.update(text)
+            footer.display = bool(text)
+            footer.set_class(bool(self._error) and not self._aborted, "error")
+        for thinking in self.query(".thinking").results(Static):
+            thinking.display = bool(self._thinking_chars)
 
 
 class NoteLine(Static):
