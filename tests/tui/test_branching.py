@@ -85,6 +85,9 @@ async def _edit_newest_into(pilot, app, server: ScriptedServer, new: str) -> Non
 async def _switch(pilot, app, key: str, answer: str = "n") -> None:  # type: ignore[no-untyped-def]
     await pilot.press(key)
     await wait_for(pilot, lambda: isinstance(app.screen, LeaveBranchScreen))
+    # The question is docked at the bottom: the branch being left stays in view above it.
+    shown = _replies(app)[-1]
+    assert shown and shown in app.export_screenshot()
     await pilot.press(answer)
     await wait_for(pilot, lambda: not isinstance(app.screen, LeaveBranchScreen))
 
