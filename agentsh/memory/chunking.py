@@ -8,18 +8,24 @@ so a Korean note is not packed four times denser than an English one. A single l
 a chunk is sliced (every slice keeps that line's number). Each chunk carries its path, its
 1-based inclusive line range, its text and the sha256 of that text, which keys the embedding
 cache: an unchanged chunk is never embedded twice.
+
+MEMORY.md and USER.md are cut by :func:`chunk_entries` instead: every ``§``-separated entry is a
+chunk of its own (a long one is split like any text). An entry is the unit the injection guard
+judges, so one poisoned entry withholds only itself from recall, never its neighbours, and a
+result points at the one fact that matched.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from agentsh.llm.tokens import cjk_count, is_cjk_char
 
 # Weights are in "quarter tokens": a CJK character weighs 4, anything else 1, so a budget of
 # N tokens is 4 x N weight units and the arithmetic stays in integers.
 _UNITS_PER_TOKEN = 4
+SEPARATOR = "§"  # a line holding only this separates the entries of MEMORY.md and USER.md
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +86,42 @@ def chunk_text(
     if fresh:
         chunks.append(_make_chunk(path, current))
     return [c for c in chunks if c.text.strip()]
+
+
+def chunk_entries(
+    text: str, path: str, *, chunk_tokens: int = 400, overlap_tokens: int = 80
+) -> list[Chunk]:
+    """Chunks of a curated file: one per ``§``-separated entry, with the file's line numbers.
+
+    Separator lines and blank lines around an entry belong to no chunk. An entry longer than
+    ``chunk_tokens`` is split by :func:`chunk_text`, with its overlap.
+    """
+    chunks: list[Chunk] = []
+    entry: list[tuple[int, str]] = []
+    lines = text.splitlines()
+    for number, line in enumerate([*lines, SEPARATOR], start=1):
+        if line.strip() != SEPARATOR:
+            entry.append((number, line))
+            continue
+        while entry and not entry[0][1].strip():
+            entry.pop(0)
+        while entry and not entry[-1][1].strip():
+            entry.pop()
+        if entry:
+            shift = entry[0][0] - 1
+            for chunk in chunk_text(
+                "\n".join(part for _, part in entry),
+                path,
+                chunk_tokens=chunk_tokens,
+                overlap_tokens=overlap_tokens,
+            ):
+                chunks.append(
+                    replace(
+                        chunk, start_line=chunk.start_line + shift, end_line=chunk.end_line + shift
+                    )
+                )
+        entry = []
+    return chunks
 
 
 def _slice_line(line: str, max_weight: int) -> list[str]:

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentsh.config import SearchSettings
 from agentsh.llm.tokens import is_cjk_char
-from agentsh.memory.chunking import Chunk, chunk_text
+from agentsh.memory.chunking import Chunk, chunk_entries, chunk_text
 from agentsh.memory.embeddings import (
     Embedder,
     EmbeddingError,
@@ -61,6 +61,8 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 SCHEMA_VERSION = 1
+# "entries": MEMORY.md and USER.md are cut one entry a chunk (older indexes cut them by lines).
+CHUNKING_VERSION = "entries"
 RECONCILE_INTERVAL_S = 2.0
 MAX_FILE_BYTES = 16 * 1024 * 1024
 SNIPPET_CHARS = 240
@@ -896,6 +898,8 @@ class MemoryIndex:
             "embedding_model": self.embedder.model_id,
             "chunk_tokens": str(self.settings.chunk_tokens),
             "chunk_overlap_tokens": str(self.settings.chunk_overlap_tokens),
+            # How files are cut; a new rule rebuilds indexes made with the old one.
+            "chunking": CHUNKING_VERSION,
         }
 
     def _check_meta(self, conn: sqlite3.Connection) -> None:
@@ -1099,7 +1103,9 @@ class MemoryIndex:
             row.mtime_ns, row.size = src.mtime_ns, src.size
             return "unchanged"
         text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
-        chunks = chunk_text(
+        # MEMORY.md and USER.md are cut at their entries, the unit the guard judges on recall.
+        curated = src.kind is not SourceKind.SUMMARY and Path(src.path).name in CURATED_NAMES
+        chunks = (chunk_entries if curated else chunk_text)(
             text,
             src.path,
             chunk_tokens=self.settings.chunk_tokens,

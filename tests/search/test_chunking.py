@@ -6,7 +6,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentsh.memory.chunking import chunk_text, text_weight
+from agentsh.memory.chunking import chunk_entries, chunk_text, text_weight
 
 
 def _lines(n: int, width: int = 60) -> str:
@@ -96,3 +96,25 @@ def test_every_non_blank_line_lands_in_some_chunk(
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             assert number in covered
+
+
+def test_curated_files_are_chunked_one_entry_at_a_time_with_file_line_numbers() -> None:
+    text = "\nfirst entry\nstill first\n\n§\nsecond 항목\n  §  \n\n§\nthird\n"
+    chunks = chunk_entries(text, "MEMORY.md")
+    assert [(c.start_line, c.end_line, c.text) for c in chunks] == [
+        (2, 3, "first entry\nstill first"),
+        (6, 6, "second 항목"),
+        (10, 10, "third"),
+    ]
+    assert all(c.hash == hashlib.sha256(c.text.encode()).hexdigest() for c in chunks)
+    assert chunk_entries("", "MEMORY.md") == [] and chunk_entries("§\n§\n", "USER.md") == []
+
+
+def test_a_long_curated_entry_is_split_like_any_text_and_keeps_its_place() -> None:
+    body = _lines(40)
+    chunks = chunk_entries(f"short\n§\n{body}", "MEMORY.md", chunk_tokens=100, overlap_tokens=0)
+    plain = chunk_text(body, "MEMORY.md", chunk_tokens=100, overlap_tokens=0)
+    assert chunks[0].text == "short" and len(chunks) == 1 + len(plain) > 2
+    assert [(c.start_line - 2, c.end_line - 2, c.text) for c in chunks[1:]] == [
+        (c.start_line, c.end_line, c.text) for c in plain
+    ]

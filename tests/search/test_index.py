@@ -159,6 +159,22 @@ def test_a_changed_embedding_model_rebuilds_and_the_cache_survives(
     assert back.calls == 0 and third.status().vectors == 1
 
 
+def test_an_index_made_before_entry_chunking_is_rebuilt(
+    memory_dir: Path, make_index: IndexFactory
+) -> None:
+    write(memory_dir / "MEMORY.md", "Redis holds the rate limit buckets.\n§\nUse pnpm.")
+    first = make_index()
+    first.sync()
+    first.close()
+    # An index written by the line chunker has no "chunking" key in its meta table.
+    with sqlite3.connect(first.db_path) as conn:
+        conn.execute("DELETE FROM meta WHERE key='chunking'")
+    conn.close()
+    second = make_index()
+    assert "chunking changed from ? to entries" in second.sync().rebuilt
+    assert second.status().chunks == 2
+
+
 def test_a_changed_chunk_setting_rebuilds(memory_dir: Path, make_index: IndexFactory) -> None:
     write(memory_dir / "MEMORY.md", "\n".join(f"line {i} " + "z" * 40 for i in range(80)))
     first = make_index(chunk_tokens=400)
