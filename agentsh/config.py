@@ -286,7 +286,7 @@ def _check_value(hint: Any, meta: Mapping[str, Any], value: Any) -> Any:
             value = int(value)
         lo, hi = meta.get("lo"), meta.get("hi")
         if (lo is not None and value < lo) or (hi is not None and value > hi):
-            return _Bad(f"must be between {_fmt(lo)} and {_fmt(hi)}")
+            return _Bad(_range_text(lo, hi))
         return float(value) if hint is float else value
     if hint is str:
         if not isinstance(value, str):
@@ -306,6 +306,15 @@ def _check_value(hint: Any, meta: Mapping[str, Any], value: Any) -> Any:
 def _is_str_dict(hint: Any) -> bool:
     origin = getattr(hint, "__origin__", None)
     return origin is dict or (isinstance(hint, types.GenericAlias) and hint.__origin__ is dict)
+
+
+def _range_text(lo: float | None, hi: float | None) -> str:
+    """What a bounded number must be, in words ("at least 1", not "between 1 and any")."""
+    if lo is not None and hi is not None:
+        return f"must be between {_fmt(lo)} and {_fmt(hi)}"
+    if lo is not None:
+        return f"must be at least {_fmt(lo)}"
+    return f"must be at most {_fmt(hi)}"
 
 
 def _fmt(bound: float | None) -> str:

@@ -72,6 +72,18 @@ def test_a_bad_value_names_file_key_and_allowed_values_and_uses_the_default(
     assert loaded.settings.context.engine == "tiered"
 
 
+def test_a_one_sided_bound_is_worded_as_at_least(tmp_path: Path) -> None:
+    user = _user(tmp_path)
+    user.config_dir.mkdir(parents=True)
+    user.config_file.write_text("[tools]\nbash_timeout_s = -5\n")
+    loaded = load_config(user, None)
+    (problem,) = loaded.problems
+    assert problem.key == "tools.bash_timeout_s"
+    assert "must be at least 1" in problem.message
+    assert "any" not in problem.message
+    assert loaded.settings.tools.bash_timeout_s == 120.0
+
+
 def test_broken_toml_is_reported_and_ignored(tmp_path: Path) -> None:
     user = _user(tmp_path)
     user.config_dir.mkdir(parents=True)
