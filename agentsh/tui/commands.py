@@ -98,3 +98,18 @@ def complete(prefix: str) -> list[SlashCommand]:
         for c in COMMANDS
         if c.name.startswith(prefix) or any(a.startswith(prefix) for a in c.aliases)
     ]
+
+
+def commands_table() -> str:
+    """Every command as a markdown table (``/help`` in the chat, and F1).
+
+    A ``|`` inside a cell ends the cell in markdown, even inside backticks (``/compact
+    [tier|undo]``), so it is escaped.
+    """
+    rows = ["| Command | What it does |", "|---|---|"]
+    for c in COMMANDS:
+        aliases = ", ".join(f"/{a}" for a in c.aliases)
+        usage = c.usage.replace("|", "\\|")
+        summary = c.summary.replace("|", "\\|") + (f" (also {aliases})" if aliases else "")
+        rows.append(f"| `{usage}` | {summary} |")
+    return "\n".join(rows)

@@ -484,10 +484,9 @@ class ChatController:
             await self.note(f"/{name} failed: {exc}", "error")
 
     async def cmd_help(self, arg: str) -> None:
-        rows = "\n".join(f"| `{c.usage}` | {c.summary} |" for c in slash.COMMANDS)
         await self.markdown_note(
-            "**Commands**\n\n| Command | What it does |\n|---|---|\n"
-            f"{rows}\n\nPress **F1** for every key binding, **Ctrl+P** for the command palette."
+            f"**Commands**\n\n{slash.commands_table()}\n\n"
+            "Press **F1** for every key binding, **Ctrl+P** for the command palette."
         )
 
     async def cmd_model(self, arg: str) -> None:

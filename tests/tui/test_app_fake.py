@@ -908,3 +908,16 @@ async def test_the_send_key_can_be_remapped(project: Path, make_app: MakeApp) ->
         assert app.query_one(PromptInput).text == "a\nb"
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: [m.text for m in app.query(UserMessage)] == ["a\nb"])
+
+
+async def test_help_in_the_chat_shows_every_command_with_its_summary(make_app: MakeApp) -> None:
+    # `/compact [tier|undo]`: an unescaped "|" split that row and dropped its summary.
+    app = make_app()
+    async with app.run_test(size=(120, 60)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"/help", "enter")
+        await wait_for(pilot, lambda: bool(app.query(NoteMarkdown)))
+        await pilot.pause(0.2)
+        shown = app.export_screenshot().replace("&#160;", " ")
+        assert "Compact the context now" in shown
+        assert "undo]`" not in shown

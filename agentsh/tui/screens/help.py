@@ -10,7 +10,7 @@ from textual.binding import BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 
-from agentsh.tui.commands import COMMANDS
+from agentsh.tui.commands import commands_table
 from agentsh.tui.keys import KEYS, KeyScope, display_key, effective_key
 
 
@@ -36,13 +36,8 @@ def help_markdown(keymap: Mapping[str, str]) -> str:
         "",
         "# Commands",
         "",
-        "| Command | What it does |",
-        "|---|---|",
+        commands_table(),
     ]
-    for c in COMMANDS:
-        aliases = ", ".join(f"/{a}" for a in c.aliases)
-        usage = c.usage.replace("|", "\\|")
-        lines.append(f"| `{usage}` | {c.summary}{f' (also {aliases})' if aliases else ''} |")
     return "\n".join(lines)
 
 
