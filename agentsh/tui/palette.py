@@ -36,7 +36,15 @@ class SlashCommandProvider(Provider):
             )
 
     async def search(self, query: str) -> Hits:
-        matcher = self.matcher(query.lstrip("/"))
+        words = query.strip().lstrip("/")
+        if not words:
+            # A bare "/" is how people look for commands: list them all. (Textual's matcher
+            # raises on an empty query, which showed "No matches found".)
+            for command in COMMANDS:
+                label = f"/{command.name}"
+                yield Hit(1.0, label, partial(self._run, command), help=command.summary)
+            return
+        matcher = self.matcher(words)
         for command in COMMANDS:
             label = f"/{command.name}"
             score = max(matcher.match(command.name), matcher.match(command.summary) * 0.5)

@@ -921,3 +921,24 @@ async def test_help_in_the_chat_shows_every_command_with_its_summary(make_app: M
         shown = app.export_screenshot().replace("&#160;", " ")
         assert "Compact the context now" in shown
         assert "undo]`" not in shown
+
+
+async def test_a_bare_slash_in_the_command_palette_lists_every_command(make_app: MakeApp) -> None:
+    from textual.command import CommandList, CommandPalette
+
+    from agentsh.tui import commands as slash
+
+    app = make_app()
+    async with app.run_test(size=(80, 40)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await pilot.pause(0.2)
+        await pilot.press("/")
+        listed = lambda: {  # noqa: E731
+            str(o.prompt).split("\n")[0] for o in app.screen.query_one(CommandList)._options
+        }
+        wanted = {f"/{c.name}" for c in slash.COMMANDS}
+        # The search results, not the list shown before typing (which also has "Keys", "Quit").
+        await wait_for(pilot, lambda: wanted <= listed() and "Keys" not in listed(), limit_s=3)
+        await pilot.press("escape")
