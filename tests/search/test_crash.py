@@ -90,3 +90,63 @@ def test_a_kill_mid_index_leaves_a_consistent_index_that_the_next_sync_repairs(
         assert hit.path.endswith("note-0599.md")
     finally:
         index.close()
+
+
+_SYNCER = textwrap.dedent(
+    """
+    from agentsh.config import SearchSettings
+    from agentsh.memory.index import MemoryIndex
+    from agentsh.paths import ProjectPaths, UserPaths
+
+    index = MemoryIndex.open(
+        UserPaths.from_env(), ProjectPaths.discover(), SearchSettings(embedding="none")
+    )
+    report = index.sync()
+    hits = index.search("beacon0007", max_results=1).results
+    print("ok", len(report.indexed), hits[0].path.rsplit("/", 1)[-1] if hits else "-", flush=True)
+    index.close()
+    """
+)
+
+
+def test_two_processes_indexing_the_same_project_at_once_both_succeed(
+    project: Path, agentsh_home: Path
+) -> None:
+    memory = ProjectPaths(project).memory_dir
+    memory.mkdir(parents=True)
+    count = 200
+    for i in range(count):
+        body = "\n".join(f"note {i} line {j}: beacon{i:04d} rotates" for j in range(20))
+        (memory / f"note-{i:04d}.md").write_text(body, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", _SYNCER],
+            cwd=project,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outputs = [child.communicate(timeout=60) for child in children]
+    for child, (out, err) in zip(children, outputs, strict=True):
+        assert child.returncode == 0, err
+        assert out.split()[0] == "ok" and out.split()[2] == "note-0007.md", (out, err)
+    # Between them every file was indexed (a file may be indexed by both; never half).
+    assert sum(int(out.split()[1]) for out, _ in outputs) >= count
+
+    index = MemoryIndex.open(
+        UserPaths.from_env(), ProjectPaths(project), SearchSettings(embedding="none")
+    )
+    try:
+        with sqlite3.connect(index.db_path) as conn:
+            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            per_file = dict(conn.execute("SELECT path, count(*) FROM chunks GROUP BY path"))
+            fts = conn.execute("SELECT count(*) FROM chunks_fts").fetchone()[0]
+        assert len(per_file) == count and len(set(per_file.values())) == 1
+        assert fts == sum(per_file.values())
+        assert not index.sync().indexed
+    finally:
+        index.close()
