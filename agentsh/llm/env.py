@@ -96,6 +96,35 @@ def _quieten(litellm: ModuleType) -> None:
     # litellm trips pydantic deprecation warnings on every streamed chunk; not ours to show.
     warnings.filterwarnings("ignore", module=r"litellm(\.|$)")
     warnings.filterwarnings("ignore", module=r"pydantic(\.|$)")
+    _ignore_abandoned_provider_calls()
+
+
+def _ignore_abandoned_provider_calls() -> None:
+    """Keep "coroutine 'OpenAIChatCompletion.async_streaming' was never awaited" off stderr.
+
+    ``litellm.acompletion`` builds the provider's coroutine in an executor thread and awaits it
+    afterwards; a cancel (Esc, Ctrl+C) that lands in between drops it unawaited, and Python
+    prints a RuntimeWarning when it is collected. Nothing leaked: the request was never sent.
+    The warning names only the coroutine's qualname, so the filter lists the classes litellm's
+    provider modules define (loaded by now), not a pattern that could hide agentsh's own bugs.
+    """
+    import re
+    import sys
+
+    names: set[str] = set()
+    for module_name, module in list(sys.modules.items()):
+        if not module_name.startswith("litellm.llms.") or module is None:
+            continue
+        for value in list(vars(module).values()):
+            if isinstance(value, type) and value.__module__ == module_name:
+                names.add(value.__name__)
+    if names:
+        alternatives = "|".join(sorted(map(re.escape, names)))
+        warnings.filterwarnings(
+            "ignore",
+            message=rf"coroutine '(?:{alternatives})\.\w+' was never awaited",
+            category=RuntimeWarning,
+        )
 
 
 def litellm_loaded() -> bool:

@@ -5,8 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -139,3 +143,53 @@ async def test_request_aware_factories_see_what_was_sent(
 
     assert done.text == "you said ping"
     assert json.loads(json.dumps(scripted_server.requests[0].to_json()))["body"]["messages"]
+
+
+_CANCEL_EARLY = """
+import asyncio, gc
+from tests.fakes.fixtures import make_llm_client
+from tests.fakes.server import Reply, ScriptedServer
+from agentsh.llm.env import import_litellm
+
+async def main() -> None:
+    import_litellm()
+    with ScriptedServer() as server:
+        for delay in (0.0, 0.002, 0.005, 0.01, 0.02, 0.05):
+            server.script(Reply(text="w " * 50, delay_s=0.05))
+            client = make_llm_client(server)
+
+            async def consume() -> None:
+                async for _ in client.stream([{"role": "user", "content": "hi"}]):
+                    pass
+
+            task = asyncio.create_task(consume())
+            await asyncio.sleep(delay)
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+            gc.collect()
+    print("DONE")
+
+asyncio.run(main())
+"""
+
+
+def test_cancelling_before_the_first_chunk_prints_no_unawaited_coroutine_warning() -> None:
+    # A cancel that lands while litellm builds the request in its executor drops the provider's
+    # coroutine unawaited; the user pressed Esc or Ctrl+C and must not see a RuntimeWarning.
+    # A real process: pytest's own warning capture would hide what a user sees on stderr.
+    repo = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    env["PYTHONWARNINGS"] = "default"
+    done = subprocess.run(
+        [sys.executable, "-c", _CANCEL_EARLY],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "DONE" in done.stdout, done.stderr
+    assert "was never awaited" not in done.stderr
