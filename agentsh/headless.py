@@ -5,7 +5,10 @@ stdout (progress and warnings go to stderr, so the answer can be piped); ``json`
 object with the answer, session id, usage and cost; ``stream-json`` prints every event as one
 JSON line and the same result object last. Approval mode ``ask`` cannot ask anyone here, so
 tools that need approval are denied and the model is told why. The exit code is 0 on success,
-1 on an error (with a one-line reason on stderr), 130 when interrupted.
+1 on an error (with a one-line reason on stderr), 130 when interrupted. Ctrl+C (or SIGTERM) stops
+the turn the way Esc does in the TUI: a running command is killed and its output so far goes
+into the log, the partial reply is kept, and the result is still printed; a second Ctrl+C stops
+at once.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,7 +94,7 @@ def main(args: argparse.Namespace) -> int:
         raise CliError("no model is configured.\n\n" + NO_MODEL_HELP)
     try:
         totals = asyncio.run(_run(agent, prompt, args.output_format, sys.stdout, sys.stderr))
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
         print("agentsh: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     finally:
@@ -103,12 +107,41 @@ def main(args: argparse.Namespace) -> int:
             print(f"agentsh: {totals.error or 'the turn failed'}", file=sys.stderr)
         return EXIT_ERROR
     if totals.outcome is TurnOutcome.ABORTED:
+        print("agentsh: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_OK
 
 
+def _stop_on_signals(agent: Any) -> None:
+    """Ctrl+C and SIGTERM cancel the turn through the agent, like Esc in the TUI.
+
+    Left to asyncio, a Ctrl+C cancels the whole task: a command that was running is recorded
+    as "not run" although it ran and may have changed files, and no result is printed. The
+    agent's own cancel lets a running tool stop itself and report its partial output. A second
+    signal, or one before the turn starts, cancels the task outright.
+    """
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    signals = 0
+
+    def stop() -> None:
+        nonlocal signals
+        signals += 1
+        if signals == 1 and agent.busy:
+            agent.cancel()
+        elif main is not None:
+            main.cancel()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(signum, stop)
+        except (NotImplementedError, RuntimeError, ValueError):
+            return  # not the main thread, or a platform without loop signal handlers
+
+
 async def _run(agent: Any, prompt: str, fmt: str, out: TextIO, err: TextIO) -> _Totals:
     totals = _Totals()
+    _stop_on_signals(agent)
     async for event in agent.run(prompt):
         _account(event, totals)
         if fmt == "stream-json":

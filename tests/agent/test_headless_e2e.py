@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 from agentsh.session.entries import MessageEntry, StopReason, ToolResultEntry
 from agentsh.session.session import Session
 from tests.agent.conftest import AgentshRunner, session_files
-from tests.fakes.fixtures import FAKE_KEY
+from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ErrorReply, ScriptedServer, text, tool_call
 
 
@@ -192,3 +197,44 @@ def test_tool_result_entries_carry_their_call(
     ]
     assert [r.tool_call_id for r in results] == ["call_ls"]
     assert not results[0].is_error
+
+
+def test_ctrl_c_during_a_command_keeps_its_output_and_still_prints_the_result(
+    scripted_server: ScriptedServer, project: Path, agentsh_home: Path, fast_retries: Path
+) -> None:
+    # The command ran (and may have changed files): the log must say what it printed, not
+    # "not run", and a json consumer still gets its result object.
+    scripted_server.script(
+        tool_call("bash", {"command": "echo partial-output; touch started.txt; sleep 60"}),
+        text("never asked for"),
+    )
+    env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY)
+    command = [sys.executable, "-m", "agentsh", "-m", TEST_MODEL, "--api-base"]
+    command += [scripted_server.base_url, "-p", "run it", "--approve", "all"]
+    command += ["--output-format", "json"]
+    proc = subprocess.Popen(
+        command, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while not (project / "started.txt").exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the command never started"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+    assert proc.returncode == 130, stderr
+    assert "agentsh: interrupted" in stderr
+    result = json.loads(stdout.strip().splitlines()[-1])
+    assert result["outcome"] == "aborted"
+    (path,) = session_files(agentsh_home)
+    session = Session.open(path, lock=False)
+    (tool_result,) = [e for e in session.current_path() if isinstance(e, ToolResultEntry)]
+    assert "partial-output" in tool_result.content
+    assert "not run" not in tool_result.content
+    assert len(scripted_server.requests) == 1  # the model was not called again
