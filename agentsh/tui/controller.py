@@ -388,8 +388,9 @@ class ChatController:
 
     def escape(self) -> None:
         """Esc (unless the focused widget takes it): cancel the running turn; else, from the
-        chat (Ctrl+Up walks its blocks), back to the editor, where typing goes; else, twice
-        on an empty editor, open the tree."""
+        chat (Ctrl+Up walks its blocks) or a side pane, back to the editor, where typing goes
+        (a pane that had taken the narrow chat's place closes); else, twice on an empty
+        editor, open the tree."""
         if self.cancel():
             return
         focused = self.app.focused
@@ -397,6 +398,10 @@ class ChatController:
             isinstance(node, ChatView) for node in focused.ancestors_with_self
         ):
             self.prompt.focus()
+            return
+        if focused is not None and self.branching.panel in focused.ancestors:
+            # The tree handles its own Esc; this is the memory or summaries pane.
+            self.branching.tree_closed()
             return
         self.branching.escape()
 

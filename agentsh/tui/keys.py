@@ -60,7 +60,7 @@ KEYS: tuple[KeySpec, ...] = (
         "cancel",
         "escape",
         "cancel_turn",
-        "Cancel the running turn (else from the chat, back to the editor)",
+        "Cancel the running turn (else from the chat or a pane, back to the editor)",
         KeyScope.APP,
     ),
     KeySpec(

@@ -364,3 +364,38 @@ async def test_the_command_palette_toggles_the_panes(make_app: MakeApp) -> None:
         await pilot.press("enter")
         panel = app.query_one(SidePanel)
         await wait_for(pilot, lambda: panel.is_open and panel.active is PaneName.SUMMARIES)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("key", ["f2", "f3"])
+async def test_escape_leaves_the_memory_and_summaries_panes_like_the_tree(
+    make_app: MakeApp, key: str
+) -> None:
+    app = make_app()
+    # Narrow: the pane takes the chat's place, so Esc is the way back to it.
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        panel = app.query_one(SidePanel)
+        await pilot.press(key)
+        await wait_for(pilot, lambda: panel.is_open and app.focused is not None)
+        await wait_for(pilot, lambda: panel in app.focused.ancestors)  # type: ignore[union-attr]
+        assert not app.query_one("#chat-column").display
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+        assert not panel.is_open
+        assert app.query_one("#chat-column").display and isinstance(app.focused, PromptInput)
+        # A second Esc right after is not "Esc Esc on an empty editor": no tree pops up.
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        assert not panel.is_open
+    # Wide: the panel stays beside the chat; Esc just hands the keys back to the editor.
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _ready(pilot, app)
+        panel = app.query_one(SidePanel)
+        await pilot.press(key)
+        await wait_for(pilot, lambda: panel.is_open and app.focused is not None)
+        await wait_for(pilot, lambda: panel in app.focused.ancestors)  # type: ignore[union-attr]
+        await pilot.press("escape")
+        await pilot.pause(0.1)
+        assert panel.is_open and isinstance(app.focused, PromptInput)
