@@ -71,6 +71,13 @@ def load_project_instructions(project_root: Path, cwd: Path, max_bytes: int) -> 
         )
         if chosen is None:
             continue
+        if budget <= 0:
+            # Said, not silent: a deeper file is usually the more specific one.
+            result.notices.append(
+                f"{chosen} was left out: the {max_bytes:,}-byte limit for project instructions "
+                "was used up by the files above it"
+            )
+            continue
         try:
             raw = chosen.read_bytes()
         except OSError as exc:
@@ -95,8 +102,6 @@ def load_project_instructions(project_root: Path, cwd: Path, max_bytes: int) -> 
         if text:
             result.files.append(ContextFile(chosen, text))
             budget -= len(text.encode("utf-8"))
-        if budget <= 0:
-            break
     return result
 
 
