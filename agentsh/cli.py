@@ -84,8 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--session", metavar="PATH", help="open this session file")
     parser.add_argument("--no-session", action="store_true", help="keep nothing on disk")
-    parser.add_argument("--fork", action="store_true",
-                        help="if the session is open in another agentsh, continue in a copy")
+    parser.add_argument(
+        "--fork",
+        action="store_true",
+        help="if the session is open in another agentsh, continue in a copy",
+    )
     parser.add_argument("-m", "--model", help="litellm model string, e.g. openai/gpt-4o")
     parser.add_argument("--api-base", metavar="URL", help="provider base URL")
     parser.add_argument(
@@ -166,11 +169,30 @@ def resolve_handler(key: str) -> Handler:
     return handler
 
 
+def _check_session_options(args: argparse.Namespace) -> None:
+    """At most one way to choose the session: honouring one and quietly dropping another
+    (``--no-session -c`` starting afresh) would lose the conversation the user asked for."""
+    given = [
+        name
+        for name, on in (
+            ("--no-session", args.no_session),
+            ("--session", args.session is not None),
+            ("-c/--continue", args.continue_session),
+            ("-r/--resume", args.resume is not None),
+        )
+        if on
+    ]
+    if len(given) > 1:
+        raise CliError(f"{given[0]} and {given[1]} cannot be used together; pick one", EXIT_USAGE)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     key = getattr(args, "handler", None) or ("headless" if args.prompt is not None else "tui")
     try:
+        if key in ("headless", "tui"):
+            _check_session_options(args)
         return resolve_handler(key)(args)
     except CliError as exc:
         print(f"agentsh: {exc}", file=sys.stderr)

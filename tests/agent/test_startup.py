@@ -28,3 +28,19 @@ def test_headless_resume_without_an_id_says_one_is_needed(
     assert main(["-p", "hello", "-r"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("agentsh: -r needs a session id") and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        (["--no-session", "-c"], "--no-session and -c/--continue"),
+        (["-c", "-r", "abc"], "-c/--continue and -r/--resume"),
+        (["--session", "x.jsonl", "-c"], "--session and -c/--continue"),
+    ],
+)
+def test_two_ways_of_choosing_the_session_are_refused_not_one_dropped(
+    project: Path, capsys: pytest.CaptureFixture[str], options: list[str], named: str
+) -> None:
+    assert main(["-p", "hello", *options]) == 2
+    err = capsys.readouterr().err
+    assert err == f"agentsh: {named} cannot be used together; pick one\n"
