@@ -122,9 +122,7 @@ class BranchNavigator:
 
     def _put_in_editor(self, text: str) -> None:
         prompt = self.c.prompt
-        prompt.text = text
-        last = prompt.document.line_count - 1
-        prompt.move_cursor((last, len(prompt.document[last])))
+        prompt.put_text(text)
         prompt.focus()
 
     # -- the chat's message selection -----------------------------------------------------------

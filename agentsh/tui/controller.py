@@ -419,7 +419,7 @@ class ChatController:
                 widget.remove()
             self._queued_widgets.clear()
             prompt = self.prompt
-            prompt.text = f"{queued}\n\n{prompt.text}".rstrip() if prompt.text else queued
+            prompt.put_text(f"{queued}\n\n{prompt.text}".rstrip() if prompt.text else queued)
         return True
 
     def approval_decided(self, prompt: ApprovalPrompt, decision: ApprovalDecision) -> None:
@@ -593,7 +593,7 @@ class ChatController:
             f"Forked into a new session ({child.id[:8]}); the previous session is unchanged."
         )
         if draft is not None:
-            self.prompt.text = draft
+            self.prompt.put_text(draft)
             self.prompt.focus()
 
     async def cmd_label(self, arg: str) -> None:

@@ -179,7 +179,7 @@ class TurnView:
             await self.c.markdown_note(event.message, "warning", plain=True)
             prompt = self.c.prompt
             if self.user_text and not prompt.text:
-                prompt.text = self.user_text  # nothing was sent: keep what the user typed
+                prompt.put_text(self.user_text)  # nothing was sent: keep what was typed
             return
         if self.reply is not None:
             reply = self.reply

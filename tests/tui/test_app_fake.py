@@ -942,3 +942,32 @@ async def test_a_bare_slash_in_the_command_palette_lists_every_command(make_app:
         # The search results, not the list shown before typing (which also has "Keys", "Quit").
         await wait_for(pilot, lambda: wanted <= listed() and "Keys" not in listed(), limit_s=3)
         await pilot.press("escape")
+
+
+async def test_escape_gives_queued_messages_back_with_the_cursor_at_their_end(
+    make_app: MakeApp,
+) -> None:
+    gate = asyncio.Event()
+
+    class GatedAgent(FakeAgent):
+        def cancel(self) -> None:
+            super().cancel()
+            gate.set()
+
+    async def gated(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        await gate.wait()
+        yield TurnEnded(TurnOutcome.ABORTED)
+
+    app = make_app(factory=lambda _e, s, _o: GatedAgent(s, script=gated))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"first", "enter")
+        await wait_for(pilot, lambda: app.controller.turn_running)
+        await pilot.press(*"second", "enter")
+        await wait_for(pilot, lambda: bool(app.query(QueuedMessage)))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.controller.turn_running)
+        assert not app.query(QueuedMessage)
+        # Typing goes on where the unsent text ends, not in front of it.
+        await pilot.press(*" too")
+        assert app.query_one(PromptInput).text == "second too"

@@ -163,6 +163,11 @@ class PromptInput(TextArea):
         self._set_text(self.sent_history[index])
 
     def _set_text(self, text: str) -> None:
+        self.put_text(text)
+
+    def put_text(self, text: str) -> None:
+        """Replace the draft with ``text``, the cursor at its end, where typing goes on.
+        (Setting ``text`` alone leaves the cursor at the start.)"""
         self.text = text
         last = self.document.line_count - 1
         self.move_cursor((last, len(self.document[last])))
