@@ -9,10 +9,11 @@ Scoring, exactly as specified: for each query keyword, 2 points if it is in the 
 if it is in the body; the sum divided by 2 x the number of keywords; plus the type weight. A doc
 no keyword hits scores 0 whatever its type. Keywords are the query's lowercased words minus a
 small stop-word list. Latin words match at the start of a word ("test" finds "tests", never
-"latest"). CJK has no spaces, so a CJK run is matched as a substring: Hangul runs lose a trailing
-particle ("설정을" looks for "설정"), kana and Han runs are split apart (Japanese particles sit
-between them), and Han runs longer than two characters become overlapping pairs, the usual unit
-of Chinese and Japanese words.
+"latest"), after a plural or verb ending is cut ("namespaces" finds "namespace"). CJK has no
+spaces, so a CJK run is matched as a substring: Hangul runs lose a trailing particle ("설정을"
+looks for "설정"), kana and Han runs are split apart (Japanese particles sit between them), and
+Han runs longer than two characters become overlapping pairs, the usual unit of Chinese and
+Japanese words.
 
 Loading never fails on a bad file: a missing or broken front matter is reported and the doc is
 treated as a ``note`` titled after its file name. Recalled docs are scanned by the injection
@@ -275,10 +276,24 @@ def _is_cjk(keyword: str) -> bool:
     return _CJK_RUN.fullmatch(keyword) is not None
 
 
+# Inflections cut from a Latin keyword before it is matched at word starts, so "namespaces"
+# finds "namespace" and "deploying" finds "deploy" (the match is a prefix, so "deploy" still
+# finds "deployment"). A stem keeps at least four letters: "uses" never becomes "us".
+_EN_SUFFIXES = ("ing", "ies", "ied", "ed", "es", "s")
+_MIN_STEM = 4
+
+
+def _stem(keyword: str) -> str:
+    for suffix in _EN_SUFFIXES:
+        if keyword.endswith(suffix) and len(keyword) - len(suffix) >= _MIN_STEM:
+            return keyword[: -len(suffix)]
+    return keyword
+
+
 def _matcher(keyword: str) -> re.Pattern[str]:
     if _is_cjk(keyword):
         return re.compile(re.escape(keyword))
-    return re.compile(r"(?<![^\W_])" + re.escape(keyword))
+    return re.compile(r"(?<![^\W_])" + re.escape(_stem(keyword)))
 
 
 def score_doc(doc: MemoryDoc, query_keywords: list[str]) -> float:

@@ -79,6 +79,17 @@ def test_latin_keywords_match_at_word_starts_only() -> None:
     assert score_doc(doc("app_config loader"), ["config"]) > 0
 
 
+def test_an_english_plural_or_inflected_keyword_matches_its_base_word() -> None:
+    # "How are the kubernetes namespaces laid out?" must find a doc about "a namespace".
+    layout = doc("Cluster layout", "each service runs in its own kubernetes namespace")
+    assert score_doc(layout, keywords("kubernetes namespaces")) == pytest.approx(2 / 4 + 0.05)
+    assert score_doc(doc("Deploy steps"), ["deploying"]) == pytest.approx(2 / 2 + 0.05)
+    assert score_doc(doc("Release notes"), ["releases"]) > 0
+    assert score_doc(doc("Cache policy"), ["caches"]) > 0
+    # A stem stays at least four letters: "uses" does not become "us" and match "users".
+    assert score_doc(doc("Users"), ["uses"]) == 0.0
+
+
 def test_stopwords_and_one_letter_words_are_not_keywords() -> None:
     assert keywords("How do I fix the flaky tests in a CI run?") == [
         "fix",
