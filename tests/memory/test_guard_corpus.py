@@ -1,9 +1,10 @@
 """The guard against a corpus of injection attempts and benign developer notes.
 
-The floors are what the guard achieves today (see data/guard_corpus.json): 50 of 54 attempts
-blocked (the four misses are semantic manipulation, a remote script piped to sh, a base64
-payload and letters spaced apart, which no pattern models) and none of the 72 benign notes
-flagged. A change that lowers either figure fails here.
+The floors are what the guard achieves today (see data/guard_corpus.json): 63 of 67 attempts
+blocked, 13 of them written in Korean, Japanese or Chinese (the four misses are semantic
+manipulation, a remote script piped to sh, a base64 payload and letters spaced apart, which no
+pattern models) and none of the 84 benign notes (12 in those languages) flagged. A change that
+lowers either figure fails here.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from agentsh.memory.guard import Scope, scan
 CORPUS: dict[str, Any] = json.loads(
     (Path(__file__).parent / "data" / "guard_corpus.json").read_text(encoding="utf-8")
 )
-BLOCK_RATE_FLOOR = 50 / 54
+BLOCK_RATE_FLOOR = 63 / 67
 FALSE_POSITIVE_CEILING = 0.0
 
 
