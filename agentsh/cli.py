@@ -159,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="default: the tier the context is in, else summarize",
     )
+    compact.add_argument("--json", action="store_true", help="machine-readable output")
     compact.set_defaults(handler="compact")
     return parser
 

@@ -227,6 +227,8 @@ def compact_session(args: argparse.Namespace) -> int:
         entry = asyncio.run(manager.compact(tier, manual=True))
     finally:
         session.close()
+    if getattr(args, "json", False):
+        return _print_compaction_json(session.id, events, entry is None)
     for event in events:
         match event:
             case Notice():
@@ -244,4 +246,27 @@ def compact_session(args: argparse.Namespace) -> int:
                     print(f"Workspace file: {event.workspace_file}")
                 if event.note:
                     print(f"Note: {event.note}")
+    return EXIT_OK
+
+
+def _print_compaction_json(session_id: str, events: list[Event], failed: bool) -> int:
+    """``compact --json``: one object with what the compaction did and what it said."""
+    data: dict[str, Any] = {"session": session_id, "compacted": False, "notices": []}
+    for event in events:
+        match event:
+            case Notice():
+                data["notices"].append(event.text)
+            case CompactionFailed() if failed:
+                raise CliError(f"nothing was compacted: {event.reason}")
+            case CompactionFinished():
+                data |= {
+                    "compacted": True,
+                    "entry": event.entry_id,
+                    "tier": event.tier.value,
+                    "tokens_before": event.tokens_before,
+                    "tokens_after": event.tokens_after,
+                    "workspace_file": event.workspace_file or None,
+                    "note": event.note,
+                }
+    print(json.dumps(data, indent=2))
     return EXIT_OK
