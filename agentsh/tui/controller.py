@@ -567,7 +567,19 @@ class ChatController:
         if arg.strip().lower() == "text":
             await self.markdown_note(tree_markdown(session))
             return
+        if arg.strip():
+            await self._unknown_argument("tree", arg, "the session tree")
+            return
         await self.branching.open_tree()
+
+    async def _unknown_argument(self, name: str, arg: str, what: str) -> None:
+        # `[text]` reads like "any text" in the usage line; say what the word does instead
+        # of opening the pane as if nothing had been typed.
+        await self.note(
+            f"/{name} takes no argument but the word text: /{name} opens {what} in the side "
+            f"panel, /{name} text lists it in the chat ({arg.strip()!r} was not understood).",
+            "error",
+        )
 
     async def cmd_fork(self, arg: str) -> None:
         session = self.current_session()
@@ -671,7 +683,10 @@ class ChatController:
 
     async def cmd_memory(self, arg: str) -> None:
         """Open the memory pane; ``/memory text`` prints both curated files in the chat."""
-        if arg.strip().lower() != "text":
+        if arg.strip() and arg.strip().lower() != "text":
+            await self._unknown_argument("memory", arg, "the memory files")
+            return
+        if not arg.strip():
             from agentsh.tui.panes.panel import PaneName, SidePanel
 
             await self.app.query_one(SidePanel).show(PaneName.MEMORY)

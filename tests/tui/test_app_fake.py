@@ -350,6 +350,23 @@ async def test_unknown_command_is_reported_in_place(make_app: MakeApp) -> None:
         assert "Unknown command /frobnicate" in app.query_one(NoteLine).text
 
 
+@pytest.mark.parametrize("command", ["/tree", "/memory"])
+async def test_tree_and_memory_say_what_their_argument_means(
+    make_app: MakeApp, command: str
+) -> None:
+    # "/tree [text]" reads like "any text": an unknown word is explained, not ignored.
+    from agentsh.tui.panes.panel import SidePanel
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*f"{command} parser", "enter")
+        await wait_for(pilot, lambda: bool(app.query(NoteLine)))
+        note = app.query_one(NoteLine).text
+        assert f"{command} text lists it in the chat" in note and "'parser'" in note
+        assert not app.query_one(SidePanel).is_open
+
+
 async def test_a_command_run_while_scrolled_up_shows_its_answer(
     make_app: MakeApp, env: Environment, project: Path
 ) -> None:
