@@ -103,6 +103,19 @@ def test_an_explicit_model_wins_in_order_cli_env_config() -> None:
     )
 
 
+def test_the_api_base_follows_the_same_order_cli_env_config() -> None:
+    settings = ModelSettings(name="openai/m", api_base="http://config/v1")
+    env = {"AGENTSH_API_BASE": "http://env/v1"}
+
+    from_cli = choose_model(settings, env, cli_api_base="http://cli/v1")
+    from_env = choose_model(settings, env)
+    from_config = choose_model(settings, {})
+
+    assert from_cli is not None and from_cli.api_base == "http://cli/v1"
+    assert from_env is not None and from_env.api_base == "http://env/v1"
+    assert from_config is not None and from_config.api_base == "http://config/v1"
+
+
 def test_the_first_provider_with_a_key_is_chosen() -> None:
     env = {"OPENAI_API_KEY": "sk-one", "GEMINI_API_KEY": "g-two", "AGENTSH_NO_OLLAMA_PROBE": "1"}
 
