@@ -137,6 +137,10 @@ class MemorySources:
         ):
             for path, st in _walk_markdown(root):
                 found[path] = SourceFile(path, kind, st.st_mtime_ns, st.st_size)
+        for link, kind in self._curated_links():
+            with contextlib.suppress(OSError):
+                st = link.stat()  # the file it points at: an edit there changes mtime and size
+                found[str(link)] = SourceFile(str(link), kind, st.st_mtime_ns, st.st_size)
         sessions = self.session_ids()
         if sessions:
             with contextlib.suppress(OSError):
@@ -150,10 +154,42 @@ class MemorySources:
                             )
         return found
 
+    def _curated_links(self) -> list[tuple[Path, SourceKind]]:
+        """MEMORY.md and USER.md where they are symlinks to a file (a dotfiles repository).
+
+        Other symlinks are never followed, but these two are the files the system prompt shows
+        and the memory tool writes through, so search reads them too, under their own name.
+        """
+        links: list[tuple[Path, SourceKind]] = []
+        for root, kind in (
+            (self.project_memory_dir, SourceKind.MEMORY),
+            (self.user_memory_dir, SourceKind.USER),
+        ):
+            for name in sorted(CURATED_NAMES):
+                link = _root(root) / name
+                if link.is_symlink() and link.is_file():
+                    links.append((link, kind))
+        return links
+
+    def _curated_link(self, path: Path) -> tuple[Path, SourceKind] | None:
+        """``path`` as one of :meth:`_curated_links`, if it names one."""
+        if path.name not in CURATED_NAMES:
+            return None
+        link = _absolute(path.parent) / path.name
+        return next(((p, k) for p, k in self._curated_links() if p == link), None)
+
+    def key(self, path: Path) -> str:
+        """The name the index stores ``path`` under: absolute, a curated link not followed."""
+        curated = self._curated_link(path)
+        return str(curated[0] if curated is not None else _absolute(path))
+
     def classify(self, path: Path) -> SourceKind | None:
         """The kind of source ``path`` would be, or None if the index does not cover it."""
         if path.suffix.lower() != ".md":
             return None
+        curated = self._curated_link(path)
+        if curated is not None:
+            return curated[1]
         absolute = _absolute(path)
         if _is_within(absolute, self.project_memory_dir):
             return SourceKind.MEMORY
@@ -193,6 +229,9 @@ class MemorySources:
             if not candidate.is_absolute():
                 candidate = self.project_root / candidate
         try:
+            curated = self._curated_link(candidate)
+            if curated is not None:
+                return curated[0]
             resolved = candidate.resolve()
         except OSError:
             return None
@@ -1031,7 +1070,7 @@ class MemoryIndex:
         kind = self.sources.classify(path)
         if kind is None:
             return False
-        absolute = str(_absolute(path))
+        absolute = self.sources.key(path)
         with self._sync_lock:
             self._load_files()
             try:
@@ -1048,7 +1087,7 @@ class MemoryIndex:
 
     def remove_file(self, path: Path) -> bool:
         """Drop a file's chunks; True if it was indexed."""
-        absolute = str(_absolute(path))
+        absolute = self.sources.key(path)
         with self._sync_lock:
             self._load_files()
             return self._remove(absolute)

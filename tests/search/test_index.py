@@ -21,6 +21,7 @@ from agentsh.memory.index import (
     MemoryIndex,
     MemorySources,
     SearchMode,
+    SourceKind,
     index_db_path,
     parse_query,
     shared_index,
@@ -556,3 +557,38 @@ def test_shared_index_is_one_per_project_and_settings(paths: Paths) -> None:
         assert other is not first and first._closed
     finally:
         index_module.close_shared()
+
+
+def test_a_symlinked_user_md_or_memory_md_is_searched_like_the_file_it_stands_for(
+    paths: Paths, memory_dir: Path, make_index: IndexFactory, tmp_path: Path
+) -> None:
+    # curated.py writes through a USER.md kept in a dotfiles repository, and the prompt shows
+    # it; search and memory_get must see it too. Any other symlink stays out of the index.
+    user, project = paths
+    dotfiles = tmp_path / "dotfiles"
+    target = write(dotfiles / "USER.md", "Sam edits with neovim.\n§\nSam answers in Korean.")
+    user.user_memory_file.parent.mkdir(parents=True, exist_ok=True)
+    user.user_memory_file.symlink_to(target)
+    shared = write(dotfiles / "MEMORY.md", "The API listens on port 8000.")
+    (memory_dir / "MEMORY.md").symlink_to(shared)
+    (memory_dir / "other.md").symlink_to(write(dotfiles / "other.md", "neovim plugins list"))
+    index = make_index()
+    index.sync()
+    hits = index.search("neovim", min_score=0.0).results
+    assert (hits[0].path, hits[0].lines) == ("user:USER.md", "1-1")
+    assert not any(r.path.endswith("other.md") for r in hits)
+    assert index.search("port 8000").results[0].path == ".agentsh/memory/MEMORY.md"
+    sources = MemorySources.for_project(user, project)
+    assert sources.resolve("user:USER.md") == user.user_memory_file
+    assert sources.resolve(".agentsh/memory/MEMORY.md") == memory_dir / "MEMORY.md"
+    assert sources.resolve(".agentsh/memory/other.md") is None
+    assert sources.classify(user.user_memory_file) is SourceKind.USER
+    # An edit made through the link's target is picked up by the next sync.
+    write(target, "Sam edits with helix now.")
+    assert user.user_memory_file.as_posix() in [str(p) for p in index.sync().indexed]
+    assert index.search("helix").results[0].path == "user:USER.md"
+    # The watcher and compaction index one file at a time: the link keeps its own name.
+    write(target, "Sam edits with emacs now.")
+    assert index.index_file(user.user_memory_file)
+    assert [r.path for r in index.search("emacs", min_score=0.0).results][:1] == ["user:USER.md"]
+    assert index.status().files == 2
