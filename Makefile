@@ -12,8 +12,11 @@ $(UV):
 	$(PYTHON) -m venv .tools
 	.tools/bin/python -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
 
+# --compile-bytecode: litellm is ~2,700 modules; compiled once here, every start (and every
+# `agentsh -p` the tests spawn) skips recompiling them, which also holds where
+# PYTHONDONTWRITEBYTECODE is set (many CI images): about half the CPU of `import litellm`.
 .venv/.synced: $(UV) uv.lock pyproject.toml
-	$(UV) sync --locked --quiet
+	$(UV) sync --locked --quiet --compile-bytecode
 	touch $@
 
 install: .venv/.synced
