@@ -40,7 +40,7 @@ def run_agentsh(
 ) -> AgentshRunner:
     """``run_agentsh("-p", "hi", ...)`` runs the installed agentsh in the project folder."""
 
-    def run(*args: str, timeout: float = 60, key: str = FAKE_KEY) -> Run:
+    def run(*args: str, timeout: float = 100, key: str = FAKE_KEY) -> Run:
         env = dict(os.environ)
         env["OPENAI_API_KEY"] = key
         command = [

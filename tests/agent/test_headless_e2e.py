@@ -179,7 +179,7 @@ def test_no_model_configured_explains_how_to_configure_one(
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=100,
     )
     assert done.returncode == 1
     assert "no model is configured" in done.stderr

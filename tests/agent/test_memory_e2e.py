@@ -85,7 +85,7 @@ def test_agents_md_is_in_the_prompt_and_a_poisoned_one_is_left_out(
         env={**os.environ, "OPENAI_API_KEY": FAKE_KEY},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=100,
     )
     assert done.returncode == 0, done.stderr
     system = _system(scripted_server.requests[1].messages)
