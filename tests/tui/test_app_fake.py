@@ -5,6 +5,8 @@ test_app_real_agent.py."""
 from __future__ import annotations
 
 import asyncio
+import io
+import re
 import threading
 import tomllib
 from collections.abc import AsyncIterator
@@ -24,7 +26,9 @@ from agentsh.events import (
 )
 from agentsh.session.entries import Role, StopReason
 from agentsh.session.session import Session
+from agentsh.tui import commands as slash
 from agentsh.tui.controller import AgentLike
+from agentsh.tui.keys import KEYS
 from agentsh.tui.options import LaunchOptions
 from agentsh.tui.projection import ToolItem
 from agentsh.tui.screens.help import HelpScreen
@@ -243,6 +247,22 @@ async def test_f1_lists_every_binding_and_a_remapped_key_works(
         assert "| F2 | Show every key binding | `help` |" in text
         for binding_id in ("submit", "newline", "cancel", "toggle_block", "approve_once", "deny"):
             assert f"`{binding_id}`" in text
+        # What the screen shows (tables, not the markdown): every binding and every command.
+        shown = _help_screen_text(app.screen)
+        assert re.search(r"│ F2 +│ Show every key binding +│ help", shown)
+        for key in KEYS:
+            assert (key.id if not key.builtin else key.description) in shown
+        for command in slash.COMMANDS:
+            assert command.usage in shown and command.summary[:30] in shown
+
+
+def _help_screen_text(screen: object) -> str:
+    from rich.console import Console
+
+    console = Console(width=160, record=True, file=io.StringIO())
+    for static in screen.query(Static):  # type: ignore[attr-defined]
+        console.print(static.content)
+    return console.export_text()
 
 
 async def test_unknown_config_keys_are_reported_not_fatal(project: Path, make_app: MakeApp) -> None:
