@@ -3,7 +3,9 @@
 Reads never ask. In ``ask`` mode edits and commands ask; ``edits`` lets edits inside the project
 root through and still asks for commands; ``all`` lets everything through. One rule stands above
 the modes: a write whose target lies outside the project root (after resolving symlinks and
-``..``) always asks, and "allow for this session" never covers it. Asking is an
+``..``) always asks, and "allow for this session" never covers it. So does a write to the
+project's ``.agentsh/config.toml``: it holds ``tools.approval``, and an agent allowed to edit
+files must not be able to grant itself commands. Asking is an
 :class:`~agentsh.events.ApprovalRequest` emitted through the tool context; the front end
 resolves its ``decision`` future. With nobody to ask (headless ``-p``), a call that would ask is
 denied with a message telling the model why and how the user can allow it.
@@ -17,6 +19,7 @@ from typing import Any
 
 from agentsh.config import ApprovalMode
 from agentsh.events import ApprovalDecision, ApprovalRequest
+from agentsh.paths import ProjectPaths
 from agentsh.tools.base import Effect, Tool, ToolContext, ToolError, is_inside
 
 
@@ -26,6 +29,7 @@ class Approver:
     def __init__(self, mode: ApprovalMode | str, project_root: Path, *, interactive: bool) -> None:
         self.mode = ApprovalMode(mode)
         self.project_root = project_root.resolve()
+        self.project_config = ProjectPaths(self.project_root).config_file
         self.interactive = interactive
         self._session_allowed: set[str] = set()
 
@@ -64,6 +68,20 @@ class Approver:
                 )
             reason = f"it writes outside the project root ({self.project_root}): {where}"
             return await self._ask(tool, params, ctx, reason, outside=True)
+        if self._touches_settings(tool, params, ctx):
+            config = self.project_config
+            if not self.interactive:
+                return (
+                    f"Denied: {summary} would change agentsh's project settings ({config}). "
+                    f"They decide what tools may do without asking, so they are never changed "
+                    f"in non-interactive mode (agentsh -p), whatever --approve says. Tell the "
+                    f"user what you wanted to change."
+                )
+            reason = (
+                f"it changes agentsh's project settings ({config}), which decide what tools "
+                f"may do without asking"
+            )
+            return await self._ask(tool, params, ctx, reason, outside=False, sticky=False)
         if self.mode is ApprovalMode.ALL:
             return None
         if self.mode is ApprovalMode.EDITS and effect is Effect.EDIT:
@@ -92,9 +110,22 @@ class Approver:
             f"To allow it, {how}."
         )
 
+    def _touches_settings(self, tool: Tool, params: Any, ctx: ToolContext) -> bool:
+        config = self.project_config.resolve()
+        return any(path.resolve() == config for path in tool.target_paths(params, ctx))
+
     async def _ask(
-        self, tool: Tool, params: Any, ctx: ToolContext, reason: str, *, outside: bool
+        self,
+        tool: Tool,
+        params: Any,
+        ctx: ToolContext,
+        reason: str,
+        *,
+        outside: bool,
+        sticky: bool = True,
     ) -> str | None:
+        """Ask the user; ``sticky=False`` (and any write outside the project) means "allow
+        for this session" allows this call only."""
         summary = tool.summary(params)
         try:
             detail = await tool.approval_detail(params, ctx)
@@ -116,7 +147,7 @@ class Approver:
             case ApprovalDecision.ALLOW_ONCE:
                 return None
             case ApprovalDecision.ALLOW_SESSION:
-                if not outside:  # the session grant never covers writes outside the project
+                if sticky and not outside:  # never for writes outside or to the settings
                     self._session_allowed.add(tool.name)
                 return None
             case ApprovalDecision.DENY:

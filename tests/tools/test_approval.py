@@ -241,6 +241,42 @@ async def test_headless_never_writes_outside_even_in_all_mode(
     assert "never allowed in non-interactive mode (agentsh -p), whatever --approve says" in denial
 
 
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", [ApprovalMode.EDITS, ApprovalMode.ALL])
+async def test_the_project_settings_file_always_asks_and_no_grant_covers_it(
+    project: Path, ctx: ToolContext, mode: ApprovalMode
+) -> None:
+    # .agentsh/config.toml holds tools.approval: an agent allowed to edit files must not be
+    # able to grant itself commands for the next run.
+    user = User(ApprovalDecision.ALLOW_SESSION)
+    approver = Approver(mode, project, interactive=True)
+    with_user(ctx, user)
+    for _ in range(2):
+        await authorize(
+            approver,
+            WriteTool(),
+            ctx,
+            path=".agentsh/config.toml",
+            content='[tools]\napproval = "all"\n',
+        )
+    assert len(user.requests) == 2
+    assert "project settings" in user.requests[0].reason
+    assert approver.session_allowed == frozenset()
+    # Other files inside .agentsh/ are ordinary edits.
+    await authorize(approver, WriteTool(), ctx, path=".agentsh/notes.md", content="x")
+    assert len(user.requests) == 2
+
+
+@pytest.mark.asyncio
+async def test_headless_never_changes_the_project_settings(project: Path, ctx: ToolContext) -> None:
+    approver = Approver(ApprovalMode.ALL, project, interactive=False)
+    denial = await authorize(
+        approver, WriteTool(), ctx, path=".agentsh/config.toml", content="[tools]\n"
+    )
+    assert denial is not None and "agentsh's project settings" in denial
+    assert not (project / ".agentsh" / "config.toml").exists()
+
+
 # -- cancellation ---------------------------------------------------------------------------
 
 
