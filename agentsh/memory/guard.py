@@ -1301,6 +1301,44 @@ _CJK_RULES: dict[str, tuple[_CjkRule, ...]] = {
             ),
         ),
     ),
+    "system_prompt_override": (
+        _CjkRule(
+            ("프롬프트",),
+            re.compile("(?:새|새로운|진짜|실제|숨겨진) ?시스템 ?프롬프트"),
+        ),
+        _CjkRule(
+            ("プロンプト",),
+            re.compile("(?:新しい|本当の|真の|隠された) ?システム ?プロンプト"),
+        ),
+        _CjkRule(
+            ("提示",),
+            re.compile("(?:新的?|真正的|隐藏的|隱藏的) ?(?:系统|系統) ?(?:提示|指令)"),
+        ),
+    ),
+    "no_restrictions": (
+        # "act / answer without restrictions"; a limit on an API is not about the model's rules.
+        _CjkRule(
+            ("없이", "없는"),
+            re.compile(
+                f"(?:제한|제약|검열|규칙|윤리) ?(?:없이|없는){_gap(8)}"
+                "(?:행동|답변|대답|응답|AI|모드)"
+            ),
+        ),
+        _CjkRule(
+            ("なし", "無し", "のない", "なく"),
+            re.compile(
+                f"(?:制限|制約|検閲|ルール|倫理)(?:なし|無し|のない|なく){_gap(8)}"
+                "(?:行動|回答|答え|振る舞|AI|モード)"
+            ),
+        ),
+        _CjkRule(
+            ("限制", "约束", "約束", "审查", "審查"),
+            re.compile(
+                f"(?:没有|沒有|不受|无|無)(?:任何)?(?:限制|约束|約束|审查|審查){_gap(8)}"
+                "(?:回答|回复|回覆|行动|行動|助手|模式|AI)"
+            ),
+        ),
+    ),
     "role_hijack": (
         _CjkRule(
             ("이제", "지금부터", "앞으로는"),
