@@ -14,7 +14,9 @@ does not hide it) and the common Cyrillic and Greek look-alikes of Latin letters
 patterns are English keywords and paths, so they run on an ASCII projection of that copy
 (every other character becomes "?", one for one, so positions still line up), which the
 regex engine and ``str.find`` handle several times faster than mixed-script text. Only the
-lines that are not ASCII are normalised and projected; the rest already are both.
+lines that are not ASCII are normalised and projected; the rest already are both. The same
+injections written in Korean, Japanese or Chinese are looked for by :class:`_CjkRule` phrases on
+those non-ASCII lines themselves, reported under the English pattern's name.
 
 Why it is fast and cannot hang. Python's regex engine is slow at trying a keyword pattern at
 every position, so nothing does that. A text is first cut into blocks of about 4 KiB at newlines
