@@ -5,8 +5,12 @@ applied to it), so counts are cached per entry and never recomputed; the context
 extended in place as entries are appended and rebuilt only when the leaf jumps (a branch
 switch) or a compaction lands. The provider's reported usage on the newest reply anchors the
 figure: ``used`` = that reply's prompt + completion tokens + the estimate of what came after it.
-Until a reply anchors it (a new session, right after a compaction) the figure is the estimate of
-system prompt + tool schemas + messages and is flagged ``estimated``.
+Until a reply anchors it the figure is flagged ``estimated``: in a new session it is the estimate
+of system prompt + tool schemas + messages; right after a compaction it is the compaction's
+``tokensAfter`` (the anchored figure it started from, less the estimate of what left) plus the
+estimate of what came after the record. Staying on the provider's scale matters: where the
+provider counts more than our estimate, falling back to the bare estimate would make every
+compaction look like a large shrink, and anti-thrashing would never hold.
 
 Session totals (tokens and cost over every reply of the file, all branches) are summed the same
 way, incrementally over the tree's nodes, which only ever grow.
@@ -59,6 +63,9 @@ class Used:
     tokens: int
     estimated: bool
     anchor_id: str | None  # the reply whose usage anchors the figure
+    # The part of ``tokens`` that stands on a provider figure (the anchor's usage, or the
+    # compaction's ``tokensAfter``); the rest is estimated and gets the pre-flight margin.
+    base: int = 0
 
 
 class Accounting:
@@ -73,6 +80,7 @@ class Accounting:
         self._messages_total = 0
         self._anchor_index = -1  # index in view.entries of the anchoring reply
         self._after_anchor = 0  # estimated tokens of the entries after the anchor
+        self._tail_total = 0  # estimated tokens of the entries after the compaction record
         self._branch: BranchPosition | None = None
         self._nodes_seen = 0
         self._totals = Totals()
@@ -179,6 +187,7 @@ class Accounting:
         self._messages_total = 0
         self._anchor_index = -1
         self._after_anchor = 0
+        self._tail_total = 0
         self._summary_tokens = self.summary_tokens(view.summary)
         for entry in view.entries:
             self._push(view, entry)
@@ -191,6 +200,8 @@ class Accounting:
         self._tokens.append(tokens)
         self._messages_total += tokens
         index = len(self._tokens) - 1
+        if index >= view.tail_start:
+            self._tail_total += tokens
         if (
             index >= view.tail_start
             and isinstance(entry, MessageEntry)
@@ -219,11 +230,12 @@ class Accounting:
         if self._anchor_index >= 0:
             anchor = view.entries[self._anchor_index]
             assert isinstance(anchor, MessageEntry) and anchor.usage is not None
-            return Used(
-                anchor.usage.context_tokens + self._after_anchor,
-                estimated=False,
-                anchor_id=anchor.id,
-            )
+            base = anchor.usage.context_tokens
+            return Used(base + self._after_anchor, estimated=False, anchor_id=anchor.id, base=base)
+        compaction = view.compaction
+        if compaction is not None and compaction.tokens_after > 0:
+            base = compaction.tokens_after
+            return Used(base + self._tail_total, estimated=True, anchor_id=None, base=base)
         total = system_tokens + tools_tokens + self._summary_tokens + self._messages_total
         return Used(total, estimated=True, anchor_id=None)
 

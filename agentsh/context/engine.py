@@ -803,23 +803,11 @@ class ContextManager:
         cs = self.settings.context
         used = self._used()
         pending_tokens = self.accounting.count(pending) if pending else 0
-        if used.estimated:
-            exact, estimated = 0, used.tokens + pending_tokens
-        else:
-            anchor_tokens = self._anchor_tokens()
-            exact, estimated = anchor_tokens, used.tokens - anchor_tokens + pending_tokens
+        exact, estimated = used.base, used.tokens - used.base + pending_tokens
         need = exact + int(estimated * cs.safety_margin)
         budget = budget_for(self.window, cs.reserve_tokens)
         reducible = int(reducible_tokens(messages, cap, self.accounting.count) * cs.safety_margin)
         return Preflight(choose_route(need, budget, reducible), need, budget, reducible)
-
-    def _anchor_tokens(self) -> int:
-        used = self._used()
-        if used.anchor_id is None:
-            return 0
-        entry = self.session.get(used.anchor_id)
-        assert isinstance(entry, MessageEntry) and entry.usage is not None
-        return entry.usage.context_tokens
 
     # -- compaction -------------------------------------------------------------------------------
 

@@ -610,3 +610,33 @@ async def test_pruning_of_kept_entries_is_carried_into_the_next_compaction(
     assert second.replacements.get(duplicate.id) == first.replacements[duplicate.id]
     messages = manager.engine.assemble(SYSTEM)
     assert sum(1 for m in messages if m.get("content") == same) == 1
+
+
+@pytest.mark.asyncio
+async def test_a_pause_holds_when_the_provider_counts_more_than_the_estimate(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    """The provider's figure is 30 % above our estimate (a tokenizer we cannot load): the
+    figure right after a compaction must stay on the provider's scale, or the weak compaction
+    looks like a shrink and lifts the pause it just caused."""
+    s = memory_session
+    for i in range(14):
+        add_turn(s, f"small {i}", [Step("bash", {"command": "ls"}, f"out {i}")])
+    s.append_message(Role.USER, "why does this fail?\n" + unique_output(int(0.6 * W), "log"))
+    s.append_message(Role.ASSISTANT, "Looking.", usage=Usage(input_tokens=int(0.82 * W)))
+    events: list[Event] = []
+    manager = make_manager(
+        s, window=W, events=events, kept_turns_max_tokens=10**6, prune_old_output_min_chars=10**9
+    )
+    await manager.prepare(SYSTEM, [])
+    (first,) = _finished(events)
+    assert first.tokens_after > 0.8 * W  # weak: only small turns could leave
+    # The figure after the compaction is the provider's, less what left (still a guess).
+    status = manager.status()
+    assert status.estimated and status.used == first.tokens_after
+    for n in range(3):
+        add_turn(s, f"more {n}", [], usage=Usage(input_tokens=int(0.82 * W)))
+        await manager.prepare(SYSTEM, [])
+    assert manager.status().paused and manager.strikes == 2
+    assert len(_finished(events)) == 2  # the third call found compaction paused
+    assert any(isinstance(e, Notice) and "paused" in e.text for e in events)
