@@ -266,7 +266,11 @@ class TieredEngine:
                 sum(plan.tokens),
                 max(0, before - after),
                 prune_only=True,
-                note="nothing to cut: only pruning applies" if plan.pruned else "nothing to free",
+                note=(
+                    "nothing to cut: only pruning applies"
+                    if plan.pruned is not None and plan.pruned.changed
+                    else self._nothing_to_free(plan)
+                ),
             )
         kept = plan.cut.kept_tokens
         summary_guess = self._summary_guess(tier, plan)
@@ -299,7 +303,7 @@ class TieredEngine:
                 return CompactionOutcome(
                     tier,
                     tokens_before=used_before,
-                    note="nothing to free: what is left is the newest turn, which must stay",
+                    note=self._nothing_to_free(plan),
                 )
             return self._commit_prune_only(plan, used_before, after_tokens, manual)
 
@@ -422,6 +426,16 @@ class TieredEngine:
                 return _Plan(tier, None, pruned, work_view, tokens)
         cut = self._choose_cut(work_view, tokens, rule)
         return _Plan(tier, cut, pruned, work_view, tokens)
+
+    def _nothing_to_free(self, plan: _Plan) -> str:
+        turns = len(turn_starts(plan.view.entries))
+        keep = tiers.rule(plan.tier, self.deps.settings).keep_turns
+        if self.name == "tiered" and 1 < turns <= keep:
+            return (
+                f"nothing to free: the context holds {turns} turns and {plan.tier.label} keeps "
+                f"the last {keep}"
+            )
+        return "nothing to free: what is left is the newest turn, which must stay"
 
     def _out_of_tiers(self, used: int) -> bool:
         window = self.deps.window

@@ -640,3 +640,21 @@ async def test_a_pause_holds_when_the_provider_counts_more_than_the_estimate(
     assert manager.status().paused and manager.strikes == 2
     assert len(_finished(events)) == 2  # the third call found compaction paused
     assert any(isinstance(e, Notice) and "paused" in e.text for e in events)
+
+
+@pytest.mark.asyncio
+async def test_a_compaction_with_too_few_turns_says_how_many_the_tier_keeps(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    for i in range(3):
+        add_turn(memory_session, f"short {i}", [Step("bash", {"command": "ls"}, f"x{i}")])
+    events: list[Event] = []
+    manager = make_manager(memory_session, window=W, events=events)
+    assert await manager.compact(Tier.SUMMARIZE) is None
+    (failed,) = [e for e in events if isinstance(e, CompactionFailed)]
+    assert (
+        failed.reason == "nothing to free: the context holds 3 turns and Summarize keeps the last 5"
+    )
+    previews = {p.tier: p for p in manager.breakdown(SYSTEM, []).previews}
+    assert previews[Tier.SUMMARIZE].note == failed.reason  # nothing to prune either
+    assert previews[Tier.SUMMARIZE].frees_tokens == 0
