@@ -115,8 +115,8 @@ class BashTool(Tool):
         )
         started = time.monotonic()
         loop = asyncio.get_running_loop()
-        try:
-            transport, protocol = await loop.subprocess_exec(
+        spawn = asyncio.ensure_future(
+            loop.subprocess_exec(
                 lambda: _Protocol(loop, sink),
                 "bash",
                 "-c",
@@ -128,8 +128,21 @@ class BashTool(Tool):
                 start_new_session=True,  # its own process group, killed as one
                 env={**os.environ, **_ENV_OVERRIDES},
             )
+        )
+        try:
+            transport, protocol = await asyncio.shield(spawn)
         except OSError as exc:
             return ToolResult(f"Could not start bash: {exc.strerror or exc}.", is_error=True)
+        except asyncio.CancelledError:
+            # The shell runs before the spawn returns, and may already have started children;
+            # cancelled in that window, asyncio would kill only the shell. Let the spawn finish
+            # (milliseconds), then kill the whole group.
+            with contextlib.suppress(Exception):
+                started, _protocol = await spawn
+                _kill_group(started.get_pid(), signal.SIGKILL)
+                started.close()
+            sink.close()
+            raise
         pgid = transport.get_pid()
         cancelled = asyncio.create_task(ctx.cancelled.wait())
         ending = "exited"

@@ -8,6 +8,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -220,6 +221,35 @@ async def test_cancel_stops_the_group_and_keeps_what_was_printed(
 
 @pytest.mark.asyncio
 async def test_cancelling_the_task_kills_the_group(project: Path, ctx: ToolContext) -> None:
+    pidfile = project / "child.pid"
+    task = asyncio.create_task(
+        call(BashTool(), ctx, command=f"sleep 60 & echo $! > {pidfile}; wait")
+    )
+    child = await read_pid(pidfile)
+    try:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await wait_gone(child)
+    finally:
+        kill_quietly(child)
+
+
+@pytest.mark.asyncio
+async def test_a_cancel_while_bash_is_starting_still_kills_the_group(
+    project: Path, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The shell (and a child it starts) runs before the spawn returns; a cancel landing in
+    # that window must still take the whole group down, not only the shell.
+    loop = asyncio.get_running_loop()
+    original = loop.subprocess_exec
+
+    async def slow_to_return(*args: Any, **kwargs: Any) -> Any:
+        started = await original(*args, **kwargs)
+        await asyncio.sleep(1.0)
+        return started
+
+    monkeypatch.setattr(loop, "subprocess_exec", slow_to_return)
     pidfile = project / "child.pid"
     task = asyncio.create_task(
         call(BashTool(), ctx, command=f"sleep 60 & echo $! > {pidfile}; wait")
