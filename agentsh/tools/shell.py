@@ -138,9 +138,9 @@ class BashTool(Tool):
             # cancelled in that window, asyncio would kill only the shell. Let the spawn finish
             # (milliseconds), then kill the whole group.
             with contextlib.suppress(Exception):
-                started, _protocol = await spawn
-                _kill_group(started.get_pid(), signal.SIGKILL)
-                started.close()
+                late, _protocol = await spawn
+                _kill_group(late.get_pid(), signal.SIGKILL)
+                late.close()
             sink.close()
             raise
         pgid = transport.get_pid()
