@@ -1008,3 +1008,21 @@ async def test_escape_gives_queued_messages_back_with_the_cursor_at_their_end(
         # Typing goes on where the unsent text ends, not in front of it.
         await pilot.press(*" too")
         assert app.query_one(PromptInput).text == "second too"
+
+
+@pytest.mark.parametrize("size", [(120, 36), (80, 24)])
+async def test_notifications_never_cover_the_editor(
+    make_app: MakeApp, size: tuple[int, int]
+) -> None:
+    from textual.widgets._toast import Toast
+
+    app = make_app()
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"a draft the user is typing")
+        app.notify("Edit and send to start a new branch; the old one stays.", title="Editing")
+        await wait_for(pilot, lambda: bool(app.screen.query(Toast)))
+        await pilot.pause(0.1)
+        editor = app.query_one(PromptInput).region
+        for toast in app.screen.query(Toast):
+            assert not toast.region.overlaps(editor)
