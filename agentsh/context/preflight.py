@@ -132,9 +132,11 @@ def truncate_tool_results(messages: Sequence[Message], cap: int) -> tuple[list[M
 def cap_messages(messages: Sequence[Message], max_messages: int) -> tuple[list[Message], int]:
     """At most ``max_messages`` after the system message; returns (messages, number dropped).
 
-    The system message and the summary block are pinned; the oldest groups go first, a group
-    being an assistant message with its tool results (never split) or a single message. When
-    something was dropped, a one-line user note says so, so the model knows the start is gone.
+    The system message, the summary block and the newest user message are pinned (in one
+    long turn of many tool calls, dropping the request that opened it would leave the model
+    working without its task); the oldest other groups go first, a group being an assistant
+    message with its tool results (never split) or a single message. When something was
+    dropped, a one-line user note says so, so the model knows the start is gone.
     """
     pinned: list[Message] = []
     rest = list(messages)
@@ -153,11 +155,20 @@ def cap_messages(messages: Sequence[Message], max_messages: int) -> tuple[list[M
             groups[-1].append(message)
         else:
             groups.append([message])
+    request = next(
+        (i for i in range(len(groups) - 1, -1, -1) if groups[i][0].get("role") == "user"), None
+    )
+    held: list[Message] = []
     total = len(rest)
     dropped = 0
     budget -= 1  # room for the note
     while groups and total > budget and len(groups) > 1:
         group = groups.pop(0)
+        if request is not None:
+            request -= 1
+            if request == -1:  # the newest request stays, just after the note
+                held = group
+                continue
         total -= len(group)
         dropped += len(group)
     note: Message = {
@@ -166,7 +177,7 @@ def cap_messages(messages: Sequence[Message], max_messages: int) -> tuple[list[M
         f"under {max_messages} messages; they are still in the session log.]",
     }
     kept = [m for group in groups for m in group]
-    return [*pinned, note, *kept], dropped
+    return [*pinned, note, *held, *kept], dropped
 
 
 def _is_summary(message: Message) -> bool:

@@ -275,3 +275,21 @@ def test_accounting_counts_only_new_entries_on_the_next_status(memory_session: S
     calls.clear()
     accounting.used(0, 0)
     assert calls == []
+
+
+def test_bounded_buffer_keeps_the_request_of_a_long_turn() -> None:
+    system = {"role": "system", "content": "S"}
+    body: list[dict[str, object]] = [{"role": "user", "content": "older"}]
+    body.append({"role": "assistant", "content": "ok"})
+    body.append({"role": "user", "content": "migrate every module"})
+    for i in range(70):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "t", "arguments": "{}"}}
+        body.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        body.append(tool_message(f"c{i}", "r"))
+    capped, dropped = cap_messages([system, *body], 100)
+    assert len(capped) - 1 <= 100 and dropped > 0
+    assert capped[1]["content"].startswith("[Note:")  # type: ignore[union-attr]
+    assert capped[2] == {"role": "user", "content": "migrate every module"}
+    assert {"role": "user", "content": "older"} not in capped
+    assert capped[3]["role"] == "assistant" and pair_problems(capped) == []
+    assert capped[-1] == body[-1]
