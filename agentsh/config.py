@@ -62,7 +62,11 @@ class ModelSettings:
 
 @dataclass(frozen=True, slots=True)
 class ToolSettings:
-    approval: str = _choice("ask", tuple(m.value for m in ApprovalMode))
+    approval: str = _choice(
+        "ask",
+        tuple(m.value for m in ApprovalMode),
+        doc="a project's config may only narrow it (ask < edits < all)",
+    )
     read_max_lines: int = _num(2000, lo=1, doc="lines per read call")
     read_max_bytes: int = _num(50 * 1024, lo=1024, doc="bytes per read call")
     bash_timeout_s: float = _num(120.0, lo=1.0, doc="default command timeout")
@@ -206,8 +210,35 @@ def load_config(user: UserPaths, project: ProjectPaths | None = None) -> LoadedC
         if raw is None:
             continue
         read.append(path)
+        before = settings
         settings = _merge(settings, raw, path, "", problems)
+        if project is not None and path == project.config_file:
+            settings = _no_wider_approval(before, settings, path, problems)
     return LoadedConfig(settings=settings, problems=tuple(problems), files=tuple(read))
+
+
+_APPROVAL_ORDER = (ApprovalMode.ASK, ApprovalMode.EDITS, ApprovalMode.ALL)
+
+
+def _no_wider_approval(
+    before: Settings, after: Settings, path: Path, problems: list[ConfigProblem]
+) -> Settings:
+    """A project's config may ask for more approval, never less: a cloned repository must not
+    let the agent run its commands unasked. Wider modes belong in the user config or
+    ``--approve``."""
+    old, new = ApprovalMode(before.tools.approval), ApprovalMode(after.tools.approval)
+    if _APPROVAL_ORDER.index(new) <= _APPROVAL_ORDER.index(old):
+        return after
+    problems.append(
+        ConfigProblem(
+            path,
+            "tools.approval",
+            f"a project's config cannot widen approval (got {new.value!r}); set it in your user "
+            f"config.toml or pass --approve {new.value}; using {old.value!r}",
+        )
+    )
+    tools = dataclasses.replace(after.tools, approval=old.value)
+    return dataclasses.replace(after, tools=tools)
 
 
 def settings_from_mapping(raw: Mapping[str, Any], source: Path = Path("<memory>")) -> Settings:

@@ -110,3 +110,35 @@ def test_configuration_reference_is_up_to_date() -> None:
     assert doc.read_text() == settings_markdown(), (
         "run: python -m agentsh.config > docs/configuration.md"
     )
+
+
+def _with_configs(
+    tmp_path: Path, user_text: str, project_text: str
+) -> tuple[UserPaths, ProjectPaths]:
+    user = _user(tmp_path)
+    user.config_dir.mkdir(parents=True)
+    user.config_file.write_text(user_text)
+    project = ProjectPaths(tmp_path / "p")
+    project.agentsh_dir.mkdir(parents=True)
+    project.config_file.write_text(project_text)
+    return user, project
+
+
+def test_a_project_config_cannot_widen_approval(tmp_path: Path) -> None:
+    # A cloned repository's .agentsh/config.toml must not let the agent run commands unasked.
+    user, project = _with_configs(tmp_path, "", '[tools]\napproval = "all"\n')
+    loaded = load_config(user, project)
+    assert loaded.settings.tools.approval == "ask"
+    (problem,) = loaded.problems
+    assert problem.file == project.config_file and problem.key == "tools.approval"
+    assert "cannot widen approval" in problem.message and "--approve all" in problem.message
+
+
+def test_a_project_config_may_narrow_approval_and_the_user_may_widen_it(tmp_path: Path) -> None:
+    user, project = _with_configs(
+        tmp_path, '[tools]\napproval = "all"\n', '[tools]\napproval = "edits"\n'
+    )
+    loaded = load_config(user, project)
+    assert loaded.settings.tools.approval == "edits" and loaded.problems == ()
+    user, project = _with_configs(tmp_path / "b", '[tools]\napproval = "edits"\n', "")
+    assert load_config(user, project).settings.tools.approval == "edits"
