@@ -49,6 +49,10 @@ def session_row(info: SessionInfo, *, width: int = 120, now: datetime | None = N
     """One session as one line of a picker on a terminal ``width`` cells wide."""
     cells = max(MIN_MESSAGE_CELLS, width - PICKER_CHROME - META_CELLS)
     message = " ".join((info.first_message or info.title or "(no messages)").split())
+    if info.parent_session:
+        # A fork starts with its parent's first message: without a mark the two rows read
+        # the same.
+        message = f"↳ fork of {info.parent_session[:8]}: {message}"
     first = message if len(message) <= cells else message[: cells - 1] + "…"
     when = datetime.fromtimestamp(info.last_activity, UTC)
     label = Content.assemble(
