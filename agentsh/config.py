@@ -42,7 +42,8 @@ class ModelSettings:
         metadata={"doc": "litellm model string; empty: chosen from provider keys or Ollama"},
     )
     api_base: str = field(
-        default="", metadata={"doc": "provider base URL (any OpenAI-compatible server)"}
+        default="",
+        metadata={"doc": "provider base URL (any OpenAI-compatible server); user config only"},
     )
     summary_model: str = field(
         default="", metadata={"doc": "model for compaction summaries; empty: the session's model"}
@@ -56,7 +57,8 @@ class ModelSettings:
     retry_base_delay_s: float = _num(2.0, lo=0.0, doc="first backoff delay, doubled each retry")
     retry_max_delay_s: float = _num(60.0, lo=0.0, doc="longest backoff delay")
     ollama_url: str = field(
-        default="http://127.0.0.1:11434", metadata={"doc": "probed when no model is configured"}
+        default="http://127.0.0.1:11434",
+        metadata={"doc": "probed when no model is configured; user config only"},
     )
 
 
@@ -214,6 +216,7 @@ def load_config(user: UserPaths, project: ProjectPaths | None = None) -> LoadedC
         settings = _merge(settings, raw, path, "", problems)
         if project is not None and path == project.config_file:
             settings = _no_wider_approval(before, settings, path, problems)
+            settings = _no_redirected_model(before, settings, path, problems)
     return LoadedConfig(settings=settings, problems=tuple(problems), files=tuple(read))
 
 
@@ -239,6 +242,35 @@ def _no_wider_approval(
     )
     tools = dataclasses.replace(after.tools, approval=old.value)
     return dataclasses.replace(after, tools=tools)
+
+
+_USER_ONLY_MODEL_KEYS = ("api_base", "ollama_url")
+
+
+def _no_redirected_model(
+    before: Settings, after: Settings, path: Path, problems: list[ConfigProblem]
+) -> Settings:
+    """A project's config may not choose the server the model is called on: a cloned
+    repository could otherwise receive the user's API key and every prompt. The server
+    belongs in the user config, ``AGENTSH_API_BASE`` or ``--api-base``."""
+    kept: dict[str, str] = {}
+    for key in _USER_ONLY_MODEL_KEYS:
+        old, new = getattr(before.model, key), getattr(after.model, key)
+        if new == old:
+            continue
+        kept[key] = old
+        problems.append(
+            ConfigProblem(
+                path,
+                f"model.{key}",
+                f"a project's config cannot choose the model server (got {new!r}), as it would "
+                "receive your API key and prompts; set it in your user config.toml, "
+                "AGENTSH_API_BASE or --api-base; ignored",
+            )
+        )
+    if not kept:
+        return after
+    return dataclasses.replace(after, model=dataclasses.replace(after.model, **kept))
 
 
 def settings_from_mapping(raw: Mapping[str, Any], source: Path = Path("<memory>")) -> Settings:
