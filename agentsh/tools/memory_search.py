@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from agentsh.memory.curated import ENTRY_SEPARATOR
 from agentsh.memory.guard import Scope, fence_recalled, scan
 from agentsh.memory.index import (
     MemoryIndex,
@@ -170,6 +171,30 @@ def _guarded(text: str, where: str) -> str:
     )
 
 
+def _guarded_entries(page: list[str], first_line: int, shown: str) -> str:
+    """``page`` guarded one curated entry at a time (entries are split by lines holding only
+    ``§``), so one poisoned entry of MEMORY.md withholds itself, not the whole page. Files
+    without separators are one entry."""
+    parts: list[str] = []
+    entry: list[str] = []
+    entry_start = first_line
+
+    def flush(end: int) -> None:
+        if entry:
+            parts.append(_guarded("\n".join(entry), f"{shown}:{entry_start}-{end}"))
+
+    for number, line in enumerate(page, start=first_line):
+        if line.strip() == ENTRY_SEPARATOR:
+            flush(number - 1)
+            parts.append(line)
+            entry.clear()
+            entry_start = number + 1
+        else:
+            entry.append(line)
+    flush(first_line + len(page) - 1)
+    return "\n".join(parts)
+
+
 class MemoryGetTool(_IndexUser, Tool):
     name: ClassVar[str] = "memory_get"
     description: ClassVar[str] = (
@@ -242,7 +267,7 @@ def read_memory_lines(sources: MemorySources, params: MemoryGetParams) -> ToolRe
         size += len(line) + 1
     end = start + len(page) - 1
     where = f"{shown}:{start}-{end}"
-    body = _guarded("\n".join(page), where)
+    body = _guarded_entries(page, start, shown)
     note = f"\n[Lines {start}-{end} of {total}. Use from_line={end + 1} to read on.]"
     content = f"{where}\n{fence_recalled(body)}" + (note if end < total else "")
     return ToolResult(
