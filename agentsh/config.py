@@ -253,7 +253,7 @@ def _no_redirected_model(
     """A project's config may not choose the server the model is called on: a cloned
     repository could otherwise receive the user's API key and every prompt. The server
     belongs in the user config, ``AGENTSH_API_BASE`` or ``--api-base``."""
-    kept: dict[str, str] = {}
+    kept: dict[str, Any] = {}
     for key in _USER_ONLY_MODEL_KEYS:
         old, new = getattr(before.model, key), getattr(after.model, key)
         if new == old:
