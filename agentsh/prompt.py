@@ -41,6 +41,7 @@ How you work:
 """
 
 CONTEXT_FILE_NAMES = ("AGENTS.md", "CLAUDE.md")
+PRIOR_KNOWLEDGE_CANDIDATES = 4  # docs ranked per place, so withheld ones can be replaced
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,9 +145,11 @@ class SystemPrompt:
             return
         docs, problems = load_docs(self._env.project.docs_dir)
         self.doc_notices.extend(problems)
-        scored = best_docs(docs, text, k=settings.prior_knowledge_docs)
+        # More candidates than places: a doc the guard withholds gives its place to the next.
+        wanted = settings.prior_knowledge_docs
+        scored = best_docs(docs, text, k=wanted * PRIOR_KNOWLEDGE_CANDIDATES)
         if scored:
-            block = prior_knowledge(scored, max_chars=settings.prior_knowledge_chars)
+            block = prior_knowledge(scored, max_chars=settings.prior_knowledge_chars, limit=wanted)
             self._prior_knowledge = block.text
             self.doc_notices.extend(block.notices)
 

@@ -351,18 +351,22 @@ def prior_knowledge(
     scored: list[tuple[MemoryDoc, float]],
     max_chars: int = 500,
     *,
+    limit: int | None = None,
     max_scan_bytes: int = DEFAULT_MAX_SCAN_BYTES,
 ) -> PriorKnowledge:
     """The "Prior knowledge" block for ``scored`` docs, fenced as recalled memory.
 
     Each doc is scanned by the guard (title and whole body); an offender is left out and
-    reported in ``blocked``. Each doc's text is cut to ``max_chars`` characters, at a word
-    boundary, with "…" when cut. No doc left: the text is empty.
+    reported in ``blocked``, and the next candidate takes its place: at most ``limit`` docs
+    are kept. Each doc's text is cut to ``max_chars`` characters, at a word boundary, with
+    "…" when cut. No doc left: the text is empty.
     """
     kept: list[tuple[MemoryDoc, float]] = []
     blocked: list[tuple[MemoryDoc, Threat]] = []
     sections: list[str] = []
     for doc, score in scored:
+        if limit is not None and len(kept) >= limit:
+            break
         threat = first_threat(f"{doc.title}\n{doc.body}", Scope.RECALL, max_bytes=max_scan_bytes)
         if threat is not None:
             blocked.append((doc, threat))
