@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from textual.color import Color
 
 from agentsh.session.entries import (
     CompactionEntry,
@@ -21,6 +22,7 @@ from agentsh.session.session import Session
 from agentsh.tui.panes.panel import PaneName, SidePanel
 from agentsh.tui.panes.tree import TreePane, TreeView
 from agentsh.tui.panes.tree_model import TreeFilter, TreeModel
+from agentsh.tui.themes import shipped_themes_dir
 from agentsh.tui.widgets.composer import PromptInput
 from agentsh.tui.widgets.messages import UserMessage
 from tests.tui.conftest import MakeApp, wait_for
@@ -399,3 +401,45 @@ async def test_escape_leaves_the_memory_and_summaries_panes_like_the_tree(
         await pilot.press("escape")
         await pilot.pause(0.1)
         assert panel.is_open and isinstance(app.focused, PromptInput)
+
+
+def _contrast(fg: Color, bg: Color) -> float:
+    def luminance(c: Color) -> float:
+        def channel(v: int) -> float:
+            s = v / 255
+            return s / 12.92 if s <= 0.03928 else ((s + 0.055) / 1.055) ** 2.4
+
+        return 0.2126 * channel(c.r) + 0.7152 * channel(c.g) + 0.0722 * channel(c.b)
+
+    hi, lo = sorted((luminance(fg), luminance(bg)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("theme", sorted(p.stem for p in shipped_themes_dir().glob("*.toml")))
+async def test_the_focused_tree_row_is_readable_in_every_shipped_theme(
+    make_app: MakeApp, project: Path, theme: str
+) -> None:
+    # The cursor painted $primary under the role colours: white on yellow in the
+    # high-contrast theme, purple on blue in the light one.
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await _ready(pilot, app)
+        app.theme = theme
+        session, _ = _session(project, app.env.user.project_sessions_dir(project))
+        await app.controller.switch_session(session)
+        await pilot.press("f4")
+        await wait_for(
+            pilot, lambda: bool(app.query(TreeView)) and app.query_one(TreeView).has_focus
+        )
+        await pilot.pause(0.1)
+        view = app.query_one(TreeView)
+        strip = view.render_line(view.cursor - round(view.scroll_y))
+        for segment in strip:
+            if not segment.text.strip() or segment.style is None:
+                continue
+            style = segment.style
+            assert style.color is not None and style.bgcolor is not None
+            fg = Color.from_rich_color(style.color)
+            bg = Color.from_rich_color(style.bgcolor)
+            assert _contrast(fg, bg) >= 4.5, (segment.text, fg.hex, bg.hex)

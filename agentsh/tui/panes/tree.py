@@ -95,7 +95,11 @@ class TreeView(ScrollView, can_focus=True, inherit_bindings=False):
         scrollbar-color: $panel;
     }
     TreeView > .tree--cursor { background: $panel; }
-    TreeView:focus > .tree--cursor { background: $primary 40%; }
+    TreeView:focus > .tree--cursor {
+        background: $block-cursor-background;
+        color: $block-cursor-foreground;
+        text-style: $block-cursor-text-style;
+    }
     TreeView > .tree--connector { color: $foreground-muted; }
     TreeView > .tree--path { color: $success; text-style: bold; }
     TreeView > .tree--off-path { text-style: dim; }
@@ -184,8 +188,10 @@ class TreeView(ScrollView, can_focus=True, inherit_bindings=False):
         row = rows[index]
         style = self.get_component_rich_style
         base = self.rich_style
-        if index == self.cursor:
-            base = base + style("tree--cursor", partial=True)
+        # Laid over every part, role colours included: a focused cursor sets its own
+        # foreground, so the row reads in every theme (the role colours are made for the
+        # pane's background, not for the cursor's).
+        cursor = style("tree--cursor", partial=True) if index == self.cursor else Style()
         on_path = row.entry_id in self._path
         dim = Style() if on_path else style("tree--off-path", partial=True)
         text = self.model.text(row.entry_id)
@@ -212,7 +218,7 @@ class TreeView(ScrollView, can_focus=True, inherit_bindings=False):
         )
         if row.folded:
             parts.append((f"  (+{row.branches} branches)", style("tree--connector", partial=True)))
-        segments = [Segment(t, base + s) for t, s in parts if t]
+        segments = [Segment(t, base + s + cursor) for t, s in parts if t]
         return Strip(segments).crop_extend(0, width, base)
 
     # -- keys -------------------------------------------------------------------------------
