@@ -146,12 +146,23 @@ def build_parser() -> argparse.ArgumentParser:
     mreindex.add_argument("--json", action="store_true", help="machine-readable output")
     mreindex.set_defaults(handler="memory.reindex")
 
-    context = sub.add_parser("context", help="token breakdown of a session's current context")
+    context = sub.add_parser(
+        "context",
+        help="token breakdown of a session's current context",
+        description="Show what a session's current context holds, token by token (system "
+        "prompt, tool schemas, memory, summary, messages, tool results), its tier, and what each "
+        "compaction tier would free now. Nothing is changed.",
+    )
     context.add_argument("id", metavar="ID-PREFIX")
     context.add_argument("--json", action="store_true")
     context.set_defaults(handler="context")
 
-    compact = sub.add_parser("compact", help="compact a session's context now")
+    compact = sub.add_parser(
+        "compact",
+        help="compact a session's context now",
+        description="Compact a session's context now, as /compact does in the TUI: the "
+        "archive is written first, then the compaction entry; the session file is locked.",
+    )
     compact.add_argument("id", metavar="ID-PREFIX")
     compact.add_argument(
         "--tier",

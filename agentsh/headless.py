@@ -25,6 +25,8 @@ from typing import Any, TextIO
 from agentsh.cli import EXIT_ERROR, EXIT_OK, CliError
 from agentsh.config import ApprovalMode, load_environment
 from agentsh.events import (
+    CompactionFailed,
+    CompactionFinished,
     ErrorOccurred,
     Event,
     Notice,
@@ -192,6 +194,14 @@ def _progress(event: Event, err: TextIO) -> None:
             )
         case Notice():
             err.write(f"agentsh: {event.level.value}: {event.text}\n")
+        case CompactionFinished():
+            note = f"; {event.note}" if event.note else ""
+            err.write(
+                f"agentsh: context compacted ({event.tier.label}): {event.tokens_before:,} -> "
+                f"{event.tokens_after:,} tokens; archive {event.workspace_file}{note}\n"
+            )
+        case CompactionFailed():
+            err.write(f"agentsh: warning: {event.tier.label} compaction failed: {event.reason}\n")
         case _:
             return
     err.flush()

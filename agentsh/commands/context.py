@@ -183,8 +183,8 @@ def render_breakdown(b: ContextBreakdown, session: Session, note: str = "") -> s
         lines.append(f"  ({note})")
     lines.append("")
     lines.append(
-        f"{b.entries} entries in {b.turns} turns; {b.compactions} compaction"
-        f"{'s' if b.compactions != 1 else ''} on this path."
+        f"{_count(b.entries, 'entry', 'entries')} in {_count(b.turns, 'turn')}; "
+        f"{_count(b.compactions, 'compaction')} on this path."
     )
     if b.paused:
         lines.append(
@@ -206,6 +206,10 @@ def render_breakdown(b: ContextBreakdown, session: Session, note: str = "") -> s
                 what += f"; {p.note}"
         lines.append(f"  {p.tier.label:<16}(last {p.keep_turns} turns) {what}")
     return "\n".join(lines)
+
+
+def _count(n: int, one: str, many: str = "") -> str:
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
 
 # -- agentsh compact ----------------------------------------------------------------------------

@@ -47,7 +47,18 @@ def test_context_prints_the_breakdown_and_what_each_tier_would_do(
         assert label in out
     assert "Tier: none" in out
     assert "MoveToWorkspace" in out and "Summarize" in out and "Truncate" in out
-    assert "14 turns" in out
+    assert "14 turns" in out and "0 compactions on this path" in out
+
+
+def test_context_counts_one_turn_in_the_singular(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    user = UserPaths.from_env()
+    session = Session.create(user.project_sessions_dir(project), project)
+    add_turn(session, "only request", [], "only answer")
+    session.close()
+    assert main(["context", session.id[:8]]) == 0
+    assert "2 entries in 1 turn; 0 compactions on this path." in capsys.readouterr().out
 
 
 def test_context_json_is_machine_readable(
