@@ -296,7 +296,11 @@ class TieredEngine:
 
         def after_tokens(summary: str, kept: int) -> int:
             after_messages = acc.summary_tokens(summary) + kept
-            return max(0, used_before - (messages_before - after_messages))
+            if used_before >= messages_before:
+                return used_before - (messages_before - after_messages)
+            # The provider counts fewer tokens than our estimate of the messages alone: scale
+            # what stays to its measure, rather than subtract past zero ("18k -> 0 tokens").
+            return round(after_messages * used_before / max(1, messages_before))
 
         if plan.cut is None:
             if plan.pruned is None or not plan.pruned.changed:

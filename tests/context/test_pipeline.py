@@ -658,3 +658,22 @@ async def test_a_compaction_with_too_few_turns_says_how_many_the_tier_keeps(
     previews = {p.tier: p for p in manager.breakdown(SYSTEM, []).previews}
     assert previews[Tier.SUMMARIZE].note == failed.reason  # nothing to prune either
     assert previews[Tier.SUMMARIZE].frees_tokens == 0
+
+
+@pytest.mark.asyncio
+async def test_tokens_after_stay_on_the_providers_scale_when_it_counts_less(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    """The provider's figure is a tenth of our estimate of the messages: subtracting what left
+    (on our scale) from its figure went below zero, and the compaction read "18k -> 0 tokens"."""
+    s = memory_session
+    for i in range(12):
+        add_turn(s, f"turn {i}", [Step("bash", {"command": "make"}, unique_output(3_000, f"o{i}"))])
+    manager = make_manager(s, window=W)
+    estimate = manager.engine.deps.accounting.messages_tokens()
+    s.append_message(Role.USER, "and now?")
+    s.append_message(Role.ASSISTANT, "Done.", usage=Usage(input_tokens=estimate // 10))
+    entry = await manager.compact(Tier.MOVE_TO_WORKSPACE)
+    assert entry is not None
+    assert 0 < entry.tokens_after < entry.tokens_before
+    assert entry.tokens_after > 0.5 * entry.tokens_before  # ten of thirteen turns stay
