@@ -138,7 +138,7 @@ class AgentshApp(App[None]):
         return [shipped_themes_dir(), self.env.user.themes_dir]
 
     def _install_themes(self) -> None:
-        loaded = load_themes(self._theme_folders())
+        loaded = load_themes(self._theme_folders(), trusted=[shipped_themes_dir()])
         for theme in loaded.themes:
             self.register_theme(theme)
         self._startup_problems += [str(p) for p in loaded.problems]
@@ -152,7 +152,7 @@ class AgentshApp(App[None]):
                 self.theme = DEFAULT_THEME
 
     def reload_themes(self) -> None:
-        loaded = load_themes(self._theme_folders())
+        loaded = load_themes(self._theme_folders(), trusted=[shipped_themes_dir()])
         for theme in loaded.themes:
             self.register_theme(theme)
         for problem in loaded.problems:

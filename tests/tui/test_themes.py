@@ -30,6 +30,16 @@ def test_at_least_five_themes_ship_including_dark_light_and_high_contrast() -> N
     assert by_name[DEFAULT_THEME].dark and not by_name["agentsh-light"].dark
 
 
+def test_every_shipped_theme_passes_the_variables_check_the_app_skips_for_them() -> None:
+    # The app trusts the shipped folder (the check costs ~10 ms a theme before the first
+    # frame); this is the check it skips.
+    assert load_themes([shipped_themes_dir()]).problems == ()
+    trusted = load_themes([shipped_themes_dir()], trusted=[shipped_themes_dir()])
+    assert [t.name for t in trusted.themes] == [
+        t.name for t in load_themes([shipped_themes_dir()]).themes
+    ]
+
+
 def test_every_shipped_theme_sets_every_documented_colour() -> None:
     for path in sorted(shipped_themes_dir().glob("*.toml")):
         data = tomllib.loads(path.read_text())
