@@ -21,11 +21,11 @@ import hashlib
 from dataclasses import dataclass, replace
 
 from agentsh.llm.tokens import cjk_count, is_cjk_char
+from agentsh.memory.curated import ENTRY_SEPARATOR
 
 # Weights are in "quarter tokens": a CJK character weighs 4, anything else 1, so a budget of
 # N tokens is 4 x N weight units and the arithmetic stays in integers.
 _UNITS_PER_TOKEN = 4
-SEPARATOR = "§"  # a line holding only this separates the entries of MEMORY.md and USER.md
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +99,8 @@ def chunk_entries(
     chunks: list[Chunk] = []
     entry: list[tuple[int, str]] = []
     lines = text.splitlines()
-    for number, line in enumerate([*lines, SEPARATOR], start=1):
-        if line.strip() != SEPARATOR:
+    for number, line in enumerate([*lines, ENTRY_SEPARATOR], start=1):
+        if line.strip() != ENTRY_SEPARATOR:
             entry.append((number, line))
             continue
         while entry and not entry[0][1].strip():
