@@ -281,6 +281,30 @@ async def test_enter_on_an_entry_opens_it_and_says_why_it_is_marked(
 
 
 @pytest.mark.asyncio
+async def test_the_whole_file_opens_with_its_entries_kept_apart(
+    make_app: MakeApp, project: Path
+) -> None:
+    # Entries written line after line (the usual hand edit) are one markdown paragraph as
+    # they stand: the read view puts each in its own, with the separator between.
+    env = write_project(project)
+    env.project.memory_file.write_text("Deploys on Tuesdays.\n§\nRun `make ship`.\n")
+    app = make_app(factory=snapshot_factory(env), environment=env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        pane = await open_pane(pilot, app)
+        target = next(i for i, r in enumerate(rows(pane)) if "MEMORY.md" in r)
+        from textual.widgets import OptionList
+
+        pane.query_one("#memory-list", OptionList).highlighted = target
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ReadView))
+        view = app.screen
+        assert isinstance(view, ReadView)
+        assert view.title_text == "MEMORY.md (on disk now)"
+        assert view.body == "Deploys on Tuesdays.\n\n§\n\nRun `make ship`."
+
+
+@pytest.mark.asyncio
 async def test_slash_memory_opens_the_pane_and_memory_text_lists_the_files_in_the_chat(
     make_app: MakeApp, project: Path
 ) -> None:

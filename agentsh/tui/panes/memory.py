@@ -39,7 +39,14 @@ from textual.widget import Widget
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option, OptionDoesNotExist
 
-from agentsh.memory.curated import CuratedMemory, MemorySnapshot, MemoryTarget, SnapshotEntry
+from agentsh.memory.curated import (
+    ENTRY_SEPARATOR,
+    CuratedMemory,
+    MemorySnapshot,
+    MemoryTarget,
+    SnapshotEntry,
+    parse_entries,
+)
 from agentsh.memory.docs import DocType, MemoryDoc, load_docs
 from agentsh.memory.guard import Scope, first_threat
 from agentsh.tui.keys import KeyScope, bindings_for
@@ -283,6 +290,13 @@ class ReadTarget:
     subtitle: str = ""
 
 
+def _entries_apart(text: str) -> str:
+    """A curated file for the read view: its entries as paragraphs with the ``§`` between
+    them, so markdown does not run entries written line after line into one paragraph."""
+    entries = parse_entries(text)
+    return f"\n\n{ENTRY_SEPARATOR}\n\n".join(entries) if entries else text
+
+
 # -- the pane -------------------------------------------------------------------------------------
 
 
@@ -421,7 +435,11 @@ class MemoryPane(Widget):
                 header,
                 id=self._add(
                     f"file:{view.target}",
-                    ReadTarget(f"{name} (on disk now)", view.text, f"{view.display} · {usage}"),
+                    ReadTarget(
+                        f"{name} (on disk now)",
+                        _entries_apart(view.text),
+                        f"{view.display} · {usage}",
+                    ),
                 ),
             )
         ]
