@@ -27,6 +27,15 @@ class Tier(StrEnum):
     def label(self) -> str:
         return _TIER_LABELS[self]
 
+    @classmethod
+    def label_of(cls, value: str) -> str:
+        """The label of a tier as the log stores it (``"summarize"``); a value this version
+        does not know (a newer agentsh wrote it) is shown as it is."""
+        try:
+            return cls(value).label or value
+        except ValueError:
+            return value
+
 
 _TIER_LABELS = {
     Tier.NONE: "",

@@ -544,10 +544,7 @@ class ChatController:
         await self.chat.load(project_session(agent.session))
         self.show_status(agent.status())
         self.path_changed.publish("undo")
-        try:
-            tier = Tier(result.tier).label or result.tier
-        except ValueError:
-            tier = result.tier
+        tier = Tier.label_of(result.tier)
         since = (
             f" The {result.copied} entries logged since were copied after them."
             if result.copied

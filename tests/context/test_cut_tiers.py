@@ -108,3 +108,9 @@ def test_pi_cut_keeps_about_the_newest_n_tokens(memory_session: Session) -> None
     assert cut.kept_tokens <= 2_000 + max(tokens)
     assert isinstance(entries[cut.index], MessageEntry)
     assert choose_cut_by_tokens(entries, tokens, keep_tokens=10**9) is None
+
+
+def test_a_stored_tier_reads_as_its_label_and_an_unknown_one_as_it_is() -> None:
+    assert Tier.label_of("move_to_workspace") == "MoveToWorkspace"
+    assert Tier.label_of("none") == "none"  # no label: the stored value
+    assert Tier.label_of("from_a_newer_agentsh") == "from_a_newer_agentsh"

@@ -54,18 +54,11 @@ class CompactionView:
 
     @property
     def tier_label(self) -> str:
-        return tier_label(self.entry.tier)
+        return Tier.label_of(self.entry.tier)
 
     @property
     def prune_only(self) -> bool:
         return self.archived_entries == 0
-
-
-def tier_label(tier: str) -> str:
-    try:
-        return Tier(tier).label or tier
-    except ValueError:
-        return tier
 
 
 def compaction_views(path: list[AnyEntry]) -> list[CompactionView]:

@@ -33,6 +33,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
+from agentsh.events import Tier
 from agentsh.tui.keys import KeyScope, bindings_for, display_key, spec
 from agentsh.tui.projection import (
     ArchiveItem,
@@ -94,13 +95,8 @@ class ArchiveLine(Static, can_focus=True):
         self._render_line()
 
     def _render_line(self) -> None:
-        from agentsh.events import Tier
-
         item = self.item
-        try:
-            tier = Tier(item.tier).label or item.tier
-        except ValueError:
-            tier = item.tier
+        tier = Tier.label_of(item.tier)
         what = (
             f"{item.turns} turn{'s' if item.turns != 1 else ''}"
             if item.turns

@@ -18,6 +18,7 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Static
 
+from agentsh.events import Tier
 from agentsh.tui.status_format import human_tokens
 
 FLUSH_S = 1 / 30  # streamed text reaches the screen in batches at most this often
@@ -192,9 +193,7 @@ class AssistantMessage(Vertical):
         self._aborted = self._aborted or aborted
         self._error = error or self._error
         if self._thinking_chars:
-            self._line("thinking").update(
-                f"thought for {human_tokens(self._thinking_chars)} chars"
-            )
+            self._line("thinking").update(f"thought for {human_tokens(self._thinking_chars)} chars")
         self._refresh_footer()
 
     def _footer_text(self) -> str:
@@ -280,14 +279,14 @@ class CompactionLine(Static, can_focus=True):
         self.running = False
         self.summary = reason
         self.add_class("failed")
-        self.update(Content(f"⟲ compaction ({_tier_name(self.tier)}) failed: {reason}"))
+        self.update(Content(f"⟲ compaction ({Tier.label_of(self.tier)}) failed: {reason}"))
 
     def action_toggle_expand(self) -> None:
         self.expanded = not self.expanded
         self._render_line()
 
     def _render_line(self) -> None:
-        name = _tier_name(self.tier)
+        name = Tier.label_of(self.tier)
         if self.running:
             self.update(Content(f"⟲ compacting ({name})…"))
             return
@@ -300,15 +299,6 @@ class CompactionLine(Static, can_focus=True):
         if self.expanded and self.summary:
             line += "\n" + self.summary
         self.update(Content(line))
-
-
-def _tier_name(tier: str) -> str:
-    from agentsh.events import Tier
-
-    try:
-        return Tier(tier).label or tier
-    except ValueError:
-        return tier
 
 
 class QueuedMessage(Static):
