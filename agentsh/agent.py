@@ -26,6 +26,7 @@ from typing import Any
 from agentsh.config import ApprovalMode, Environment
 from agentsh.context.engine import ContextManager
 from agentsh.context.undo import UndoResult, undo_compaction
+from agentsh.errors import AgentshError
 from agentsh.events import (
     AssistantMessage,
     ContextStatus,
@@ -74,7 +75,7 @@ MEMORY_FLUSH_PROMPT = (
 )
 
 
-class AgentBusy(RuntimeError):
+class AgentBusy(AgentshError, RuntimeError):
     """A second turn was started while one is running (front ends queue instead)."""
 
 

@@ -1,9 +1,9 @@
 """Command-line entry point: parse arguments, pick a front end, dispatch subcommands.
 
-Only the standard library is imported at module level, so ``agentsh --help`` and
-``agentsh --version`` answer in tens of milliseconds. Each subcommand's module is imported
-when that subcommand runs. Errors a user can cause end as one line on stderr and a non-zero
-exit code, never a traceback.
+Only the standard library (and :mod:`agentsh.errors`, which is standard library only) is
+imported at module level, so ``agentsh --help`` and ``agentsh --version`` answer in tens of
+milliseconds. Each subcommand's module is imported when that subcommand runs. Errors a user
+can cause end as one line on stderr and a non-zero exit code, never a traceback.
 """
 
 from __future__ import annotations
@@ -13,19 +13,9 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 
+from agentsh.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError
+
 __version__ = "0.1.0"
-
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-
-
-class CliError(Exception):
-    """A user-facing failure: printed as ``agentsh: <message>``, exit code 1 (or ``code``)."""
-
-    def __init__(self, message: str, code: int = EXIT_ERROR) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 Handler = Callable[[argparse.Namespace], int]
@@ -211,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code
     except KeyboardInterrupt:
         print("agentsh: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
 

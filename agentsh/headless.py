@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from agentsh.cli import EXIT_ERROR, EXIT_OK, CliError
 from agentsh.config import ApprovalMode, load_environment
+from agentsh.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, CliError
 from agentsh.events import (
     CompactionFailed,
     CompactionFinished,
@@ -37,8 +37,6 @@ from agentsh.events import (
     event_to_json,
 )
 from agentsh.startup import SessionChoiceError, session_for_args
-
-EXIT_INTERRUPTED = 130
 
 
 @dataclass(slots=True)

@@ -12,12 +12,13 @@ import argparse
 from pathlib import Path
 
 from agentsh.config import Environment
+from agentsh.errors import AgentshError
 from agentsh.session.catalog import Catalog
 from agentsh.session.log import SessionError, SessionLocked
 from agentsh.session.session import Session
 
 
-class SessionChoiceError(Exception):
+class SessionChoiceError(AgentshError):
     """The options name a session that cannot be opened; the message says why."""
 
 

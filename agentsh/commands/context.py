@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentsh.cli import EXIT_OK, CliError
 from agentsh.config import Environment, load_environment
 from agentsh.context.engine import ContextBreakdown, ContextManager
 from agentsh.context.tiers import parse_tier
+from agentsh.errors import EXIT_OK, CliError
 from agentsh.events import CompactionFailed, CompactionFinished, Event, Notice, Tier
 from agentsh.session.catalog import Catalog
 from agentsh.session.entries import MessageEntry, ModelChangeEntry

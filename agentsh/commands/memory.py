@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentsh.cli import EXIT_OK, CliError
 from agentsh.config import Environment, load_environment
+from agentsh.errors import EXIT_OK, CliError
 from agentsh.memory.curated import CuratedMemory, FileSnapshot, MemoryTarget
 from agentsh.memory.docs import DocError, DocType, MemoryDoc, load_docs, write_doc
 from agentsh.memory.guard import Scope, first_threat

@@ -17,8 +17,8 @@ import sys
 import time
 from typing import Any, TextIO
 
-from agentsh.cli import EXIT_OK, CliError
 from agentsh.config import load_environment
+from agentsh.errors import EXIT_OK, CliError
 from agentsh.memory.index import MemoryIndex, SearchIndexError, SearchResponse
 
 # How long `memory search` waits for vectors before searching with what it has.

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentsh.cli import EXIT_OK, CliError
+from agentsh.errors import EXIT_OK, CliError
 from agentsh.paths import ProjectPaths, UserPaths
 from agentsh.session import export
 from agentsh.session.catalog import Catalog, SessionInfo, SessionLookupError

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from agentsh.errors import AgentshError
 from agentsh.session.entries import (
     AnyEntry,
     CompactionEntry,
@@ -31,7 +32,7 @@ from agentsh.session.log import SessionError
 from agentsh.session.session import Session
 
 
-class UndoError(Exception):
+class UndoError(AgentshError):
     """There is no compaction to undo, or the session cannot take the new entries."""
 
 

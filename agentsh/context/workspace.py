@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Protocol
 
 from agentsh.context.view import ContextEntry
+from agentsh.errors import AgentshError
 from agentsh.fsutil import atomic_write
 from agentsh.session.entries import BranchSummaryEntry, MessageEntry, Role, ToolResultEntry
 
 _NAME = re.compile(r"^(\d{3,})-(archive|summary)\.md$")
 
 
-class WorkspaceError(Exception):
+class WorkspaceError(AgentshError):
     """A workspace file could not be written; nothing left the context."""
 
 

@@ -27,10 +27,11 @@ from types import ModuleType
 from typing import Any
 
 from agentsh.config import ModelSettings
+from agentsh.errors import AgentshError
 from agentsh.events import ErrorKind, Retrying, TextDelta, ThinkingDelta, ToolCallDelta
 from agentsh.llm.env import import_litellm, litellm_loaded
 from agentsh.llm.models import key_env_var, model_info, provider_of
-from agentsh.session.entries import StopReason, ToolCall, Usage
+from agentsh.values import StopReason, ToolCall, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +50,7 @@ StreamItem = TextDelta | ThinkingDelta | ToolCallDelta | Retrying | Completion
 Sleep = Callable[[float], Awaitable[Any]]
 
 
-class LLMError(Exception):
+class LLMError(AgentshError):
     """A model call that failed for good. ``message`` is for people and never holds a key."""
 
     def __init__(

@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from agentsh.errors import AgentshError
 from agentsh.llm.client import scrub
 from agentsh.llm.env import import_litellm
 
 _DETAIL_CHARS = 400
 
 
-class EmbeddingCallError(RuntimeError):
+class EmbeddingCallError(AgentshError, RuntimeError):
     """The provider's embedding call failed (no key, unknown model, network, bad answer)."""
 
 

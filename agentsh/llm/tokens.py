@@ -1,47 +1,27 @@
 """Counting and estimating tokens.
 
 :func:`estimate_tokens` is the CJK-aware estimate of SPEC §4 (a CJK character is one token,
-other text four characters per token). It is pure Python with no imports beyond the standard
-library, so the UI thread and the chunker can call it freely. :class:`TokenCounter` counts
-exactly with tiktoken, using the encoding files litellm ships (o200k_base for the gpt-4o / o /
-gpt-4.1 / gpt-5 families, cl100k_base otherwise). tiktoken is imported and an encoding loaded
-only on the first count, never downloaded: when the file is not on disk the counter falls back
-to the estimate. Importing this module imports neither tiktoken nor litellm.
+other text four characters per token); it lives in :mod:`agentsh.text` (standard library
+only, so the UI thread and the memory chunker use it without the model door) and is
+re-exported here. :class:`TokenCounter` counts exactly with tiktoken, using the encoding
+files litellm ships (o200k_base for the gpt-4o / o / gpt-4.1 / gpt-5 families, cl100k_base
+otherwise). tiktoken is imported and an encoding loaded only on the first count, never
+downloaded: when the file is not on disk the counter falls back to the estimate. Importing
+this module imports neither tiktoken nor litellm.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-# Hangul (syllables, jamo, compatibility jamo), kana, CJK ideographs (with extension A and
-# compatibility ideographs), CJK punctuation, and fullwidth forms.
-_CJK = re.compile(
-    "[\u1100-\u11ff\u3000-\u303f\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf"
-    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
-)
+from agentsh.text import estimate_tokens
 
-
-def cjk_count(text: str) -> int:
-    return len(_CJK.findall(text))
-
-
-def estimate_tokens(text: str, chars_per_token: float = 4.0) -> int:
-    """CJK characters count one token each; the rest ``chars_per_token`` characters a token."""
-    if not text:
-        return 0
-    cjk = cjk_count(text) if not text.isascii() else 0
-    return cjk + math.ceil((len(text) - cjk) / chars_per_token)
-
-
-def is_cjk_char(char: str) -> bool:
-    return bool(_CJK.match(char))
-
+__all__ = ["TokenCounter", "encoding_name_for", "estimate_tokens"]
 
 # ---------------------------------------------------------------------------------------------
 # Exact counting

@@ -20,8 +20,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, replace
 
-from agentsh.llm.tokens import cjk_count, is_cjk_char
 from agentsh.memory.curated import ENTRY_SEPARATOR
+from agentsh.text import cjk_count, is_cjk_char
 
 # Weights are in "quarter tokens": a CJK character weighs 4, anything else 1, so a budget of
 # N tokens is 4 x N weight units and the arithmetic stays in integers.

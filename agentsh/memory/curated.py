@@ -31,6 +31,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from agentsh.config import MemorySettings
+from agentsh.errors import AgentshError
 from agentsh.fsutil import atomic_write
 from agentsh.memory.guard import Scope, Threat, blocked_note, first_threat
 from agentsh.paths import ProjectPaths, UserPaths
@@ -61,7 +62,7 @@ class MemoryTarget(StrEnum):
 # -- errors ----------------------------------------------------------------------------------
 
 
-class CuratedMemoryError(Exception):
+class CuratedMemoryError(AgentshError):
     """A memory change that cannot be made; the message says why and what to do instead."""
 
 

@@ -30,6 +30,7 @@ from datetime import date
 from enum import StrEnum
 from pathlib import Path
 
+from agentsh.errors import AgentshError
 from agentsh.fsutil import atomic_write
 from agentsh.memory.guard import DEFAULT_MAX_SCAN_BYTES, Scope, Threat, fence_recalled, first_threat
 
@@ -59,7 +60,7 @@ TYPE_WEIGHTS: dict[DocType, float] = {
 }
 
 
-class DocError(Exception):
+class DocError(AgentshError):
     """A doc that cannot be written; the message says why."""
 
 

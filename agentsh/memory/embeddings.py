@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentsh.config import SearchSettings
+from agentsh.errors import AgentshError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -42,14 +43,14 @@ LOCAL_DIMS = 384
 LOCAL_MAX_TOKENS = 256
 
 
-class EmbeddingUnavailable(RuntimeError):
+class EmbeddingUnavailable(AgentshError, RuntimeError):
     """The embedding model cannot be used at all (missing file, bad checksum, no runtime).
 
     Search falls back to keywords and shows this message as the reason.
     """
 
 
-class EmbeddingError(RuntimeError):
+class EmbeddingError(AgentshError, RuntimeError):
     """One embedding call failed (network, provider); a later attempt may succeed."""
 
 

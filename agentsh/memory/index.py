@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentsh.config import SearchSettings
-from agentsh.llm.tokens import is_cjk_char
+from agentsh.errors import AgentshError
 from agentsh.memory.chunking import Chunk, chunk_entries, chunk_text
 from agentsh.memory.embeddings import (
     Embedder,
@@ -55,6 +55,7 @@ from agentsh.memory.embeddings import (
     make_embedder,
 )
 from agentsh.paths import ProjectPaths, UserPaths, project_slug
+from agentsh.text import is_cjk_char
 
 if TYPE_CHECKING:
     import numpy as np
@@ -75,7 +76,7 @@ LIKE_ONLY_CEILING = 0.8
 CURATED_NAMES = frozenset({"MEMORY.md", "USER.md"})
 
 
-class SearchIndexError(RuntimeError):
+class SearchIndexError(AgentshError, RuntimeError):
     """The index cannot be opened or written (disk full, permissions); message says which."""
 
 

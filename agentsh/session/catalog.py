@@ -34,6 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agentsh.errors import AgentshError
 from agentsh.paths import UserPaths, project_slug
 from agentsh.session import log
 
@@ -84,7 +85,7 @@ _INFO_COLUMNS = (
 )
 
 
-class SessionLookupError(LookupError):
+class SessionLookupError(AgentshError, LookupError):
     """An id prefix that names no session or several; the message says which and what to do."""
 
 

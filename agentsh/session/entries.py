@@ -7,7 +7,10 @@ A session file is one header line followed by entries. Conversation entries (``m
 shape of the conversation. Entries of a type this version does not know are kept verbatim as
 :class:`UnknownEntry` and skipped for the model.
 
-JSON keys are camelCase (the file format); Python attributes are snake_case.
+JSON keys are camelCase (the file format); Python attributes are snake_case. The value types
+the entries hold (:class:`Role`, :class:`StopReason`, :class:`ToolCall`, :class:`Usage`) live
+in :mod:`agentsh.values`, below the log, so the model door can use them without the log; they
+are re-exported here for the log's readers.
 """
 
 from __future__ import annotations
@@ -17,29 +20,41 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any, TypeVar
 
+from agentsh.errors import AgentshError
+from agentsh.values import Role, StopReason, ToolCall, Usage
+
 _T = TypeVar("_T")
+
+__all__ = [
+    "AnyEntry",
+    "BranchSummaryEntry",
+    "CompactionEntry",
+    "Entry",
+    "EntryError",
+    "Header",
+    "LabelEntry",
+    "LeafEntry",
+    "MessageEntry",
+    "ModelChangeEntry",
+    "Role",
+    "StopReason",
+    "ToolCall",
+    "ToolResultEntry",
+    "UnknownEntry",
+    "Usage",
+    "encode_line",
+    "entry_from_json",
+    "new_id",
+    "now_iso",
+]
 
 FORMAT_VERSION = 1
 
 
-class EntryError(ValueError):
+class EntryError(AgentshError, ValueError):
     """A line that is JSON but not a valid entry."""
-
-
-class Role(StrEnum):
-    USER = "user"
-    ASSISTANT = "assistant"
-
-
-class StopReason(StrEnum):
-    STOP = "stop"
-    TOOL_CALLS = "tool_calls"
-    LENGTH = "length"
-    ABORTED = "aborted"
-    ERROR = "error"
 
 
 def new_id() -> str:
@@ -86,54 +101,6 @@ class Header:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise EntryError(f"bad session header: {exc}") from exc
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    id: str
-    name: str
-    arguments: str  # the JSON text of the arguments object, validated before it is written
-
-    def parsed_arguments(self) -> dict[str, Any]:
-        try:
-            value = json.loads(self.arguments or "{}")
-        except json.JSONDecodeError:
-            return {}
-        return value if isinstance(value, dict) else {}
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    cost: float = 0.0
-
-    @property
-    def context_tokens(self) -> int:
-        """Tokens the provider counted as this request's context (prompt plus reply)."""
-        return self.input_tokens + self.cache_read_tokens + self.output_tokens
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "input": self.input_tokens,
-            "output": self.output_tokens,
-            "cacheRead": self.cache_read_tokens,
-            "cacheWrite": self.cache_write_tokens,
-            "cost": self.cost,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Usage:
-        get = data.get
-        return cls(
-            int(get("input", 0)),
-            int(get("output", 0)),
-            int(get("cacheRead", 0)),
-            int(get("cacheWrite", 0)),
-            float(get("cost", 0.0)),
-        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentsh.errors import AgentshError
 from agentsh.fsutil import fsync_dir
 from agentsh.session import entries as _entries
 from agentsh.session.entries import AnyEntry, EntryError, Header, encode_line, entry_from_json
@@ -42,7 +43,7 @@ Migration = Callable[[dict[str, Any]], dict[str, Any]]
 MIGRATIONS: dict[int, Migration] = {}
 
 
-class SessionError(Exception):
+class SessionError(AgentshError):
     """A session file problem a person can act on; the message says what and where."""
 
 

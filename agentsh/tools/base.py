@@ -23,15 +23,16 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from agentsh.config import Settings
+from agentsh.errors import AgentshError
 from agentsh.events import Event
 from agentsh.paths import ProjectPaths, UserPaths
 
 
-class ToolArgumentError(ValueError):
+class ToolArgumentError(AgentshError, ValueError):
     """The model's arguments do not fit the tool's parameters; the message goes back to it."""
 
 
-class ToolError(Exception):
+class ToolError(AgentshError):
     """A call that cannot be done (missing file, offset past the end...); its message is the
     error result the model reads, so it says what went wrong and what to do instead."""
 

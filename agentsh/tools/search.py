@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from agentsh.config import ToolSettings
+from agentsh.errors import AgentshError
 from agentsh.tools.base import (
     Tool,
     ToolArgumentError,
@@ -526,7 +527,7 @@ async def _grep_rg(
         raise _RgFailed(stderr)
 
 
-class _RgFailed(Exception):
+class _RgFailed(AgentshError):
     """ripgrep gave up without a match: most often a pattern its engine rejects (look-around,
     backreferences), or an rg too old for a flag. The Python search then answers instead."""
 

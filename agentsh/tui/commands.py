@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agentsh.errors import AgentshError
+
 
 @dataclass(frozen=True, slots=True)
 class SlashCommand:
@@ -57,7 +59,7 @@ for _command in COMMANDS:
         _BY_NAME[_alias] = _command
 
 
-class UnknownCommand(Exception):
+class UnknownCommand(AgentshError):
     def __init__(self, word: str) -> None:
         names = ", ".join(f"/{c.name}" for c in COMMANDS)
         super().__init__(f"Unknown command /{word}. Commands: {names}.")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentsh.errors import AgentshError
 from agentsh.session import export as render
 from agentsh.session.entries import encode_line
 from agentsh.session.log import SessionError
@@ -17,7 +18,7 @@ from agentsh.session.session import Session
 FORMATS = ("md", "html", "jsonl")
 
 
-class ExportError(Exception):
+class ExportError(AgentshError):
     """The export cannot be written; the message says why."""
 
 

@@ -25,6 +25,7 @@ from typing import Any
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
+from agentsh.errors import AgentshError
 from agentsh.fsutil import atomic_write
 
 DEFAULT_THEME = "agentsh-dark"
@@ -45,7 +46,7 @@ _COLOUR_KEYS = (
 _OTHER_KEYS = ("name", "dark", "variables", "luminosity_spread", "text_alpha")
 
 
-class ThemeError(Exception):
+class ThemeError(AgentshError):
     """A theme file agentsh cannot use; the message names the file and the reason."""
 
 

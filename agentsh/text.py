@@ -1,0 +1,35 @@
+"""Text helpers every layer may use: CJK detection and the CJK-aware token estimate.
+
+SPEC §4 counts a CJK character as one token and other text as four characters a token, until
+an exact count (tiktoken, in :mod:`agentsh.llm.tokens`) is available. The memory chunker,
+the search index and the context engine need the same notion of "CJK", so it is defined
+once, here, below all of them. Standard library only.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+# Hangul (syllables, jamo, compatibility jamo), kana, CJK ideographs (with extension A and
+# compatibility ideographs), CJK punctuation, and fullwidth forms.
+_CJK = re.compile(
+    "[\u1100-\u11ff\u3000-\u303f\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
+)
+
+
+def cjk_count(text: str) -> int:
+    return len(_CJK.findall(text))
+
+
+def estimate_tokens(text: str, chars_per_token: float = 4.0) -> int:
+    """CJK characters count one token each; the rest ``chars_per_token`` characters a token."""
+    if not text:
+        return 0
+    cjk = cjk_count(text) if not text.isascii() else 0
+    return cjk + math.ceil((len(text) - cjk) / chars_per_token)
+
+
+def is_cjk_char(char: str) -> bool:
+    return bool(_CJK.match(char))
