@@ -29,6 +29,7 @@ LAYERS: dict[str, int] = {
     # 1 - where things are, how they are written, what the user configured
     "paths": 1,
     "fsutil": 1,
+    "gitutil": 1,
     "config": 1,
     # 2 - the log and the model door, side by side and blind to each other
     "session": 2,

@@ -10,9 +10,10 @@ consecutive characters, starts of path components and a short path, like editors
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from agentsh.gitutil import GitError, run_git
 
 MAX_FILES = 50_000
 _SKIP_DIRS = frozenset(
@@ -23,15 +24,14 @@ _SKIP_DIRS = frozenset(
 def list_project_files(root: Path, *, limit: int = MAX_FILES) -> list[str]:
     """Relative POSIX paths of the project's files, gitignore respected when in a repo."""
     if (root / ".git").exists():
-        try:
-            done = subprocess.run(
-                ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        try:  # disarmed: a hostile .git/config must not run anything here (fsmonitor, ...)
+            done = run_git(
+                ["ls-files", "--cached", "--others", "--exclude-standard", "-z"],
                 cwd=root,
-                capture_output=True,
+                work_tree=root,
                 timeout=10,
-                check=True,
             )
-        except (OSError, subprocess.SubprocessError):
+        except GitError:
             pass
         else:
             names = [n for n in done.stdout.decode("utf-8", "replace").split("\0") if n]
