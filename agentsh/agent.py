@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from agentsh.config import ApprovalMode, Environment
-from agentsh.context.engine import ContextManager
+from agentsh.context.manager import ContextManager
 from agentsh.context.undo import UndoResult, undo_compaction
 from agentsh.errors import AgentshError
 from agentsh.events import (

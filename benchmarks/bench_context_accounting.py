@@ -25,7 +25,7 @@ TURNS = 200
 
 def main() -> None:
     from agentsh.config import Settings
-    from agentsh.context.engine import ContextManager
+    from agentsh.context.manager import ContextManager
     from agentsh.paths import UserPaths
     from agentsh.session.session import Session
     from tests.context.builders import SYSTEM, Step, add_turn, unique_output

@@ -25,7 +25,7 @@ RUNS = 7
 
 def one_run(home: Path, run: int) -> tuple[float, int, int]:
     from agentsh.config import Settings
-    from agentsh.context.engine import ContextManager
+    from agentsh.context.manager import ContextManager
     from agentsh.events import Tier
     from agentsh.paths import UserPaths
     from agentsh.session.session import Session

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agentsh.config import Environment, load_environment
-from agentsh.context.engine import ContextBreakdown, ContextManager
+from agentsh.context.manager import ContextBreakdown, ContextManager
 from agentsh.context.tiers import parse_tier
 from agentsh.errors import EXIT_OK, CliError
 from agentsh.events import CompactionFailed, CompactionFinished, Event, Notice, Tier

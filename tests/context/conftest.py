@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agentsh.config import ContextSettings, Settings
-from agentsh.context.engine import ContextManager
+from agentsh.context.manager import ContextManager
 from agentsh.context.workspace import Workspace
 from agentsh.events import Event
 from agentsh.paths import UserPaths

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from agentsh.context.accounting import Accounting
 from agentsh.context.convert import SUMMARY_FOOTER, SUMMARY_HEADER, to_messages
-from agentsh.context.engine import ContextManager
+from agentsh.context.manager import ContextManager
 from agentsh.context.preflight import cap_messages, truncate_tool_results
 from agentsh.context.repair import (
     CANCELLED,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agentsh.context.engine import ContextManager
+from agentsh.context.manager import ContextManager
 from agentsh.context.repair import INTERRUPTED, pair_problems
 from agentsh.context.summary import SYSTEM_PROMPT as SUMMARY_SYSTEM_PROMPT
 from agentsh.events import CompactionFinished, ErrorKind, Event, Tier

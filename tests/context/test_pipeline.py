@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentsh.context.convert import SUMMARY_HEADER
-from agentsh.context.engine import ContextManager
+from agentsh.context.manager import ContextManager
 from agentsh.context.preflight import Route
 from agentsh.context.repair import pair_problems
 from agentsh.context.workspace import DiskWorkspace, MemoryWorkspace, WorkspaceError

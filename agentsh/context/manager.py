@@ -1,0 +1,453 @@
+"""The one object the agent loop talks to about its context: :class:`ContextManager`.
+
+``prepare`` before every model call (status, automatic compaction, the pre-flight route, the
+bounded-buffer guard), ``on_overflow`` after a provider's context-overflow error, ``compact``
+for ``/compact``, ``status`` for the status bar and ``breakdown`` for ``agentsh context``.
+Anti-thrashing lives here: a compaction that frees under 10 % is a strike, and two strikes in a
+row pause automatic compaction until the user compacts by hand or the context shrinks. The
+policy itself (what to keep, how to shrink) is the engine's: :mod:`agentsh.context.engine`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentsh.config import Settings
+from agentsh.context import tiers
+from agentsh.context.accounting import Accounting, Counter, Used
+from agentsh.context.engine import ContextEngine, EngineDeps, Summarize, TierPreview, make_engine
+from agentsh.context.preflight import (
+    Preflight,
+    Route,
+    budget_for,
+    cap_messages,
+    choose_route,
+    reducible_tokens,
+    result_cap_chars,
+    truncate_tool_results,
+)
+from agentsh.context.repair import Message
+from agentsh.context.view import turn_starts
+from agentsh.context.workspace import DiskWorkspace, MemoryWorkspace, Workspace
+from agentsh.events import (
+    CompactionFailed,
+    CompactionFinished,
+    CompactionStarted,
+    ContextStatus,
+    Event,
+    Notice,
+    NoticeLevel,
+    StatusChanged,
+    Tier,
+)
+from agentsh.llm.tokens import estimate_tokens
+from agentsh.paths import UserPaths
+from agentsh.session.entries import CompactionEntry, MessageEntry, Role
+from agentsh.session.session import Session
+
+
+@dataclass(frozen=True, slots=True)
+class ContextBreakdown:
+    """``agentsh context``: where the tokens of the current context go."""
+
+    model: str
+    window: int
+    engine: str
+    system: int
+    tools: int
+    memory: int
+    summary: int
+    messages: int  # user and assistant messages (tool-call arguments included)
+    tool_results: int
+    estimated_total: int
+    used: int
+    estimated: bool
+    pct: float
+    tier: Tier
+    entries: int
+    turns: int
+    compactions: int
+    paused: bool
+    problem: str
+    previews: tuple[TierPreview, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        data = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "previews"}
+        data["tier"] = self.tier.value
+        data["previews"] = [
+            {**{k: getattr(p, k) for k in p.__dataclass_fields__}, "tier": p.tier.value}
+            for p in self.previews
+        ]
+        return data
+
+
+class ContextManager:
+    """Everything the agent loop needs from context management, in one object."""
+
+    def __init__(
+        self,
+        session: Session,
+        settings: Settings,
+        user: UserPaths,
+        *,
+        model: str,
+        window: int,
+        summarize: Summarize,
+        count_tokens: Counter | None = None,
+        emit: Callable[[Event], None] = lambda e: None,
+        on_summary_written: Callable[[Path], None] | None = None,
+        workspace: Workspace | None = None,
+    ) -> None:
+        self.session = session
+        self.settings = settings
+        self.user = user
+        self.model = model
+        self.window = window
+        self.emit = emit
+        cs = settings.context
+        count = count_tokens or (lambda text: estimate_tokens(text, cs.chars_per_token))
+        self.accounting = Accounting(session, count)
+        if workspace is None:
+            workspace = (
+                DiskWorkspace(user.session_workspace(session.id))
+                if session.persistent
+                else MemoryWorkspace()
+            )
+        self.workspace = workspace
+        self.deps = EngineDeps(
+            session=session,
+            settings=cs,
+            accounting=self.accounting,
+            workspace=workspace,
+            summarize=summarize,
+            window=window,
+            on_file_written=on_summary_written,
+        )
+        self.engine: ContextEngine = make_engine(cs.engine, self.deps)
+        self.problem = ""
+        self.last_preflight: Preflight | None = None
+        self.last_truncated = 0  # tool results truncated in the last request
+        self.last_dropped = 0  # messages the bounded-buffer guard left out of the last request
+        self._system_tokens = 0
+        self._tools_tokens = 0
+        self._failed_turn: str | None = None
+        self._force_truncate = False
+        self._memory_flushed = False
+        self._strikes, self._paused_at = self._strikes_from_log()
+
+    # -- status ---------------------------------------------------------------------------------
+
+    @property
+    def paused(self) -> bool:
+        return self._paused_at is not None
+
+    @property
+    def strikes(self) -> int:
+        return self._strikes
+
+    def note_prompt(self, system_prompt: str, tools: Sequence[dict[str, Any]]) -> None:
+        """Tell the accounting the current system prompt and tool schemas (``prepare`` does it;
+        call it once at start so the first status counts them too)."""
+        self._system_tokens = self.accounting.count_text(system_prompt)
+        self._tools_tokens = self.accounting.count_tools(tools)
+
+    def _used(self) -> Used:
+        return self.accounting.used(self._system_tokens, self._tools_tokens)
+
+    def status(self) -> ContextStatus:
+        used = self._used()
+        self._maybe_resume(used.tokens)
+        totals = self.accounting.totals()
+        branch = self.accounting.branch_position()
+        window = self.window
+        pct = round(100.0 * used.tokens / window, 1) if window else 0.0
+        return ContextStatus(
+            model=self.model,
+            window=window,
+            used=used.tokens,
+            pct=pct,
+            tier=self.engine.auto_tier(used.tokens, window) if window else Tier.NONE,
+            estimated=used.estimated,
+            session_input_tokens=totals.input_tokens,
+            session_output_tokens=totals.output_tokens,
+            session_cost=totals.cost,
+            compactions=self.accounting.view().compactions_on_path,
+            paused=self.paused,
+            branch_index=branch.index,
+            branch_count=branch.count,
+            problem=self.problem,
+        )
+
+    def record_usage(self, entry: MessageEntry) -> None:
+        """An assistant entry with usage was appended: its usage anchors the count."""
+        self.engine.ingest(entry)
+        self._maybe_resume(self._used().tokens)
+
+    def set_model(self, model: str, window: int) -> None:
+        self.model = model
+        self.window = window
+        self.deps.window = window
+
+    # -- before every model call -----------------------------------------------------------------
+
+    async def prepare(
+        self,
+        system_prompt: str,
+        tools: list[dict[str, Any]],
+        pending_input: str = "",
+        *,
+        compact: bool = True,
+    ) -> list[Message]:
+        """Compact if a tier applies, run the pre-flight check, and return the messages to send.
+
+        ``pending_input`` is text about to be sent that is not in the session yet; it counts in
+        the estimate only (the agent normally appends the user message first). ``compact=False``
+        sends the context as it is, trimmed but never compacted: the pre-compaction memory save
+        must see the turns a compaction is about to take away.
+        """
+        cs = self.settings.context
+        self.note_prompt(system_prompt, tools)
+        if self.window <= 0:  # an unknown window: nothing to measure against
+            messages, self.last_dropped = cap_messages(
+                self.engine.assemble(system_prompt), cs.max_messages
+            )
+            return messages
+        used = self._used()
+        self._maybe_resume(used.tokens)
+        compacted_at: Tier | None = None
+        tier = self.engine.auto_tier(used.tokens, self.window)
+        if compact and tier is not Tier.NONE and self._may_compact_automatically():
+            pct = 100.0 * used.tokens / self.window
+            done = await self._run(
+                tier, manual=False, forced=False, reason=f"context at {pct:.0f}%"
+            )
+            if done is not None:
+                compacted_at = tier
+
+        messages = self.engine.assemble(system_prompt)
+        cap = result_cap_chars(self.window, cs)
+        check = self._preflight(messages, pending_input, cap)
+        self.last_preflight = check
+        must_compact = check.route in (Route.COMPACT_ONLY, Route.COMPACT_THEN_TRUNCATE)
+        if compact and must_compact and self._may_compact_automatically():
+            current = self.engine.auto_tier(self._used().tokens, self.window)
+            target = (
+                tiers.next_tier(compacted_at)
+                if compacted_at is not None
+                else max(current, Tier.MOVE_TO_WORKSPACE, key=tiers.severity)
+            )
+            done = await self._run(
+                target,
+                manual=False,
+                forced=True,
+                reason="pre-flight: the next request would not fit the window",
+            )
+            if done is not None:
+                messages = self.engine.assemble(system_prompt)
+                check = self._preflight(messages, pending_input, cap)
+        self.last_truncated = 0
+        if check.route is not Route.FITS or self._force_truncate:
+            messages, self.last_truncated = truncate_tool_results(messages, cap)
+            if compact:  # a side request (the memory save) leaves the flag for the real one
+                self._force_truncate = False
+        messages, self.last_dropped = cap_messages(messages, cs.max_messages)
+        self.emit(StatusChanged(self.status()))
+        return messages
+
+    def _preflight(self, messages: Sequence[Message], pending: str, cap: int) -> Preflight:
+        cs = self.settings.context
+        used = self._used()
+        pending_tokens = self.accounting.count(pending) if pending else 0
+        exact, estimated = used.base, used.tokens - used.base + pending_tokens
+        need = exact + int(estimated * cs.safety_margin)
+        budget = budget_for(self.window, cs.reserve_tokens)
+        reducible = int(reducible_tokens(messages, cap, self.accounting.count) * cs.safety_margin)
+        return Preflight(choose_route(need, budget, reducible), need, budget, reducible)
+
+    # -- compaction -------------------------------------------------------------------------------
+
+    async def compact(
+        self, tier: Tier | None = None, *, manual: bool = True
+    ) -> CompactionEntry | None:
+        """Compact now (``/compact``, ``agentsh compact``); the tier defaults to the one the
+        context is in, else Summarize. A manual compaction resets anti-thrashing."""
+        if tier is None or tier is Tier.NONE:
+            current = self.engine.auto_tier(self._used().tokens, self.window)
+            tier = current if current is not Tier.NONE else Tier.SUMMARIZE
+        if manual:
+            self._strikes = 0
+            self._paused_at = None
+        return await self._run(tier, manual=manual, forced=True, reason="requested")
+
+    async def on_overflow(self) -> bool:
+        """The provider said the request was too long: compact at the next tier (or truncate
+        oversized tool results next time). False when nothing could be freed."""
+        current = self.engine.auto_tier(self._used().tokens, self.window)
+        tier = tiers.next_tier(current)
+        entry = await self._run(
+            tier, manual=False, forced=True, reason="the provider said the context is too long"
+        )
+        if entry is not None:
+            return True
+        messages = self.engine.assemble("")
+        cap = result_cap_chars(self.window, self.settings.context)
+        if reducible_tokens(messages, cap, self.accounting.count) > 0:
+            self._force_truncate = True
+            return True
+        return False
+
+    def needs_memory_flush(self) -> bool:
+        """True when the next ``prepare`` is about to summarize and the (opt-in) pre-compaction
+        memory save has not run yet: the agent may give the model one turn with the memory tool,
+        then call :meth:`mark_memory_flushed`."""
+        if not self.settings.context.pre_compaction_memory_save or self._memory_flushed:
+            return False
+        if not self._may_compact_automatically():
+            return False
+        return self.engine.auto_tier(self._used().tokens, self.window) is Tier.SUMMARIZE
+
+    def mark_memory_flushed(self) -> None:
+        self._memory_flushed = True
+
+    async def _run(
+        self, tier: Tier, *, manual: bool, forced: bool, reason: str
+    ) -> CompactionEntry | None:
+        used = self._used()
+        self.emit(CompactionStarted(tier, reason))
+        outcome = await self.engine.compact(
+            tier, used_before=used.tokens, manual=manual, forced=forced
+        )
+        if outcome.entry is None:
+            if outcome.error:
+                # Nothing left the context; say why and try again at the next turn.
+                self.problem = f"compaction failed: {outcome.error}"
+                self._failed_turn = self._turn_key()
+            elif not manual:
+                self._strike(used.tokens)  # a compaction that frees nothing is a strike too
+            self.emit(CompactionFailed(outcome.tier, outcome.error or outcome.note))
+            self.emit(StatusChanged(self.status()))
+            return None
+        self.problem = ""
+        self._failed_turn = None
+        self._memory_flushed = False
+        if not manual:
+            if outcome.saved_fraction < self.settings.context.strike_min_saving:
+                self._strike(outcome.tokens_after)
+            else:
+                self._strikes = 0
+        self.emit(
+            CompactionFinished(
+                entry_id=outcome.entry.id,
+                tier=outcome.tier,
+                tokens_before=outcome.tokens_before,
+                tokens_after=outcome.tokens_after,
+                workspace_file=outcome.workspace_file,
+                note=outcome.note,
+            )
+        )
+        self.emit(StatusChanged(self.status()))
+        return outcome.entry
+
+    # -- anti-thrashing and retries ----------------------------------------------------------------
+
+    def _strike(self, used_after: int) -> None:
+        self._strikes += 1
+        limit = self.settings.context.strikes_to_pause
+        if self._strikes >= limit and self._paused_at is None:
+            self._paused_at = max(1, used_after)
+            self.emit(
+                Notice(
+                    NoticeLevel.WARNING,
+                    f"Automatic compaction is paused: {limit} compactions in a row freed under "
+                    f"{self.settings.context.strike_min_saving:.0%} of the context. Compact by "
+                    "hand (/compact) to go on; it resumes by itself when the context shrinks.",
+                )
+            )
+
+    def _maybe_resume(self, used: int) -> None:
+        if self._paused_at is None:
+            return
+        shrunk = used < self._paused_at * (1 - self.settings.context.strike_min_saving)
+        if shrunk or self.engine.auto_tier(used, self.window) is Tier.NONE:
+            self._paused_at = None
+            self._strikes = 0
+
+    def _may_compact_automatically(self) -> bool:
+        if self.paused:
+            return False
+        # After a failed write, try again at the next turn, not before every call of this one.
+        return self._failed_turn is None or self._failed_turn != self._turn_key()
+
+    def _turn_key(self) -> str:
+        entries = self.accounting.view().entries
+        for entry in reversed(entries):
+            if isinstance(entry, MessageEntry) and entry.role is Role.USER:
+                return entry.id
+        return ""
+
+    def _strikes_from_log(self) -> tuple[int, int | None]:
+        """Rebuild anti-thrashing state from the compactions on the path (it survives a resume)."""
+        cs = self.settings.context
+        strikes = 0
+        paused_at: int | None = None
+        for entry in self.session.current_path():
+            if not isinstance(entry, CompactionEntry):
+                continue
+            if entry.manual:
+                strikes, paused_at = 0, None
+                continue
+            before = max(1, entry.tokens_before)
+            if (entry.tokens_before - entry.tokens_after) / before < cs.strike_min_saving:
+                strikes += 1
+                if strikes >= cs.strikes_to_pause and paused_at is None:
+                    paused_at = max(1, entry.tokens_after)
+            else:
+                strikes, paused_at = 0, None
+        return strikes, paused_at
+
+    # -- agentsh context ---------------------------------------------------------------------------
+
+    def breakdown(
+        self, system_prompt: str, tools: list[dict[str, Any]], memory: str = ""
+    ) -> ContextBreakdown:
+        """Per-part token counts of the current context and what each tier would do now.
+        ``memory`` is the memory part of the system prompt, counted apart when given."""
+        self.note_prompt(system_prompt, tools)
+        acc = self.accounting
+        view = acc.view()
+        tokens = acc.tokens_by_entry()
+        memory_tokens = acc.count(memory) if memory and memory in system_prompt else 0
+        system_tokens = max(0, self._system_tokens - memory_tokens)
+        tool_results = sum(
+            t for e, t in zip(view.entries, tokens, strict=True) if e.TYPE == "toolResult"
+        )
+        messages = sum(tokens) - tool_results
+        summary = acc.summary_tokens(view.summary)
+        used = self._used()
+        previews = tuple(self.engine.preview(tier, used.tokens) for tier in tiers.ORDER[1:])
+        status = self.status()
+        return ContextBreakdown(
+            model=self.model,
+            window=self.window,
+            engine=self.engine.name,
+            system=system_tokens,
+            tools=self._tools_tokens,
+            memory=memory_tokens,
+            summary=summary,
+            messages=messages,
+            tool_results=tool_results,
+            estimated_total=self._system_tokens + self._tools_tokens + summary + sum(tokens),
+            used=used.tokens,
+            estimated=used.estimated,
+            pct=status.pct,
+            tier=status.tier,
+            entries=len(view.entries),
+            turns=len(turn_starts(view.entries)),
+            compactions=view.compactions_on_path,
+            paused=self.paused,
+            problem=status.problem,
+            previews=previews,
+        )
