@@ -48,7 +48,7 @@ from agentsh.events import (
 )
 from agentsh.llm.client import Completion, LLMClient, LLMError, environment_secrets, redact
 from agentsh.llm.models import NO_MODEL_HELP, model_info
-from agentsh.memory.curated import CuratedMemory
+from agentsh.memory.curated import CuratedMemory, MemorySnapshot
 from agentsh.prompt import SystemPrompt
 from agentsh.session.entries import (
     MessageEntry,
@@ -234,6 +234,17 @@ class Agent:
         model = self.env.settings.model.summary_model or None
         completion = await self.llm.complete(messages, max_tokens=max_tokens, model=model)
         return completion.text.strip()
+
+    def read_archive(self, where: str) -> str | None:
+        """A compaction's workspace file, through the workspace that wrote it (a session not
+        kept on disk holds it in memory); None when it is gone or unreadable."""
+        try:
+            return self.context.workspace.read(where)
+        except (OSError, KeyError, UnicodeDecodeError):
+            return None
+
+    def memory_snapshot(self) -> MemorySnapshot:
+        return self.prompt.snapshot
 
     def close(self) -> None:
         self.session.close()

@@ -20,7 +20,7 @@ import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from agentsh.config import ApprovalMode, load_environment
 from agentsh.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, CliError
@@ -37,6 +37,9 @@ from agentsh.events import (
     event_to_json,
 )
 from agentsh.startup import SessionChoiceError, session_for_args
+
+if TYPE_CHECKING:
+    from agentsh.frontend import AgentAPI
 
 
 @dataclass(slots=True)
@@ -77,7 +80,7 @@ def main(args: argparse.Namespace) -> int:
     from agentsh.agent import build_agent  # heavy: imports litellm
 
     approval = ApprovalMode(args.approve) if args.approve else None
-    agent = build_agent(
+    agent: AgentAPI = build_agent(
         env,
         session,
         model=args.model,
@@ -87,7 +90,7 @@ def main(args: argparse.Namespace) -> int:
         cwd=cwd,
         max_steps=max(1, args.max_turns),
     )
-    if agent.llm is None:
+    if agent.model is None:
         from agentsh.llm.models import NO_MODEL_HELP
 
         agent.close()
@@ -112,7 +115,7 @@ def main(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _stop_on_signals(agent: Any) -> None:
+def _stop_on_signals(agent: AgentAPI) -> None:
     """Ctrl+C and SIGTERM cancel the turn through the agent, like Esc in the TUI.
 
     Left to asyncio, a Ctrl+C cancels the whole task: a command that was running is recorded
@@ -139,7 +142,7 @@ def _stop_on_signals(agent: Any) -> None:
             return  # not the main thread, or a platform without loop signal handlers
 
 
-async def _run(agent: Any, prompt: str, fmt: str, out: TextIO, err: TextIO) -> _Totals:
+async def _run(agent: AgentAPI, prompt: str, fmt: str, out: TextIO, err: TextIO) -> _Totals:
     totals = _Totals()
     _stop_on_signals(agent)
     async for event in agent.run(prompt):

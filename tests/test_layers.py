@@ -40,8 +40,10 @@ LAYERS: dict[str, int] = {
     "context": 4,
     # 5 - what the model can do
     "tools": 5,
-    # 6 - the core: one turn, the system prompt, which session to open
+    # 6 - the core: one turn, the system prompt, which session to open, and the protocol the
+    # front ends drive it through
     "agent": 6,
+    "frontend": 6,
     "prompt": 6,
     "startup": 6,
     # 7 - front ends and the command line
@@ -91,6 +93,11 @@ ONLY_IN: dict[str, frozenset[str]] = {
     "onnxruntime": frozenset({"memory"}),
     "tokenizers": frozenset({"memory"}),
 }
+
+# The front ends drive the agent through agentsh.frontend.AgentAPI; from agentsh.agent they
+# take only the function that builds one.
+FRONT_ENDS = frozenset({"tui", "headless"})
+FROM_AGENT = frozenset({"build_agent", "AgentBusy"})
 
 BASE = frozenset(room for room, layer in LAYERS.items() if layer == 0)
 
@@ -262,3 +269,21 @@ def test_no_import_circles() -> None:
     assert not new, f"import circles: {new}"
     gone = [sorted(c) for c in KNOWN_CIRCLES if c not in circles]
     assert not gone, f"these circles are gone; remove them from KNOWN_CIRCLES: {gone}"
+
+
+@pytest.mark.parametrize(
+    ("name", "path"),
+    [(n, p) for n, p in MODULES if _room(n) in FRONT_ENDS],
+    ids=[n for n, _ in MODULES if _room(n) in FRONT_ENDS],
+)
+def test_front_ends_drive_the_agent_through_the_protocol(name: str, path: Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            assert all(a.name != "agentsh.agent" for a in node.names), f"{name}:{node.lineno}"
+        elif isinstance(node, ast.ImportFrom) and node.module == "agentsh.agent":
+            names = {a.name for a in node.names}
+            assert names <= FROM_AGENT, (
+                f"{name}:{node.lineno} takes {sorted(names - FROM_AGENT)} from agentsh.agent; "
+                "use agentsh.frontend.AgentAPI"
+            )

@@ -98,7 +98,7 @@ class AgentshApp(App[None]):
                 )
                 yield Vertical(id="queue")
                 yield Composer(id="composer")
-            yield SidePanel()
+            yield SidePanel(self.controller)
         yield StatusBar(id="status-bar")
 
     def on_mount(self) -> None:

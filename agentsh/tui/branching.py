@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentsh.session.entries import MessageEntry, Role
 from agentsh.session.log import SessionError
@@ -243,11 +243,7 @@ class BranchNavigator:
 
     def _can_summarize(self) -> bool:
         agent = self.c.agent
-        return (
-            agent is not None
-            and agent.model is not None
-            and callable(getattr(agent, "summarize_branch", None))
-        )
+        return agent is not None and agent.model is not None
 
     async def move(self, target: str | None, *, editor_text: str | None = None) -> bool:
         """Move the leaf to ``target``; when that leaves a branch behind, ask about a summary
@@ -309,7 +305,8 @@ class BranchNavigator:
         from agentsh.llm.client import LLMError
 
         c = self.c
-        agent: Any = c.agent
+        agent = c.agent
+        assert agent is not None  # the summary is offered only with a model (_can_summarize)
         note = await c.chat.append(NoteItem("", "Summarizing the branch you left…"))
         try:
             text = await agent.summarize_branch(old_leaf, instructions)
@@ -323,7 +320,7 @@ class BranchNavigator:
         except asyncio.CancelledError:
             await c.note("Branch summary cancelled; you are on the new branch without it.")
         except (LLMError, SessionError, OSError) as exc:
-            message = getattr(exc, "message", str(exc))
+            message = exc.message if isinstance(exc, LLMError) else str(exc)
             await c.note(f"The branch summary failed: {message}", "error")
         finally:
             with contextlib.suppress(Exception):

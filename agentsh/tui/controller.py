@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from textual.signal import Signal
 
@@ -29,6 +29,7 @@ from agentsh.events import (
     Event,
     Tier,
 )
+from agentsh.frontend import AgentAPI
 from agentsh.session.entries import MessageEntry
 from agentsh.session.session import Session
 from agentsh.tui import commands as slash
@@ -51,41 +52,17 @@ from agentsh.tui.widgets.messages import (
 from agentsh.tui.widgets.status_bar import StatusBar
 
 if TYPE_CHECKING:
-    from agentsh.context.undo import UndoResult
     from agentsh.tui.app import AgentshApp
 
 
-class AgentLike(Protocol):
-    """The part of :class:`agentsh.agent.Agent` the TUI uses."""
-
-    session: Session
-
-    @property
-    def model(self) -> str | None: ...
-
-    def status(self) -> ContextStatus: ...
-
-    def run(self, text: str) -> AsyncIterator[Event]: ...
-
-    def cancel(self) -> None: ...
-
-    def compact(self, tier: Tier | None = None) -> AsyncIterator[Event]: ...
-
-    def set_model(self, model: str) -> None: ...
-
-    def switch_session(self, session: Session) -> None: ...
-
-    def undo_compaction(self) -> UndoResult: ...
+AgentFactory = Callable[[Environment, Session, LaunchOptions], AgentAPI]
 
 
-AgentFactory = Callable[[Environment, Session, LaunchOptions], AgentLike]
-
-
-def build_real_agent(env: Environment, session: Session, options: LaunchOptions) -> AgentLike:
+def build_real_agent(env: Environment, session: Session, options: LaunchOptions) -> AgentAPI:
     """The default factory: the real agent (imports litellm; call it in a thread)."""
     from agentsh.agent import build_agent
 
-    agent: AgentLike = build_agent(
+    agent: AgentAPI = build_agent(
         env,
         session,
         model=options.model,
@@ -135,7 +112,7 @@ class ChatController:
         self.options = options
         self.cwd = cwd or Path.cwd()
         self.agent_factory = agent_factory or build_real_agent
-        self.agent: AgentLike | None = None
+        self.agent: AgentAPI | None = None
         self.session: Session | None = None
         self.queue: deque[str] = deque()
         self.turn_running = False
@@ -264,7 +241,7 @@ class ChatController:
         if session.read_only_reason:
             await self.note(read_only_note(session), "warning")
 
-    async def _agent_ready(self, agent: AgentLike) -> None:
+    async def _agent_ready(self, agent: AgentAPI) -> None:
         self.agent = agent
         self.session = agent.session
         self.status_bar.starting = False

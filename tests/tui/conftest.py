@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from agentsh.config import Environment, load_environment
+from agentsh.frontend import AgentAPI
 from agentsh.session.session import Session
 from agentsh.tui.app import AgentshApp
-from agentsh.tui.controller import AgentFactory, AgentLike
+from agentsh.tui.controller import AgentFactory
 from agentsh.tui.options import LaunchOptions
 from tests.tui.fake_agent import FakeAgent
 
@@ -43,7 +44,7 @@ def make_app(env: Environment, project: Path) -> MakeApp:
 
 
 def fake_factory(**kwargs: object) -> AgentFactory:
-    def build(_env: Environment, session: Session, _options: LaunchOptions) -> AgentLike:
+    def build(_env: Environment, session: Session, _options: LaunchOptions) -> AgentAPI:
         return FakeAgent(session, **kwargs)  # type: ignore[arg-type]
 
     return build

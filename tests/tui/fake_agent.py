@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
+from pathlib import Path
 
+from agentsh.context.undo import UndoResult, undo_compaction
 from agentsh.events import (
     AssistantMessage,
     ContextStatus,
@@ -23,6 +25,7 @@ from agentsh.events import (
     TurnOutcome,
     TurnStarted,
 )
+from agentsh.memory.curated import MemorySnapshot
 from agentsh.session.entries import Role, StopReason
 from agentsh.session.session import Session
 
@@ -59,6 +62,8 @@ class FakeAgent:
         self.cancelled = 0
         self.runs: list[str] = []
         self.compactions: list[Tier | None] = []
+        # None: the memory pane shows the files without comparing (as before the agent loads)
+        self.snapshot: MemorySnapshot | None = None
 
     @property
     def model(self) -> str | None:
@@ -90,3 +95,25 @@ class FakeAgent:
         if session is not self.session:
             self.session.close()
         self.session = session
+
+    @property
+    def busy(self) -> bool:
+        return False
+
+    def undo_compaction(self) -> UndoResult:
+        return undo_compaction(self.session)
+
+    async def summarize_branch(self, from_leaf: str, instructions: str = "") -> str:
+        return ""
+
+    def read_archive(self, where: str) -> str | None:
+        try:
+            return Path(where).read_text(encoding="utf-8")
+        except OSError:
+            return None
+
+    def memory_snapshot(self) -> MemorySnapshot | None:
+        return self.snapshot
+
+    def close(self) -> None:
+        self.session.close()

@@ -24,10 +24,10 @@ from agentsh.events import (
     TurnEnded,
     TurnOutcome,
 )
+from agentsh.frontend import AgentAPI
 from agentsh.session.entries import Role, StopReason
 from agentsh.session.session import Session
 from agentsh.tui import commands as slash
-from agentsh.tui.controller import AgentLike
 from agentsh.tui.keys import KEYS
 from agentsh.tui.options import LaunchOptions
 from agentsh.tui.projection import ToolItem
@@ -73,7 +73,7 @@ async def test_first_frame_shows_the_cached_model_and_loading_until_the_agent_is
     save_ui_state(env.user.ui_state_file, UiState("openai/gpt-4.1", 1_047_576))
     release = threading.Event()
 
-    def slow_factory(e: Environment, s: Session, o: LaunchOptions) -> AgentLike:
+    def slow_factory(e: Environment, s: Session, o: LaunchOptions) -> AgentAPI:
         release.wait(10)
         status = ContextStatus(model="openai/gpt-4.1", window=1_047_576)
         return FakeAgent(s, model="openai/gpt-4.1", status=status)
@@ -780,7 +780,7 @@ async def test_escape_in_the_chat_gives_the_focus_back_to_the_editor(make_app: M
 
 
 async def test_commands_that_need_the_agent_say_it_could_not_start(make_app: MakeApp) -> None:
-    def broken(_e: Environment, _s: Session, _o: LaunchOptions) -> AgentLike:
+    def broken(_e: Environment, _s: Session, _o: LaunchOptions) -> AgentAPI:
         raise RuntimeError("the search index is locked")
 
     app = make_app(factory=broken)

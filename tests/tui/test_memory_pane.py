@@ -7,7 +7,6 @@ import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -64,7 +63,7 @@ class SnapshotAgent(FakeAgent):
     def __init__(self, session: Session, env: Environment) -> None:
         super().__init__(session, model="openai/test-model")
         memory = CuratedMemory(env.project, env.user, env.settings.memory)
-        self.prompt = SimpleNamespace(snapshot=memory.snapshot())
+        self.snapshot = memory.snapshot()
 
 
 def snapshot_factory(env: Environment) -> Any:

@@ -25,7 +25,7 @@ from agentsh.tui.panes.tree_model import TreeFilter, TreeModel
 from agentsh.tui.themes import shipped_themes_dir
 from agentsh.tui.widgets.composer import PromptInput
 from agentsh.tui.widgets.messages import UserMessage
-from tests.tui.conftest import MakeApp, wait_for
+from tests.tui.conftest import MakeApp, fake_factory, wait_for
 
 # -- a session with a tool call, a compaction, a model change and a fork ------------------------
 
@@ -311,7 +311,8 @@ async def test_l_labels_the_entry_and_an_empty_label_clears_it(
 async def test_enter_moves_the_leaf_and_on_a_user_message_edits_it(
     make_app: MakeApp, project: Path
 ) -> None:
-    app = make_app()
+    # Without a model no branch summary is offered, so no question stops the move.
+    app = make_app(fake_factory(model=None))
     async with app.run_test(size=(120, 36)) as pilot:
         await _ready(pilot, app)
         ids = await _open_with(pilot, app, project)

@@ -15,8 +15,9 @@ embedding model lazily) a :class:`~agentsh.memory.watch.MemoryWatcher` follows t
 folders with watchfiles; a file changed on disk is reindexed and the pane re-reads everything
 within about a second. The watcher stops when the pane is unmounted (the app exiting).
 
-The pane needs no constructor arguments: it finds the environment and the session's snapshot
-through ``self.app`` (the App's ``env`` and ``controller``); the side panel calls
+The pane is handed a :class:`~agentsh.tui.host.PaneHost`, through which it finds the environment
+and the session's snapshot (the agent's :meth:`~agentsh.frontend.AgentAPI.memory_snapshot`);
+the side panel calls
 :meth:`MemoryPane.refresh_content` when the session changes.
 """
 
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     from agentsh.events import IndexUpdated
     from agentsh.memory.index import MemoryIndex, SearchResponse, SearchResult
     from agentsh.memory.watch import MemoryWatcher
+    from agentsh.tui.host import PaneHost
 
 log = logging.getLogger(__name__)
 
@@ -313,8 +315,11 @@ class MemoryPane(Widget):
     MemoryPane #memory-list:focus { border: none; }
     """
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self, host: PaneHost, *, id: str | None = None, classes: str | None = None
+    ) -> None:
         super().__init__(id=id, classes=classes)
+        self.host = host
         self.model: MemoryModel | None = None
         self.response: SearchResponse | None = None
         self.search_error = ""
@@ -345,18 +350,12 @@ class MemoryPane(Widget):
     # -- where things are ---------------------------------------------------------------------
 
     def _env(self) -> Environment | None:
-        env: Environment | None = getattr(self.app, "env", None)
-        return env
-
-    def _controller(self) -> Any:
-        return getattr(self.app, "controller", None)
+        return self.host.env
 
     def _snapshot(self) -> MemorySnapshot | None:
         """The snapshot the session's system prompt holds (None until the agent has loaded)."""
-        controller = self._controller()
-        agent = getattr(controller, "agent", None)
-        snapshot = getattr(getattr(agent, "prompt", None), "snapshot", None)
-        return snapshot if isinstance(snapshot, MemorySnapshot) else None
+        agent = self.host.agent
+        return agent.memory_snapshot() if agent is not None else None
 
     def focus_target(self) -> None:
         """Where the focus goes when the pane is shown (the side panel calls it)."""

@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import asyncio
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from textual.containers import Vertical
 from textual.widget import Widget
 
 if TYPE_CHECKING:
-    from textual.signal import Signal
     from textual.widgets import TabbedContent
+
+    from agentsh.tui.host import PaneHost
 
 WIDE_COLUMNS = 100  # from this width on, the panel sits beside the chat instead of over it
 
@@ -44,30 +45,27 @@ class PaneName(StrEnum):
         return f"tab-{self.value}"
 
 
-class _PathSource(Protocol):
-    path_changed: Signal[str]
-
-
-def _build_pane(name: PaneName) -> Widget:
+def _build_pane(name: PaneName, host: PaneHost) -> Widget:
     # Imported when the panel first opens: the panes' modules are not on the first-frame path.
     match name:
         case PaneName.MEMORY:
             from agentsh.tui.panes.memory import MemoryPane
 
-            return MemoryPane()
+            return MemoryPane(host)
         case PaneName.SUMMARIES:
             from agentsh.tui.panes.summaries import SummariesPane
 
-            return SummariesPane()
+            return SummariesPane(host)
         case PaneName.TREE:
             from agentsh.tui.panes.tree import TreePane
 
-            return TreePane(id="tree-pane")
+            return TreePane(host, id="tree-pane")
 
 
 class SidePanel(Vertical):
-    def __init__(self, *, id: str | None = "side-panel") -> None:
+    def __init__(self, host: PaneHost, *, id: str | None = "side-panel") -> None:
         super().__init__(id=id)
+        self.host = host
         self._tabs: TabbedContent | None = None
         self._panes: dict[PaneName, Widget] = {}
         self._stale: set[PaneName] = set()
@@ -78,9 +76,7 @@ class SidePanel(Vertical):
         self._prebuilt = False
 
     def on_mount(self) -> None:
-        source: _PathSource | None = getattr(self.app, "controller", None)
-        if source is not None:
-            source.path_changed.subscribe(self, self._path_changed)
+        self.host.path_changed.subscribe(self, self._path_changed)
 
     # -- state --------------------------------------------------------------------------------
 
@@ -170,7 +166,7 @@ class SidePanel(Vertical):
             pane = self._panes.get(name)
             if pane is None:
                 assert self._tabs is not None
-                pane = _build_pane(name)
+                pane = _build_pane(name, self.host)
                 self._panes[name] = pane
                 await self._tabs.get_pane(name.tab_id).mount(pane)
             return pane

@@ -9,9 +9,9 @@ shows the archived turns again in the chat, in place and marked as not in the mo
 and hides them again. The log is append-only, so nothing a compaction did is lost: ``/compact
 undo`` restores the context from before the newest one as a new leaf.
 
-The pane needs no constructor arguments: it reads the session through ``self.app.controller``,
-and the side panel calls :meth:`SummariesPane.refresh_content` when the path changes (a turn, a
-compaction, an undo, a branch or session switch).
+The pane is handed a :class:`~agentsh.tui.host.PaneHost` (the session, the agent, the
+environment), and the side panel calls :meth:`SummariesPane.refresh_content` when the path
+changes (a turn, a compaction, an undo, a branch or session switch).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -36,8 +36,8 @@ from agentsh.tui.projection import compaction_spans
 from agentsh.tui.status_format import human_tokens
 
 if TYPE_CHECKING:
-    from agentsh.config import Environment
     from agentsh.session.session import Session
+    from agentsh.tui.host import PaneHost
     from agentsh.tui.widgets.chat import ChatView
 
 ARCHIVE_TIERS = frozenset({Tier.MOVE_TO_WORKSPACE.value, Tier.TRUNCATE.value})
@@ -163,8 +163,11 @@ class SummariesPane(Widget):
     SummariesPane #summaries-keys { padding: 0 1; color: $text-muted; height: auto; }
     """
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(
+        self, host: PaneHost, *, id: str | None = None, classes: str | None = None
+    ) -> None:
         super().__init__(id=id, classes=classes)
+        self.host = host
         self.views: list[CompactionView] = []
         self.refreshes = 0
 
@@ -184,13 +187,8 @@ class SummariesPane(Widget):
 
     # -- where things are ---------------------------------------------------------------------
 
-    def _controller(self) -> Any:
-        return getattr(self.app, "controller", None)
-
     def _session(self) -> Session | None:
-        controller = self._controller()
-        session: Session | None = controller.current_session() if controller else None
-        return session
+        return self.host.current_session()
 
     def _chat(self) -> ChatView | None:
         from agentsh.tui.widgets.chat import ChatView
@@ -266,24 +264,20 @@ class SummariesPane(Widget):
         memory), else from disk."""
         if not where:
             return None
-        agent = getattr(self._controller(), "agent", None)
-        workspace = getattr(getattr(agent, "context", None), "workspace", None)
-        reader = getattr(workspace, "read", None)
+        agent = self.host.agent
+        if agent is not None:
+            return agent.read_archive(where)
         try:
-            if callable(reader):
-                text = reader(where)
-                if isinstance(text, str):
-                    return text
             return Path(where).read_text(encoding="utf-8")
-        except (OSError, KeyError, UnicodeDecodeError):
+        except (OSError, UnicodeDecodeError):
             return None
 
     def _display_where(self, where: str) -> str:
         if not where:
             return ""
-        env: Environment | None = getattr(self.app, "env", None)
+        env = self.host.env
         path = Path(where)
-        if env is not None and path.is_absolute():
+        if path.is_absolute():
             try:
                 return "workspace:" + path.relative_to(env.user.workspace_dir).as_posix()
             except ValueError:

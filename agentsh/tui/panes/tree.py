@@ -13,7 +13,7 @@ this pane changes nothing in the session by itself.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
@@ -36,12 +36,7 @@ from agentsh.tui.panes.tree_model import RowKind, TreeFilter, TreeModel
 if TYPE_CHECKING:
     from agentsh.session.session import Session
     from agentsh.session.tree import SessionTree
-
-
-class SessionSource(Protocol):
-    """What the pane needs from the chat controller: the open session."""
-
-    def current_session(self) -> Session | None: ...
+    from agentsh.tui.host import PaneHost
 
 
 _KIND_CLASS = {
@@ -288,8 +283,9 @@ class TreePane(Vertical):
     class Closed(Message):
         """Esc with no search: give the focus back (and close a panel opened for the tree)."""
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, host: PaneHost, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.host = host
         self._model: TreeModel | None = None
         self._labelling: str | None = None  # the entry whose label is being edited
 
@@ -313,8 +309,7 @@ class TreePane(Vertical):
         return self.view.model
 
     def _session(self) -> Session | None:
-        source: SessionSource | None = getattr(self.app, "controller", None)
-        return source.current_session() if source is not None else None
+        return self.host.current_session()
 
     def _ensure_model(self, tree: SessionTree | None) -> TreeModel:
         if self._model is None:

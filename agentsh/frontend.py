@@ -1,0 +1,101 @@
+"""The front-end protocol: everything a front end may ask of the agent, typed.
+
+The TUI, headless ``-p`` and the ACP server are three front ends over one core. Each drives
+the agent only through :class:`AgentAPI` (the real :class:`agentsh.agent.Agent` satisfies it
+structurally; mypy checks that where a front end receives one), never through attribute
+chains into its parts, so renaming something inside the agent breaks the type check instead
+of silently blanking a pane.
+
+What a front end does with the answers is its own business; what flows back during work is
+the event stream of :mod:`agentsh.events` (``run`` and ``compact`` yield it). The session log
+stays readable directly (:attr:`AgentAPI.session`): it is the truth every front end shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from agentsh.context.undo import UndoResult
+    from agentsh.events import ContextStatus, Event, Tier
+    from agentsh.memory.curated import MemorySnapshot
+    from agentsh.session.session import Session
+
+
+class AgentAPI(Protocol):
+    """The agent as a front end sees it.
+
+    Work (``run``, ``compact``) is an async stream of events ending with the turn; one runs at a
+    time (a second raises :class:`agentsh.agent.AgentBusy`: front ends queue instead). The rest
+    answers at once, except :meth:`summarize_branch`, which asks the model.
+    """
+
+    # -- what is open ---------------------------------------------------------------------------
+
+    @property
+    def session(self) -> Session:
+        """The session the agent appends to (replaced by :meth:`switch_session`)."""
+        ...
+
+    @property
+    def model(self) -> str | None:
+        """The litellm model string, or None when no model is configured."""
+        ...
+
+    @property
+    def busy(self) -> bool:
+        """A turn or a compaction is running."""
+        ...
+
+    def status(self) -> ContextStatus:
+        """What the status line shows now: model, window, tokens, tier, cost, branch."""
+        ...
+
+    # -- work: streams of events ----------------------------------------------------------------
+
+    def run(self, text: str) -> AsyncIterator[Event]:
+        """One user turn: the message is logged, the model and tools run, until ``TurnEnded``."""
+        ...
+
+    def compact(self, tier: Tier | None = None) -> AsyncIterator[Event]:
+        """A manual compaction (``/compact``): the tier given, else the one the context is in."""
+        ...
+
+    def cancel(self) -> None:
+        """Stop the running work; what was received is kept and the turn marked aborted."""
+        ...
+
+    # -- the conversation -----------------------------------------------------------------------
+
+    def switch_session(self, session: Session) -> None:
+        """Continue in another session (new, resumed or forked); the old one is closed."""
+        ...
+
+    def undo_compaction(self) -> UndoResult:
+        """The context from before the newest compaction, as a new leaf (``/compact undo``)."""
+        ...
+
+    async def summarize_branch(self, from_leaf: str, instructions: str = "") -> str:
+        """A short summary of the branch ``from_leaf`` ended, written by the model ("" when
+        nothing was left behind); the caller attaches it where the user went."""
+        ...
+
+    def set_model(self, model: str) -> None:
+        """Use ``model`` from the next request on (logged as a model change)."""
+        ...
+
+    # -- what the agent holds -------------------------------------------------------------------
+
+    def read_archive(self, where: str) -> str | None:
+        """The text of a compaction's workspace file (``CompactionEntry.workspace_file``), in
+        memory for a session not kept on disk; None when it cannot be read."""
+        ...
+
+    def memory_snapshot(self) -> MemorySnapshot:
+        """The curated memory as this session's system prompt holds it (taken at start)."""
+        ...
+
+    def close(self) -> None:
+        """Finish the session log; the agent is not used afterwards."""
+        ...

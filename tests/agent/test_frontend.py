@@ -1,0 +1,50 @@
+"""The front-end protocol: the real agent answers every member, and the answers are right."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+
+from agentsh.agent import Agent, build_agent
+from agentsh.config import load_environment
+from agentsh.frontend import AgentAPI
+from agentsh.session.session import Session
+
+
+def _members(cls: type) -> set[str]:
+    return {name for name in vars(cls) if not name.startswith("_")}
+
+
+def test_the_agent_has_every_member_of_the_protocol_with_compatible_parameters() -> None:
+    for name in _members(AgentAPI):
+        wanted = inspect.getattr_static(AgentAPI, name)
+        if isinstance(wanted, property):
+            continue  # a plain attribute of the agent answers a read-only property
+        assert hasattr(Agent, name), name
+        have = inspect.signature(getattr(Agent, name))
+        for parameter in inspect.signature(wanted).parameters.values():
+            assert parameter.name in have.parameters, f"{name}({parameter.name})"
+
+
+@pytest.fixture
+def agent(project: Path) -> Agent:
+    env = load_environment(project)
+    session = Session.create(None, project)  # not kept on disk: archives stay in memory
+    made = build_agent(env, session, model=None, cwd=project)
+    yield made  # type: ignore[misc]
+    made.close()
+
+
+def test_archives_of_a_session_kept_in_memory_are_read_through_the_agent(agent: Agent) -> None:
+    where = agent.context.workspace.write("archive", "the turns that left the context")
+    assert agent.read_archive(where) == "the turns that left the context"
+    assert agent.read_archive("memory:999-archive.md") is None
+    assert agent.read_archive("/nonexistent/001-archive.md") is None
+
+
+def test_the_memory_snapshot_is_the_one_the_system_prompt_holds(agent: Agent) -> None:
+    snapshot = agent.memory_snapshot()
+    assert snapshot is agent.prompt.snapshot
+    assert snapshot.render() in agent.system_prompt()
