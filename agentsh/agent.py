@@ -89,6 +89,7 @@ class _TurnState:
     answered_calls: set[str] = field(default_factory=set)
     running_tool: bool = False
     final_text: str = ""
+    limit: str = ""  # the limit that ended the turn early (see TurnEnded.limit)
 
 
 class Agent:
@@ -109,6 +110,7 @@ class Agent:
         on_summary_written: Callable[[Path], None] | None = None,
         notices: Sequence[str] = (),
         count_tokens: Callable[[str], int] | None = None,
+        max_cost_usd: float | None = None,
     ) -> None:
         self.env = env
         self.session = session
@@ -120,6 +122,8 @@ class Agent:
         self.memory_tool = memory_tool
         self.prompt = prompt
         self.max_steps = max_steps
+        self.max_cost_usd = max_cost_usd  # stop before a model call once this much is spent
+        self.spent_usd = 0.0  # by this agent's model calls, over every turn it ran
         self._on_summary_written = on_summary_written
         self._notices = list(notices)  # told to the user at the start of the next turn
         self._emit: Callable[[Event], None] = lambda _event: None
@@ -319,7 +323,7 @@ class Agent:
             if outcome is TurnOutcome.ABORTED:
                 emit(TurnEnded(TurnOutcome.ABORTED, text=state.final_text))
             elif outcome is TurnOutcome.DONE:
-                emit(TurnEnded(TurnOutcome.DONE, text=state.final_text))
+                emit(TurnEnded(TurnOutcome.DONE, text=state.final_text, limit=state.limit))
         except asyncio.CancelledError:
             self._record_abort(state)
             emit(StatusChanged(self.context.status()))
@@ -348,6 +352,16 @@ class Agent:
         overflow_retried = False
         assert self.llm is not None
         for _step in range(self.max_steps):
+            if self.max_cost_usd is not None and self.spent_usd >= self.max_cost_usd:
+                state.limit = "max_budget_usd"
+                emit(
+                    Notice(
+                        NoticeLevel.WARNING,
+                        f"Stopped: ${self.spent_usd:.4f} spent, the budget is "
+                        f"${self.max_cost_usd:.4f}.",
+                    )
+                )
+                return TurnOutcome.DONE
             system = self.prompt.render()
             schemas = self.tools.schemas()
             if self.context.needs_memory_flush():
@@ -386,6 +400,7 @@ class Agent:
                 )
             )
             usage = completion.usage
+            self.spent_usd += usage.cost
             emit(
                 UsageReported(
                     usage.input_tokens,
@@ -407,6 +422,7 @@ class Agent:
                     self._answer_unrun_calls(state, "not run: the user cancelled the turn")
                     return TurnOutcome.ABORTED
             state.pending_calls = []
+        state.limit = "max_turns"
         emit(
             Notice(
                 NoticeLevel.WARNING,
@@ -664,6 +680,7 @@ def build_agent(
     interactive: bool = True,
     cwd: Path | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
+    max_cost_usd: float | None = None,
 ) -> Agent:
     """Assemble an agent with every real part. Heavy (imports litellm): run it off the UI
     thread. ``model=None`` builds an agent that explains how to configure one."""
@@ -725,4 +742,5 @@ def build_agent(
         on_summary_written=on_summary,
         notices=notices,
         count_tokens=count_tokens,
+        max_cost_usd=max_cost_usd,
     )

@@ -1,9 +1,10 @@
 """Command-line entry point: parse arguments, pick a front end, dispatch subcommands.
 
-Only the standard library (and :mod:`agentsh.errors`, which is standard library only) is
-imported at module level, so ``agentsh --help`` and ``agentsh --version`` answer in tens of
-milliseconds. Each subcommand's module is imported when that subcommand runs. Errors a user
-can cause end as one line on stderr and a non-zero exit code, never a traceback.
+Only the standard library (and :mod:`agentsh.errors` and :mod:`agentsh.headless.stdin`, which
+are standard library only) is imported at module level, so ``agentsh --help`` and
+``agentsh --version`` answer in tens of milliseconds. Each subcommand's module is imported
+when that subcommand runs. Errors a user can cause end as one line on stderr and a non-zero
+exit code, never a traceback.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from agentsh.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError
+from agentsh.headless.stdin import PROMPT_FROM_STDIN, terminal  # standard library only
 
 __version__ = "0.1.0"
 
@@ -31,7 +33,7 @@ _HANDLERS: dict[str, str] = {
     "memory.reindex": "agentsh.commands.memory_search:reindex_memory",
     "context": "agentsh.commands.context:show_context",
     "compact": "agentsh.commands.context:compact_session",
-    "headless": "agentsh.headless:main",
+    "headless": "agentsh.headless.run:main",
     "tui": "agentsh.tui.launch:main",
 }
 
@@ -41,14 +43,21 @@ def build_parser() -> argparse.ArgumentParser:
         prog="agentsh",
         description="A terminal coding-agent shell: chat with a model that reads, edits and "
         "runs code; branch the conversation; see what it remembers.",
+        usage="agentsh [options] [-p [PROMPT]] [PROMPT] | agentsh COMMAND ...",
+        # An abbreviation that happens to match today may mean another option tomorrow, and
+        # scripts written for Claude Code spell every option out.
+        allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"agentsh {__version__}")
     parser.add_argument(
         "-p",
         "--print",
         dest="prompt",
+        nargs="?",
+        const=PROMPT_FROM_STDIN,
         metavar="PROMPT",
-        help="run one prompt headless and print the answer",
+        help="run one prompt headless and print the answer; without PROMPT (or with -) the "
+        "prompt is read from stdin, and text piped in beside a PROMPT is attached to it",
     )
     parser.add_argument(
         "--output-format",
@@ -91,7 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=50,
         metavar="N",
-        help="headless: stop after N model calls (default: 50)",
+        help="headless: stop after N model calls (default: 50); reaching it is an error",
+    )
+    parser.add_argument(
+        "--max-budget-usd",
+        type=_positive_float,
+        default=None,
+        metavar="USD",
+        help="headless: stop before the next model call once this much is spent (an error)",
     )
 
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -165,6 +181,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
+    return value
+
+
 def resolve_handler(key: str) -> Handler:
     module_name, _, func = _HANDLERS[key].partition(":")
     handler: Handler = getattr(importlib.import_module(module_name), func)
@@ -188,12 +214,137 @@ def _check_session_options(args: argparse.Namespace) -> None:
         raise CliError(f"{given[0]} and {given[1]} cannot be used together; pick one", EXIT_USAGE)
 
 
+def split_prompt_words(
+    parser: argparse.ArgumentParser, argv: Sequence[str]
+) -> tuple[list[str], list[str]]:
+    """``argv`` without the prompt words, and the words (Claude Code's ``claude -p --flags
+    "PROMPT"`` form), found the way argparse would read the options.
+
+    Argparse alone would take a positional prompt for a subcommand name and answer "invalid
+    choice", and would read the value of an unknown option as a subcommand too; here an unknown
+    option is named as what it is. Everything from the first subcommand name on is left to
+    the subcommand's parser.
+    """
+    options = parser._option_string_actions
+    commands = _subcommand_names(parser)
+    rest: list[str] = []
+    words: list[str] = []
+    tokens = list(argv)
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        i += 1
+        if token == "--":
+            words.extend(tokens[i:])
+            break
+        if token.startswith("-") and token != "-" and not _is_number(token):
+            rest.append(token)
+            if token.startswith("--"):
+                name, eq, _ = token.partition("=")
+                action = options.get(name)
+                if action is None:
+                    raise CliError(_unknown_option(name, options), EXIT_USAGE)
+                if not eq:
+                    i = _take_values(action, tokens, i, rest)
+                continue
+            for at in range(1, len(token)):  # a cluster of short flags: -cp, -m model
+                action = options.get("-" + token[at])
+                if action is None:
+                    raise CliError(_unknown_option("-" + token[at], options), EXIT_USAGE)
+                if action.nargs != 0:
+                    if at == len(token) - 1:
+                        i = _take_values(action, tokens, i, rest)
+                    break
+            continue
+        if not words and token in commands:
+            rest.extend(tokens[i - 1 :])
+            break
+        words.append(token)
+    return rest, words
+
+
+def _take_values(action: argparse.Action, tokens: list[str], i: int, rest: list[str]) -> int:
+    """Move the values ``action`` consumes (as argparse counts them) into ``rest``."""
+    def is_value(token: str) -> bool:
+        return not token.startswith("-") or token == "-" or _is_number(token)
+
+    nargs = action.nargs
+    if nargs == 0:
+        return i
+    if nargs is None or isinstance(nargs, int):
+        count = 1 if nargs is None else nargs
+        rest.extend(tokens[i : i + count])
+        return i + count
+    if nargs == "?":
+        if i < len(tokens) and is_value(tokens[i]):
+            rest.append(tokens[i])
+            return i + 1
+        return i
+    while i < len(tokens) and is_value(tokens[i]):  # "+" and "*"
+        rest.append(tokens[i])
+        i += 1
+    return i
+
+
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
+
+def _subcommand_names(parser: argparse.ArgumentParser) -> set[str]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return set(action.choices)
+    return set()
+
+
+def _unknown_option(name: str, options: dict[str, argparse.Action]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, [o for o in options if o.startswith("--")], n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"unknown option {name}{hint}; `agentsh --help` lists the options"
+
+
+def _front_end(args: argparse.Namespace, words: list[str]) -> str:
+    """``headless`` or ``tui``. Without a terminal on both stdin and stdout the TUI would draw
+    into a pipe and never end: agentsh runs headless instead (the prompt from the words or
+    stdin), as if ``-p`` had been given."""
+    if args.prompt is not None and args.prompt != PROMPT_FROM_STDIN and words:
+        raise CliError(
+            f"unexpected argument {words[0]!r}: the prompt was already given after -p "
+            '(quote a prompt of several words: agentsh -p "fix the failing test")',
+            EXIT_USAGE,
+        )
+    if words:
+        args.prompt = " ".join(words)
+    if args.prompt is not None:
+        return "headless"
+    if terminal(sys.stdin) and terminal(sys.stdout):
+        return "tui"
+    args.prompt = PROMPT_FROM_STDIN
+    args.implied_print = True
+    return "headless"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    key = getattr(args, "handler", None) or ("headless" if args.prompt is not None else "tui")
     try:
-        if key in ("headless", "tui"):
+        argv, words = split_prompt_words(parser, sys.argv[1:] if argv is None else argv)
+    except CliError as exc:
+        parser.print_usage(sys.stderr)
+        print(f"agentsh: {exc}", file=sys.stderr)
+        return exc.code
+    args = parser.parse_args(argv)
+    key = getattr(args, "handler", None)
+    try:
+        if key is None:
+            if words and args.prompt is None and terminal_session():
+                raise CliError(_words_in_a_terminal(words, parser), EXIT_USAGE)
+            key = _front_end(args, words)
             _check_session_options(args)
         return resolve_handler(key)(args)
     except CliError as exc:
@@ -204,6 +355,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
+
+
+def terminal_session() -> bool:
+    return terminal(sys.stdin) and terminal(sys.stdout)
+
+
+def _words_in_a_terminal(words: list[str], parser: argparse.ArgumentParser) -> str:
+    """A prompt without -p in a terminal: most likely a mistyped command, else a prompt
+    meant for -p (the interactive shell does not take a first message yet)."""
+    import difflib
+
+    if len(words) == 1:
+        close = difflib.get_close_matches(words[0], sorted(_subcommand_names(parser)), n=1)
+        if close:
+            return f"unknown command {words[0]!r} (did you mean {close[0]}?)"
+    return (
+        f"unexpected argument {words[0]!r}; to run a prompt headless use "
+        f'agentsh -p "{" ".join(words)}"'
+    )
 
 
 if __name__ == "__main__":

@@ -244,6 +244,9 @@ class TurnEnded(Event):
     outcome: TurnOutcome
     text: str = ""  # the final answer of the turn
     error: str = ""
+    #: the limit that stopped the turn before the model was done: "max_turns" or
+    #: "max_budget_usd" (headless reports it as an error; the TUI lets the user go on)
+    limit: str = ""
 
 
 @dataclass(frozen=True, slots=True)

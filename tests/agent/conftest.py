@@ -40,7 +40,8 @@ def run_agentsh(
 ) -> AgentshRunner:
     """``run_agentsh("-p", "hi", ...)`` runs the installed agentsh in the project folder."""
 
-    def run(*args: str, timeout: float = 100, key: str = FAKE_KEY) -> Run:
+    def run(*args: str, timeout: float = 100, key: str = FAKE_KEY, input: str = "") -> Run:
+        """``input`` is piped to stdin (by default stdin is an empty pipe, not a terminal)."""
         env = dict(os.environ)
         env["OPENAI_API_KEY"] = key
         command = [
@@ -54,7 +55,13 @@ def run_agentsh(
             *args,
         ]
         done = subprocess.run(
-            command, cwd=project, env=env, capture_output=True, text=True, timeout=timeout
+            command,
+            cwd=project,
+            env=env,
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
         return Run(done.returncode, done.stdout, done.stderr)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from agentsh.config import ApprovalMode, load_environment
-from agentsh.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, CliError
+from agentsh.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError
 from agentsh.events import (
     CompactionFailed,
     CompactionFinished,
@@ -35,6 +35,14 @@ from agentsh.events import (
     TurnOutcome,
     UsageReported,
     event_to_json,
+)
+from agentsh.headless.stdin import (
+    FIRST_BYTE_WAIT_S,
+    PROMPT_FROM_STDIN,
+    StdinError,
+    attach,
+    read_stdin,
+    terminal,
 )
 from agentsh.startup import SessionChoiceError, session_for_args
 
@@ -50,14 +58,11 @@ class _Totals:
     answer: str = ""
     outcome: TurnOutcome = TurnOutcome.ERROR
     error: str = ""
+    limit: str = ""
 
 
 def main(args: argparse.Namespace) -> int:
-    prompt = args.prompt
-    if prompt == "-":
-        prompt = sys.stdin.read()
-    if not prompt or not prompt.strip():
-        raise CliError("the prompt is empty")
+    prompt = resolve_prompt(args, sys.stdin, sys.stderr)
     if getattr(args, "resume", None) == "":
         # The TUI shows a picker for a bare -r; here nobody can pick, and starting a new
         # session instead would quietly drop the conversation the user asked for.
@@ -89,6 +94,7 @@ def main(args: argparse.Namespace) -> int:
         interactive=False,
         cwd=cwd,
         max_steps=max(1, args.max_turns),
+        max_cost_usd=getattr(args, "max_budget_usd", None),
     )
     if agent.model is None:
         from agentsh.llm.models import NO_MODEL_HELP
@@ -105,6 +111,10 @@ def main(args: argparse.Namespace) -> int:
         from agentsh.memory.index import close_shared
 
         close_shared()
+    if totals.limit:
+        if args.output_format == "text":
+            print(f"agentsh: {limit_message(totals.limit, args)}", file=sys.stderr)
+        return EXIT_ERROR
     if totals.outcome is TurnOutcome.ERROR:
         if args.output_format == "text":
             print(f"agentsh: {totals.error or 'the turn failed'}", file=sys.stderr)
@@ -113,6 +123,67 @@ def main(args: argparse.Namespace) -> int:
         print("agentsh: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_OK
+
+
+def resolve_prompt(args: argparse.Namespace, stdin: TextIO, err: TextIO) -> str:
+    """The prompt to run: from ``-p``/the words, from stdin, or both (see :mod:`.stdin`)."""
+    implied = bool(getattr(args, "implied_print", False))
+    given: str | None = args.prompt if args.prompt != PROMPT_FROM_STDIN else None
+    piped_wanted = not terminal(stdin)
+    if given is None:
+        if not piped_wanted:
+            if implied:
+                raise CliError(
+                    "stdout is not a terminal, and the interactive shell needs one; run a "
+                    'prompt headless with agentsh -p "PROMPT" (or pipe the prompt in)',
+                    EXIT_USAGE,
+                )
+            raise CliError("no prompt: give it after -p, or pipe it in", EXIT_USAGE)
+        try:
+            # Plain `agentsh` without a terminal only runs what is piped in: a stdin left
+            # open and silent must not hang it. After -p, stdin is the prompt: wait for it.
+            piped = read_stdin(wait_s=FIRST_BYTE_WAIT_S if implied else None, stream=stdin)
+        except StdinError as exc:
+            raise CliError(str(exc)) from exc
+        if not piped or not piped.strip():
+            if implied:
+                what = "nothing" if piped is None else "no prompt"
+                wait = f" in {FIRST_BYTE_WAIT_S:.0f}s" if piped is None else ""
+                raise CliError(
+                    f"no terminal, and {what} arrived on stdin{wait}; the interactive shell "
+                    'needs a terminal; run a prompt headless with agentsh -p "PROMPT"',
+                    EXIT_USAGE,
+                )
+            raise CliError("the prompt is empty")
+        return piped.rstrip("\n")
+    if not given.strip():
+        raise CliError("the prompt is empty")
+    if not piped_wanted:
+        return given
+    try:
+        piped = read_stdin(wait_s=FIRST_BYTE_WAIT_S, stream=stdin)
+    except StdinError as exc:
+        raise CliError(str(exc)) from exc
+    if piped is None:
+        err.write(
+            f"agentsh: warning: nothing arrived on stdin in {FIRST_BYTE_WAIT_S:.0f}s; going on "
+            "without it (redirect stdin from /dev/null to skip the wait)\n"
+        )
+        err.flush()
+        return given
+    return attach(given, piped)
+
+
+def limit_message(limit: str, args: argparse.Namespace) -> str:
+    if limit == "max_budget_usd":
+        return (
+            f"stopped: the budget of ${args.max_budget_usd} (--max-budget-usd) is spent; "
+            "continue with -c to go on"
+        )
+    return (
+        f"stopped after {args.max_turns} model calls (--max-turns) before the model was done; "
+        "continue with -c to go on"
+    )
 
 
 def _stop_on_signals(agent: AgentAPI) -> None:
@@ -154,7 +225,8 @@ async def _run(agent: AgentAPI, prompt: str, fmt: str, out: TextIO, err: TextIO)
             _progress(event, err)
     result = {
         "type": "result",
-        "outcome": totals.outcome.value,
+        "outcome": "error" if totals.limit else totals.outcome.value,
+        "limit": totals.limit or None,
         "answer": totals.answer,
         "error": totals.error,
         "session_id": agent.session.id,
@@ -181,6 +253,7 @@ def _account(event: Event, totals: _Totals) -> None:
             totals.outcome = event.outcome
             totals.answer = event.text
             totals.error = event.error or totals.error
+            totals.limit = event.limit
         case ErrorOccurred():
             totals.error = event.message
 
