@@ -15,6 +15,8 @@ import select
 import sys
 from typing import BinaryIO, TextIO
 
+from agentsh.errors import AgentshError
+
 #: ``-p`` without a value, or ``-p -``: the prompt comes from stdin.
 PROMPT_FROM_STDIN = "-"
 #: How long optional piped input may take to start arriving.
@@ -23,7 +25,7 @@ FIRST_BYTE_WAIT_S = 3.0
 MAX_STDIN_BYTES = 8 * 1024 * 1024
 
 
-class StdinError(Exception):
+class StdinError(AgentshError):
     """Stdin could not be used as asked; the message says why."""
 
 
