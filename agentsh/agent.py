@@ -59,10 +59,11 @@ from agentsh.session.entries import (
 )
 from agentsh.session.log import SessionError
 from agentsh.session.session import Session
-from agentsh.tools.approval import Approver
+from agentsh.tools.approval import Approver, Denial
 from agentsh.tools.base import Tool, ToolArgumentError, ToolContext, ToolRegistry, ToolResult
 from agentsh.tools.builtin import session_tools
 from agentsh.tools.memory import MemoryTool
+from agentsh.tools.rules import ToolRules
 
 DEFAULT_MAX_STEPS = 200
 
@@ -196,7 +197,9 @@ class Agent:
             self.approver.forget_session()
         self.session = session
         if fresh_prompt:
+            appended = self.prompt.appended
             self.prompt = SystemPrompt(self.env, self.cwd, memory=self.memory)
+            self.prompt.appended = appended
         self.context = self._new_context(session, self._window)
 
     def undo_compaction(self) -> UndoResult:
@@ -249,6 +252,12 @@ class Agent:
 
     def memory_snapshot(self) -> MemorySnapshot:
         return self.prompt.snapshot
+
+    def tool_names(self) -> list[str]:
+        return self.tools.names()
+
+    def denials(self) -> list[Denial]:
+        return self.approver.denials
 
     def close(self) -> None:
         self.session.close()
@@ -681,6 +690,9 @@ def build_agent(
     cwd: Path | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
     max_cost_usd: float | None = None,
+    rules: ToolRules | None = None,
+    plan: bool = False,
+    appended_prompt: str = "",
 ) -> Agent:
     """Assemble an agent with every real part. Heavy (imports litellm): run it off the UI
     thread. ``model=None`` builds an agent that explains how to configure one."""
@@ -712,7 +724,11 @@ def build_agent(
         # the shared index at each call and tell the model why they cannot search.
         index = None
         notices.append(f"Memory search is unavailable: {exc}")
-    registry = ToolRegistry(session_tools(memory_tool, index))
+    tools = session_tools(memory_tool, index)
+    if rules:  # a bare deny rule ("Bash") takes the tool away: the model is not offered it
+        hidden = rules.hidden_tools(tool.name for tool in tools)
+        tools = [tool for tool in tools if tool.name not in hidden]
+    registry = ToolRegistry(tools)
 
     def on_summary(path: Path) -> None:
         # Compaction summaries are searchable as soon as they are written. The index is a
@@ -725,8 +741,9 @@ def build_agent(
             index.mark_dirty()
 
     mode = approval or ApprovalMode(settings.tools.approval)
-    approver = Approver(mode, env.project.root, interactive=interactive)
+    approver = Approver(mode, env.project.root, interactive=interactive, rules=rules, plan=plan)
     prompt = SystemPrompt(env, cwd, memory=memory)
+    prompt.appended = appended_prompt
     return Agent(
         env=env,
         session=session,

@@ -14,11 +14,9 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 
+from agentsh import __version__
 from agentsh.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError
 from agentsh.headless.stdin import PROMPT_FROM_STDIN, terminal  # standard library only
-
-__version__ = "0.1.0"
-
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -61,9 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--output-format",
-        choices=("text", "json", "stream-json"),
+        choices=("text", "json", "stream-json", "events"),
         default="text",
-        help="headless output (default: text)",
+        help="headless output: the answer, Claude Code's result object or message lines, or "
+        "agentsh's own events (default: text)",
     )
     parser.add_argument(
         "-c",
@@ -102,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="headless: stop after N model calls (default: 50); reaching it is an error",
     )
+    _add_claude_code_options(parser)
     parser.add_argument(
         "--max-budget-usd",
         type=_positive_float,
@@ -181,6 +181,63 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_claude_code_options(parser: argparse.ArgumentParser) -> None:
+    """Claude Code's headless options, with the same meaning (README: "Headless use")."""
+    parser.add_argument(
+        "--input-format",
+        choices=("text", "stream-json"),
+        default="text",
+        help="headless input: one prompt, or Claude Code user messages as JSON lines on stdin",
+    )
+    parser.add_argument(
+        "--verbose", action="store_true", help="headless: each tool call on stderr too"
+    )
+    parser.add_argument(
+        "--include-partial-messages",
+        dest="partial",
+        action="store_true",
+        help="stream-json: text and thinking deltas as stream_event lines",
+    )
+    parser.add_argument(
+        "--permission-mode",
+        choices=("default", "acceptEdits", "bypassPermissions", "plan", "dontAsk"),
+        help="Claude Code's name for --approve: default=ask, acceptEdits=edits, "
+        "bypassPermissions=all; plan: no edits and no commands at all",
+    )
+    for names, dest, what in (
+        (("--allowedTools", "--allowed-tools"), "allowed_tools", "run without asking"),
+        (("--disallowedTools", "--disallowed-tools"), "disallowed_tools", "are always refused"),
+    ):
+        parser.add_argument(
+            *names,
+            dest=dest,
+            action="extend",
+            nargs="+",
+            metavar="RULE",
+            help=f'tool calls that {what}: "Bash(git:*)", "Edit(src/**)", "mcp__server__*"',
+        )
+    parser.add_argument(
+        "--append-system-prompt", metavar="TEXT", help="add TEXT at the end of the system prompt"
+    )
+    parser.add_argument(
+        "--session-id", type=_uuid, metavar="UUID", help="the id of the new session (a UUID)"
+    )
+    parser.add_argument(
+        "--fork-session",
+        action="store_true",
+        help="with -c, -r or --session: continue in a new session copied from that one",
+    )
+
+
+def _uuid(text: str) -> str:
+    import uuid
+
+    try:
+        return str(uuid.UUID(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a UUID: {text!r}") from None
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -212,6 +269,13 @@ def _check_session_options(args: argparse.Namespace) -> None:
     ]
     if len(given) > 1:
         raise CliError(f"{given[0]} and {given[1]} cannot be used together; pick one", EXIT_USAGE)
+    resuming = [g for g in given if g != "--no-session"]
+    if getattr(args, "fork_session", False) and not resuming:
+        raise CliError("--fork-session needs a session to copy: -c, -r ID or --session", EXIT_USAGE)
+    if getattr(args, "session_id", None) and resuming and not args.fork_session:
+        raise CliError(
+            f"--session-id names a new session; with {resuming[0]} add --fork-session", EXIT_USAGE
+        )
 
 
 def split_prompt_words(
@@ -265,6 +329,7 @@ def split_prompt_words(
 
 def _take_values(action: argparse.Action, tokens: list[str], i: int, rest: list[str]) -> int:
     """Move the values ``action`` consumes (as argparse counts them) into ``rest``."""
+
     def is_value(token: str) -> bool:
         return not token.startswith("-") or token == "-" or _is_number(token)
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from agentsh.events import ContextStatus, Event, Tier
     from agentsh.memory.curated import MemorySnapshot
     from agentsh.session.session import Session
+    from agentsh.tools.approval import Denial
 
 
 class AgentAPI(Protocol):
@@ -94,6 +95,15 @@ class AgentAPI(Protocol):
 
     def memory_snapshot(self) -> MemorySnapshot:
         """The curated memory as this session's system prompt holds it (taken at start)."""
+        ...
+
+    def tool_names(self) -> list[str]:
+        """The tools the model is offered (headless ``system/init``)."""
+        ...
+
+    def denials(self) -> list[Denial]:
+        """The tool calls refused so far without asking anyone (headless reports them as
+        ``permission_denials``)."""
         ...
 
     def close(self) -> None:

@@ -122,6 +122,8 @@ class SystemPrompt:
         self._environment = self._environment_block()
         self._prior_knowledge: str | None = None
         self.doc_notices: list[str] = []
+        #: the user's own addition (--append-system-prompt), last, after everything else
+        self.appended = ""
 
     @property
     def notices(self) -> list[str]:
@@ -161,6 +163,8 @@ class SystemPrompt:
         parts.append(self.snapshot.render())
         if self._prior_knowledge:
             parts.append(self._prior_knowledge)
+        if self.appended:
+            parts.append(self.appended)
         return "\n".join(part.rstrip() + "\n" for part in parts)
 
     def _environment_block(self) -> str:

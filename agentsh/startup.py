@@ -22,9 +22,11 @@ class SessionChoiceError(AgentshError):
     """The options name a session that cannot be opened; the message says why."""
 
 
-def new_session(env: Environment, cwd: Path, *, persist: bool = True) -> Session:
+def new_session(
+    env: Environment, cwd: Path, *, persist: bool = True, session_id: str | None = None
+) -> Session:
     folder = env.user.project_sessions_dir(env.project.root) if persist else None
-    return Session.create(folder, cwd, fsync_each=_fsync_each(env))
+    return Session.create(folder, cwd, fsync_each=_fsync_each(env), session_id=session_id)
 
 
 def open_session_file(env: Environment, path: Path, *, fork_if_locked: bool) -> Session:
@@ -49,22 +51,46 @@ def open_session_file(env: Environment, path: Path, *, fork_if_locked: bool) -> 
 
 
 def session_for_args(env: Environment, args: argparse.Namespace, cwd: Path) -> Session:
+    """``--fork-session`` continues the chosen session in a copy (``--session-id`` naming
+    the copy); ``--session-id`` alone names a new session and must not be in use."""
     fork = bool(getattr(args, "fork", False))
-    if getattr(args, "no_session", False):
-        return new_session(env, cwd, persist=False)
-    if getattr(args, "session", None):
-        return open_session_file(env, Path(args.session).expanduser(), fork_if_locked=fork)
+    copy = bool(getattr(args, "fork_session", False))
+    wanted_id: str | None = getattr(args, "session_id", None)
     catalog = Catalog(env.user)
-    if getattr(args, "continue_session", False):
+    if wanted_id:
+        _check_unused(catalog, wanted_id)
+    if getattr(args, "no_session", False):
+        return new_session(env, cwd, persist=False, session_id=wanted_id)
+    path: Path | None = None
+    if getattr(args, "session", None):
+        path = Path(args.session).expanduser()
+    elif getattr(args, "continue_session", False):
         newest = catalog.newest(env.project.root)
-        if newest is None:
-            return new_session(env, cwd)
-        return open_session_file(env, newest.path, fork_if_locked=fork)
-    resume = getattr(args, "resume", None)
-    if resume:
-        info = catalog.find(resume, env.project.root)
-        return open_session_file(env, info.path, fork_if_locked=fork)
-    return new_session(env, cwd)
+        path = newest.path if newest is not None else None
+    elif resume := getattr(args, "resume", None):
+        path = catalog.find(resume, env.project.root).path
+    if path is None:
+        return new_session(env, cwd, session_id=wanted_id)
+    if copy:
+        return fork_session_file(env, path, session_id=wanted_id)
+    return open_session_file(env, path, fork_if_locked=fork)
+
+
+def fork_session_file(env: Environment, path: Path, *, session_id: str | None) -> Session:
+    """A new session of this project holding the path of the session in ``path``."""
+    try:
+        source = Session.open(path, lock=False)
+        return source.fork(env.user.project_sessions_dir(env.project.root), session_id=session_id)
+    except SessionError as exc:
+        raise SessionChoiceError(str(exc)) from exc
+
+
+def _check_unused(catalog: Catalog, session_id: str) -> None:
+    try:
+        found = catalog.find(session_id)
+    except LookupError:
+        return
+    raise SessionChoiceError(f"session id {session_id} is already in use ({found.path})")
 
 
 def _fsync_each(env: Environment) -> bool:

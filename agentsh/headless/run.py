@@ -1,74 +1,85 @@
-"""``agentsh -p PROMPT``: one turn without a screen, printed as text, JSON or JSON lines.
+"""``agentsh -p``: turns without a screen, for scripts, CI and Claude Code tooling.
 
-A consumer of the agent's event stream, like the TUI. ``text`` prints the final answer on
-stdout (progress and warnings go to stderr, so the answer can be piped); ``json`` prints one
-object with the answer, session id, usage and cost; ``stream-json`` prints every event as one
-JSON line and the same result object last. Approval mode ``ask`` cannot ask anyone here, so
-tools that need approval are denied and the model is told why. The exit code is 0 on success,
-1 on an error (with a one-line reason on stderr), 130 when interrupted. Ctrl+C (or SIGTERM) stops
-the turn the way Esc does in the TUI: a running command is killed and its output so far goes
-into the log, the partial reply is kept, and the result is still printed; a second Ctrl+C stops
-at once.
+A consumer of the agent's event stream, like the TUI; :mod:`.output` prints it in the chosen
+format. With ``--input-format stream-json`` each user message read from stdin runs one turn
+(:mod:`.stream_input`). Nobody can answer an approval here: a call that would ask is denied and
+the model told why, unless a mode (``--approve``, ``--permission-mode``) or an allow rule
+(``--allowedTools``, :mod:`agentsh.tools.rules`) lets it through. The exit code is 0 on
+success, 1 on an error or a reached limit (with a one-line reason on stderr in text mode), 130
+when interrupted. Ctrl+C (or SIGTERM) stops the turn the way Esc does in the TUI: a running
+command is killed and its output so far goes into the log, the partial reply is kept, and the
+result is still printed; a second Ctrl+C stops at once.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import signal
 import sys
-from dataclasses import dataclass
+from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any
 
 from agentsh.config import ApprovalMode, load_environment
 from agentsh.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError
-from agentsh.events import (
-    CompactionFailed,
-    CompactionFinished,
-    ErrorOccurred,
-    Event,
-    Notice,
-    Retrying,
-    TurnEnded,
-    TurnOutcome,
-    UsageReported,
-    event_to_json,
-)
-from agentsh.headless.stdin import (
-    FIRST_BYTE_WAIT_S,
-    PROMPT_FROM_STDIN,
-    StdinError,
-    attach,
-    read_stdin,
-    terminal,
+from agentsh.events import TurnOutcome
+from agentsh.headless.claude_code import ClaudeCodeStream
+from agentsh.headless.output import Output
+from agentsh.headless.stdin import PROMPT_FROM_STDIN, resolve_prompt
+from agentsh.headless.stream_input import (
+    EOF,
+    BadLine,
+    ControlRequest,
+    LineReader,
+    UserInput,
+    control_response,
 )
 from agentsh.startup import SessionChoiceError, session_for_args
 
 if TYPE_CHECKING:
     from agentsh.frontend import AgentAPI
+    from agentsh.tools.rules import ToolRules
 
-
-@dataclass(slots=True)
-class _Totals:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost: float = 0.0
-    answer: str = ""
-    outcome: TurnOutcome = TurnOutcome.ERROR
-    error: str = ""
-    limit: str = ""
+#: Claude Code's permission modes -> agentsh's approval mode (``plan`` also forbids writes).
+PERMISSION_MODES = {
+    "default": ApprovalMode.ASK,
+    "dontAsk": ApprovalMode.ASK,
+    "acceptEdits": ApprovalMode.EDITS,
+    "bypassPermissions": ApprovalMode.ALL,
+    "plan": ApprovalMode.ASK,
+}
+CLAUDE_CODE_MODES = {
+    ApprovalMode.ASK: "default",
+    ApprovalMode.EDITS: "acceptEdits",
+    ApprovalMode.ALL: "bypassPermissions",
+}
+PLAN_INSTRUCTIONS = (
+    "# Plan mode\n\nThis run is in plan mode: investigate with the reading tools and answer "
+    "with a plan. Files cannot be changed and commands cannot be run; calls that would do "
+    "either are refused."
+)
 
 
 def main(args: argparse.Namespace) -> int:
-    prompt = resolve_prompt(args, sys.stdin, sys.stderr)
+    fmt = args.output_format
+    streaming_in = getattr(args, "input_format", "text") == "stream-json"
+    if streaming_in and fmt not in ("stream-json", "events"):
+        raise CliError(
+            "--input-format stream-json needs --output-format stream-json (or events)", EXIT_USAGE
+        )
+    if args.approve and getattr(args, "permission_mode", None):
+        raise CliError("--approve and --permission-mode cannot be used together", EXIT_USAGE)
     if getattr(args, "resume", None) == "":
         # The TUI shows a picker for a bare -r; here nobody can pick, and starting a new
         # session instead would quietly drop the conversation the user asked for.
         raise CliError(
             "-r needs a session id with -p (`agentsh sessions` lists them; -c resumes the newest)"
         )
+    rules = _rules(args)
+    first: str | None = None
+    if not streaming_in or args.prompt not in (None, PROMPT_FROM_STDIN):
+        first = resolve_prompt(args, sys.stdin, sys.stderr)
     env = load_environment()
     for problem in env.config.problems:
         print(f"agentsh: warning: {problem}", file=sys.stderr)
@@ -84,7 +95,10 @@ def main(args: argparse.Namespace) -> int:
 
     from agentsh.agent import build_agent  # heavy: imports litellm
 
-    approval = ApprovalMode(args.approve) if args.approve else None
+    permission = getattr(args, "permission_mode", None)
+    approval = PERMISSION_MODES.get(permission or "")
+    if args.approve:
+        approval = ApprovalMode(args.approve)
     agent: AgentAPI = build_agent(
         env,
         session,
@@ -95,14 +109,29 @@ def main(args: argparse.Namespace) -> int:
         cwd=cwd,
         max_steps=max(1, args.max_turns),
         max_cost_usd=getattr(args, "max_budget_usd", None),
+        rules=rules,
+        plan=permission == "plan",
+        appended_prompt=_appended_prompt(args, permission == "plan"),
     )
     if agent.model is None:
         from agentsh.llm.models import NO_MODEL_HELP
 
         agent.close()
         raise CliError("no model is configured.\n\n" + NO_MODEL_HELP)
+    for rule in (*rules.allow, *rules.deny):
+        if not any(rule.covers(name) for name in _known_tools(agent)) and "mcp__" not in rule.text:
+            print(
+                f"agentsh: warning: the rule {rule.text!r} names no tool agentsh has",
+                file=sys.stderr,
+            )
+    stream = ClaudeCodeStream(
+        agent.session.id, agent.model or "", partial=bool(getattr(args, "partial", False))
+    )
+    output = Output(fmt, stream, sys.stdout, sys.stderr, verbose=bool(args.verbose))
+    mode = permission or CLAUDE_CODE_MODES[approval or ApprovalMode(env.settings.tools.approval)]
+    output.begin(_init_line(stream, agent, cwd, mode))
     try:
-        totals = asyncio.run(_run(agent, prompt, args.output_format, sys.stdout, sys.stderr))
+        code = asyncio.run(_drive(agent, output, first, streaming_in, args))
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("agentsh: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -111,13 +140,135 @@ def main(args: argparse.Namespace) -> int:
         from agentsh.memory.index import close_shared
 
         close_shared()
+    return code
+
+
+def _rules(args: argparse.Namespace) -> ToolRules:
+    from agentsh.tools.rules import RuleError, ToolRules
+
+    try:
+        return ToolRules.parse(
+            getattr(args, "allowed_tools", None) or (),
+            getattr(args, "disallowed_tools", None) or (),
+        )
+    except RuleError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from exc
+
+
+def _known_tools(agent: AgentAPI) -> list[str]:
+    from agentsh.tools.rules import CLAUDE_CODE_NAMES
+
+    names = agent.tool_names()
+    return [*names, *(n for group in CLAUDE_CODE_NAMES.values() for n in group)]
+
+
+def _appended_prompt(args: argparse.Namespace, plan: bool) -> str:
+    parts = [getattr(args, "append_system_prompt", None) or ""]
+    if plan:
+        parts.append(PLAN_INSTRUCTIONS)
+    return "\n\n".join(p.strip() for p in parts if p.strip())
+
+
+def _init_line(stream: ClaudeCodeStream, agent: AgentAPI, cwd: Path, mode: str) -> dict[str, Any]:
+    from agentsh import __version__
+
+    return stream.init(
+        cwd=str(cwd), tools=agent.tool_names(), permission_mode=mode, version=__version__
+    )
+
+
+async def _drive(
+    agent: AgentAPI,
+    output: Output,
+    first: str | None,
+    streaming_in: bool,
+    args: argparse.Namespace,
+) -> int:
+    """Run the first prompt, then (stream-json input) one turn per message; the exit code."""
+    _stop_on_signals(agent)
+    codes: list[int] = []
+    if first is not None:
+        codes.append(await _turn(agent, output, first, args))
+    if streaming_in:
+        codes += await _read_turns(agent, output, args)
+    if not codes:
+        raise CliError("no user message arrived on stdin", EXIT_USAGE)
+    if EXIT_INTERRUPTED in codes:
+        return EXIT_INTERRUPTED
+    return EXIT_ERROR if EXIT_ERROR in codes else EXIT_OK
+
+
+async def _read_turns(agent: AgentAPI, output: Output, args: argparse.Namespace) -> list[int]:
+    """Turns for the user messages on stdin, in order; control requests answered at once
+    (an interrupt while a turn runs stops it)."""
+    reader = LineReader(sys.stdin.buffer)
+    waiting: deque[UserInput] = deque()
+    codes: list[int] = []
+    ended = False
+
+    def take(item: object) -> None:
+        nonlocal ended
+        if item is EOF:
+            ended = True
+        elif isinstance(item, UserInput):
+            waiting.append(item)
+        elif isinstance(item, ControlRequest):
+            output.write(_control(agent, item))
+        elif isinstance(item, BadLine):
+            print(f"agentsh: warning: stdin: {item.problem}", file=sys.stderr)
+
+    while True:
+        while not waiting and not ended:
+            take(await reader.get())
+        if not waiting:
+            return codes
+        message = waiting.popleft()
+        if message.skipped:
+            kinds = ", ".join(sorted(set(message.skipped)))
+            print(
+                f"agentsh: warning: stdin: {kinds} content is not supported; sent the text",
+                file=sys.stderr,
+            )
+        turn = asyncio.ensure_future(_turn(agent, output, message.text, args))
+        while not turn.done():
+            getter = asyncio.ensure_future(reader.get())
+            await asyncio.wait({turn, getter}, return_when=asyncio.FIRST_COMPLETED)
+            if getter.done():
+                take(getter.result())
+            else:
+                getter.cancel()
+        codes.append(turn.result())
+
+
+def _control(agent: AgentAPI, request: ControlRequest) -> dict[str, Any]:
+    if request.subtype == "initialize":
+        return control_response(request)
+    if request.subtype == "interrupt":
+        agent.cancel()
+        return control_response(request)
+    return control_response(request, f"agentsh does not support {request.subtype!r}")
+
+
+async def _turn(agent: AgentAPI, output: Output, prompt: str, args: argparse.Namespace) -> int:
+    output.start_turn()
+    denied_before = len(agent.denials())
+    async for event in agent.run(prompt):
+        output.event(event)
+    denials = [
+        {"tool_name": d.tool, "tool_use_id": d.call_id, "tool_input": _params_json(d.params)}
+        for d in agent.denials()[denied_before:]
+    ]
+    output.end_turn(denials)
+    totals = output.totals
+    text = output.fmt == "text"
     if totals.limit:
-        if args.output_format == "text":
+        if text:
             print(f"agentsh: {limit_message(totals.limit, args)}", file=sys.stderr)
         return EXIT_ERROR
     if totals.outcome is TurnOutcome.ERROR:
-        if args.output_format == "text":
-            print(f"agentsh: {totals.error or 'the turn failed'}", file=sys.stderr)
+        if text:
+            reason = totals.errors[-1] if totals.errors else "the turn failed"
+            print(f"agentsh: {reason}", file=sys.stderr)
         return EXIT_ERROR
     if totals.outcome is TurnOutcome.ABORTED:
         print("agentsh: interrupted", file=sys.stderr)
@@ -125,53 +276,16 @@ def main(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def resolve_prompt(args: argparse.Namespace, stdin: TextIO, err: TextIO) -> str:
-    """The prompt to run: from ``-p``/the words, from stdin, or both (see :mod:`.stdin`)."""
-    implied = bool(getattr(args, "implied_print", False))
-    given: str | None = args.prompt if args.prompt != PROMPT_FROM_STDIN else None
-    piped_wanted = not terminal(stdin)
-    if given is None:
-        if not piped_wanted:
-            if implied:
-                raise CliError(
-                    "stdout is not a terminal, and the interactive shell needs one; run a "
-                    'prompt headless with agentsh -p "PROMPT" (or pipe the prompt in)',
-                    EXIT_USAGE,
-                )
-            raise CliError("no prompt: give it after -p, or pipe it in", EXIT_USAGE)
-        try:
-            # Plain `agentsh` without a terminal only runs what is piped in: a stdin left
-            # open and silent must not hang it. After -p, stdin is the prompt: wait for it.
-            piped = read_stdin(wait_s=FIRST_BYTE_WAIT_S if implied else None, stream=stdin)
-        except StdinError as exc:
-            raise CliError(str(exc)) from exc
-        if not piped or not piped.strip():
-            if implied:
-                what = "nothing" if piped is None else "no prompt"
-                wait = f" in {FIRST_BYTE_WAIT_S:.0f}s" if piped is None else ""
-                raise CliError(
-                    f"no terminal, and {what} arrived on stdin{wait}; the interactive shell "
-                    'needs a terminal; run a prompt headless with agentsh -p "PROMPT"',
-                    EXIT_USAGE,
-                )
-            raise CliError("the prompt is empty")
-        return piped.rstrip("\n")
-    if not given.strip():
-        raise CliError("the prompt is empty")
-    if not piped_wanted:
-        return given
-    try:
-        piped = read_stdin(wait_s=FIRST_BYTE_WAIT_S, stream=stdin)
-    except StdinError as exc:
-        raise CliError(str(exc)) from exc
-    if piped is None:
-        err.write(
-            f"agentsh: warning: nothing arrived on stdin in {FIRST_BYTE_WAIT_S:.0f}s; going on "
-            "without it (redirect stdin from /dev/null to skip the wait)\n"
-        )
-        err.flush()
-        return given
-    return attach(given, piped)
+def _params_json(params: Any) -> dict[str, Any]:
+    import dataclasses
+
+    if dataclasses.is_dataclass(params) and not isinstance(params, type):
+        return {k: _plain(v) for k, v in dataclasses.asdict(params).items()}
+    return {}
+
+
+def _plain(value: Any) -> Any:
+    return value if isinstance(value, str | int | float | bool | type(None)) else str(value)
 
 
 def limit_message(limit: str, args: argparse.Namespace) -> str:
@@ -211,71 +325,3 @@ def _stop_on_signals(agent: AgentAPI) -> None:
             loop.add_signal_handler(signum, stop)
         except (NotImplementedError, RuntimeError, ValueError):
             return  # not the main thread, or a platform without loop signal handlers
-
-
-async def _run(agent: AgentAPI, prompt: str, fmt: str, out: TextIO, err: TextIO) -> _Totals:
-    totals = _Totals()
-    _stop_on_signals(agent)
-    async for event in agent.run(prompt):
-        _account(event, totals)
-        if fmt == "stream-json":
-            out.write(json.dumps(event_to_json(event), ensure_ascii=False) + "\n")
-            out.flush()
-        else:
-            _progress(event, err)
-    result = {
-        "type": "result",
-        "outcome": "error" if totals.limit else totals.outcome.value,
-        "limit": totals.limit or None,
-        "answer": totals.answer,
-        "error": totals.error,
-        "session_id": agent.session.id,
-        "session_file": str(agent.session.path) if agent.session.path else None,
-        "model": agent.model,
-        "usage": {"input_tokens": totals.input_tokens, "output_tokens": totals.output_tokens},
-        "cost": round(totals.cost, 6),
-    }
-    if fmt in ("json", "stream-json"):
-        out.write(json.dumps(result, ensure_ascii=False) + "\n")
-    elif totals.answer:
-        out.write(totals.answer.rstrip("\n") + "\n")
-    out.flush()
-    return totals
-
-
-def _account(event: Event, totals: _Totals) -> None:
-    match event:
-        case UsageReported():
-            totals.input_tokens += event.input_tokens
-            totals.output_tokens += event.output_tokens
-            totals.cost += event.cost
-        case TurnEnded():
-            totals.outcome = event.outcome
-            totals.answer = event.text
-            totals.error = event.error or totals.error
-            totals.limit = event.limit
-        case ErrorOccurred():
-            totals.error = event.message
-
-
-def _progress(event: Event, err: TextIO) -> None:
-    """What a person watching stderr wants to know while the answer is being made."""
-    match event:
-        case Retrying():
-            err.write(
-                f"agentsh: {event.reason}; retrying in {event.delay_s:.1f}s "
-                f"(attempt {event.attempt}/{event.max_attempts})\n"
-            )
-        case Notice():
-            err.write(f"agentsh: {event.level.value}: {event.text}\n")
-        case CompactionFinished():
-            note = f"; {event.note}" if event.note else ""
-            err.write(
-                f"agentsh: context compacted ({event.tier.label}): {event.tokens_before:,} -> "
-                f"{event.tokens_after:,} tokens; archive {event.workspace_file}{note}\n"
-            )
-        case CompactionFailed():
-            err.write(f"agentsh: warning: {event.tier.label} compaction failed: {event.reason}\n")
-        case _:
-            return
-    err.flush()

@@ -10,12 +10,13 @@ stdin) must not hang a script: when stdin is only optional, agentsh waits
 
 from __future__ import annotations
 
+import argparse
 import os
 import select
 import sys
 from typing import BinaryIO, TextIO
 
-from agentsh.errors import AgentshError
+from agentsh.errors import EXIT_USAGE, AgentshError, CliError
 
 #: ``-p`` without a value, or ``-p -``: the prompt comes from stdin.
 PROMPT_FROM_STDIN = "-"
@@ -66,3 +67,52 @@ def attach(prompt: str, piped: str) -> str:
     if not body.strip():
         return prompt
     return f"{prompt.rstrip()}\n\n<stdin>\n{body}\n</stdin>"
+
+
+def resolve_prompt(args: argparse.Namespace, stdin: TextIO, err: TextIO) -> str:
+    """The prompt to run: from ``-p``/the words, from stdin, or both (see :mod:`.stdin`)."""
+    implied = bool(getattr(args, "implied_print", False))
+    given: str | None = args.prompt if args.prompt != PROMPT_FROM_STDIN else None
+    piped_wanted = not terminal(stdin)
+    if given is None:
+        if not piped_wanted:
+            if implied:
+                raise CliError(
+                    "stdout is not a terminal, and the interactive shell needs one; run a "
+                    'prompt headless with agentsh -p "PROMPT" (or pipe the prompt in)',
+                    EXIT_USAGE,
+                )
+            raise CliError("no prompt: give it after -p, or pipe it in", EXIT_USAGE)
+        try:
+            # Plain `agentsh` without a terminal only runs what is piped in: a stdin left
+            # open and silent must not hang it. After -p, stdin is the prompt: wait for it.
+            piped = read_stdin(wait_s=FIRST_BYTE_WAIT_S if implied else None, stream=stdin)
+        except StdinError as exc:
+            raise CliError(str(exc)) from exc
+        if not piped or not piped.strip():
+            if implied:
+                what = "nothing" if piped is None else "no prompt"
+                wait = f" in {FIRST_BYTE_WAIT_S:.0f}s" if piped is None else ""
+                raise CliError(
+                    f"no terminal, and {what} arrived on stdin{wait}; the interactive shell "
+                    'needs a terminal; run a prompt headless with agentsh -p "PROMPT"',
+                    EXIT_USAGE,
+                )
+            raise CliError("no prompt: give it after -p, or pipe it in", EXIT_USAGE)
+        return piped.rstrip("\n")
+    if not given.strip():
+        raise CliError("the prompt is empty")
+    if not piped_wanted:
+        return given
+    try:
+        piped = read_stdin(wait_s=FIRST_BYTE_WAIT_S, stream=stdin)
+    except StdinError as exc:
+        raise CliError(str(exc)) from exc
+    if piped is None:
+        err.write(
+            f"agentsh: warning: nothing arrived on stdin in {FIRST_BYTE_WAIT_S:.0f}s; going on "
+            "without it (redirect stdin from /dev/null to skip the wait)\n"
+        )
+        err.flush()
+        return given
+    return attach(given, piped)

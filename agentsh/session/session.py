@@ -73,9 +73,11 @@ class Session:
         *,
         parent_session: str | None = None,
         fsync_each: bool = False,
+        session_id: str | None = None,
     ) -> Session:
-        """A new, empty session; ``sessions_dir=None`` keeps it in memory only."""
-        session_id = str(uuid.uuid4())
+        """A new, empty session; ``sessions_dir=None`` keeps it in memory only.
+        ``session_id`` (a UUID the caller checked) replaces the random one."""
+        session_id = session_id or str(uuid.uuid4())
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         header = Header(
             id=session_id,
@@ -263,13 +265,16 @@ class Session:
         self.append(entry)
         return entry
 
-    def fork(self, sessions_dir: Path | None, to_id: str | None = None) -> Session:
+    def fork(
+        self, sessions_dir: Path | None, to_id: str | None = None, *, session_id: str | None = None
+    ) -> Session:
         """A new session holding the path root -> ``to_id`` (default: the leaf)."""
         child = Session.create(
             sessions_dir,
             Path(self.header.cwd),
             parent_session=self.id,
             fsync_each=self._fsync_each,
+            session_id=session_id,
         )
         for entry in self.tree.path(to_id):
             child.append(entry)

@@ -14,6 +14,7 @@ denied with a message telling the model why and how the user can allow it.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +22,37 @@ from agentsh.config import ApprovalMode
 from agentsh.events import ApprovalDecision, ApprovalRequest
 from agentsh.paths import ProjectPaths
 from agentsh.tools.base import Effect, Tool, ToolContext, ToolError, is_inside
+from agentsh.tools.rules import ToolRules
+
+
+@dataclass(frozen=True, slots=True)
+class Denial:
+    """A call refused without asking anyone (Claude Code's ``permission_denials``)."""
+
+    tool: str
+    call_id: str
+    params: Any
 
 
 class Approver:
     """Decides, per tool call, whether it may run; asks the user through an event if needed."""
 
-    def __init__(self, mode: ApprovalMode | str, project_root: Path, *, interactive: bool) -> None:
+    def __init__(
+        self,
+        mode: ApprovalMode | str,
+        project_root: Path,
+        *,
+        interactive: bool,
+        rules: ToolRules | None = None,
+        plan: bool = False,
+    ) -> None:
         self.mode = ApprovalMode(mode)
         self.project_root = project_root.resolve()
         self.project_config = ProjectPaths(self.project_root).config_file
         self.interactive = interactive
+        self.rules = rules or ToolRules()  # --allowedTools / --disallowedTools (tools/rules.py)
+        self.plan = plan  # plan mode: nothing but reads, whatever the mode or the rules say
+        self.denials: list[Denial] = []  # what was refused without asking (headless reports)
         self._session_allowed: set[str] = set()
 
     @property
@@ -51,9 +73,26 @@ class Approver:
 
     async def authorize(self, tool: Tool, params: Any, ctx: ToolContext) -> str | None:
         """None if the call may run; otherwise the message the model gets as an error result."""
+        denial = await self._authorize(tool, params, ctx)
+        if denial is not None and not self.interactive:
+            self.denials.append(Denial(tool.name, ctx.call_id, params))
+        return denial
+
+    async def _authorize(self, tool: Tool, params: Any, ctx: ToolContext) -> str | None:
+        verdict = self.rules.check(tool.name, params, ctx.cwd, self.project_root)
+        if verdict is not None and not verdict.allowed:
+            why = verdict.reason
+            if verdict.rule is not None:
+                why = f"the user's rule {verdict.rule.text!r} (--disallowedTools) forbids it"
+            return f"Denied: {tool.summary(params)}: {why}. Do not retry it; tell the user."
         effect = tool.effect(params, ctx)
         if effect is Effect.READ:
             return None
+        if self.plan:
+            return (
+                f"Denied: {tool.summary(params)}. This is plan mode: files are not changed "
+                "and commands are not run. Finish the plan; the user will carry it out."
+            )
         summary = tool.summary(params)
         outside = self.outside_paths(tool, params, ctx)
         if outside:
@@ -82,6 +121,8 @@ class Approver:
                 f"may do without asking"
             )
             return await self._ask(tool, params, ctx, reason, outside=False, sticky=False)
+        if verdict is not None:  # an allow rule (never past the two guards above)
+            return None
         if self.mode is ApprovalMode.ALL:
             return None
         if self.mode is ApprovalMode.EDITS and effect is Effect.EDIT:
@@ -103,7 +144,10 @@ class Approver:
             )
         else:
             what = "commands cannot be approved, so this one did not run"
-            how = "the user can allow commands with `--approve all`"
+            how = (
+                "the user can allow commands with `--approve all`, or some of them with an "
+                'allow rule such as `--allowedTools "Bash(git:*)"`'
+            )
         return (
             f"Denied: {summary}. This run is non-interactive (agentsh -p) with approval mode "
             f"'{self.mode}': {what}. Do not retry it; tell the user what you wanted to do. "

@@ -154,15 +154,17 @@ def test_json_and_stream_json_output(
     run = run_agentsh("-p", "hi", "--output-format", "json")
     assert run.code == 0, run.stderr
     result = json.loads(run.stdout)
-    assert result["answer"] == "one" and result["outcome"] == "done"
+    assert result["result"] == "one" and result["subtype"] == "success"
     assert result["session_id"] and result["usage"]["input_tokens"] > 0
 
-    run = run_agentsh("-p", "hi", "--output-format", "stream-json")
+    # agentsh's own events stay available under their own name.
+    run = run_agentsh("-p", "hi", "--output-format", "events")
     events = [json.loads(line) for line in run.stdout.splitlines()]
     types = [e["type"] for e in events]
     assert types[0] == "turn_started" and "text_delta" in types
     assert types[-2:] == ["turn_ended", "result"]
     assert "".join(e["text"] for e in events if e["type"] == "text_delta") == "two"
+    assert all(e["session_id"] for e in events)
 
 
 def test_no_model_configured_explains_how_to_configure_one(
@@ -231,7 +233,8 @@ def test_ctrl_c_during_a_command_keeps_its_output_and_still_prints_the_result(
     assert proc.returncode == 130, stderr
     assert "agentsh: interrupted" in stderr
     result = json.loads(stdout.strip().splitlines()[-1])
-    assert result["outcome"] == "aborted"
+    assert result["subtype"] == "error_during_execution" and result["is_error"]
+    assert result["errors"] == ["interrupted"]
     (path,) = session_files(agentsh_home)
     session = Session.open(path, lock=False)
     (tool_result,) = [e for e in session.current_path() if isinstance(e, ToolResultEntry)]

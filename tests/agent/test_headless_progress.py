@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from agentsh.events import CompactionFailed, CompactionFinished, Tier
-from agentsh.headless.run import _progress
+from agentsh.headless.output import progress as _progress
 
 
 def test_a_compaction_is_reported_on_stderr_with_its_tokens_and_archive() -> None:

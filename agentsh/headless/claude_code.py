@@ -1,0 +1,385 @@
+"""agentsh's event stream in Claude Code's shapes (``--output-format json|stream-json``).
+
+Tools built for ``claude -p`` (the Claude Agent SDK, CI wrappers) read: a ``system``/``init``
+line, ``assistant`` and ``user`` messages whose content blocks are ``text``, ``thinking``,
+``tool_use`` and ``tool_result``, and a ``result`` object with ``subtype``, ``is_error``,
+``result``, ``total_cost_usd``, ``num_turns``, durations and ``usage``; every line carries the
+``session_id``. :class:`ClaudeCodeStream` turns agent events into those lines. What Claude Code
+has no shape for (notices, retries, compactions) becomes a ``system`` line with its own subtype,
+which such consumers accept and pass over. agentsh's own event names stay available as
+``--output-format events``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentsh.events import (
+    AssistantMessage,
+    CompactionFinished,
+    ErrorOccurred,
+    Event,
+    Notice,
+    Retrying,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolFinished,
+    TurnEnded,
+    TurnOutcome,
+    TurnStarted,
+    UsageReported,
+)
+
+#: agentsh's stop reasons -> Anthropic's, which is what Claude Code reports.
+STOP_REASONS = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "length": "max_tokens",
+    "aborted": "end_turn",
+    "error": "end_turn",
+}
+#: the limit that stopped a turn -> Claude Code's result subtype.
+LIMIT_SUBTYPES = {"max_turns": "error_max_turns", "max_budget_usd": "error_max_budget_usd"}
+
+
+def usage_json(
+    input_tokens: int, output_tokens: int, cache_read: int, cache_write: int
+) -> dict[str, Any]:
+    """Anthropic's usage object: ``input_tokens`` excludes what was read from or written to
+    the cache, as in agentsh's own accounting."""
+    return {
+        "input_tokens": input_tokens,
+        "cache_creation_input_tokens": cache_write,
+        "cache_read_input_tokens": cache_read,
+        "output_tokens": output_tokens,
+    }
+
+
+@dataclass(slots=True)
+class RunTotals:
+    """What one turn (one ``result``) adds up."""
+
+    started: float = field(default_factory=time.monotonic)
+    api_ms: float = 0.0
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cost: float = 0.0
+    answer: str = ""
+    outcome: TurnOutcome = TurnOutcome.ERROR
+    limit: str = ""
+    errors: list[str] = field(default_factory=list)
+    stop_reason: str | None = None
+
+    @property
+    def is_error(self) -> bool:
+        return bool(self.limit) or self.outcome is not TurnOutcome.DONE
+
+    @property
+    def subtype(self) -> str:
+        if self.limit:
+            return LIMIT_SUBTYPES.get(self.limit, "error_during_execution")
+        return "success" if self.outcome is TurnOutcome.DONE else "error_during_execution"
+
+
+class ClaudeCodeStream:
+    """Turns agent events into Claude Code message objects (dicts, one per output line)."""
+
+    def __init__(self, session_id: str, model: str, *, partial: bool = False) -> None:
+        self.session_id = session_id
+        self.model = model
+        self.partial = partial  # --include-partial-messages: stream_event lines for deltas
+        self.totals = RunTotals()
+        self._thinking = ""
+        self._pending: dict[str, Any] | None = None  # an assistant message awaiting its usage
+        self._step_started = time.monotonic()
+        self._block_open = ""  # the partial content block being streamed: "text"/"thinking"
+        self._block_index = -1
+
+    # -- lines ----------------------------------------------------------------------------------
+
+    def init(
+        self, *, cwd: str, tools: list[str], permission_mode: str, version: str
+    ) -> dict[str, Any]:
+        return self._line(
+            {
+                "type": "system",
+                "subtype": "init",
+                "cwd": cwd,
+                "tools": tools,
+                "mcp_servers": [],
+                "model": self.model,
+                "permissionMode": permission_mode,
+                "slash_commands": [],
+                "apiKeySource": "none",
+                "output_style": "default",
+                "agents": [],
+                "agentsh_version": version,
+            }
+        )
+
+    def start_turn(self) -> None:
+        self.totals = RunTotals()
+        self._step_started = time.monotonic()
+
+    def feed(self, event: Event) -> list[dict[str, Any]]:
+        """The lines ``event`` completes (often none: deltas accumulate)."""
+        out: list[dict[str, Any]] = []
+        if self._pending is not None and not isinstance(event, UsageReported):
+            out.append(self._flush())
+        match event:
+            case TurnStarted():
+                self._step_started = time.monotonic()
+            case ThinkingDelta():
+                self._thinking += event.text
+                out += self._partial_delta("thinking", event.text)
+            case TextDelta():
+                out += self._partial_delta("text", event.text)
+            case ToolCallDelta():
+                out += self._close_block()
+            case AssistantMessage():
+                out += self._close_block()
+                out += self._partial_end()
+                self.totals.api_ms += (time.monotonic() - self._step_started) * 1000
+                self.totals.turns += 1
+                self.totals.stop_reason = STOP_REASONS.get(event.stop_reason, "end_turn")
+                self._pending = self._assistant(event)
+                self._thinking = ""
+            case UsageReported():
+                self._add_usage(event)
+                if self._pending is not None:
+                    self._pending["message"]["usage"] = usage_json(
+                        event.input_tokens,
+                        event.output_tokens,
+                        event.cache_read_tokens,
+                        event.cache_write_tokens,
+                    )
+                    out.append(self._flush())
+            case ToolFinished():
+                out.append(self._tool_result(event))
+                self._step_started = time.monotonic()
+            case Retrying():
+                out.append(
+                    self._line(
+                        {
+                            "type": "system",
+                            "subtype": "api_retry",
+                            "attempt": event.attempt,
+                            "max_retries": event.max_attempts,
+                            "retry_delay_ms": round(event.delay_s * 1000),
+                            "error": event.reason,
+                        }
+                    )
+                )
+            case CompactionFinished():
+                out.append(
+                    self._line(
+                        {
+                            "type": "system",
+                            "subtype": "compact_boundary",
+                            "compact_metadata": {
+                                "trigger": "auto",
+                                "pre_tokens": event.tokens_before,
+                                "post_tokens": event.tokens_after,
+                                "tier": event.tier.value,
+                            },
+                        }
+                    )
+                )
+            case Notice():
+                out.append(
+                    self._line(
+                        {
+                            "type": "system",
+                            "subtype": "notice",
+                            "level": event.level.value,
+                            "text": event.text,
+                        }
+                    )
+                )
+            case ErrorOccurred():
+                self.totals.errors.append(event.message)
+            case TurnEnded():
+                self.totals.outcome = event.outcome
+                self.totals.answer = event.text
+                self.totals.limit = event.limit
+                if event.error and event.error not in self.totals.errors:
+                    self.totals.errors.append(event.error)
+            case _:
+                pass
+        return out
+
+    def result(self, denials: list[dict[str, Any]]) -> dict[str, Any]:
+        totals = self.totals
+        data: dict[str, Any] = {
+            "type": "result",
+            "subtype": totals.subtype,
+            "is_error": totals.is_error,
+            "duration_ms": round((time.monotonic() - totals.started) * 1000),
+            "duration_api_ms": round(totals.api_ms),
+            "num_turns": totals.turns,
+            "result": totals.answer,
+            "stop_reason": totals.stop_reason,
+            "session_id": self.session_id,
+            "total_cost_usd": round(totals.cost, 6),
+            "usage": usage_json(
+                totals.input_tokens, totals.output_tokens, totals.cache_read, totals.cache_write
+            ),
+            "modelUsage": {
+                self.model: {
+                    "inputTokens": totals.input_tokens,
+                    "outputTokens": totals.output_tokens,
+                    "cacheReadInputTokens": totals.cache_read,
+                    "cacheCreationInputTokens": totals.cache_write,
+                    "costUSD": round(totals.cost, 6),
+                }
+            },
+            "permission_denials": denials,
+            "uuid": str(uuid.uuid4()),
+        }
+        if totals.is_error:
+            errors = list(totals.errors)
+            if totals.outcome is TurnOutcome.ABORTED:
+                errors.append("interrupted")
+            data["errors"] = errors
+        return data
+
+    # -- pieces ---------------------------------------------------------------------------------
+
+    def _line(self, data: dict[str, Any]) -> dict[str, Any]:
+        data.setdefault("uuid", str(uuid.uuid4()))
+        data["session_id"] = self.session_id
+        return data
+
+    def _assistant(self, event: AssistantMessage) -> dict[str, Any]:
+        content: list[dict[str, Any]] = []
+        if self._thinking:
+            content.append({"type": "thinking", "thinking": self._thinking, "signature": ""})
+        if event.text:
+            content.append({"type": "text", "text": event.text})
+        for call_id, name, arguments in event.tool_calls:
+            content.append(
+                {"type": "tool_use", "id": call_id, "name": name, "input": _input(arguments)}
+            )
+        return self._line(
+            {
+                "type": "assistant",
+                "message": {
+                    "id": f"msg_{event.entry_id}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": self.model,
+                    "content": content,
+                    "stop_reason": STOP_REASONS.get(event.stop_reason, "end_turn"),
+                    "stop_sequence": None,
+                    "usage": usage_json(0, 0, 0, 0),
+                },
+                "parent_tool_use_id": None,
+            }
+        )
+
+    def _tool_result(self, event: ToolFinished) -> dict[str, Any]:
+        return self._line(
+            {
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": event.call_id,
+                            "content": event.content,
+                            "is_error": event.is_error,
+                        }
+                    ],
+                },
+                "parent_tool_use_id": None,
+            }
+        )
+
+    def _flush(self) -> dict[str, Any]:
+        pending, self._pending = self._pending, None
+        assert pending is not None
+        return pending
+
+    def _add_usage(self, event: UsageReported) -> None:
+        totals = self.totals
+        totals.input_tokens += event.input_tokens
+        totals.output_tokens += event.output_tokens
+        totals.cache_read += event.cache_read_tokens
+        totals.cache_write += event.cache_write_tokens
+        totals.cost += event.cost
+
+    # -- partial messages (Anthropic's raw stream events) -----------------------------------------
+
+    def _partial_delta(self, kind: str, text: str) -> list[dict[str, Any]]:
+        if not self.partial:
+            return []
+        out: list[dict[str, Any]] = []
+        if self._block_index < 0:
+            out.append(
+                self._event(
+                    {
+                        "type": "message_start",
+                        "message": {
+                            "type": "message",
+                            "role": "assistant",
+                            "model": self.model,
+                            "content": [],
+                        },
+                    }
+                )
+            )
+        if self._block_open != kind:
+            out += self._close_block()
+            self._block_index += 1
+            self._block_open = kind
+            block = {"type": kind, kind: ""} if kind == "thinking" else {"type": "text", "text": ""}
+            out.append(
+                self._event(
+                    {
+                        "type": "content_block_start",
+                        "index": self._block_index,
+                        "content_block": block,
+                    }
+                )
+            )
+        delta = (
+            {"type": "thinking_delta", "thinking": text}
+            if kind == "thinking"
+            else {"type": "text_delta", "text": text}
+        )
+        out.append(
+            self._event({"type": "content_block_delta", "index": self._block_index, "delta": delta})
+        )
+        return out
+
+    def _close_block(self) -> list[dict[str, Any]]:
+        if not self.partial or not self._block_open:
+            return []
+        self._block_open = ""
+        return [self._event({"type": "content_block_stop", "index": self._block_index})]
+
+    def _partial_end(self) -> list[dict[str, Any]]:
+        if not self.partial or self._block_index < 0:
+            return []
+        self._block_index = -1
+        return [self._event({"type": "message_stop"})]
+
+    def _event(self, event: dict[str, Any]) -> dict[str, Any]:
+        return self._line({"type": "stream_event", "event": event, "parent_tool_use_id": None})
+
+
+def _input(arguments: str) -> dict[str, Any]:
+    try:
+        value = json.loads(arguments or "{}")
+    except json.JSONDecodeError:
+        return {"_invalid_arguments": arguments}
+    return value if isinstance(value, dict) else {"_invalid_arguments": arguments}

@@ -1,0 +1,102 @@
+"""The four ``--output-format`` writers of a headless run.
+
+``text`` prints the final answer on stdout; ``json`` prints Claude Code's result object;
+``stream-json`` prints Claude Code's message lines (``system``/``init``, ``assistant``, ``user``,
+``result``); ``events`` prints agentsh's own richer events, one JSON line each, and the same
+result object after each turn. Every writer tells a person on stderr what they should know
+while it works (retries, notices, compactions; with ``--verbose`` each tool call too), so
+stdout stays machine-readable or only the answer.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+from agentsh.events import (
+    CompactionFailed,
+    CompactionFinished,
+    Event,
+    Notice,
+    Retrying,
+    ToolStarted,
+    event_to_json,
+)
+from agentsh.headless.claude_code import ClaudeCodeStream, RunTotals
+
+FORMATS = ("text", "json", "stream-json", "events")
+
+
+class Output:
+    """One format; :meth:`event` for each agent event, :meth:`end_turn` after each turn."""
+
+    def __init__(
+        self, fmt: str, stream: ClaudeCodeStream, out: TextIO, err: TextIO, *, verbose: bool
+    ) -> None:
+        self.fmt = fmt
+        self.stream = stream
+        self.out = out
+        self.err = err
+        self.verbose = verbose
+
+    @property
+    def totals(self) -> RunTotals:
+        return self.stream.totals
+
+    def begin(self, init: dict[str, Any]) -> None:
+        if self.fmt == "stream-json":
+            self._json(init)
+
+    def start_turn(self) -> None:
+        self.stream.start_turn()
+
+    def event(self, event: Event) -> None:
+        lines = self.stream.feed(event)
+        if self.fmt == "stream-json":
+            for line in lines:
+                self._json(line)
+        elif self.fmt == "events":
+            self._json({**event_to_json(event), "session_id": self.stream.session_id})
+        progress(event, self.err, verbose=self.verbose)
+
+    def end_turn(self, denials: list[dict[str, Any]]) -> None:
+        if self.fmt == "text":
+            if self.totals.answer and not self.totals.is_error:
+                self.out.write(self.totals.answer.rstrip("\n") + "\n")
+                self.out.flush()
+            return
+        self._json(self.stream.result(denials))
+
+    def write(self, data: dict[str, Any]) -> None:
+        """A line of the stream (a control response), in the JSON formats only."""
+        if self.fmt in ("stream-json", "events"):
+            self._json(data)
+
+    def _json(self, data: dict[str, Any]) -> None:
+        self.out.write(json.dumps(data, ensure_ascii=False) + "\n")
+        self.out.flush()
+
+
+def progress(event: Event, err: TextIO, *, verbose: bool = False) -> None:
+    """What a person watching stderr wants to know while the answer is being made."""
+    match event:
+        case Retrying():
+            err.write(
+                f"agentsh: {event.reason}; retrying in {event.delay_s:.1f}s "
+                f"(attempt {event.attempt}/{event.max_attempts})\n"
+            )
+        case Notice():
+            err.write(f"agentsh: {event.level.value}: {event.text}\n")
+        case CompactionFinished():
+            note = f"; {event.note}" if event.note else ""
+            err.write(
+                f"agentsh: context compacted ({event.tier.label}): {event.tokens_before:,} -> "
+                f"{event.tokens_after:,} tokens; archive {event.workspace_file}{note}\n"
+            )
+        case CompactionFailed():
+            err.write(f"agentsh: warning: {event.tier.label} compaction failed: {event.reason}\n")
+        case ToolStarted() if verbose:
+            err.write(f"agentsh: > {event.summary}\n")
+        case _:
+            return
+    err.flush()

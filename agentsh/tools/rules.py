@@ -1,0 +1,334 @@
+"""Allow and deny rules for tool calls, in Claude Code's syntax (``--allowedTools``).
+
+A rule names a tool and, optionally, what the call is about::
+
+    Bash                  every command            Edit             every file edit or write
+    Bash(git:*)           commands starting with   Edit(src/**)     edits of files under src/
+                          the word(s) "git"        Read(./.env)     reading .env (deny it)
+    Bash(npm run test)    exactly this command     mcp__github      every tool of that server
+    Bash(pytest *)        a glob over the command  mcp__github__*   the same, as a glob
+
+The tool part is an agentsh tool name (``bash``, ``edit``, ``write``, ``read``, ``grep``,
+``find``, ``ls``, ``memory``, ...), a Claude Code name (``Bash``, ``Edit`` (edit and write),
+``Write``, ``Read`` (every reading tool), ``Grep``, ``Glob``, ``LS``), or a glob over tool names;
+``mcp__<server>`` alone means every tool of that server, as in Claude Code. A path specifier is
+a glob (``*`` inside one folder, ``**`` across folders) relative to the working folder;
+``/path`` is relative to the project root, ``//path`` absolute, ``~/path`` under the home folder.
+
+A command matches a ``Bash(...)`` allow rule only when every part of it does (``git status &&
+rm -rf x`` is not ``git:*``), and a command whose parts cannot be told apart (``$(...)``,
+backticks, redirections, a subshell) matches no allow rule. Deny rules look through ``sudo``,
+``timeout``, ``env`` and the like, and a command they cannot see through is denied when any
+specific ``Bash(...)`` deny rule exists: refusing is the safe side.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentsh.errors import AgentshError
+
+# Claude Code's tool names -> the agentsh tools their rules cover.
+CLAUDE_CODE_NAMES: dict[str, tuple[str, ...]] = {
+    "Bash": ("bash",),
+    "Edit": ("edit", "write"),
+    "MultiEdit": ("edit",),
+    "Write": ("write",),
+    "Read": ("read", "grep", "find", "ls"),
+    "Grep": ("grep",),
+    "Glob": ("find",),
+    "LS": ("ls",),
+}
+_COMMAND_TOOLS = frozenset({"bash"})
+_PATH_TOOLS = frozenset({"read", "write", "edit", "grep", "find", "ls"})
+_RULE = re.compile(r"^([A-Za-z0-9_*?.\-]+)(?:\((.*)\))?$", re.S)
+_OPERATORS = frozenset({"&&", "||", ";", "|", "&", "|&", ";;", "\n"})
+_UNSAFE_TOKENS = frozenset({">", ">>", "<", "<<", "<<<", "(", ")", ">&", "<&", "&>", ">|"})
+# Wrappers that run the rest of the line as the command (deny rules look through them).
+_WRAPPERS = frozenset({"sudo", "doas", "env", "nice", "nohup", "time", "command", "exec", "xargs"})
+_WRAPPERS_WITH_ARG = frozenset({"timeout"})
+
+
+class RuleError(AgentshError, ValueError):
+    """A rule that cannot be read; the message quotes it and says what is expected."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRule:
+    """One parsed rule: the tool-name globs it covers and the optional specifier."""
+
+    text: str  # as the user wrote it, for messages
+    tools: tuple[str, ...]
+    specifier: str | None = None
+
+    def covers(self, tool_name: str) -> bool:
+        for pattern in self.tools:
+            if fnmatch.fnmatchcase(tool_name, pattern):
+                return True
+            server_only = pattern.startswith("mcp__") and pattern.count("__") == 1
+            if server_only and tool_name.startswith(pattern + "__"):  # all of that server
+                return True
+        return False
+
+
+def parse_rule(text: str) -> ToolRule:
+    """Read one rule (see the module docstring); raises :class:`RuleError`."""
+    stripped = text.strip()
+    match = _RULE.match(stripped)
+    if not match:
+        raise RuleError(
+            f"cannot read the tool rule {text!r}: expected a tool name, optionally with a "
+            'specifier in parentheses, e.g. "Bash(git:*)", "Edit(src/**)", "mcp__server__*"'
+        )
+    name, specifier = match.group(1), match.group(2)
+    if specifier is not None:
+        specifier = specifier.strip()
+        if not specifier or specifier in ("*", ":*"):
+            specifier = None  # Bash(*) is Bash
+    tools = CLAUDE_CODE_NAMES.get(name, (name,))
+    return ToolRule(stripped, tools, specifier)
+
+
+def split_rules(values: Iterable[str]) -> list[str]:
+    """The rules in ``--allowedTools`` values: each value may hold several, separated by
+    commas or spaces outside parentheses ("Bash(git log:*) Edit,Read")."""
+    rules: list[str] = []
+    for value in values:
+        depth = 0
+        current = ""
+        for char in value:
+            if char == "(":
+                depth += 1
+            elif char == ")":
+                depth = max(0, depth - 1)
+            if depth == 0 and (char == "," or char.isspace()):
+                if current.strip():
+                    rules.append(current.strip())
+                current = ""
+                continue
+            current += char
+        if current.strip():
+            rules.append(current.strip())
+    return rules
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    allowed: bool
+    rule: ToolRule | None  # None: denied because a command could not be checked
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRules:
+    """The allow and deny rules of a run. Deny wins over allow; neither overrides the
+    approval layer's own guards (writes outside the project, agentsh's settings)."""
+
+    allow: tuple[ToolRule, ...] = ()
+    deny: tuple[ToolRule, ...] = ()
+
+    @classmethod
+    def parse(cls, allow: Iterable[str] = (), deny: Iterable[str] = ()) -> ToolRules:
+        return cls(
+            tuple(parse_rule(r) for r in split_rules(allow)),
+            tuple(parse_rule(r) for r in split_rules(deny)),
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.allow or self.deny)
+
+    def hidden_tools(self, names: Iterable[str]) -> set[str]:
+        """Tools a bare deny rule takes away entirely (the model is not offered them)."""
+        return {n for n in names for r in self.deny if r.specifier is None and r.covers(n)}
+
+    def check(self, tool_name: str, params: Any, cwd: Path, root: Path) -> Verdict | None:
+        """A deny or allow verdict for this call, or None when no rule speaks to it."""
+        call = _Call.of(tool_name, params, cwd)
+        for rule in self.deny:
+            if not rule.covers(tool_name):
+                continue
+            if rule.specifier is None:
+                return Verdict(False, rule)
+            hit = call.denied_by(rule.specifier, cwd, root)
+            if hit is None:
+                return Verdict(
+                    False,
+                    None,
+                    f"agentsh cannot check this command against the deny rule {rule.text!r} "
+                    "(it uses $(...), backticks, redirections or a subshell)",
+                )
+            if hit:
+                return Verdict(False, rule)
+        allowing = [r for r in self.allow if r.covers(tool_name)]
+        if not allowing:
+            return None
+        if any(r.specifier is None for r in allowing):
+            return Verdict(True, next(r for r in allowing if r.specifier is None))
+        specifiers = [r.specifier for r in allowing if r.specifier is not None]
+        if call.allowed_by(specifiers, cwd, root):
+            return Verdict(True, allowing[0])
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """What a rule's specifier is matched against: a command, a path, or nothing."""
+
+    command: str | None = None
+    path: str | None = None
+
+    @classmethod
+    def of(cls, tool_name: str, params: Any, cwd: Path) -> _Call:
+        if tool_name in _COMMAND_TOOLS:
+            command = getattr(params, "command", None)
+            return cls(command=command if isinstance(command, str) else "")
+        if tool_name in _PATH_TOOLS:
+            path = getattr(params, "path", None)
+            return cls(path=path if isinstance(path, str) and path else ".")
+        return cls()
+
+    def denied_by(self, specifier: str, cwd: Path, root: Path) -> bool | None:
+        """True when the call matches; None when a command cannot be checked."""
+        if self.command is not None:
+            parts = command_parts(self.command)
+            if parts is None:
+                return None
+            return any(
+                _command_matches(candidate, specifier)
+                for part in parts
+                for candidate in _unwrapped(part)
+            )
+        if self.path is not None:
+            return any(_path_matches(p, specifier, cwd, root) for p in _path_forms(self.path, cwd))
+        return False
+
+    def allowed_by(self, specifiers: list[str], cwd: Path, root: Path) -> bool:
+        if self.command is not None:
+            parts = command_parts(self.command)
+            if not parts:
+                return False
+            return all(any(_command_matches(p, s) for s in specifiers) for p in parts)
+        if self.path is not None:
+            # Allowed only when the file a link leads to is covered as well.
+            forms = _path_forms(self.path, cwd)
+            return all(any(_path_matches(f, s, cwd, root) for s in specifiers) for f in forms)
+        return False
+
+
+def command_parts(command: str) -> list[str] | None:
+    """The simple commands of a command line, each normalised to single spaces; None when
+    the line holds something that hides what runs (substitution, redirection, subshell)."""
+    if "$(" in command or "`" in command or "<(" in command or ">(" in command:
+        return None
+    lexer = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars=";&|<>()")
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    parts: list[str] = []
+    words: list[str] = []
+    try:
+        for token in lexer:
+            if token in _OPERATORS:
+                if words:
+                    parts.append(" ".join(words))
+                words = []
+            elif token in _UNSAFE_TOKENS or set(token) <= set(";&|<>()"):
+                return None
+            else:
+                words.append(token)
+    except ValueError:  # an unbalanced quote
+        return None
+    if words:
+        parts.append(" ".join(words))
+    return parts
+
+
+def _command_matches(command: str, specifier: str) -> bool:
+    if specifier.endswith(":*"):
+        prefix = " ".join(specifier[:-2].split())
+        return command == prefix or command.startswith(prefix + " ")
+    if "*" in specifier:
+        return fnmatch.fnmatchcase(command, " ".join(specifier.split()))
+    return command == " ".join(specifier.split())
+
+
+def _unwrapped(command: str) -> list[str]:
+    """The command and what it runs through wrappers (``sudo rm x`` -> also ``rm x``)."""
+    found = [command]
+    words = command.split(" ")
+    while words:
+        head = words[0]
+        if head in _WRAPPERS or "=" in head:
+            words = words[1:]
+            while words and words[0].startswith("-"):  # the wrapper's own options
+                words = words[1:]
+        elif head in _WRAPPERS_WITH_ARG and len(words) > 1:
+            words = words[2:]
+        else:
+            break
+        if words:
+            found.append(" ".join(words))
+    return found
+
+
+def _path_forms(path: str, cwd: Path) -> list[Path]:
+    """The path as written (made absolute) and where it leads after links."""
+    absolute = Path(path).expanduser()
+    if not absolute.is_absolute():
+        absolute = cwd / absolute
+    lexical = Path(_normalise(str(absolute)))
+    try:
+        resolved = absolute.resolve()
+    except (OSError, RuntimeError):
+        return [lexical]
+    return [lexical] if resolved == lexical else [lexical, resolved]
+
+
+def _normalise(path: str) -> str:
+    import os.path
+
+    return os.path.normpath(path)
+
+
+def _path_matches(path: Path, specifier: str, cwd: Path, root: Path) -> bool:
+    if specifier.startswith("//"):
+        base, pattern = Path("/"), specifier[2:]
+    elif specifier.startswith("~/"):
+        base, pattern = Path.home(), specifier[2:]
+    elif specifier.startswith("/"):
+        base, pattern = root, specifier[1:]
+    else:
+        base, pattern = cwd, specifier[2:] if specifier.startswith("./") else specifier
+    try:
+        relative = path.relative_to(Path(_normalise(str(base))))
+    except ValueError:
+        return False
+    return _glob_regex(pattern.rstrip("/")).fullmatch(relative.as_posix()) is not None
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """``**`` any number of folders, ``*`` and ``?`` within one; a folder covers its files."""
+    out = ""
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out += "(?:.*/)?"
+            i += 3
+        elif pattern.startswith("**", i):
+            out += ".*"
+            i += 2
+        elif pattern[i] == "*":
+            out += "[^/]*"
+            i += 1
+        elif pattern[i] == "?":
+            out += "[^/]"
+            i += 1
+        else:
+            out += re.escape(pattern[i])
+            i += 1
+    return re.compile(out + "(?:/.*)?", re.S)
