@@ -48,6 +48,8 @@ from agentsh.events import (
 )
 from agentsh.llm.client import Completion, LLMClient, LLMError, environment_secrets, redact
 from agentsh.llm.models import NO_MODEL_HELP, model_info
+from agentsh.mcp.manager import McpManager
+from agentsh.mcp.tools import McpToolSource
 from agentsh.memory.curated import CuratedMemory, MemorySnapshot
 from agentsh.prompt import SystemPrompt
 from agentsh.session.entries import (
@@ -112,6 +114,7 @@ class Agent:
         notices: Sequence[str] = (),
         count_tokens: Callable[[str], int] | None = None,
         max_cost_usd: float | None = None,
+        mcp: McpManager | None = None,
     ) -> None:
         self.env = env
         self.session = session
@@ -133,8 +136,17 @@ class Agent:
         self._tool_cancel = asyncio.Event()
         self._window = window
         self._count_tokens = count_tokens
-        # Provider keys the commands the model runs can see; never echoed into the log.
-        self._secrets = environment_secrets()
+        # MCP servers' tools join the registry as the servers come up (see _mcp_ready).
+        self.mcp = mcp
+        self.mcp_tools: McpToolSource | None = None
+        if mcp is not None:
+            self.mcp_tools = McpToolSource(
+                mcp, env.settings, window=lambda: self._window, count=count_tokens
+            )
+            tools.add_source(self.mcp_tools)
+        # Provider keys the commands the model runs can see, and the tokens MCP servers are
+        # given (headers, key-like env values); never echoed into the log.
+        self._secrets = environment_secrets() + (mcp.secrets() if mcp is not None else ())
         self.context = self._new_context(session, window)
 
     # -- public API -------------------------------------------------------------------------
@@ -260,7 +272,12 @@ class Agent:
         return self.approver.denials
 
     def close(self) -> None:
-        self.session.close()
+        """Close the session log and stop the MCP servers (their process groups included)."""
+        try:
+            self.session.close()
+        finally:
+            if self.mcp is not None:
+                self.mcp.close()
 
     # -- driving a task as an event stream ------------------------------------------------------
 
@@ -328,6 +345,7 @@ class Agent:
                     emit(Notice(NoticeLevel.WARNING, notice))
             emit(TurnStarted(user.id, text))
             self.memory_tool.new_turn()
+            await self._mcp_ready()
             outcome = await self._steps(state)
             if outcome is TurnOutcome.ABORTED:
                 emit(TurnEnded(TurnOutcome.ABORTED, text=state.final_text))
@@ -490,6 +508,7 @@ class Agent:
             result = ToolResult(problem, is_error=True)
         else:
             result = self._redacted(await self._authorized_run(tool, params, ctx))
+        self._emit_mcp_notices()
         entry = self.session.append_tool_result(
             call.id,
             call.name,
@@ -598,6 +617,27 @@ class Agent:
         except OSError as exc:
             self._emit_event(Notice(NoticeLevel.ERROR, f"Could not flush the session log: {exc}"))
 
+    async def _mcp_ready(self) -> None:
+        """Before the first request of a turn, servers still starting get their start-up time,
+        so the tool list the model sees does not change under it a moment later."""
+        if self.mcp is None:
+            return
+        starting = self.mcp.starting()
+        if starting:
+            names = ", ".join(starting)
+            plural = "s" if len(starting) > 1 else ""
+            self._emit_event(
+                Notice(NoticeLevel.INFO, f"Waiting for MCP server{plural} {names} to start")
+            )
+            await self.mcp.wait_until_started()
+        self._emit_mcp_notices()
+
+    def _emit_mcp_notices(self) -> None:
+        if self.mcp is None:
+            return
+        for notice in self.mcp.take_notices():
+            self._emit_event(Notice(NoticeLevel.WARNING, notice))
+
     def _take_notices(self) -> list[str]:
         """What the user has not been told yet (start-up problems, AGENTS.md, docs), once."""
         taken = [*self._notices, *self.prompt.take_notices()]
@@ -693,11 +733,13 @@ def build_agent(
     rules: ToolRules | None = None,
     plan: bool = False,
     appended_prompt: str = "",
+    trust_project: bool = False,
 ) -> Agent:
     """Assemble an agent with every real part. Heavy (imports litellm): run it off the UI
     thread. ``model=None`` builds an agent that explains how to configure one."""
     from agentsh.llm.models import choose_model
     from agentsh.llm.tokens import TokenCounter
+    from agentsh.mcp.manager import manager_for
     from agentsh.memory.index import MemoryIndex, SearchIndexError, shared_index
 
     cwd = cwd or Path.cwd()
@@ -744,6 +786,10 @@ def build_agent(
     approver = Approver(mode, env.project.root, interactive=interactive, rules=rules, plan=plan)
     prompt = SystemPrompt(env, cwd, memory=memory)
     prompt.appended = appended_prompt
+    mcp, mcp_notices = manager_for(env, cwd, trusted=trust_project)
+    notices += mcp_notices
+    if mcp is not None:
+        mcp.start()  # in the background: the servers start while the rest loads
     return Agent(
         env=env,
         session=session,
@@ -760,4 +806,5 @@ def build_agent(
         notices=notices,
         count_tokens=count_tokens,
         max_cost_usd=max_cost_usd,
+        mcp=mcp,
     )

@@ -170,6 +170,37 @@ class SessionSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class McpSettings:
+    startup_timeout_s: float = _num(
+        10.0, lo=0.5, doc="seconds an MCP server gets to start and list its tools"
+    )
+    call_timeout_s: float = _num(60.0, lo=1.0, doc="seconds before an MCP tool call is abandoned")
+    tool_budget: float = _num(
+        0.10,
+        lo=0.0,
+        hi=1.0,
+        doc="share of the window MCP tool definitions may take; above it they wait behind "
+        "mcp_search",
+    )
+    result_max_bytes: int = _num(
+        50 * 1024, lo=1024, doc="an MCP result's head kept in the context; the rest saved"
+    )
+    result_max_lines: int = _num(2000, lo=10, doc="lines of an MCP result kept in the context")
+    restart_backoff_s: float = _num(
+        1.0, lo=0.0, doc="wait before a crashed server's second restart, doubled each time"
+    )
+    restart_backoff_max_s: float = _num(60.0, lo=0.0, doc="longest wait between restarts")
+    servers: dict[str, Any] = field(
+        default_factory=dict,
+        metadata={
+            "tables": True,
+            "doc": "[mcp.servers.NAME] tables: command, args, env or type, url, headers "
+            "(see README, MCP)",
+        },
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     model: ModelSettings = field(default_factory=ModelSettings)
     tools: ToolSettings = field(default_factory=ToolSettings)
@@ -178,6 +209,7 @@ class Settings:
     search: SearchSettings = field(default_factory=SearchSettings)
     tui: TuiSettings = field(default_factory=TuiSettings)
     session: SessionSettings = field(default_factory=SessionSettings)
+    mcp: McpSettings = field(default_factory=McpSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,6 +389,14 @@ def _check_value(hint: Any, meta: Mapping[str, Any], value: Any) -> Any:
         if choices and value not in choices:
             return _Bad(f"must be one of {', '.join(choices)}")
         return value
+    if meta.get("tables"):
+        # Each table is read and checked by its owner (agentsh.mcp.config), which also
+        # needs to know which file it came from.
+        if not isinstance(value, Mapping) or not all(
+            isinstance(v, Mapping) for v in value.values()
+        ):
+            return _Bad("must be a table of tables")
+        return dict(value)
     if _is_str_dict(hint):
         if not isinstance(value, Mapping) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in value.items()

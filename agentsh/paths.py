@@ -81,6 +81,21 @@ class UserPaths:
         return self.cache_dir / "tool-output"
 
     @property
+    def mcp_file(self) -> Path:
+        """The user's MCP servers, in Claude Code's ``{"mcpServers": {...}}`` format."""
+        return self.config_dir / "mcp.json"
+
+    @property
+    def mcp_log_dir(self) -> Path:
+        """What MCP servers write on stderr, one file per server (never the screen)."""
+        return self.cache_dir / "mcp-logs"
+
+    @property
+    def mcp_tools_cache(self) -> Path:
+        """The tool lists the MCP servers last gave, for counting without starting them."""
+        return self.cache_dir / "mcp-tools.json"
+
+    @property
     def ui_state_file(self) -> Path:
         """Small cache of the last model and window, so the first frame can show them."""
         return self.cache_dir / "ui-state.json"
@@ -109,6 +124,11 @@ class ProjectPaths:
     @property
     def config_file(self) -> Path:
         return self.agentsh_dir / "config.toml"
+
+    @property
+    def mcp_file(self) -> Path:
+        """The project's MCP servers (Claude Code's ``.mcp.json``); started only if trusted."""
+        return self.root / ".mcp.json"
 
     @property
     def memory_dir(self) -> Path:

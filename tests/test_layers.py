@@ -38,8 +38,9 @@ LAYERS: dict[str, int] = {
     "memory": 3,
     # 4 - what the model sees
     "context": 4,
-    # 5 - what the model can do
+    # 5 - what the model can do: the built-in tools, and MCP servers' tools beside them
     "tools": 5,
+    "mcp": 5,
     # 6 - the core: one turn, the system prompt, which session to open, and the protocol the
     # front ends drive it through
     "agent": 6,
@@ -69,6 +70,7 @@ NEVER: frozenset[tuple[str, str]] = frozenset(
         ("tui", "cli"),  # cli dispatches to the front ends, never the other way
         ("headless", "cli"),
         ("commands", "cli"),
+        ("tools", "mcp"),  # the built-in tools know nothing of MCP (a ToolSource plugs it in)
         ("prompt", "agent"),
         ("startup", "agent"),
     }

@@ -16,11 +16,11 @@ import os
 import types
 import typing
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from agentsh.config import Settings
 from agentsh.errors import AgentshError
@@ -115,23 +115,52 @@ class Tool(ABC):
     async def run(self, params: Any, ctx: ToolContext) -> ToolResult: ...
 
 
+class ToolSource(Protocol):
+    """Tools that come and go while a session runs (an MCP server's, once it is up)."""
+
+    def offered(self) -> Sequence[Tool]:
+        """The tools whose schemas the model is sent now."""
+        ...
+
+    def find(self, name: str) -> Tool | None:
+        """A tool callable by name, offered or not (a deferred MCP tool the model found)."""
+        ...
+
+
 class ToolRegistry:
+    """The built-in tools, then those of any :class:`ToolSource`; a built-in name wins."""
+
     def __init__(self, tools: list[Tool] | None = None) -> None:
         self._tools: dict[str, Tool] = {}
+        self._sources: list[ToolSource] = []
         for tool in tools or []:
             self.register(tool)
 
     def register(self, tool: Tool) -> None:
         self._tools[tool.name] = tool
 
+    def add_source(self, source: ToolSource) -> None:
+        self._sources.append(source)
+
     def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
+        tool = self._tools.get(name)
+        for source in self._sources:
+            if tool is not None:
+                break
+            tool = source.find(name)
+        return tool
+
+    def _offered(self) -> list[Tool]:
+        tools = list(self._tools.values())
+        for source in self._sources:
+            tools += [tool for tool in source.offered() if tool.name not in self._tools]
+        return tools
 
     def names(self) -> list[str]:
-        return list(self._tools)
+        return [tool.name for tool in self._offered()]
 
     def schemas(self) -> list[dict[str, Any]]:
-        return [tool.schema() for tool in self._tools.values()]
+        return [tool.schema() for tool in self._offered()]
 
 
 # -- schema generation ----------------------------------------------------------------------

@@ -1,0 +1,572 @@
+"""One MCP server under supervision: started, watched, called, restarted, stopped.
+
+Runs on the MCP loop only (:mod:`agentsh.mcp.loop`). Each server is one task that enters the
+SDK's ``Client`` (stdio, streamable HTTP or SSE transport), lists the tools within the start-up
+timeout, then waits until it is told to stop or its connection ends. A connection that ends
+unasked is a crash: the server is marked failed with the reason (the last line it wrote on
+stderr, when there is one) and started again at its next use, after a backoff that doubles
+with each failure in a row (the first restart is immediate). A call that was running when it
+crashed is not retried: it may have had effects.
+
+The server's stderr goes to a log file, never to the terminal (it would tear the TUI), and
+nothing written there or shown comes from an expanded ``${VAR}``: the header of each start is
+the command as configured, and messages are scrubbed of the expanded secrets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import shutil
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import anyio
+
+from agentsh.config import McpSettings
+from agentsh.errors import AgentshError
+from agentsh.mcp import groups
+from agentsh.mcp.config import ExpansionError, Launch, ServerSpec, Transport
+from agentsh.mcp.schema import SchemaProblem, checked_input_schema
+from agentsh.mcp.state import RemoteTool, ServerState, ServerStatus
+
+if TYPE_CHECKING:
+    from mcp import Client
+    from mcp.client.session import ClientRequestContext
+    from mcp.types import ErrorData, ListRootsResult
+
+MAX_TOOL_PAGES = 50
+MAX_DESCRIPTION_CHARS = 2048
+LOG_MAX_BYTES = 1024 * 1024
+_CLOSE_GRACE_S = 8.0  # the SDK's own shutdown: stdin closed, 2 s, SIGTERM, 2 s, SIGKILL
+
+
+@dataclass(frozen=True, slots=True)
+class CallOutcome:
+    """What came back from one ``tools/call``: the SDK result, or why there is none."""
+
+    result: Any = None  # mcp.types.CallToolResult
+    error: str = ""  # set when result is None
+    crashed: bool = False  # the server stopped during the call (it may have had effects)
+    timed_out: bool = False
+
+
+class ServerConnection:
+    """One configured server. Every method runs on the MCP loop."""
+
+    def __init__(
+        self,
+        spec: ServerSpec,
+        settings: McpSettings,
+        *,
+        cwd: Path,
+        log_dir: Path,
+        on_change: Callable[[ServerConnection], None],
+        environ: Mapping[str, str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.spec = spec
+        self.settings = settings
+        self.cwd = cwd
+        self.log_path = log_dir / f"{spec.name}.log"
+        self._on_change = on_change
+        self._environ = environ
+        self._clock = clock
+        self._client: Client | None = None
+        self._wake = anyio.Event()
+        self._started = anyio.Event()
+        self._finished = anyio.Event()
+        self._stop_requested = False
+        self._running = False
+        self._failures = 0  # in a row; a successful call resets it
+        self._failed_at = 0.0
+        self._ever_ready = False
+        self._stderr_mark = 0
+        self._pgid = 0  # the stdio server's process group, once known
+        self._secrets: tuple[str, ...] = ()
+        self.status = ServerStatus(
+            name=spec.name,
+            scope=spec.scope,
+            transport=spec.transport,
+            command=spec.describe(),
+            state=ServerState.STARTING if spec.enabled else ServerState.DISABLED,
+            reason="" if spec.enabled else "disabled in its configuration",
+            log_path=str(self.log_path) if spec.transport is Transport.STDIO else "",
+        )
+
+    # -- timeouts -----------------------------------------------------------------------------
+
+    @property
+    def startup_timeout_s(self) -> float:
+        return self.spec.startup_timeout_s or self.settings.startup_timeout_s
+
+    @property
+    def call_timeout_s(self) -> float:
+        return self.spec.call_timeout_s or self.settings.call_timeout_s
+
+    # -- state --------------------------------------------------------------------------------
+
+    def _set(self, **changes: Any) -> None:
+        self.status = replace(self.status, **changes)
+        self._on_change(self)
+
+    def _fail(self, reason: str) -> None:
+        self._failures += 1
+        self._failed_at = self._clock()
+        self._set(state=ServerState.FAILED, reason=self._scrub(reason))
+
+    def _scrub(self, text: str) -> str:
+        for secret in sorted(self._secrets, key=len, reverse=True):
+            text = text.replace(secret, "[REDACTED]")
+        return text
+
+    def restart_wait_s(self) -> float:
+        """Seconds until a crashed server may be started again (0: at its next use)."""
+        if self._failures <= 1:
+            return 0.0
+        base = self.settings.restart_backoff_s * 2.0 ** (self._failures - 2)
+        delay = min(self.settings.restart_backoff_max_s, base)
+        return max(0.0, self._failed_at + delay - self._clock())
+
+    # -- start and supervision ----------------------------------------------------------------
+
+    def launch(self, task_group: anyio.abc.TaskGroup) -> None:
+        """Start the server's task if it is not running (returns at once)."""
+        if not self.spec.enabled or self.status.state is ServerState.DISABLED or self._running:
+            return
+        self._running = True
+        self._stop_requested = False
+        self._wake = anyio.Event()
+        self._started = anyio.Event()
+        self._finished = anyio.Event()
+        restarts = self.status.restarts + (1 if self.status.state is ServerState.FAILED else 0)
+        self._set(state=ServerState.STARTING, reason="", restarts=restarts)
+        task_group.start_soon(self._supervise)
+
+    async def start(self, task_group: anyio.abc.TaskGroup) -> None:
+        """Start the server (if it is not running) and wait until it is ready or failed."""
+        if self._running and self.status.state is ServerState.FAILED:
+            await self._finished.wait()  # a crashed run still cleaning up
+        self.launch(task_group)
+        await self.settled()
+
+    async def settled(self) -> None:
+        """Wait until a start in progress has ended (ready or failed)."""
+        if self._running:
+            await self._started.wait()
+
+    async def _supervise(self) -> None:
+        began = self._clock()
+        # The start-up deadline covers the whole task, not a block inside it: the client's
+        # task groups stay open after the start, and anyio scopes must nest.
+        deadline = anyio.CancelScope(deadline=anyio.current_time() + self.startup_timeout_s)
+        try:
+            with deadline:
+                async with AsyncExitStack() as stack:
+                    launch = self.spec.launch(self._environ)
+                    self._secrets = launch.secrets()
+                    client = await self._connect(stack, launch)
+                    await stack.enter_async_context(client)
+                    self._learn_group()
+                    tools, problems = await self._list_tools(client)
+                    deadline.deadline = math.inf
+                    self._client = client
+                    self._ever_ready = True
+                    info = client.server_info
+                    self._set(
+                        state=ServerState.READY,
+                        reason="",
+                        tools=tools,
+                        tool_problems=problems,
+                        server_version=f"{info.name} {info.version}".strip() if info else "",
+                        ready_after_s=self._clock() - began,
+                    )
+                    self._started.set()
+                    await self._wake.wait()
+                    self._client = None
+                    if not self._stop_requested:
+                        self._fail(self._ended_reason("stopped unexpectedly"))
+            if deadline.cancelled_caught:
+                self._fail(
+                    f"did not start within {self.startup_timeout_s:g} s"
+                    + self._stderr_hint(", last said: ")
+                )
+        except ExpansionError as exc:
+            self._fail(f"cannot start: {exc}")
+        except Exception as exc:  # noqa: BLE001 - the SDK and transports raise anything
+            self._fail(self._start_error(exc))
+        finally:
+            self._client = None
+            self._learn_group()
+            if self._pgid:
+                # Whatever the server started and left behind goes with it.
+                with anyio.CancelScope(shield=True), contextlib.suppress(OSError):
+                    await groups.stop_group(self._pgid)
+                self._pgid = 0
+            self._running = False
+            self._started.set()
+            self._finished.set()
+            if self._stop_requested:
+                self._set(state=ServerState.STOPPED, reason="")
+
+    async def _connect(self, stack: AsyncExitStack, launch: Launch) -> Client:
+        from mcp import Client
+        from mcp.types import Implementation
+
+        transport = _Watched(await self._transport(stack, launch), self._connection_ended)
+        return Client(
+            transport,
+            client_info=Implementation(name="agentsh", version=_version()),
+            list_roots_callback=self._roots,
+            message_handler=self._on_message,
+        )
+
+    async def _transport(self, stack: AsyncExitStack, launch: Launch) -> Any:
+        if self.spec.transport is Transport.STDIO:
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            cwd = _working_dir(launch.cwd, self.cwd)
+            _check_command(launch.command, cwd, launch.env.get("PATH"))
+            errlog = stack.enter_context(self._open_log())
+            command, args = launch.command, list(launch.args)
+            if groups.supported():
+                command, args = groups.SHELL, ["-c", groups.ANNOUNCE, command, *args]
+            params = StdioServerParameters(command=command, args=args, env=launch.env, cwd=cwd)
+            return stdio_client(params, errlog=errlog)
+        if self.spec.transport is Transport.SSE:
+            from mcp.client.sse import sse_client
+
+            return sse_client(launch.url, headers=launch.headers or None)
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        http = await stack.enter_async_context(create_mcp_http_client(headers=launch.headers))
+        return streamable_http_client(launch.url, http_client=http)
+
+    def _open_log(self) -> TextIO:
+        """The server's stderr file: appended to, started afresh past 1 MiB."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(OSError):
+            if self.log_path.stat().st_size > LOG_MAX_BYTES:
+                self.log_path.replace(self.log_path.with_suffix(".log.1"))
+        handle = self.log_path.open("a", encoding="utf-8", errors="replace")
+        handle.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {self.spec.describe()}\n")
+        handle.flush()
+        self._stderr_mark = handle.tell()
+        return handle
+
+    async def _list_tools(self, client: Client) -> tuple[tuple[RemoteTool, ...], tuple[str, ...]]:
+        tools: list[RemoteTool] = []
+        problems: list[str] = []
+        cursor: str | None = None
+        for _page in range(MAX_TOOL_PAGES):
+            listing = await client.list_tools(cursor=cursor)
+            for tool in listing.tools:
+                raw = tool.input_schema
+                if hasattr(raw, "model_dump"):
+                    raw = raw.model_dump(by_alias=True, exclude_unset=True, mode="json")
+                try:
+                    schema = checked_input_schema(raw)
+                except SchemaProblem as exc:
+                    problems.append(f"{tool.name}: left out: {exc}")
+                    continue
+                hints = tool.annotations
+                tools.append(
+                    RemoteTool(
+                        server=self.spec.name,
+                        remote_name=tool.name,
+                        name="",  # assigned by the manager, across all servers
+                        description=_description(tool.description or tool.title or ""),
+                        input_schema=schema,
+                        read_only=bool(hints and hints.read_only_hint),
+                    )
+                )
+            cursor = listing.next_cursor
+            if not cursor:
+                break
+        return tuple(tools), tuple(problems)
+
+    async def _roots(self, context: ClientRequestContext) -> ListRootsResult | ErrorData:
+        """The project folder, for servers that still ask for roots (deprecated in 2026)."""
+        from mcp.types import ListRootsResult, Root
+
+        root = Root.model_validate({"uri": self.cwd.resolve().as_uri(), "name": self.cwd.name})
+        return ListRootsResult(roots=[root])
+
+    async def _on_message(self, message: Any) -> None:
+        """A server that says its tools changed is listed again (if it is still up)."""
+        if getattr(message, "method", "") != "notifications/tools/list_changed":
+            await anyio.lowlevel.checkpoint()
+            return
+        client = self._client
+        if client is None:
+            return
+        try:
+            with anyio.fail_after(self.startup_timeout_s):
+                tools, problems = await self._list_tools(client)
+        except Exception:  # noqa: BLE001 - keep the old list; the next call will tell
+            return
+        self._set(tools=tools, tool_problems=problems)
+
+    def _learn_group(self) -> None:
+        """Read the server's pid (= its process group) from its log, where the launch shell
+        wrote it, and track the group until it has been stopped."""
+        if self._pgid or self.spec.transport is not Transport.STDIO or not groups.supported():
+            return
+        pid = groups.announced_pid(self._log_since_start())
+        if pid:
+            self._pgid = pid
+            groups.track(pid)
+
+    def _log_since_start(self) -> str:
+        try:
+            with self.log_path.open("rb") as handle:
+                handle.seek(self._stderr_mark)
+                return handle.read(1 << 20).decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def _connection_ended(self) -> None:
+        self._wake.set()
+
+    # -- errors as people read them -------------------------------------------------------------
+
+    def _stderr_tail(self) -> str:
+        """The last line the server wrote on stderr since this start (scrubbed, short)."""
+        if self.spec.transport is not Transport.STDIO:
+            return ""
+        from agentsh.mcp.results import clean_text
+
+        text = clean_text(self._log_since_start()[-4096:])
+        lines = [line.strip() for line in text.splitlines()]
+        lines = [line for line in lines if line and not line.startswith(groups.MARKER)]
+        return self._scrub(lines[-1][:300]) if lines else ""
+
+    def _stderr_hint(self, lead: str) -> str:
+        tail = self._stderr_tail()
+        return f"{lead}{tail}" if tail else ""
+
+    def _ended_reason(self, what: str) -> str:
+        if self.spec.transport is Transport.STDIO:
+            return f"the server process {what.replace('stopped', 'exited')}" + self._stderr_hint(
+                "; it last said: "
+            )
+        return f"the connection {what.replace('stopped', 'closed')}"
+
+    def _start_error(self, exc: BaseException) -> str:
+        leaf = _leaf(exc)
+        if isinstance(leaf, _CommandProblem):
+            return str(leaf)
+        if _is_closed(leaf):
+            return self._ended_reason("stopped before it was ready")
+        text = str(leaf) or type(leaf).__name__
+        return f"cannot start: {text[:400]}" + self._stderr_hint("; it last said: ")
+
+    # -- calls --------------------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        return self.status.state is ServerState.READY and self._client is not None
+
+    def unavailable_reason(self) -> str:
+        """Why a call cannot go to this server now ("" when it can, or can be restarted)."""
+        state = self.status.state
+        if state is ServerState.DISABLED:
+            return f"MCP server '{self.spec.name}' is disabled ({self.status.reason})."
+        if state is ServerState.STOPPED:
+            return f"MCP server '{self.spec.name}' was stopped."
+        if state is ServerState.FAILED:
+            wait = self.restart_wait_s()
+            if wait > 0:
+                return (
+                    f"MCP server '{self.spec.name}' is down ({self.status.reason}); after "
+                    f"{self._failures} failures in a row it will be started again at a call "
+                    f"in {wait:.1f} s or later."
+                )
+        return ""
+
+    async def call(
+        self, task_group: anyio.abc.TaskGroup, tool: str, arguments: Mapping[str, Any]
+    ) -> CallOutcome:
+        """One ``tools/call``, starting (or restarting) the server first if needed."""
+        reason = self.unavailable_reason()
+        if reason:
+            return CallOutcome(error=reason)
+        if not self.ready:
+            await self.start(task_group)
+            if not self.ready:
+                return CallOutcome(
+                    error=f"MCP server '{self.spec.name}' could not be started: "
+                    f"{self.status.reason}."
+                )
+        client = self._client
+        assert client is not None
+        timeout = self.call_timeout_s
+        try:
+            # The SDK's own timeout sends the server a cancel; this outer one is a backstop
+            # for a write that cannot complete (a server that stopped reading its stdin).
+            with anyio.fail_after(timeout + 5):
+                result = await client.call_tool(tool, dict(arguments), read_timeout_seconds=timeout)
+        except TimeoutError:
+            return CallOutcome(error=self._timeout_text(timeout), timed_out=True)
+        except Exception as exc:  # noqa: BLE001 - classified below
+            return self._call_error(exc, timeout)
+        self._failures = 0
+        return CallOutcome(result=result)
+
+    def _timeout_text(self, timeout: float) -> str:
+        return (
+            f"The call to MCP server '{self.spec.name}' timed out after {timeout:g} s and was "
+            "cancelled. The server is still running; try a smaller request, or tell the user."
+        )
+
+    def _call_error(self, exc: BaseException, timeout: float) -> CallOutcome:
+        from mcp.shared.exceptions import MCPError
+        from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+        leaf = _leaf(exc)
+        if isinstance(leaf, MCPError) and leaf.code == REQUEST_TIMEOUT:
+            return CallOutcome(error=self._timeout_text(timeout), timed_out=True)
+        if _is_closed(leaf) or (isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED):
+            self._wake.set()
+            reason = self._ended_reason("stopped during the call")
+            return CallOutcome(
+                error=f"MCP server '{self.spec.name}' stopped during this call ({reason}). "
+                "The call may or may not have taken effect. The server will be started again "
+                "at its next call.",
+                crashed=True,
+            )
+        text = self._scrub(str(leaf) or type(leaf).__name__)
+        return CallOutcome(error=f"MCP server '{self.spec.name}' answered with an error: {text}")
+
+    # -- stop ---------------------------------------------------------------------------------
+
+    async def stop(self) -> None:
+        """Stop the server and wait until its process group is gone (bounded)."""
+        if not self._running:
+            if self.status.state not in (ServerState.DISABLED, ServerState.STOPPED):
+                self._set(state=ServerState.STOPPED, reason="")
+            return
+        self._stop_requested = True
+        self._wake.set()
+        with anyio.move_on_after(_CLOSE_GRACE_S):
+            await self._finished.wait()
+
+    def disable(self, reason: str) -> None:
+        self._set(state=ServerState.DISABLED, reason=reason)
+
+
+class _CommandProblem(AgentshError):
+    """The server's command cannot be run (checked before spawning: the launch shell would
+    only say so on the server's stderr)."""
+
+
+def _check_command(command: str, cwd: Path, path: str | None) -> None:
+    if "/" in command:
+        target = cwd / Path(command).expanduser()
+        if not target.exists():
+            raise _CommandProblem(f"cannot run {command!r}: no such file")
+        if target.is_dir() or not os.access(target, os.X_OK):
+            raise _CommandProblem(f"cannot run {command!r}: not an executable file")
+        return
+    if shutil.which(command, path=path) is None:
+        raise _CommandProblem(f"cannot run {command!r}: command not found")
+
+
+def _working_dir(configured: str, default: Path) -> Path:
+    """The server's folder: its ``cwd`` (``~`` expanded, relative to the project), or the
+    project's."""
+    return default / Path(configured).expanduser() if configured else default
+
+
+def _description(text: str) -> str:
+    from agentsh.mcp.results import clean_text
+
+    text = clean_text(text).strip()
+    if len(text) > MAX_DESCRIPTION_CHARS:
+        text = text[: MAX_DESCRIPTION_CHARS - 1].rstrip() + "…"
+    return text
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _is_closed(exc: BaseException) -> bool:
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import CONNECTION_CLOSED
+
+    if isinstance(exc, MCPError):
+        return exc.code == CONNECTION_CLOSED
+    closed = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
+    return isinstance(exc, closed)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("agentsh")
+    except PackageNotFoundError:
+        return "0"
+
+
+class _Watched:
+    """A transport whose read stream reports its end: how a crash is seen while idle."""
+
+    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_end = on_end
+
+    async def __aenter__(self) -> tuple[Any, Any]:
+        read, write = await self._inner.__aenter__()
+        return _WatchedRead(read, self._on_end), write
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(*exc)
+        return result
+
+
+class _WatchedRead:
+    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_end = on_end
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        return await self._ended_on(self._inner.receive())
+
+    async def _ended_on(self, step: Awaitable[Any]) -> Any:
+        try:
+            return await step
+        except (StopAsyncIteration, anyio.EndOfStream, anyio.ClosedResourceError):
+            self._on_end()
+            raise
+
+    def __aiter__(self) -> _WatchedRead:
+        return self
+
+    async def __anext__(self) -> Any:
+        return await self._ended_on(self._inner.__anext__())
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WatchedRead:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(*exc)
+        return result

@@ -1,0 +1,99 @@
+"""The process groups of stdio MCP servers, so nothing a server started outlives agentsh.
+
+The SDK starts each server in a new session (its own process group) and, when closing, kills
+that group only if the server itself does not exit within two seconds of losing its stdin. A
+server that exits at once but left children behind (a ``sleep``, a ``node`` worker, anything
+started by an ``npx`` wrapper) leaves them orphaned. So agentsh learns each server's process
+group (the server's pid: see :data:`ANNOUNCE`) and signals the whole group whenever the
+connection ends, and once more, synchronously, as the process exits (:func:`kill_all_now`).
+
+A group id is never reused while any process is still in the group, so signalling a tracked
+group cannot hit an unrelated process while there is something left to stop.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+# The server is started as ``/bin/sh -c ANNOUNCE command args...``: the shell writes its pid
+# on stderr (the server's log) and execs the server in its place, keeping that pid, which is
+# also the group id. Only public SDK API is needed, and the command line shown is unchanged.
+SHELL = "/bin/sh"
+MARKER = "agentsh-mcp-pid"
+ANNOUNCE = f'echo "{MARKER} $$" >&2; exec "$0" "$@"'
+
+_TERM_GRACE_S = 1.0
+
+_lock = threading.Lock()
+_live: set[int] = set()
+
+
+def supported() -> bool:
+    return os.name == "posix" and Path(SHELL).exists()
+
+
+def track(pgid: int) -> None:
+    with _lock:
+        _live.add(pgid)
+
+
+def untrack(pgid: int) -> None:
+    with _lock:
+        _live.discard(pgid)
+
+
+def tracked() -> frozenset[int]:
+    with _lock:
+        return frozenset(_live)
+
+
+def _signal(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to the group; False when the group is empty (or not ours)."""
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def group_alive(pgid: int) -> bool:
+    return _signal(pgid, 0) if pgid > 1 else False
+
+
+async def stop_group(pgid: int, grace: float = _TERM_GRACE_S) -> None:
+    """SIGTERM to everything left in the group, SIGKILL after ``grace``; then forget it."""
+    import anyio  # the MCP loop has it loaded; importing this module must stay light
+
+    try:
+        if pgid > 1 and _signal(pgid, signal.SIGTERM):
+            deadline = time.monotonic() + grace
+            # Nothing signals that a group has emptied; polling is the only way.
+            while group_alive(pgid) and time.monotonic() < deadline:  # noqa: ASYNC110
+                await anyio.sleep(0.02)
+            if group_alive(pgid):
+                _signal(pgid, signal.SIGKILL)
+    finally:
+        untrack(pgid)
+
+
+def kill_all_now() -> None:
+    """SIGKILL every group still tracked: the last word at exit, when nothing can wait."""
+    with _lock:
+        groups = list(_live)
+        _live.clear()
+    for pgid in groups:
+        if pgid > 1:
+            _signal(pgid, signal.SIGKILL)
+
+
+def announced_pid(text: str) -> int | None:
+    """The pid the launch shell wrote in the server's log (its first such line)."""
+    for line in text.splitlines():
+        if line.startswith(MARKER + " "):
+            value = line[len(MARKER) + 1 :].strip()
+            return int(value) if value.isdigit() else None
+    return None

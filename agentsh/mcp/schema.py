@@ -1,0 +1,68 @@
+"""A server's tool schemas, checked before the model sees them, and arguments checked against them.
+
+A tool's input schema goes to the provider as the function's parameters. A broken one (not an
+object schema, not valid JSON Schema, absurdly large) would make the provider reject the whole
+request, every turn, for every tool; so such a tool is left out, and the reason is shown where
+the user looks (``/mcp``, ``agentsh mcp test``). Arguments are validated with the same schema
+before a call, so the model gets a precise message ("repo_path: 'x' is not of type 'string'")
+instead of whatever the server makes of them. ``jsonschema`` is a dependency of the ``mcp``
+SDK; it never fetches a remote ``$ref``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from agentsh.errors import AgentshError
+
+MAX_SCHEMA_BYTES = 64 * 1024
+
+
+class SchemaProblem(AgentshError, ValueError):
+    """A tool's input schema cannot be offered to the model; the message says why."""
+
+
+def checked_input_schema(schema: Any) -> dict[str, Any]:
+    """``schema`` as it will be sent, or :class:`SchemaProblem`."""
+    from jsonschema.exceptions import SchemaError
+    from jsonschema.validators import Draft202012Validator, validator_for
+
+    if not isinstance(schema, Mapping):
+        raise SchemaProblem("its input schema is not a JSON object")
+    if schema.get("type") != "object":
+        raise SchemaProblem("its input schema must have type 'object' at the top")
+    try:
+        size = len(json.dumps(schema))
+    except (TypeError, ValueError) as exc:
+        raise SchemaProblem(f"its input schema is not plain JSON ({exc})") from exc
+    if size > MAX_SCHEMA_BYTES:
+        raise SchemaProblem(f"its input schema is {size // 1024} KiB (at most 64 KiB)")
+    try:
+        validator_for(schema, default=Draft202012Validator).check_schema(schema)
+    except SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "top level"
+        raise SchemaProblem(
+            f"its input schema is not valid JSON Schema ({where}: {exc.message})"
+        ) from exc
+    checked = dict(schema)
+    checked.pop("$schema", None)  # some providers reject keywords they do not know
+    checked.setdefault("properties", {})
+    return checked
+
+
+def argument_problem(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> str | None:
+    """What is wrong with ``arguments`` for ``schema`` (the most relevant error), or None."""
+    from jsonschema.exceptions import best_match
+    from jsonschema.validators import Draft202012Validator, validator_for
+
+    validator = validator_for(schema, default=Draft202012Validator)(schema)
+    try:
+        error = best_match(validator.iter_errors(dict(arguments)))
+    except Exception:  # noqa: BLE001 - an unresolvable $ref: let the server judge
+        return None
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path)
+    return f"{where}: {error.message}" if where else error.message

@@ -1,0 +1,199 @@
+"""MCP tools inside the agent: ordinary tool calls in the log, approvals, secrets, the budget,
+and a project's servers that do not start unless the project is trusted."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentsh.agent import Agent, build_agent
+from agentsh.config import ApprovalMode, Environment, load_environment
+from agentsh.events import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Event,
+    Notice,
+    ToolFinished,
+    TurnEnded,
+)
+from agentsh.session.entries import ToolResultEntry
+from agentsh.session.session import Session
+from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
+from tests.fakes.server import ScriptedServer, text, tool_call
+from tests.mcp.conftest import FAKE_SERVER, pids_in
+
+pytestmark = pytest.mark.asyncio
+
+SECRET = "s3cret-token-0123456789"
+
+AgentFactory = Callable[..., Agent]
+
+
+def fake_entry(*extra: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    import sys
+
+    entry: dict[str, Any] = {"command": sys.executable, "args": [str(FAKE_SERVER), *extra]}
+    if env:
+        entry["env"] = env
+    return entry
+
+
+def write_user_servers(home: Path, servers: dict[str, Any], toml: str = "") -> None:
+    config = home / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    if toml:
+        (config / "config.toml").write_text(toml)
+
+
+@pytest.fixture
+def make_agent(
+    scripted_server: ScriptedServer, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[AgentFactory]:
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    created: list[Agent] = []
+
+    def factory(approval: ApprovalMode = ApprovalMode.ALL, interactive: bool = True) -> Agent:
+        env = load_environment(project)
+        fast = dataclasses.replace(env.settings.model, retry_base_delay_s=0.01)
+        settings = dataclasses.replace(env.settings, model=fast)
+        env = Environment(env.user, env.project, dataclasses.replace(env.config, settings=settings))
+        session = Session.create(env.user.project_sessions_dir(project), project)
+        agent = build_agent(
+            env,
+            session,
+            model=TEST_MODEL,
+            api_base=scripted_server.base_url,
+            approval=approval,
+            interactive=interactive,
+            cwd=project,
+        )
+        created.append(agent)
+        return agent
+
+    yield factory
+    for agent in created:
+        agent.close()
+
+
+async def collect(events: AsyncIterator[Event]) -> list[Event]:
+    return [event async for event in events]
+
+
+def tool_names(request_body: Any) -> list[str]:
+    return [t["function"]["name"] for t in request_body.get("tools", [])]
+
+
+async def test_an_mcp_call_is_an_ordinary_tool_call_with_secrets_redacted(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, agentsh_home: Path
+) -> None:
+    write_user_servers(agentsh_home, {"fake": fake_entry(env={"API_TOKEN": SECRET})})
+    scripted_server.script(
+        tool_call("mcp__fake__echo", {"text": "hello"}),
+        tool_call("mcp__fake__env_value", {"name": "API_TOKEN"}),
+        tool_call("mcp__fake__echo", {"text": 5}),
+        text("done"),
+    )
+    agent = make_agent()
+    events = await collect(agent.run("use the fake server"))
+    assert isinstance(events[-1], TurnEnded) and events[-1].text == "done"
+    assert "mcp__fake__echo" in tool_names(scripted_server.requests[0].body)
+    results = [e for e in agent.session.current_path() if isinstance(e, ToolResultEntry)]
+    assert [(r.tool_name, r.is_error) for r in results] == [
+        ("mcp__fake__echo", False),
+        ("mcp__fake__env_value", False),
+        ("mcp__fake__echo", True),
+    ]
+    assert results[0].content == "hello"
+    # The server was given the token; what it echoed never reaches the log or the model.
+    assert results[1].content == "[redacted]"
+    assert SECRET not in agent.session.path.read_text() if agent.session.path else True
+    assert SECRET not in json.dumps([r.body for r in scripted_server.requests])
+    # Arguments are checked against the server's schema before the call.
+    assert (
+        results[2].content
+        == "Invalid arguments for mcp__fake__echo: text: 5 is not of type 'string'"
+    )
+    finished = [e for e in events if isinstance(e, ToolFinished)]
+    assert [f.name for f in finished] == [r.tool_name for r in results]
+
+
+async def test_without_approval_a_headless_mcp_call_is_denied(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, agentsh_home: Path
+) -> None:
+    write_user_servers(agentsh_home, {"fake": fake_entry()})
+    scripted_server.script(tool_call("mcp__fake__echo", {"text": "x"}), text("ok"))
+    agent = make_agent(ApprovalMode.ASK, interactive=False)
+    await collect(agent.run("try"))
+    (result,) = [e for e in agent.session.current_path() if isinstance(e, ToolResultEntry)]
+    assert result.is_error and result.content.startswith("Denied: fake: echo text=x.")
+
+
+async def test_allow_for_the_session_covers_that_tool_from_then_on(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, agentsh_home: Path
+) -> None:
+    write_user_servers(agentsh_home, {"fake": fake_entry()})
+    scripted_server.script(
+        tool_call("mcp__fake__echo", {"text": "one"}),
+        tool_call("mcp__fake__echo", {"text": "two"}),
+        text("ok"),
+    )
+    agent = make_agent(ApprovalMode.ASK)
+    asked: list[ApprovalRequest] = []
+    async for event in agent.run("echo twice"):
+        if isinstance(event, ApprovalRequest):
+            asked.append(event)
+            assert "MCP server 'fake'" in event.detail and '"text": "one"' in event.detail
+            event.decision.set_result(ApprovalDecision.ALLOW_SESSION)
+    assert len(asked) == 1
+    contents = [e.content for e in agent.session.current_path() if isinstance(e, ToolResultEntry)]
+    assert contents == ["one", "two"]
+
+
+async def test_tools_over_the_budget_wait_behind_mcp_search(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, agentsh_home: Path
+) -> None:
+    write_user_servers(agentsh_home, {"fake": fake_entry()}, toml="[mcp]\ntool_budget = 0.0001\n")
+    scripted_server.script(
+        tool_call("mcp_search", {"query": "echo text back"}),
+        tool_call("mcp__fake__echo", {"text": "found it"}),
+        text("ok"),
+    )
+    agent = make_agent()
+    await collect(agent.run("find an echo tool"))
+    first = tool_names(scripted_server.requests[0].body)
+    assert "mcp_search" in first and not any(n.startswith("mcp__") for n in first)
+    search = next(
+        t
+        for t in scripted_server.requests[0].body["tools"]
+        if t["function"]["name"] == "mcp_search"
+    )
+    assert "mcp__fake__echo" in search["function"]["description"]
+    second = tool_names(scripted_server.requests[1].body)
+    assert "mcp__fake__echo" in second and "mcp__fake__crash" not in second
+    results = [e for e in agent.session.current_path() if isinstance(e, ToolResultEntry)]
+    assert "## mcp__fake__echo" in results[0].content and '"text"' in results[0].content
+    assert results[1].content == "found it"
+
+
+async def test_an_untrusted_projects_mcp_json_starts_nothing(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+) -> None:
+    pid_dir = tmp_path / "pids"
+    (project / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"evil": fake_entry("--pid-dir", str(pid_dir))}})
+    )
+    scripted_server.script(tool_call("mcp__evil__echo", {"text": "x"}), text("ok"))
+    agent = make_agent()
+    events = await collect(agent.run("hi"))
+    notices = [e.text for e in events if isinstance(e, Notice)]
+    assert any("(evil) were not started: the project is not trusted" in n for n in notices)
+    assert agent.mcp is None
+    (result,) = [e for e in agent.session.current_path() if isinstance(e, ToolResultEntry)]
+    assert result.is_error and result.content.startswith("Unknown tool 'mcp__evil__echo'")
+    assert pids_in(pid_dir) == []

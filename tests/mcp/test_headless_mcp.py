@@ -1,0 +1,121 @@
+"""``agentsh -p`` with MCP servers, end to end: the real CLI, real servers, the scripted model."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from agentsh.session.entries import ToolResultEntry
+from agentsh.session.session import Session
+from tests.agent.conftest import AgentshRunner, session_files
+from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
+from tests.fakes.server import ScriptedServer, text, tool_call
+from tests.mcp.conftest import FAKE_SERVER, git_repo, pids_in, wait_gone
+
+
+def _user_servers(home: Path, servers: dict[str, object]) -> None:
+    (home / "config").mkdir(parents=True, exist_ok=True)
+    (home / "config" / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
+
+
+def test_print_mode_calls_git_log_and_starts_nothing_from_the_untrusted_project(
+    run_agentsh: AgentshRunner,
+    scripted_server: ScriptedServer,
+    agentsh_home: Path,
+    project: Path,
+    tmp_path: Path,
+) -> None:
+    repo = git_repo(tmp_path / "repo", message="the commit the model must find")
+    # The project (not trusted: no --trust-project) asks for two servers of its own.
+    pid_dir, marker = tmp_path / "pids", tmp_path / "ran"
+    evil = {
+        "evil": {"command": "sh", "args": ["-c", f"touch {marker}"]},
+        "fake": {"command": sys.executable, "args": [str(FAKE_SERVER), "--pid-dir", str(pid_dir)]},
+    }
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": evil}))
+    _user_servers(
+        agentsh_home, {"git": {"command": sys.executable, "args": ["-m", "mcp_server_git"]}}
+    )
+    scripted_server.script(
+        tool_call("mcp__git__git_log", {"repo_path": str(repo), "max_count": 3}),
+        text("The last commit is 'the commit the model must find'."),
+    )
+    run = run_agentsh("-p", "what is the last commit?", "--approve", "all")
+    assert run.code == 0, run.stderr
+    assert run.stdout.strip() == "The last commit is 'the commit the model must find'."
+    tools = [t["function"]["name"] for t in scripted_server.requests[0].body["tools"]]
+    assert "mcp__git__git_log" in tools
+    second = scripted_server.requests[1].messages
+    assert any(
+        m["role"] == "tool" and "the commit the model must find" in str(m["content"])
+        for m in second
+    )
+    (path,) = session_files(agentsh_home)
+    (result,) = [
+        e for e in Session.open(path, lock=False).current_path() if isinstance(e, ToolResultEntry)
+    ]
+    assert result.tool_name == "mcp__git__git_log" and not result.is_error
+    assert "MCP servers of this project (evil, fake) were not started" in run.stderr
+    assert not marker.exists() and pids_in(pid_dir) == []
+    assert not any(name.startswith(("mcp__evil", "mcp__fake")) for name in tools)
+
+
+def test_sigterm_during_a_hanging_call_leaves_no_process_behind(
+    scripted_server: ScriptedServer,
+    project: Path,
+    agentsh_home: Path,
+    fast_retries: Path,
+    tmp_path: Path,
+) -> None:
+    pid_dir = tmp_path / "pids"
+    _user_servers(
+        agentsh_home,
+        {
+            "fake": {
+                "command": sys.executable,
+                "args": [str(FAKE_SERVER), "--pid-dir", str(pid_dir)],
+            }
+        },
+    )
+    scripted_server.script(
+        tool_call("mcp__fake__spawn"), tool_call("mcp__fake__hang"), text("never")
+    )
+    env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY)
+    command = [
+        sys.executable,
+        "-m",
+        "agentsh",
+        "-m",
+        TEST_MODEL,
+        "--api-base",
+        scripted_server.base_url,
+    ]
+    process = subprocess.Popen(
+        [*command, "-p", "spawn, then hang", "--approve", "all"],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(scripted_server.requests) < 2 or len(pids_in(pid_dir)) < 2:
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the hang call never started"
+            time.sleep(0.05)
+        time.sleep(0.3)  # the hang call is on its way to the server
+        process.send_signal(signal.SIGTERM)
+        _out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, err
+    pids = pids_in(pid_dir)
+    assert len(pids) == 2  # the server and the child its spawn tool started
+    assert wait_gone(pids, timeout=3) == []

@@ -1,0 +1,195 @@
+"""The MCP client against real servers: the SDK-built fake (stdio and streamable HTTP) and
+``mcp-server-time`` / ``mcp-server-git`` from PyPI."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from agentsh.mcp.manager import McpManager
+from agentsh.mcp.names import MAX_LENGTH
+from agentsh.mcp.state import ServerState
+from tests.mcp.conftest import (
+    alive,
+    call,
+    fake_spec,
+    git_repo,
+    make_manager,
+    pids_in,
+    wait_gone,
+)
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_every_server_lists_its_tools_under_provider_safe_names(
+    shared_mcp: McpManager,
+) -> None:
+    states = {s.name: s.state for s in shared_mcp.statuses()}
+    assert states == dict.fromkeys(("fake", "web", "time", "git"), ServerState.READY)
+    names = {t.name for t in shared_mcp.tools()}
+    assert {"mcp__time__get_current_time", "mcp__git__git_log", "mcp__fake__echo"} <= names
+    assert "mcp__web__echo" in names  # streamable HTTP
+    for name in names:
+        assert len(name) <= MAX_LENGTH and name.replace("_", "a").replace("-", "a").isalnum()
+    weird = [t for t in shared_mcp.tools() if t.remote_name.startswith("ns.sub/tool")]
+    assert len(weird) == 2 and all(t.name.startswith("mcp__") for t in weird)
+
+
+async def test_a_tool_with_an_invalid_schema_is_left_out_and_reported(
+    shared_mcp: McpManager,
+) -> None:
+    fake = shared_mcp.status("fake")
+    assert fake is not None
+    assert not any(t.remote_name == "bad_schema" for t in fake.tools)
+    (problem,) = fake.tool_problems
+    assert problem.startswith("bad_schema: left out: its input schema is not valid JSON Schema")
+    assert "not-a-type" in problem
+
+
+async def test_calls_over_stdio_and_http_return_their_text(shared_mcp: McpManager) -> None:
+    result = await call(shared_mcp, "mcp__fake__echo", text="hello")
+    assert (result.content, result.is_error) == ("hello", False)
+    result = await call(shared_mcp, "mcp__web__echo", text="over http")
+    assert result.content == "over http"
+    result = await call(shared_mcp, "mcp__time__get_current_time", timezone="Asia/Tokyo")
+    assert '"timezone": "Asia/Tokyo"' in result.content and not result.is_error
+
+
+async def test_git_log_of_a_real_repository(shared_mcp: McpManager, tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo")
+    result = await call(shared_mcp, "mcp__git__git_log", repo_path=str(repo), max_count=5)
+    assert "first commit here" in result.content and not result.is_error
+
+
+async def test_an_error_result_is_an_error_for_the_model(shared_mcp: McpManager) -> None:
+    result = await call(shared_mcp, "mcp__fake__fail", message="nope")
+    assert (result.content, result.is_error) == ("Error executing tool fail: nope", True)
+    bad_timezone = await call(shared_mcp, "mcp__time__get_current_time", timezone="Nowhere/X")
+    assert bad_timezone.is_error and "Nowhere/X" in bad_timezone.content
+
+
+async def test_images_and_resources_become_notes(shared_mcp: McpManager) -> None:
+    result = await call(shared_mcp, "mcp__fake__mixed")
+    lines = result.content.splitlines()
+    assert lines[0] == "some text"
+    assert lines[1].startswith("[image: image/png, 70 B; not shown")
+    assert lines[2] == "[resource link] spec: file:///tmp/spec.md (text/markdown)"
+    assert lines[3:] == ["[resource file:///tmp/notes.txt]", "embedded notes"]
+
+
+async def test_a_long_result_keeps_its_head_and_is_saved_whole(shared_mcp: McpManager) -> None:
+    result = await call(shared_mcp, "mcp__fake__lines", count=5000)
+    assert result.truncated
+    assert result.content.startswith("line 1\nline 2\n")
+    saved = Path(result.details["full_output_path"])
+    assert saved.read_bytes().decode().splitlines()[-1] == "line 5000"  # noqa: ASYNC240
+    assert str(saved) in result.content and "2000 of 5000 lines" in result.content
+
+
+async def test_a_hanging_call_times_out_and_the_server_stays_up(shared_mcp: McpManager) -> None:
+    started = time.monotonic()
+    result = await call(shared_mcp, "mcp__fake__hang")
+    assert result.is_error and "timed out after 2 s" in result.content
+    assert time.monotonic() - started < 6
+    assert (await call(shared_mcp, "mcp__fake__echo", text="still here")).content == "still here"
+
+
+async def test_esc_cancels_a_hanging_call(shared_mcp: McpManager) -> None:
+    tool = shared_mcp.find("mcp__web__hang")
+    assert tool is not None
+    cancelled = asyncio.Event()
+    asyncio.get_running_loop().call_later(0.3, cancelled.set)
+    started = time.monotonic()
+    result = await shared_mcp.call(tool, {"seconds": 60}, cancelled)
+    assert time.monotonic() - started < 1.5
+    assert result.is_error and result.content.startswith("Cancelled by the user")
+    assert (await call(shared_mcp, "mcp__web__echo", text="next")).content == "next"
+
+
+async def test_a_crash_mid_call_is_reported_and_the_server_restarted_with_backoff(
+    tmp_path: Path,
+) -> None:
+    pid_dir = tmp_path / "pids"
+    spec = fake_spec("fake", "--pid-dir", str(pid_dir))
+    manager = make_manager([spec], tmp_path, restart_backoff_s=0.5)
+    manager.start()
+    try:
+        await manager.wait_until_started()
+        (first_pid,) = pids_in(pid_dir)
+        result = await call(manager, "mcp__fake__crash")
+        assert result.is_error
+        assert "stopped during this call" in result.content
+        assert "crashing on purpose" in result.content  # its last words, from its stderr
+        assert "may or may not have taken effect" in result.content
+        notices = manager.take_notices()
+        assert any("'fake' failed" in n for n in notices), notices
+        assert not alive(first_pid)
+        # Its tools stay callable: the first restart is at once, at the next call...
+        assert "stopped during this call" in (await call(manager, "mcp__fake__crash")).content
+        # ...the next one only after a backoff (two failures in a row: 0.5 s).
+        refused = await call(manager, "mcp__fake__echo", text="x")
+        assert refused.is_error and "2 failures in a row" in refused.content
+        await asyncio.sleep(0.6)
+        assert (await call(manager, "mcp__fake__echo", text="back")).content == "back"
+        status = manager.status("fake")
+        assert status is not None and status.state is ServerState.READY and status.restarts == 2
+        assert "MCP server 'fake' was restarted" in manager.take_notices()
+    finally:
+        manager.close()
+    assert wait_gone(pids_in(pid_dir)) == []
+
+
+async def test_a_server_that_never_answers_fails_at_the_startup_timeout(tmp_path: Path) -> None:
+    pid_dir = tmp_path / "pids"
+    spec = fake_spec("slow", "--pid-dir", str(pid_dir), "--start-delay", "60")
+    manager = make_manager([spec], tmp_path, startup_timeout_s=1.0)
+    started = time.monotonic()
+    manager.start()
+    try:
+        await manager.wait_until_started()
+        status = manager.status("slow")
+        assert status is not None and status.state is ServerState.FAILED
+        assert status.reason.startswith("did not start within 1 s")
+        assert manager.tools() == ()
+        assert time.monotonic() - started < 10  # 1 s, then the SDK's stop: EOF, TERM, KILL
+    finally:
+        manager.close()
+    assert wait_gone(pids_in(pid_dir)) == []
+
+
+async def test_a_command_that_does_not_exist_fails_clearly(tmp_path: Path) -> None:
+    spec = replace(fake_spec("ghost"), command="no-such-cmd-xyz", args=())
+    manager = make_manager([spec], tmp_path)
+    manager.start()
+    try:
+        await manager.wait_until_started()
+        status = manager.status("ghost")
+        assert status is not None
+        assert (status.state, status.reason) == (
+            ServerState.FAILED,
+            "cannot run 'no-such-cmd-xyz': command not found",
+        )
+        assert manager.take_notices() == [
+            "MCP server 'ghost' failed: cannot run 'no-such-cmd-xyz': command not found"
+        ]
+    finally:
+        manager.close()
+
+
+async def test_close_kills_the_server_and_the_processes_it_started(tmp_path: Path) -> None:
+    pid_dir = tmp_path / "pids"
+    manager = make_manager([fake_spec("fake", "--pid-dir", str(pid_dir))], tmp_path)
+    manager.start()
+    await manager.wait_until_started()
+    child = int((await call(manager, "mcp__fake__spawn")).content)
+    pids = pids_in(pid_dir)
+    assert child in pids and len(pids) == 2 and all(alive(pid) for pid in pids)
+    manager.close()
+    assert wait_gone(pids, timeout=2) == []
+    status = manager.status("fake")
+    assert status is not None and status.state is ServerState.STOPPED
