@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from agentsh.config import ApprovalMode, Environment
-from agentsh.context.manager import ContextManager
+from agentsh.context.engine import SummaryReply
+from agentsh.context.manager import ContextManager, ContextTooLarge
 from agentsh.context.undo import UndoResult, undo_compaction
 from agentsh.errors import AgentshError
 from agentsh.events import (
@@ -109,6 +110,7 @@ class Agent:
         memory_tool: MemoryTool,
         prompt: SystemPrompt,
         window: int,
+        max_output: int = 0,
         max_steps: int = DEFAULT_MAX_STEPS,
         on_summary_written: Callable[[Path], None] | None = None,
         notices: Sequence[str] = (),
@@ -135,6 +137,7 @@ class Agent:
         self._state = _TurnState()
         self._tool_cancel = asyncio.Event()
         self._window = window
+        self._max_output = max_output
         self._count_tokens = count_tokens
         # MCP servers' tools join the registry as the servers come up (see _mcp_ready).
         self.mcp = mcp
@@ -170,9 +173,12 @@ class Agent:
         async for event in self._drive(self._turn(text)):
             yield event
 
-    async def compact(self, tier: Tier | None = None) -> AsyncIterator[Event]:
-        """A manual compaction (``/compact``), with its events."""
-        async for event in self._drive(self._manual_compaction(tier)):
+    async def compact(
+        self, tier: Tier | None = None, instructions: str = ""
+    ) -> AsyncIterator[Event]:
+        """A manual compaction (``/compact [tier] [instructions]``), with its events;
+        ``instructions`` steer the summary."""
+        async for event in self._drive(self._manual_compaction(tier, instructions)):
             yield event
 
     def cancel(self) -> None:
@@ -190,8 +196,10 @@ class Agent:
     def set_model(self, model: str, api_base: str | None = None) -> None:
         settings = self.env.settings.model
         self.llm = LLMClient(model, settings=settings, api_base=api_base or _api_base(self.env))
-        self._window = model_info(model, settings).window
-        self.context.set_model(model, self._window)
+        info = model_info(model, settings)
+        self._window = info.window
+        self._max_output = info.max_output_tokens
+        self.context.set_model(model, self._window, self._max_output)
         if self.session.leaf_id is not None:
             self.session.append(
                 ModelChangeEntry(
@@ -318,6 +326,7 @@ class Agent:
             count_tokens=self._count_tokens,
             emit=self._emit_event,
             on_summary_written=self._on_summary_written,
+            max_output=self._max_output,
         )
         context.note_prompt(self.prompt.render(), self.tools.schemas())
         return context
@@ -393,7 +402,13 @@ class Agent:
             schemas = self.tools.schemas()
             if self.context.needs_memory_flush():
                 await self._memory_flush(system)
-            messages = await self.context.prepare(system, schemas)
+            try:
+                messages = await self.context.prepare(system, schemas)
+            except ContextTooLarge as exc:
+                emit(ErrorOccurred(ErrorKind.CONTEXT_OVERFLOW, str(exc)))
+                emit(StatusChanged(self.context.status()))
+                emit(TurnEnded(TurnOutcome.ERROR, text=state.text, error=str(exc)))
+                return None
             try:
                 completion = await self._stream(messages, schemas, state)
             except LLMError as err:
@@ -670,6 +685,7 @@ class Agent:
             return
         if completion is None:
             return
+        self.context.add_side_usage(completion.usage)
         for call in completion.tool_calls:
             if call.name != self.memory_tool.name:
                 continue
@@ -684,19 +700,19 @@ class Agent:
             result = await self.memory_tool.run(params, ctx)
             self._emit_event(Notice(NoticeLevel.INFO, f"memory: {result.content.splitlines()[0]}"))
 
-    async def _manual_compaction(self, tier: Tier | None) -> None:
+    async def _manual_compaction(self, tier: Tier | None, instructions: str = "") -> None:
         try:
-            await self.context.compact(tier, manual=True)
+            await self.context.compact(tier, manual=True, instructions=instructions)
         finally:
             self._emit_event(StatusChanged(self.context.status()))
             self._sync_quietly()
 
-    async def _summarize(self, messages: list[dict[str, Any]], max_tokens: int) -> str:
+    async def _summarize(self, messages: list[dict[str, Any]], max_tokens: int) -> SummaryReply:
         if self.llm is None:
             raise LLMError(ErrorKind.NO_MODEL, "No model is configured to write a summary.")
         model = self.env.settings.model.summary_model or None
         completion = await self.llm.complete(messages, max_tokens=max_tokens, model=model)
-        return completion.text
+        return SummaryReply(completion.text, completion.usage)
 
 
 def _parse_arguments(raw: str) -> dict[str, Any] | str:
@@ -747,10 +763,12 @@ def build_agent(
     choice = choose_model(settings.model, os.environ, cli_model=model, cli_api_base=api_base)
     llm: LLMClient | None = None
     window = 128_000
+    max_output = 0
     count_tokens: Callable[[str], int] | None = None
     if choice is not None:
         llm = LLMClient(choice.model, settings=settings.model, api_base=choice.api_base)
-        window = model_info(choice.model, settings.model).window
+        info = model_info(choice.model, settings.model)
+        window, max_output = info.window, info.max_output_tokens
         counter = TokenCounter(choice.model, chars_per_token=settings.context.chars_per_token)
         counter.warm()  # exact counts from the encodings litellm ships (this runs off the UI)
         count_tokens = counter.count
@@ -801,6 +819,7 @@ def build_agent(
         memory_tool=memory_tool,
         prompt=prompt,
         window=window,
+        max_output=max_output,
         max_steps=max_steps,
         on_summary_written=on_summary,
         notices=notices,

@@ -83,6 +83,13 @@ class ToolSettings:
 @dataclass(frozen=True, slots=True)
 class ContextSettings:
     engine: str = _choice("tiered", ("tiered", "pi"))
+    auto_compact: bool = field(
+        default=True,
+        metadata={"doc": "compact at the tiers; false: only /compact and the pre-flight check"},
+    )
+    summary_instructions: str = field(
+        default="", metadata={"doc": "added to every summary request (what to keep, stress)"}
+    )
     move_to_workspace_at: float = _num(
         0.80, lo=0.0, hi=1.0, doc="usage that starts MoveToWorkspace"
     )
@@ -99,7 +106,11 @@ class ContextSettings:
     prune_arg_max_chars: int = _num(200, lo=1, doc="argument strings are shortened to this")
     prune_arg_container_min_chars: int = _num(500, lo=1, doc="only in arguments longer than this")
     safety_margin: float = _num(1.2, lo=1.0, hi=3.0, doc="pre-flight multiplier on estimates")
-    reserve_tokens: int = _num(16_384, lo=0, doc="kept free for the reply")
+    reserve_tokens: int = _num(
+        16_384,
+        lo=0,
+        doc="kept free for the reply; capped by the max output and the room above truncate_at",
+    )
     tool_result_max_window_fraction: float = _num(
         0.30, lo=0.01, hi=1.0, doc="pre-flight cap per tool result"
     )

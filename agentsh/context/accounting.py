@@ -12,8 +12,9 @@ estimate of what came after the record. Staying on the provider's scale matters:
 provider counts more than our estimate, falling back to the bare estimate would make every
 compaction look like a large shrink, and anti-thrashing would never hold.
 
-Session totals (tokens and cost over every reply of the file, all branches) are summed the same
-way, incrementally over the tree's nodes, which only ever grow.
+Session totals (tokens, cache reads and writes, and cost over every model call the file records:
+replies, summaries and branch summaries, all branches) are summed the same way, incrementally
+over the tree's nodes, which only ever grow.
 """
 
 from __future__ import annotations
@@ -51,9 +52,11 @@ _EXTEND_LIMIT = 256
 class Totals:
     """Usage summed over every reply in the session file (all branches)."""
 
-    input_tokens: int = 0
+    input_tokens: int = 0  # every prompt token, cache reads included
     output_tokens: int = 0
     cost: float = 0.0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,22 +255,26 @@ class Accounting:
             self._branch = None
 
     def totals(self) -> Totals:
+        """Every model call the file records: replies, and the summary and branch-summary
+        calls (a compaction or branch summary entry carries its call's usage)."""
         nodes = self.session.tree.nodes
         if len(nodes) != self._nodes_seen:
-            inp, out, cost = (
-                self._totals.input_tokens,
-                self._totals.output_tokens,
-                self._totals.cost,
-            )
+            t = self._totals
+            inp, out, cost = t.input_tokens, t.output_tokens, t.cost
+            read, write = t.cache_read_tokens, t.cache_write_tokens
             if len(nodes) < self._nodes_seen:  # a different tree (never shrinks otherwise)
-                inp, out, cost, self._nodes_seen = 0, 0, 0.0, 0
+                inp, out, cost, read, write, self._nodes_seen = 0, 0, 0.0, 0, 0, 0
             for node in itertools.islice(nodes.values(), self._nodes_seen, None):
-                if isinstance(node, MessageEntry) and node.usage is not None:
-                    inp += node.usage.input_tokens + node.usage.cache_read_tokens
-                    out += node.usage.output_tokens
-                    cost += node.usage.cost
+                if isinstance(node, MessageEntry | CompactionEntry | BranchSummaryEntry):
+                    usage = node.usage
+                    if usage is not None:
+                        inp += usage.input_tokens + usage.cache_read_tokens
+                        out += usage.output_tokens
+                        cost += usage.cost
+                        read += usage.cache_read_tokens
+                        write += usage.cache_write_tokens
             self._nodes_seen = len(nodes)
-            self._totals = Totals(inp, out, cost)
+            self._totals = Totals(inp, out, cost, read, write)
         return self._totals
 
     def invalidate(self) -> None:

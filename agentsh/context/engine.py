@@ -1,36 +1,37 @@
 """The context policy as a pluggable engine: what is sent, and how the context shrinks.
 
-:class:`ContextEngine` is the seam (``ingest``, ``assemble``, ``compact``): the config chooses
-the engine by name. ``tiered`` (the default) runs SPEC §4's pipeline at the 80/85/95 % tiers:
-prune tool output without a model call (and stop there when that is enough), cut at a turn
-boundary, summarize (Summarize) or archive (MoveToWorkspace, Truncate), repair tool pairs on
-assembly. ``pi`` proves the seam: it compacts only at window minus reserve, keeps the newest
+:class:`ContextEngine` is the seam (``ingest``, ``assemble``, ``plan``, ``compact``): the config
+chooses the engine by name. ``tiered`` (the default) runs SPEC §4's pipeline at the 80/85/95 %
+tiers: prune tool output without a model call (and stop there when that is enough), cut at a
+turn boundary, summarize (Summarize) or archive (MoveToWorkspace, Truncate), repair tool pairs
+on assembly. ``pi`` proves the seam: it compacts only at window minus reserve, keeps the newest
 20,000 tokens and writes a six-section summary.
 
+A compaction is planned first (:class:`Plan`: what would leave, what it would free, or why
+nothing can), so the manager can decline a plan that frees nothing without starting anything.
 Every compaction writes before it forgets: the workspace file is written and fsynced, then the
 ``compaction`` entry is appended and synced, and only then does the context change. A failure
 at either step leaves every turn where it was and is reported; a failed summary call falls back
-to archiving the same turns verbatim, so no turn is ever lost.
+to archiving the same turns verbatim, so no turn is ever lost; a compaction that would leave the
+context no smaller is not applied. Whatever tier runs, the facts of :mod:`agentsh.context.facts`
+are rewritten by code.
 
 The agent loop never talks to an engine directly: :mod:`agentsh.context.manager` does.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from agentsh.config import ContextSettings
-from agentsh.context import tiers
+from agentsh.context import facts, tiers
 from agentsh.context.accounting import Accounting
 from agentsh.context.convert import to_messages
 from agentsh.context.cut import Cut, choose_cut, choose_cut_by_tokens
-from agentsh.context.preflight import (
-    budget_for,
-)
+from agentsh.context.preflight import budget_for
 from agentsh.context.prune import PruneResult, prune
 from agentsh.context.repair import Message
 from agentsh.context.summary import (
@@ -39,36 +40,41 @@ from agentsh.context.summary import (
     SummaryDoc,
     Template,
     accept_summary,
-    files_touched,
-    fill_code_sections,
     fit_transcript,
-    merge_files,
     serialize,
     step_lines,
     summary_request,
 )
-from agentsh.context.view import ContextEntry, ContextView, last_user_text, turn_starts
+from agentsh.context.view import ContextEntry, ContextView, turn_starts
 from agentsh.context.workspace import (
-    DiskWorkspace,
     Workspace,
     WorkspaceError,
     render_archive,
     render_summary_file,
 )
-from agentsh.events import (
-    Tier,
-)
+from agentsh.events import Tier
 from agentsh.session.entries import AnyEntry, CompactionEntry, MessageEntry
 from agentsh.session.log import SessionError
 from agentsh.session.session import Session
+from agentsh.values import Usage
 
-Summarize = Callable[[list[dict[str, Any]], int], Awaitable[str]]
+
+@dataclass(frozen=True, slots=True)
+class SummaryReply:
+    """A summary model's answer with the usage of the call (counted in the session totals)."""
+
+    text: str
+    usage: Usage | None = None
+
+
+Summarize = Callable[[list[dict[str, Any]], int], Awaitable[str | SummaryReply]]
 
 # Characters of transcript per token of summary-model window we dare send (conservative: code
 # and JSON run nearer 3 characters a token than 4).
 _TRANSCRIPT_CHARS_PER_TOKEN = 3
 _POINTER_STEPS_CHARS = 400
 _PROVISIONAL = "(provisional)"
+_FACTS_GUESS = 200  # tokens the code-kept facts add to a summary, for the estimate
 
 
 # -- results -----------------------------------------------------------------------------------
@@ -107,6 +113,33 @@ class TierPreview:
     note: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A compaction before it is written: what leaves, and roughly what it frees."""
+
+    tier: Tier
+    cut: Cut | None  # None: prune only
+    pruned: PruneResult | None
+    view: ContextView  # with the pruning applied
+    tokens: list[int]  # parallel to view.entries, pruning applied
+    frees: int  # estimated tokens freed (a summary's own size estimated)
+    blocker: str = ""  # why it frees nothing, when it does not
+
+    @property
+    def previous(self) -> CompactionEntry | None:
+        """The compaction in force now (the view's own is a provisional copy when pruned)."""
+        return (
+            self.view.compaction
+            if self.view.compaction and self.view.compaction.id != _PROVISIONAL
+            else None
+        )
+
+    @property
+    def changes(self) -> bool:
+        """Whether applying it would change the context at all."""
+        return self.cut is not None or (self.pruned is not None and self.pruned.changed)
+
+
 # -- the engine seam ---------------------------------------------------------------------------
 
 
@@ -127,10 +160,14 @@ class ContextEngine(Protocol):
         """The tier automatic compaction should run at for this usage (NONE: do nothing)."""
         ...
 
+    def plan(self, tier: Tier, *, used_before: int, stop_at_prune: bool) -> Plan:
+        """What compacting at ``tier`` would do; ``stop_at_prune``: pruning alone may do."""
+        ...
+
     async def compact(
-        self, tier: Tier, *, used_before: int, manual: bool, forced: bool
+        self, plan: Plan, *, used_before: int, manual: bool, instructions: str = ""
     ) -> CompactionOutcome:
-        """Shrink the context at ``tier``; writes before it forgets."""
+        """Apply ``plan`` (made just before); writes before it forgets."""
         ...
 
     def preview(self, tier: Tier, used_before: int) -> TierPreview: ...
@@ -146,28 +183,10 @@ class EngineDeps:
     workspace: Workspace
     summarize: Summarize
     window: int
+    reserve: int = 0  # the reply reserve (preflight.reply_reserve)
     on_file_written: Callable[[Path], None] | None = None
     files_written: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    """A compaction before it is written."""
-
-    tier: Tier
-    cut: Cut | None  # None: prune only
-    pruned: PruneResult | None
-    view: ContextView  # with the pruning applied
-    tokens: list[int]  # parallel to view.entries, pruning applied
-
-    @property
-    def previous(self) -> CompactionEntry | None:
-        """The compaction in force now (the view's own is a provisional copy when pruned)."""
-        return (
-            self.view.compaction
-            if self.view.compaction and self.view.compaction.id != _PROVISIONAL
-            else None
-        )
+    side_usage: Usage | None = None  # model calls to carry on the next compaction entry
 
 
 class TieredEngine:
@@ -194,163 +213,31 @@ class TieredEngine:
         return tiers.tier_for(used / window if window else 0.0, self.deps.settings)
 
     def preview(self, tier: Tier, used_before: int) -> TierPreview:
-        plan = self._plan(tier, used_before=used_before, may_stop_at_prune=False)
-        acc = self.deps.accounting
+        plan = self.plan(tier, used_before=used_before, stop_at_prune=False)
         rule = tiers.rule(tier, self.deps.settings)
-        before = acc.messages_tokens()
         if plan.cut is None:
-            after = acc.summary_tokens(plan.view.summary) + sum(plan.tokens)
             return TierPreview(
                 tier,
                 rule.keep_turns,
                 len(plan.view.entries),
                 0,
                 sum(plan.tokens),
-                max(0, before - after),
+                plan.frees,
                 prune_only=True,
-                note=(
-                    "nothing to cut: only pruning applies"
-                    if plan.pruned is not None and plan.pruned.changed
-                    else self._nothing_to_free(plan)
-                ),
+                note="nothing to cut: only pruning applies" if plan.changes else plan.blocker,
             )
-        kept = plan.cut.kept_tokens
-        summary_guess = self._summary_guess(tier, plan)
         return TierPreview(
             tier,
             rule.keep_turns,
             len(plan.view.entries) - plan.cut.index,
             plan.cut.index,
-            kept,
-            max(0, before - kept - summary_guess),
+            plan.cut.kept_tokens,
+            plan.frees,
             prune_only=False,
-            note="splits the newest turn" if plan.cut.split_turn else "",
+            note="splits the newest turn" if plan.cut.split_turn else plan.blocker,
         )
 
-    async def compact(
-        self, tier: Tier, *, used_before: int, manual: bool, forced: bool
-    ) -> CompactionOutcome:
-        deps = self.deps
-        acc = deps.accounting
-        plan = self._plan(tier, used_before=used_before, may_stop_at_prune=not (manual or forced))
-        messages_before = acc.messages_tokens()
-        previous = plan.previous
-
-        def after_tokens(summary: str, kept: int) -> int:
-            after_messages = acc.summary_tokens(summary) + kept
-            if used_before >= messages_before:
-                return used_before - (messages_before - after_messages)
-            # The provider counts fewer tokens than our estimate of the messages alone: scale
-            # what stays to its measure, rather than subtract past zero ("18k -> 0 tokens").
-            return round(after_messages * used_before / max(1, messages_before))
-
-        if plan.cut is None:
-            if plan.pruned is None or not plan.pruned.changed:
-                return CompactionOutcome(
-                    tier,
-                    tokens_before=used_before,
-                    note=self._nothing_to_free(plan),
-                )
-            return self._commit_prune_only(plan, used_before, after_tokens, manual)
-
-        cut = plan.cut
-        removed = plan.view.entries[: cut.index]
-        kept_entries = plan.view.entries[cut.index :]
-        files_read, files_modified = merge_files(
-            previous.files_read if previous else (),
-            previous.files_modified if previous else (),
-            *files_touched(removed),
-        )
-        newest = last_user_text(plan.view.entries)
-        previous_doc = SummaryDoc.parse(plan.view.summary, self.template)
-        if not newest:
-            newest = previous_doc.sections.get("Active Task", "")
-
-        note = ""
-        applied = tier
-        summary_text: str | None = None
-        if tier is Tier.SUMMARIZE:
-            summary_text, failure = await self._model_summary(
-                removed,
-                plan.view.summary,
-                newest,
-                cut.split_turn,
-                files_read,
-                files_modified,
-                previous_doc,
-            )
-            if summary_text is None:
-                applied = Tier.MOVE_TO_WORKSPACE
-                note = f"summary failed ({failure}); the turns were archived instead"
-
-        if summary_text is not None:
-            kind = "summary"
-            file_text = render_summary_file(
-                summary_text, session_id=deps.session.id, tier_label=applied.label
-            )
-        else:
-            kind = "archive"
-            file_text = render_archive(
-                removed,
-                session_id=deps.session.id,
-                tier_label=applied.label,
-                note=f"{len(removed)} entries; their text is reproduced verbatim below.",
-            )
-        try:
-            where = deps.workspace.write(kind, file_text)
-        except WorkspaceError as exc:
-            return CompactionOutcome(applied, tokens_before=used_before, error=str(exc))
-
-        if summary_text is None:
-            doc = previous_doc
-            doc.pointers.append(self._pointer(applied, where, removed, cut))
-            if doc.structured or cut.split_turn:
-                fill_code_sections(
-                    doc,
-                    self.template,
-                    active_task=newest,
-                    files_read=files_read,
-                    files_modified=files_modified,
-                )
-            summary_text = doc.render(self.template)
-
-        kept_ids = {e.id for e in kept_entries}
-        kept_calls = {
-            c.id for e in kept_entries if isinstance(e, MessageEntry) for c in e.tool_calls
-        }
-        # Carry forward the pruning still relevant to what is kept (phase 1's result already
-        # includes the previous compaction's).
-        pruned = plan.pruned
-        all_replacements = pruned.replacements if pruned else plan.view.replacements
-        all_arguments = pruned.argument_replacements if pruned else plan.view.argument_replacements
-        replacements = {k: v for k, v in all_replacements.items() if k in kept_ids}
-        arguments = {k: v for k, v in all_arguments.items() if k in kept_calls}
-        after = after_tokens(summary_text, cut.kept_tokens)
-        entry = CompactionEntry(
-            id=deps.session.new_id(),
-            parent_id=deps.session.leaf_id,
-            tier=applied.value,
-            summary=summary_text,
-            first_kept_id=cut.first_kept_id,
-            tokens_before=used_before,
-            tokens_after=after,
-            workspace_file=where,
-            files_read=files_read,
-            files_modified=files_modified,
-            replacements=replacements,
-            argument_replacements=arguments,
-            manual=manual,
-        )
-        error = self._append(entry)
-        if error:
-            self._discard(where)
-            return CompactionOutcome(applied, tokens_before=used_before, error=error)
-        self._announce(where)
-        return CompactionOutcome(applied, entry, used_before, after, where, note)
-
-    # -- planning -------------------------------------------------------------------------------
-
-    def _plan(self, tier: Tier, *, used_before: int, may_stop_at_prune: bool) -> _Plan:
+    def plan(self, tier: Tier, *, used_before: int, stop_at_prune: bool) -> Plan:
         acc = self.deps.accounting
         settings = self.deps.settings
         view = acc.view()
@@ -364,21 +251,120 @@ class TieredEngine:
             if pruned.changed:
                 work_view = _with_pruning(view, pruned)
         tokens = [acc.entry_tokens(e, work_view) for e in work_view.entries]
-        if pruned is not None and pruned.changed and may_stop_at_prune:
-            # Stop at pruning when that alone takes the context out of every tier: a prune
-            # that leaves it in a tier would only make the next call compact again.
-            entries_before = acc.messages_tokens() - acc.summary_tokens(view.summary)
-            if self._out_of_tiers(used_before - (entries_before - sum(tokens))):
-                return _Plan(tier, None, pruned, work_view, tokens)
+        before = acc.messages_tokens()
+        summary_now = acc.summary_tokens(view.summary)
+        pruned_only = summary_now + _FACTS_GUESS + sum(tokens)
+        prune_frees = max(0, before - pruned_only) if pruned is not None and pruned.changed else 0
+        # Stop at pruning when that alone takes the context out of every tier and frees enough
+        # to matter: a prune that leaves it in a tier would only make the next call compact.
+        if (
+            stop_at_prune
+            and prune_frees >= settings.strike_min_saving * used_before
+            and self._out_of_tiers(used_before - prune_frees)
+        ):
+            return Plan(tier, None, pruned, work_view, tokens, prune_frees)
         cut = self._choose_cut(work_view, tokens, rule)
-        return _Plan(tier, cut, pruned, work_view, tokens)
+        if cut is None:
+            blocker = "" if prune_frees else self._nothing_to_free(tier, work_view)
+            return Plan(tier, None, pruned, work_view, tokens, prune_frees, blocker)
+        frees = max(0, before - cut.kept_tokens - self._summary_guess(tier, summary_now))
+        blocker = "" if frees else "nothing to free: the summary would be as large as what leaves"
+        return Plan(tier, cut, pruned, work_view, tokens, frees, blocker)
 
-    def _nothing_to_free(self, plan: _Plan) -> str:
-        turns = len(turn_starts(plan.view.entries))
-        keep = tiers.rule(plan.tier, self.deps.settings).keep_turns
+    async def compact(
+        self, plan: Plan, *, used_before: int, manual: bool, instructions: str = ""
+    ) -> CompactionOutcome:
+        deps = self.deps
+        if not plan.changes:
+            return CompactionOutcome(plan.tier, tokens_before=used_before, note=plan.blocker)
+        entries = plan.view.entries
+        previous = plan.previous
+        previous_doc = SummaryDoc.parse(plan.view.summary, self.template)
+        root = deps.session.header.cwd
+        path = deps.session.current_path()
+        if plan.cut is None:
+            known = facts.gather(
+                path=path,
+                entries=entries,
+                previous=previous,
+                previous_doc=previous_doc,
+                pending=None,
+                root=root,
+            )
+            known.apply(previous_doc, self.template)
+            return self._commit(
+                plan, used_before, manual, previous_doc.render(self.template), known, "", ""
+            )
+
+        cut = plan.cut
+        removed = entries[: cut.index]
+        known = facts.gather(
+            path=path,
+            entries=entries,
+            previous=previous,
+            previous_doc=previous_doc,
+            pending=None,
+            root=root,
+            kept_from=cut.index,
+        )
+        note = ""
+        applied = plan.tier
+        doc: SummaryDoc | None = None
+        if plan.tier is Tier.SUMMARIZE:
+            doc, failure = await self._model_summary(
+                removed, plan.view.summary, known.request, cut.split_turn, instructions
+            )
+            if doc is None:
+                applied = Tier.MOVE_TO_WORKSPACE
+                note = f"summary failed ({failure}); the turns were archived instead"
+        summarized = doc is not None
+        if doc is None:
+            doc = previous_doc
+        known.apply(doc, self.template)
+        if summarized:
+            kind = "summary"
+            file_text = render_summary_file(
+                doc.render(self.template), session_id=deps.session.id, tier_label=applied.label
+            )
+        else:
+            kind = "archive"
+            file_text = render_archive(
+                removed,
+                session_id=deps.session.id,
+                tier_label=applied.label,
+                note=f"{len(removed)} entries; their text is reproduced verbatim below.",
+            )
+        try:
+            where = deps.workspace.write(kind, file_text)
+        except WorkspaceError as exc:
+            return CompactionOutcome(applied, tokens_before=used_before, error=str(exc))
+        pending = (cut.first_kept_id, where, summarized)
+        archived = facts.render_archived(facts.archived_spans(path, pending))
+        steps = self._split_steps(removed, cut) if not summarized else ""
+        doc.pointers = [p for p in (archived, steps) if p]
+        outcome = self._commit(
+            replace(plan, tier=applied),
+            used_before,
+            manual,
+            doc.render(self.template),
+            known,
+            where,
+            note,
+        )
+        if outcome.entry is None:
+            deps.workspace.discard(where)
+        else:
+            self._announce(where)
+        return outcome
+
+    # -- planning -------------------------------------------------------------------------------
+
+    def _nothing_to_free(self, tier: Tier, view: ContextView) -> str:
+        turns = len(turn_starts(view.entries))
+        keep = tiers.rule(tier, self.deps.settings).keep_turns
         if self.name == "tiered" and 1 < turns <= keep:
             return (
-                f"nothing to free: the context holds {turns} turns and {plan.tier.label} keeps "
+                f"nothing to free: the context holds {turns} turns and {tier.label} keeps "
                 f"the last {keep}"
             )
         return "nothing to free: what is left is the newest turn, which must stay"
@@ -392,13 +378,16 @@ class TieredEngine:
     ) -> Cut | None:
         return choose_cut(view.entries, tokens, rule.keep_turns, rule.max_kept_tokens)
 
-    def _summary_guess(self, tier: Tier, plan: _Plan) -> int:
-        acc = self.deps.accounting
+    def summary_max_tokens(self) -> int:
+        """The longest summary: ``summary_max_tokens``, at most a tenth of a small window."""
+        cap = self.deps.settings.summary_max_tokens
+        window = self.deps.window
+        return min(cap, max(256, window // 10)) if window > 0 else cap
+
+    def _summary_guess(self, tier: Tier, summary_now: int) -> int:
         if tier is Tier.SUMMARIZE:
-            return (
-                acc.summary_tokens(plan.view.summary) + self.deps.settings.summary_max_tokens // 2
-            )
-        return acc.summary_tokens(plan.view.summary) + 60
+            return summary_now + _FACTS_GUESS + self.summary_max_tokens() // 2
+        return summary_now + _FACTS_GUESS
 
     # -- phase 3 --------------------------------------------------------------------------------
 
@@ -408,14 +397,13 @@ class TieredEngine:
         previous: str,
         newest: str,
         split_turn: bool,
-        files_read: Sequence[str],
-        files_modified: Sequence[str],
-        previous_doc: SummaryDoc,
-    ) -> tuple[str | None, str]:
+        instructions: str,
+    ) -> tuple[SummaryDoc | None, str]:
         settings = self.deps.settings
-        max_tokens = settings.summary_max_tokens
+        max_tokens = self.summary_max_tokens()
         room = max(4_000, self.deps.window - max_tokens - 4_000)
         transcript = fit_transcript(serialize(removed), room * _TRANSCRIPT_CHARS_PER_TOKEN)
+        steer = "\n\n".join(t.strip() for t in (settings.summary_instructions, instructions) if t)
         request = summary_request(
             transcript,
             self.template,
@@ -423,86 +411,109 @@ class TieredEngine:
             newest_request=newest,
             split_turn=split_turn,
             max_tokens=max_tokens,
+            instructions=steer,
         )
         try:
-            text = await self.deps.summarize(request, max_tokens)
+            reply = await self.deps.summarize(request, max_tokens)
         except Exception as exc:  # noqa: BLE001 - any failure of the injected model falls back
             return None, _describe(exc)
-        doc = accept_summary(text or "", self.template)
+        if isinstance(reply, SummaryReply):
+            self._add_side_usage(reply.usage)
+            reply = reply.text
+        doc = accept_summary(reply or "", self.template)
         if doc is None:
             return None, "the model's reply was empty or not a structured summary"
-        doc.pointers = list(previous_doc.pointers)
         for heading, _ in self.template.model_sections:
             doc.sections.setdefault(heading, "(none)")
-        fill_code_sections(
-            doc,
-            self.template,
-            active_task=newest,
-            files_read=files_read,
-            files_modified=files_modified,
-        )
-        return doc.render(self.template), ""
+        return doc, ""
+
+    def _add_side_usage(self, usage: Usage | None) -> None:
+        if usage is not None:
+            self.deps.side_usage = add_usage(self.deps.side_usage, usage)
 
     # -- writing ----------------------------------------------------------------------------
 
-    def _pointer(self, tier: Tier, where: str, removed: Sequence[ContextEntry], cut: Cut) -> str:
-        turns = len(turn_starts(removed))
-        what = f"{turns} earlier turn{'s' if turns != 1 else ''}"
-        if cut.split_turn:
-            steps = "; ".join(step_lines(removed[cut.prefix_start :]))
-            if len(steps) > _POINTER_STEPS_CHARS:
-                steps = steps[: _POINTER_STEPS_CHARS - 3] + "..."
-            what += f" and the first steps of the current turn ({steps})" if steps else ""
-        if tier is Tier.TRUNCATE:
-            return (
-                f"- {what} were dropped from the context in an emergency truncation; they are "
-                f"archived verbatim in `{where}` (read it if you need them)."
-            )
-        return f"- {what} were moved verbatim to `{where}`; read that file if you need them."
+    def _split_steps(self, removed: Sequence[ContextEntry], cut: Cut) -> str:
+        """One line naming what the archived first steps of a split turn did."""
+        if not cut.split_turn:
+            return ""
+        steps = "; ".join(step_lines(removed[cut.prefix_start :]))
+        if len(steps) > _POINTER_STEPS_CHARS:
+            steps = steps[: _POINTER_STEPS_CHARS - 3] + "..."
+        return f"- the first steps of the current turn were archived too: {steps}" if steps else ""
 
-    def _commit_prune_only(
+    def _commit(
         self,
-        plan: _Plan,
+        plan: Plan,
         used_before: int,
-        after_tokens: Callable[[str, int], int],
         manual: bool,
+        summary: str,
+        known: facts.Facts,
+        where: str,
+        note: str,
     ) -> CompactionOutcome:
+        """Append the record unless it would leave the context no smaller."""
         deps = self.deps
-        pruned = plan.pruned
-        assert pruned is not None
+        acc = deps.accounting
+        cut = plan.cut
         previous = plan.previous
-        if previous is not None:
+        kept_entries = plan.view.entries[cut.index :] if cut else plan.view.entries
+        kept_tokens = cut.kept_tokens if cut else sum(plan.tokens)
+        messages_before = acc.messages_tokens()
+        after_messages = acc.summary_tokens(summary) + kept_tokens
+        if after_messages >= messages_before:
+            return CompactionOutcome(
+                plan.tier,
+                tokens_before=used_before,
+                note=(
+                    f"not applied: it would leave the context no smaller ({messages_before:,} "
+                    f"-> {after_messages:,} tokens of conversation)"
+                ),
+            )
+        if used_before >= messages_before:
+            after = used_before - (messages_before - after_messages)
+        else:
+            # The provider counts fewer tokens than our estimate of the messages alone: scale
+            # what stays to its measure, rather than subtract past zero ("18k -> 0 tokens").
+            after = round(after_messages * used_before / max(1, messages_before))
+        kept_ids = {e.id for e in kept_entries}
+        kept_calls = {
+            c.id for e in kept_entries if isinstance(e, MessageEntry) for c in e.tool_calls
+        }
+        # Carry forward the pruning still relevant to what is kept (phase 1's result already
+        # includes the previous compaction's).
+        pruned = plan.pruned
+        all_replacements = pruned.replacements if pruned else plan.view.replacements
+        all_arguments = pruned.argument_replacements if pruned else plan.view.argument_replacements
+        if cut is not None:
+            first_kept = cut.first_kept_id
+        elif previous is not None:
             first_kept = previous.first_kept_id
         else:
-            path = deps.session.tree.path_ids()
-            first_kept = path[0]
+            first_kept = deps.session.tree.path_ids()[0]
         entry = CompactionEntry(
             id=deps.session.new_id(),
             parent_id=deps.session.leaf_id,
             tier=plan.tier.value,
-            summary=plan.view.summary,
+            summary=summary,
             first_kept_id=first_kept,
             tokens_before=used_before,
-            tokens_after=after_tokens(plan.view.summary, sum(plan.tokens)),
-            workspace_file=previous.workspace_file if previous else "",
-            files_read=previous.files_read if previous else (),
-            files_modified=previous.files_modified if previous else (),
-            replacements=pruned.replacements,
-            argument_replacements=pruned.argument_replacements,
+            tokens_after=after,
+            workspace_file=where or (previous.workspace_file if previous else ""),
+            files_read=known.files_read,
+            files_modified=known.files_modified,
+            replacements={k: v for k, v in all_replacements.items() if k in kept_ids},
+            argument_replacements={k: v for k, v in all_arguments.items() if k in kept_calls},
             manual=manual,
+            usage=deps.side_usage,
         )
         error = self._append(entry)
         if error:
             return CompactionOutcome(plan.tier, tokens_before=used_before, error=error)
-        parts = [
-            f"{pruned.stubbed} old tool outputs shortened" if pruned.stubbed else "",
-            f"{pruned.deduplicated} duplicates removed" if pruned.deduplicated else "",
-            f"{pruned.shortened_calls} long tool arguments shortened"
-            if pruned.shortened_calls
-            else "",
-        ]
-        note = "pruned tool output only (no model call): " + ", ".join(p for p in parts if p)
-        return CompactionOutcome(plan.tier, entry, used_before, entry.tokens_after, "", note)
+        deps.side_usage = None
+        if cut is None and pruned is not None:
+            note = "pruned tool output only (no model call): " + _prune_note(pruned)
+        return CompactionOutcome(plan.tier, entry, used_before, after, where, note)
 
     def _append(self, entry: CompactionEntry) -> str:
         """Append and sync the record; the reason on failure ("" when it is durable)."""
@@ -516,17 +527,10 @@ class TieredEngine:
             self.deps.accounting.invalidate()
         return ""
 
-    def _discard(self, where: str) -> None:
-        # The record never made it to the log, so its file describes nothing: remove it so the
-        # summaries pane does not list a compaction that did not happen.
-        if isinstance(self.deps.workspace, DiskWorkspace):
-            with contextlib.suppress(OSError):
-                Path(where).unlink()
-
     def _announce(self, where: str) -> None:
         self.deps.files_written.append(where)
         callback = self.deps.on_file_written
-        if callback is not None and isinstance(self.deps.workspace, DiskWorkspace):
+        if callback is not None and not where.startswith("memory:"):
             callback(Path(where))
 
 
@@ -539,7 +543,8 @@ class PiEngine(TieredEngine):
     prunes = False
 
     def auto_tier(self, used: int, window: int) -> Tier:
-        budget = budget_for(window, self.deps.settings.reserve_tokens)
+        # Pi's own rule: window minus the configured reserve (at most half the window).
+        budget = budget_for(window, min(self.deps.settings.reserve_tokens, window // 2))
         return Tier.SUMMARIZE if used > budget else Tier.NONE
 
     def _choose_cut(
@@ -557,6 +562,27 @@ def make_engine(name: str, deps: EngineDeps) -> ContextEngine:
     except KeyError:
         known = ", ".join(ENGINES)
         raise ValueError(f"unknown context engine {name!r}; choose one of {known}") from None
+
+
+def add_usage(total: Usage | None, usage: Usage) -> Usage:
+    if total is None:
+        return usage
+    return Usage(
+        total.input_tokens + usage.input_tokens,
+        total.output_tokens + usage.output_tokens,
+        total.cache_read_tokens + usage.cache_read_tokens,
+        total.cache_write_tokens + usage.cache_write_tokens,
+        total.cost + usage.cost,
+    )
+
+
+def _prune_note(pruned: PruneResult) -> str:
+    parts = [
+        f"{pruned.stubbed} old tool outputs shortened" if pruned.stubbed else "",
+        f"{pruned.deduplicated} duplicates removed" if pruned.deduplicated else "",
+        f"{pruned.shortened_calls} long tool arguments shortened" if pruned.shortened_calls else "",
+    ]
+    return ", ".join(p for p in parts if p)
 
 
 def _with_pruning(view: ContextView, pruned: PruneResult) -> ContextView:

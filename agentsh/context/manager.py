@@ -18,7 +18,16 @@ from typing import Any
 from agentsh.config import Settings
 from agentsh.context import tiers
 from agentsh.context.accounting import Accounting, Counter, Used
-from agentsh.context.engine import ContextEngine, EngineDeps, Summarize, TierPreview, make_engine
+from agentsh.context.engine import (
+    CompactionOutcome,
+    ContextEngine,
+    EngineDeps,
+    Plan,
+    Summarize,
+    TierPreview,
+    add_usage,
+    make_engine,
+)
 from agentsh.context.preflight import (
     Preflight,
     Route,
@@ -26,12 +35,14 @@ from agentsh.context.preflight import (
     cap_messages,
     choose_route,
     reducible_tokens,
+    reply_reserve,
     result_cap_chars,
     truncate_tool_results,
 )
 from agentsh.context.repair import Message
 from agentsh.context.view import turn_starts
 from agentsh.context.workspace import DiskWorkspace, MemoryWorkspace, Workspace
+from agentsh.errors import AgentshError
 from agentsh.events import (
     CompactionFailed,
     CompactionFinished,
@@ -47,6 +58,7 @@ from agentsh.llm.tokens import estimate_tokens
 from agentsh.paths import UserPaths
 from agentsh.session.entries import CompactionEntry, MessageEntry, Role
 from agentsh.session.session import Session
+from agentsh.values import Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +96,11 @@ class ContextBreakdown:
         return data
 
 
+class ContextTooLarge(AgentshError, RuntimeError):
+    """The next request does not fit the window even after compaction and trimming; it is not
+    sent (a provider would refuse it after reading, and charging for, all of it)."""
+
+
 class ContextManager:
     """Everything the agent loop needs from context management, in one object."""
 
@@ -100,12 +117,14 @@ class ContextManager:
         emit: Callable[[Event], None] = lambda e: None,
         on_summary_written: Callable[[Path], None] | None = None,
         workspace: Workspace | None = None,
+        max_output: int = 0,
     ) -> None:
         self.session = session
         self.settings = settings
         self.user = user
         self.model = model
         self.window = window
+        self.max_output = max_output
         self.emit = emit
         cs = settings.context
         count = count_tokens or (lambda text: estimate_tokens(text, cs.chars_per_token))
@@ -124,6 +143,7 @@ class ContextManager:
             workspace=workspace,
             summarize=summarize,
             window=window,
+            reserve=reply_reserve(window, cs, max_output),
             on_file_written=on_summary_written,
         )
         self.engine: ContextEngine = make_engine(cs.engine, self.deps)
@@ -136,6 +156,7 @@ class ContextManager:
         self._failed_turn: str | None = None
         self._force_truncate = False
         self._memory_flushed = False
+        self._declined: Tier | None = None  # the tier last found unable to free enough
         self._strikes, self._paused_at = self._strikes_from_log()
 
     # -- status ---------------------------------------------------------------------------------
@@ -147,6 +168,11 @@ class ContextManager:
     @property
     def strikes(self) -> int:
         return self._strikes
+
+    @property
+    def reserve(self) -> int:
+        """Tokens kept free for the reply on this window (see ``preflight.reply_reserve``)."""
+        return self.deps.reserve
 
     def note_prompt(self, system_prompt: str, tools: Sequence[dict[str, Any]]) -> None:
         """Tell the accounting the current system prompt and tool schemas (``prepare`` does it;
@@ -186,10 +212,21 @@ class ContextManager:
         self.engine.ingest(entry)
         self._maybe_resume(self._used().tokens)
 
-    def set_model(self, model: str, window: int) -> None:
+    def add_side_usage(self, usage: Usage) -> None:
+        """A model call outside the conversation (the memory save before a summary): its
+        usage is recorded on the next compaction entry, so the session totals count it."""
+        self.deps.side_usage = add_usage(self.deps.side_usage, usage)
+
+    def set_model(self, model: str, window: int, max_output: int = 0) -> None:
+        """Another model (``/model``): a new window is a user action, so a pause ends."""
+        if window != self.window:
+            self._paused_at = None
+            self._strikes = 0
         self.model = model
         self.window = window
+        self.max_output = max_output
         self.deps.window = window
+        self.deps.reserve = reply_reserve(window, self.settings.context, max_output)
 
     # -- before every model call -----------------------------------------------------------------
 
@@ -206,7 +243,8 @@ class ContextManager:
         ``pending_input`` is text about to be sent that is not in the session yet; it counts in
         the estimate only (the agent normally appends the user message first). ``compact=False``
         sends the context as it is, trimmed but never compacted: the pre-compaction memory save
-        must see the turns a compaction is about to take away.
+        must see the turns a compaction is about to take away. Raises :class:`ContextTooLarge`
+        when the request would not fit the window even after all of that.
         """
         cs = self.settings.context
         self.note_prompt(system_prompt, tools)
@@ -219,11 +257,11 @@ class ContextManager:
         self._maybe_resume(used.tokens)
         compacted_at: Tier | None = None
         tier = self.engine.auto_tier(used.tokens, self.window)
-        if compact and tier is not Tier.NONE and self._may_compact_automatically():
+        if tier is Tier.NONE:
+            self._declined = None
+        elif compact and self._may_compact_automatically():
             pct = 100.0 * used.tokens / self.window
-            done = await self._run(
-                tier, manual=False, forced=False, reason=f"context at {pct:.0f}%"
-            )
+            done = await self._automatic(tier, used.tokens, f"context at {pct:.0f}%")
             if done is not None:
                 compacted_at = tier
 
@@ -232,18 +270,17 @@ class ContextManager:
         check = self._preflight(messages, pending_input, cap)
         self.last_preflight = check
         must_compact = check.route in (Route.COMPACT_ONLY, Route.COMPACT_THEN_TRUNCATE)
-        if compact and must_compact and self._may_compact_automatically():
+        if compact and must_compact and not self._failed_this_turn():
+            # The safety net: it acts when paused and with auto_compact off too, because the
+            # request does not fit as it is.
             current = self.engine.auto_tier(self._used().tokens, self.window)
             target = (
                 tiers.next_tier(compacted_at)
                 if compacted_at is not None
                 else max(current, Tier.MOVE_TO_WORKSPACE, key=tiers.severity)
             )
-            done = await self._run(
-                target,
-                manual=False,
-                forced=True,
-                reason="pre-flight: the next request would not fit the window",
+            done = await self._forced(
+                target, reason="pre-flight: the next request would not fit the window"
             )
             if done is not None:
                 messages = self.engine.assemble(system_prompt)
@@ -255,6 +292,8 @@ class ContextManager:
                 self._force_truncate = False
         messages, self.last_dropped = cap_messages(messages, cs.max_messages)
         self.emit(StatusChanged(self.status()))
+        if compact:
+            self._refuse_if_too_large(check, pending_input)
         return messages
 
     def _preflight(self, messages: Sequence[Message], pending: str, cap: int) -> Preflight:
@@ -263,32 +302,56 @@ class ContextManager:
         pending_tokens = self.accounting.count(pending) if pending else 0
         exact, estimated = used.base, used.tokens - used.base + pending_tokens
         need = exact + int(estimated * cs.safety_margin)
-        budget = budget_for(self.window, cs.reserve_tokens)
+        budget = budget_for(self.window, self.reserve)
         reducible = int(reducible_tokens(messages, cap, self.accounting.count) * cs.safety_margin)
         return Preflight(choose_route(need, budget, reducible), need, budget, reducible)
+
+    def _refuse_if_too_large(self, check: Preflight, pending: str) -> None:
+        """The estimate without its margin, less what truncation freed, against the whole
+        window: past it no provider takes the request, so it is not sent."""
+        pending_tokens = self.accounting.count(pending) if pending else 0
+        margin = self.settings.context.safety_margin
+        size = self._used().tokens + pending_tokens - int(check.reducible / margin)
+        if size > self.window:
+            raise ContextTooLarge(
+                f"The next request (about {size:,} tokens) does not fit the {self.window:,}-token "
+                "context window of "
+                f"{self.model or 'the model'}, and compaction could not free enough, so it was "
+                "not sent. Run /compact (or /compact truncate), undo the step that added the "
+                "large output, or start a new session."
+            )
 
     # -- compaction -------------------------------------------------------------------------------
 
     async def compact(
-        self, tier: Tier | None = None, *, manual: bool = True
+        self, tier: Tier | None = None, *, manual: bool = True, instructions: str = ""
     ) -> CompactionEntry | None:
         """Compact now (``/compact``, ``agentsh compact``); the tier defaults to the one the
-        context is in, else Summarize. A manual compaction resets anti-thrashing."""
+        context is in, else Summarize (always Summarize when ``instructions`` steer the
+        summary). A manual compaction resets anti-thrashing."""
         if tier is None or tier is Tier.NONE:
             current = self.engine.auto_tier(self._used().tokens, self.window)
-            tier = current if current is not Tier.NONE else Tier.SUMMARIZE
+            tier = current if current is not Tier.NONE and not instructions else Tier.SUMMARIZE
         if manual:
             self._strikes = 0
             self._paused_at = None
-        return await self._run(tier, manual=manual, forced=True, reason="requested")
+        used = self._used().tokens
+        plan = self.engine.plan(tier, used_before=used, stop_at_prune=False)
+        if not plan.changes:
+            self.emit(CompactionFailed(tier, plan.blocker))
+            self.emit(StatusChanged(self.status()))
+            return None
+        outcome = await self._apply(
+            plan, used, manual=manual, reason="requested", instructions=instructions
+        )
+        return outcome.entry
 
     async def on_overflow(self) -> bool:
         """The provider said the request was too long: compact at the next tier (or truncate
         oversized tool results next time). False when nothing could be freed."""
         current = self.engine.auto_tier(self._used().tokens, self.window)
-        tier = tiers.next_tier(current)
-        entry = await self._run(
-            tier, manual=False, forced=True, reason="the provider said the context is too long"
+        entry = await self._forced(
+            tiers.next_tier(current), reason="the provider said the context is too long"
         )
         if entry is not None:
             return True
@@ -307,18 +370,67 @@ class ContextManager:
             return False
         if not self._may_compact_automatically():
             return False
-        return self.engine.auto_tier(self._used().tokens, self.window) is Tier.SUMMARIZE
+        used = self._used().tokens
+        if self.engine.auto_tier(used, self.window) is not Tier.SUMMARIZE:
+            return False
+        plan = self.engine.plan(Tier.SUMMARIZE, used_before=used, stop_at_prune=True)
+        return plan.cut is not None and self._frees_enough(plan, used)
 
     def mark_memory_flushed(self) -> None:
         self._memory_flushed = True
 
-    async def _run(
-        self, tier: Tier, *, manual: bool, forced: bool, reason: str
-    ) -> CompactionEntry | None:
-        used = self._used()
-        self.emit(CompactionStarted(tier, reason))
+    async def _automatic(self, tier: Tier, used: int, reason: str) -> CompactionEntry | None:
+        """A tier's compaction, unless it cannot free enough to matter: then nothing starts,
+        and the user is told once (not at every call) until something changes."""
+        plan = self.engine.plan(tier, used_before=used, stop_at_prune=True)
+        if not self._frees_enough(plan, used):
+            if self._declined is not tier:
+                self._declined = tier
+                why = plan.blocker or (
+                    f"it would free only about {plan.frees:,} tokens, under "
+                    f"{self.settings.context.strike_min_saving:.0%} of the context"
+                )
+                self.emit(
+                    Notice(NoticeLevel.INFO, f"{tier.label} skipped: {why}. {self._next(tier)}")
+                )
+            return None
+        self._declined = None
+        return (await self._apply(plan, used, manual=False, reason=reason)).entry
+
+    def _frees_enough(self, plan: Plan, used: int) -> bool:
+        """An automatic compaction that frees under ``strike_min_saving`` would only be a
+        strike: it is not worth a model call, a rewritten prompt cache, or the user's wait."""
+        enough = self.settings.context.strike_min_saving * used
+        return plan.changes and plan.frees >= max(1, enough)
+
+    def _next(self, tier: Tier) -> str:
+        cs = self.settings.context
+        later = [
+            f"{t.label} at {tiers.rule(t, cs).threshold:.0%}"
+            for t in tiers.ORDER[tiers.severity(tier) + 1 :]
+        ]
+        if not later:
+            return "Run /compact to choose what leaves."
+        return f"Compaction waits for {' or '.join(later)}, or /compact."
+
+    async def _forced(self, tier: Tier, *, reason: str) -> CompactionEntry | None:
+        """The first tier from ``tier`` up that shrinks the context, run now."""
+        used = self._used().tokens
+        for candidate in tiers.ORDER[tiers.severity(tier) :]:
+            plan = self.engine.plan(candidate, used_before=used, stop_at_prune=False)
+            if not plan.changes:
+                continue
+            outcome = await self._apply(plan, used, manual=False, reason=reason)
+            if outcome.entry is not None or outcome.error:
+                return outcome.entry
+        return None
+
+    async def _apply(
+        self, plan: Plan, used: int, *, manual: bool, reason: str, instructions: str = ""
+    ) -> CompactionOutcome:
+        self.emit(CompactionStarted(plan.tier, reason))
         outcome = await self.engine.compact(
-            tier, used_before=used.tokens, manual=manual, forced=forced
+            plan, used_before=used, manual=manual, instructions=instructions
         )
         if outcome.entry is None:
             if outcome.error:
@@ -326,10 +438,10 @@ class ContextManager:
                 self.problem = f"compaction failed: {outcome.error}"
                 self._failed_turn = self._turn_key()
             elif not manual:
-                self._strike(used.tokens)  # a compaction that frees nothing is a strike too
+                self._strike(used)  # a compaction that frees nothing is a strike too
             self.emit(CompactionFailed(outcome.tier, outcome.error or outcome.note))
             self.emit(StatusChanged(self.status()))
-            return None
+            return outcome
         self.problem = ""
         self._failed_turn = None
         self._memory_flushed = False
@@ -349,7 +461,7 @@ class ContextManager:
             )
         )
         self.emit(StatusChanged(self.status()))
-        return outcome.entry
+        return outcome
 
     # -- anti-thrashing and retries ----------------------------------------------------------------
 
@@ -363,23 +475,29 @@ class ContextManager:
                     NoticeLevel.WARNING,
                     f"Automatic compaction is paused: {limit} compactions in a row freed under "
                     f"{self.settings.context.strike_min_saving:.0%} of the context. Compact by "
-                    "hand (/compact) to go on; it resumes by itself when the context shrinks.",
+                    "hand (/compact) to go on; it also resumes when the context shrinks (a "
+                    "branch switch, /compact undo). A request that would not fit is still "
+                    "compacted first.",
                 )
             )
 
     def _maybe_resume(self, used: int) -> None:
+        """The pause holds until the context is clearly smaller than when it paused. Usage only
+        grows while paused, so that takes something the user did (or the pre-flight net)."""
         if self._paused_at is None:
             return
-        shrunk = used < self._paused_at * (1 - self.settings.context.strike_min_saving)
-        if shrunk or self.engine.auto_tier(used, self.window) is Tier.NONE:
+        if used < self._paused_at * (1 - self.settings.context.strike_min_saving):
             self._paused_at = None
             self._strikes = 0
 
     def _may_compact_automatically(self) -> bool:
-        if self.paused:
+        if not self.settings.context.auto_compact or self.paused:
             return False
+        return not self._failed_this_turn()
+
+    def _failed_this_turn(self) -> bool:
         # After a failed write, try again at the next turn, not before every call of this one.
-        return self._failed_turn is None or self._failed_turn != self._turn_key()
+        return self._failed_turn is not None and self._failed_turn == self._turn_key()
 
     def _turn_key(self) -> str:
         entries = self.accounting.view().entries

@@ -3,7 +3,8 @@
 Before each call (including between the tool calls of one turn, where long tool runs used to
 overflow other agents), the request is estimated: the provider-anchored part as reported, the
 rest (system prompt, tool schemas, messages after the last reply, the new input) times the
-safety margin. Against the window minus the reserve it picks a :class:`Route`:
+safety margin. Against the window minus the reply reserve (:func:`reply_reserve`, which scales
+with the window) it picks a :class:`Route`:
 
 - ``fits``: send as is;
 - ``truncate_tool_results_only``: the oversized tool results (each capped at 30 % of the window
@@ -26,9 +27,6 @@ from agentsh.config import ContextSettings
 from agentsh.context.convert import SUMMARY_HEADER
 from agentsh.context.repair import Message
 
-# The prompt always keeps at least this much of a small window, so a 16K model with a 16K
-# reserve is not refused forever (an unclamped reserve made another agent loop on Ollama).
-MIN_BUDGET_TOKENS = 8_000
 _SNAP_CHARS = 200  # how far a cut may move to land on a line break
 
 
@@ -51,8 +49,22 @@ class Preflight:
         return max(0, self.need - self.budget)
 
 
+def reply_reserve(window: int, settings: ContextSettings, max_output: int = 0) -> int:
+    """Tokens kept free for the reply: ``reserve_tokens``, but never more than the model's
+    max output (``max_output``, 0 when unknown), nor more than the room above the Truncate
+    tier. So the request budget is never under ``truncate_at`` of the window, and the
+    pre-flight check acts only when the next request truly does not fit: on a 32k window an
+    unscaled 16k reserve made it compact at 50 %, far below the tiers."""
+    reserve = settings.reserve_tokens
+    if max_output > 0:
+        reserve = min(reserve, max_output)
+    room = int(window * (1.0 - min(settings.truncate_at, 1.0)))
+    return max(0, min(reserve, room, window // 2))
+
+
 def budget_for(window: int, reserve: int) -> int:
-    return max(window - reserve, min(MIN_BUDGET_TOKENS, window // 2))
+    """What the request may take: the window less the reply reserve (at least half of it)."""
+    return max(window - reserve, window // 2)
 
 
 def result_cap_chars(window: int, settings: ContextSettings) -> int:

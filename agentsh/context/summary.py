@@ -1,14 +1,14 @@
-"""Phase 3 of compaction: the structured summary, and the parts of it code fills in.
+"""Phase 3 of compaction: the structured summary, and its format.
 
 The summary is markdown with one ``## `` heading per section (SPEC §4, 13 sections for the
 tiered engine, 6 for the Pi-style one). A model writes most sections from a labelled plain-text
 transcript (``[User]:``, ``[Assistant]:``, ``[Assistant tool calls]:``, ``[Tool result]:``), a
-form models summarize instead of continuing. Two sections are never left to the model, so they
-survive any number of compactions: **Active Task** is the newest user request, verbatim, and
-**Relevant Files** lists the files read and modified, taken from the tool calls and merged
-across compactions. A later compaction hands the model the previous summary in
-``<previous-summary>`` and asks for an update, not a fresh summary. Pointers to archived turns
-(from MoveToWorkspace and Truncate) accumulate in an **Archived Turns** section.
+form models summarize instead of continuing. The sections code owns (**Active Task**,
+**Relevant Files**, **Last Error** and the **Archived Turns** list) are never left to the model:
+:mod:`agentsh.context.facts` rewrites them at every compaction, so they survive any number of
+compactions. A later compaction hands the model the previous summary in ``<previous-summary>``
+and asks for an update, not a fresh summary; the user's instructions (``/compact <text>``,
+``context.summary_instructions``) steer it.
 
 :class:`SummaryDoc` parses and renders that format; :func:`summary_request` builds the model
 call; :func:`accept_summary` rejects empty or unstructured output (which then falls back to
@@ -29,6 +29,8 @@ from agentsh.session.entries import BranchSummaryEntry, MessageEntry, Role, Tool
 ACTIVE_TASK = "Active Task"
 RELEVANT_FILES = "Relevant Files"
 ARCHIVED = "Archived Turns"
+LAST_ERROR = "Last Error"
+CODE_SECTIONS = frozenset({ACTIVE_TASK, RELEVANT_FILES, LAST_ERROR})
 
 TOOL_RESULT_CHARS = 2_000
 TOOL_ARGS_CHARS = 500
@@ -66,6 +68,7 @@ TIERED = Template(
         ("Resolved Questions", "questions asked and their answers"),
         ("Pending User Asks", "things the user asked for that are not done yet"),
         (RELEVANT_FILES, ""),
+        (LAST_ERROR, ""),
         ("Remaining Work", "the next steps, in order"),
         ("Critical Context", "facts, values and identifiers that must not be lost"),
     ),
@@ -74,6 +77,7 @@ TIERED = Template(
 PI = Template(
     "pi",
     (
+        (ACTIVE_TASK, ""),
         ("Goal", "what the user wants overall"),
         ("Constraints & Preferences", "rules and preferences the user stated"),
         ("Progress", "done, in progress and blocked (quote errors exactly)"),
@@ -81,6 +85,7 @@ PI = Template(
         ("Next Steps", "what to do next, in order"),
         ("Critical Context", "facts, values and identifiers that must not be lost"),
         (RELEVANT_FILES, ""),
+        (LAST_ERROR, ""),
     ),
 )
 
@@ -178,21 +183,6 @@ def files_text(files_read: Sequence[str], files_modified: Sequence[str]) -> str:
     return listing("Modified", files_modified) + "\n" + listing("Read", files_read)
 
 
-def fill_code_sections(
-    doc: SummaryDoc,
-    template: Template,
-    *,
-    active_task: str,
-    files_read: Sequence[str],
-    files_modified: Sequence[str],
-) -> None:
-    """Overwrite the sections code owns (whatever a model wrote there)."""
-    if ACTIVE_TASK in template.headings and active_task.strip():
-        doc.sections[ACTIVE_TASK] = active_task_text(active_task)
-    if RELEVANT_FILES in template.headings:
-        doc.sections[RELEVANT_FILES] = files_text(files_read, files_modified)
-
-
 def accept_summary(text: str, template: Template) -> SummaryDoc | None:
     """The model's summary if it is one: enough of the requested sections, not a reply."""
     if not text or len(text.strip()) < 40:
@@ -205,47 +195,6 @@ def accept_summary(text: str, template: Template) -> SummaryDoc | None:
     doc.sections = {h: b for h, b in doc.sections.items() if h in wanted}
     doc.pointers = []  # pointers are code's; a model echoing them must not duplicate them
     return doc
-
-
-# -- files -------------------------------------------------------------------------------------
-
-_READ_TOOLS = frozenset({"read"})
-_WRITE_TOOLS = frozenset({"write", "edit"})
-
-
-def files_touched(entries: Iterable[ContextEntry]) -> tuple[list[str], list[str]]:
-    """(read, modified) paths from the tool calls in ``entries``; failed calls do not count."""
-    entries = list(entries)
-    failed = {e.tool_call_id for e in entries if isinstance(e, ToolResultEntry) and e.is_error}
-    read: list[str] = []
-    modified: list[str] = []
-    for entry in entries:
-        if not isinstance(entry, MessageEntry):
-            continue
-        for call in entry.tool_calls:
-            if call.id in failed or call.name not in _READ_TOOLS | _WRITE_TOOLS:
-                continue
-            args = call.parsed_arguments()
-            path = args.get("path") or args.get("file_path") or args.get("file")
-            if not isinstance(path, str) or not path:
-                continue
-            target = read if call.name in _READ_TOOLS else modified
-            if path not in target:
-                target.append(path)
-    return read, modified
-
-
-def merge_files(
-    previous_read: Sequence[str],
-    previous_modified: Sequence[str],
-    new_read: Sequence[str],
-    new_modified: Sequence[str],
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Cumulative lists; a file both read and modified is listed as modified only."""
-    modified = tuple(dict.fromkeys([*previous_modified, *new_modified]))
-    chosen = set(modified)
-    read = tuple(p for p in dict.fromkeys([*previous_read, *new_read]) if p not in chosen)
-    return read, modified
 
 
 # -- the transcript and the request -----------------------------------------------------------
@@ -303,17 +252,14 @@ def summary_request(
     newest_request: str = "",
     split_turn: bool = False,
     max_tokens: int = 4096,
+    instructions: str = "",
 ) -> list[dict[str, Any]]:
-    """The messages of the summary call."""
+    """The messages of the summary call; ``instructions`` are the user's, to steer it."""
     previous_doc = SummaryDoc.parse(previous, template) if previous.strip() else None
     parts = [f"<conversation>\n{transcript}\n</conversation>"]
     if previous_doc is not None and previous_doc.structured:
         kept = SummaryDoc(
-            {
-                h: b
-                for h, b in previous_doc.sections.items()
-                if h not in (ACTIVE_TASK, RELEVANT_FILES)
-            }
+            {h: b for h, b in previous_doc.sections.items() if h not in CODE_SECTIONS}
         )
         parts.append(f"<previous-summary>\n{kept.render(template)}\n</previous-summary>")
         parts.append(
@@ -333,6 +279,12 @@ def summary_request(
         parts.append(
             "The newest user request (kept verbatim elsewhere; use it to judge what is pending):"
             f"\n<newest-request>\n{_cut(newest_request.strip(), 2_000)}\n</newest-request>"
+        )
+    if instructions.strip():
+        parts.append(
+            "The user asked for this summary to follow these instructions (they steer what "
+            "to keep and stress; the format below still applies):\n"
+            f"<instructions>\n{_cut(instructions.strip(), 2_000)}\n</instructions>"
         )
     headings = "\n".join(f"## {h}\n({i})" for h, i in template.model_sections)
     words = max(150, int(max_tokens * 0.6))

@@ -13,6 +13,7 @@ in memory for the life of the process, so "keeps nothing on disk" stays true.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -36,6 +37,10 @@ class Workspace(Protocol):
         ...
 
     def read(self, where: str) -> str: ...
+
+    def discard(self, where: str) -> None:
+        """Remove a file whose compaction was not recorded (best effort)."""
+        ...
 
 
 class DiskWorkspace:
@@ -72,6 +77,12 @@ class DiskWorkspace:
     def read(self, where: str) -> str:
         return Path(where).read_text(encoding="utf-8")
 
+    def discard(self, where: str) -> None:
+        # The record never made it to the log, so its file describes nothing: remove it so the
+        # summaries pane does not list a compaction that did not happen.
+        with contextlib.suppress(OSError):
+            Path(where).unlink()
+
 
 class MemoryWorkspace:
     """Workspace files of a session that is not kept on disk."""
@@ -86,6 +97,9 @@ class MemoryWorkspace:
 
     def read(self, where: str) -> str:
         return self.files[where]
+
+    def discard(self, where: str) -> None:
+        self.files.pop(where, None)
 
 
 # -- rendering ---------------------------------------------------------------------------------

@@ -206,6 +206,7 @@ class CompactionEntry(Entry):
     replacements: dict[str, str] = field(default_factory=dict)
     argument_replacements: dict[str, str] = field(default_factory=dict)
     manual: bool = False
+    usage: Usage | None = None  # the summary call's (and a memory save's before it), if any
 
     TYPE = "compaction"
 
@@ -227,6 +228,8 @@ class CompactionEntry(Entry):
             data["argumentReplacements"] = self.argument_replacements
         if self.manual:
             data["manual"] = True
+        if self.usage is not None:
+            data["usage"] = self.usage.to_json()
         return data
 
 
@@ -236,12 +239,15 @@ class BranchSummaryEntry(Entry):
 
     from_id: str
     summary: str
+    usage: Usage | None = None  # the model call that wrote it
 
     TYPE = "branchSummary"
 
     def to_json(self) -> dict[str, Any]:
         data = self._base_json()
         data.update(fromId=self.from_id, summary=self.summary)
+        if self.usage is not None:
+            data["usage"] = self.usage.to_json()
         return data
 
 
@@ -438,6 +444,7 @@ def entry_from_json(data: dict[str, Any]) -> AnyEntry:
                         str(k): str(v) for k, v in (data.get("argumentReplacements") or {}).items()
                     },
                     manual=bool(data.get("manual", False)),
+                    usage=_usage(data["usage"]) if data.get("usage") else None,
                 )
             case "branchSummary":
                 return BranchSummaryEntry(
@@ -446,6 +453,7 @@ def entry_from_json(data: dict[str, Any]) -> AnyEntry:
                     timestamp=timestamp,
                     from_id=str(data["fromId"]),
                     summary=str(data.get("summary", "")),
+                    usage=_usage(data["usage"]) if data.get("usage") else None,
                 )
             case "modelChange":
                 return ModelChangeEntry(

@@ -256,11 +256,13 @@ class Session:
             return
         self.append(LabelEntry(id=self.new_id(), parent_id=None, target_id=target_id, label=text))
 
-    def append_branch_summary(self, from_id: str, summary: str) -> BranchSummaryEntry:
+    def append_branch_summary(
+        self, from_id: str, summary: str, usage: Usage | None = None
+    ) -> BranchSummaryEntry:
         """Attach a summary of the branch that ended at ``from_id`` below the leaf; it becomes
-        the leaf, so the next message is sent with it."""
+        the leaf, so the next message is sent with it. ``usage`` is the call that wrote it."""
         entry = BranchSummaryEntry(
-            id=self.new_id(), parent_id=self.leaf_id, from_id=from_id, summary=summary
+            id=self.new_id(), parent_id=self.leaf_id, from_id=from_id, summary=summary, usage=usage
         )
         self.append(entry)
         return entry

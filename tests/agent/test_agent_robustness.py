@@ -152,9 +152,10 @@ async def test_the_memory_save_before_a_summarize_sees_the_turns_about_to_leave(
     config.parent.mkdir()
     config.write_text("[model]\nwindow = 20000\n[context]\npre_compaction_memory_save = true\n")
     session = Session.create(None, project)
-    for i in range(8):
+    for i in range(8):  # long answers: summarizing the oldest three frees a good part
         session.append_message(Role.USER, f"question-{i}")
-        session.append_message(Role.ASSISTANT, f"answer-{i}")
+        words = " ".join(f"detail{i}x{j}" for j in range(600))
+        session.append_message(Role.ASSISTANT, f"answer-{i} {words}")
     # The newest reply anchors the context at 90 % of the window: the Summarize tier.
     session.append_message(Role.ASSISTANT, "noted", usage=Usage(input_tokens=17_900))
     scripted_server.script(

@@ -5,16 +5,14 @@ from __future__ import annotations
 import json
 
 from agentsh.context.accounting import Accounting
+from agentsh.context.facts import Facts, files_touched, merge_files
 from agentsh.context.summary import (
     PI,
     TIERED,
     SummaryDoc,
     accept_summary,
     active_task_text,
-    files_touched,
-    fill_code_sections,
     fit_transcript,
-    merge_files,
     serialize,
     summary_request,
 )
@@ -24,7 +22,7 @@ from tests.context.builders import Step, add_turn
 from tests.context.conftest import GOOD_SUMMARY
 
 
-def test_the_tiered_template_has_the_13_sections_of_the_spec_in_order() -> None:
+def test_the_tiered_template_has_the_13_sections_of_the_spec_in_order_and_the_last_error() -> None:
     assert TIERED.headings == (
         "Active Task",
         "Goal",
@@ -37,10 +35,11 @@ def test_the_tiered_template_has_the_13_sections_of_the_spec_in_order() -> None:
         "Resolved Questions",
         "Pending User Asks",
         "Relevant Files",
+        "Last Error",
         "Remaining Work",
         "Critical Context",
     )
-    assert PI.headings[:6] == (
+    assert PI.headings[1:7] == (
         "Goal",
         "Constraints & Preferences",
         "Progress",
@@ -52,21 +51,21 @@ def test_the_tiered_template_has_the_13_sections_of_the_spec_in_order() -> None:
 
 def test_parse_render_round_trip_keeps_sections_and_pointers() -> None:
     doc = SummaryDoc.parse(GOOD_SUMMARY.format(n=1))
-    fill_code_sections(
-        doc, TIERED, active_task="Fix `x`\nexactly", files_read=["a.py"], files_modified=["b.py"]
-    )
+    facts = Facts("Fix `x`\nexactly", ("a.py",), ("b.py",), "`make` -> exit 2", "")
+    facts.apply(doc, TIERED)
     doc.pointers.append("- 3 earlier turns were moved verbatim to `001-archive.md`")
     text = doc.render()
     again = SummaryDoc.parse(text)
     assert again.sections == doc.sections and again.pointers == doc.pointers
     assert text.startswith("## Active Task\nFix `x`\nexactly")
     assert "- Modified: `b.py`\n- Read: `a.py`" in text
+    assert "## Last Error\n`make` -> exit 2\n" in text
 
 
 def test_a_pointer_only_summary_is_one_line_per_archive() -> None:
     doc = SummaryDoc.parse("- 2 earlier turns were moved verbatim to `001-archive.md`; read it")
     assert not doc.structured
-    doc.pointers.append("- 1 earlier turn were moved verbatim to `002-archive.md`; read it")
+    doc.pointers.append("- 1 earlier turn was moved verbatim to `002-archive.md`; read it")
     assert doc.render().count("\n") == 1
 
 

@@ -1,0 +1,334 @@
+"""The facts every compaction keeps by code, whatever tier ran and whatever the model wrote.
+
+A summary model may drop anything; these never depend on it. Each compaction (MoveToWorkspace,
+Summarize, Truncate, and a prune-only one) rewrites them from the session itself:
+
+- **Active Task**: the newest user request, verbatim (the one being worked on now); a long
+  one that stays in the context verbatim anyway is named, not copied;
+- **Relevant Files**: every file read and modified so far, from the tool calls and from the
+  files a ``bash`` command changed (``details["files_changed"]``, see
+  :mod:`agentsh.tools.changes`), merged across compactions;
+- **Last Error**: the most recent failing command and the tail of its output, verbatim and
+  bounded (carried over from the previous summary while no newer failure happens);
+- **Archived Turns**: which turns left the context and where they are, as turn ranges with
+  file names relative to one workspace folder, consecutive ranges merged and the list bounded.
+
+They are code-owned sections of :class:`agentsh.context.summary.SummaryDoc`; a model's text
+under the same headings is overwritten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from agentsh.context.summary import (
+    ACTIVE_TASK,
+    LAST_ERROR,
+    RELEVANT_FILES,
+    SummaryDoc,
+    Template,
+    active_task_text,
+    files_text,
+)
+from agentsh.context.view import ContextEntry
+from agentsh.session.entries import AnyEntry, CompactionEntry, MessageEntry, ToolResultEntry
+from agentsh.values import Role, ToolCall
+
+ERROR_TAIL_LINES = 30
+ERROR_TAIL_CHARS = 1_500
+REQUEST_COPY_CHARS = 2_000  # a longer request kept verbatim in the context is named, not copied
+ARCHIVE_LINES = 6  # lines of the Archived Turns list at most (older ranges merge into one)
+_NAMES_SHOWN = 3
+FILES_CHANGED = "files_changed"  # the bash result's details key (agentsh.tools.changes)
+
+_READ_TOOLS = frozenset({"read"})
+_WRITE_TOOLS = frozenset({"write", "edit"})
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    request: str
+    files_read: tuple[str, ...]
+    files_modified: tuple[str, ...]
+    last_error: str
+    archived: str
+    request_kept: bool = False  # the request stays in the context verbatim
+
+    def apply(self, doc: SummaryDoc, template: Template) -> None:
+        """Write the facts into ``doc`` (over whatever a model wrote under their headings)."""
+        if self.request_kept and len(self.request) > REQUEST_COPY_CHARS:
+            first = " ".join(self.request.strip().splitlines()[0].split())[:120]
+            doc.sections[ACTIVE_TASK] = (
+                f"The newest user message in the conversation below ({len(self.request):,} "
+                f'characters, kept there verbatim; it begins "{first}").'
+            )
+        elif self.request.strip():
+            doc.sections[ACTIVE_TASK] = active_task_text(self.request)
+        if RELEVANT_FILES in template.headings:
+            doc.sections[RELEVANT_FILES] = files_text(self.files_read, self.files_modified)
+        if self.last_error:
+            doc.sections[LAST_ERROR] = self.last_error
+        else:
+            doc.sections.pop(LAST_ERROR, None)
+        doc.pointers = [self.archived] if self.archived else []
+
+
+# -- files ------------------------------------------------------------------------------------
+
+
+def relative(path: str, root: str) -> str:
+    """``path`` relative to the project ``root`` when it lies under it, else as given."""
+    if not root or not path.startswith("/"):
+        return path
+    try:
+        return str(PurePosixPath(path).relative_to(root)) or "."
+    except ValueError:
+        return path
+
+
+def files_touched(entries: Iterable[ContextEntry], root: str = "") -> tuple[list[str], list[str]]:
+    """(read, modified) paths from the tool calls in ``entries`` and the files their ``bash``
+    commands changed; failed calls do not count (a failed command's changes do)."""
+    entries = list(entries)
+    failed = {e.tool_call_id for e in entries if isinstance(e, ToolResultEntry) and e.is_error}
+    read: list[str] = []
+    modified: list[str] = []
+    for entry in entries:
+        if isinstance(entry, ToolResultEntry):
+            changed = (entry.details or {}).get(FILES_CHANGED)
+            if isinstance(changed, list):
+                _add(modified, (str(p) for p in changed if isinstance(p, str) and p), root)
+            continue
+        if not isinstance(entry, MessageEntry):
+            continue
+        for call in entry.tool_calls:
+            if call.id in failed or call.name not in _READ_TOOLS | _WRITE_TOOLS:
+                continue
+            args = call.parsed_arguments()
+            path = args.get("path") or args.get("file_path") or args.get("file")
+            if isinstance(path, str) and path:
+                _add(read if call.name in _READ_TOOLS else modified, (path,), root)
+    return read, modified
+
+
+def _add(target: list[str], paths: Iterable[str], root: str) -> None:
+    for path in paths:
+        shown = relative(path, root)
+        if shown not in target:
+            target.append(shown)
+
+
+def merge_files(
+    previous_read: Sequence[str],
+    previous_modified: Sequence[str],
+    new_read: Sequence[str],
+    new_modified: Sequence[str],
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Cumulative lists; a file both read and modified is listed as modified only."""
+    modified = tuple(dict.fromkeys([*previous_modified, *new_modified]))
+    chosen = set(modified)
+    read = tuple(p for p in dict.fromkeys([*previous_read, *new_read]) if p not in chosen)
+    return read, modified
+
+
+# -- the newest request and the last error ----------------------------------------------------
+
+
+def newest_request(entries: Sequence[ContextEntry], previous: SummaryDoc) -> str:
+    for entry in reversed(entries):
+        if isinstance(entry, MessageEntry) and entry.role is Role.USER:
+            return entry.content
+    return previous.sections.get(ACTIVE_TASK, "")
+
+
+def _failed(entry: ToolResultEntry) -> bool:
+    code = (entry.details or {}).get("exit_code")
+    return entry.is_error or (isinstance(code, int) and code != 0)
+
+
+def _what_ran(call: ToolCall | None, result: ToolResultEntry) -> str:
+    if call is None:
+        return f"`{result.tool_name or 'tool'}`"
+    args = call.parsed_arguments()
+    command = args.get("command") or args.get("cmd")
+    if isinstance(command, str) and command.strip():
+        return f"`{' '.join(command.split())[:300]}` ({call.name})"
+    path = args.get("path") or args.get("file_path")
+    target = f" {path}" if isinstance(path, str) and path else ""
+    return f"`{call.name}{target}`"
+
+
+def error_tail(text: str) -> str:
+    """The end of an error output: at most 30 lines and 1,500 characters, verbatim."""
+    lines = text.rstrip("\n").splitlines()
+    tail = "\n".join(lines[-ERROR_TAIL_LINES:])
+    if len(tail) > ERROR_TAIL_CHARS:
+        tail = tail[-ERROR_TAIL_CHARS:]
+        cut = tail.find("\n")
+        tail = tail[cut + 1 :] if 0 <= cut < 200 else tail
+    return tail
+
+
+def last_error(entries: Sequence[ContextEntry], previous: SummaryDoc) -> str:
+    """The newest failing tool call in ``entries`` rendered with its output's tail; else the
+    previous summary's, so an error survives any number of compactions until a newer one."""
+    calls = {c.id: c for e in entries if isinstance(e, MessageEntry) for c in e.tool_calls}
+    for index in range(len(entries) - 1, -1, -1):
+        entry = entries[index]
+        if not isinstance(entry, ToolResultEntry) or not _failed(entry):
+            continue
+        call = calls.get(entry.tool_call_id)
+        code = (entry.details or {}).get("exit_code")
+        ending = f"exit {code}" if isinstance(code, int) and code else "failed"
+        fence = "````" if "```" in entry.content else "```"
+        text = (
+            f"{_what_ran(call, entry)} -> {ending}; the end of its output:\n"
+            f"{fence}text\n{error_tail(entry.content)}\n{fence}"
+        )
+        if call is not None and _passed_later(entries, index, call):
+            text += "\n(A later run of the same call succeeded.)"
+        return text
+    return previous.sections.get(LAST_ERROR, "")
+
+
+def _passed_later(entries: Sequence[ContextEntry], index: int, failed: ToolCall) -> bool:
+    calls = {c.id: c for e in entries if isinstance(e, MessageEntry) for c in e.tool_calls}
+    for entry in entries[index + 1 :]:
+        if isinstance(entry, ToolResultEntry) and not _failed(entry):
+            call = calls.get(entry.tool_call_id)
+            if call is not None and (call.name, call.arguments) == (
+                failed.name,
+                failed.arguments,
+            ):
+                return True
+    return False
+
+
+# -- archived turns ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Turns ``first``..``last`` (1-based, on the path) that left the context into ``files``."""
+
+    first: int
+    last: int
+    files: tuple[str, ...]
+    summarized: bool
+
+
+def archived_spans(
+    path: Sequence[AnyEntry], pending: tuple[str, str, bool] | None = None
+) -> list[Span]:
+    """The turn ranges each compaction on ``path`` took out of the context, oldest first.
+
+    ``pending`` is the compaction being written now: (first kept id, its file, summarized).
+    A prune-only compaction (it kept the previous first kept entry) takes nothing out.
+    """
+    turn_at: list[int] = []
+    position: dict[str, int] = {}
+    turn = 0
+    for index, entry in enumerate(path):
+        if isinstance(entry, MessageEntry) and entry.role is Role.USER:
+            turn += 1
+        turn_at.append(turn)
+        position[entry.id] = index
+    cuts: list[tuple[str, str, bool]] = [
+        (e.first_kept_id, e.workspace_file, e.workspace_file.endswith("-summary.md"))
+        for e in path
+        if isinstance(e, CompactionEntry)
+    ]
+    if pending is not None:
+        cuts.append(pending)
+    spans: list[Span] = []
+    kept_from = 0
+    for first_kept, where, summarized in cuts:
+        at = position.get(first_kept)
+        if at is None or at <= kept_from:
+            continue
+        if where:
+            first = max(1, turn_at[kept_from])
+            last = max(first, turn_at[at - 1])
+            spans.append(Span(first, last, (where,), summarized))
+        kept_from = at
+    return spans
+
+
+def _merge(spans: Sequence[Span]) -> list[Span]:
+    merged: list[Span] = []
+    for span in spans:
+        if merged and merged[-1].summarized == span.summarized:
+            last = merged[-1]
+            merged[-1] = Span(last.first, span.last, (*last.files, *span.files), span.summarized)
+        else:
+            merged.append(span)
+    if len(merged) > ARCHIVE_LINES:
+        old = merged[: len(merged) - ARCHIVE_LINES + 1]
+        files = tuple(f for s in old for f in s.files)
+        merged = [Span(old[0].first, old[-1].last, files, False), *merged[len(old) :]]
+    return merged
+
+
+def _name(where: str) -> str:
+    return where.rsplit("/", 1)[-1].removeprefix("memory:")
+
+
+def _names(files: Sequence[str]) -> str:
+    names = [f"`{_name(f)}`" for f in files]
+    if len(names) <= _NAMES_SHOWN:
+        return ", ".join(names)
+    return f"{names[0]} ... {names[-1]} ({len(names)} files)"
+
+
+def render_archived(spans: Sequence[Span]) -> str:
+    """The Archived Turns body: one folder, then one line per merged range."""
+    if not spans:
+        return ""
+    folders = {f.rsplit("/", 1)[0] for s in spans for f in s.files if "/" in f}
+    if len(folders) == 1:
+        head = f"Turns that left the context are in files under `{folders.pop()}/`:"
+    else:
+        head = "Turns that left the context:"
+    lines = [head]
+    for span in _merge(spans):
+        turns = f"turn {span.first}"
+        if span.last > span.first:
+            turns = f"turns {span.first}-{span.last}"
+        if span.summarized and len(span.files) == 1:
+            lines.append(f"- {turns}: summarized above (also saved as {_names(span.files)})")
+        else:
+            lines.append(f"- {turns}: verbatim in {_names(span.files)}")
+    return "\n".join(lines)
+
+
+def gather(
+    *,
+    path: Sequence[AnyEntry],
+    entries: Sequence[ContextEntry],
+    previous: CompactionEntry | None,
+    previous_doc: SummaryDoc,
+    pending: tuple[str, str, bool] | None,
+    root: str,
+    kept_from: int = 0,
+) -> Facts:
+    """The facts for a compaction about to be written. ``entries`` is the whole context as it
+    stands (what leaves and what stays), ``entries[kept_from:]`` what stays; ``pending`` is the
+    new cut (see :func:`archived_spans`), None for a prune-only compaction."""
+    read, modified = files_touched(entries, root)
+    files_read, files_modified = merge_files(
+        previous.files_read if previous else (),
+        previous.files_modified if previous else (),
+        read,
+        modified,
+    )
+    kept = any(isinstance(e, MessageEntry) and e.role is Role.USER for e in entries[kept_from:])
+    return Facts(
+        request=newest_request(entries, previous_doc),
+        files_read=files_read,
+        files_modified=files_modified,
+        last_error=last_error(entries, previous_doc),
+        archived=render_archived(archived_spans(path, pending)),
+        request_kept=kept,
+    )

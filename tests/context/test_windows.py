@@ -1,0 +1,237 @@
+"""The tiers on windows from 4k to 1M tokens: they act at their percentages, the pre-flight
+check only when a request truly does not fit, a tier that cannot free enough does not run,
+and a pause holds until the user acts."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from agentsh.context import tiers
+from agentsh.context.manager import ContextManager
+from agentsh.context.preflight import budget_for, reply_reserve
+from agentsh.events import (
+    CompactionFailed,
+    CompactionStarted,
+    Event,
+    Notice,
+    StatusChanged,
+    Tier,
+)
+from agentsh.paths import UserPaths
+from agentsh.session.entries import CompactionEntry, Role, Usage
+from agentsh.session.session import Session
+from tests.context.builders import Step, add_turn, drive_turn, unique_output
+from tests.context.conftest import FakeSummarizer, ManagerFactory, settings_with
+
+WINDOWS = (4_000, 8_000, 32_768, 128_000, 1_000_000)
+
+
+def _started(events: list[Event]) -> list[CompactionStarted]:
+    return [e for e in events if isinstance(e, CompactionStarted)]
+
+
+def test_the_reply_reserve_scales_with_the_window() -> None:
+    cs = settings_with().context
+    for window in WINDOWS:
+        reserve = reply_reserve(window, cs)
+        # Never more than the room above the Truncate tier: the budget is at least 95 %.
+        assert budget_for(window, reserve) >= 0.95 * window
+        assert reserve <= cs.reserve_tokens
+    assert reply_reserve(1_000_000, cs) == 16_384  # a large window keeps the full reserve
+    assert reply_reserve(1_000_000, cs, max_output=8_192) == 8_192  # never over the max output
+
+
+@pytest.mark.parametrize("window", [4_000, 8_000, 32_768])
+@pytest.mark.asyncio
+async def test_small_windows_do_not_compact_below_the_tiers(
+    memory_session: Session, make_manager: ManagerFactory, window: int
+) -> None:
+    """A 16k reserve clamped to half the window made pre-flight compact at ~50 % of a 32k
+    window (and on every turn of a 4k one)."""
+    s = memory_session
+    events: list[Event] = []
+    manager = make_manager(s, window=window, events=events)
+    n = 0
+    while manager.status().pct < 76:
+        n += 1
+        output = unique_output(int(window * 0.03), f"f{n}")
+        await drive_turn(manager, s, f"request {n}", [Step("read", {"path": f"f{n}.py"}, output)])
+    assert _started(events) == []
+    assert manager.last_preflight is not None and manager.last_preflight.route == "fits"
+
+
+@pytest.mark.parametrize("window", [4_000, 32_768])
+@pytest.mark.asyncio
+async def test_a_tier_that_cannot_free_enough_does_not_run_and_says_so_once(
+    memory_session: Session, make_manager: ManagerFactory, window: int
+) -> None:
+    """Three big turns at 81 %: MoveToWorkspace keeps the last ten, so it can free nothing.
+    It used to start, fail with "nothing to free" and say so at every call of every turn."""
+    s = memory_session
+    events: list[Event] = []
+    manager = make_manager(s, window=window, events=events, kept_turns_max_tokens=10**6)
+    for n in range(3):
+        size = int((0.81 * window - manager.status().used) / (3 - n)) - 40
+        await drive_turn(
+            manager, s, f"big {n}", [Step("read", {"path": "x"}, unique_output(size, f"b{n}"))]
+        )
+    assert manager.status().tier is Tier.MOVE_TO_WORKSPACE
+    for n in range(3):
+        await drive_turn(manager, s, f"small {n}", [Step("bash", {"command": "ls"}, "ok")])
+    assert manager.status().tier is Tier.MOVE_TO_WORKSPACE
+    assert _started(events) == [] and not [e for e in events if isinstance(e, CompactionFailed)]
+    notices = [e.text for e in events if isinstance(e, Notice)]
+    assert len(notices) == 1 and notices[0].startswith("MoveToWorkspace skipped: nothing to free")
+
+
+def _paused_session(s: Session) -> None:
+    """Two automatic compactions that freed under 10 % each (a pause rebuilt from the log)."""
+    for _ in range(2):
+        s.append(
+            CompactionEntry(
+                id=s.new_id(),
+                parent_id=s.leaf_id,
+                tier="move_to_workspace",
+                summary="",
+                first_kept_id=s.current_path()[0].id,
+                tokens_before=82_000,
+                tokens_after=78_000,
+            )
+        )
+
+
+@pytest.mark.asyncio
+async def test_the_pause_holds_under_the_tier_and_shows_until_the_user_acts(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    """The pause used to lift on the next call because usage was back under the 80 % tier."""
+    s = memory_session
+    add_turn(s, "start", [])
+    start = s.leaf_id
+    _paused_session(s)
+    s.append_message(Role.USER, "go on")
+    s.append_message(Role.ASSISTANT, "ok", usage=Usage(input_tokens=76_000))
+    events: list[Event] = []
+    manager = make_manager(s, window=100_000, events=events)
+    assert manager.status().paused
+    for n in range(4):  # under the tier, then into it: still paused, nothing compacts
+        await drive_turn(
+            manager, s, f"turn {n}", [Step("bash", {"command": "ls"}, unique_output(1_000, f"{n}"))]
+        )
+    assert manager.status().pct > 80
+    assert _started(events) == []
+    statuses = [e.status for e in events if isinstance(e, StatusChanged)]
+    assert statuses and all(status.paused for status in statuses)
+    # A user action that shrinks the context (going back to an earlier point) lifts it.
+    s.move_leaf(start)
+    assert not manager.status().paused
+
+
+@pytest.mark.asyncio
+async def test_a_manual_compaction_lifts_the_pause(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    s = memory_session
+    add_turn(s, "start", [])
+    _paused_session(s)
+    for n in range(6):
+        add_turn(s, f"turn {n}", [Step("bash", {"command": "ls"}, unique_output(2_000, f"{n}"))])
+    manager = make_manager(s, window=100_000)
+    assert manager.status().paused
+    assert await manager.compact(Tier.TRUNCATE) is not None
+    assert not manager.status().paused and manager.strikes == 0
+
+
+@pytest.mark.asyncio
+async def test_a_compaction_that_would_not_shrink_the_context_is_not_applied(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    """`/compact truncate` on four short turns archived one and added a longer pointer: the
+    context grew."""
+    s = memory_session
+    for n in range(4):
+        add_turn(s, f"hi {n}", [], f"hello {n}")
+    events: list[Event] = []
+    manager = make_manager(s, window=100_000, events=events)
+    path = s.current_path()
+    assert await manager.compact(Tier.TRUNCATE) is None
+    assert s.current_path() == path
+    (failed,) = [e for e in events if isinstance(e, CompactionFailed)]
+    assert "no smaller" in failed.reason
+    assert manager.workspace.files == {}  # type: ignore[attr-defined]
+
+
+# -- the property test ---------------------------------------------------------------------------
+
+
+async def _replay(window: int) -> tuple[list[tuple[int, Tier, float, str]], ContextManager, int]:
+    """A scripted 60-turn session (reads, commands that fail, edits) on ``window``; returns
+    (turn, tier, usage fraction, reason) for every compaction that started."""
+    rng = random.Random(window)
+    s = Session.create(None, Path("/tmp"))
+    started: list[tuple[int, Tier, float, str]] = []
+    turn = [0]
+    manager: ContextManager
+
+    def emit(event: Event) -> None:
+        if isinstance(event, CompactionStarted):
+            started.append((turn[0], event.tier, manager.status().used / window, event.reason))
+
+    manager = ContextManager(
+        s,
+        settings_with(),
+        UserPaths.from_env(),
+        model="test/model",
+        window=window,
+        summarize=FakeSummarizer(),
+        emit=emit,
+    )
+    largest = 0
+    for n in range(60):
+        turn[0] = n
+        steps = []
+        for k in range(rng.randint(1, 3)):
+            size = int(window * rng.uniform(0.005, 0.03))
+            if rng.random() < 0.2:
+                steps.append(
+                    Step(
+                        "bash",
+                        {"command": f"pytest -k t{n}"},
+                        unique_output(size, f"e{n}{k}"),
+                        is_error=True,
+                        details={"exit_code": 1},
+                    )
+                )
+            elif rng.random() < 0.3:
+                steps.append(Step("edit", {"path": f"src/m{n}.py", "old": "a", "new": "b"}, "ok"))
+            else:
+                steps.append(
+                    Step("read", {"path": f"src/m{n}_{k}.py"}, unique_output(size, f"r{n}{k}"))
+                )
+        requests = await drive_turn(manager, s, f"task {n}: do step {n}", steps, f"done {n}")
+        largest = max(largest, manager.status().used)
+        assert all(r for r in requests)
+    return started, manager, largest
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+@pytest.mark.asyncio
+async def test_no_tier_fires_below_its_threshold_and_no_two_turns_in_a_row_compact(
+    window: int,
+) -> None:
+    started, manager, largest = await _replay(window)
+    cs = manager.settings.context
+    assert started, "the session should reach the tiers"
+    for turn, tier, usage, reason in started:
+        threshold = tiers.rule(tier, cs).threshold
+        assert usage >= threshold - 1e-9, (turn, tier, usage, reason)
+    by_turn: dict[int, float] = {}
+    for turn, _tier, usage, _reason in started:
+        by_turn[turn] = max(by_turn.get(turn, 0.0), usage)
+    for turn, usage in by_turn.items():
+        if turn - 1 in by_turn:
+            assert usage >= cs.truncate_at, (turn, usage)
+    assert largest <= window
