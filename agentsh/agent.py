@@ -556,6 +556,7 @@ class Agent:
             emit=self._emit_tool_event,
             cancelled=self._tool_cancel,
             session_id=self.session.id,
+            project_trusted=self.env.trusted,
         )
 
     def _emit_tool_event(self, event: Event) -> None:
@@ -773,12 +774,12 @@ def build_agent(
         counter.warm()  # exact counts from the encodings litellm ships (this runs off the UI)
         count_tokens = counter.count
 
-    memory = CuratedMemory(env.project, env.user, settings.memory)
+    memory = CuratedMemory(env.project, env.user, settings.memory, project_trusted=env.trusted)
     memory_tool = MemoryTool(memory, settings.memory)
     notices: list[str] = []
     index: MemoryIndex | None
     try:
-        index = shared_index(env.user, env.project, settings.search)
+        index = shared_index(env.user, env.project, settings.search, include_project=env.trusted)
     except SearchIndexError as exc:
         # The index is a cache: without it the agent still works, and the memory tools open
         # the shared index at each call and tell the model why they cannot search.

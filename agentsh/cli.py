@@ -95,6 +95,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="what tools may do without asking (default: ask)",
     )
     parser.add_argument(
+        "--trust-project",
+        action="store_true",
+        help="load this folder's .agentsh/config.toml, AGENTS.md and memory for this run "
+        "even if it is not trusted yet (nothing is stored)",
+    )
+    parser.add_argument(
         "--max-turns",
         type=int,
         default=50,

@@ -9,6 +9,7 @@ next to the field (``_num``/``_choice``) so the validation and the documentation
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 import types
 from collections.abc import Mapping
@@ -17,7 +18,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, get_type_hints
 
+from agentsh.fsutil import LinkRefused, read_beneath
 from agentsh.paths import ProjectPaths, UserPaths
+from agentsh.trust import TrustCheck, check_project
 
 
 def _num(default: float, *, lo: float | None = None, hi: float | None = None, doc: str = "") -> Any:
@@ -243,23 +246,27 @@ class LoadedConfig:
 
 
 def load_config(user: UserPaths, project: ProjectPaths | None = None) -> LoadedConfig:
-    """Read the user config, then the project config over it; never raises on bad content."""
-    files = [user.config_file]
-    if project is not None:
-        files.append(project.config_file)
+    """Read the user config, then the project config over it; never raises on bad content.
+
+    Pass ``project`` only for a trusted folder (:mod:`agentsh.trust`). Even then the project's
+    file is read without following a link out of the project, and it cannot set what
+    :func:`_project_limits` keeps for the user alone."""
     problems: list[ConfigProblem] = []
     settings = Settings()
     read: list[Path] = []
-    for path in files:
-        raw = _read_toml(path, problems)
-        if raw is None:
-            continue
-        read.append(path)
-        before = settings
-        settings = _merge(settings, raw, path, "", problems)
-        if project is not None and path == project.config_file:
+    raw = _read_toml(user.config_file, problems)
+    if raw is not None:
+        read.append(user.config_file)
+        settings = _merge(settings, raw, user.config_file, "", problems)
+    if project is not None:
+        path = project.config_file
+        raw = _read_toml(path, problems, root=project.root)
+        if raw is not None:
+            read.append(path)
+            before = settings
+            settings = _merge(settings, raw, path, "", problems)
             settings = _no_wider_approval(before, settings, path, problems)
-            settings = _no_redirected_model(before, settings, path, problems)
+            settings = _project_limits(before, settings, path, problems)
     return LoadedConfig(settings=settings, problems=tuple(problems), files=tuple(read))
 
 
@@ -287,33 +294,72 @@ def _no_wider_approval(
     return dataclasses.replace(after, tools=tools)
 
 
-_USER_ONLY_MODEL_KEYS = ("api_base", "ollama_url")
+# What only the user's own config (or the command line, or the environment) may set: where
+# data goes and who decides. A project's config that sets one of these, trusted or not, gets
+# a problem naming its file and key, and the user's value stays.
+_USER_ONLY: tuple[tuple[str, str, str], ...] = (
+    ("model", "name", "choose the model"),
+    ("model", "summary_model", "choose the summary model"),
+    ("model", "api_base", "choose the model server"),
+    ("model", "ollama_url", "choose the model server"),
+    ("search", "embedding", "choose a remote embedding model"),
+    ("tui", "keys", "change key bindings (they answer approval prompts)"),
+)
+_LOCAL_EMBEDDINGS = ("local", "none")
+_WHERE_TO_SET = {
+    "name": "your user config.toml, AGENTSH_MODEL or -m",
+    "api_base": "your user config.toml, AGENTSH_API_BASE or --api-base",
+}
+
+# Signs that a litellm model string names a server itself: a scheme (``oobabooga/http://...``,
+# ``huggingface/https://...``), a protocol-relative ``//host``, a host with a port or a TLD,
+# or a key=value such as ``api_base=``; litellm would send the prompt, memory and the API key
+# of the provider there.
+_URL_IN_MODEL = re.compile(
+    r"(?P<url>[a-z][a-z0-9+.-]*://\S*|//\S+"
+    r"|(?:api_base|base_url|api_key|endpoint|host|url)\s*[=:]\S*|os\.environ/\S*"
+    r"|(?:^|/)(?:localhost|\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-f:]+\])(?::\d+)?(?:/\S*)?$"
+    r"|(?:^|/)[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}:\d+(?:/\S*)?$)",
+    re.IGNORECASE,
+)
 
 
-def _no_redirected_model(
+def model_url(model: str) -> str | None:
+    """The server a litellm model string carries in itself, if any (``None`` for plain names
+    such as ``anthropic/claude-sonnet-4-6`` or ``ollama/llama3.1:8b``)."""
+    found = _URL_IN_MODEL.search(model.strip())
+    return found.group("url").lstrip("/") if found else None
+
+
+def _project_limits(
     before: Settings, after: Settings, path: Path, problems: list[ConfigProblem]
 ) -> Settings:
-    """A project's config may not choose the server the model is called on: a cloned
-    repository could otherwise receive the user's API key and every prompt. The server
-    belongs in the user config, ``AGENTSH_API_BASE`` or ``--api-base``."""
-    kept: dict[str, Any] = {}
-    for key in _USER_ONLY_MODEL_KEYS:
-        old, new = getattr(before.model, key), getattr(after.model, key)
+    """Undo what a project's config may not set (:data:`_USER_ONLY`); a cloned repository
+    must not choose where your prompts, memory and API key go, nor remap who approves."""
+    for section, key, what in _USER_ONLY:
+        old = getattr(getattr(before, section), key)
+        new = getattr(getattr(after, section), key)
         if new == old:
             continue
-        kept[key] = old
+        if section == "search" and str(new).strip() in _LOCAL_EMBEDDINGS:
+            continue  # local or no embeddings send nothing anywhere
+        carried = model_url(new) if isinstance(new, str) else None
+        got = f"got {new!r}"
+        if carried:
+            got += f", a model string that carries the URL {carried}"
+        where = _WHERE_TO_SET.get(key, "your user config.toml")
         problems.append(
             ConfigProblem(
                 path,
-                f"model.{key}",
-                f"a project's config cannot choose the model server (got {new!r}), as it would "
-                "receive your API key and prompts; set it in your user config.toml, "
-                "AGENTSH_API_BASE or --api-base; ignored",
+                f"{section}.{key}",
+                f"a project's config cannot {what} ({got}): it would decide where your "
+                f"prompts, memory and API key go or what gets approved; set it in {where}; "
+                "ignored",
             )
         )
-    if not kept:
-        return after
-    return dataclasses.replace(after, model=dataclasses.replace(after.model, **kept))
+        part = dataclasses.replace(getattr(after, section), **{key: old})
+        after = dataclasses.replace(after, **{section: part})
+    return after
 
 
 def settings_from_mapping(raw: Mapping[str, Any], source: Path = Path("<memory>")) -> Settings:
@@ -325,13 +371,22 @@ def settings_from_mapping(raw: Mapping[str, Any], source: Path = Path("<memory>"
     return settings
 
 
-def _read_toml(path: Path, problems: list[ConfigProblem]) -> dict[str, Any] | None:
+def _read_toml(
+    path: Path, problems: list[ConfigProblem], *, root: Path | None = None
+) -> dict[str, Any] | None:
+    """The parsed file, or None; beneath ``root`` (a project) it is never read through a link
+    out of the project."""
     try:
-        data = path.read_bytes()
+        data = read_beneath(root, path) if root is not None else path.read_bytes()
     except FileNotFoundError:
+        return None
+    except LinkRefused as exc:
+        problems.append(ConfigProblem(path, "(file)", f"not read: it {exc.reason} {exc.where}"))
         return None
     except OSError as exc:
         problems.append(ConfigProblem(path, "(file)", f"cannot be read: {exc.strerror}"))
+        return None
+    if data is None:
         return None
     try:
         return tomllib.loads(data.decode("utf-8"))
@@ -452,21 +507,34 @@ def documented_settings() -> list[tuple[str, Any, str]]:
 
 @dataclass(frozen=True, slots=True)
 class Environment:
-    """Where agentsh runs: user folders, the project, and the merged settings."""
+    """Where agentsh runs: user folders, the project, the merged settings, and whether the
+    project's own files (config, instructions, memory) are trusted and so loaded."""
 
     user: UserPaths
     project: ProjectPaths
     config: LoadedConfig
+    trust: TrustCheck
+    trusted: bool  # the check's verdict, or the user's --trust-project for this run
 
     @property
     def settings(self) -> Settings:
         return self.config.settings
 
 
-def load_environment(cwd: Path | None = None, env: Mapping[str, str] | None = None) -> Environment:
+def load_environment(
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    trust_project: bool = False,
+) -> Environment:
+    """The environment of a folder. The project's files load only when the folder is trusted
+    (:func:`agentsh.trust.check_project`) or ``trust_project`` says so for this run."""
     user = UserPaths.from_env(env)
     project = ProjectPaths.discover(cwd)
-    return Environment(user=user, project=project, config=load_config(user, project))
+    check = check_project(user, project.root, cwd or Path.cwd())
+    trusted = trust_project or check.trusted
+    config = load_config(user, project if trusted else None)
+    return Environment(user=user, project=project, config=config, trust=check, trusted=trusted)
 
 
 def settings_markdown() -> str:

@@ -5,20 +5,25 @@ valid for the whole session: the curated-memory snapshot is taken at start, and 
 knowledge" block (the best typed memory docs for the first user message) is added at the first
 step and never changes afterwards. AGENTS.md files (CLAUDE.md as a fallback in each folder),
 from the git root down to the working folder, are scanned by the injection guard like memory:
-a poisoned file is left out and the user is told why.
+a poisoned file is left out and the user is told why. They are read without following a link
+out of the project (an ``AGENTS.md`` symlink to ``~/.ssh/id_ed25519`` is refused, not read), and
+only when the folder is trusted (:mod:`agentsh.trust`); so is the project's memory.
 """
 
 from __future__ import annotations
 
+import os
 import platform
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
 from agentsh.config import Environment
+from agentsh.fsutil import LinkRefused, read_beneath
 from agentsh.memory.curated import CuratedMemory, MemorySnapshot
 from agentsh.memory.docs import best_docs, load_docs, prior_knowledge
 from agentsh.memory.guard import Scope, scan
+from agentsh.trust import folders_down_to
 
 BASE_INSTRUCTIONS = """\
 You are agentsh, a coding agent working in the user's terminal, inside their project.
@@ -60,15 +65,11 @@ def load_project_instructions(project_root: Path, cwd: Path, max_bytes: int) -> 
     """AGENTS.md (else CLAUDE.md) in each folder from the project root down to ``cwd``."""
     result = ProjectInstructions()
     root = project_root.resolve()
-    here = cwd.resolve()
-    folders = [root]
-    if here != root and here.is_relative_to(root):
-        for part in here.relative_to(root).parts:
-            folders.append(folders[-1] / part)
     budget = max_bytes
-    for folder in folders:
+    for folder in folders_down_to(root, cwd):
         chosen = next(
-            (folder / name for name in CONTEXT_FILE_NAMES if (folder / name).is_file()), None
+            (folder / name for name in CONTEXT_FILE_NAMES if os.path.lexists(folder / name)),
+            None,
         )
         if chosen is None:
             continue
@@ -80,9 +81,17 @@ def load_project_instructions(project_root: Path, cwd: Path, max_bytes: int) -> 
             )
             continue
         try:
-            raw = chosen.read_bytes()
+            # One byte over the budget tells "cut" apart; a bigger file is never read whole.
+            raw = read_beneath(root, chosen, max_bytes=budget + 1)
+        except LinkRefused as exc:
+            result.notices.append(
+                f"{exc} was not loaded: project instructions are only read inside the project"
+            )
+            continue
         except OSError as exc:
             result.notices.append(f"{chosen} could not be read ({exc.strerror}); skipped")
+            continue
+        if raw is None:
             continue
         text = raw.decode("utf-8", errors="replace")
         encoded = text.encode("utf-8")
@@ -113,8 +122,11 @@ class SystemPrompt:
         self._env = env
         self._cwd = cwd
         settings = env.settings.memory
-        self.instructions = load_project_instructions(
-            env.project.root, cwd, settings.agents_md_max_bytes
+        # An untrusted folder's instructions are not read at all (the front end said so once).
+        self.instructions = (
+            load_project_instructions(env.project.root, cwd, settings.agents_md_max_bytes)
+            if env.trusted
+            else ProjectInstructions()
         )
         self.snapshot: MemorySnapshot = memory.snapshot()
         # Taken once like everything else here: a session running past midnight must not get
@@ -143,9 +155,9 @@ class SystemPrompt:
             return
         settings = self._env.settings.memory
         self._prior_knowledge = ""
-        if settings.prior_knowledge_docs <= 0:
+        if settings.prior_knowledge_docs <= 0 or not self._env.trusted:
             return
-        docs, problems = load_docs(self._env.project.docs_dir)
+        docs, problems = load_docs(self._env.project.docs_dir, self._env.project.root)
         self.doc_notices.extend(problems)
         # More candidates than places: a doc the guard withholds gives its place to the next.
         wanted = settings.prior_knowledge_docs

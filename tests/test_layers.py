@@ -25,11 +25,13 @@ LAYERS: dict[str, int] = {
     "errors": 0,
     "values": 0,
     "text": 0,
+    "termsafe": 0,
     "events": 0,
     # 1 - where things are, how they are written, what the user configured
     "paths": 1,
     "fsutil": 1,
     "gitutil": 1,
+    "trust": 1,
     "config": 1,
     # 2 - the log and the model door, side by side and blind to each other
     "session": 2,

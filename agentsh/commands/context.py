@@ -106,7 +106,7 @@ def _prompt_parts(env: Environment, session: Session) -> tuple[str, list[dict[st
     from agentsh.tools.memory import MemoryTool
 
     cwd = Path(session.header.cwd or ".")
-    memory = CuratedMemory(env.project, env.user, env.settings.memory)
+    memory = CuratedMemory(env.project, env.user, env.settings.memory, project_trusted=env.trusted)
     prompt = SystemPrompt(env, cwd, memory=memory)
     # The same tool list as the agent (no index is opened: only the schemas are counted).
     registry = ToolRegistry(session_tools(MemoryTool(memory, env.settings.memory)))

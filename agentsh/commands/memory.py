@@ -19,16 +19,25 @@ from agentsh.errors import EXIT_OK, CliError
 from agentsh.memory.curated import CuratedMemory, FileSnapshot, MemoryTarget
 from agentsh.memory.docs import DocError, DocType, MemoryDoc, load_docs, write_doc
 from agentsh.memory.guard import Scope, first_threat
+from agentsh.trust import record_own_write
 
 _PREVIEW = 96
 
 
 def list_memory(args: argparse.Namespace) -> int:
     env = _environment()
+    # Listing is the user looking: an untrusted folder's memory is shown (read inside the
+    # project only) with a note that a session would not load it.
     memory = CuratedMemory(env.project, env.user, env.settings.memory)
     # A snapshot taken now is exactly what a session starting now would put in its prompt.
     snapshot = memory.snapshot()
-    docs, problems = load_docs(env.project.docs_dir)
+    docs, problems = load_docs(env.project.docs_dir, env.project.root)
+    if not env.trusted:
+        problems.insert(
+            0,
+            "this folder is not trusted: a session here loads none of its project memory "
+            "(open it in agentsh to review and trust it)",
+        )
     max_bytes = env.settings.memory.guard_max_scan_bytes
     blocked_docs = {
         doc.path: threat
@@ -88,7 +97,10 @@ def add_memory(args: argparse.Namespace) -> int:
             args.title,
             text,
             max_scan_bytes=env.settings.memory.guard_max_scan_bytes,
+            root=env.project.root,
         )
+        if env.trusted:  # the user's own doc: the next start does not ask about it
+            record_own_write(env.user, env.project.root, path)
     except DocError as exc:
         raise CliError(f"memory add: {exc}") from exc
     print(f"Saved {_shown(path, env.project.root)}")

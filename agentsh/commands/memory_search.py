@@ -166,6 +166,8 @@ def _open() -> MemoryIndex:
     for problem in env.config.problems:
         print(f"agentsh: warning: {problem}", file=sys.stderr)
     try:
+        # The user searching is the user looking (as `memory list`): the folder's memory is
+        # searched even before it is trusted; a session would not see it until then.
         return MemoryIndex.open(env.user, env.project, env.settings.search)
     except SearchIndexError as exc:
         raise CliError(str(exc)) from exc

@@ -80,7 +80,10 @@ def main(args: argparse.Namespace) -> int:
     first: str | None = None
     if not streaming_in or args.prompt not in (None, PROMPT_FROM_STDIN):
         first = resolve_prompt(args, sys.stdin, sys.stderr)
-    env = load_environment()
+    env = load_environment(trust_project=bool(getattr(args, "trust_project", False)))
+    if not env.trusted:
+        # One line, and the run goes on without the folder's settings, instructions, memory.
+        print(f"agentsh: {env.trust.notice()}", file=sys.stderr)
     for problem in env.config.problems:
         print(f"agentsh: warning: {problem}", file=sys.stderr)
     cwd = Path.cwd()

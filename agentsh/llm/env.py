@@ -48,6 +48,11 @@ def prepare_environment() -> None:
         # litellm's token counter asks the Hugging Face hub for llama/replicate tokenizers and
         # blocks ~20 s offline; we count with tiktoken, so the hub is never needed.
         os.environ["HF_HUB_OFFLINE"] = "1"
+        # litellm's import runs dotenv.load_dotenv() unless told it is not in development: a
+        # .env found on the way (a project's, when agentsh runs from a venv inside it, or the
+        # current folder for an embedded interpreter) could set OPENAI_API_BASE and send the
+        # user's key and prompts elsewhere. agentsh reads keys from the environment only.
+        os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         folder = litellm_tokenizer_dir()
         if folder is not None:

@@ -8,8 +8,13 @@ only ``§``; each file has a character limit counted on the whole file (2,200 an
 Every change is made under an exclusive lock on a hidden sidecar file, re-reads the file right
 before changing it (so an edit made by hand in an editor meanwhile is merged, never overwritten)
 and is written atomically: a temporary file in the same folder, fsync, ``os.replace``, fsync of
-the folder. A symlinked file (USER.md kept in a dotfiles repository) is written through the
-link. Every write is scanned by the injection guard first.
+the folder. Every write is scanned by the injection guard first.
+
+MEMORY.md lives in a project folder someone else may have written, so it is read, locked and
+written beneath the project root without following a link out of it (a ``MEMORY.md`` symlink
+to ``~/.ssh/authorized_keys`` is refused, existing or dangling, and so is a hard-linked one).
+USER.md lives in the user's own data dir and may stay a link (a dotfiles repository): it is
+written through the link. An untrusted project's MEMORY.md is neither loaded nor changed.
 
 At session start :meth:`CuratedMemory.snapshot` reads both files once into a frozen
 :class:`MemorySnapshot`, the memory rendered into the system prompt. Writes during the session
@@ -32,9 +37,10 @@ from pathlib import Path
 
 from agentsh.config import MemorySettings
 from agentsh.errors import AgentshError
-from agentsh.fsutil import atomic_write
+from agentsh.fsutil import LinkRefused, atomic_write, open_beneath, read_beneath, resolve_beneath
 from agentsh.memory.guard import Scope, Threat, blocked_note, first_threat
 from agentsh.paths import ProjectPaths, UserPaths
+from agentsh.trust import record_own_write
 
 ENTRY_SEPARATOR = "§"
 DEFAULT_LOCK_TIMEOUT_S = 5.0
@@ -318,6 +324,7 @@ class CuratedMemory:
         settings: MemorySettings,
         *,
         lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
+        project_trusted: bool = True,
     ) -> None:
         self._paths = {
             MemoryTarget.MEMORY: project.memory_file,
@@ -327,8 +334,15 @@ class CuratedMemory:
             MemoryTarget.MEMORY: settings.memory_char_limit,
             MemoryTarget.USER: settings.user_char_limit,
         }
+        # MEMORY.md is confined beneath the project root; USER.md is the user's own.
+        self._roots: dict[MemoryTarget, Path | None] = {
+            MemoryTarget.MEMORY: project.root,
+            MemoryTarget.USER: None,
+        }
+        self._user = user
         self.settings = settings
         self._lock_timeout_s = lock_timeout_s
+        self.project_trusted = project_trusted
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -340,13 +354,24 @@ class CuratedMemory:
 
     def entries(self, target: MemoryTarget) -> list[str]:
         """The live entries on disk (not the snapshot)."""
-        text, _problem = _read_lenient(self.path(target))
+        text, _problem = self._read(MemoryTarget(target))
         return parse_entries(text)
 
     def usage(self, target: MemoryTarget) -> tuple[int, int]:
         """``(characters in the file now, limit)``."""
-        text, _problem = _read_lenient(self.path(target))
+        text, _problem = self._read(MemoryTarget(target))
         return len(text), self.limit(target)
+
+    def read_text(self, target: MemoryTarget) -> tuple[str, str]:
+        """The file's text as it is now and a problem ("" if none), never through a link
+        out of the project; for display."""
+        text, problem = self._read(MemoryTarget(target))
+        return text, problem or ""
+
+    def _read(self, target: MemoryTarget) -> tuple[str, str | None]:
+        if target is MemoryTarget.MEMORY and not self.project_trusted:
+            return "", UNTRUSTED_NOTE
+        return _read_lenient(self.path(target), self._roots[target])
 
     def snapshot(self) -> MemorySnapshot:
         """Read both files once and freeze them, each entry scanned by the guard."""
@@ -357,7 +382,7 @@ class CuratedMemory:
 
     def _file_snapshot(self, target: MemoryTarget) -> FileSnapshot:
         path = self.path(target)
-        text, problem = _read_lenient(path)
+        text, problem = self._read(target)
         max_bytes = self.settings.guard_max_scan_bytes
         entries = tuple(
             SnapshotEntry(entry, first_threat(entry, Scope.SNAPSHOT, max_bytes=max_bytes))
@@ -424,12 +449,25 @@ class CuratedMemory:
         return entry
 
     def _change(self, target: MemoryTarget, edit: Callable[[list[str]], list[str]]) -> WriteResult:
-        path = _real_path(self.path(target))
+        root = self._roots[target]
+        if root is None:
+            path = _real_path(self.path(target))
+        elif not self.project_trusted:
+            raise MemoryFileError(
+                "This folder is not trusted, so its project memory (MEMORY.md) is neither "
+                "loaded nor changed. Save facts about the user with target=user, or tell the "
+                "user what you wanted to remember."
+            )
+        else:
+            try:
+                path = resolve_beneath(root, self.path(target))
+            except LinkRefused as exc:
+                raise MemoryFileError(_link_message(target, exc)) from None
         limit = self.limit(target)
-        with _locked(path, self._lock_timeout_s):
+        with _locked(path, self._lock_timeout_s, root):
             # Re-read under the lock, right before the change: whatever is on disk now (a
             # hand edit, another session's write) is what the change applies to.
-            current = _read_strict(path, target)
+            current = _read_strict(path, target, root)
             entries = parse_entries(current)
             updated = edit(entries)
             if updated == entries:
@@ -439,7 +477,12 @@ class CuratedMemory:
             # (consolidation must stay possible after a hand edit made it too big).
             if len(text) > limit and len(text) >= len(current):
                 raise MemoryFullError(target, len(text), len(current), limit, entries)
-            _atomic_write(path, text, private=target is MemoryTarget.USER)
+            _atomic_write(path, text, private=target is MemoryTarget.USER, root=root)
+            if root is not None:
+                # A guarded write of agentsh's own in a trusted folder: the next start does
+                # not ask about it (agentsh.trust); a hand edit still does.
+                for written in {path, self.path(target)}:
+                    record_own_write(self._user, root, written)
         return WriteResult(target, path, tuple(updated), len(text), limit, True)
 
 
@@ -475,14 +518,37 @@ def _dedupe(entries: list[str]) -> list[str]:
 # -- disk ------------------------------------------------------------------------------------
 
 
-def _read_lenient(path: Path) -> tuple[str, str | None]:
+UNTRUSTED_NOTE = "not loaded: this folder is not trusted"
+
+
+def _link_message(target: MemoryTarget, exc: LinkRefused) -> str:
+    return (
+        f"{target.file_name} was left alone: {exc}. Project memory is only read and written "
+        "inside the project; replace the link with a plain file to use it."
+    )
+
+
+def _read_bytes(path: Path, root: Path | None) -> bytes | None:
+    """The file's bytes (None if missing); beneath ``root`` when given, never through a link
+    out of it."""
+    if root is not None:
+        return read_beneath(root, path)
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _read_lenient(path: Path, root: Path | None = None) -> tuple[str, str | None]:
     """The file's text for display; problems are reported, never raised."""
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return "", None
+        data = _read_bytes(path, root)
+    except LinkRefused as exc:
+        return "", f"{path.name} not loaded: it {exc.reason}"
     except OSError as exc:
         return "", f"{path.name} could not be read: {exc.strerror or exc}"
+    if data is None:
+        return "", None
     try:
         return data.decode("utf-8"), None
     except UnicodeDecodeError as exc:
@@ -493,16 +559,18 @@ def _read_lenient(path: Path) -> tuple[str, str | None]:
         )
 
 
-def _read_strict(path: Path, target: MemoryTarget) -> str:
+def _read_strict(path: Path, target: MemoryTarget, root: Path | None = None) -> str:
     """The file's text for a change; anything that could lose the user's bytes raises."""
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return ""
+        data = _read_bytes(path, root)
+    except LinkRefused as exc:
+        raise MemoryFileError(_link_message(target, exc)) from None
     except OSError as exc:
         raise MemoryFileError(
             f"{target.file_name} could not be read ({exc.strerror or exc}): {path}"
         ) from exc
+    if data is None:
+        return ""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -513,7 +581,8 @@ def _read_strict(path: Path, target: MemoryTarget) -> str:
 
 
 def _real_path(path: Path) -> Path:
-    """Write through a symlink (a USER.md kept in a dotfiles repo stays a link)."""
+    """Write through a symlink (a USER.md kept in a dotfiles repo stays a link); only ever
+    for the user's own data dir."""
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
@@ -522,12 +591,19 @@ def _lock_path(path: Path) -> Path:
 
 
 @contextlib.contextmanager
-def _locked(path: Path, timeout_s: float) -> Iterator[None]:
-    """An exclusive ``flock`` on the hidden sidecar ``.<name>.lock``, waiting up to the timeout."""
+def _locked(path: Path, timeout_s: float, root: Path | None = None) -> Iterator[None]:
+    """An exclusive ``flock`` on the hidden sidecar ``.<name>.lock``, waiting up to the timeout.
+
+    Beneath ``root`` the sidecar is opened without following links: a lock file planted as a
+    symlink would otherwise create (empty) whatever file it names."""
     lock_path = _lock_path(path)
     try:
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        if root is not None:
+            flags = os.O_RDWR | os.O_CREAT
+            fd = open_beneath(root, lock_path, flags, 0o600, create_dirs=True)
+        else:
+            lock_path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     except OSError as exc:
         raise MemoryFileError(
             f"cannot create the lock file {lock_path}: {exc.strerror or exc}"
@@ -557,11 +633,13 @@ def _locked(path: Path, timeout_s: float) -> Iterator[None]:
         os.close(fd)
 
 
-def _atomic_write(path: Path, text: str, *, private: bool) -> None:
-    """Durable replace (temp file, fsync, rename, folder fsync); a new USER.md is private."""
+def _atomic_write(path: Path, text: str, *, private: bool, root: Path | None = None) -> None:
+    """Durable replace (temp file, fsync, rename, folder fsync); a new USER.md is private.
+    Beneath ``root`` nothing on the way may be a link (LinkRefused)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if root is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
         mode = None if path.exists() or not private else 0o600
-        atomic_write(path, text.encode("utf-8"), mode=mode)
+        atomic_write(path, text.encode("utf-8"), mode=mode, root=root)
     except OSError as exc:
         raise MemoryFileError(f"cannot write {path}: {exc.strerror or exc}") from exc

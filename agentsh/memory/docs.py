@@ -23,6 +23,7 @@ guard; an offending doc is left out of the prompt and reported.
 from __future__ import annotations
 
 import json
+import os
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from agentsh.errors import AgentshError
-from agentsh.fsutil import atomic_write
+from agentsh.fsutil import LinkRefused, atomic_write, read_beneath, resolve_beneath
 from agentsh.memory.guard import DEFAULT_MAX_SCAN_BYTES, Scope, Threat, fence_recalled, first_threat
 
 
@@ -104,17 +105,30 @@ class PriorKnowledge:
 # -- loading ---------------------------------------------------------------------------------
 
 
-def load_docs(folder: Path) -> tuple[list[MemoryDoc], list[str]]:
-    """Every ``*.md`` in ``folder`` (sorted by name) and the problems found on the way."""
+def load_docs(folder: Path, root: Path | None = None) -> tuple[list[MemoryDoc], list[str]]:
+    """Every ``*.md`` in ``folder`` (sorted by name) and the problems found on the way.
+
+    With ``root`` (the project's docs), nothing is read through a link out of ``root``: a
+    linked-out folder or doc is skipped and named in the problems."""
     docs: list[MemoryDoc] = []
     problems: list[str] = []
+    if root is not None and os.path.lexists(folder):
+        try:
+            folder = resolve_beneath(root, folder)
+        except LinkRefused as exc:
+            return [], [f"{folder}: memory docs not loaded: the folder {exc.reason}"]
     try:
         paths = sorted(path for path in folder.glob("*.md") if path.is_file())
     except OSError as exc:
         return [], [f"{folder}: memory docs could not be listed ({exc.strerror or exc})"]
     for path in paths:
         try:
-            raw = path.read_bytes()
+            raw = read_beneath(root, path) if root is not None else path.read_bytes()
+            if raw is None:
+                continue
+        except LinkRefused as exc:
+            problems.append(f"{path.name}: not loaded: it {exc.reason}; skipped")
+            continue
         except OSError as exc:
             problems.append(f"{path.name}: could not be read ({exc.strerror or exc}); skipped")
             continue
@@ -419,8 +433,10 @@ def write_doc(
     *,
     today: date | None = None,
     max_scan_bytes: int = DEFAULT_MAX_SCAN_BYTES,
+    root: Path | None = None,
 ) -> Path:
-    """Write a new doc (guard-scanned) as ``<date>-<slug>.md``; never overwrites a file."""
+    """Write a new doc (guard-scanned) as ``<date>-<slug>.md``; never overwrites a file.
+    With ``root`` the doc is written beneath it, never through a link out of it."""
     doc_type = DocType(doc_type)
     title = title.strip()
     body = text.strip()
@@ -441,13 +457,14 @@ def write_doc(
     data = content.encode("utf-8")
     stem = f"{created}-{slug(title)}"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        if root is None:
+            folder.mkdir(parents=True, exist_ok=True)
         for attempt in range(1, 1000):
             path = folder / (f"{stem}.md" if attempt == 1 else f"{stem}-{attempt}.md")
-            if path.exists():
+            if os.path.lexists(path):
                 continue  # a cheap skip; the exclusive write settles a race for the name
             try:
-                atomic_write(path, data, mode=0o644, exclusive=True)
+                atomic_write(path, data, mode=0o644, exclusive=True, root=root)
             except FileExistsError:
                 continue
             return path

@@ -102,16 +102,25 @@ class MemorySources:
     """The folders the index reads, and how their files are named in results."""
 
     project_root: Path
-    project_memory_dir: Path
+    project_memory_dir: Path | None  # None: an untrusted folder, or its memory links out
     user_memory_dir: Path
     workspace_dir: Path
     project_sessions_dir: Path
 
     @classmethod
-    def for_project(cls, user: UserPaths, project: ProjectPaths) -> MemorySources:
+    def for_project(
+        cls, user: UserPaths, project: ProjectPaths, *, include_project: bool = True
+    ) -> MemorySources:
+        """The sources of ``project``; its own memory only when ``include_project`` (a
+        trusted folder) and only if ``.agentsh/memory`` does not lead out of the project."""
+        memory_dir: Path | None = project.memory_dir
+        if not include_project or not _absolute(project.memory_dir).is_relative_to(
+            _absolute(project.root)
+        ):
+            memory_dir = None
         return cls(
             project_root=project.root,
-            project_memory_dir=project.memory_dir,
+            project_memory_dir=memory_dir,
             user_memory_dir=user.user_memory_dir,
             workspace_dir=user.workspace_dir,
             project_sessions_dir=user.project_sessions_dir(project.root),
@@ -119,7 +128,8 @@ class MemorySources:
 
     def watch_roots(self) -> list[Path]:
         """Folders a watcher should follow (some may not exist yet)."""
-        return [self.project_memory_dir, self.user_memory_dir, self.workspace_dir]
+        roots = [self.project_memory_dir, self.user_memory_dir, self.workspace_dir]
+        return [root for root in roots if root is not None]
 
     def session_ids(self) -> set[str]:
         """This project's session ids, from the log file names ``<stamp>_<id>.jsonl``."""
@@ -136,6 +146,8 @@ class MemorySources:
             (self.project_memory_dir, SourceKind.MEMORY),
             (self.user_memory_dir, SourceKind.USER),
         ):
+            if root is None:
+                continue
             for path, st in _walk_markdown(root):
                 found[path] = SourceFile(path, kind, st.st_mtime_ns, st.st_size)
         for link, kind in self._curated_links():
@@ -156,20 +168,17 @@ class MemorySources:
         return found
 
     def _curated_links(self) -> list[tuple[Path, SourceKind]]:
-        """MEMORY.md and USER.md where they are symlinks to a file (a dotfiles repository).
+        """USER.md where it is a symlink to a file (a dotfiles repository).
 
-        Other symlinks are never followed, but these two are the files the system prompt shows
-        and the memory tool writes through, so search reads them too, under their own name.
+        Other symlinks are never followed, but USER.md is the file the system prompt shows
+        and the memory tool writes through, so search reads it too, under its own name. The
+        user's folder is the user's own; a project's MEMORY.md link is never followed.
         """
         links: list[tuple[Path, SourceKind]] = []
-        for root, kind in (
-            (self.project_memory_dir, SourceKind.MEMORY),
-            (self.user_memory_dir, SourceKind.USER),
-        ):
-            for name in sorted(CURATED_NAMES):
-                link = _root(root) / name
-                if link.is_symlink() and link.is_file():
-                    links.append((link, kind))
+        for name in sorted(CURATED_NAMES):
+            link = _root(self.user_memory_dir) / name
+            if link.is_symlink() and link.is_file():
+                links.append((link, SourceKind.USER))
         return links
 
     def _curated_link(self, path: Path) -> tuple[Path, SourceKind] | None:
@@ -192,7 +201,7 @@ class MemorySources:
         if curated is not None:
             return curated[1]
         absolute = _absolute(path)
-        if _is_within(absolute, self.project_memory_dir):
+        if self.project_memory_dir is not None and _is_within(absolute, self.project_memory_dir):
             return SourceKind.MEMORY
         if _is_within(absolute, self.user_memory_dir):
             return SourceKind.USER
@@ -875,11 +884,13 @@ class MemoryIndex:
         embedder: Embedder | None = None,
         api_base: str | None = None,
         background: bool = True,
+        include_project: bool = True,
     ) -> MemoryIndex:
-        """Open (or create) the project's index. Does not sync: call :meth:`sync`."""
+        """Open (or create) the project's index. Does not sync: call :meth:`sync`.
+        ``include_project=False`` (an untrusted folder) leaves the project's memory out."""
         return cls(
             index_db_path(user, project),
-            MemorySources.for_project(user, project),
+            MemorySources.for_project(user, project, include_project=include_project),
             settings,
             embedder or make_embedder(settings, api_base=api_base),
             background=background,
@@ -1683,6 +1694,7 @@ def shared_index(
     settings: SearchSettings,
     *,
     api_base: str | None = None,
+    include_project: bool = True,
 ) -> MemoryIndex:
     """One :class:`MemoryIndex` per project and process (tool, pane and watcher share it).
 
@@ -1691,10 +1703,13 @@ def shared_index(
     key = str(index_db_path(user, project))
     with _shared_lock:
         index = _shared.get(key)
-        if index is None or index._closed or index.settings != settings:
+        wanted = MemorySources.for_project(user, project, include_project=include_project)
+        if index is None or index._closed or index.settings != settings or index.sources != wanted:
             if index is not None and not index._closed:
                 index.close()
-            index = MemoryIndex.open(user, project, settings, api_base=api_base)
+            index = MemoryIndex.open(
+                user, project, settings, api_base=api_base, include_project=include_project
+            )
             _shared[key] = index
         return index
 

@@ -1,11 +1,14 @@
 """The approval policy: which tool calls run at once and which wait for the user (SPEC §3).
 
 Reads never ask. In ``ask`` mode edits and commands ask; ``edits`` lets edits inside the project
-root through and still asks for commands; ``all`` lets everything through. One rule stands above
-the modes: a write whose target lies outside the project root (after resolving symlinks and
-``..``) always asks, and "allow for this session" never covers it. So does a write to the
-project's ``.agentsh/config.toml``: it holds ``tools.approval``, and an agent allowed to edit
-files must not be able to grant itself commands. Asking is an
+root through and still asks for commands; ``all`` lets everything through. Rules stand above the
+modes: a write whose target lies outside the project root (after resolving symlinks and ``..``)
+or has more than one hard link always asks, and "allow for this session" never covers it. So
+does a write to a *protected* path: the project's ``.agentsh/config.toml`` (it holds
+``tools.approval``, and an agent allowed to edit files must not grant itself commands) and
+anything under a ``.git`` folder (its config and hooks name programs that git, and so every
+later ``git status`` of the user's, runs). The memory tool never asks, but its writes pass the
+same outside-the-project check and are refused when it fails. Asking is an
 :class:`~agentsh.events.ApprovalRequest` emitted through the tool context; the front end
 resolves its ``decision`` future. With nobody to ask (headless ``-p``), a call that would ask is
 denied with a message telling the model why and how the user can allow it.
@@ -14,6 +17,7 @@ denied with a message telling the model why and how the user can allow it.
 from __future__ import annotations
 
 import asyncio
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +25,7 @@ from typing import Any
 from agentsh.config import ApprovalMode
 from agentsh.events import ApprovalDecision, ApprovalRequest
 from agentsh.paths import ProjectPaths
-from agentsh.tools.base import Effect, Tool, ToolContext, ToolError, is_inside
+from agentsh.tools.base import Effect, Tool, ToolContext, ToolError, outside_reason
 from agentsh.tools.rules import ToolRules
 
 
@@ -64,12 +68,16 @@ class Approver:
         self._session_allowed.clear()
 
     def outside_paths(self, tool: Tool, params: Any, ctx: ToolContext) -> list[Path]:
-        """The call's write targets that resolve outside the project root."""
-        return [
-            path
-            for path in tool.target_paths(params, ctx)
-            if not is_inside(path, self.project_root)
-        ]
+        """The call's write targets that count as outside the project (see outside_reason)."""
+        return [p for p, _why in self._outside(tool, params, ctx)]
+
+    def _outside(self, tool: Tool, params: Any, ctx: ToolContext) -> list[tuple[Path, str]]:
+        found = []
+        for path in tool.target_paths(params, ctx):
+            why = outside_reason(path, self.project_root)
+            if why is not None:
+                found.append((path, why))
+        return found
 
     async def authorize(self, tool: Tool, params: Any, ctx: ToolContext) -> str | None:
         """None if the call may run; otherwise the message the model gets as an error result."""
@@ -86,17 +94,25 @@ class Approver:
                 why = f"the user's rule {verdict.rule.text!r} (--disallowedTools) forbids it"
             return f"Denied: {tool.summary(params)}: {why}. Do not retry it; tell the user."
         effect = tool.effect(params, ctx)
+        summary = tool.summary(params)
+        reasons = self._outside(tool, params, ctx)
+        outside = [path for path, _why in reasons]
+        where = "; ".join(why for _path, why in reasons)
         if effect is Effect.READ:
-            return None
+            if not outside:
+                return None
+            # A tool that writes without asking (memory) never leaves the project.
+            return (
+                f"Denied: {summary} would write outside the project ({where}). This tool "
+                "only writes inside the project; nothing was written. Tell the user if it "
+                "matters."
+            )
         if self.plan:
             return (
                 f"Denied: {tool.summary(params)}. This is plan mode: files are not changed "
                 "and commands are not run. Finish the plan; the user will carry it out."
             )
-        summary = tool.summary(params)
-        outside = self.outside_paths(tool, params, ctx)
         if outside:
-            where = ", ".join(str(path.resolve()) for path in outside)
             if not self.interactive:
                 return (
                     f"Denied: {summary} would write outside the project root "
@@ -107,19 +123,15 @@ class Approver:
                 )
             reason = f"it writes outside the project root ({self.project_root}): {where}"
             return await self._ask(tool, params, ctx, reason, outside=True)
-        if self._touches_settings(tool, params, ctx):
-            config = self.project_config
+        protected = self._protected(tool, params, ctx)
+        if protected is not None:
             if not self.interactive:
                 return (
-                    f"Denied: {summary} would change agentsh's project settings ({config}). "
-                    f"They decide what tools may do without asking, so they are never changed "
-                    f"in non-interactive mode (agentsh -p), whatever --approve says. Tell the "
+                    f"Denied: {summary} would change {protected}, so it is never changed in "
+                    f"non-interactive mode (agentsh -p), whatever --approve says. Tell the "
                     f"user what you wanted to change."
                 )
-            reason = (
-                f"it changes agentsh's project settings ({config}), which decide what tools "
-                f"may do without asking"
-            )
+            reason = f"it changes {protected}"
             return await self._ask(tool, params, ctx, reason, outside=False, sticky=False)
         if verdict is not None:  # an allow rule (never past the two guards above)
             return None
@@ -154,9 +166,13 @@ class Approver:
             f"To allow it, {how}."
         )
 
-    def _touches_settings(self, tool: Tool, params: Any, ctx: ToolContext) -> bool:
-        config = self.project_config.resolve()
-        return any(path.resolve() == config for path in tool.target_paths(params, ctx))
+    def _protected(self, tool: Tool, params: Any, ctx: ToolContext) -> str | None:
+        """What protected path the call writes, in words, or None."""
+        for path in tool.target_paths(params, ctx):
+            what = protected_reason(path, self.project_root)
+            if what is not None:
+                return what
+        return None
 
     async def _ask(
         self,
@@ -189,10 +205,12 @@ class Approver:
         decision = await _wait_for_decision(request, ctx)
         match decision:
             case ApprovalDecision.ALLOW_ONCE:
+                ctx.outside_allowed = outside
                 return None
             case ApprovalDecision.ALLOW_SESSION:
                 if sticky and not outside:  # never for writes outside or to the settings
                     self._session_allowed.add(tool.name)
+                ctx.outside_allowed = outside
                 return None
             case ApprovalDecision.DENY:
                 return (
@@ -201,6 +219,36 @@ class Approver:
                 )
             case _:
                 return f"Cancelled while waiting for the user's approval; {summary} was not run."
+
+
+def _name_key(part: str) -> str:
+    """A path component as a case-insensitive file system sees it: NFKC, casefolded, without
+    the invisible characters HFS+ ignores (``.g\u200cit`` is ``.git`` there)."""
+    folded = unicodedata.normalize("NFKC", part).casefold()
+    return "".join(c for c in folded if unicodedata.category(c) != "Cf")
+
+
+def protected_reason(path: Path, root: Path) -> str | None:
+    """Why ``path`` (inside ``root``) is protected, in words, or None.
+
+    Compared on the resolved path and name by name, case- and Unicode-insensitively, so a link
+    to ``.git``, ``.GIT/config`` on a case-insensitive disk or ``.agentsh/CONFIG.toml`` are
+    caught too."""
+    try:
+        rel = path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return None
+    keys = [_name_key(part) for part in rel.parts]
+    if ".git" in keys:
+        return (
+            ".git/ (its config and hooks name programs that git runs, in your own git commands too)"
+        )
+    if keys[:2] == [".agentsh", "config.toml"]:
+        return (
+            f"agentsh's project settings ({root / '.agentsh' / 'config.toml'}), which decide "
+            "what tools may do without asking"
+        )
+    return None
 
 
 async def _wait_for_decision(request: ApprovalRequest, ctx: ToolContext) -> ApprovalDecision | None:

@@ -13,6 +13,7 @@ import asyncio
 import dataclasses
 import difflib
 import os
+import stat
 import types
 import typing
 from abc import ABC, abstractmethod
@@ -63,6 +64,10 @@ class ToolContext:
     emit: Callable[[Event], None] = lambda _event: None
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
     session_id: str = ""
+    project_trusted: bool = True  # False: the folder's own memory is neither read nor written
+    # Set by the approval when the user allowed this call to write outside the project; a
+    # write that only leads outside by the time it runs (a link swapped in) is refused.
+    outside_allowed: bool = False
 
 
 def param(description: str, default: Any = dataclasses.MISSING, **schema: Any) -> Any:
@@ -376,6 +381,28 @@ def display_path(path: Path, cwd: Path) -> str:
 def is_inside(path: Path, root: Path) -> bool:
     """Whether ``path`` is ``root`` or below it once symlinks and ``..`` are resolved."""
     return path.resolve().is_relative_to(root.resolve())
+
+
+def outside_reason(path: Path, root: Path) -> str | None:
+    """Why writing ``path`` counts as writing outside the project, or None if it does not.
+
+    Outside: where it resolves (symlinks and ``..`` followed) is not under ``root``, or it is
+    a file with more than one hard link: its other names may be anywhere (a uv venv's files
+    are hard links into the user's cache and every other project), and a write changes them
+    all. Every write check uses this, the memory tool's included."""
+    resolved = path.resolve()
+    if not resolved.is_relative_to(root.resolve()):
+        return f"{resolved} is outside the project root"
+    try:
+        info = resolved.stat()
+    except OSError:
+        return None
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        return (
+            f"{resolved} has {info.st_nlink} hard links, and its other names may be outside "
+            "the project"
+        )
+    return None
 
 
 def missing_path_message(path: Path, cwd: Path, *, what: str = "File") -> str:

@@ -4,7 +4,9 @@
 up to the line and byte budgets of :class:`~agentsh.config.ToolSettings`, then only counts the
 remaining lines, so a multi-gigabyte log costs a page and a newline count. ``write`` and
 ``edit`` keep what the model cannot see and must not break (a UTF-8 BOM, CRLF line endings,
-the bytes outside the replaced span) and return a unified diff in ``details["diff"]``. Each one
+the mode, the bytes outside the replaced span), write through the one durable atomic write (a
+full disk leaves the old file whole, never a torn one), and return a unified diff in
+``details["diff"]``. Each one
 also plans its change without writing, which is what the approval prompt shows.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import difflib
+import os
 import re
 import stat
 import unicodedata
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar
 
+from agentsh.fsutil import atomic_write
 from agentsh.tools.base import (
     Effect,
     Tool,
@@ -410,10 +414,25 @@ def _decode(data: bytes) -> str | None:
         return None
 
 
-def _write_change(change: _Change) -> None:
-    change.path.parent.mkdir(parents=True, exist_ok=True)
-    # Written in place: keeps the file's inode, owner, mode and hard links.
-    change.path.write_bytes(change.new)
+def _write_change(change: _Change, ctx: ToolContext) -> None:
+    """Replace the file whole or not at all (temp file, fsync, rename: :func:`atomic_write`).
+
+    Inside the project no link on the way is followed (a folder swapped for a symlink after
+    the approval makes the write fail, not land elsewhere). The mode is kept; a hard-linked
+    file (asked about first) gets a new inode, so its other names keep their content. A
+    write outside the project happens only when the user approved exactly that."""
+    real = Path(os.path.realpath(change.path))
+    real_root = Path(os.path.realpath(ctx.project.root))
+    if real != real_root and real.is_relative_to(real_root):
+        atomic_write(real, change.new, root=real_root)
+        return
+    if not ctx.outside_allowed:
+        raise ToolError(
+            f"{change.shown} now leads outside the project ({real}), which was not approved; "
+            "nothing was written."
+        )
+    real.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(real, change.new)
 
 
 # -- write ----------------------------------------------------------------------------------
@@ -462,7 +481,7 @@ class WriteTool(Tool):
                     f"{shown} already has this content; nothing changed.",
                     details={"path": str(path), "diff": ""},
                 )
-            await asyncio.to_thread(_write_change, change)
+            await asyncio.to_thread(_write_change, change, ctx)
         except (ToolError, OSError) as exc:
             return _error(exc, shown)
         lines = len(_diff_lines(params.content))
@@ -555,7 +574,7 @@ class EditTool(Tool):
         shown = display_path(path, ctx.cwd)
         try:
             plan = await asyncio.to_thread(_plan_edit, params, ctx)
-            await asyncio.to_thread(_write_change, plan.change)
+            await asyncio.to_thread(_write_change, plan.change, ctx)
         except (ToolError, OSError) as exc:
             return _error(exc, shown)
         count = plan.replacements

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import ClassVar
 
 from agentsh.config import MemorySettings
@@ -81,6 +82,13 @@ class MemoryTool(Tool):
 
     def effect(self, params: MemoryParams, ctx: ToolContext) -> Effect:
         return Effect.READ
+
+    def target_paths(self, params: MemoryParams, ctx: ToolContext) -> list[Path]:
+        """MEMORY.md, for the same outside-the-project check every write passes (a write
+        that fails it is refused, never asked: see the approval module)."""
+        if params.target is MemoryTarget.MEMORY:
+            return [ctx.project.memory_file]
+        return []
 
     def summary(self, params: MemoryParams) -> str:
         text = params.content if params.action is MemoryAction.ADD else params.old_text

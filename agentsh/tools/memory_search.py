@@ -69,7 +69,9 @@ class _IndexUser:
     def index_for(self, ctx: ToolContext) -> MemoryIndex:
         if self._index is not None:
             return self._index
-        return shared_index(ctx.user, ctx.project, ctx.settings.search)
+        return shared_index(
+            ctx.user, ctx.project, ctx.settings.search, include_project=ctx.project_trusted
+        )
 
 
 class MemorySearchTool(_IndexUser, Tool):
@@ -226,7 +228,9 @@ class MemoryGetTool(_IndexUser, Tool):
         sources = (
             self._index.sources
             if self._index is not None
-            else MemorySources.for_project(ctx.user, ctx.project)
+            else MemorySources.for_project(
+                ctx.user, ctx.project, include_project=ctx.project_trusted
+            )
         )
         return await asyncio.to_thread(read_memory_lines, sources, params)
 

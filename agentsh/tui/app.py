@@ -33,6 +33,11 @@ from agentsh.tui.widgets.composer import Composer, PromptInput
 from agentsh.tui.widgets.status_bar import StatusBar
 from agentsh.tui.widgets.tool_block import ToolBlock
 
+UNTRUSTED_NOTE = (
+    "This folder is not trusted: its .agentsh/config.toml, AGENTS.md and memory were not "
+    "loaded. Restart agentsh here to be asked again."
+)
+
 if TYPE_CHECKING:
     from textual.command import Provider
 
@@ -77,6 +82,8 @@ class AgentshApp(App[None]):
         keymap = keymap_from_settings(env.settings.tui.keys)
         self.keymap = keymap.keymap
         self._startup_problems = [str(p) for p in env.config.problems] + list(keymap.problems)
+        if not env.trusted:  # the user said "not now" to the trust question
+            self._startup_problems.insert(0, UNTRUSTED_NOTE)
         self._watch_themes = watch_themes
         # A closed terminal (SIGHUP) or a kill (SIGTERM) quits like Ctrl+Q: the log is finished.
         self._quit_signals = QuitSignals(self._quit_on_signal)

@@ -2,7 +2,8 @@
 
 The CLI dispatches here with its argparse namespace. This reads the configuration (stdlib
 tomllib), prepares the process for litellm and tiktoken without importing them, and runs the
-App; the session is opened and the agent built in a worker after the first frame.
+App; the session is opened and the agent built in a worker after the first frame. A folder
+that is not trusted yet (:mod:`agentsh.trust`) is asked about first, in a small app of its own.
 """
 
 from __future__ import annotations
@@ -17,7 +18,18 @@ def main(args: argparse.Namespace) -> int:
     from agentsh.tui.options import LaunchOptions
 
     prepare_environment()
-    env = load_environment()
+    env = load_environment(trust_project=bool(getattr(args, "trust_project", False)))
+    if not env.trusted:
+        # Asked before the main app exists, so nothing of the folder's is loaded until then.
+        from agentsh.trust import grant
+        from agentsh.tui.screens.trust import ask_trust
+
+        answer = ask_trust(env.trust)
+        if answer is None:
+            return 0
+        if answer:
+            grant(env.user, env.trust)
+            env = load_environment()
     app = AgentshApp(env, LaunchOptions.from_args(args))
     app.run()
     return app.return_code or 0

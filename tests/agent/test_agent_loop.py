@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentsh.agent import Agent, build_agent
-from agentsh.config import ApprovalMode, Environment, load_environment
+from agentsh.config import ApprovalMode, load_environment
 from agentsh.events import (
     ApprovalDecision,
     ApprovalRequest,
@@ -42,14 +42,15 @@ def make_agent(
     created: list[Agent] = []
 
     def factory(approval: ApprovalMode = ApprovalMode.ALL, session: Session | None = None) -> Agent:
-        env = load_environment(project)
+        env = load_environment(project, trust_project=True)  # the user's own project
         fast = dataclasses.replace(
             env.settings.model, retry_base_delay_s=0.01, retry_max_delay_s=0.05
         )
-        env = Environment(
-            env.user,
-            env.project,
-            dataclasses.replace(env.config, settings=dataclasses.replace(env.settings, model=fast)),
+        env = dataclasses.replace(
+            env,
+            config=dataclasses.replace(
+                env.config, settings=dataclasses.replace(env.settings, model=fast)
+            ),
         )
         session = session or Session.create(env.user.project_sessions_dir(project), project)
         agent = build_agent(

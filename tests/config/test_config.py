@@ -145,7 +145,8 @@ def test_a_project_config_may_narrow_approval_and_the_user_may_widen_it(tmp_path
 
 
 def test_a_project_config_cannot_choose_the_model_server(tmp_path: Path) -> None:
-    # A cloned repository must not receive the user's API key (or prompts) by naming its server.
+    # A cloned repository must not receive the user's API key (or prompts) by naming its server,
+    # nor choose the model (issue 12: a model string can carry a server of its own).
     user, project = _with_configs(
         tmp_path,
         '[model]\napi_base = "http://127.0.0.1:8000/v1"\n',
@@ -155,10 +156,10 @@ def test_a_project_config_cannot_choose_the_model_server(tmp_path: Path) -> None
     loaded = load_config(user, project)
     assert loaded.settings.model.api_base == "http://127.0.0.1:8000/v1"
     assert loaded.settings.model.ollama_url == "http://127.0.0.1:11434"
-    assert loaded.settings.model.name == "openai/gpt-4o"  # choosing the model is the project's
-    assert [p.key for p in loaded.problems] == ["model.api_base", "model.ollama_url"]
+    assert loaded.settings.model.name == ""  # the user's: a project cannot choose the model
+    assert [p.key for p in loaded.problems] == ["model.name", "model.api_base", "model.ollama_url"]
     assert all(p.file == project.config_file for p in loaded.problems)
-    assert "API key" in loaded.problems[0].message and "--api-base" in loaded.problems[0].message
+    assert "API key" in loaded.problems[1].message and "--api-base" in loaded.problems[1].message
 
 
 def test_the_user_config_chooses_the_model_server(tmp_path: Path) -> None:

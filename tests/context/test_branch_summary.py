@@ -202,7 +202,7 @@ async def test_the_branch_summary_budget_follows_the_configured_reserve(
     assert left is not None
     s.move_leaf(root)
     s.append_message(Role.USER, "another way")
-    env = load_environment(project)
+    env = load_environment(project, trust_project=True)  # the user's own project config
     agent = build_agent(env, s, model=TEST_MODEL, api_base=scripted_server.base_url, cwd=project)
     await agent.summarize_branch(left)
     sent = scripted_server.requests[0].messages[1]["content"]

@@ -37,6 +37,7 @@ USER = MemoryTarget.USER
 @pytest.fixture
 def store(tmp_path: Path) -> CuratedMemory:
     project = ProjectPaths(root=tmp_path / "project")
+    project.root.mkdir()  # a project root always exists: it is where agentsh runs
     user = UserPaths(tmp_path / "config", tmp_path / "data", tmp_path / "cache")
     return CuratedMemory(project, user, MemorySettings(), lock_timeout_s=0.3)
 
@@ -243,7 +244,7 @@ def test_the_file_is_replaced_while_the_lock_is_held(
     seen: list[bool] = []
     real_write = curated._atomic_write
 
-    def checking_write(path: Path, text: str, *, private: bool) -> None:
+    def checking_write(path: Path, text: str, *, private: bool, root: Path | None) -> None:
         fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -252,7 +253,7 @@ def test_the_file_is_replaced_while_the_lock_is_held(
             seen.append(True)
         finally:
             os.close(fd)
-        real_write(path, text, private=private)
+        real_write(path, text, private=private, root=root)
 
     monkeypatch.setattr(curated, "_atomic_write", checking_write)
     store.add(MEMORY, "under the lock")
@@ -275,6 +276,7 @@ def test_a_held_lock_makes_a_write_wait_then_fail_clearly(store: CuratedMemory) 
 
 
 def test_concurrent_writers_from_several_processes_lose_no_entry(tmp_path: Path) -> None:
+    (tmp_path / "project").mkdir()
     script = textwrap.dedent(
         """
         import sys

@@ -15,6 +15,7 @@ from agentsh.tools.memory import MemoryTool
 
 @pytest.fixture
 def paths(tmp_path: Path) -> tuple[ProjectPaths, UserPaths]:
+    (tmp_path / "project").mkdir()  # a project root always exists: it is where agentsh runs
     return ProjectPaths(root=tmp_path / "project"), UserPaths(
         tmp_path / "config", tmp_path / "data", tmp_path / "cache"
     )

@@ -8,12 +8,13 @@ import pytest
 
 from agentsh.cli import main
 from agentsh.memory.index import MemoryIndex
-from agentsh.paths import ProjectPaths
+from agentsh.paths import ProjectPaths, UserPaths
 from tests.search.conftest import write
 
 
 def _keyword_only(project: Path) -> None:
-    write(ProjectPaths(project).config_file, '[search]\nembedding = "none"\n')
+    # The user's config: a project's is loaded only once the folder is trusted.
+    write(UserPaths.from_env().config_file, '[search]\nembedding = "none"\n')
 
 
 def _notes(project: Path) -> None:

@@ -559,11 +559,12 @@ def test_shared_index_is_one_per_project_and_settings(paths: Paths) -> None:
         index_module.close_shared()
 
 
-def test_a_symlinked_user_md_or_memory_md_is_searched_like_the_file_it_stands_for(
+def test_a_symlinked_user_md_is_searched_like_the_file_it_stands_for(
     paths: Paths, memory_dir: Path, make_index: IndexFactory, tmp_path: Path
 ) -> None:
     # curated.py writes through a USER.md kept in a dotfiles repository, and the prompt shows
-    # it; search and memory_get must see it too. Any other symlink stays out of the index.
+    # it; search and memory_get must see it too. Any other symlink stays out of the index,
+    # a project's MEMORY.md link out included (issue 12: it could stand for ~/.ssh/id_ed25519).
     user, project = paths
     dotfiles = tmp_path / "dotfiles"
     target = write(dotfiles / "USER.md", "Sam edits with neovim.\n§\nSam answers in Korean.")
@@ -577,10 +578,10 @@ def test_a_symlinked_user_md_or_memory_md_is_searched_like_the_file_it_stands_fo
     hits = index.search("neovim", min_score=0.0).results
     assert (hits[0].path, hits[0].lines) == ("user:USER.md", "1-1")
     assert not any(r.path.endswith("other.md") for r in hits)
-    assert index.search("port 8000").results[0].path == ".agentsh/memory/MEMORY.md"
+    assert not any(r.path.endswith("MEMORY.md") for r in index.search("port 8000").results)
     sources = MemorySources.for_project(user, project)
     assert sources.resolve("user:USER.md") == user.user_memory_file
-    assert sources.resolve(".agentsh/memory/MEMORY.md") == memory_dir / "MEMORY.md"
+    assert sources.resolve(".agentsh/memory/MEMORY.md") is None
     assert sources.resolve(".agentsh/memory/other.md") is None
     assert sources.classify(user.user_memory_file) is SourceKind.USER
     # An edit made through the link's target is picked up by the next sync.
@@ -591,4 +592,4 @@ def test_a_symlinked_user_md_or_memory_md_is_searched_like_the_file_it_stands_fo
     write(target, "Sam edits with emacs now.")
     assert index.index_file(user.user_memory_file)
     assert [r.path for r in index.search("emacs", min_score=0.0).results][:1] == ["user:USER.md"]
-    assert index.status().files == 2
+    assert index.status().files == 1

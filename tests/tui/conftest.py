@@ -20,7 +20,7 @@ MakeApp = Callable[..., AgentshApp]
 
 @pytest.fixture
 def env(project: Path) -> Environment:
-    return load_environment(project)
+    return load_environment(project, trust_project=True)  # the user's own project
 
 
 @pytest.fixture

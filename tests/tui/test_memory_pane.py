@@ -54,7 +54,7 @@ def write_project(project: Path, *, embedding: str = "none") -> Environment:
         "---\ntype: plan\ntitle: Release checklist\ncreated: 2026-03-04\n---\n"
         "Tag, build the wheel, upload.\n"
     )
-    return load_environment(project)
+    return load_environment(project, trust_project=True)  # the user's own project
 
 
 class SnapshotAgent(FakeAgent):

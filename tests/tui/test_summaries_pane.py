@@ -126,7 +126,7 @@ def real_app(
     )
     from agentsh.tui.controller import build_real_agent
 
-    env: Environment = load_environment(project)
+    env: Environment = load_environment(project, trust_project=True)
     options = LaunchOptions(model=TEST_MODEL, api_base=scripted_server.base_url)
     return make_app(factory=build_real_agent, options=options, environment=env)
 

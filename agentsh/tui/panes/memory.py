@@ -184,10 +184,13 @@ def _removed(entry: SnapshotEntry) -> EntryView:
 def build_model(
     memory: CuratedMemory,
     snapshot: MemorySnapshot | None,
-    docs_dir: Path,
+    docs_dir: Path | None,
     display: Callable[[MemoryTarget], str],
+    *,
+    root: Path | None = None,
 ) -> MemoryModel:
-    """Read both curated files and the typed docs (blocking: run it in a thread)."""
+    """Read both curated files and the typed docs (blocking: run it in a thread). No
+    ``docs_dir`` (an untrusted folder) shows no docs; ``root`` confines their reads."""
     max_bytes = memory.settings.guard_max_scan_bytes
 
     def blocked(text: str) -> str:
@@ -198,7 +201,7 @@ def build_model(
     problems: list[str] = []
     for target in MemoryTarget:
         path = memory.path(target)
-        text, problem = _read(path)
+        text, problem = memory.read_text(target)
         live = memory.entries(target) if not problem else []
         frozen = snapshot.get(target) if snapshot is not None else None
         files.append(
@@ -214,7 +217,7 @@ def build_model(
                 problem=problem,
             )
         )
-    docs, doc_problems = load_docs(docs_dir)
+    docs, doc_problems = load_docs(docs_dir, root) if docs_dir is not None else ([], [])
     problems.extend(doc_problems)
     groups = tuple(
         (kind, tuple(sorted((d for d in docs if d.type is kind), key=lambda d: d.title.lower())))
@@ -226,17 +229,6 @@ def build_model(
         problems=tuple(problems),
         has_snapshot=snapshot is not None,
     )
-
-
-def _read(path: Path) -> tuple[str, str]:
-    try:
-        return path.read_text(encoding="utf-8"), ""
-    except FileNotFoundError:
-        return "", ""
-    except UnicodeDecodeError:
-        return "", f"{path.name} is not valid UTF-8"
-    except OSError as exc:
-        return "", f"{path.name} cannot be read ({exc.strerror or exc})"
 
 
 # -- rendering helpers ----------------------------------------------------------------------------
@@ -372,7 +364,9 @@ class MemoryPane(Widget):
 
     @work(thread=True, exclusive=True, group="memory-pane-load", exit_on_error=False)
     def _load(self, env: Environment, snapshot: MemorySnapshot | None) -> None:
-        memory = CuratedMemory(env.project, env.user, env.settings.memory)
+        memory = CuratedMemory(
+            env.project, env.user, env.settings.memory, project_trusted=env.trusted
+        )
 
         def display(target: MemoryTarget) -> str:
             if target is MemoryTarget.USER:
@@ -382,7 +376,8 @@ class MemoryPane(Widget):
             except ValueError:
                 return env.project.memory_file.name
 
-        model = build_model(memory, snapshot, env.project.docs_dir, display)
+        docs_dir = env.project.docs_dir if env.trusted else None
+        model = build_model(memory, snapshot, docs_dir, display, root=env.project.root)
         self.app.call_from_thread(self._show, model)
 
     def _show(self, model: MemoryModel) -> None:
@@ -647,7 +642,9 @@ class MemoryPane(Widget):
 
             env = self._env()
             assert env is not None
-            self._index = shared_index(env.user, env.project, env.settings.search)
+            self._index = shared_index(
+                env.user, env.project, env.settings.search, include_project=env.trusted
+            )
         return self._index
 
     def _start_watching(self) -> None:

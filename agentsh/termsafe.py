@@ -1,0 +1,41 @@
+"""Text that reaches a terminal outside the TUI: control sequences made visible, never run.
+
+A model reply, a file the model read or a project's AGENTS.md may hold terminal control
+sequences: OSC 52 writes the clipboard, CSI 2J clears the screen, OSC 8 hides a link behind
+innocent text, a lone CR or backspaces overwrite what was printed before. agentsh prints such
+text in ``-p`` text output, ``sessions show``, the Markdown export and its own one-line messages;
+there, every C0 and C1 control character except newline and tab is shown as a visible escape
+(``\\x1b``, ``\\x9b``, ``\\r``), so the text is readable and nothing is executed. Carriage returns
+of a CRLF line ending are dropped rather than shown. The TUI renders text through Textual, which
+does not pass control sequences to the terminal, so it does not need this.
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 controls but tab and newline, DEL, the C1 controls, and the bidirectional overrides
+# that reorder what a reader sees (the "Trojan Source" characters).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_NAMES = {"\r": "\\r", "\x1b": "\\x1b", "\x07": "\\a", "\x08": "\\b", "\x0c": "\\f", "\x0b": "\\v"}
+
+
+def _shown(match: re.Match[str]) -> str:
+    char = match.group()
+    name = _NAMES.get(char)
+    if name is not None:
+        return name
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` safe to write to a terminal: control characters shown as escapes."""
+    if text.isprintable() or not _CONTROL.search(text):
+        return text
+    return _CONTROL.sub(_shown, text.replace("\r\n", "\n"))
+
+
+def one_line(text: str) -> str:
+    """``printable`` for a one-line message: line breaks shown too."""
+    return printable(text).replace("\n", "\\n")

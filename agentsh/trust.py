@@ -1,0 +1,366 @@
+"""Workspace trust: a project folder's settings, instructions and memory load only once trusted.
+
+Everything in a project folder was possibly written by someone else (a cloned repository). Its
+``.agentsh/config.toml`` changes how agentsh behaves, ``AGENTS.md``/``CLAUDE.md`` and
+``.agentsh/memory/`` go into the model's system prompt. So, like workspace trust in editors,
+the first time agentsh opens a folder holding any of them it says what the folder wants and
+asks (the TUI's trust screen; ``-p`` refuses them with a one-line notice unless
+``--trust-project``). The answer is stored in the user's data dir with a hash of every file it
+covered; a file that changes or appears later asks again. A folder with none of them has
+nothing to trust and never asks.
+
+What is covered is a list of *sources*: functions from (project root, working folder) to
+:class:`Finding` s, each one file with a one-line description of what it wants. Other rooms add
+their own (MCP servers from ``.mcp.json``) with :func:`register_source`. Files are hashed as
+they are on disk and never through a link out of the project: such a link is itself a finding
+("a link to ~/.ssh/id_ed25519: never followed"), so a planted link is shown, not hidden.
+
+This module is core (no Textual); it knows paths and files, not the settings they hold.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import tomllib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+
+from agentsh.fsutil import LinkRefused, atomic_write, read_beneath
+from agentsh.paths import ProjectPaths, UserPaths
+
+TRUST_FILE_NAME = "trusted-folders.json"
+_FORMAT = 1
+_HASH_MAX_BYTES = 8 * 1024 * 1024  # a bigger file is hashed on its start and its size
+_MAX_MEMORY_FILES = 2000  # a folder of more memory files than this is described, not walked
+CONTEXT_FILE_NAMES = ("AGENTS.md", "CLAUDE.md")
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One file a project folder holds that would change what agentsh does or tells the model."""
+
+    path: Path  # absolute
+    kind: str  # "settings", "instructions", "memory", "mcp", ...
+    description: str  # one line, e.g. "changes 3 settings: tools.approval, tui.theme, ..."
+    digest: str  # what was seen: a content hash, or where a refused link leads
+
+    def key(self, root: Path) -> str:
+        """The name the trust record keeps: project-relative, POSIX."""
+        try:
+            return self.path.relative_to(root).as_posix()
+        except ValueError:
+            return self.path.as_posix()
+
+
+Source = Callable[[Path, Path], list[Finding]]
+"""(project root, working folder) -> the findings of one kind."""
+
+
+class TrustState(StrEnum):
+    NOTHING = "nothing"  # no covered file: nothing of the folder's would load anyway
+    TRUSTED = "trusted"  # the user trusted exactly these files
+    NEW = "new"  # never decided
+    CHANGED = "changed"  # trusted once; a covered file changed or appeared since
+
+
+@dataclass(frozen=True, slots=True)
+class TrustCheck:
+    """What a folder holds and whether the user has trusted exactly that."""
+
+    root: Path
+    findings: tuple[Finding, ...]
+    state: TrustState
+    changed: tuple[Finding, ...]  # new or different since the stored decision (all when NEW)
+
+    @property
+    def trusted(self) -> bool:
+        return self.state in (TrustState.NOTHING, TrustState.TRUSTED)
+
+    @property
+    def asks(self) -> bool:
+        """Whether a front end must ask before loading the folder's files."""
+        return not self.trusted
+
+    def lines(self, *, limit: int = 12) -> list[str]:
+        """One line per finding (the changed ones first), at most ``limit`` plus a count."""
+        ordered = list(self.changed) + [f for f in self.findings if f not in self.changed]
+        shown = [f"{f.key(self.root)}: {f.description}" for f in ordered[:limit]]
+        if len(ordered) > limit:
+            shown.append(f"... and {len(ordered) - limit} more files")
+        return shown
+
+    def notice(self) -> str:
+        """The one line ``-p`` prints when it runs without the folder's files."""
+        kinds = sorted({f.kind for f in self.findings})
+        files = ", ".join(sorted({_short_key(f, self.root) for f in self.findings})[:4])
+        what = "changed since you trusted it" if self.state is TrustState.CHANGED else "not trusted"
+        return (
+            f"this folder is {what}, so its {', '.join(kinds)} ({files}) were not loaded; "
+            "open it in agentsh to review them, or pass --trust-project"
+        )
+
+
+def _short_key(finding: Finding, root: Path) -> str:
+    key = finding.key(root)
+    if key.startswith(".agentsh/memory/"):
+        return ".agentsh/memory/"
+    return key
+
+
+# -- sources ---------------------------------------------------------------------------------
+
+_SOURCES: list[Source] = []
+
+
+def register_source(source: Source) -> None:
+    """Add a kind of covered file (e.g. ``.mcp.json``); idempotent."""
+    if source not in _SOURCES:
+        _SOURCES.append(source)
+
+
+def sources() -> tuple[Source, ...]:
+    return tuple(_SOURCES)
+
+
+def hash_file(root: Path, path: Path) -> tuple[str, bytes | None, str]:
+    """(digest, content or None, problem) of a project file read beneath ``root``.
+
+    A link out, a FIFO or a hard-linked file is not read: its digest records what it is, and
+    the problem says so in words."""
+    try:
+        data = read_beneath(root, path, max_bytes=_HASH_MAX_BYTES + 1)
+    except LinkRefused as exc:
+        target = ""
+        with contextlib.suppress(OSError):
+            target = str(path.readlink())
+        return f"refused:{exc.reason}:{target}", None, f"{exc.reason} {exc.where}".strip()
+    except OSError as exc:
+        return f"unreadable:{exc.errno}", None, f"cannot be read ({exc.strerror or exc})"
+    if data is None:
+        return "missing", None, ""
+    digest = hashlib.sha256(data[:_HASH_MAX_BYTES])
+    if len(data) > _HASH_MAX_BYTES:
+        with contextlib.suppress(OSError):
+            digest.update(str(path.stat().st_size).encode())
+    return "sha256:" + digest.hexdigest(), data, ""
+
+
+def _size(data: bytes) -> str:
+    size = len(data)
+    return f"{size} B" if size < 1024 else f"{size / 1024:.1f} KB"
+
+
+def settings_findings(root: Path, cwd: Path) -> list[Finding]:
+    """``.agentsh/config.toml``: which settings it changes."""
+    path = ProjectPaths(root).config_file
+    if not os.path.lexists(path) and not os.path.lexists(path.parent):
+        return []
+    digest, data, problem = hash_file(root, path)
+    if digest == "missing":
+        return []
+    if data is None:
+        return [Finding(path, "settings", f"not loaded: it {problem}", digest)]
+    try:
+        raw = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return [Finding(path, "settings", "agentsh settings (not valid TOML)", digest)]
+    keys = sorted(_dotted_keys(raw))
+    shown = ", ".join(keys[:6]) + (f", ... ({len(keys)} in all)" if len(keys) > 6 else "")
+    what = f"changes {len(keys)} setting{'s' if len(keys) != 1 else ''}: {shown}"
+    return [Finding(path, "settings", what if keys else "agentsh settings (empty)", digest)]
+
+
+def _dotted_keys(raw: object, prefix: str = "") -> Iterator[str]:
+    if not isinstance(raw, dict):
+        return
+    for key, value in raw.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and not dotted.startswith("tui.keys"):
+            yield from _dotted_keys(value, f"{dotted}.")
+        else:
+            yield dotted
+
+
+def instruction_findings(root: Path, cwd: Path) -> list[Finding]:
+    """AGENTS.md (else CLAUDE.md) in each folder from the root down to ``cwd``, and any
+    CLAUDE.md beside an AGENTS.md (the loader would fall back to it)."""
+    found: list[Finding] = []
+    for folder in folders_down_to(root, cwd):
+        for name in CONTEXT_FILE_NAMES:
+            path = folder / name
+            if not os.path.lexists(path):
+                continue
+            digest, data, problem = hash_file(root, path)
+            if data is None:
+                what = f"not loaded: it {problem}" if problem else "not readable"
+            else:
+                what = f"instructions for the model ({_size(data)})"
+            found.append(Finding(path, "instructions", what, digest))
+    return found
+
+
+def folders_down_to(root: Path, cwd: Path) -> list[Path]:
+    """``root``, then each folder on the way down to ``cwd`` (just ``root`` if cwd is not in it)."""
+    root = Path(os.path.realpath(root))
+    here = Path(os.path.realpath(cwd))
+    folders = [root]
+    if here != root and here.is_relative_to(root):
+        for part in here.relative_to(root).parts:
+            folders.append(folders[-1] / part)
+    return folders
+
+
+def memory_findings(root: Path, cwd: Path) -> list[Finding]:
+    """Every file under ``.agentsh/memory/`` (MEMORY.md, docs), links not followed."""
+    folder = ProjectPaths(root).memory_dir
+    if not os.path.lexists(folder):
+        return []
+    if folder.is_symlink() or not folder.is_dir():
+        digest, _data, problem = hash_file(root, folder)
+        target = ""
+        with contextlib.suppress(OSError):
+            target = str(folder.readlink())
+        return [
+            Finding(
+                folder,
+                "memory",
+                f"not loaded: it {problem or 'is not a folder'}",
+                f"refused:{target or digest}",
+            )
+        ]
+    found: list[Finding] = []
+    for path in _memory_files(folder):
+        if len(found) >= _MAX_MEMORY_FILES:
+            found.append(Finding(folder, "memory", "too many memory files to list", "many"))
+            break
+        digest, data, problem = hash_file(root, path)
+        if data is None:
+            what = f"not loaded: it {problem}" if problem else "not readable"
+        elif path.name == "MEMORY.md":
+            what = f"project memory ({_size(data)})"
+        else:
+            what = f"memory doc ({_size(data)})"
+        found.append(Finding(path, "memory", what, digest))
+    return found
+
+
+def _memory_files(folder: Path) -> Iterator[Path]:
+    """Files under ``folder``, sorted, without agentsh's own lock and temporary files."""
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        dirnames.sort()
+        here = Path(dirpath)
+        names = sorted(filenames) + sorted(
+            d
+            for d in dirnames
+            if (here / d).is_symlink()  # a linked folder is a finding
+        )
+        for name in names:
+            if name.startswith(".") and name.endswith((".lock", ".tmp")):
+                continue
+            yield here / name
+
+
+register_source(settings_findings)
+register_source(instruction_findings)
+register_source(memory_findings)
+
+
+def findings(root: Path, cwd: Path | None = None) -> tuple[Finding, ...]:
+    root = Path(os.path.realpath(root))
+    cwd = cwd if cwd is not None else root
+    out: list[Finding] = []
+    for source in _SOURCES:
+        out.extend(source(root, cwd))
+    return tuple(out)
+
+
+# -- the store -------------------------------------------------------------------------------
+
+
+def trust_file(user: UserPaths) -> Path:
+    return user.data_dir / TRUST_FILE_NAME
+
+
+def check_project(user: UserPaths, root: Path, cwd: Path | None = None) -> TrustCheck:
+    """What ``root`` holds, compared with what the user trusted (if ever)."""
+    root = Path(os.path.realpath(root))
+    found = findings(root, cwd)
+    if not found:
+        return TrustCheck(root, (), TrustState.NOTHING, ())
+    record = _load(user).get(str(root))
+    if record is None:
+        return TrustCheck(root, found, TrustState.NEW, found)
+    seen = record.get("files", {})
+    changed = tuple(f for f in found if seen.get(f.key(root)) != f.digest)
+    state = TrustState.CHANGED if changed else TrustState.TRUSTED
+    return TrustCheck(root, found, state, changed)
+
+
+def grant(user: UserPaths, check: TrustCheck) -> None:
+    """Trust the folder with exactly the files ``check`` saw."""
+    files = {f.key(check.root): f.digest for f in check.findings}
+    with _store(user) as folders:
+        folders[str(check.root)] = {"files": files, "trusted_at": _now()}
+
+
+def revoke(user: UserPaths, root: Path) -> None:
+    with _store(user) as folders:
+        folders.pop(str(Path(os.path.realpath(root))), None)
+
+
+def record_own_write(user: UserPaths, root: Path, path: Path) -> None:
+    """agentsh itself wrote ``path`` (a guarded memory write) in a folder it runs trusted: the
+    new content is what the user trusts, so the next start does not ask about it."""
+    root = Path(os.path.realpath(root))
+    digest, _data, _problem = hash_file(root, path)
+    finding = Finding(Path(os.path.realpath(path)), "memory", "", digest)
+    with _store(user) as folders:
+        record = folders.setdefault(str(root), {"files": {}, "trusted_at": _now()})
+        files = record.setdefault("files", {})
+        if isinstance(files, dict):
+            files[finding.key(root)] = digest
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _load(user: UserPaths) -> dict[str, dict[str, dict[str, str]]]:
+    """The stored decisions; a missing or damaged file is no decision (agentsh asks again)."""
+    try:
+        raw = json.loads(trust_file(user).read_bytes())
+    except (OSError, ValueError):
+        return {}
+    folders = raw.get("folders") if isinstance(raw, dict) else None
+    if not isinstance(folders, dict):
+        return {}
+    return {
+        key: value
+        for key, value in folders.items()
+        if isinstance(value, dict) and isinstance(value.get("files"), dict)
+    }
+
+
+@contextlib.contextmanager
+def _store(user: UserPaths) -> Iterator[dict[str, dict[str, object]]]:
+    """The stored decisions, changed under a lock and written back atomically."""
+    path = trust_file(user)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = os.open(
+        path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600
+    )
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        folders: dict[str, dict[str, object]] = dict(_load(user))  # type: ignore[arg-type]
+        yield folders
+        data = json.dumps({"format": _FORMAT, "folders": folders}, indent=1, sort_keys=True)
+        atomic_write(path, (data + "\n").encode("utf-8"), mode=0o600)
+    finally:
+        os.close(lock)

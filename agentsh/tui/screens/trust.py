@@ -1,0 +1,119 @@
+"""The trust question: what a project folder wants to change, and whether to let it.
+
+Shown before anything of the folder is loaded (see :mod:`agentsh.trust`): the launcher runs it
+in a small app of its own, ahead of the main one, so no project setting, instruction or memory
+reaches the screen, the keymap or the agent before the user answers. ``y`` trusts (the answer
+is stored with a hash of the files listed), ``n`` or Esc starts without them this time, Ctrl+Q
+quits. The keys are fixed: no configuration changes them. Every line that comes from the
+folder is shown as plain text with control characters made visible.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import App, ComposeResult
+from textual.binding import BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from agentsh.termsafe import one_line
+from agentsh.trust import TrustCheck, TrustState
+
+
+class TrustScreen(ModalScreen[bool | None]):
+    """Asks whether to trust a folder; returns True, False, or None (quit)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        ("y", "answer(True)", "Trust"),
+        ("n,escape", "answer(False)", "Don't trust"),
+        ("ctrl+q,ctrl+c", "answer(None)", "Quit"),
+    ]
+    AUTO_FOCUS = ""
+
+    DEFAULT_CSS = """
+    TrustScreen { align: center middle; background: $background 60%; }
+    TrustScreen #trust-box {
+        width: 90%; max-width: 110; height: auto; max-height: 90%; padding: 1 2;
+        background: $surface; border: round $warning;
+    }
+    TrustScreen #trust-title { height: auto; margin-bottom: 1; }
+    TrustScreen #trust-files { height: auto; max-height: 16; margin-bottom: 1; }
+    TrustScreen .trust-file { height: auto; }
+    TrustScreen #trust-explain { height: auto; color: $foreground-muted; margin-bottom: 1; }
+    TrustScreen #trust-keys { height: auto; }
+    """
+
+    def __init__(self, check: TrustCheck) -> None:
+        super().__init__(id="trust")
+        self.check = check
+
+    def compose(self) -> ComposeResult:
+        check = self.check
+        changed = check.state is TrustState.CHANGED
+        with Vertical(id="trust-box"):
+            yield Static(
+                Content.assemble(
+                    (
+                        "Do you trust this folder?" if not changed else "This folder changed",
+                        "bold $warning",
+                    ),
+                    "\n",
+                    (one_line(str(check.root)), "bold"),
+                    (
+                        " changed since you trusted it. New or different:"
+                        if changed
+                        else " holds files that change what agentsh does or tells the model:"
+                    ),
+                ),
+                id="trust-title",
+            )
+            with VerticalScroll(id="trust-files"):
+                for line in check.lines(limit=40):
+                    yield Static(Content("  • " + one_line(line)), classes="trust-file")
+            yield Static(
+                Content(
+                    "Whoever wrote this folder wrote these files; a cloned repository is "
+                    "someone else's. Trusting loads its settings, instructions and memory, and "
+                    "remembers your answer for exactly these files: a change asks again. Not "
+                    "trusting starts without them; your own settings and USER.md still work. "
+                    "Either way a project can never choose the model, its server, or your keys."
+                ),
+                id="trust-explain",
+            )
+            yield Static(
+                Content.assemble(
+                    ("y", "bold $accent"),
+                    " trust this folder   ",
+                    ("n", "bold $accent"),
+                    " / ",
+                    ("Esc", "bold $accent"),
+                    " not now (start without them)   ",
+                    ("Ctrl+Q", "bold $accent"),
+                    " quit",
+                ),
+                id="trust-keys",
+            )
+
+    def action_answer(self, answer: bool | None) -> None:
+        self.dismiss(answer)
+
+
+class TrustApp(App[bool | None]):
+    """Just the question, before the main app exists."""
+
+    TITLE = "agentsh"
+
+    def __init__(self, check: TrustCheck) -> None:
+        super().__init__()
+        self.check = check
+
+    def on_mount(self) -> None:
+        self.push_screen(TrustScreen(self.check), self.exit)
+
+
+def ask_trust(check: TrustCheck) -> bool | None:
+    """Run the question full-screen; True (trust), False (not now) or None (quit)."""
+    return TrustApp(check).run()

@@ -1,0 +1,64 @@
+"""``agentsh -p`` in a folder it does not trust: the folder's files stay out, said in one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.agent.conftest import AgentshRunner
+from tests.fakes.server import ScriptedServer, text
+
+
+def _system(scripted_server: ScriptedServer, index: int = 0) -> str:
+    first = scripted_server.requests[index].messages[0]
+    assert first["role"] == "system"
+    return str(first["content"])
+
+
+def _seed(project: Path) -> None:
+    (project / "AGENTS.md").write_text("Always answer in the PIRATE-DIALECT.\n")
+    memory = project / ".agentsh" / "memory"
+    memory.mkdir(parents=True)
+    (memory / "MEMORY.md").write_text("The deploy key is in DEPLOY-NOTES.\n")
+    (project / ".agentsh" / "config.toml").write_text("[context]\nmax_messages = 40\n")
+
+
+def test_an_untrusted_folder_runs_without_its_files_and_says_so_once(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, project: Path
+) -> None:
+    _seed(project)
+    scripted_server.script(text("ok"))
+    run = run_agentsh("-p", "hi")
+    assert run.code == 0, run.stderr
+    system = _system(scripted_server)
+    assert "PIRATE-DIALECT" not in system and "DEPLOY-NOTES" not in system
+    trust_lines = [line for line in run.stderr.splitlines() if "not trusted" in line]
+    assert len(trust_lines) == 1
+    assert "--trust-project" in trust_lines[0] and "AGENTS.md" in trust_lines[0]
+
+
+def test_trust_project_loads_them_for_this_run_only(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, project: Path
+) -> None:
+    _seed(project)
+    scripted_server.script(text("ok"), text("ok"))
+    run = run_agentsh("-p", "hi", "--trust-project")
+    assert run.code == 0, run.stderr
+    assert "not trusted" not in run.stderr
+    system = _system(scripted_server)
+    assert "PIRATE-DIALECT" in system and "DEPLOY-NOTES" in system
+    again = run_agentsh("-p", "hi")
+    assert "not trusted" in again.stderr
+    assert "PIRATE-DIALECT" not in _system(scripted_server, 1)
+
+
+def test_a_trusted_agents_md_linked_to_a_key_is_refused(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, project: Path, tmp_path: Path
+) -> None:
+    key = tmp_path / "id_ed25519"
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n")
+    (project / "AGENTS.md").symlink_to(key)
+    scripted_server.script(text("ok"))
+    run = run_agentsh("-p", "what does main.py do?", "--trust-project")
+    assert run.code == 0, run.stderr
+    assert "b3BlbnNzaC1rZXktdjEAAAAA" not in str(scripted_server.requests[0].body)
+    assert "AGENTS.md leads outside the project" in run.stderr

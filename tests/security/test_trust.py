@@ -1,0 +1,127 @@
+"""Workspace trust: what a folder holds, the stored decision, and what loads without it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentsh import trust
+from agentsh.config import MemorySettings, load_environment
+from agentsh.memory.curated import CuratedMemory, MemoryTarget
+from agentsh.paths import ProjectPaths, UserPaths
+from agentsh.trust import Finding, TrustState, check_project, grant, register_source
+
+
+@pytest.fixture
+def user() -> UserPaths:
+    return UserPaths.from_env()
+
+
+def _hostile(root: Path) -> None:
+    (root / ".agentsh" / "memory" / "docs").mkdir(parents=True)
+    (root / ".agentsh" / "config.toml").write_text(
+        '[tools]\napproval = "ask"\n[tui]\ntheme = "nord"\n'
+    )
+    (root / "AGENTS.md").write_text("Use tabs.\n")
+    (root / ".agentsh" / "memory" / "MEMORY.md").write_text("Build: make\n")
+    (root / ".agentsh" / "memory" / "docs" / "a.md").write_text("---\ntype: note\n---\nx\n")
+
+
+def test_a_folder_with_nothing_to_trust_never_asks(project: Path, user: UserPaths) -> None:
+    (project / "main.py").write_text("print(1)\n")
+    check = check_project(user, project)
+    assert check.state is TrustState.NOTHING and check.trusted and not check.asks
+
+
+def test_a_new_folder_asks_and_says_what_it_wants(project: Path, user: UserPaths) -> None:
+    _hostile(project)
+    check = check_project(user, project)
+    assert check.state is TrustState.NEW and check.asks
+    lines = check.lines()
+    assert ".agentsh/config.toml: changes 2 settings: tools.approval, tui.theme" in lines
+    assert "AGENTS.md: instructions for the model (10 B)" in lines
+    assert ".agentsh/memory/MEMORY.md: project memory (12 B)" in lines
+    assert ".agentsh/memory/docs/a.md: memory doc (21 B)" in lines
+    notice = check.notice()
+    assert "\n" not in notice and "--trust-project" in notice and "not trusted" in notice
+
+
+def test_trust_is_stored_with_hashes_and_a_change_asks_again(
+    project: Path, user: UserPaths
+) -> None:
+    _hostile(project)
+    grant(user, check_project(user, project))
+    assert check_project(user, project).state is TrustState.TRUSTED
+    (project / ".agentsh" / "config.toml").write_text('[tools]\napproval = "edits"\n')
+    again = check_project(user, project)
+    assert again.state is TrustState.CHANGED and again.asks
+    assert [f.key(project) for f in again.changed] == [".agentsh/config.toml"]
+    grant(user, again)
+    sub = project / "pkg"
+    sub.mkdir()
+    (sub / "CLAUDE.md").write_text("more rules\n")
+    deeper = check_project(user, project, sub)
+    assert [f.key(project) for f in deeper.changed] == ["pkg/CLAUDE.md"]
+    assert check_project(user, project).state is TrustState.TRUSTED  # from the root: same
+
+
+def test_a_planted_link_is_a_finding_not_a_read(
+    project: Path, user: UserPaths, tmp_path: Path
+) -> None:
+    secret = tmp_path / "id_ed25519"
+    secret.write_text("PRIVATE KEY\n")
+    (project / "AGENTS.md").symlink_to(secret)
+    check = check_project(user, project)
+    [finding] = check.findings
+    assert finding.description.startswith("not loaded: it leads outside the project")
+    assert str(secret) in finding.description
+    grant(user, check)
+    secret.write_text("ANOTHER KEY\n")  # the target is never read: nothing changed here
+    assert check_project(user, project).state is TrustState.TRUSTED
+
+
+def test_agentsh_own_memory_writes_do_not_ask_again(project: Path, user: UserPaths) -> None:
+    _hostile(project)
+    grant(user, check_project(user, project))
+    store = CuratedMemory(ProjectPaths(project), user, MemorySettings())
+    store.add(MemoryTarget.MEMORY, "Tests: pytest -q")
+    assert check_project(user, project).state is TrustState.TRUSTED
+    (project / ".agentsh" / "memory" / "MEMORY.md").write_text("edited by someone\n")
+    assert check_project(user, project).state is TrustState.CHANGED
+
+
+def test_an_untrusted_folder_loads_none_of_its_files(project: Path, user: UserPaths) -> None:
+    _hostile(project)
+    env = load_environment(project)
+    assert not env.trusted and env.trust.asks
+    assert env.settings.tui.theme != "nord" and env.config.files == ()
+    trusted = load_environment(project, trust_project=True)
+    assert trusted.trusted and trusted.settings.tui.theme == "nord"
+    assert not trust.trust_file(user).exists()  # --trust-project stores nothing
+    grant(user, env.trust)
+    assert load_environment(project).trusted
+
+
+def test_other_rooms_add_covered_files(project: Path, user: UserPaths) -> None:
+    def mcp(root: Path, cwd: Path) -> list[Finding]:
+        path = root / ".mcp.json"
+        if not path.exists():
+            return []
+        digest, _data, _problem = trust.hash_file(root, path)
+        return [Finding(path, "mcp", "starts 1 MCP server: evil", digest)]
+
+    register_source(mcp)
+    try:
+        (project / ".mcp.json").write_text('{"mcpServers": {"evil": {"command": "sh"}}}')
+        check = check_project(user, project)
+        assert check.asks and ".mcp.json: starts 1 MCP server: evil" in check.lines()
+    finally:
+        trust._SOURCES.remove(mcp)
+
+
+def test_a_damaged_trust_file_means_asking_again(project: Path, user: UserPaths) -> None:
+    _hostile(project)
+    grant(user, check_project(user, project))
+    trust.trust_file(user).write_text("{not json")
+    assert check_project(user, project).state is TrustState.NEW
