@@ -23,6 +23,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from agentsh.errors import AgentshError
+
 # errno values of a file system that cannot make hard links (FAT, some FUSE and SMB mounts).
 _NO_HARD_LINKS = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV})
 
@@ -110,7 +112,7 @@ def _link_new(temp: Path, path: Path) -> None:
 # -- confined beneath a root -------------------------------------------------------------------
 
 
-class LinkRefused(OSError):
+class LinkRefused(AgentshError, OSError):
     """A path beneath a root leads out of it: a symlink on the way, ``..``, a non-regular file,
     or (where asked) a file with more than one hard link. The message says which."""
 

@@ -61,4 +61,4 @@ def test_a_trusted_agents_md_linked_to_a_key_is_refused(
     run = run_agentsh("-p", "what does main.py do?", "--trust-project")
     assert run.code == 0, run.stderr
     assert "b3BlbnNzaC1rZXktdjEAAAAA" not in str(scripted_server.requests[0].body)
-    assert "AGENTS.md leads outside the project" in run.stderr
+    assert "AGENTS.md was not loaded: it leads outside the project" in run.stderr
