@@ -101,7 +101,12 @@ class UserPaths:
         return self.cache_dir / "ui-state.json"
 
     def project_sessions_dir(self, project_root: Path) -> Path:
-        return self.sessions_dir / project_slug(project_root)
+        """Where new sessions of the project go: named by its identity (see
+        :func:`project_session_folders`), so they follow the project when it moves."""
+        return self.sessions_dir / self.project_session_folders(project_root)[0]
+
+    def project_session_folders(self, project_root: Path) -> list[str]:
+        return project_session_folders(project_root, self.cache_dir / "project-ids.json")
 
     def session_workspace(self, session_id: str) -> Path:
         return self.workspace_dir / session_id
@@ -165,3 +170,95 @@ def project_slug(project_root: Path) -> str:
     readable = _SLUG_UNSAFE.sub("-", resolved).strip("-")[-60:] or "root"
     digest = hashlib.sha1(resolved.encode("utf-8")).hexdigest()[:8]
     return f"{readable}-{digest}"
+
+
+def project_session_folders(project_root: Path, cache_file: Path | None = None) -> list[str]:
+    """The folder names under ``sessions/`` that hold a project's sessions, newest scheme
+    first: ``git-<first commit>`` for a git project with commits (the same after ``mv`` and
+    in every worktree of the repository), then the path-based name that older versions used
+    (and that a repository without commits or a plain folder still uses)."""
+    legacy = project_slug(project_root)
+    first = first_commit(project_root.resolve(), cache_file)
+    return [f"git-{first[:16]}", legacy] if first else [legacy]
+
+
+def git_common_dir(root: Path) -> Path | None:
+    """The repository folder shared by all worktrees of the repository at ``root``, read from
+    ``.git`` itself (a folder, or a worktree's ``gitdir:`` file and its ``commondir``): no
+    git process, nothing the repository configures runs."""
+    dot = root / ".git"
+    try:
+        if dot.is_dir():
+            return dot.resolve()
+        text = dot.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    git_dir = (root / text[len("gitdir:") :].strip()).resolve()
+    try:
+        common = (git_dir / "commondir").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return git_dir
+    return (git_dir / common).resolve()
+
+
+def first_commit(root: Path, cache_file: Path | None = None) -> str:
+    """The oldest root commit of the repository at ``root``; "" when there is none (not a
+    repository, no commits yet, git missing). Remembered in ``cache_file`` per repository
+    folder (its path and inode, so a repository replaced in place is asked again): git runs,
+    through the disarmed runner, once per repository and place, not at every start."""
+    common = git_common_dir(root)
+    if common is None:
+        return ""
+    try:
+        info = common.stat()
+    except OSError:
+        return ""
+    key = f"{common}:{info.st_dev}:{info.st_ino}"
+    cache = _read_cache(cache_file)
+    cached = cache.get(key)
+    if isinstance(cached, str) and _COMMIT.fullmatch(cached):
+        return cached
+    from agentsh.gitutil import GitError, run_git
+
+    try:
+        done = run_git(["rev-list", "--max-parents=0", "HEAD"], cwd=root, timeout=10, check=False)
+    except GitError:
+        return ""
+    lines = done.stdout.decode("ascii", "replace").split() if done.returncode == 0 else []
+    first = lines[-1] if lines and _COMMIT.fullmatch(lines[-1]) else ""
+    if first and cache_file is not None:
+        cache[key] = first
+        _write_cache(cache_file, cache)
+    return first
+
+
+_COMMIT = re.compile(r"[0-9a-f]{40,64}")
+_CACHE_ENTRIES = 500
+
+
+def _read_cache(cache_file: Path | None) -> dict[str, object]:
+    if cache_file is None:
+        return {}
+    import json
+
+    try:
+        data = json.loads(cache_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_cache(cache_file: Path, cache: dict[str, object]) -> None:
+    """Best effort (a cache): a failure only means git runs again next time."""
+    import json
+
+    from agentsh.fsutil import atomic_write
+
+    items = list(cache.items())[-_CACHE_ENTRIES:]
+    try:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(cache_file, json.dumps(dict(items)).encode("utf-8"))
+    except OSError:
+        pass

@@ -9,6 +9,7 @@ to: with ``--fork`` it is copied into a new file, otherwise the error says how t
 from __future__ import annotations
 
 import argparse
+import contextlib
 from pathlib import Path
 
 from agentsh.config import Environment
@@ -25,8 +26,19 @@ class SessionChoiceError(AgentshError):
 def new_session(
     env: Environment, cwd: Path, *, persist: bool = True, session_id: str | None = None
 ) -> Session:
-    folder = env.user.project_sessions_dir(env.project.root) if persist else None
+    folder = _sessions_folder(env) if persist else None
     return Session.create(folder, cwd, fsync_each=_fsync_each(env), session_id=session_id)
+
+
+def _sessions_folder(env: Environment) -> Path:
+    """The project's sessions folder; the first time a git project is seen under its identity,
+    the sessions an older agentsh kept under its path move there, so they follow it too."""
+    names = env.user.project_session_folders(env.project.root)
+    folder = env.user.sessions_dir / names[0]
+    if len(names) > 1 and not folder.exists():
+        with contextlib.suppress(OSError):  # another agentsh did it, or nothing to move
+            (env.user.sessions_dir / names[1]).rename(folder)
+    return folder
 
 
 def open_session_file(env: Environment, path: Path, *, fork_if_locked: bool) -> Session:
@@ -42,7 +54,7 @@ def open_session_file(env: Environment, path: Path, *, fork_if_locked: bool) -> 
             raise SessionChoiceError(f"{exc} (pass --fork to do that)") from exc
         try:
             source = Session.open(path, lock=False)
-            return source.fork(env.user.project_sessions_dir(env.project.root))
+            return source.fork(_sessions_folder(env))
         except SessionError as fork_error:
             raise SessionChoiceError(f"cannot fork {path}: {fork_error}") from fork_error
     except SessionError as exc:
@@ -80,7 +92,7 @@ def fork_session_file(env: Environment, path: Path, *, session_id: str | None) -
     """A new session of this project holding the path of the session in ``path``."""
     try:
         source = Session.open(path, lock=False)
-        return source.fork(env.user.project_sessions_dir(env.project.root), session_id=session_id)
+        return source.fork(_sessions_folder(env), session_id=session_id)
     except SessionError as exc:
         raise SessionChoiceError(str(exc)) from exc
 

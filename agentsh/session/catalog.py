@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agentsh.errors import AgentshError
-from agentsh.paths import UserPaths, project_slug
+from agentsh.paths import UserPaths
 from agentsh.session import log
 
 #: bump when the table changes; an older database is dropped and rebuilt from the files
@@ -105,7 +105,7 @@ class SessionInfo:
 
     path: Path
     id: str
-    project: str  # the project's folder name under sessions/ (see paths.project_slug)
+    project: str  # the project's folder name under sessions/ (paths.project_session_folders)
     cwd: str
     created: str  # the header's ISO timestamp
     title: str  # the first user message, on one line, shortened
@@ -162,6 +162,7 @@ class Catalog:
     def __init__(self, user_paths: UserPaths, *, db_path: Path | None = None) -> None:
         self.sessions_dir = user_paths.sessions_dir
         self.db_path = db_path or user_paths.catalog_db
+        self._user = user_paths
 
     # -- public API -------------------------------------------------------------------------
 
@@ -304,13 +305,13 @@ class Catalog:
 
     def _refresh(self, db: sqlite3.Connection, project_root: Path | None) -> RefreshStats:
         if project_root is not None:
-            slug = project_slug(project_root)
-            folders = [self.sessions_dir / slug]
+            names = self._user.project_session_folders(project_root)
+            folders = [self.sessions_dir / name for name in names]
             rows = db.execute(
                 "SELECT path, size, mtime_ns, scanned_offset, header, "
                 + ", ".join(_COLUMNS[1:])
-                + " FROM sessions WHERE project = ?",
-                (slug,),
+                + f" FROM sessions WHERE project IN ({', '.join('?' * len(names))})",
+                names,
             ).fetchall()
         else:
             folders = _subfolders(self.sessions_dir)
@@ -366,10 +367,10 @@ class Catalog:
     def _select(
         self, db: sqlite3.Connection, project_root: Path | None, *, limit: int = -1
     ) -> builtins.list[SessionInfo]:
-        where, params = "valid = 1", []
+        where = "valid = 1"
+        params: builtins.list[Any] = []
         if project_root is not None:
-            where += " AND project = ?"
-            params.append(project_slug(project_root))
+            where += self._in_project(project_root, params)
         rows = db.execute(
             f"SELECT {_INFO_COLUMNS} FROM sessions WHERE {where} "
             f"ORDER BY last_activity DESC, path DESC LIMIT {int(limit)}",
@@ -382,14 +383,21 @@ class Catalog:
     ) -> builtins.list[SessionInfo]:
         where, params = "valid = 1 AND substr(lower(id), 1, ?) = ?", [len(prefix), prefix]
         if project_root is not None:
-            where += " AND project = ?"
-            params.append(project_slug(project_root))
+            where += self._in_project(project_root, params)
         rows = db.execute(
             f"SELECT {_INFO_COLUMNS} FROM sessions WHERE {where} "
             "ORDER BY last_activity DESC, path DESC",
             params,
         ).fetchall()
         return [_info(row) for row in rows]
+
+
+    def _in_project(self, project_root: Path, params: builtins.list[Any]) -> str:
+        """The SQL condition for "a session of this project" (its folders, see
+        :meth:`UserPaths.project_session_folders`); appends the parameters."""
+        names = self._user.project_session_folders(project_root)
+        params.extend(names)
+        return f" AND project IN ({', '.join('?' * len(names))})"
 
 
 def _is_damage(exc: sqlite3.Error) -> bool:
