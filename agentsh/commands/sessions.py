@@ -49,7 +49,7 @@ def show_session(args: argparse.Namespace) -> int:
     session = _open(args.id)
     as_tree = bool(getattr(args, "tree", False))
     if getattr(args, "json", False):
-        _print_json(export.session_json(session, tree=as_tree))
+        export.write_session_json(session, sys.stdout, tree=as_tree)
     elif as_tree:
         _print_lines(export.tree_lines(session, width=_width()))
     else:

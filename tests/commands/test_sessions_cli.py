@@ -142,6 +142,24 @@ def test_show_json_gives_the_entries_of_the_current_path(
     }
 
 
+@pytest.mark.parametrize("tree", [False, True], ids=["path", "tree"])
+def test_streamed_show_json_is_the_same_document_as_in_memory(
+    project: Path, capsys: pytest.CaptureFixture[str], tree: bool
+) -> None:
+    # The streamed writer copies canonical lines as they are; the result must not differ.
+    import io
+
+    from agentsh.session import export
+
+    made = branched_session(project)
+    (project / "damaged.jsonl").write_bytes(damaged_session(project).read_bytes())
+    for path in (made.path, project / "damaged.jsonl"):
+        session = Session.open(path, lock=False)  # type: ignore[arg-type]
+        out = io.StringIO()
+        export.write_session_json(session, out, tree=tree)
+        assert json.loads(out.getvalue()) == export.session_json(session, tree=tree)
+
+
 def test_show_tree_json_gives_every_entry_with_its_children(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,0 +1,59 @@
+"""``agentsh sessions show ID --json`` of a 100,000-entry session. Goal: under 3 s.
+
+Builds the same realistic session as bench_session_load.py, then runs the real CLI in fresh
+processes, stdout to /dev/null: the text form (the baseline, measured in the same run on the
+same machine) and the JSON form, alternately, and prints the medians.
+
+    .venv/bin/python benchmarks/bench_sessions_show.py [--entries N] [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_session_load import build
+
+from agentsh.paths import UserPaths
+
+
+def timed(args: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    with Path(os.devnull).open("wb") as sink:
+        subprocess.run(args, stdout=sink, stderr=subprocess.PIPE, env=env, check=True)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--entries", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="agentsh-bench-show-") as tmp:
+        env = dict(os.environ, AGENTSH_HOME=str(Path(tmp) / "home"))
+        user = UserPaths.from_env(env)
+        folder = user.sessions_dir / "bench-project"
+        path = build(folder, args.entries)
+        session_id = path.stem.split("_", 1)[1]
+        print(f"file: {args.entries} entries, {path.stat().st_size / 1e6:.1f} MB")
+        base = [sys.executable, "-m", "agentsh", "sessions", "show", session_id]
+        timed(base, env)  # warm the page cache and the catalog
+        text_times, json_times = [], []
+        for run in range(1, args.runs + 1):
+            text_times.append(timed(base, env))
+            json_times.append(timed([*base, "--json"], env))
+            print(f"run {run}: text {text_times[-1]:.3f} s, json {json_times[-1]:.3f} s")
+        print(f"sessions_show_text_100k (baseline): {statistics.median(text_times):.3f} s")
+        print(f"sessions_show_json_100k: {statistics.median(json_times):.3f} s")
+
+
+if __name__ == "__main__":
+    main()
