@@ -60,3 +60,9 @@ async def wait_for(pilot: object, predicate: Callable[[], bool], limit_s: float 
         if loop.time() > deadline:
             raise AssertionError("condition not reached in time")
         await pilot.pause(0.02)  # type: ignore[attr-defined]
+
+
+def screen_text(app: object) -> str:
+    """What the terminal shows now, as plain text lines (what a user reads)."""
+    strips = app.screen._compositor.render_strips()  # type: ignore[attr-defined]
+    return "\n".join(strip.text.rstrip() for strip in strips)

@@ -9,6 +9,8 @@ one pass: a resume or a branch switch paints without a frame of empty bodies.
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, ClassVar
 
@@ -78,8 +80,53 @@ def _composed_markdown_class() -> type[Markdown]:
     return ComposedMarkdown  # CSS type selectors match base class names: `Markdown` rules apply
 
 
+_FENCE_OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    """A stretch of what the user typed: shown as is, or (``fence``) a fenced code block."""
+
+    text: str
+    fence: bool = False
+
+
+def user_text_parts(text: str) -> list[TextPart]:
+    """``text`` cut into plain stretches and the fenced code blocks the user closed.
+
+    Only a fence that is opened and closed (CommonMark's rules: up to three spaces of indent,
+    at least three backticks or tildes, closed by a run of the same character at least as
+    long) counts; an unclosed one stays plain text, so nothing typed is ever reinterpreted.
+    A fenced part keeps its fence lines, so the block can be rendered as markdown."""
+    lines = text.split("\n")
+    parts: list[TextPart] = []
+    plain: list[str] = []
+    i = 0
+    while i < len(lines):
+        opened = _FENCE_OPEN.match(lines[i])
+        fence = opened.group("fence") if opened else ""
+        if opened and not (fence[0] == "`" and "`" in opened.group("info")):
+            closing = re.compile(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
+            end = next((j for j in range(i + 1, len(lines)) if closing.match(lines[j])), None)
+            if end is not None:
+                if plain:
+                    parts.append(TextPart("\n".join(plain)))
+                    plain = []
+                parts.append(TextPart("\n".join(lines[i : end + 1]), fence=True))
+                i = end + 1
+                continue
+        plain.append(lines[i])
+        i += 1
+    if plain:
+        parts.append(TextPart("\n".join(plain)))
+    return parts
+
+
 class UserMessage(Vertical):
-    """What the user sent (markdown)."""
+    """What the user sent, verbatim: every character, line break and indent as typed.
+
+    It is not markdown: ``__init__`` keeps its underscores, ``*args`` its star, ``<Foo>`` its
+    brackets. Only the fenced code blocks the user wrote are rendered (syntax-highlighted)."""
 
     def __init__(self, text: str, *, entry_id: str = "") -> None:
         super().__init__(classes="message user-message")
@@ -88,7 +135,11 @@ class UserMessage(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("you", classes="role-label")
-        yield _markdown(self.text, "message-body")
+        for part in user_text_parts(self.text):
+            if part.fence:
+                yield _markdown(part.text, "user-fence")
+            else:
+                yield Static(Content(part.text), classes="user-text")
 
 
 class AssistantMessage(Vertical):

@@ -1,0 +1,79 @@
+"""What the user typed is shown as typed: never reflowed or read as markdown (issue 14, item 3).
+
+The text goes to the model unchanged either way; these tests pin what the screen shows."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentsh.tui.widgets.composer import PromptInput
+from agentsh.tui.widgets.messages import TextPart, UserMessage, user_text_parts
+from tests.tui.conftest import MakeApp, screen_text, wait_for
+
+CODE = "def __init__(self, *args, **kwargs):\n    return <Foo>  # a_b_c *x* **y**"
+
+
+@pytest.mark.asyncio
+async def test_a_multi_line_message_shows_every_character_and_line_as_typed(
+    make_app: MakeApp,
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        prompt = app.query_one(PromptInput)
+        prompt.put_text(CODE)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: bool(app.query(UserMessage)))
+        await wait_for(pilot, lambda: not app.controller.turn_running)
+        await pilot.pause()
+        screen = screen_text(app)
+        assert "def __init__(self, *args, **kwargs):" in screen
+        assert "    return <Foo>  # a_b_c *x* **y**" in screen
+
+
+@pytest.mark.asyncio
+async def test_a_long_paste_keeps_its_lines(make_app: MakeApp) -> None:
+    pasted = "\n".join(f"line {i}: value_{i} = *{i}*" for i in range(200))
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        app.query_one(PromptInput).put_text(pasted)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: bool(app.query(UserMessage)))
+        await wait_for(pilot, lambda: not app.controller.turn_running)
+        message = app.query_one(UserMessage)
+        assert message.region.height >= 200  # one row per line, not one paragraph
+
+
+@pytest.mark.asyncio
+async def test_only_a_fence_the_user_wrote_is_highlighted(make_app: MakeApp) -> None:
+    from textual.widgets import Markdown
+
+    text = "see `x` and __y__:\n```python\nprint(1)\n```\nafter *it*"
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        app.query_one(PromptInput).put_text(text)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: bool(app.query(UserMessage)))
+        await wait_for(pilot, lambda: not app.controller.turn_running)
+        await pilot.pause()
+        message = app.query_one(UserMessage)
+        assert len(message.query(Markdown)) == 1  # the fence, and only it
+        screen = screen_text(app)
+        assert "see `x` and __y__:" in screen
+        assert "after *it*" in screen
+        assert "print(1)" in screen and "```" not in screen
+
+
+def test_fences_are_split_by_commonmark_rules() -> None:
+    assert user_text_parts("a\n```\nb\n```\nc") == [
+        TextPart("a"),
+        TextPart("```\nb\n```", fence=True),
+        TextPart("c"),
+    ]
+    # Unclosed, or closed by a shorter run or the other character: plain text, as typed.
+    for text in ("```\nb", "````\nb\n```", "~~~\nb\n```", "``` a`b\nc\n```"):
+        assert user_text_parts(text) == [TextPart(text)]
+    assert user_text_parts("~~~~ sh\nls\n~~~~~") == [TextPart("~~~~ sh\nls\n~~~~~", fence=True)]
+    assert user_text_parts("") == [TextPart("")]
