@@ -48,7 +48,7 @@ from agentsh.events import (
     UsageReported,
 )
 from agentsh.llm.client import Completion, LLMClient, LLMError, environment_secrets, redact
-from agentsh.llm.models import NO_MODEL_HELP, model_info
+from agentsh.llm.models import model_info, no_model_help
 from agentsh.mcp.manager import McpManager
 from agentsh.mcp.tools import McpToolSource
 from agentsh.memory.curated import CuratedMemory, MemorySnapshot
@@ -340,7 +340,7 @@ class Agent:
             for notice in self._take_notices():
                 emit(Notice(NoticeLevel.WARNING, notice))
             if self.llm is None:
-                emit(ErrorOccurred(ErrorKind.NO_MODEL, NO_MODEL_HELP))
+                emit(ErrorOccurred(ErrorKind.NO_MODEL, no_model_help(self.env.user.config_file)))
                 emit(TurnEnded(TurnOutcome.ERROR, error="no model is configured"))
                 return
             is_first = not any(

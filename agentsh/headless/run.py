@@ -117,10 +117,10 @@ def main(args: argparse.Namespace) -> int:
         appended_prompt=_appended_prompt(args, permission == "plan"),
     )
     if agent.model is None:
-        from agentsh.llm.models import NO_MODEL_HELP
+        from agentsh.llm.models import no_model_help
 
         agent.close()
-        raise CliError("no model is configured.\n\n" + NO_MODEL_HELP)
+        raise CliError("no model is configured.\n\n" + no_model_help(env.user.config_file))
     for rule in (*rules.allow, *rules.deny):
         if not any(rule.covers(name) for name in _known_tools(agent)) and "mcp__" not in rule.text:
             print(

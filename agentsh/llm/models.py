@@ -8,7 +8,7 @@ first call costs the import); importing this module does not.
 :func:`choose_model` implements SPEC §1's choice when the user named no model: the command line,
 then ``AGENTSH_MODEL``, then the config file; else the first provider whose API key is set; else
 an Ollama server on ``ollama_url`` if it answers within ~300 ms; else ``None``, and the front end
-shows :data:`NO_MODEL_HELP`.
+shows :func:`no_model_help`.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 
 from agentsh.config import ModelSettings
 
@@ -264,29 +265,46 @@ def find_ollama_model(url: str, timeout_s: float = OLLAMA_PROBE_TIMEOUT_S) -> st
     return None
 
 
-NO_MODEL_HELP = """\
+_NO_MODEL_HELP = """\
 No model is configured, so agentsh has nothing to send your message to.
-
 Pick one of these (the first that applies wins):
 
-  1. Set a provider key in your shell and agentsh picks a current model for it:
-       export ANTHROPIC_API_KEY=...     -> anthropic/claude-sonnet-4-6
-       export OPENAI_API_KEY=...        -> openai/gpt-4.1
-       export GEMINI_API_KEY=...        -> gemini/gemini-2.5-pro
-     (also OPENROUTER_API_KEY, MISTRAL_API_KEY, DEEPSEEK_API_KEY, XAI_API_KEY, GROQ_API_KEY)
+  1. Set a provider key in your shell; agentsh picks a current model:
+       export ANTHROPIC_API_KEY=...   -> anthropic/claude-sonnet-4-6
+       export OPENAI_API_KEY=...      -> openai/gpt-4.1
+       export GEMINI_API_KEY=...      -> gemini/gemini-2.5-pro
+     (also OPENROUTER_API_KEY, MISTRAL_API_KEY, DEEPSEEK_API_KEY,
+     XAI_API_KEY, GROQ_API_KEY)
 
-  2. Name a model (any litellm model string) on the command line or in the environment:
+  2. Name a model (any litellm model string) when you start agentsh:
        agentsh -m anthropic/claude-opus-4-5
        export AGENTSH_MODEL=openai/gpt-4.1
+       agentsh -m openai/my-model --api-base http://localhost:8000/v1
 
-  3. Put it in config.toml (your config folder, or .agentsh/config.toml in the project):
+  3. Or write it in your user config file (a project's config cannot
+     choose the server):
+       {config_file}
        [model]
        name = "openai/my-model"
-       api_base = "http://localhost:8000/v1"   # any OpenAI-compatible server
-       window = 32768                          # context size, if litellm does not know it
+       # any OpenAI-compatible server
+       api_base = "http://localhost:8000/v1"
+       # the context size, when litellm does not know the model
+       window = 32768
 
-  4. Run a local Ollama server (http://127.0.0.1:11434, or [model] ollama_url) with a model
-     pulled, e.g. `ollama pull qwen2.5-coder`; agentsh finds it when it starts.
+  4. Run a local Ollama server (http://127.0.0.1:11434, or [model]
+     ollama_url) with a model pulled, e.g. `ollama pull qwen2.5-coder`.
 
 Sessions, memory, search and themes all work without a model.
 """
+
+HELP_COLUMNS = 72  # the help's widest line: it fits an 80-column chat or terminal unwrapped
+
+
+def no_model_help(config_file: Path) -> str:
+    """How to configure a model, naming the user config file agentsh really reads
+    (``AGENTSH_HOME=DIR`` puts it at ``DIR/config/config.toml``)."""
+    try:
+        shown = "~/" + config_file.relative_to(Path.home()).as_posix()
+    except (ValueError, RuntimeError):
+        shown = str(config_file)
+    return _NO_MODEL_HELP.format(config_file=shown)

@@ -6,6 +6,7 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -14,13 +15,14 @@ from agentsh.config import ModelSettings
 from agentsh.llm.models import (
     DEFAULT_LOCAL_WINDOW,
     DEFAULT_WINDOW,
-    NO_MODEL_HELP,
+    HELP_COLUMNS,
     PROVIDERS,
     ModelSource,
     choose_model,
     find_ollama_model,
     key_env_var,
     model_info,
+    no_model_help,
 )
 
 
@@ -203,18 +205,34 @@ def test_the_ollama_probe_is_skipped_when_asked() -> None:
     assert calls == ["http://127.0.0.1:11434"]
 
 
-def test_the_no_model_help_fits_one_screen_and_names_every_way() -> None:
-    lines = NO_MODEL_HELP.splitlines()
+def test_the_no_model_help_fits_one_screen_and_names_every_way(tmp_path: Path) -> None:
+    config_file = tmp_path / "home" / "config" / "config.toml"
+    text = no_model_help(config_file)
+    lines = text.splitlines()
 
     assert len(lines) <= 30
-    assert max(map(len, lines)) <= 100
+    assert max(len(line) for line in lines if str(config_file) not in line) <= HELP_COLUMNS
     for needle in (
         "ANTHROPIC_API_KEY",
         "OPENAI_API_KEY",
         "-m ",
+        "--api-base",
         "AGENTSH_MODEL",
         "[model]",
         "api_base",
         "Ollama",
     ):
-        assert needle in NO_MODEL_HELP
+        assert needle in text
+
+
+def test_the_no_model_help_names_the_config_file_agentsh_reads(tmp_path: Path) -> None:
+    """With AGENTSH_HOME=DIR the file is DIR/config/config.toml; the help never sends the
+    user to the project's .agentsh/config.toml, where the server cannot be set."""
+    from agentsh.paths import UserPaths
+
+    user = UserPaths.from_env({"AGENTSH_HOME": str(tmp_path)})
+    text = no_model_help(user.config_file)
+    assert f"{tmp_path}/config/config.toml" in text
+    assert ".agentsh" not in text
+    home = no_model_help(Path.home() / ".config" / "agentsh" / "config.toml")
+    assert "~/.config/agentsh/config.toml" in home
