@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import asyncio
 from enum import StrEnum
+from functools import cache
 from typing import TYPE_CHECKING
 
 from textual.containers import Vertical
 from textual.widget import Widget
 
 if TYPE_CHECKING:
-    from textual.widgets import TabbedContent
+    from textual.app import RenderResult
+    from textual.widgets import TabbedContent, TabPane
 
     from agentsh.tui.host import PaneHost
 
@@ -107,9 +109,11 @@ class SidePanel(Vertical):
         assert self._tabs is not None
         if not self.is_open:
             self.transient = transient
-        self._set_open(True)
+        # The pane and its tab first, then the panel: opened first, it would show the tab
+        # that was active (an empty one) until the pane is built.
         pane = await self._ensure_pane(name)
         self._tabs.active = name.tab_id
+        self._set_open(True)
         if name in self._stale:
             self._stale.discard(name)
             _refresh(pane)
@@ -152,12 +156,12 @@ class SidePanel(Vertical):
         async with self._building:
             if self._tabs is not None:
                 return
-            from textual.widgets import TabbedContent, TabPane  # not on the first-frame path
+            from textual.widgets import TabbedContent  # not on the first-frame path
 
             tabs = TabbedContent(id="side-tabs")
             await self.mount(tabs)
             for name in PaneName:
-                await tabs.add_pane(TabPane(name.label, id=name.tab_id))
+                await tabs.add_pane(_blank_tab_pane()(name.label, id=name.tab_id))
             self._tabs = tabs
 
     async def _ensure_pane(self, name: PaneName) -> Widget:
@@ -205,6 +209,20 @@ class SidePanel(Vertical):
         elif active in self._stale:
             self._stale.discard(active)
             _refresh(self._panes[active])
+
+
+@cache
+def _blank_tab_pane() -> type[TabPane]:
+    from textual.widgets import TabPane
+
+    class BlankTabPane(TabPane):
+        """A tab whose pane is not built yet shows nothing (an empty container would show
+        its CSS identifier, ``TabPane#tab-memory``, while a mouse-chosen pane is built)."""
+
+        def render(self) -> RenderResult:
+            return ""
+
+    return BlankTabPane
 
 
 def _refresh(pane: Widget) -> None:
