@@ -15,7 +15,7 @@ import signal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
 
@@ -233,6 +233,25 @@ class AgentshApp(App[None]):
     def action_switch_branch(self, step: int) -> None:
         branching = self.controller.branching
         branching.run(branching.switch_branch(step), "Switching branches")
+
+    def on_key(self, event: events.Key) -> None:
+        """A character no focused widget took (the focus was left on the chat, a tab header,
+        a tool block) is typed into the editor, which takes the focus: typing never goes
+        nowhere. Widgets that take text (the editor, a search box, the tree) keep theirs, and
+        a waiting approval keeps the focus its y/a/n need."""
+        prompt = self.query_one(PromptInput)
+        focused = self.focused
+        if (
+            event.is_printable
+            and event.character
+            and self.screen is self.screen_stack[0]
+            and focused is not prompt
+            and not isinstance(focused, ApprovalPrompt)
+            and prompt.is_on_screen
+        ):
+            event.stop()
+            prompt.focus()
+            prompt.insert(event.character)
 
     # -- messages from widgets ------------------------------------------------------------------
 

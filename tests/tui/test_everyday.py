@@ -3,16 +3,21 @@ chat, the first F3."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
-from textual.widgets import Static
+from textual.widget import Widget
+from textual.widgets import Static, TabbedContent
 
 from agentsh.config import Environment
 from agentsh.events import ErrorKind, ErrorOccurred, Event, TurnEnded, TurnOutcome
 from agentsh.llm.models import HELP_COLUMNS, no_model_help
-from agentsh.tui.widgets.messages import NoteMarkdown
-from tests.tui.conftest import MakeApp, fake_factory, wait_for
+from agentsh.tui.panes.panel import PaneName, SidePanel
+from agentsh.tui.widgets.chat import ChatView
+from agentsh.tui.widgets.composer import PromptInput
+from agentsh.tui.widgets.messages import NoteMarkdown, UserMessage
+from tests.tui.conftest import MakeApp, fake_factory, screen_text, wait_for
 from tests.tui.fake_agent import FakeAgent
 
 pytestmark = pytest.mark.asyncio
@@ -35,3 +40,73 @@ async def test_the_setup_help_fits_an_80_column_chat_and_names_the_user_config(
         assert str(env.user.config_file) in note.text  # AGENTSH_HOME=DIR: DIR/config/config.toml
         body = note.query_one(Static)
         assert body.content_region.width >= HELP_COLUMNS  # no line of the help wraps
+
+
+async def test_the_first_f3_never_shows_an_empty_tab_s_name(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summaries pane takes a moment to build the first time (seen: about a second);
+    meanwhile the screen showed the memory tab's CSS identifier, `TabPane#tab-memory`."""
+    original = SidePanel._ensure_pane
+
+    async def slow_build(self: SidePanel, name: PaneName) -> Widget:
+        await asyncio.sleep(0.3)
+        return await original(self, name)
+
+    monkeypatch.setattr(SidePanel, "_ensure_pane", slow_build)
+    app = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        screens: list[str] = []
+        done = False
+
+        async def sample() -> None:
+            while not done:
+                screens.append(screen_text(app))
+                await asyncio.sleep(0.02)
+
+        sampler = asyncio.create_task(sample())
+        await pilot.press("f3")
+        await wait_for(pilot, lambda: app.query_one(SidePanel).active is PaneName.SUMMARIES)
+        await pilot.pause(0.1)
+        done = True
+        await sampler
+        assert len(screens) > 5
+        assert not [s for s in screens if "TabPane" in s]
+        # A tab chosen with the mouse shows nothing while its pane is built.
+        tabs = app.query_one("#side-tabs", TabbedContent)
+        assert "TabPane" not in str(tabs.get_pane(PaneName.MEMORY.tab_id).render())
+
+
+async def test_a_click_in_the_chat_leaves_typing_in_the_editor(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        await pilot.press(*"hello", "enter")
+        await wait_for(
+            pilot, lambda: not app.controller.turn_running and bool(app.query(UserMessage))
+        )
+        prompt = app.query_one(PromptInput)
+        for target in (ChatView, UserMessage):
+            await pilot.click(target)
+            await pilot.press(*"ab")
+            assert app.focused is prompt
+        assert prompt.text == "abab"
+
+
+async def test_a_character_no_widget_takes_goes_to_the_editor(make_app: MakeApp) -> None:
+    """Wherever the focus was left (a tab header clicked, Ctrl+Up to the chat), typing a
+    character reaches the editor instead of going nowhere."""
+    app = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        await pilot.press("f3")
+        await wait_for(pilot, lambda: app.query_one(SidePanel).active is PaneName.SUMMARIES)
+        await pilot.click("#side-tabs Tab")  # the Memory tab's header: focus goes to the tabs
+        await pilot.press("x")
+        prompt = app.query_one(PromptInput)
+        assert app.focused is prompt and prompt.text == "x"
+        await pilot.press("ctrl+up")  # focus the chat
+        assert app.focused is not prompt
+        await pilot.press("y")
+        assert app.focused is prompt and prompt.text == "xy"

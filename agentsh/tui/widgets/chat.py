@@ -73,6 +73,8 @@ class Row:
 class ArchiveLine(Static, can_focus=True):
     """The entries a compaction archived, folded into one line; Enter shows them in place."""
 
+    FOCUS_ON_CLICK = False  # a click leaves the focus (and typing) in the editor
+
     BINDINGS: ClassVar[list[BindingType]] = bindings_for(KeyScope.TOOL_BLOCK)
 
     @dataclass
@@ -148,6 +150,8 @@ class ChatView(VerticalScroll):
     ChatView > .archived { border-left: outer $warning 60% !important; opacity: 60%; }
     ChatView > .jump-target { background: $accent 30% !important; }
     """
+
+    FOCUS_ON_CLICK = False  # a click leaves the focus (and typing) in the editor
 
     @dataclass
     class EditRequested(Message):

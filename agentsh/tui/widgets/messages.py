@@ -294,6 +294,8 @@ class NoteMarkdown(Vertical):
 class CompactionLine(Static, can_focus=True):
     """A compaction as one collapsed line; Enter shows the summary under it."""
 
+    FOCUS_ON_CLICK = False  # a click leaves the focus (and typing) in the editor
+
     BINDINGS: ClassVar[list[BindingType]] = [
         ("enter,space", "toggle_expand", "Show/hide the summary")
     ]

@@ -70,6 +70,7 @@ def _cut_line(line: str) -> str:
 
 class ToolBlock(Vertical, can_focus=True):
     BINDINGS = bindings_for(KeyScope.TOOL_BLOCK)
+    FOCUS_ON_CLICK = False  # a click leaves the focus (and typing) in the editor
 
     def __init__(
         self,
