@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING
 from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.widgets import Input, TextArea
 
 from agentsh.config import Environment
 from agentsh.tui.controller import AgentFactory, ChatController
+from agentsh.tui.interrupt import QUIT_HINT, QUIT_WINDOW_S, DoublePress
 from agentsh.tui.keys import KeyScope, bindings_for, display_key, keymap_from_settings, spec
 from agentsh.tui.options import LaunchOptions
 from agentsh.tui.panes.panel import WIDE_COLUMNS, PaneName, SidePanel
@@ -87,6 +89,7 @@ class AgentshApp(App[None]):
         self._watch_themes = watch_themes
         # A closed terminal (SIGHUP) or a kill (SIGTERM) quits like Ctrl+Q: the log is finished.
         self._quit_signals = QuitSignals(self._quit_on_signal)
+        self._ctrl_c = DoublePress()
         self._install_themes()
 
     # -- layout -------------------------------------------------------------------------------
@@ -189,6 +192,31 @@ class AgentshApp(App[None]):
 
     def action_cancel_turn(self) -> None:
         self.controller.escape()
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C (:mod:`agentsh.tui.interrupt`): copy a selection, else cancel the turn, else
+        clear the editor, else quit on the second press."""
+        focused = self.focused
+        selected = self.screen.get_selected_text() or (
+            focused.selected_text if isinstance(focused, Input | TextArea) else ""
+        )
+        if selected:
+            self.copy_to_clipboard(selected)
+            self.screen.clear_selection()
+            return
+        if self.controller.cancel():
+            self._ctrl_c.reset()
+            return
+        prompt = self.query_one(PromptInput)
+        if prompt.text and self.screen is self.screen_stack[0]:
+            self._ctrl_c.reset()
+            prompt.clear()  # an edit: Ctrl+Z brings the text back
+            prompt.focus()
+            return
+        if self._ctrl_c.press():
+            self.run_worker(self.controller.quit(), group="quit", exclusive=True)
+            return
+        self.notify(QUIT_HINT, timeout=QUIT_WINDOW_S)
 
     def action_toggle_last_tool(self) -> None:
         focused = self.focused

@@ -64,6 +64,15 @@ KEYS: tuple[KeySpec, ...] = (
         KeyScope.APP,
     ),
     KeySpec(
+        "interrupt",
+        "ctrl+c",
+        "interrupt",
+        "Cancel the running turn, else clear the editor, else (pressed twice) quit; "
+        "copies selected text instead",
+        KeyScope.APP,
+        priority=True,
+    ),
+    KeySpec(
         "toggle_tool",
         "ctrl+o",
         "toggle_last_tool",
