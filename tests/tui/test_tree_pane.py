@@ -25,7 +25,7 @@ from agentsh.tui.panes.tree_model import TreeFilter, TreeModel
 from agentsh.tui.themes import shipped_themes_dir
 from agentsh.tui.widgets.composer import PromptInput
 from agentsh.tui.widgets.messages import UserMessage
-from tests.tui.conftest import MakeApp, fake_factory, wait_for
+from tests.tui.conftest import MakeApp, fake_factory, screen_text, wait_for
 
 # -- a session with a tool call, a compaction, a model change and a fork ------------------------
 
@@ -444,3 +444,31 @@ async def test_the_focused_tree_row_is_readable_in_every_shipped_theme(
             fg = Color.from_rich_color(style.color)
             bg = Color.from_rich_color(style.bgcolor)
             assert _contrast(fg, bg) >= 4.5, (segment.text, fg.hex, bg.hex)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("size", "leaf_at"), [((120, 36), 59), ((80, 24), 59), ((80, 24), 30)])
+async def test_the_tree_opens_with_the_current_entry_in_view(
+    make_app: MakeApp, project: Path, size: tuple[int, int], leaf_at: int
+) -> None:
+    """Seen: the tree opened with the current entry just below the fold (issue 14)."""
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await _ready(pilot, app)
+        folder = app.env.user.project_sessions_dir(project)
+        s = Session.create(folder, project)
+        ids = [s.append_message(Role.USER if i % 2 == 0 else Role.ASSISTANT, f"m{i}").id
+               for i in range(60)]  # fmt: skip
+        s.move_leaf(ids[leaf_at])
+        await app.controller.switch_session(s)
+        await pilot.pause(0.3)  # the hidden tree is built while the user reads
+        await pilot.press("f4")
+        view = app.query_one(TreeView)
+        await wait_for(pilot, lambda: view.has_focus)
+        await pilot.pause()
+        assert view.current_id == ids[leaf_at]
+        top = round(view.scroll_y)
+        height = view.scrollable_content_region.height
+        assert top <= view.cursor < top + height
+        screen = screen_text(app)
+        assert f"m{leaf_at}" in screen

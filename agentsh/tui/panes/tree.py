@@ -86,6 +86,9 @@ class TreeView(ScrollView, can_focus=True, inherit_bindings=False):
         height: 1fr;
         background: $surface;
         scrollbar-size-vertical: 1;
+        /* Rows are cut to the width: a horizontal scrollbar (the virtual width counts the
+           vertical one's column) would take the bottom row and hide the entry there. */
+        overflow-x: hidden;
         scrollbar-background: $surface;
         scrollbar-color: $panel;
     }
@@ -117,6 +120,7 @@ class TreeView(ScrollView, can_focus=True, inherit_bindings=False):
         self.cursor = 0
         self._path: set[str] = set()
         self._leaf: str | None = None
+        self._scroll_when_shown: bool | None = None  # centre? (None: nothing pending)
 
     # -- data -------------------------------------------------------------------------------
 
@@ -156,7 +160,10 @@ class TreeView(ScrollView, can_focus=True, inherit_bindings=False):
     def keep_cursor_visible(self, *, center: bool = False) -> None:
         height = self.scrollable_content_region.height or self.size.height
         if height <= 0:
+            # Hidden (the tree is built before the panel first opens): do it once shown.
+            self._scroll_when_shown = center or bool(self._scroll_when_shown)
             return
+        self._scroll_when_shown = None
         top = round(self.scroll_y)
         if center:
             self.scroll_to(y=max(0, self.cursor - height // 2), animate=False, immediate=True)
@@ -171,6 +178,8 @@ class TreeView(ScrollView, can_focus=True, inherit_bindings=False):
 
     def on_resize(self, event: events.Resize) -> None:
         self.virtual_size = Size(event.size.width, len(self.model.rows))
+        if self._scroll_when_shown is not None:
+            self.call_after_refresh(self.keep_cursor_visible, center=self._scroll_when_shown)
 
     # -- drawing ----------------------------------------------------------------------------
 
