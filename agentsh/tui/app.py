@@ -276,6 +276,7 @@ class AgentshApp(App[None]):
             and focused is not prompt
             and not isinstance(focused, ApprovalPrompt)
             and prompt.is_on_screen
+            and event.key not in self.screen.active_bindings  # e.g. g and e in the summaries
         ):
             event.stop()
             prompt.focus()
