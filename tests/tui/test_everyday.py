@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+from textual.color import Color
 from textual.widget import Widget
 from textual.widgets import Static, TabbedContent
 
@@ -110,3 +111,70 @@ async def test_a_character_no_widget_takes_goes_to_the_editor(make_app: MakeApp)
         assert app.focused is not prompt
         await pilot.press("y")
         assert app.focused is prompt and prompt.text == "xy"
+
+
+async def test_a_key_bound_where_the_focus_is_is_not_typed_into_the_editor(
+    make_app: MakeApp,
+) -> None:
+    """j/k walk the chat's blocks once Ctrl+Up focused it: they are not text for the editor."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        await pilot.press("ctrl+up", "j", "k")
+        prompt = app.query_one(PromptInput)
+        assert prompt.text == "" and app.focused is not prompt
+
+
+TABLE = (
+    "| file | lines | share |\n|:---|---:|:---:|\n| a.py | 7 | x |\n| long_name.py | 12345 | y |"
+)
+
+
+async def test_markdown_table_columns_are_aligned_as_written(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        await app.controller.markdown_note(TABLE)
+        await pilot.pause()
+        lines = screen_text(app).splitlines()
+        first = next(line for line in lines if "a.py" in line)
+        second = next(line for line in lines if "long_name.py" in line)
+        # Right-aligned: the numbers end in the same column; left: the names start together.
+        assert first.index("7") == second.index("12345") + len("12345") - 1
+        assert first.index("a.py") == second.index("long_name.py")
+
+
+def _luminance(colour: Color) -> float:
+    """WCAG relative luminance."""
+
+    def channel(value: int) -> float:
+        c = value / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (channel(v) for v in colour.rgb)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _contrast(a: Color, b: Color) -> float:
+    low, high = sorted((_luminance(a) + 0.05, _luminance(b) + 0.05))
+    return high / low
+
+
+@pytest.mark.parametrize("theme", ["agentsh-contrast", "agentsh-dark", "agentsh-light"])
+async def test_table_lines_are_visible_in_the_shipped_themes(make_app: MakeApp, theme: str) -> None:
+    """WCAG asks 3:1 of the lines that make up a control; the high-contrast theme must give
+    its table lines at least that (they were 1.7:1, nearly invisible)."""
+    from textual.widgets._markdown import MarkdownTableContent
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        app.theme = theme
+        await app.controller.markdown_note(TABLE)
+        await pilot.pause()
+        table = app.query_one(MarkdownTableContent)
+        _kind, line = table.styles.keyline
+        background = table.background_colors[1]
+        ratio = _contrast(background + line, background)
+
+        assert ratio >= (3.0 if theme == "agentsh-contrast" else 1.3)

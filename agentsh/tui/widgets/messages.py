@@ -28,7 +28,7 @@ FLUSH_S = 1 / 30  # streamed text reaches the screen in batches at most this oft
 if TYPE_CHECKING:
     from textual.timer import Timer
     from textual.widgets import Markdown
-    from textual.widgets._markdown import MarkdownStream
+    from textual.widgets._markdown import MarkdownBlock, MarkdownStream
 
 
 INLINE_PARSE_CHARS = 20_000  # longer text is parsed the stock way, off the UI thread
@@ -42,11 +42,79 @@ def _markdown(text: str, classes: str = "") -> Markdown:
     shows empty bodies for a frame or more. Short text (nearly every message) is parsed here
     with one shared parser, which takes well under a millisecond."""
     # Imported on first use: markdown-it and pygments are not needed for the first frame.
+    if len(text) > INLINE_PARSE_CHARS:
+        return _markdown_class()(text, classes=classes)
+    return _composed_markdown_class()(text, classes=classes)
+
+
+def _alignment(style: object) -> str:
+    """``"text-align:right"`` (markdown-it's attribute for ``|--:|``) -> ``"right"``."""
+    value = str(style or "").replace(" ", "").lower()
+    for side in ("right", "center"):
+        if f"text-align:{side}" in value:
+            return side
+    return "left"
+
+
+@cache
+def _blocks() -> dict[str, type[MarkdownBlock]]:
+    """Textual's markdown blocks, with table columns aligned as written (``|--:|`` right,
+    ``|:-:|`` centre): the stock table sets every cell left."""
+    from textual.widgets import Markdown
+    from textual.widgets._markdown import (
+        MarkdownTable,
+        MarkdownTableContent,
+        MarkdownTH,
+    )
+
+    class AlignedTableContent(MarkdownTableContent):
+        def __init__(self, headers: list[Content], rows: list[list[Content]], aligns: list[str]):
+            super().__init__(headers, rows)
+            self.aligns = aligns
+
+        def on_mount(self) -> None:
+            self._align()
+
+        async def _update_rows(self, updated_rows: list[list[Content]]) -> None:
+            await super()._update_rows(updated_rows)  # a streamed table grows
+            self._align()
+
+        def _align(self) -> None:
+            columns = len(self.headers)
+            if not columns or all(a == "left" for a in self.aligns):
+                return
+            for index, cell in enumerate(self.children):
+                column = index % columns
+                if column < len(self.aligns):
+                    cell.styles.text_align = self.aligns[column]  # type: ignore[assignment]
+
+    class AlignedTable(MarkdownTable):
+        def compose(self) -> ComposeResult:
+            headers, rows = self._get_headers_and_rows()
+            self._headers, self._rows = headers, rows
+            aligns: list[str] = []
+
+            def walk(block: MarkdownBlock) -> None:
+                for child in block._blocks:
+                    if isinstance(child, MarkdownTH):
+                        aligns.append(_alignment(child._token.attrGet("style")))
+                    walk(child)
+
+            walk(self)
+            yield AlignedTableContent(headers, rows, aligns)
+
+    return {**Markdown.BLOCKS, "table_open": AlignedTable}
+
+
+@cache
+def _markdown_class() -> type[Markdown]:
+    """The stock ``Markdown`` (it parses off the UI thread), for very long text."""
     from textual.widgets import Markdown
 
-    if len(text) > INLINE_PARSE_CHARS:
-        return Markdown(text, classes=classes)
-    return _composed_markdown_class()(text, classes=classes)
+    class AgentshMarkdown(Markdown):
+        BLOCKS = _blocks()
+
+    return AgentshMarkdown
 
 
 @cache
@@ -61,6 +129,8 @@ def _composed_markdown_class() -> type[Markdown]:
     class ComposedMarkdown(Markdown):
         """``Markdown`` whose blocks are children from the start (streaming and ``update``
         work as in the stock widget: the source and the parsed line count are set)."""
+
+        BLOCKS = _blocks()
 
         def compose(self) -> ComposeResult:
             text = self._initial_markdown or ""
