@@ -25,6 +25,7 @@ _HANDLERS: dict[str, str] = {
     "sessions.list": "agentsh.commands.sessions:list_sessions",
     "sessions.show": "agentsh.commands.sessions:show_session",
     "sessions.export": "agentsh.commands.sessions:export_session",
+    "sessions.import": "agentsh.commands.sessions:import_session",
     "memory.list": "agentsh.commands.memory:list_memory",
     "memory.add": "agentsh.commands.memory:add_memory",
     "memory.search": "agentsh.commands.memory_search:search_memory",
@@ -130,9 +131,12 @@ def build_parser() -> argparse.ArgumentParser:
     show.set_defaults(handler="sessions.show")
     export = sessions_sub.add_parser("export", help="export a session to a file")
     export.add_argument("id", metavar="ID-PREFIX")
-    export.add_argument("--format", choices=("md", "html", "jsonl"), default="md")
+    export.add_argument("--format", choices=("md", "html", "jsonl", "pi"), default="md")
     export.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
     export.set_defaults(handler="sessions.export")
+    pi_import = sessions_sub.add_parser("import", help="import a Pi session file (JSONL)")
+    pi_import.add_argument("file", metavar="FILE")
+    pi_import.set_defaults(handler="sessions.import")
 
     memory = sub.add_parser("memory", help="inspect and search memory")
     memory_sub = memory.add_subparsers(dest="memory_command", metavar="ACTION", required=True)

@@ -47,6 +47,7 @@ def open_session_file(env: Environment, path: Path, *, fork_if_locked: bool) -> 
     Every failure is a :class:`SessionChoiceError` whose message names the file and the
     problem (missing, unreadable, not a session); the original error is its ``__cause__``.
     """
+    _refuse_pi_file(path)
     try:
         return Session.open(path, fsync_each=_fsync_each(env))
     except SessionLocked as exc:
@@ -60,6 +61,23 @@ def open_session_file(env: Environment, path: Path, *, fork_if_locked: bool) -> 
     except SessionError as exc:
         # Its message already names the file and what is wrong with it.
         raise SessionChoiceError(str(exc)) from exc
+
+
+def _refuse_pi_file(path: Path) -> None:
+    """A Pi session looks like a newer agentsh file and every line would fail: say what it
+    is and how to bring it in instead."""
+    from agentsh.session.pi import looks_like_pi
+
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(1 << 16)
+    except OSError:
+        return  # Session.open reports it
+    if looks_like_pi(head):
+        raise SessionChoiceError(
+            f"{path} is a Pi session file, not an agentsh one; import it with "
+            f"`agentsh sessions import {path}` and resume the session it prints with -r"
+        )
 
 
 def session_for_args(env: Environment, args: argparse.Namespace, cwd: Path) -> Session:

@@ -11,6 +11,7 @@ each, and the command goes on with everything that loaded.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -72,6 +73,14 @@ def export_session(args: argparse.Namespace) -> int:
         except SessionError as exc:
             raise CliError(str(exc)) from exc
         _warn(info.path.name, problems)
+    elif fmt == "pi":
+        from agentsh.session.pi import to_pi_lines
+
+        session = _open_path(info.path)
+        _warn_problems(session)
+        t = session.tree
+        lines = to_pi_lines(session.header, t.records, t.leaf_id)
+        data = "".join(line + "\n" for line in lines).encode("utf-8")
     else:
         session = _open_path(info.path)
         _warn_problems(session)
@@ -87,6 +96,45 @@ def export_session(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
+    return EXIT_OK
+
+
+def import_session(args: argparse.Namespace) -> int:
+    """A Pi session file becomes a new session of this project (the file is not changed)."""
+    import uuid
+
+    from agentsh.session.pi import import_file
+
+    source = Path(args.file).expanduser()
+    try:
+        imported = import_file(source)
+    except SessionError as exc:
+        raise CliError(str(exc)) from exc
+    for problem in imported.problems:
+        print(f"agentsh: warning: {source.name}: {problem}", file=sys.stderr)
+    user = UserPaths.from_env()
+    root = ProjectPaths.discover().root
+    try:
+        session_id = str(uuid.UUID(imported.header.id))
+    except ValueError:
+        session_id = str(uuid.uuid4())
+    with contextlib.suppress(SessionLookupError):
+        Catalog(user).find(session_id)
+        session_id = str(uuid.uuid4())  # imported before: this copy gets its own id
+    cwd = Path(imported.header.cwd) if imported.header.cwd else Path.cwd()
+    session = Session.create(user.project_sessions_dir(root), cwd, session_id=session_id)
+    try:
+        for entry in imported.entries:
+            session.append(entry)
+        session.sync()
+    except SessionError as exc:
+        raise CliError(f"cannot import {source}: {exc}") from exc
+    finally:
+        session.close()
+    if imported.dropped:
+        what = ", ".join(f"{n} {kind}" for kind, n in sorted(imported.dropped.items()))
+        print(f"agentsh: not imported (agentsh does not keep them): {what}", file=sys.stderr)
+    print(f"imported {source} as session {session.id} ({len(imported.entries)} entries)")
     return EXIT_OK
 
 
