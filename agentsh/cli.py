@@ -26,6 +26,7 @@ _HANDLERS: dict[str, str] = {
     "sessions.show": "agentsh.commands.sessions:show_session",
     "sessions.export": "agentsh.commands.sessions:export_session",
     "sessions.import": "agentsh.commands.sessions:import_session",
+    "sessions.search": "agentsh.commands.sessions:search_sessions",
     "memory.list": "agentsh.commands.memory:list_memory",
     "memory.add": "agentsh.commands.memory:add_memory",
     "memory.search": "agentsh.commands.memory_search:search_memory",
@@ -134,6 +135,11 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--format", choices=("md", "html", "jsonl", "pi"), default="md")
     export.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
     export.set_defaults(handler="sessions.export")
+    search = sessions_sub.add_parser("search", help="sessions whose transcript holds TEXT")
+    search.add_argument("text", metavar="TEXT")
+    search.add_argument("--all", action="store_true", help="search every project's sessions")
+    search.add_argument("--json", action="store_true", help="machine-readable output")
+    search.set_defaults(handler="sessions.search")
     pi_import = sessions_sub.add_parser("import", help="import a Pi session file (JSONL)")
     pi_import.add_argument("file", metavar="FILE")
     pi_import.set_defaults(handler="sessions.import")

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agentsh import termsafe
 from agentsh.errors import EXIT_OK, CliError
 from agentsh.paths import ProjectPaths, UserPaths
 from agentsh.session import export
@@ -96,6 +97,34 @@ def export_session(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
+    return EXIT_OK
+
+
+def search_sessions(args: argparse.Namespace) -> int:
+    from agentsh.session import search
+
+    user = UserPaths.from_env()
+    show_all = bool(getattr(args, "all", False))
+    root = ProjectPaths.discover().root
+    hits = search.search_sessions(Catalog(user), args.text, root, all=show_all)
+    if getattr(args, "json", False):
+        _print_json(
+            [{**h.info.to_json(), "hits": h.hits, "snippets": list(h.snippets)} for h in hits]
+        )
+        return EXIT_OK
+    if not hits:
+        where = "" if show_all else " in this project (--all searches every project)"
+        print(f"no session holds {args.text!r}{where}")
+        return EXIT_OK
+    width = _width()
+    for line, hit in zip(
+        format_table([h.info for h in hits], show_project=show_all, width=width)[1:],
+        hits,
+        strict=True,
+    ):
+        print(line)
+        for snippet in hit.snippets:
+            print("    " + termsafe.one_line(export.one_line(snippet, max(20, width - 4))))
     return EXIT_OK
 
 
@@ -197,8 +226,8 @@ def format_table(infos: list[SessionInfo], *, show_project: bool, width: int) ->
             str(info.messages),
             human_tokens(info.tokens),
             human_cost(info.cost),
-            *([_home(info.cwd)] if show_project else []),
-            info.title or "(no messages)",
+            *([termsafe.one_line(_home(info.cwd))] if show_project else []),
+            termsafe.one_line(info.title or "(no messages)"),
         ]
         for info in infos
     ]

@@ -23,6 +23,7 @@ from agentsh.events import (
     event_to_json,
 )
 from agentsh.headless.claude_code import ClaudeCodeStream, RunTotals
+from agentsh.termsafe import one_line, printable
 
 FORMATS = ("text", "json", "stream-json", "events")
 
@@ -62,7 +63,7 @@ class Output:
     def end_turn(self, denials: list[dict[str, Any]]) -> None:
         if self.fmt == "text":
             if self.totals.answer and not self.totals.is_error:
-                self.out.write(self.totals.answer.rstrip("\n") + "\n")
+                self.out.write(printable(self.totals.answer.rstrip("\n")) + "\n")
                 self.out.flush()
             return
         self._json(self.stream.result(denials))
@@ -86,7 +87,7 @@ def progress(event: Event, err: TextIO, *, verbose: bool = False) -> None:
                 f"(attempt {event.attempt}/{event.max_attempts})\n"
             )
         case Notice():
-            err.write(f"agentsh: {event.level.value}: {event.text}\n")
+            err.write(f"agentsh: {event.level.value}: {one_line(event.text)}\n")
         case CompactionFinished():
             note = f"; {event.note}" if event.note else ""
             err.write(
@@ -96,7 +97,7 @@ def progress(event: Event, err: TextIO, *, verbose: bool = False) -> None:
         case CompactionFailed():
             err.write(f"agentsh: warning: {event.tier.label} compaction failed: {event.reason}\n")
         case ToolStarted() if verbose:
-            err.write(f"agentsh: > {event.summary}\n")
+            err.write(f"agentsh: > {one_line(event.summary)}\n")
         case _:
             return
     err.flush()
