@@ -391,7 +391,6 @@ class Catalog:
         ).fetchall()
         return [_info(row) for row in rows]
 
-
     def _in_project(self, project_root: Path, params: builtins.list[Any]) -> str:
         """The SQL condition for "a session of this project" (its folders, see
         :meth:`UserPaths.project_session_folders`); appends the parameters."""
