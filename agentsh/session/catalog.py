@@ -487,7 +487,7 @@ def _can_continue(path: Path, row: tuple[Any, ...], stat: os.stat_result) -> boo
 # -- scanning ---------------------------------------------------------------------------------
 
 _MESSAGE = b'{"type":"message",'
-_ANNOTATIONS = (b'{"type":"leaf",', b'{"type":"label",')
+_ANNOTATIONS = (b'{"type":"leaf",', b'{"type":"label",', b'{"type":"checkpoint",')
 _ENTRY = b'{"type":"'
 _USAGE = re.compile(
     rb'"usage":\{"input":(\d+),"output":(\d+),"cacheRead":\d+,"cacheWrite":\d+,'
@@ -576,7 +576,8 @@ class _Scan:
         usages = _USAGE.findall(block)
         if len(usages) != block.count(b'"usage":'):
             return False  # a usage object in another shape
-        self.entries += len(kinds) - kinds.count(b"leaf") - kinds.count(b"label")
+        annotations = kinds.count(b"leaf") + kinds.count(b"label") + kinds.count(b"checkpoint")
+        self.entries += len(kinds) - annotations
         self.messages += kinds.count(b"message")
         if usages:
             inputs, outputs, costs = zip(*usages, strict=True)
@@ -662,7 +663,7 @@ class _Scan:
         if data is None or not isinstance(data.get("type"), str) or not data.get("id"):
             return False  # damaged: the loader reports it, the catalog just skips it
         kind = data["type"]
-        if kind not in ("leaf", "label"):
+        if kind not in ("leaf", "label", "checkpoint"):
             self.entries += 1
         if kind == "message":
             self.messages += 1

@@ -2,10 +2,10 @@
 
 A session file is one header line followed by entries. Conversation entries (``message``,
 ``toolResult``, ``compaction``, ``branchSummary``, ``modelChange``) are nodes of the tree via
-``id``/``parentId``. ``label`` and ``leaf`` records are annotations: they point at a node with
-``targetId`` and are never nodes themselves, so labelling or moving the leaf does not change the
-shape of the conversation. Entries of a type this version does not know are kept verbatim as
-:class:`UnknownEntry` and skipped for the model.
+``id``/``parentId``. ``label``, ``leaf`` and ``checkpoint`` records are annotations: they point
+at a node with ``targetId`` and are never nodes themselves, so labelling or moving the leaf does
+not change the shape of the conversation. Entries of a type this version does not know are
+kept verbatim as :class:`UnknownEntry` and skipped for the model.
 
 JSON keys are camelCase (the file format); Python attributes are snake_case. The value types
 the entries hold (:class:`Role`, :class:`StopReason`, :class:`ToolCall`, :class:`Usage`) live
@@ -304,6 +304,37 @@ class LeafEntry(Entry):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointEntry(Entry):
+    """The project's files were at journal position ``seq`` of checkpoint store ``store`` while
+    the conversation was at ``target_id`` (agentsh/checkpoints). An annotation like ``label``:
+    parentless with a ``targetId``, so an older agentsh keeps it as an unknown annotation.
+
+    ``files`` names (up to a cap) the files changed since the state ``target_id`` had before
+    this record, ``changed`` counts them all; ``reason`` is ``user``, ``tool`` or ``restore``.
+    """
+
+    target_id: str
+    store: str
+    seq: int
+    reason: str = ""
+    files: tuple[str, ...] = ()
+    changed: int = 0
+
+    TYPE = "checkpoint"
+
+    @property
+    def is_node(self) -> bool:
+        return False
+
+    def to_json(self) -> dict[str, Any]:
+        data = self._base_json()
+        data.update(targetId=self.target_id, store=self.store, seq=self.seq, reason=self.reason)
+        if self.changed:
+            data.update(files=list(self.files), changed=self.changed)
+        return data
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UnknownEntry(Entry):
     """An entry of a type this version does not know; kept verbatim, never sent to a model."""
 
@@ -331,6 +362,7 @@ AnyEntry = (
     | ModelChangeEntry
     | LabelEntry
     | LeafEntry
+    | CheckpointEntry
     | UnknownEntry
 )
 
@@ -474,6 +506,19 @@ def entry_from_json(data: dict[str, Any]) -> AnyEntry:
                     parent_id=parent,
                     timestamp=timestamp,
                     target_id=None if target is None else _target(data),
+                )
+            case "checkpoint":
+                files = data.get("files") or ()
+                return CheckpointEntry(
+                    id=entry_id,
+                    parent_id=parent,
+                    timestamp=timestamp,
+                    target_id=_target(data),
+                    store=str(data["store"]),
+                    seq=int(data["seq"]),
+                    reason=str(data.get("reason") or ""),
+                    files=tuple(map(str, files)),
+                    changed=int(data.get("changed") or 0),
                 )
             case _:
                 return UnknownEntry(id=entry_id, parent_id=parent, timestamp=timestamp, raw=data)

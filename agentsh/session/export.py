@@ -20,6 +20,7 @@ from agentsh.session.entries import (
     FORMAT_VERSION,
     AnyEntry,
     BranchSummaryEntry,
+    CheckpointEntry,
     CompactionEntry,
     LabelEntry,
     LeafEntry,
@@ -178,7 +179,7 @@ def entry_summary(entry: AnyEntry, limit: int = 200) -> str:
             return one_line(f"model -> {entry.model}", limit)
         case UnknownEntry():
             return one_line(f"[unknown entry type {entry.type_name!r}]", limit)
-        case LabelEntry() | LeafEntry():
+        case LabelEntry() | LeafEntry() | CheckpointEntry():
             return one_line(f"[{entry.TYPE} record]", limit)
 
 

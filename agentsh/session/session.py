@@ -9,6 +9,7 @@ nothing behind.
 
 from __future__ import annotations
 
+import itertools
 import json
 import uuid
 from dataclasses import replace
@@ -20,6 +21,7 @@ from agentsh.session import entries
 from agentsh.session.entries import (
     AnyEntry,
     BranchSummaryEntry,
+    CheckpointEntry,
     Header,
     LabelEntry,
     LeafEntry,
@@ -180,7 +182,9 @@ class Session:
             raise SessionError(f"entry id {entry.id} already exists in this session")
         if entry.is_node and entry.parent_id is not None and entry.parent_id not in self.tree.nodes:
             raise SessionError(f"parent {entry.parent_id} of {entry.id} is not in this session")
-        target = entry.target_id if isinstance(entry, LabelEntry | LeafEntry) else None
+        target = (
+            entry.target_id if isinstance(entry, LabelEntry | LeafEntry | CheckpointEntry) else None
+        )
         if target is not None and target not in self.tree.nodes:
             raise SessionError(f"no entry {target} in this session")
         if self.path is not None:
@@ -278,10 +282,14 @@ class Session:
             fsync_each=self._fsync_each,
             session_id=session_id,
         )
-        for entry in self.tree.path(to_id):
+        path = self.tree.path(to_id)
+        checkpoints = _checkpoints_along(self.tree, path)
+        for entry in path:
             child.append(entry)
             if label := self.tree.labels.get(entry.id):
                 child.set_label(entry.id, label)
+            for checkpoint in checkpoints.get(entry.id, ()):
+                child.append(replace(checkpoint, id=child.new_id()))
         child.sync()
         return child
 
@@ -296,6 +304,22 @@ class Session:
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+
+
+def _checkpoints_along(tree: SessionTree, path: list[AnyEntry]) -> dict[str, list[CheckpointEntry]]:
+    """The checkpoint records a fork keeps: for each node of ``path``, those written before
+    the next node of the path (all of them for its last node), so the files each copied node
+    stands for are the same in the fork as in its parent."""
+    records = tree.records
+    position = {record.id: index for index, record in enumerate(records)}
+    limit = {entry.id: len(records) for entry in path}
+    for node, following in itertools.pairwise(path):
+        limit[node.id] = position[following.id]
+    kept: dict[str, list[CheckpointEntry]] = {}
+    for index, record in enumerate(records):
+        if isinstance(record, CheckpointEntry) and index < limit.get(record.target_id, -1):
+            kept.setdefault(record.target_id, []).append(record)
+    return kept
 
 
 def _valid_call(call: ToolCall) -> ToolCall:
