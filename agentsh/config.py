@@ -215,6 +215,16 @@ class McpSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class CheckpointSettings:
+    enabled: bool = field(
+        default=True,
+        metadata={"doc": "capture files at each message and before write/edit/bash; user only"},
+    )
+    max_file_bytes: int = _num(4 * 1024 * 1024, lo=1024, doc="larger files are not captured")
+    store_max_mb: int = _num(1024, lo=16, doc="all projects' checkpoint stores together")
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     model: ModelSettings = field(default_factory=ModelSettings)
     tools: ToolSettings = field(default_factory=ToolSettings)
@@ -224,6 +234,7 @@ class Settings:
     tui: TuiSettings = field(default_factory=TuiSettings)
     session: SessionSettings = field(default_factory=SessionSettings)
     mcp: McpSettings = field(default_factory=McpSettings)
+    checkpoints: CheckpointSettings = field(default_factory=CheckpointSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +278,7 @@ def load_config(user: UserPaths, project: ProjectPaths | None = None) -> LoadedC
             settings = _merge(settings, raw, path, "", problems)
             settings = _no_wider_approval(before, settings, path, problems)
             settings = _project_limits(before, settings, path, problems)
+            settings = _own_checkpoints(before, settings, path, problems)
     return LoadedConfig(settings=settings, problems=tuple(problems), files=tuple(read))
 
 
@@ -360,6 +372,24 @@ def _project_limits(
         part = dataclasses.replace(getattr(after, section), **{key: old})
         after = dataclasses.replace(after, **{section: part})
     return after
+
+
+def _own_checkpoints(
+    before: Settings, after: Settings, path: Path, problems: list[ConfigProblem]
+) -> Settings:
+    """``[checkpoints]`` is the user's alone: a cloned repository must not switch off the
+    history that undoes what the agent did in it, nor shrink the store so it is evicted."""
+    if after.checkpoints == before.checkpoints:
+        return after
+    problems.append(
+        ConfigProblem(
+            path,
+            "checkpoints",
+            "a project's config cannot change [checkpoints]; set it in your user config.toml; "
+            "ignored",
+        )
+    )
+    return dataclasses.replace(after, checkpoints=before.checkpoints)
 
 
 def settings_from_mapping(raw: Mapping[str, Any], source: Path = Path("<memory>")) -> Settings:

@@ -40,9 +40,11 @@ LAYERS: dict[str, int] = {
     "memory": 3,
     # 4 - what the model sees
     "context": 4,
-    # 5 - what the model can do: the built-in tools, and MCP servers' tools beside them
+    # 5 - what the model can do: the built-in tools, MCP servers' tools beside them, and the
+    # file history of what they did
     "tools": 5,
     "mcp": 5,
+    "checkpoints": 5,
     # 6 - the core: one turn, the system prompt, which session to open, and the protocol the
     # front ends drive it through
     "agent": 6,

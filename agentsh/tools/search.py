@@ -198,6 +198,9 @@ class Walker:
 
     root: Path
     stop: threading.Event = field(default_factory=threading.Event)
+    #: folder names never entered nor listed, whatever the ignore files say (checkpoints skip
+    #: ``.venv`` and ``node_modules`` even where no .gitignore names them)
+    skip_dirs: frozenset[str] = frozenset()
 
     def __iter__(self) -> Iterator[Entry]:
         anchor = _repo_root(self.root) or self.root
@@ -240,6 +243,8 @@ class Walker:
                 is_symlink = entry.is_symlink()
                 is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
+                continue
+            if is_dir and name in self.skip_dirs:
                 continue
             child_anchored = f"{anchored}/{name}" if anchored else name
             if _ignored(stack, child_anchored, is_dir):

@@ -1,0 +1,99 @@
+"""The total store budget: every project's checkpoint store together stays under
+``[checkpoints] store_max_mb``, by dropping the oldest file history first.
+
+The measure is what the stores take on disk (database plus WAL). Over budget, the store holding
+the oldest journal record gives up a quarter of its records (and the blobs only they used),
+and so on until the total fits. The content of the files as they are now is never dropped, so
+a project whose current files alone exceed the budget is reported, not emptied. Every eviction
+comes back as a sentence for the user: what was dropped, and from when on checkpoints still
+restore files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import time
+from pathlib import Path
+
+from agentsh.checkpoints.store import STORE_FILE, CheckpointStore, Eviction, disk_bytes
+from agentsh.paths import UserPaths
+
+MAX_PASSES = 64
+
+
+def store_files(user: UserPaths) -> list[Path]:
+    base = user.data_dir / "checkpoints"
+    try:
+        return sorted(p / STORE_FILE for p in base.iterdir() if (p / STORE_FILE).is_file())
+    except OSError:
+        return []
+
+
+def total_bytes(user: UserPaths) -> int:
+    return sum(disk_bytes(path) for path in store_files(user))
+
+
+def enforce_budget(user: UserPaths, budget_bytes: int, current: CheckpointStore) -> list[str]:
+    """Evict oldest-first until every store together fits ``budget_bytes``; returns one
+    sentence per eviction (and one if the budget cannot be met)."""
+    if total_bytes(user) <= budget_bytes:
+        return []
+    reports: list[str] = []
+    opened: dict[Path, CheckpointStore] = {current.path: current}
+    try:
+        for _ in range(MAX_PASSES):
+            victim = _oldest(user, opened)
+            if victim is None:
+                size = total_bytes(user) / 1e6
+                reports.append(
+                    f"Checkpoints: the stores take {size:.0f} MB with no file history left to "
+                    f"drop (the current files alone exceed store_max_mb = "
+                    f"{budget_bytes / 1e6:.0f}); raise it or lower max_file_bytes."
+                )
+                break
+            records = max(1, victim.journal_size() // 4)
+            reports.append(_sentence(victim, victim.evict(records), budget_bytes))
+            if total_bytes(user) <= budget_bytes:
+                break
+    finally:
+        for store in opened.values():
+            if store is not current:
+                store.close()
+    return reports
+
+
+def _oldest(user: UserPaths, opened: dict[Path, CheckpointStore]) -> CheckpointStore | None:
+    best: tuple[float, CheckpointStore] | None = None
+    for path in store_files(user):
+        store = opened.get(path)
+        if store is None:
+            try:
+                # The root is only written into a new store; these all exist already.
+                store = CheckpointStore(path, path.parent)
+            except sqlite3.Error:
+                continue
+            opened[path] = store
+        with contextlib.suppress(sqlite3.Error):
+            oldest = store.oldest_record()
+            if oldest is not None and (best is None or oldest[1] < best[0]):
+                best = (oldest[1], store)
+    return None if best is None else best[1]
+
+
+def _sentence(store: CheckpointStore, eviction: Eviction, budget_bytes: int) -> str:
+    root = store.meta("root") or str(store.root)
+    since = (
+        f"checkpoints from before {_when(eviction.horizon_time)} can no longer restore files"
+        if eviction.horizon_time
+        else "its older checkpoints can no longer restore files"
+    )
+    return (
+        f"Checkpoints: over the {budget_bytes / 1e6:.0f} MB budget, dropped the "
+        f"{eviction.records} oldest file changes of {root} ({eviction.freed_bytes / 1e6:.1f} MB "
+        f"freed); {since}."
+    )
+
+
+def _when(epoch: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch))

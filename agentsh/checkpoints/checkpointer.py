@@ -1,0 +1,252 @@
+"""The one object the agent, the CLI and the TUI use: checkpoint a session, plan and restore.
+
+:meth:`Checkpointer.checkpoint` captures the project's files and, when they differ from what
+the session's current entry already stands for, appends a ``checkpoint`` record pointing at
+it; so a session whose turns change no file gains no record at all. It never raises: a failure
+becomes a notice (the turn goes on, the user is told its file changes cannot be restored), as
+does every eviction the store budget forces.
+
+:meth:`Checkpointer.restore` checkpoints the current state first (so a restore is undone by
+restoring the entry that was current), then writes the plan. Nothing here restores on its
+own: only a front end acting on the user's answer calls it (headless ``-p`` never does).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+from agentsh.checkpoints import budget
+from agentsh.checkpoints.capture import Capture, Recorder
+from agentsh.checkpoints.history import CheckpointIndex
+from agentsh.checkpoints.restore import RestoreError, RestorePlan, RestoreResult, apply, plan
+from agentsh.checkpoints.scan import ScanError
+from agentsh.checkpoints.store import CheckpointStore, StoreError
+from agentsh.config import CheckpointSettings
+from agentsh.gitutil import GitError
+from agentsh.paths import UserPaths
+from agentsh.session.entries import CheckpointEntry
+from agentsh.session.log import SessionError
+from agentsh.session.session import Session
+
+#: file names a checkpoint record lists (the count covers the rest)
+FILES_LISTED = 20
+
+CheckpointFailure = (StoreError, ScanError, GitError, sqlite3.Error, OSError)
+
+
+class Checkpointer:
+    """Checkpoints of one project; the store opens on first use (nothing at start-up)."""
+
+    def __init__(self, user: UserPaths, root: Path, settings: CheckpointSettings) -> None:
+        self.user = user
+        self.root = root
+        self.settings = settings
+        self._recorder: Recorder | None = None
+        self._index: tuple[Session, CheckpointIndex] | None = None
+        self._notices: list[str] = []
+        self._told: set[str] = set()
+        self._lock = threading.RLock()
+        self.last_capture: Capture | None = None
+
+    @property
+    def recorder(self) -> Recorder:
+        """The project's recorder (opens the store; raises :class:`StoreError`)."""
+        if self._recorder is None:
+            store = CheckpointStore.open(self.user, self.root)
+            self._recorder = Recorder(store, self.root, max_file_bytes=self.settings.max_file_bytes)
+        return self._recorder
+
+    def index(self, session: Session) -> CheckpointIndex:
+        if self._index is None or self._index[0] is not session:
+            self._index = (session, CheckpointIndex(session.tree))
+        return self._index[1]
+
+    # -- checkpointing ------------------------------------------------------------------------
+
+    def checkpoint(self, session: Session, reason: str) -> CheckpointEntry | None:
+        """Capture the files and record them at the session's leaf if they changed there.
+        Never raises; problems become notices (see :meth:`take_notices`)."""
+        capture = self.capture()
+        return None if capture is None else self.record(session, reason, capture)
+
+    def capture(self) -> Capture | None:
+        """The heavy half (listing, stat, reading, the store): safe in a worker thread.
+        None when it failed (the user is told)."""
+        with self._lock:
+            try:
+                capture = self.recorder.capture()
+                self.last_capture = capture
+                if capture.changed or capture.baseline:
+                    self._enforce_budget()
+                return capture
+            except CheckpointFailure as exc:
+                self._tell(
+                    f"Checkpoint failed ({_why(exc)}); the file changes of this step cannot be "
+                    "restored."
+                )
+            return None
+
+    def record(self, session: Session, reason: str, capture: Capture) -> CheckpointEntry | None:
+        """The light half: append the record for ``capture`` at the leaf when the leaf does
+        not already stand for those files. Run it where the session is used (the event loop)."""
+        with self._lock:
+            try:
+                return self._record(session, reason, capture)
+            except CheckpointFailure as exc:
+                self._tell(f"Checkpoint not recorded ({_why(exc)}).")
+            except SessionError as exc:
+                self._tell(f"Checkpoint not recorded in the session log: {exc}")
+            return None
+
+    def _checkpoint(self, session: Session, reason: str) -> CheckpointEntry | None:
+        """Capture (raising on failure) and record; the record that stands for the files now."""
+        capture = self.recorder.capture()
+        self.last_capture = capture
+        return self._record(session, reason, capture)
+
+    def _record(self, session: Session, reason: str, capture: Capture) -> CheckpointEntry | None:
+        """Return the record that stands for the files of ``capture`` at the leaf (an existing
+        one when nothing changed there), or None when there is no leaf."""
+        leaf = session.leaf_id
+        if leaf is None or session.read_only:
+            return None
+        store = self.recorder.store
+        index = self.index(session)
+        if reason == "restore":
+            # Files a restore put in place (and nobody touched since) belong to the entry
+            # they were restored to, not to the leaf: recording them at the leaf would make
+            # the leaf forget its own files, and the restore could not be undone.
+            restored = _newest(index.records(), "restored")
+            if restored is not None and (restored.store, restored.seq) == (
+                store.store_id,
+                capture.seq,
+            ):
+                return restored
+        state = index.state_at(leaf)
+        known = state if state is not None and state.store == store.store_id else None
+        if known is not None and known.seq == capture.seq:
+            return known  # the leaf already stands for these files
+        if known is not None:
+            with store.reading():
+                files, changed = store.paths_between(known.seq, capture.seq, FILES_LISTED)
+        else:
+            files, changed = sorted(capture.changed)[:FILES_LISTED], len(capture.changed)
+        entry = CheckpointEntry(
+            id=session.new_id(),
+            parent_id=None,
+            target_id=leaf,
+            store=store.store_id,
+            seq=capture.seq,
+            reason=reason,
+            files=tuple(files),
+            changed=changed,
+        )
+        session.append(entry)
+        return entry
+
+    def _record_restored(self, session: Session, target: str, result: RestoreResult) -> None:
+        """Files just restored stand for ``target`` (see :meth:`_checkpoint`)."""
+        changed = sorted(result.written + result.deleted)
+        if not changed or target not in session.tree.nodes or session.read_only:
+            return
+        session.append(
+            CheckpointEntry(
+                id=session.new_id(),
+                parent_id=None,
+                target_id=target,
+                store=self.recorder.store.store_id,
+                seq=result.seq,
+                reason="restored",
+                files=tuple(changed[:FILES_LISTED]),
+                changed=len(changed),
+            )
+        )
+
+    def _enforce_budget(self) -> None:
+        budget_bytes = self.settings.store_max_mb * 1_000_000
+        for sentence in budget.enforce_budget(self.user, budget_bytes, self.recorder.store):
+            self._tell(sentence, once=False)
+
+    def take_notices(self) -> list[str]:
+        """What the user has not been told yet (evictions, failures), once."""
+        with self._lock:
+            taken, self._notices = self._notices, []
+        return taken
+
+    def _tell(self, text: str, *, once: bool = True) -> None:
+        if once and text in self._told:
+            return
+        self._told.add(text)
+        self._notices.append(text)
+
+    # -- restoring ----------------------------------------------------------------------------
+
+    def target(self, session: Session, entry_id: str) -> CheckpointEntry | None:
+        """The checkpoint record whose files ``entry_id`` stands for (None: no files known)."""
+        return self.index(session).state_at(entry_id)
+
+    def plan(self, session: Session, entry_id: str) -> RestorePlan:
+        """What bringing the files to ``entry_id``'s state would change now."""
+        state = self.target(session, entry_id)
+        if state is None:
+            return RestorePlan(
+                0, problem="no checkpoint of the files at or before this entry", entry_id=entry_id
+            )
+        return self.plan_record(state, entry_id)
+
+    def plan_record(self, record: CheckpointEntry, entry_id: str = "") -> RestorePlan:
+        """What bringing the files to one checkpoint record's state would change now."""
+        recorder = self.recorder
+        if record.store != recorder.store.store_id:
+            return RestorePlan(
+                record.seq,
+                problem="its checkpoint store is gone (it was reset or belongs to another folder)",
+                entry_id=entry_id or record.target_id,
+            )
+        return replace(plan(recorder, record.seq), entry_id=entry_id or record.target_id)
+
+    def restore(
+        self, session: Session, restore_plan: RestorePlan, *, include_outside: bool = False
+    ) -> RestoreResult:
+        """Checkpoint the current state at the leaf, then write the plan (raises
+        :class:`RestoreError` when nothing could be written)."""
+        with self._lock:
+            try:
+                before = self._checkpoint(session, "restore")
+            except CheckpointFailure as exc:
+                raise RestoreError(
+                    f"the current files could not be checkpointed first ({_why(exc)}), so the "
+                    "restore could not be undone; nothing was written"
+                ) from exc
+            try:
+                result = apply(self.recorder, restore_plan, include_outside=include_outside)
+            except CheckpointFailure as exc:
+                raise RestoreError(f"the restore stopped: {_why(exc)}") from exc
+            result.undo = before
+            try:
+                self._record_restored(session, restore_plan.entry_id, result)
+            except SessionError as exc:
+                self._tell(f"The restore was not recorded in the session log: {exc}")
+            return result
+
+    def close(self) -> None:
+        if self._recorder is not None:
+            self._recorder.store.close()
+            self._recorder = None
+
+
+def _newest(records: list[CheckpointEntry], reason: str) -> CheckpointEntry | None:
+    for record in reversed(records):
+        if record.reason == reason:
+            return record
+    return None
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        name = f" ({exc.filename})" if exc.filename else ""
+        return f"{exc.strerror}{name}"
+    return str(exc) or type(exc).__name__

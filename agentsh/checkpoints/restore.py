@@ -1,0 +1,429 @@
+"""Bringing the project's files back to a checkpoint: first a plan, then the writes.
+
+The plan compares what is on disk with the files at the checkpoint and lists every file that
+would change, with +/- lines. Files changed outside agentsh since the last capture are marked:
+they are only overwritten when the caller passes ``include_outside`` (the second confirmation).
+Files that cannot be restored safely say why and are left alone: their old content was not
+kept, or their current content could not be saved first (so it would be lost for good), or a
+folder on the way is a symbolic link, or the file has other hard links (treated as outside the
+project), or an ignore rule now covers it.
+
+Applying writes each file atomically (temporary file, fsync, rename) through folder
+descriptors opened without following links, so a kill leaves each file old or new; ``.git/``
+is never listed, so never touched. The caller checkpoints the current state first, so a
+restore can itself be undone, and :func:`apply` refuses to write if anything changed since.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentsh.checkpoints import scan
+from agentsh.checkpoints.capture import Recorder
+from agentsh.checkpoints.store import ABSENT, GIT_PREFIX, NOT_CAPTURED, CacheRow
+from agentsh.fsutil import atomic_write_at
+from agentsh.session.entries import CheckpointEntry
+from agentsh.tools.files import unified_diff
+
+Ref = tuple[str, int]  # (content reference, mode)
+
+#: +/- lines are counted only for texts up to this size (difflib is quadratic at worst)
+DIFF_MAX_BYTES = 1 << 20
+
+
+class RestoreError(Exception):
+    """The restore was not done; nothing was written. The message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlanItem:
+    path: str
+    action: str  # "modify", "create", "delete", "mode"
+    target: Ref
+    current: Ref
+    added: int = 0
+    removed: int = 0
+    binary: bool = False
+    outside: bool = False  # changed outside agentsh since the last checkpoint
+    problem: str = ""  # non-empty: left alone, and why
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "path": self.path,
+            "action": self.action,
+            "added": self.added,
+            "removed": self.removed,
+        }
+        if self.binary:
+            data["binary"] = True
+        if self.outside:
+            data["changedOutside"] = True
+        if self.problem:
+            data["problem"] = self.problem
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class RestorePlan:
+    seq: int
+    items: tuple[PlanItem, ...] = ()
+    problem: str = ""  # non-empty: nothing can be restored, and why
+    entry_id: str = ""  # the session entry whose files these are (set by the checkpointer)
+
+    @property
+    def writable(self) -> tuple[PlanItem, ...]:
+        return tuple(i for i in self.items if not i.problem and not i.outside)
+
+    @property
+    def outside(self) -> tuple[PlanItem, ...]:
+        return tuple(i for i in self.items if not i.problem and i.outside)
+
+    @property
+    def blocked(self) -> tuple[PlanItem, ...]:
+        return tuple(i for i in self.items if i.problem)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "entryId": self.entry_id,
+            "seq": self.seq,
+            "files": [i.to_json() for i in self.items],
+        }
+        if self.problem:
+            data["problem"] = self.problem
+        return data
+
+
+@dataclass(slots=True)
+class RestoreResult:
+    written: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+    seq: int = 0  # the journal position after the restore
+    undo: CheckpointEntry | None = None  # the record of the files as they were before it
+
+
+# -- planning -----------------------------------------------------------------------------------
+
+
+def plan(recorder: Recorder, seq: int) -> RestorePlan:
+    """What restoring the files of journal position ``seq`` would change now."""
+    store = recorder.store
+    with store.writing():  # a consistent view: nobody records while this reads
+        horizon = store.horizon()
+        if seq < horizon:
+            return RestorePlan(
+                seq,
+                problem="its file history was dropped to keep the checkpoint store within "
+                "store_max_mb; it can no longer restore files",
+            )
+        if seq > store.seq():
+            return RestorePlan(seq, problem="the checkpoint store no longer has this checkpoint")
+        cache = store.cache()
+        observation = recorder.observe(cache)
+        targets = store.first_after(seq)
+        now = recorder.current_refs(s for s in observation.seen if s.listed)
+
+        def known(path: str) -> Ref:
+            row = cache.get(path)
+            return (row.ref, row.mode) if row is not None else (ABSENT, 0)
+
+        # Changed outside agentsh: what is on disk differs from what the last capture saw
+        # (a stat that merely looks recent is not a change), or an ignore rule took it.
+        outside = {
+            s.path: s
+            for s in observation.seen
+            if not s.listed or not _same(recorder, now[s.path], known(s.path))
+        }
+        items: list[PlanItem] = []
+        for path in sorted(set(targets) | set(outside)):
+            target = targets.get(path, known(path))
+            current = now.get(path, known(path))
+            if _same(recorder, target, current):
+                continue
+            seen = outside.get(path)
+            problem = _problem(recorder, path, target, current)
+            if seen is not None and not seen.listed:
+                problem = problem or "an ignore rule covers it now; left as it is"
+            items.append(
+                _item(recorder, path, target, current, outside=seen is not None, problem=problem)
+            )
+    return RestorePlan(seq, tuple(items))
+
+
+def _same(recorder: Recorder, a: Ref, b: Ref) -> bool:
+    if a == b:
+        return True
+    if a[1] != b[1] or NOT_CAPTURED in (a[0], b[0]) or ABSENT in (a[0], b[0]):
+        return False
+    if a[0].startswith(GIT_PREFIX) or b[0].startswith(GIT_PREFIX):
+        return content(recorder, a[0]) == content(recorder, b[0])
+    return False
+
+
+def content(recorder: Recorder, ref: str) -> bytes | None:
+    """The bytes behind a reference: the store's, or git's for a never-changed tracked file."""
+    if ref in (ABSENT, NOT_CAPTURED):
+        return None
+    if ref.startswith(GIT_PREFIX):
+        oid = ref[len(GIT_PREFIX) :]
+        return scan.git_blobs(recorder.root, [oid]).get(oid)
+    return recorder.store.get_blob(ref)
+
+
+def _problem(recorder: Recorder, path: str, target: Ref, current: Ref) -> str:
+    if target[0] == NOT_CAPTURED:
+        return "its content at that point was not kept (over max_file_bytes, or unreadable)"
+    if current[0] == NOT_CAPTURED:
+        return "it is over max_file_bytes now, so it could not be saved first; left as it is"
+    stored = target[0] != ABSENT and not target[0].startswith(GIT_PREFIX)
+    if stored and not recorder.store.has_blob(target[0]):
+        return "its content at that point is no longer in the checkpoint store"
+    return _unsafe(recorder, path)
+
+
+def _unsafe(recorder: Recorder, path: str) -> str:
+    """Why writing ``path`` would reach outside the project, or "" when it would not."""
+    parts = path.split("/")
+    folder = str(recorder.root)
+    for part in parts[:-1]:
+        folder = f"{folder}{os.sep}{part}"
+        try:
+            st = os.lstat(folder)
+        except FileNotFoundError:
+            return ""  # created on the way, as a real folder
+        except OSError as exc:
+            return f"its folder cannot be read ({exc.strerror})"
+        if stat.S_ISLNK(st.st_mode):
+            return "a folder on its path is a symbolic link; left as it is"
+        if not stat.S_ISDIR(st.st_mode):
+            return "a file is in the way of its folder; left as it is"
+    try:
+        st = os.lstat(f"{recorder.root}{os.sep}{path}")
+    except OSError:
+        return ""
+    if stat.S_ISDIR(st.st_mode):
+        return "a folder is in the way; left as it is"
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        return "it has other hard links (treated as outside the project); left as it is"
+    return ""
+
+
+def _item(
+    recorder: Recorder, path: str, target: Ref, current: Ref, *, outside: bool, problem: str
+) -> PlanItem:
+    if target[0] == ABSENT:
+        action = "delete"
+    elif current[0] == ABSENT:
+        action = "create"
+    elif _same_content(recorder, target[0], current[0]):
+        action = "mode"
+    else:
+        action = "modify"
+    added = removed = 0
+    binary = False
+    if action != "mode" and NOT_CAPTURED not in (target[0], current[0]):
+        old = _bytes_now(recorder, path, current)
+        new = content(recorder, target[0]) if target[0] != ABSENT else b""
+        added, removed, binary = line_counts(old or b"", new or b"", path)
+    return PlanItem(path, action, target, current, added, removed, binary, outside, problem)
+
+
+def _same_content(recorder: Recorder, a: str, b: str) -> bool:
+    return a == b or content(recorder, a) == content(recorder, b)
+
+
+def _bytes_now(recorder: Recorder, path: str, current: Ref) -> bytes | None:
+    if current[0] == ABSENT:
+        return b""
+    st = scan.lstat(recorder.root, path)
+    return recorder.read(path, st) if st is not None else None
+
+
+def line_counts(old: bytes, new: bytes, path: str) -> tuple[int, int, bool]:
+    """(+lines, -lines, binary) from ``old`` to ``new``."""
+    if b"\0" in old[:8192] or b"\0" in new[:8192]:
+        return 0, 0, True
+    if len(old) > DIFF_MAX_BYTES or len(new) > DIFF_MAX_BYTES:
+        return new.count(b"\n"), old.count(b"\n"), False
+    _diff, added, removed = unified_diff(
+        old.decode("utf-8", "replace"), new.decode("utf-8", "replace"), path
+    )
+    return added, removed, False
+
+
+def diff_text(recorder: Recorder, item: PlanItem) -> str:
+    """The unified diff of one planned change, from the file now to the file restored."""
+    old = _bytes_now(recorder, item.path, item.current) or b""
+    new = content(recorder, item.target[0]) if item.target[0] != ABSENT else b""
+    new = new or b""
+    if b"\0" in old[:8192] or b"\0" in new[:8192]:
+        return f"Binary file {item.path} differs\n"
+    text, _added, _removed = unified_diff(
+        old.decode("utf-8", "replace"),
+        new.decode("utf-8", "replace"),
+        item.path,
+        created=item.action == "create",
+    )
+    return text
+
+
+# -- applying -----------------------------------------------------------------------------------
+
+
+def apply(
+    recorder: Recorder, restore_plan: RestorePlan, *, include_outside: bool = False
+) -> RestoreResult:
+    """Write the plan's files. The caller captured the current state just before (so the
+    restore can be undone); if any planned file changed since the plan was made, nothing is
+    written and :class:`RestoreError` says which."""
+    if restore_plan.problem:
+        raise RestoreError(restore_plan.problem)
+    store = recorder.store
+    chosen = [
+        item
+        for item in restore_plan.items
+        if not item.problem and (include_outside or not item.outside)
+    ]
+    result = RestoreResult()
+    with store.writing():
+        cache = store.cache()
+        moved = _moved_since_plan(recorder, cache, chosen)
+        if moved:
+            raise RestoreError(
+                f"{moved} changed after the restore was planned; nothing was written. "
+                "Look at the files and plan the restore again."
+            )
+        contents: dict[str, bytes] = {}
+        for item in chosen:
+            if item.target[0] != ABSENT:
+                data = content(recorder, item.target[0])
+                if data is None:
+                    raise RestoreError(f"the store has lost {item.path}; nothing was written")
+                contents[item.path] = data
+        root_fd = os.open(recorder.root, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for item in chosen:
+                try:
+                    if item.target[0] == ABSENT:
+                        _delete(root_fd, item.path)
+                        result.deleted.append(item.path)
+                    else:
+                        _write(root_fd, item.path, contents[item.path], item.target[1])
+                        result.written.append(item.path)
+                except (OSError, RestoreError) as exc:
+                    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                    result.failed.append((item.path, why))
+        finally:
+            os.close(root_fd)
+        result.seq = recorder.capture().seq
+    return result
+
+
+def _moved_since_plan(recorder: Recorder, cache: dict[str, CacheRow], items: list[PlanItem]) -> str:
+    """The first planned path whose content is no longer what the plan saw, or ""."""
+    seen = {s.path: s for s in recorder.observe(cache).seen}
+    for item in items:
+        if item.path in seen:
+            now = recorder.current_refs([seen[item.path]])[item.path]
+        else:
+            row = cache.get(item.path)
+            now = (row.ref, row.mode) if row is not None else (ABSENT, 0)
+        if not _same(recorder, now, item.current):
+            return item.path
+    return ""
+
+
+@contextlib.contextmanager
+def _folder(root_fd: int, parts: list[str], *, create: bool) -> Iterator[int]:
+    """An open descriptor of the folder ``parts`` under the root, each step opened with
+    ``O_NOFOLLOW`` (a symlinked folder fails with ELOOP/ENOTDIR instead of being followed)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    fd = os.dup(root_fd)
+    try:
+        for part in parts:
+            if part in ("", ".", ".."):
+                raise RestoreError("a path that leaves the project")
+            try:
+                next_fd = os.open(part, flags, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                os.mkdir(part, 0o777, dir_fd=fd)
+                next_fd = os.open(part, flags, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise RestoreError("a folder on its path is a symbolic link or a file") from exc
+                raise
+            os.close(fd)
+            fd = next_fd
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _write(root_fd: int, path: str, data: bytes, mode: int) -> None:
+    parts = path.split("/")
+    with _folder(root_fd, parts[:-1], create=True) as fd:
+        name = parts[-1]
+        _sweep_temps(fd)
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            st = None
+        if st is not None:
+            if stat.S_ISDIR(st.st_mode):
+                raise RestoreError("a folder is in the way")
+            if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                raise RestoreError("it has other hard links (treated as outside the project)")
+        atomic_write_at(
+            fd,
+            name,
+            data,
+            mode=mode & 0o7777 or 0o644,
+            temp_prefix=scan.TEMP_PREFIX,
+            symlink=stat.S_ISLNK(mode),
+        )
+
+
+def _delete(root_fd: int, path: str) -> None:
+    parts = path.split("/")
+    try:
+        with _folder(root_fd, parts[:-1], create=False) as fd:
+            st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                raise RestoreError("a folder is in the way")
+            if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                raise RestoreError("it has other hard links (treated as outside the project)")
+            os.unlink(parts[-1], dir_fd=fd)
+            with contextlib.suppress(OSError):
+                os.fsync(fd)
+    except FileNotFoundError:
+        return  # already gone
+    _prune_empty(root_fd, parts[:-1])
+
+
+def _prune_empty(root_fd: int, folders: list[str]) -> None:
+    """Remove the folders a deletion left empty (as git does when switching branches)."""
+    while folders:
+        try:
+            with _folder(root_fd, folders[:-1], create=False) as fd:
+                os.rmdir(folders[-1], dir_fd=fd)
+        except (OSError, RestoreError):
+            return
+        folders = folders[:-1]
+
+
+def _sweep_temps(fd: int) -> None:
+    """Remove what a killed restore left in this folder (the caller holds the store's write
+    lock, so no other restore of this project is running)."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(fd):
+            if name.startswith(scan.TEMP_PREFIX):
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=fd)

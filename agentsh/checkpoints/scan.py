@@ -1,0 +1,226 @@
+"""Which files a checkpoint covers, and reading them without following a link anywhere.
+
+The files are the project's tracked and untracked, not-ignored ones: ``git ls-files`` where
+the project is a git repository (through :mod:`agentsh.gitutil`, so the repository's config
+runs nothing), otherwise a walk that honours ``.gitignore`` files. Dependency, cache and
+version-control folders (:data:`SKIP_DIRS`) are never covered, nor ``.agentsh/`` (agentsh's own
+state is not part of a conversation's files). Paths are relative POSIX strings; a name that is
+not UTF-8 is counted and left alone (never captured, never restored).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentsh.gitutil import GitError, run_git
+from agentsh.tools.search import Walker
+
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".agentsh",
+        ".venv",
+        "node_modules",
+        "__pycache__",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+    }
+)
+#: the temporary files a restore writes next to their targets (never covered; a kill can
+#: leave one behind, and the next restore removes it)
+TEMP_PREFIX = ".agentsh-restore-"
+GIT_TIMEOUT_S = 30.0
+
+
+class ScanError(Exception):
+    """The project's files cannot be listed (too many, or unreadable)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    paths: list[str]
+    source: str  # "git" or "walk"
+    undecodable: int = 0  # names that are not UTF-8, left alone
+    strays: tuple[str, ...] = ()  # temporary files a killed restore left behind
+
+
+def covered(path: str) -> bool:
+    """False for a path inside a skipped folder, or a restore's temporary file."""
+    parts = path.split("/")
+    if parts[-1].startswith(TEMP_PREFIX):
+        return False
+    return not any(part in SKIP_DIRS for part in parts[:-1])
+
+
+def is_git_project(root: Path) -> bool:
+    return (root / ".git").exists()
+
+
+def list_files(root: Path, *, max_files: int) -> Listing:
+    """Every covered file of the project (paths only; nothing is opened)."""
+    listing: Listing | None = None
+    if is_git_project(root):
+        with contextlib.suppress(GitError):
+            listing = _git_listing(root)
+    if listing is None:
+        listing = _walk_listing(root, max_files)
+    if len(listing.paths) > max_files:
+        raise ScanError(
+            f"the project has more than {max_files:,} files; checkpoints cover at most that many"
+        )
+    return listing
+
+
+def _git_listing(root: Path) -> Listing:
+    args = ["ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+    args += [f"--exclude={name}/" for name in sorted(SKIP_DIRS)]
+    done = run_git(args, cwd=root, timeout=GIT_TIMEOUT_S)
+    paths: dict[str, None] = {}  # ordered and de-duplicated (a conflict lists a path 3 times)
+    strays: list[str] = []
+    undecodable = 0
+    for raw in done.stdout.split(b"\0"):
+        if not raw:
+            continue
+        try:
+            name = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            undecodable += 1
+            continue
+        if covered(name):
+            paths[name] = None
+        elif _is_stray(name):
+            strays.append(name)
+    return Listing(list(paths), "git", undecodable, tuple(strays))
+
+
+def _walk_listing(root: Path, max_files: int) -> Listing:
+    paths: list[str] = []
+    strays: list[str] = []
+    undecodable = 0
+    for entry in Walker(root, skip_dirs=SKIP_DIRS):
+        if entry.is_dir:
+            continue
+        try:
+            entry.rel.encode("utf-8")
+        except UnicodeEncodeError:
+            undecodable += 1
+            continue
+        if covered(entry.rel):
+            paths.append(entry.rel)
+            if len(paths) > max_files:
+                break
+        elif _is_stray(entry.rel):
+            strays.append(entry.rel)
+    return Listing(paths, "walk", undecodable, tuple(strays))
+
+
+def _is_stray(path: str) -> bool:
+    parts = path.split("/")
+    return parts[-1].startswith(TEMP_PREFIX) and not any(p in SKIP_DIRS for p in parts[:-1])
+
+
+def index_oids(root: Path) -> dict[str, str]:
+    """path -> object id of its entry in the git index (merged entries only); {} outside git."""
+    if not is_git_project(root):
+        return {}
+    try:
+        done = run_git(["ls-files", "-z", "--stage"], cwd=root, timeout=GIT_TIMEOUT_S)
+    except GitError:
+        return {}
+    oids: dict[str, str] = {}
+    for raw in done.stdout.split(b"\0"):
+        head, tab, name = raw.partition(b"\t")
+        if not tab:
+            continue
+        fields = head.split()
+        if len(fields) != 3 or fields[2] != b"0":
+            continue
+        with contextlib.suppress(UnicodeDecodeError):
+            oids[name.decode("utf-8")] = fields[1].decode("ascii")
+    return oids
+
+
+def git_blob_id(data: bytes, oid: str) -> str:
+    """The id git gives ``data`` as a blob, in the hash family of ``oid`` (SHA-1 or SHA-256)."""
+    digest = hashlib.sha256() if len(oid) == 64 else hashlib.sha1()  # git's own ids
+    digest.update(b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def git_blobs(root: Path, oids: list[str]) -> dict[str, bytes]:
+    """The contents of the given blob ids from the project's object database (missing ones
+    are left out)."""
+    if not oids:
+        return {}
+    request = "".join(f"{oid}\n" for oid in oids).encode("ascii")
+    try:
+        done = run_git(["cat-file", "--batch"], cwd=root, input=request, timeout=GIT_TIMEOUT_S)
+    except GitError:
+        return {}
+    out: dict[str, bytes] = {}
+    data = done.stdout
+    pos = 0
+    for oid in oids:
+        end = data.find(b"\n", pos)
+        if end < 0:
+            break
+        header = data[pos:end].split()
+        pos = end + 1
+        if len(header) != 3 or header[1] != b"blob":
+            continue  # "<oid> missing", or not a blob
+        size = int(header[2])
+        out[oid] = data[pos : pos + size]
+        pos += size + 1  # the content and its trailing newline
+    return out
+
+
+def read_content(root: Path, rel: str, st: os.stat_result, max_bytes: int) -> bytes | None:
+    """The bytes a file holds (a symlink: its target text), or None when over ``max_bytes``,
+    not a regular file or a link, or replaced by something else while being read."""
+    full = f"{root}{os.sep}{rel}"
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            return os.fsencode(os.readlink(full))  # noqa: PTH115 - a str path, 10k times a scan
+        except OSError:
+            return None
+    if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+        return None
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(full, flags)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None  # swapped for a pipe or a device since the lstat
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > max_bytes:
+                return None  # grew past the cap while being read
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def lstat(root: Path, rel: str) -> os.stat_result | None:
+    """``lstat`` of a covered file: None when it is gone or is not a file or a link."""
+    try:
+        st = os.lstat(f"{root}{os.sep}{rel}")
+    except OSError:
+        return None
+    mode = st.st_mode
+    return st if stat.S_ISREG(mode) or stat.S_ISLNK(mode) else None
