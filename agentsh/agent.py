@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from agentsh.checkpoints import Checkpointer
 from agentsh.config import ApprovalMode, Environment
 from agentsh.context.engine import SummaryReply
 from agentsh.context.manager import ContextManager, ContextTooLarge
@@ -63,7 +64,14 @@ from agentsh.session.entries import (
 from agentsh.session.log import SessionError
 from agentsh.session.session import Session
 from agentsh.tools.approval import Approver, Denial
-from agentsh.tools.base import Tool, ToolArgumentError, ToolContext, ToolRegistry, ToolResult
+from agentsh.tools.base import (
+    Effect,
+    Tool,
+    ToolArgumentError,
+    ToolContext,
+    ToolRegistry,
+    ToolResult,
+)
 from agentsh.tools.builtin import session_tools
 from agentsh.tools.memory import MemoryTool
 from agentsh.tools.rules import ToolRules
@@ -117,8 +125,10 @@ class Agent:
         count_tokens: Callable[[str], int] | None = None,
         max_cost_usd: float | None = None,
         mcp: McpManager | None = None,
+        checkpoints: Checkpointer | None = None,
     ) -> None:
         self.env = env
+        self.checkpoints = checkpoints
         self.session = session
         self.cwd = cwd
         self.llm = llm
@@ -280,10 +290,13 @@ class Agent:
         return self.approver.denials
 
     def close(self) -> None:
-        """Close the session log and stop the MCP servers (their process groups included)."""
+        """Close the session log, the checkpoint store and stop the MCP servers (their
+        process groups included)."""
         try:
             self.session.close()
         finally:
+            if self.checkpoints is not None:
+                self.checkpoints.close()
             if self.mcp is not None:
                 self.mcp.close()
 
@@ -348,6 +361,7 @@ class Agent:
                 for e in self.session.current_path()
             )
             user = self.session.append_message(Role.USER, text)
+            await self._checkpoint("user")
             if is_first:
                 self.prompt.set_first_message(text)
                 for notice in self._take_notices():
@@ -514,6 +528,7 @@ class Agent:
             except ToolArgumentError as exc:
                 problem = f"Invalid arguments for {call.name}: {exc}"
         summary = tool.summary(params) if tool is not None and not problem else call.name
+        changes_files = tool is not None and not problem and _changes_files(tool, params, ctx)
         emit(
             ToolStarted(
                 call.id, call.name, arguments if isinstance(arguments, dict) else {}, summary
@@ -532,6 +547,8 @@ class Agent:
             truncated=result.truncated,
             details=result.details,
         )
+        if changes_files:
+            await self._checkpoint("tool")  # the files as this call left them
         state.answered_calls.add(call.id)
         emit(
             ToolFinished(
@@ -559,6 +576,17 @@ class Agent:
             project_trusted=self.env.trusted,
         )
 
+    async def _checkpoint(self, reason: str) -> None:
+        """Capture the project's files at the leaf (agentsh/checkpoints); the capture runs in
+        a thread, the record is appended here. Never fails the turn: problems are notices."""
+        if self.checkpoints is None:
+            return
+        capture = await asyncio.to_thread(self.checkpoints.capture)
+        if capture is not None:
+            self.checkpoints.record(self.session, reason, capture)
+        for text in self.checkpoints.take_notices():
+            self._emit_event(Notice(NoticeLevel.WARNING, text))
+
     def _emit_tool_event(self, event: Event) -> None:
         if isinstance(event, ToolOutput) and self._secrets:
             event = ToolOutput(event.call_id, redact(event.text, self._secrets))
@@ -579,6 +607,8 @@ class Agent:
             denial = await self.approver.authorize(tool, params, ctx)
             if denial is not None:
                 return ToolResult(denial, is_error=True)
+            if _changes_files(tool, params, ctx):
+                await self._checkpoint("tool")  # the files before this call changes them
             self._state.running_tool = True
             return await tool.run(params, ctx)
         except (OSError, ValueError) as exc:
@@ -732,6 +762,11 @@ def _parse_arguments(raw: str) -> dict[str, Any] | str:
     return value
 
 
+def _changes_files(tool: Tool, params: Any, ctx: ToolContext) -> bool:
+    """Calls that may change files (write, edit, bash) are checkpointed before and after."""
+    return tool.effect(params, ctx) in (Effect.EDIT, Effect.EXECUTE)
+
+
 def _api_base(env: Environment) -> str | None:
     return os.environ.get("AGENTSH_API_BASE") or env.settings.model.api_base or None
 
@@ -809,6 +844,11 @@ def build_agent(
     notices += mcp_notices
     if mcp is not None:
         mcp.start()  # in the background: the servers start while the rest loads
+    checkpoints = (
+        Checkpointer(env.user, env.project.root, settings.checkpoints)
+        if settings.checkpoints.enabled
+        else None
+    )
     return Agent(
         env=env,
         session=session,
@@ -827,4 +867,5 @@ def build_agent(
         count_tokens=count_tokens,
         max_cost_usd=max_cost_usd,
         mcp=mcp,
+        checkpoints=checkpoints,
     )
