@@ -33,6 +33,8 @@ _HANDLERS: dict[str, str] = {
     "memory.reindex": "agentsh.commands.memory_search:reindex_memory",
     "context": "agentsh.commands.context:show_context",
     "compact": "agentsh.commands.context:compact_session",
+    "checkpoints": "agentsh.commands.checkpoints:list_checkpoints",
+    "restore": "agentsh.commands.checkpoints:restore_files",
     "headless": "agentsh.headless.run:main",
     "tui": "agentsh.tui.launch:main",
 }
@@ -194,6 +196,34 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compact.add_argument("--json", action="store_true", help="machine-readable output")
     compact.set_defaults(handler="compact")
+
+    checkpoints = sub.add_parser(
+        "checkpoints",
+        help="list a session's file checkpoints",
+        description="List the file checkpoints of a session: the entry each belongs to, when, "
+        "why (user message, tool call, restore) and the files it changed.",
+    )
+    checkpoints.add_argument("id", metavar="ID-PREFIX")
+    checkpoints.add_argument("--json", action="store_true", help="machine-readable output")
+    checkpoints.set_defaults(handler="checkpoints")
+    restore = sub.add_parser(
+        "restore",
+        help="bring the project's files back to a session entry's checkpoint",
+        description="Bring the project's files to their state at ENTRY (an entry id or prefix, "
+        "or a checkpoint id from `agentsh checkpoints`). The current files are checkpointed "
+        "first, so the restore can be undone; files changed outside agentsh since the last "
+        "checkpoint are kept unless --overwrite-changed. The conversation does not move.",
+    )
+    restore.add_argument("id", metavar="ID-PREFIX")
+    restore.add_argument("entry", metavar="ENTRY")
+    restore.add_argument("--dry-run", action="store_true", help="show what would change")
+    restore.add_argument(
+        "--overwrite-changed",
+        action="store_true",
+        help="also restore files changed outside agentsh since the last checkpoint",
+    )
+    restore.add_argument("--json", action="store_true", help="machine-readable output")
+    restore.set_defaults(handler="restore")
     return parser
 
 
