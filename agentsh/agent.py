@@ -547,8 +547,8 @@ class Agent:
             truncated=result.truncated,
             details=result.details,
         )
-        if changes_files:
-            await self._checkpoint("tool")  # the files as this call left them
+        if changes_files:  # the files as this call left them (a write/edit: its targets only)
+            await self._checkpoint("tool", tool.target_paths(params, ctx) if tool else [])
         state.answered_calls.add(call.id)
         emit(
             ToolFinished(
@@ -576,12 +576,12 @@ class Agent:
             project_trusted=self.env.trusted,
         )
 
-    async def _checkpoint(self, reason: str) -> None:
+    async def _checkpoint(self, reason: str, paths: Sequence[Path] = ()) -> None:
         """Capture the project's files at the leaf (agentsh/checkpoints); the capture runs in
         a thread, the record is appended here. Never fails the turn: problems are notices."""
         if self.checkpoints is None:
             return
-        capture = await asyncio.to_thread(self.checkpoints.capture)
+        capture = await asyncio.to_thread(self.checkpoints.capture, paths)
         if capture is not None:
             self.checkpoints.record(self.session, reason, capture)
         for text in self.checkpoints.take_notices():

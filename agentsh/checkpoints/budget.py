@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from agentsh.checkpoints.store import STORE_FILE, CheckpointStore, Eviction, disk_bytes
@@ -34,19 +35,25 @@ def total_bytes(user: UserPaths) -> int:
     return sum(disk_bytes(path) for path in store_files(user))
 
 
-def enforce_budget(user: UserPaths, budget_bytes: int, current: CheckpointStore) -> list[str]:
-    """Evict oldest-first until every store together fits ``budget_bytes``; returns one
-    sentence per eviction (and one if the budget cannot be met)."""
+@dataclass(frozen=True, slots=True)
+class BudgetReport:
+    evictions: tuple[str, ...] = ()  # one sentence per eviction
+    shortfall: str = ""  # set when the budget cannot be met by evicting
+
+
+def enforce_budget(user: UserPaths, budget_bytes: int, current: CheckpointStore) -> BudgetReport:
+    """Evict oldest-first until every store together fits ``budget_bytes``."""
     if total_bytes(user) <= budget_bytes:
-        return []
+        return BudgetReport()
     reports: list[str] = []
+    shortfall = ""
     opened: dict[Path, CheckpointStore] = {current.path: current}
     try:
         for _ in range(MAX_PASSES):
             victim = _oldest(user, opened)
             if victim is None:
                 size = total_bytes(user) / 1e6
-                reports.append(
+                shortfall = (
                     f"Checkpoints: the stores take {size:.0f} MB with no file history left to "
                     f"drop (the current files alone exceed store_max_mb = "
                     f"{budget_bytes / 1e6:.0f}); raise it or lower max_file_bytes."
@@ -60,7 +67,7 @@ def enforce_budget(user: UserPaths, budget_bytes: int, current: CheckpointStore)
         for store in opened.values():
             if store is not current:
                 store.close()
-    return reports
+    return BudgetReport(tuple(reports), shortfall)
 
 
 def _oldest(user: UserPaths, opened: dict[Path, CheckpointStore]) -> CheckpointStore | None:

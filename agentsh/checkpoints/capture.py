@@ -22,7 +22,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,12 +85,100 @@ class Recorder:
         self.max_file_bytes = max_file_bytes
         self.max_files = max_files
         self._last_ns = 0  # when this process's last capture began
+        # (git index stamp, tracked paths) as of this process's last full listing
+        self._git_state: tuple[tuple[int, int, int, int], frozenset[str]] | None = None
+        self._loose_paths: set[str] | None = None
+        self._loose_for = -1
 
     # -- observing ----------------------------------------------------------------------------
 
     def observe(self, cache: dict[str, CacheRow]) -> Observation:
-        """List and stat the project and compare with ``cache``. The listing runs in a thread
-        (git is a process of its own) while the cached paths are stat-ed."""
+        """What differs from ``cache`` on disk now. In a git project whose index has not
+        changed since this process last looked, git itself says which tracked files differ
+        from the index (it stats them in C) and only those, the untracked ones and the ones
+        the cache holds outside git are stat-ed here; otherwise every file is."""
+        if cache:
+            fast = self._observe_by_git(cache)
+            if fast is not None:
+                return fast
+        return self._observe_all(cache)
+
+    def _observe_paths(
+        self, cache: dict[str, CacheRow], paths: Sequence[str]
+    ) -> Observation | None:
+        """Only ``paths`` (a write's or an edit's targets): a few stats, and for a new file one
+        git call to know whether it is ignored. None when the git state is not known."""
+        state = self._git_state
+        if state is None or scan.index_stamp(self.root) != state[0]:
+            return None
+        observation = Observation(files=len(cache), started_ns=time.time_ns())
+        new: list[tuple[str, os.stat_result]] = []
+        for path in dict.fromkeys(p for p in paths if scan.covered(p)):
+            row = cache.get(path)
+            st = scan.lstat(self.root, path)
+            if row is None:
+                if st is not None:
+                    new.append((path, st))
+            elif st is None or row.racy or not row.same_stat(st):
+                observation.seen.append(Seen(path, _file_only(st), row))
+        if new:
+            candidates = [path for path, _st in new if path not in state[1]]
+            listed = scan.not_ignored(self.root, candidates)
+            if listed is None:
+                return None
+            for path, st in new:
+                if path in state[1] or path in listed:
+                    observation.seen.append(Seen(path, st, None))
+        return observation
+
+    def _observe_by_git(self, cache: dict[str, CacheRow]) -> Observation | None:
+        state = self._git_state
+        if state is None or scan.index_stamp(self.root) != state[0]:
+            return None
+        tracked = state[1]
+        started = time.time_ns()
+        listing = scan.git_changes(self.root)
+        if listing is None or any(p.rsplit("/", 1)[-1] == ".gitignore" for p in listing.paths):
+            return None  # an ignore rule may have changed: list everything
+        untracked = {p for p in listing.paths if p not in listing.tracked}
+        wanted = set(listing.paths)
+        # Files the cache holds outside git (changed since, or untracked) and recent ones, and
+        # tracked files the cache thinks gone (git says nothing of one put back as committed).
+        wanted.update(self._loose(cache))
+        wanted.update(tracked - cache.keys())
+        observation = Observation(
+            files=len(tracked) + len(untracked),
+            undecodable=listing.undecodable,
+            started_ns=started,
+            strays=listing.strays,
+        )
+        for path in wanted:
+            row = cache.get(path)
+            st = scan.lstat(self.root, path)
+            if row is None:
+                if st is not None:
+                    observation.seen.append(Seen(path, st, None))
+            elif st is not None and path not in tracked and path not in untracked:
+                observation.seen.append(Seen(path, st, row, listed=False))
+            elif st is None or row.racy or not row.same_stat(st):
+                observation.seen.append(Seen(path, _file_only(st), row))
+        return observation
+
+    def _loose(self, cache: dict[str, CacheRow]) -> set[str]:
+        """Cached paths git cannot vouch for (content outside git, or recently modified);
+        recomputed only when the cache was reloaded, else kept up to date by captures."""
+        generation = self.store.cache_generation
+        if self._loose_paths is None or self._loose_for != generation:
+            self._loose_paths = {
+                p for p, r in cache.items() if r.racy or not r.ref.startswith(GIT_PREFIX)
+            }
+            self._loose_for = generation
+        return self._loose_paths
+
+    def _observe_all(self, cache: dict[str, CacheRow]) -> Observation:
+        """List and stat every file. The listing runs in a thread (git is a process of its
+        own) while the cached paths are stat-ed."""
+        stamp = scan.index_stamp(self.root)
         started = time.time_ns()
         result: list[scan.Listing | BaseException] = []
 
@@ -125,6 +213,8 @@ class Recorder:
         listing = result[0]
         if isinstance(listing, BaseException):
             raise listing
+        # Taken before listing: an index written meanwhile makes the next capture list again.
+        self._git_state = (stamp, listing.tracked) if listing.source == "git" and stamp else None
         listed = set(listing.paths)
         observation = Observation(
             files=len(listed),
@@ -150,22 +240,34 @@ class Recorder:
 
     # -- capturing ----------------------------------------------------------------------------
 
-    def capture(self) -> Capture:
-        """Journal every change since the last capture; one transaction."""
+    def capture(self, paths: Sequence[str] = ()) -> Capture:
+        """Journal every change since the last capture; one transaction. With ``paths`` (the
+        files a write or edit just changed, relative to the root) only those are looked at,
+        when the git state this process knows allows it."""
         started = time.perf_counter()
         store = self.store
         with store.writing():
             cache = store.cache()
             if not store.has_baseline():
                 return self._baseline(started)
-            observation = self.observe(cache)
+            observation = (self._observe_paths(cache, paths) if paths else None) or self.observe(
+                cache
+            )
             self._sweep(observation.strays)
             previous = max(self._last_ns, int(store.meta("last_capture_ns", "0") or 0))
             changes, updates = self._changes(observation, cache, previous)
             self._last_ns = observation.started_ns
             if changes or updates:  # a capture that found nothing writes nothing (no fsync)
                 store.set_meta("last_capture_ns", str(observation.started_ns))
+                loose = self._loose_paths if self._loose_for == store.cache_generation else None
                 seq = store.record(changes, updates)
+                if loose is not None:
+                    for path, row in updates.items():
+                        if row is None or (not row.racy and row.ref.startswith(GIT_PREFIX)):
+                            loose.discard(path)
+                        else:
+                            loose.add(path)
+                    self._loose_for = store.cache_generation
             else:
                 seq = store.seq()
         return Capture(
@@ -222,14 +324,14 @@ class Recorder:
     def _settle(self, changes: list[Change]) -> list[Change]:
         """Copy the old content of changed files that only git held into the store now."""
         cut = len(GIT_PREFIX)
-        oids = sorted({c.before_ref[cut:] for c in changes if c.before_ref.startswith(GIT_PREFIX)})
+        oids = sorted({c.before_ref[cut:] for c in changes if _needs_settling(c)})
         if not oids:
             return changes
         blobs = scan.git_blobs(self.root, oids)
         refs = {oid: self.store.put_blob(data) for oid, data in blobs.items()}
         settled: list[Change] = []
         for change in changes:
-            if change.before_ref.startswith(GIT_PREFIX):
+            if _needs_settling(change):
                 oid = change.before_ref[len(GIT_PREFIX) :]
                 before = refs.get(oid, NOT_CAPTURED)
                 change = Change(
@@ -275,11 +377,20 @@ class Recorder:
                 out[item.path] = (ABSENT, 0)
                 continue
             data = self.read(item.path, item.st)
-            out[item.path] = (
-                NOT_CAPTURED if data is None else blob_hash(data),
-                item.st.st_mode,
-            )
+            if data is None:
+                ref = NOT_CAPTURED
+            elif item.row is not None and _held_by_git(item.row.ref, data):
+                ref = item.row.ref
+            else:
+                ref = blob_hash(data)
+            out[item.path] = (ref, item.st.st_mode)
         return out
+
+
+def _needs_settling(change: Change) -> bool:
+    """The old content is only in git and the file's content changed (a mode change keeps
+    the bytes git holds, referenced as they are)."""
+    return change.before_ref.startswith(GIT_PREFIX) and change.after_ref != change.before_ref
 
 
 def _file_only(st: os.stat_result | None) -> os.stat_result | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -72,12 +73,14 @@ class Checkpointer:
         capture = self.capture()
         return None if capture is None else self.record(session, reason, capture)
 
-    def capture(self) -> Capture | None:
+    def capture(self, paths: Sequence[Path] = ()) -> Capture | None:
         """The heavy half (listing, stat, reading, the store): safe in a worker thread.
-        None when it failed (the user is told)."""
+        ``paths``: the only files that can have changed since the last capture (what a write
+        or an edit just wrote), which spares listing the project. None when it failed (the
+        user is told)."""
         with self._lock:
             try:
-                capture = self.recorder.capture()
+                capture = self.recorder.capture(self._relative(paths))
                 self.last_capture = capture
                 if capture.changed or capture.baseline:
                     self._enforce_budget()
@@ -167,8 +170,21 @@ class Checkpointer:
 
     def _enforce_budget(self) -> None:
         budget_bytes = self.settings.store_max_mb * 1_000_000
-        for sentence in budget.enforce_budget(self.user, budget_bytes, self.recorder.store):
+        report = budget.enforce_budget(self.user, budget_bytes, self.recorder.store)
+        for sentence in report.evictions:
             self._tell(sentence, once=False)
+        if report.shortfall:
+            self._tell(report.shortfall)
+
+    def _relative(self, paths: Sequence[Path]) -> list[str]:
+        """``paths`` as the store names them; [] (look at everything) if one is outside."""
+        out: list[str] = []
+        for path in paths:
+            try:
+                out.append(path.relative_to(self.root).as_posix())
+            except ValueError:
+                return []
+        return out
 
     def take_notices(self) -> list[str]:
         """What the user has not been told yet (evictions, failures), once."""

@@ -26,7 +26,7 @@ from typing import Any
 
 from agentsh.checkpoints import scan
 from agentsh.checkpoints.capture import Recorder
-from agentsh.checkpoints.store import ABSENT, GIT_PREFIX, NOT_CAPTURED, CacheRow
+from agentsh.checkpoints.store import ABSENT, GIT_PREFIX, NOT_CAPTURED, CacheRow, blob_hash
 from agentsh.fsutil import atomic_write_at
 from agentsh.session.entries import CheckpointEntry
 from agentsh.tools.files import unified_diff
@@ -157,13 +157,19 @@ def plan(recorder: Recorder, seq: int) -> RestorePlan:
 
 
 def _same(recorder: Recorder, a: Ref, b: Ref) -> bool:
+    """Same file: same mode and same bytes (a git reference compared by what it holds)."""
     if a == b:
         return True
     if a[1] != b[1] or NOT_CAPTURED in (a[0], b[0]) or ABSENT in (a[0], b[0]):
         return False
-    if a[0].startswith(GIT_PREFIX) or b[0].startswith(GIT_PREFIX):
-        return content(recorder, a[0]) == content(recorder, b[0])
-    return False
+    return _digest(recorder, a[0]) == _digest(recorder, b[0])
+
+
+def _digest(recorder: Recorder, ref: str) -> str:
+    if not ref.startswith(GIT_PREFIX):
+        return ref
+    data = content(recorder, ref)
+    return ref if data is None else blob_hash(data)
 
 
 def content(recorder: Recorder, ref: str) -> bytes | None:
@@ -235,7 +241,7 @@ def _item(
 
 
 def _same_content(recorder: Recorder, a: str, b: str) -> bool:
-    return a == b or content(recorder, a) == content(recorder, b)
+    return a == b or _digest(recorder, a) == _digest(recorder, b)
 
 
 def _bytes_now(recorder: Recorder, path: str, current: Ref) -> bytes | None:

@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import os
 import stat
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +51,7 @@ class Listing:
     source: str  # "git" or "walk"
     undecodable: int = 0  # names that are not UTF-8, left alone
     strays: tuple[str, ...] = ()  # temporary files a killed restore left behind
+    tracked: frozenset[str] = frozenset()  # git only: the paths the index holds
 
 
 def covered(path: str) -> bool:
@@ -80,25 +82,114 @@ def list_files(root: Path, *, max_files: int) -> Listing:
 
 
 def _git_listing(root: Path) -> Listing:
-    args = ["ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+    return _ls_files(root, ["--cached", "--others"])
+
+
+def git_changes(root: Path) -> Listing | None:
+    """Only what differs from the git index: tracked files modified or deleted in the work
+    tree (``git status``, which stats them in C on several threads), and the untracked ones
+    (``ls-files``, in parallel). ``tracked`` holds the former. None when git cannot say.
+
+    ``status`` rather than ``ls-files --modified``: comparing a file whose stat changed may
+    run an attribute filter, and gitutil blanks those for ``status`` only."""
+    untracked: list[Listing | BaseException] = []
+
+    def list_untracked() -> None:
+        try:
+            untracked.append(_ls_files(root, ["--others"]))
+        except BaseException as exc:  # noqa: BLE001 - reported in the caller's thread
+            untracked.append(exc)
+
+    worker = threading.Thread(target=list_untracked, name="checkpoint-untracked", daemon=True)
+    worker.start()
+    try:
+        done = run_git(
+            [
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--untracked-files=no",
+                "--no-renames",
+                "--ignore-submodules=all",
+            ],
+            cwd=root,
+            timeout=GIT_TIMEOUT_S,
+        )
+    except GitError:
+        return None
+    finally:
+        worker.join()
+    others = untracked[0]
+    if isinstance(others, BaseException):
+        return None
+    changed: list[str] = []
+    undecodable = others.undecodable
+    for raw in done.stdout.split(b"\0"):
+        if len(raw) < 4 or raw[1:2] == b" ":
+            continue  # worktree side unchanged (a staged-only change: the index's stamp says)
+        try:
+            name = raw[3:].decode("utf-8")
+        except UnicodeDecodeError:
+            undecodable += 1
+            continue
+        if covered(name):
+            changed.append(name)
+    return Listing([*changed, *others.paths], "git", undecodable, others.strays, frozenset(changed))
+
+
+def _ls_files(root: Path, which: list[str]) -> Listing:
+    args = ["ls-files", "-z", "-t", *which, "--exclude-standard"]
     args += [f"--exclude={name}/" for name in sorted(SKIP_DIRS)]
     done = run_git(args, cwd=root, timeout=GIT_TIMEOUT_S)
     paths: dict[str, None] = {}  # ordered and de-duplicated (a conflict lists a path 3 times)
+    tracked: set[str] = set()
     strays: list[str] = []
     undecodable = 0
     for raw in done.stdout.split(b"\0"):
-        if not raw:
+        if len(raw) < 3:
             continue
         try:
-            name = raw.decode("utf-8")
+            name = raw[2:].decode("utf-8")
         except UnicodeDecodeError:
             undecodable += 1
             continue
         if covered(name):
             paths[name] = None
+            if raw[:1] != b"?":
+                tracked.add(name)
         elif _is_stray(name):
             strays.append(name)
-    return Listing(list(paths), "git", undecodable, tuple(strays))
+    return Listing(list(paths), "git", undecodable, tuple(strays), frozenset(tracked))
+
+
+def not_ignored(root: Path, paths: list[str]) -> set[str] | None:
+    """Which of these untracked ``paths`` git would list (not ignored); None if git cannot
+    say. The pathspecs are literal, so a name with ``*`` is not a pattern."""
+    if not paths:
+        return set()
+    args = ["ls-files", "-z", "--others", "--exclude-standard", "--", *paths]
+    try:
+        done = run_git(args, cwd=root, env={"GIT_LITERAL_PATHSPECS": "1"}, timeout=GIT_TIMEOUT_S)
+    except GitError:
+        return None
+    return {raw.decode("utf-8", "replace") for raw in done.stdout.split(b"\0") if raw}
+
+
+def index_stamp(root: Path) -> tuple[int, int, int, int] | None:
+    """What the git index file looks like (inode, size, mtime, ctime); None outside git.
+    While it stays the same, no file was added to or removed from the index or restaged."""
+    dot_git = root / ".git"
+    try:
+        if dot_git.is_file():  # a worktree or submodule: "gitdir: <path>"
+            line = dot_git.read_text("utf-8", "replace").strip()
+            if not line.startswith("gitdir:"):
+                return None
+            folder = Path(line[len("gitdir:") :].strip())
+            dot_git = folder if folder.is_absolute() else root / folder
+        st = (dot_git / "index").stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _walk_listing(root: Path, max_files: int) -> Listing:

@@ -234,6 +234,7 @@ class CheckpointStore:
                 self._in_write = False
                 self._db.execute("ROLLBACK")
                 self._cache = None  # the in-memory copy may hold the rolled-back rows
+                self._cache_generation = -1
                 raise
             self._in_write = False
             self._db.execute("COMMIT")
@@ -310,6 +311,11 @@ class CheckpointStore:
         return self._db.execute("SELECT 1 FROM blobs WHERE hash = ?", (ref,)).fetchone() is not None
 
     # -- the stat cache ---------------------------------------------------------------------
+
+    @property
+    def cache_generation(self) -> int:
+        """The generation of the in-memory cache (changes whenever a row changed)."""
+        return self._cache_generation
 
     def cache(self) -> dict[str, CacheRow]:
         """The stat cache, kept in memory and reloaded when another process changed it.

@@ -4,17 +4,21 @@ after each file-changing call)."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from agentsh.agent import Agent, build_agent
 from agentsh.checkpoints import Checkpointer
-from agentsh.config import CheckpointSettings
+from agentsh.config import ApprovalMode, CheckpointSettings, Environment, load_environment
 from agentsh.paths import UserPaths
 from agentsh.session.entries import MessageEntry, Role, ToolCall, ToolResultEntry
 from agentsh.session.session import Session
+from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
+from tests.fakes.server import ScriptedServer
 
 INITIAL = {
     "app.py": "def main():\n    return 1\n",
@@ -115,3 +119,38 @@ def driver(
     session = Session.create(user_paths.project_sessions_dir(repo), repo)
     yield Driver(session, make_checkpointer(repo))
     session.close()
+
+
+AgentFactory = Callable[[Session | None], Agent]
+
+
+@pytest.fixture
+def make_agent(
+    scripted_server: ScriptedServer, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[AgentFactory]:
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    made: list[Agent] = []
+
+    def factory(session: Session | None = None) -> Agent:
+        env = load_environment(repo)
+        fast = dataclasses.replace(env.settings.model, retry_base_delay_s=0.01)
+        env = Environment(
+            env.user,
+            env.project,
+            dataclasses.replace(env.config, settings=dataclasses.replace(env.settings, model=fast)),
+        )
+        session = session or Session.create(env.user.project_sessions_dir(repo), repo)
+        agent = build_agent(
+            env,
+            session,
+            model=TEST_MODEL,
+            api_base=scripted_server.base_url,
+            approval=ApprovalMode.ALL,
+            cwd=repo,
+        )
+        made.append(agent)
+        return agent
+
+    yield factory
+    for agent in made:
+        agent.close()

@@ -5,32 +5,26 @@ process restores again from the session on disk."""
 
 from __future__ import annotations
 
-import dataclasses
+import asyncio
 import json
-import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from agentsh.agent import Agent, build_agent
-from agentsh.config import ApprovalMode, Environment, load_environment
+from agentsh.agent import Agent
 from agentsh.events import Event, Notice
 from agentsh.session.entries import CheckpointEntry, MessageEntry, Role, ToolResultEntry
 from agentsh.session.session import Session
-from tests.checkpoints.conftest import INITIAL, files_of
-from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
+from tests.checkpoints.conftest import INITIAL, AgentFactory, files_of
 from tests.fakes.server import ScriptedServer, text, tool_call
 
+GENERATOR = "mkdir -p gen\nfor i in 1 2 3; do echo A$i > gen/f$i.txt; done\n"
 BRANCH_A = [
     tool_call("write", {"path": "hello.txt", "content": "hello from A\n"}),
     tool_call("edit", {"path": "app.py", "old_text": "return 1", "new_text": "return 2"}),
-    tool_call(
-        "write",
-        {"path": "gen.sh", "content": "mkdir -p gen\nfor i in 1 2 3; do echo A$i > gen/f$i.txt; done\n"},
-    ),
+    tool_call("write", {"path": "gen.sh", "content": GENERATOR}),
     tool_call("bash", {"command": "sed -i 's/^notes$/NOTES/' notes.md && sh gen.sh && rm old.txt"}),
     text("A done"),
 ]
@@ -39,7 +33,7 @@ FILES_A = {
     "app.py": "def main():\n    return 2\n",
     "notes.md": "NOTES\nmore notes\n",
     "hello.txt": "hello from A\n",
-    "gen.sh": "mkdir -p gen\nfor i in 1 2 3; do echo A$i > gen/f$i.txt; done\n",
+    "gen.sh": GENERATOR,
     "gen/f1.txt": "A1\n",
     "gen/f2.txt": "A2\n",
     "gen/f3.txt": "A3\n",
@@ -51,39 +45,12 @@ BRANCH_B = [
 ]
 FILES_B = {**INITIAL, "b.txt": "only on B\n", "src/lib.py": "VALUE = 22\n"}
 
-AgentFactory = Callable[[Session | None], Agent]
+
+AGENTSH = (sys.executable, "-m", "agentsh")
 
 
-@pytest.fixture
-def make_agent(
-    scripted_server: ScriptedServer, repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[AgentFactory]:
-    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-    made: list[Agent] = []
-
-    def factory(session: Session | None = None) -> Agent:
-        env = load_environment(repo)
-        fast = dataclasses.replace(env.settings.model, retry_base_delay_s=0.01)
-        env = Environment(
-            env.user,
-            env.project,
-            dataclasses.replace(env.config, settings=dataclasses.replace(env.settings, model=fast)),
-        )
-        session = session or Session.create(env.user.project_sessions_dir(repo), repo)
-        agent = build_agent(
-            env,
-            session,
-            model=TEST_MODEL,
-            api_base=scripted_server.base_url,
-            approval=ApprovalMode.ALL,
-            cwd=repo,
-        )
-        made.append(agent)
-        return agent
-
-    yield factory
-    for agent in made:
-        agent.close()
+def command(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=60)
 
 
 async def run(agent: Agent, prompt: str) -> list[Event]:
@@ -161,9 +128,7 @@ async def test_files_follow_the_conversation_between_branches(
     assert files_of(repo) == {**FILES_A, "notes.md": "mine\n"}
 
     # .git and the index were never touched: git still sees the same commit and index.
-    status = subprocess.run(
-        ["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, check=True
-    ).stdout
+    status = (await asyncio.to_thread(command, repo, "git", "status", "--porcelain")).stdout
     assert " M app.py" in status and " D old.txt" in status and "A " not in status
 
     # A new process restores from the session on disk.
@@ -175,25 +140,14 @@ async def test_files_follow_the_conversation_between_branches(
     assert reloaded.problems == []
     assert any(isinstance(r, CheckpointEntry) for r in reloaded.tree.records)
     reloaded.close()
-    done = subprocess.run(
-        [sys.executable, "-m", "agentsh", "restore", session_id[:8], end_b],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        env=dict(os.environ),
-        timeout=60,
-    )
+    done = await asyncio.to_thread(command, repo, *AGENTSH, "restore", session_id[:8], end_b)
     assert done.returncode == 0, done.stderr
     # B as it was left: with the hand edits made while it was current.
     assert files_of(repo) == {**FILES_B, "notes.md": "mine\n", "b.txt": "edited by hand\n"}
     undo = done.stdout.strip().splitlines()[-1]
     assert undo.startswith("undo with: agentsh restore ")
-    listed = subprocess.run(
-        [sys.executable, "-m", "agentsh", "checkpoints", session_id[:8], "--json"],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    listed = await asyncio.to_thread(
+        command, repo, *AGENTSH, "checkpoints", session_id[:8], "--json"
     )
     assert listed.returncode == 0, listed.stderr
     rows = json.loads(listed.stdout)["checkpoints"]

@@ -1,0 +1,114 @@
+"""The agent's side: records where the turn changes files, a failure that is told and never ends
+the turn, the settings, and headless ``-p`` recording without ever restoring."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentsh.config import load_config
+from agentsh.events import Event, Notice, TurnEnded, TurnOutcome
+from agentsh.paths import ProjectPaths, UserPaths
+from agentsh.session.entries import CheckpointEntry, MessageEntry, Role, ToolResultEntry
+from agentsh.session.session import Session
+from tests.checkpoints.conftest import AgentFactory
+from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
+from tests.fakes.server import ScriptedServer, text, tool_call
+
+
+async def events_of(factory: AgentFactory, prompt: str) -> tuple[list[Event], Session]:
+    agent = factory(None)
+    events = [event async for event in agent.run(prompt)]
+    return events, agent.session
+
+
+def records(session: Session) -> list[CheckpointEntry]:
+    return [r for r in session.tree.records if isinstance(r, CheckpointEntry)]
+
+
+@pytest.mark.asyncio
+async def test_records_sit_on_the_user_message_and_on_each_changing_call(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, repo: Path
+) -> None:
+    scripted_server.script(
+        tool_call("read", {"path": "app.py"}),
+        tool_call("write", {"path": "a.txt", "content": "a\n"}),
+        tool_call("bash", {"command": "echo hi"}),  # runs, changes nothing
+        text("done"),
+    )
+    _events, session = await events_of(make_agent, "go")
+    kinds = {r.target_id: type(session.get(r.target_id)).__name__ for r in records(session)}
+    user = next(e for e in session.current_path() if isinstance(e, MessageEntry))
+    write_result = next(
+        e
+        for e in session.current_path()
+        if isinstance(e, ToolResultEntry) and e.tool_name == "write"
+    )
+    assert user.role is Role.USER and user.id in kinds
+    changed = [r for r in records(session) if r.changed]
+    assert [(r.target_id, r.files) for r in changed] == [(write_result.id, ("a.txt",))]
+    assert len(records(session)) == 2  # nothing else changed: no other record written
+
+
+@pytest.mark.asyncio
+async def test_a_checkpoint_failure_is_told_and_the_turn_goes_on(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, repo: Path, agentsh_home: Path
+) -> None:
+    blocker = agentsh_home / "data" / "checkpoints"
+    blocker.parent.mkdir(parents=True, exist_ok=True)
+    blocker.write_text("a file where the store's folder should be")
+    scripted_server.script(tool_call("write", {"path": "a.txt", "content": "a\n"}), text("done"))
+    events, session = await events_of(make_agent, "go")
+    failures = [e.text for e in events if isinstance(e, Notice) and "Checkpoint failed" in e.text]
+    assert len(failures) == 1  # told once, not at every call
+    assert "cannot be restored" in failures[0]
+    assert isinstance(events[-1], TurnEnded) and events[-1].outcome is TurnOutcome.DONE
+    assert (repo / "a.txt").read_text() == "a\n"
+    assert records(session) == []
+
+
+@pytest.mark.asyncio
+async def test_the_user_config_can_switch_checkpoints_off(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, agentsh_home: Path
+) -> None:
+    config = agentsh_home / "config" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("[checkpoints]\nenabled = false\n")
+    scripted_server.script(tool_call("write", {"path": "a.txt", "content": "a\n"}), text("done"))
+    _events, session = await events_of(make_agent, "go")
+    assert records(session) == []
+    assert not (agentsh_home / "data" / "checkpoints").exists()
+
+
+def test_a_projects_config_cannot_change_checkpoints(repo: Path, agentsh_home: Path) -> None:
+    (repo / ".agentsh").mkdir()
+    (repo / ".agentsh" / "config.toml").write_text(
+        "[checkpoints]\nenabled = false\nstore_max_mb = 16\n"
+    )
+    loaded = load_config(UserPaths.from_env(), ProjectPaths(repo))
+    assert loaded.settings.checkpoints.enabled is True
+    assert loaded.settings.checkpoints.store_max_mb == 1024
+    assert [p.key for p in loaded.problems] == ["checkpoints"]
+
+
+def test_headless_records_checkpoints_and_never_restores(
+    scripted_server: ScriptedServer, repo: Path, agentsh_home: Path
+) -> None:
+    scripted_server.script(
+        tool_call("bash", {"command": "rm old.txt && echo x > made.txt"}), text("done")
+    )
+    env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY)
+    command = [sys.executable, "-m", "agentsh", "-m", TEST_MODEL, "--api-base"]
+    command += [scripted_server.base_url, "--approve", "all", "-p", "clean up"]
+    done = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert not (repo / "old.txt").exists() and (repo / "made.txt").exists()
+    (path,) = (agentsh_home / "data" / "sessions").rglob("*.jsonl")
+    session = Session.open(path, lock=False)
+    (changed,) = [r for r in records(session) if r.changed]
+    assert set(changed.files) == {"old.txt", "made.txt"}
+    session.close()
