@@ -30,7 +30,7 @@ test: install
 	.venv/bin/pytest -n 2 $(PYTEST_ARGS)
 
 bench: install
-	for b in benchmarks/*.py; do echo "== $$b"; .venv/bin/python $$b || exit 1; done
+	for b in benchmarks/bench_*.py; do echo "== $$b"; .venv/bin/python $$b || exit 1; done
 
 clean:
 	rm -rf .tools .venv
