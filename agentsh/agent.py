@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from agentsh.checkpoints import Checkpointer
+from agentsh.checkpoints.checkpointer import Checkpointer
 from agentsh.config import ApprovalMode, Environment
 from agentsh.context.engine import SummaryReply
 from agentsh.context.manager import ContextManager, ContextTooLarge

@@ -8,17 +8,3 @@ stores), :mod:`.history` (which files each entry of a session stands for), :mod:
 (plan and atomic writes) and :mod:`.checkpointer` (the facade the agent, CLI and TUI use).
 Nothing here imports Textual or litellm.
 """
-
-from agentsh.checkpoints.checkpointer import Checkpointer
-from agentsh.checkpoints.history import CheckpointIndex, Mark
-from agentsh.checkpoints.restore import PlanItem, RestoreError, RestorePlan, RestoreResult
-
-__all__ = [
-    "CheckpointIndex",
-    "Checkpointer",
-    "Mark",
-    "PlanItem",
-    "RestoreError",
-    "RestorePlan",
-    "RestoreResult",
-]

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentsh.checkpoints import scan
+import agentsh.checkpoints.scan as scan
 from agentsh.checkpoints.store import (
     ABSENT,
     GIT_PREFIX,

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from agentsh.checkpoints import budget
+import agentsh.checkpoints.budget as budget
 from agentsh.checkpoints.capture import Capture, Recorder
 from agentsh.checkpoints.history import CheckpointIndex
 from agentsh.checkpoints.restore import RestoreError, RestorePlan, RestoreResult, apply, plan

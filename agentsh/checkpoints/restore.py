@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentsh.checkpoints import scan
+import agentsh.checkpoints.scan as scan
 from agentsh.checkpoints.capture import Recorder
 from agentsh.checkpoints.store import ABSENT, GIT_PREFIX, NOT_CAPTURED, CacheRow, blob_hash
 from agentsh.fsutil import atomic_write_at

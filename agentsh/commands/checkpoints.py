@@ -19,11 +19,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agentsh.checkpoints import Checkpointer, PlanItem, RestoreError, RestorePlan
+from agentsh.checkpoints.checkpointer import Checkpointer
+from agentsh.checkpoints.restore import PlanItem, RestoreError, RestorePlan
 from agentsh.checkpoints.store import StoreError
-from agentsh.cli import EXIT_ERROR, EXIT_OK, CliError
 from agentsh.commands.context import find_session_file
 from agentsh.config import Environment, load_environment
+from agentsh.errors import EXIT_ERROR, EXIT_OK, CliError
 from agentsh.paths import find_project_root
 from agentsh.session.entries import CheckpointEntry
 from agentsh.session.export import entry_summary

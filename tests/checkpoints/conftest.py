@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentsh.agent import Agent, build_agent
-from agentsh.checkpoints import Checkpointer
+from agentsh.checkpoints.checkpointer import Checkpointer
 from agentsh.config import ApprovalMode, CheckpointSettings, Environment, load_environment
 from agentsh.paths import UserPaths
 from agentsh.session.entries import MessageEntry, Role, ToolCall, ToolResultEntry

@@ -7,7 +7,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from agentsh.checkpoints import Checkpointer, budget
+from agentsh.checkpoints import budget
+from agentsh.checkpoints.checkpointer import Checkpointer
 from agentsh.session.session import Session
 from tests.checkpoints.conftest import Driver
 

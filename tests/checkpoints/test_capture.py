@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agentsh.checkpoints import Checkpointer, scan
+from agentsh.checkpoints import scan
+from agentsh.checkpoints.checkpointer import Checkpointer
 from agentsh.checkpoints.store import (
     ABSENT,
     GIT_PREFIX,

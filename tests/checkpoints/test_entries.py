@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agentsh.checkpoints import CheckpointIndex
+from agentsh.checkpoints.history import CheckpointIndex
 from agentsh.paths import UserPaths
 from agentsh.session import export
 from agentsh.session.catalog import Catalog

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentsh.checkpoints import RestoreError
+from agentsh.checkpoints.restore import RestoreError
 from agentsh.session.entries import Role
 from tests.checkpoints.conftest import INITIAL, Driver, files_of, git
 
