@@ -41,10 +41,13 @@ CheckpointFailure = (StoreError, ScanError, GitError, sqlite3.Error, OSError)
 class Checkpointer:
     """Checkpoints of one project; the store opens on first use (nothing at start-up)."""
 
-    def __init__(self, user: UserPaths, root: Path, settings: CheckpointSettings) -> None:
+    def __init__(
+        self, user: UserPaths, root: Path, settings: CheckpointSettings, *, create: bool = True
+    ) -> None:
         self.user = user
         self.root = root
         self.settings = settings
+        self.create = create  # False: never create a store (commands that only look)
         self._recorder: Recorder | None = None
         self._index: tuple[Session, CheckpointIndex] | None = None
         self._notices: list[str] = []
@@ -56,7 +59,7 @@ class Checkpointer:
     def recorder(self) -> Recorder:
         """The project's recorder (opens the store; raises :class:`StoreError`)."""
         if self._recorder is None:
-            store = CheckpointStore.open(self.user, self.root)
+            store = CheckpointStore.open(self.user, self.root, create=self.create)
             self._recorder = Recorder(store, self.root, max_file_bytes=self.settings.max_file_bytes)
         return self._recorder
 

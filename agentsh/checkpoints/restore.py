@@ -27,6 +27,7 @@ from typing import Any
 import agentsh.checkpoints.scan as scan
 from agentsh.checkpoints.capture import Recorder
 from agentsh.checkpoints.store import ABSENT, GIT_PREFIX, NOT_CAPTURED, CacheRow, blob_hash
+from agentsh.errors import AgentshError
 from agentsh.fsutil import atomic_write_at
 from agentsh.session.entries import CheckpointEntry
 from agentsh.tools.files import unified_diff
@@ -37,7 +38,7 @@ Ref = tuple[str, int]  # (content reference, mode)
 DIFF_MAX_BYTES = 1 << 20
 
 
-class RestoreError(Exception):
+class RestoreError(AgentshError):
     """The restore was not done; nothing was written. The message says why."""
 
 

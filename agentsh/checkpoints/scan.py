@@ -18,6 +18,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentsh.errors import AgentshError
 from agentsh.gitutil import GitError, run_git
 from agentsh.tools.search import Walker
 
@@ -41,7 +42,7 @@ TEMP_PREFIX = ".agentsh-restore-"
 GIT_TIMEOUT_S = 30.0
 
 
-class ScanError(Exception):
+class ScanError(AgentshError):
     """The project's files cannot be listed (too many, or unreadable)."""
 
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from agentsh.errors import AgentshError
 from agentsh.paths import UserPaths, project_slug
 
 SCHEMA_VERSION = 1
@@ -79,7 +80,7 @@ CREATE INDEX IF NOT EXISTS journal_path ON journal (path, seq);
 """
 
 
-class StoreError(Exception):
+class StoreError(AgentshError):
     """The store cannot be used; the message says why in a sentence."""
 
 
@@ -151,11 +152,14 @@ class CheckpointStore:
             raise
 
     @classmethod
-    def open(cls, user: UserPaths, root: Path) -> CheckpointStore:
+    def open(cls, user: UserPaths, root: Path, *, create: bool = True) -> CheckpointStore:
         """Open (or create) the project's store; a damaged one is moved aside and replaced.
 
-        Raises :class:`StoreError` when the folder cannot be created or the file opened."""
+        Raises :class:`StoreError` when the folder cannot be created or the file opened, or
+        (``create`` False: a command that only reads) when the project has no store."""
         folder = store_dir(user, root)
+        if not create and not (folder / STORE_FILE).is_file():
+            raise StoreError(f"no file checkpoints were ever taken in {root}")
         try:
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:

@@ -39,7 +39,7 @@ def list_checkpoints(args: argparse.Namespace) -> int:
     session = _open(find_session_file(env, args.id), lock=False)
     checkpointer = _checkpointer(env, session)
     records = checkpointer.index(session).records()
-    horizon, store_id = _store_facts(checkpointer)
+    horizon, store_id = _store_facts(checkpointer) if records else (0, "")
     on_path = set(session.tree.path_ids())
     rows = [_row_json(session, r, on_path, horizon, store_id) for r in records]
     if getattr(args, "json", False):
@@ -132,7 +132,8 @@ def _checkpointer(env: Environment, session: Session) -> Checkpointer:
     cwd = Path(session.header.cwd or ".")
     if not cwd.is_dir():
         raise CliError(f"the session's folder {cwd} no longer exists")
-    return Checkpointer(env.user, find_project_root(cwd), env.settings.checkpoints)
+    # A store is made by the agent's first capture, never by these commands.
+    return Checkpointer(env.user, find_project_root(cwd), env.settings.checkpoints, create=False)
 
 
 def _store_facts(checkpointer: Checkpointer) -> tuple[int, str]:

@@ -129,3 +129,23 @@ def test_an_entry_from_before_any_checkpoint_has_nothing_to_restore(driver: Driv
     assert plan.problem.startswith("no checkpoint")
     with pytest.raises(RestoreError):
         driver.checkpointer.restore(driver.session, plan)
+
+
+def test_links_and_modes_come_back_as_they_were(driver: Driver, repo: Path) -> None:
+    (repo / "run.sh").write_text("#!/bin/sh\n")
+    (repo / "current").symlink_to("src")
+    start = driver.user("go")
+
+    def change() -> None:
+        (repo / "run.sh").chmod(0o755)
+        (repo / "current").unlink()
+        (repo / "latest").symlink_to("app.py")
+
+    driver.tool("bash", change)
+    plan = driver.checkpointer.plan(driver.session, start.id)
+    actions = {item.path: item.action for item in plan.items}
+    assert actions == {"run.sh": "mode", "current": "create", "latest": "delete"}
+    driver.checkpointer.restore(driver.session, plan)
+    assert (repo / "run.sh").stat().st_mode & 0o777 == 0o644
+    assert (repo / "current").is_symlink() and (repo / "current").readlink() == Path("src")
+    assert not (repo / "latest").exists() and not (repo / "latest").is_symlink()
