@@ -17,18 +17,19 @@ restore can itself be undone, and :func:`apply` refuses to write if anything cha
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
+import secrets
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import agentsh.checkpoints.scan as scan
 from agentsh.checkpoints.capture import Recorder
 from agentsh.checkpoints.store import ABSENT, GIT_PREFIX, NOT_CAPTURED, CacheRow, blob_hash
 from agentsh.errors import AgentshError
-from agentsh.fsutil import atomic_write_at
+from agentsh.fsutil import LinkRefused, atomic_write, open_dir_beneath
 from agentsh.session.entries import CheckpointEntry
 from agentsh.tools.files import unified_diff
 
@@ -188,6 +189,8 @@ def _problem(recorder: Recorder, path: str, target: Ref, current: Ref) -> str:
         return "its content at that point was not kept (over max_file_bytes, or unreadable)"
     if current[0] == NOT_CAPTURED:
         return "it is over max_file_bytes now, so it could not be saved first; left as it is"
+    if stat.S_ISLNK(current[1]) and target[0] != ABSENT and not stat.S_ISLNK(target[1]):
+        return "a symbolic link is there now (a link is never written through); left as it is"
     stored = target[0] != ABSENT and not target[0].startswith(GIT_PREFIX)
     if stored and not recorder.store.has_blob(target[0]):
         return "its content at that point is no longer in the checkpoint store"
@@ -313,21 +316,19 @@ def apply(
                 if data is None:
                     raise RestoreError(f"the store has lost {item.path}; nothing was written")
                 contents[item.path] = data
-        root_fd = os.open(recorder.root, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            for item in chosen:
-                try:
-                    if item.target[0] == ABSENT:
-                        _delete(root_fd, item.path)
-                        result.deleted.append(item.path)
-                    else:
-                        _write(root_fd, item.path, contents[item.path], item.target[1])
-                        result.written.append(item.path)
-                except (OSError, RestoreError) as exc:
-                    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-                    result.failed.append((item.path, why))
-        finally:
-            os.close(root_fd)
+        for item in chosen:
+            try:
+                if item.target[0] == ABSENT:
+                    _delete(recorder.root, item.path)
+                    result.deleted.append(item.path)
+                else:
+                    _write(recorder.root, item.path, contents[item.path], item.target[1])
+                    result.written.append(item.path)
+            except LinkRefused as exc:
+                result.failed.append((item.path, exc.reason))
+            except (OSError, RestoreError) as exc:
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                result.failed.append((item.path, why))
         result.seq = recorder.capture().seq
     return result
 
@@ -347,36 +348,19 @@ def _moved_since_plan(recorder: Recorder, cache: dict[str, CacheRow], items: lis
 
 
 @contextlib.contextmanager
-def _folder(root_fd: int, parts: list[str], *, create: bool) -> Iterator[int]:
-    """An open descriptor of the folder ``parts`` under the root, each step opened with
-    ``O_NOFOLLOW`` (a symlinked folder fails with ELOOP/ENOTDIR instead of being followed)."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    fd = os.dup(root_fd)
+def _folder(root: Path, parts: list[str], *, create: bool) -> Iterator[int]:
+    """An open descriptor of the folder ``parts`` beneath ``root``, reached without following
+    any link (:class:`~agentsh.fsutil.LinkRefused` otherwise)."""
+    fd = open_dir_beneath(root, root.joinpath(*parts), create=create)
     try:
-        for part in parts:
-            if part in ("", ".", ".."):
-                raise RestoreError("a path that leaves the project")
-            try:
-                next_fd = os.open(part, flags, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                os.mkdir(part, 0o777, dir_fd=fd)
-                next_fd = os.open(part, flags, dir_fd=fd)
-            except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise RestoreError("a folder on its path is a symbolic link or a file") from exc
-                raise
-            os.close(fd)
-            fd = next_fd
         yield fd
     finally:
         os.close(fd)
 
 
-def _write(root_fd: int, path: str, data: bytes, mode: int) -> None:
+def _write(root: Path, path: str, data: bytes, mode: int) -> None:
     parts = path.split("/")
-    with _folder(root_fd, parts[:-1], create=True) as fd:
+    with _folder(root, parts[:-1], create=True) as fd:
         name = parts[-1]
         _sweep_temps(fd)
         try:
@@ -388,20 +372,32 @@ def _write(root_fd: int, path: str, data: bytes, mode: int) -> None:
                 raise RestoreError("a folder is in the way")
             if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
                 raise RestoreError("it has other hard links (treated as outside the project)")
-        atomic_write_at(
-            fd,
-            name,
-            data,
-            mode=mode & 0o7777 or 0o644,
-            temp_prefix=scan.TEMP_PREFIX,
-            symlink=stat.S_ISLNK(mode),
-        )
+        if stat.S_ISLNK(mode):
+            _link_at(fd, name, data)
+            return
+    # The one durable atomic write, confined beneath the root (no link followed on the way).
+    atomic_write(root / path, data, mode=mode & 0o7777 or 0o644, root=root)
 
 
-def _delete(root_fd: int, path: str) -> None:
+def _link_at(fd: int, name: str, target: bytes) -> None:
+    """Put a symbolic link to ``target`` at ``name`` in one rename (the link is never
+    followed: only the name is replaced)."""
+    temp = f"{scan.TEMP_PREFIX}{secrets.token_hex(6)}.tmp"
+    os.symlink(os.fsdecode(target), temp, dir_fd=fd)
+    try:
+        os.rename(temp, name, src_dir_fd=fd, dst_dir_fd=fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp, dir_fd=fd)
+        raise
+    with contextlib.suppress(OSError):
+        os.fsync(fd)
+
+
+def _delete(root: Path, path: str) -> None:
     parts = path.split("/")
     try:
-        with _folder(root_fd, parts[:-1], create=False) as fd:
+        with _folder(root, parts[:-1], create=False) as fd:
             st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
             if stat.S_ISDIR(st.st_mode):
                 raise RestoreError("a folder is in the way")
@@ -412,14 +408,14 @@ def _delete(root_fd: int, path: str) -> None:
                 os.fsync(fd)
     except FileNotFoundError:
         return  # already gone
-    _prune_empty(root_fd, parts[:-1])
+    _prune_empty(root, parts[:-1])
 
 
-def _prune_empty(root_fd: int, folders: list[str]) -> None:
+def _prune_empty(root: Path, folders: list[str]) -> None:
     """Remove the folders a deletion left empty (as git does when switching branches)."""
     while folders:
         try:
-            with _folder(root_fd, folders[:-1], create=False) as fd:
+            with _folder(root, folders[:-1], create=False) as fd:
                 os.rmdir(folders[-1], dir_fd=fd)
         except (OSError, RestoreError):
             return

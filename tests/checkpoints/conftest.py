@@ -13,7 +13,7 @@ import pytest
 
 from agentsh.agent import Agent, build_agent
 from agentsh.checkpoints.checkpointer import Checkpointer
-from agentsh.config import ApprovalMode, CheckpointSettings, Environment, load_environment
+from agentsh.config import ApprovalMode, CheckpointSettings, load_environment
 from agentsh.paths import UserPaths
 from agentsh.session.entries import MessageEntry, Role, ToolCall, ToolResultEntry
 from agentsh.session.session import Session
@@ -134,10 +134,11 @@ def make_agent(
     def factory(session: Session | None = None) -> Agent:
         env = load_environment(repo)
         fast = dataclasses.replace(env.settings.model, retry_base_delay_s=0.01)
-        env = Environment(
-            env.user,
-            env.project,
-            dataclasses.replace(env.config, settings=dataclasses.replace(env.settings, model=fast)),
+        env = dataclasses.replace(
+            env,
+            config=dataclasses.replace(
+                env.config, settings=dataclasses.replace(env.settings, model=fast)
+            ),
         )
         session = session or Session.create(env.user.project_sessions_dir(repo), repo)
         agent = build_agent(
