@@ -574,6 +574,7 @@ class Agent:
             cancelled=self._tool_cancel,
             session_id=self.session.id,
             project_trusted=self.env.trusted,
+            secrets=self._secrets,
         )
 
     async def _checkpoint(self, reason: str, paths: Sequence[Path] = ()) -> None:

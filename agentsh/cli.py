@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from agentsh import __version__
 from agentsh.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError
 from agentsh.headless.stdin import PROMPT_FROM_STDIN, terminal  # standard library only
+from agentsh.termsafe import printable, terminal_safe
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -457,15 +458,29 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise CliError(_words_in_a_terminal(words, parser), EXIT_USAGE)
             key = _front_end(args, words)
             _check_session_options(args)
-        return resolve_handler(key)(args)
+        handler = resolve_handler(key)
+        if key == "tui":  # the screen draws with escape sequences of its own
+            return handler(args)
+        # Model text, file names and session contents may hold terminal control sequences
+        # (OSC 52 clipboard writes, screen clears): shown, never sent (agentsh.termsafe).
+        with terminal_safe(stdout=not _machine_readable(args)):
+            return handler(args)
     except CliError as exc:
-        print(f"agentsh: {exc}", file=sys.stderr)
+        print(f"agentsh: {printable(str(exc))}", file=sys.stderr)
         return exc.code
     except KeyboardInterrupt:
         print("agentsh: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
+
+
+def _machine_readable(args: argparse.Namespace) -> bool:
+    """Output that must stay byte-exact JSON (JSON escapes control characters itself)."""
+    return bool(getattr(args, "json", False)) or getattr(args, "output_format", "text") in (
+        "json",
+        "stream-json",
+    )
 
 
 def terminal_session() -> bool:

@@ -109,7 +109,8 @@ class UserPaths:
         return project_session_folders(project_root, self.cache_dir / "project-ids.json")
 
     def session_workspace(self, session_id: str) -> Path:
-        return self.workspace_dir / session_id
+        """The session's archive folder; the id must be one path part (ValueError)."""
+        return self.workspace_dir / checked_session_id(session_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +159,17 @@ def find_project_root(cwd: Path) -> Path:
 
 
 _SLUG_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+# A session id becomes a file and folder name: one plain path part, never ".." or a separator.
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def checked_session_id(session_id: str) -> str:
+    """``session_id`` if it is safe as one path part (letters, digits, ``.``, ``_``, ``-``,
+    starting with a letter or digit, at most 128 characters); ValueError otherwise. A session
+    file's header is someone's input: ``../../x`` there must not become a path."""
+    if not _SESSION_ID.fullmatch(session_id) or ".." in session_id:
+        raise ValueError(f"not a valid session id: {session_id[:80]!r}")
+    return session_id
 
 
 def project_slug(project_root: Path) -> str:

@@ -12,7 +12,11 @@ does not pass control sequences to the terminal, so it does not need this.
 
 from __future__ import annotations
 
+import contextlib
 import re
+import sys
+from collections.abc import Iterable, Iterator
+from typing import Any, TextIO
 
 # C0 controls but tab and newline, DEL, the C1 controls, and the bidirectional overrides
 # that reorder what a reader sees (the "Trojan Source" characters).
@@ -39,3 +43,36 @@ def printable(text: str) -> str:
 def one_line(text: str) -> str:
     """``printable`` for a one-line message: line breaks shown too."""
     return printable(text).replace("\n", "\\n")
+
+
+class SafeWriter:
+    """A text stream that makes control characters visible on the way to ``target``;
+    ``buffer`` (raw bytes) and everything else are the target's own."""
+
+    def __init__(self, target: TextIO) -> None:
+        self._target = target
+
+    def write(self, text: str) -> int:
+        self._target.write(printable(text))
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._target, name)
+
+
+@contextlib.contextmanager
+def terminal_safe(*, stdout: bool = True) -> Iterator[None]:
+    """Within the block, what is printed to stderr (and stdout, unless it carries JSON that
+    must stay byte-exact) shows control characters instead of sending them."""
+    saved = sys.stdout, sys.stderr
+    sys.stderr = SafeWriter(sys.stderr)
+    if stdout:
+        sys.stdout = SafeWriter(sys.stdout)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved

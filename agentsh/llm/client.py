@@ -89,13 +89,33 @@ _KEY_SHAPES = re.compile(
 )
 _SECRET_ENV = re.compile(r"(API_KEY|_TOKEN|_SECRET|SECRET_KEY|ACCESS_KEY)$")
 REDACTED = "[redacted]"
+# Credentials carried by a URL: a key in its query string (Azure's ``?api-key=``, ``&token=``,
+# signed URLs' ``sig=``) or a ``user:password@`` before the host.
+_QUERY_SECRET = re.compile(
+    r"([?&;](?:[\w-]*(?:key|token|secret|passw(?:or)?d|pwd|auth|sig|signature|credential)s?"
+    r"|code)=)[^&#\s'\"<>]+",
+    re.IGNORECASE,
+)
+_URL_USERINFO = re.compile(r"(?<=://)[^/\s:@'\"]+:[^@/\s'\"]+(?=@)")
+
+
+def url_secrets(url: str | None) -> tuple[str, ...]:
+    """The credential values a URL carries (query keys, user:password), to redact wherever
+    they turn up."""
+    if not url:
+        return ()
+    found = [m.group()[len(m.group(1)) :] for m in _QUERY_SECRET.finditer(url)]
+    found += [m.group() for m in _URL_USERINFO.finditer(url)]
+    return tuple(found)
 
 
 def scrub(text: str, secrets: Sequence[str] = ()) -> str:
-    """``text`` without ``secrets``, without provider keys from the environment, and without
-    anything shaped like an API key."""
+    """``text`` without ``secrets``, without provider keys from the environment, without
+    anything shaped like an API key, and without credentials in URLs."""
     candidates = [s for s in secrets if s and len(s) >= 6]
-    return _KEY_SHAPES.sub(REDACTED, redact(text, (*candidates, *environment_secrets())))
+    text = _KEY_SHAPES.sub(REDACTED, redact(text, (*candidates, *environment_secrets())))
+    text = _QUERY_SECRET.sub(lambda m: m.group(1) + REDACTED, text)
+    return _URL_USERINFO.sub(REDACTED, text)
 
 
 def environment_secrets(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
@@ -602,8 +622,9 @@ class LLMClient:
 
     # -- internals ----------------------------------------------------------------------------
     def _context(self, model: str) -> _CallContext:
-        secrets = (self._api_key,) if self._api_key else ()
-        return _CallContext(model, self._base_for(model), secrets)
+        base = self._base_for(model)
+        secrets = ((self._api_key,) if self._api_key else ()) + url_secrets(base)
+        return _CallContext(model, base, secrets)
 
     def _base_for(self, model: str) -> str | None:
         # A summary model from another provider must not be sent to this model's server.

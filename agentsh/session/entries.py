@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from agentsh.errors import AgentshError
+from agentsh.paths import checked_session_id
 from agentsh.values import Role, StopReason, ToolCall, Usage
 
 _T = TypeVar("_T")
@@ -93,7 +94,7 @@ class Header:
         try:
             version = int(data.get("version", 1))
             return cls(
-                id=str(data["id"]),
+                id=checked_session_id(str(data["id"])),
                 timestamp=str(data.get("timestamp", "")),
                 cwd=str(data.get("cwd", "")),
                 version=version,

@@ -33,6 +33,7 @@ from agentsh.session.entries import (
 from agentsh.session.log import LoadProblem, gc_paused, parse_log
 from agentsh.session.session import Session
 from agentsh.session.tree import SessionTree
+from agentsh.termsafe import printable
 
 TOOL_OUTPUT_LINES = 20  # tool output lines shown in a terminal transcript before "… N more"
 
@@ -322,7 +323,9 @@ def to_markdown(session: Session) -> str:
     for entry in t.path():
         out.append("")
         out.extend(_markdown_block(entry, t.labels.get(entry.id, "")))
-    return "\n".join(out).rstrip() + "\n"
+    # A Markdown file is read with `cat` and `less` too: control sequences from the model or
+    # a file it read are shown, never sent to the reader's terminal.
+    return printable("\n".join(out).rstrip() + "\n")
 
 
 def _fence(text: str, info: str = "") -> list[str]:
@@ -415,7 +418,7 @@ def to_html(session: Session) -> str:
     for entry in t.path():
         parts.append(_html_block(entry, t.labels.get(entry.id, "")))
     parts.append("</main></body></html>")
-    return "\n".join(parts) + "\n"
+    return printable("\n".join(parts) + "\n")
 
 
 def _e(text: str) -> str:

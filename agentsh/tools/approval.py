@@ -17,7 +17,6 @@ denied with a message telling the model why and how the user can allow it.
 from __future__ import annotations
 
 import asyncio
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from agentsh.config import ApprovalMode
 from agentsh.events import ApprovalDecision, ApprovalRequest
 from agentsh.paths import ProjectPaths
 from agentsh.tools.base import Effect, Tool, ToolContext, ToolError, outside_reason
+from agentsh.tools.protected import protected_reason
 from agentsh.tools.rules import ToolRules
 
 
@@ -172,7 +172,7 @@ class Approver:
             what = protected_reason(path, self.project_root)
             if what is not None:
                 return what
-        return None
+        return tool.protected_target(params, ctx)
 
     async def _ask(
         self,
@@ -219,36 +219,6 @@ class Approver:
                 )
             case _:
                 return f"Cancelled while waiting for the user's approval; {summary} was not run."
-
-
-def _name_key(part: str) -> str:
-    """A path component as a case-insensitive file system sees it: NFKC, casefolded, without
-    the invisible characters HFS+ ignores (``.g\u200cit`` is ``.git`` there)."""
-    folded = unicodedata.normalize("NFKC", part).casefold()
-    return "".join(c for c in folded if unicodedata.category(c) != "Cf")
-
-
-def protected_reason(path: Path, root: Path) -> str | None:
-    """Why ``path`` (inside ``root``) is protected, in words, or None.
-
-    Compared on the resolved path and name by name, case- and Unicode-insensitively, so a link
-    to ``.git``, ``.GIT/config`` on a case-insensitive disk or ``.agentsh/CONFIG.toml`` are
-    caught too."""
-    try:
-        rel = path.resolve().relative_to(root.resolve())
-    except ValueError:
-        return None
-    keys = [_name_key(part) for part in rel.parts]
-    if ".git" in keys:
-        return (
-            ".git/ (its config and hooks name programs that git runs, in your own git commands too)"
-        )
-    if keys[:2] == [".agentsh", "config.toml"]:
-        return (
-            f"agentsh's project settings ({root / '.agentsh' / 'config.toml'}), which decide "
-            "what tools may do without asking"
-        )
-    return None
 
 
 async def _wait_for_decision(request: ApprovalRequest, ctx: ToolContext) -> ApprovalDecision | None:

@@ -68,6 +68,9 @@ class ToolContext:
     # Set by the approval when the user allowed this call to write outside the project; a
     # write that only leads outside by the time it runs (a link swapped in) is refused.
     outside_allowed: bool = False
+    # Provider keys from the environment: what a tool saves on its own (bash's full output)
+    # is written without them, as the log and the screen are.
+    secrets: tuple[str, ...] = ()
 
 
 def param(description: str, default: Any = dataclasses.MISSING, **schema: Any) -> Any:
@@ -104,6 +107,11 @@ class Tool(ABC):
     def target_paths(self, params: Any, ctx: ToolContext) -> list[Path]:
         """Files this call would write (checked against the project root)."""
         return []
+
+    def protected_target(self, params: Any, ctx: ToolContext) -> str | None:
+        """A protected path the call visibly writes that ``target_paths`` cannot name (a
+        shell command's text), in words; see :mod:`agentsh.tools.protected`."""
+        return None
 
     def summary(self, params: Any) -> str:
         """One header line for the UI and the tree, e.g. ``bash: pytest -q``."""

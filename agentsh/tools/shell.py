@@ -15,13 +15,14 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import dataclasses
 import os
 import re
 import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, ClassVar
@@ -38,6 +39,7 @@ from agentsh.tools.base import (
     param,
     truncate_tail,
 )
+from agentsh.tools.protected import protected_command, restore, snapshot
 
 # Streaming granularity: one event per this many characters or this many seconds.
 _EMIT_CHARS = 4096
@@ -91,6 +93,9 @@ class BashTool(Tool):
     def effect(self, params: Any, ctx: ToolContext) -> Effect:
         return Effect.EXECUTE
 
+    def protected_target(self, params: BashParams, ctx: ToolContext) -> str | None:
+        return protected_command(params.command)
+
     def summary(self, params: BashParams) -> str:
         lines = params.command.strip().splitlines() or [""]
         first = lines[0]
@@ -112,8 +117,38 @@ class BashTool(Tool):
             max_bytes=tools.bash_max_bytes,
             spool_dir=ctx.user.tool_output_dir,
             emit=lambda text: ctx.emit(ToolOutput(ctx.call_id, text)),
+            secrets=ctx.secrets,
         )
         started = time.monotonic()
+        # The tripwire: whatever the command does to .git/config, the hooks or the project's
+        # settings is undone after it (agentsh.tools.protected).
+        before = await asyncio.to_thread(snapshot, ctx.project.root)
+        try:
+            result = await self._run(params, ctx, sink, timeout_s=timeout, started=started)
+        finally:
+            undone = await asyncio.to_thread(restore, before)
+        if undone:
+            note = (
+                f"[agentsh undid this command's changes to {', '.join(undone)}: git and agentsh "
+                "run what those files say, so they are never changed by a command. If the "
+                "change is needed, make it with write or edit, which ask the user.]"
+            )
+            details = {**result.details, "protected_undone": undone}
+            result = dataclasses.replace(
+                result, content=f"{result.content}\n\n{note}", details=details
+            )
+        return result
+
+    async def _run(
+        self,
+        params: BashParams,
+        ctx: ToolContext,
+        sink: _OutputSink,
+        *,
+        timeout_s: float,
+        started: float,
+    ) -> ToolResult:
+        timeout = timeout_s
         loop = asyncio.get_running_loop()
         spawn = asyncio.ensure_future(
             loop.subprocess_exec(
@@ -219,11 +254,52 @@ async def _stop_group(pgid: int, exited: asyncio.Future[None], grace: float) -> 
     await asyncio.wait({exited}, timeout=_TERM_GRACE_TIMEOUT_S)
 
 
+_REDACTED = b"[redacted]"
+
+
+class _Redacting:
+    """A file that receives bytes with every secret replaced, even one cut in two by the
+    pipe: the last (longest secret - 1) bytes wait for the next write before going out."""
+
+    def __init__(self, out: IO[bytes], secrets: Sequence[str]) -> None:
+        self._out = out
+        found = {s.encode("utf-8") for s in secrets if len(s) >= 6}
+        self._secrets = sorted(found, key=len, reverse=True)
+        self._keep = max((len(s) for s in self._secrets), default=1) - 1
+        self._carry = b""
+
+    def write(self, data: bytes) -> None:
+        if not self._secrets:
+            self._out.write(data)
+            return
+        buf = self._carry + data
+        for secret in self._secrets:
+            buf = buf.replace(secret, _REDACTED)
+        cut = max(0, len(buf) - self._keep)
+        self._out.write(buf[:cut])
+        self._carry = buf[cut:]
+
+    def close(self) -> None:
+        try:
+            self._out.write(self._carry)
+        finally:
+            self._carry = b""
+            self._out.close()
+
+
 class _OutputSink:
     """Everything the command prints: streamed, a bounded tail kept, the whole spooled."""
 
-    def __init__(self, *, max_bytes: int, spool_dir: Path, emit: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        *,
+        max_bytes: int,
+        spool_dir: Path,
+        emit: Callable[[str], None],
+        secrets: Sequence[str] = (),
+    ) -> None:
         self.max_bytes = max_bytes
+        self._secrets = secrets
         self.spool_dir = spool_dir
         self._emit = emit
         self.tail = bytearray()
@@ -231,7 +307,7 @@ class _OutputSink:
         self.total_newlines = 0
         self.spool_path: Path | None = None
         self.spool_problem = ""
-        self._spool: IO[bytes] | None = None
+        self._spool: _Redacting | None = None
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._pending: list[str] = []
         self._pending_chars = 0
@@ -254,8 +330,8 @@ class _OutputSink:
         try:
             self.spool_dir.mkdir(parents=True, exist_ok=True)
             fd, name = tempfile.mkstemp(prefix="bash-", suffix=".log", dir=self.spool_dir)
-            self._spool = os.fdopen(fd, "wb")
-            self._spool.write(self.tail)
+            self._spool = _Redacting(os.fdopen(fd, "wb"), self._secrets)
+            self._spool.write(bytes(self.tail))
             self.spool_path = Path(name)
         except OSError as exc:
             self.spool_problem = f"the full output could not be saved ({exc.strerror or exc})"

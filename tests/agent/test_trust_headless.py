@@ -62,3 +62,15 @@ def test_a_trusted_agents_md_linked_to_a_key_is_refused(
     assert run.code == 0, run.stderr
     assert "b3BlbnNzaC1rZXktdjEAAAAA" not in str(scripted_server.requests[0].body)
     assert "AGENTS.md was not loaded: it leads outside the project" in run.stderr
+
+
+def test_a_key_in_the_api_base_query_string_stays_out_of_errors_and_the_session(
+    run_agentsh: AgentshRunner, project: Path, agentsh_home: Path
+) -> None:
+    secret = "QUERYSECRETc2VjcmV0a2V5"
+    run = run_agentsh("-p", "hi", "--api-base", f"http://127.0.0.1:9/v1?api-key={secret}")
+    assert run.code != 0
+    assert secret not in run.stderr and secret not in run.stdout
+    for path in (agentsh_home / "data").rglob("*"):
+        if path.is_file():
+            assert secret not in path.read_text(errors="replace"), path

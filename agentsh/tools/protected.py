@@ -1,0 +1,170 @@
+"""Protected paths: the project's ``.agentsh/config.toml`` and anything under ``.git/``.
+
+``.agentsh/config.toml`` holds ``tools.approval``: an agent allowed to edit files must not
+grant itself commands. ``.git/`` holds the config and hooks that git obeys: a ``core.fsmonitor``,
+a hook or an alias written there runs in the user's own next ``git status``, long after
+agentsh is gone. So ``write``/``edit`` to them always ask (:mod:`agentsh.tools.approval`).
+
+``bash`` is harder: agentsh cannot know what a command will write. Two measures, neither
+complete, and the README says so:
+
+- :func:`protected_command` reads the command text: one that names ``.git/``,
+  ``.agentsh/config.toml`` or sets a value with ``git config`` is treated as a write to a
+  protected path (asks in every mode, denied in ``-p``). Text can be disguised, so this only
+  catches the plain cases.
+- :func:`snapshot` / :func:`restore` are a tripwire that does not depend on the text: the
+  execution-relevant files (``.agentsh/config.toml``, ``.git/config``, ``config.worktree``,
+  ``info/attributes``, every hook, and the same in ``.git/modules/*``) are read before the
+  command and compared after it; whatever it changed, created or removed there is put back,
+  and the result says so. A process the command leaves running in the background and that
+  writes later is not caught.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import stat
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentsh.fsutil import LinkRefused, atomic_write, read_beneath
+
+_MAX_FILE_BYTES = 1024 * 1024
+_MAX_FILES = 400
+
+# A command naming .git/ or the project's settings, or setting a git config value.
+_PROTECTED_TEXT = re.compile(
+    r"(?:^|[\s;&|()'\"=<>`$/])\.git(?:/|\s|$|['\"`;)])"
+    r"|\.agentsh/config\.toml"
+    r"|\bgit\b[^;&|\n]{0,80}?\bconfig\b(?:\s+-{1,2}[\w-]+(?:[= ][^\s-]\S*)?)*?"
+    r"\s+(?!-)[\w.-]+\.[\w.-]+\s+(?!-)\S",
+    re.IGNORECASE,
+)
+
+
+def _name_key(part: str) -> str:
+    """A path component as a case-insensitive file system sees it: NFKC, casefolded, without
+    the invisible characters HFS+ ignores (``.g\\u200cit`` is ``.git`` there)."""
+    folded = unicodedata.normalize("NFKC", part).casefold()
+    return "".join(c for c in folded if unicodedata.category(c) != "Cf")
+
+
+GIT_REASON = (
+    ".git/ (its config and hooks name programs that git runs, in your own git commands too)"
+)
+
+
+def protected_reason(path: Path, root: Path) -> str | None:
+    """Why ``path`` (inside ``root``) is protected, in words, or None.
+
+    Compared on the resolved path and name by name, case- and Unicode-insensitively, so a link
+    to ``.git``, ``.GIT/config`` on a case-insensitive disk or ``.agentsh/CONFIG.toml`` are
+    caught too."""
+    try:
+        rel = path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return None
+    keys = [_name_key(part) for part in rel.parts]
+    if ".git" in keys:
+        return GIT_REASON
+    if keys[:2] == [".agentsh", "config.toml"]:
+        return (
+            f"agentsh's project settings ({root / '.agentsh' / 'config.toml'}), which decide "
+            "what tools may do without asking"
+        )
+    return None
+
+
+def protected_command(command: str) -> str | None:
+    """What protected path a shell command visibly writes or names, in words, or None."""
+    found = _PROTECTED_TEXT.search(command)
+    if found is None:
+        return None
+    if ".agentsh" in found.group().lower():
+        return "agentsh's project settings (.agentsh/config.toml)"
+    return GIT_REASON
+
+
+# -- the tripwire ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The protected files of a project as they were: relative path -> (bytes, mode). A name
+    that is a link or not a plain file is kept with mode -1 and what it pointed at."""
+
+    root: Path
+    files: dict[str, tuple[bytes, int]]
+
+
+def _watched(root: Path) -> list[Path]:
+    """The files whose change makes git (or agentsh) run something else."""
+    paths = [root / ".agentsh" / "config.toml"]
+    git_dirs = [root / ".git"]
+    modules = root / ".git" / "modules"
+    if modules.is_dir() and not modules.is_symlink():
+        with contextlib.suppress(OSError):
+            git_dirs += [m for m in sorted(modules.iterdir()) if m.is_dir()][:50]
+    for git in git_dirs:
+        if not git.is_dir() or git.is_symlink():
+            continue
+        paths += [git / "config", git / "config.worktree", git / "info" / "attributes"]
+        hooks = git / "hooks"
+        if hooks.is_dir() and not hooks.is_symlink():
+            with contextlib.suppress(OSError):
+                paths += sorted(p for p in hooks.iterdir() if not p.name.endswith(".sample"))
+    return paths[:_MAX_FILES]
+
+
+def snapshot(root: Path) -> Snapshot:
+    """Read the protected files (never through a link out of the project)."""
+    root = Path(os.path.realpath(root))
+    files: dict[str, tuple[bytes, int]] = {}
+    for path in _watched(root):
+        name = path.relative_to(root).as_posix()
+        try:
+            info = path.lstat()
+        except OSError:
+            continue
+        try:
+            data = read_beneath(root, path, max_bytes=_MAX_FILE_BYTES, single_link=False)
+        except (LinkRefused, OSError):
+            data = None
+        if data is None or path.is_symlink():
+            target = ""
+            with contextlib.suppress(OSError):
+                target = str(path.readlink())
+            files[name] = (f"<not a plain file: {target}>".encode(), -1)
+        else:
+            files[name] = (data, stat.S_IMODE(info.st_mode))
+    return Snapshot(root, files)
+
+
+def restore(before: Snapshot) -> list[str]:
+    """Put back what changed since ``before``; the relative paths that were restored."""
+    after = snapshot(before.root)
+    changed = sorted(
+        name
+        for name in set(before.files) | set(after.files)
+        if before.files.get(name) != after.files.get(name)
+    )
+    undone: list[str] = []
+    for name in changed:
+        path = before.root / name
+        old = before.files.get(name)
+        try:
+            if path.is_symlink() or (path.exists() and not path.is_file()):
+                path.unlink()
+            if old is None:
+                path.unlink(missing_ok=True)
+            elif old[1] >= 0:
+                atomic_write(path, old[0], mode=old[1], root=before.root)
+            else:
+                continue  # it was a link before: not ours to recreate
+        except OSError:
+            continue
+        undone.append(name)
+    return undone

@@ -1,0 +1,47 @@
+"""Control sequences in model text are shown, never sent, in everything printed outside the TUI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.agent.conftest import AgentshRunner
+from tests.fakes.server import ScriptedServer, text
+
+# An OSC 52 clipboard write, a screen clear, a C1 CSI and a carriage-return overwrite.
+HOSTILE = "Done.\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x9b31m\rall good"
+
+
+def _agentsh(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agentsh", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_print_mode_sessions_show_and_markdown_export_show_escapes(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, project: Path, agentsh_home: Path
+) -> None:
+    scripted_server.script(text(HOSTILE), text(HOSTILE))
+    run = run_agentsh("-p", "hi")
+    assert run.code == 0, run.stderr
+    for raw in ("\x1b", "\x07", "\x9b", "\r"):
+        assert raw not in run.stdout
+    assert "\\x1b]52;c;cm0gLXJmIH4=\\a\\x1b[2J\\x9b31m\\rall good" in run.stdout
+
+    as_json = run_agentsh("-p", "hi", "--output-format", "json")
+    assert json.loads(as_json.stdout)["result"] == HOSTILE  # JSON escapes them itself
+
+    session_id = json.loads(as_json.stdout)["session_id"]
+    shown = _agentsh(agentsh_home, project, "sessions", "show", session_id[:8])
+    assert shown.returncode == 0, shown.stderr
+    assert "\x1b" not in shown.stdout and "\\x1b]52" in shown.stdout
+    exported = _agentsh(agentsh_home, project, "sessions", "export", session_id[:8])
+    assert exported.returncode == 0, exported.stderr
+    assert "\x1b" not in exported.stdout and "\\x1b[2J" in exported.stdout

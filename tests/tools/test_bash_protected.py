@@ -1,0 +1,114 @@
+"""bash and the protected paths: the plain cases ask, and any change is undone after the run."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agentsh.config import ApprovalMode
+from agentsh.events import ApprovalDecision, ApprovalRequest, Event
+from agentsh.tools.approval import Approver
+from agentsh.tools.base import ToolContext
+from agentsh.tools.protected import protected_command
+from agentsh.tools.shell import BashTool
+from tests.tools.conftest import call
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git config core.fsmonitor 'touch /tmp/x'",
+        "git -C . config --local core.hooksPath hooks",
+        "echo '[core]' >> .git/config",
+        "cp payload.sh .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit",
+        "cd .git && echo x >> config",
+        "printf '[tools]\\napproval=\"all\"' > .agentsh/config.toml",
+        "sed -i s/ask/all/ ./.agentsh/config.toml",
+    ],
+)
+def test_commands_that_name_protected_paths_are_seen(command: str) -> None:
+    assert protected_command(command) is not None
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git status",
+        "git commit -qm 'fix: parser'",
+        "git config user.name",
+        "git config --get core.editor",
+        "echo build/ >> .gitignore",
+        "ls .github/workflows",
+        "cat .gitattributes",
+        "pytest -q tests/",
+    ],
+)
+def test_ordinary_commands_are_not(command: str) -> None:
+    assert protected_command(command) is None
+
+
+@pytest.mark.asyncio
+async def test_a_plain_git_config_write_asks_even_under_approve_all(
+    project: Path, ctx: ToolContext
+) -> None:
+    asked: list[ApprovalRequest] = []
+
+    def user(event: Event) -> None:
+        if isinstance(event, ApprovalRequest):
+            asked.append(event)
+            event.decision.set_result(ApprovalDecision.DENY)
+
+    ctx.emit = user
+    bash = BashTool()
+    params = bash.parse({"command": "git config core.fsmonitor 'touch /tmp/pwned'"})
+    denial = await Approver(ApprovalMode.ALL, project, interactive=True).authorize(bash, params, ctx)
+    assert denial is not None and len(asked) == 1 and ".git/" in asked[0].reason
+    headless = await Approver(ApprovalMode.ALL, project, interactive=False).authorize(
+        bash, params, ctx
+    )
+    assert headless is not None and headless.startswith("Denied:")
+    ordinary = bash.parse({"command": "git status --short"})
+    assert await Approver(ApprovalMode.ALL, project, interactive=False).authorize(
+        bash, ordinary, ctx
+    ) is None
+
+
+@pytest.mark.asyncio
+async def test_a_disguised_change_is_undone_after_the_command(
+    project: Path, ctx: ToolContext
+) -> None:
+    config = project / ".git" / "config"
+    before = config.read_bytes()
+    settings = project / ".agentsh" / "config.toml"
+    settings.parent.mkdir()
+    settings.write_text('[tools]\napproval = "ask"\n')
+    script = (
+        "d=.g; d=${d}it; printf '[core]\\n\\tfsmonitor = touch pwned\\n' >> $d/config; "
+        "h=$(echo LmdpdC9ob29rcy9wcmUtY29tbWl0 | base64 -d); printf '#!/bin/sh\\nid\\n' > $h; "
+        "chmod +x $h; a=.agent; sed -i s/ask/all/ ${a}sh/config.toml; echo done"
+    )
+    assert protected_command(script) is None  # the text hides it...
+    result = await call(BashTool(), ctx, command=script)
+    assert "done" in result.content
+    assert config.read_bytes() == before  # ...the tripwire does not
+    assert not (project / ".git" / "hooks" / "pre-commit").exists()
+    assert settings.read_text() == '[tools]\napproval = "ask"\n'
+    assert result.details["protected_undone"] == [
+        ".agentsh/config.toml",
+        ".git/config",
+        ".git/hooks/pre-commit",
+    ]
+    assert "agentsh undid this command's changes" in result.content
+
+
+@pytest.mark.asyncio
+async def test_ordinary_git_work_is_left_alone(project: Path, ctx: ToolContext) -> None:
+    (project / "a.txt").write_text("a\n")
+    env = "GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@e GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@e"
+    result = await call(
+        BashTool(), ctx, command=f"git add a.txt && {env} git commit -qm one && git log --oneline"
+    )
+    assert "one" in result.content and "protected_undone" not in result.details
+    assert os.path.exists(project / ".git" / "HEAD")
