@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -63,16 +62,18 @@ async def test_a_plain_git_config_write_asks_even_under_approve_all(
     ctx.emit = user
     bash = BashTool()
     params = bash.parse({"command": "git config core.fsmonitor 'touch /tmp/pwned'"})
-    denial = await Approver(ApprovalMode.ALL, project, interactive=True).authorize(bash, params, ctx)
+    approver = Approver(ApprovalMode.ALL, project, interactive=True)
+    denial = await approver.authorize(bash, params, ctx)
     assert denial is not None and len(asked) == 1 and ".git/" in asked[0].reason
     headless = await Approver(ApprovalMode.ALL, project, interactive=False).authorize(
         bash, params, ctx
     )
     assert headless is not None and headless.startswith("Denied:")
     ordinary = bash.parse({"command": "git status --short"})
-    assert await Approver(ApprovalMode.ALL, project, interactive=False).authorize(
-        bash, ordinary, ctx
-    ) is None
+    assert (
+        await Approver(ApprovalMode.ALL, project, interactive=False).authorize(bash, ordinary, ctx)
+        is None
+    )
 
 
 @pytest.mark.asyncio
@@ -111,4 +112,3 @@ async def test_ordinary_git_work_is_left_alone(project: Path, ctx: ToolContext) 
         BashTool(), ctx, command=f"git add a.txt && {env} git commit -qm one && git log --oneline"
     )
     assert "one" in result.content and "protected_undone" not in result.details
-    assert os.path.exists(project / ".git" / "HEAD")

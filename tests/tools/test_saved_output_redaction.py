@@ -14,6 +14,10 @@ from tests.tools.conftest import MakeCtx, call
 KEY = "sk-live-Q29ycmVjdEhvcnNlQmF0dGVyeVN0YXBsZQ"
 
 
+def _read(path: Path) -> str:
+    return path.read_text()
+
+
 @pytest.mark.asyncio
 async def test_the_spooled_output_is_redacted(make_ctx: MakeCtx) -> None:
     ctx: ToolContext = dataclasses.replace(make_ctx(bash_max_bytes=1024), secrets=(KEY,))
@@ -23,8 +27,7 @@ async def test_the_spooled_output_is_redacted(make_ctx: MakeCtx) -> None:
         "printf '%s\\n' '" + KEY[10:] + "'; done"
     )
     result = await call(BashTool(), ctx, command=script)
-    saved = Path(result.details["full_output_path"])
-    text = saved.read_text()
+    text = _read(Path(result.details["full_output_path"]))
     assert KEY not in text and KEY[10:] not in text
     assert text.count("[redacted]") == 400
     assert "line 400 [redacted]" in text

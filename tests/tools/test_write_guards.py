@@ -14,10 +14,10 @@ from agentsh.config import ApprovalMode, MemorySettings
 from agentsh.events import ApprovalDecision, ApprovalRequest, Event
 from agentsh.memory.curated import CuratedMemory
 from agentsh.tools.approval import Approver
-from agentsh.tools.protected import protected_reason
 from agentsh.tools.base import Tool, ToolContext
 from agentsh.tools.files import EditTool, WriteTool
 from agentsh.tools.memory import MemoryTool
+from agentsh.tools.protected import protected_reason
 from tests.tools.conftest import call
 
 
