@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agentsh.agent import Agent, build_agent
-from agentsh.config import ApprovalMode, Environment, load_environment
+from agentsh.config import ApprovalMode, load_environment
 from agentsh.events import (
     ApprovalDecision,
     ApprovalRequest,
@@ -62,7 +62,7 @@ def make_agent(
         env = load_environment(project)
         fast = dataclasses.replace(env.settings.model, retry_base_delay_s=0.01)
         settings = dataclasses.replace(env.settings, model=fast)
-        env = Environment(env.user, env.project, dataclasses.replace(env.config, settings=settings))
+        env = dataclasses.replace(env, config=dataclasses.replace(env.config, settings=settings))
         session = Session.create(env.user.project_sessions_dir(project), project)
         agent = build_agent(
             env,
