@@ -49,7 +49,7 @@ from agentsh.events import (
     UsageReported,
 )
 from agentsh.llm.client import Completion, LLMClient, LLMError, environment_secrets, redact
-from agentsh.llm.models import model_info, no_model_help
+from agentsh.llm.models import api_base_for, model_info, no_model_help
 from agentsh.mcp.manager import McpManager
 from agentsh.mcp.tools import McpToolSource
 from agentsh.memory.curated import CuratedMemory, MemorySnapshot
@@ -126,6 +126,7 @@ class Agent:
         max_cost_usd: float | None = None,
         mcp: McpManager | None = None,
         checkpoints: Checkpointer | None = None,
+        api_base: str | None = None,
     ) -> None:
         self.env = env
         self.checkpoints = checkpoints
@@ -149,6 +150,9 @@ class Agent:
         self._window = window
         self._max_output = max_output
         self._count_tokens = count_tokens
+        # The server the user chose (--api-base, AGENTSH_API_BASE, [model] api_base): /model
+        # keeps it for every model, as the start-up choice does.
+        self._api_base = api_base
         # MCP servers' tools join the registry as the servers come up (see _mcp_ready).
         self.mcp = mcp
         self.mcp_tools: McpToolSource | None = None
@@ -203,9 +207,12 @@ class Agent:
             assert self._task is not None
             self._task.cancel()
 
-    def set_model(self, model: str, api_base: str | None = None) -> None:
+    def set_model(self, model: str) -> None:
+        """Use ``model`` from the next request on, on the server chosen at start (``/model``
+        must not send the next request to the provider's default endpoint)."""
         settings = self.env.settings.model
-        self.llm = LLMClient(model, settings=settings, api_base=api_base or _api_base(self.env))
+        base = api_base_for(model, self._api_base, settings)
+        self.llm = LLMClient(model, settings=settings, api_base=base)
         info = model_info(model, settings)
         self._window = info.window
         self._max_output = info.max_output_tokens
@@ -768,10 +775,6 @@ def _changes_files(tool: Tool, params: Any, ctx: ToolContext) -> bool:
     return tool.effect(params, ctx) in (Effect.EDIT, Effect.EXECUTE)
 
 
-def _api_base(env: Environment) -> str | None:
-    return os.environ.get("AGENTSH_API_BASE") or env.settings.model.api_base or None
-
-
 def build_agent(
     env: Environment,
     session: Session,
@@ -790,7 +793,7 @@ def build_agent(
 ) -> Agent:
     """Assemble an agent with every real part. Heavy (imports litellm): run it off the UI
     thread. ``model=None`` builds an agent that explains how to configure one."""
-    from agentsh.llm.models import choose_model
+    from agentsh.llm.models import choose_model, chosen_api_base
     from agentsh.llm.tokens import TokenCounter
     from agentsh.mcp.manager import manager_for
     from agentsh.memory.index import MemoryIndex, SearchIndexError, shared_index
@@ -866,6 +869,7 @@ def build_agent(
         on_summary_written=on_summary,
         notices=notices,
         count_tokens=count_tokens,
+        api_base=chosen_api_base(settings.model, os.environ, api_base),
         max_cost_usd=max_cost_usd,
         mcp=mcp,
         checkpoints=checkpoints,

@@ -224,7 +224,7 @@ def choose_model(
     The API base follows the same order: ``cli_api_base``, ``AGENTSH_API_BASE``,
     ``settings.api_base``. May block up to the probe timeout: call it off the UI thread.
     """
-    api_base = cli_api_base or env.get("AGENTSH_API_BASE") or settings.api_base or None
+    api_base = chosen_api_base(settings, env, cli_api_base)
     named: tuple[tuple[str | None, ModelSource, str], ...] = (
         (cli_model, ModelSource.CLI, "-m/--model"),
         (env.get("AGENTSH_MODEL"), ModelSource.ENV, "AGENTSH_MODEL"),
@@ -246,6 +246,24 @@ def choose_model(
     if found is None:
         return None
     return ModelChoice(f"ollama_chat/{found}", api_base or url, ModelSource.OLLAMA, url)
+
+
+def chosen_api_base(
+    settings: ModelSettings, env: Mapping[str, str], cli_api_base: str | None = None
+) -> str | None:
+    """The server the user named for the model: ``--api-base``, then ``AGENTSH_API_BASE``,
+    then ``[model] api_base`` (the user config's; a project's cannot set it)."""
+    return cli_api_base or env.get("AGENTSH_API_BASE") or settings.api_base or None
+
+
+def api_base_for(model: str, chosen: str | None, settings: ModelSettings) -> str | None:
+    """Where requests for ``model`` go: the server the user chose, for every model as at
+    start; else, for an Ollama model, ``[model] ollama_url``; else the provider's own."""
+    if chosen:
+        return chosen
+    if provider_of(model) in ("ollama", "ollama_chat"):
+        return settings.ollama_url.rstrip("/")
+    return None
 
 
 def find_ollama_model(url: str, timeout_s: float = OLLAMA_PROBE_TIMEOUT_S) -> str | None:

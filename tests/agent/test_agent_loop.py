@@ -205,3 +205,21 @@ async def test_a_command_that_prints_the_api_key_never_puts_it_in_the_log_or_the
     agent.session.close()
     assert agent.session.path is not None
     assert FAKE_KEY not in agent.session.path.read_text()
+
+
+@pytest.mark.asyncio
+async def test_switching_the_model_keeps_the_server_chosen_on_the_command_line(
+    make_agent: AgentFactory, scripted_server: ScriptedServer
+) -> None:
+    """/model used to aim the next request at the provider's default endpoint: the session
+    stayed broken until a restart (issue 14, item 1)."""
+    scripted_server.script(text("still here"), text("and here"))
+    agent = make_agent()
+    for model in ("openai/another-model", TEST_MODEL):  # another one, and the same again
+        agent.set_model(model)
+        end = (await collect(agent.run(f"hello {model}")))[-1]
+        assert isinstance(end, TurnEnded) and end.outcome is TurnOutcome.DONE, end
+    assert [r.body["model"] for r in scripted_server.requests] == [
+        "another-model",
+        TEST_MODEL.split("/", 1)[1],
+    ]

@@ -18,7 +18,9 @@ from agentsh.llm.models import (
     HELP_COLUMNS,
     PROVIDERS,
     ModelSource,
+    api_base_for,
     choose_model,
+    chosen_api_base,
     find_ollama_model,
     key_env_var,
     model_info,
@@ -236,3 +238,15 @@ def test_the_no_model_help_names_the_config_file_agentsh_reads(tmp_path: Path) -
     assert ".agentsh" not in text
     home = no_model_help(Path.home() / ".config" / "agentsh" / "config.toml")
     assert "~/.config/agentsh/config.toml" in home
+
+
+def test_every_model_goes_to_the_server_the_user_chose() -> None:
+    settings = ModelSettings(api_base="http://config:1/v1")
+    assert chosen_api_base(settings, {}, "http://cli:1/v1") == "http://cli:1/v1"
+    assert chosen_api_base(settings, {"AGENTSH_API_BASE": "http://env:1/v1"}) == "http://env:1/v1"
+    assert chosen_api_base(settings, {}) == "http://config:1/v1"
+    assert chosen_api_base(ModelSettings(), {}) is None
+    assert api_base_for("anthropic/claude-x", "http://cli:1/v1", settings) == "http://cli:1/v1"
+    assert api_base_for("anthropic/claude-x", None, settings) is None
+    local = ModelSettings(ollama_url="http://127.0.0.1:11434/")
+    assert api_base_for("ollama_chat/qwen", None, local) == "http://127.0.0.1:11434"
