@@ -108,6 +108,11 @@ class UserPaths:
     def project_session_folders(self, project_root: Path) -> list[str]:
         return project_session_folders(project_root, self.cache_dir / "project-ids.json")
 
+    def prompt_history_file(self, project_root: Path) -> Path:
+        """The editor's Up/Down history for one project (in the data dir: never written into
+        the project folder, where it could be committed)."""
+        return self.data_dir / "history" / f"{project_slug(project_root)}.json"
+
     def session_workspace(self, session_id: str) -> Path:
         """The session's archive folder; the id must be one path part (ValueError)."""
         return self.workspace_dir / checked_session_id(session_id)

@@ -116,6 +116,8 @@ class AgentshApp(App[None]):
         self.set_keymap(self.keymap)
         prompt = self.query_one(PromptInput)
         prompt.files = self.controller.project_files
+        if not self.options.no_session:  # --no-session keeps nothing on disk
+            prompt.history_file = self.env.user.prompt_history_file(self.env.project.root)
         prompt.focus()
         for problem in self._startup_problems:
             self.notify(problem, title="Configuration", severity="warning", timeout=10)
@@ -125,6 +127,7 @@ class AgentshApp(App[None]):
     def _after_first_frame(self) -> None:
         self.controller.start()
         self.controller.refresh_project_files()
+        self.query_one(PromptInput).load_history()
         if self._watch_themes:
             self._watch_user_themes()
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 from textual import events, on
@@ -90,6 +91,8 @@ class PromptInput(TextArea):
             placeholder="Message agentsh  (/ commands · @ files · F1 keys)",
         )
         self.sent_history: list[str] = []
+        #: where the history is kept across restarts (the App sets it; None: this run only)
+        self.history_file: Path | None = None
         self._history_index: int | None = None
         self._draft = ""
         self.menu: CompletionMenu | None = None
@@ -111,6 +114,8 @@ class PromptInput(TextArea):
             return
         if not self.sent_history or self.sent_history[-1] != text:
             self.sent_history.append(text)
+            if self.history_file is not None:
+                self._save_history(self.history_file, text)
         self._history_index = None
         self._draft = ""
         self.clear()
@@ -161,6 +166,34 @@ class PromptInput(TextArea):
             return
         self._history_index = index
         self._set_text(self.sent_history[index])
+
+    def load_history(self) -> None:
+        """Read the saved history off the UI thread (after the first frame); messages sent
+        meanwhile stay the newest."""
+        path = self.history_file
+        if path is None:
+            return
+
+        def load() -> None:
+            from agentsh.tui.history import load_history
+
+            saved = load_history(path)
+            self.app.call_from_thread(self._history_loaded, saved)
+
+        self.run_worker(load, thread=True, group="history-load", exit_on_error=False)
+
+    def _history_loaded(self, saved: list[str]) -> None:
+        self.sent_history[:0] = saved
+        if self._history_index is not None:
+            self._history_index += len(saved)
+
+    def _save_history(self, path: Path, text: str) -> None:
+        def save() -> None:
+            from agentsh.tui.history import append_history
+
+            append_history(path, text)
+
+        self.run_worker(save, thread=True, group="history-save", exit_on_error=False)
 
     def _set_text(self, text: str) -> None:
         self.put_text(text)
