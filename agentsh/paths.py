@@ -108,6 +108,12 @@ class UserPaths:
     def project_session_folders(self, project_root: Path) -> list[str]:
         return project_session_folders(project_root, self.cache_dir / "project-ids.json")
 
+    @property
+    def exports_dir(self) -> Path:
+        """Where ``/export`` writes when no file is named: outside any project, so an export
+        never lands in a repository's work tree."""
+        return self.data_dir / "exports"
+
     def prompt_history_file(self, project_root: Path) -> Path:
         """The editor's Up/Down history for one project (in the data dir: never written into
         the project folder, where it could be committed)."""

@@ -730,7 +730,9 @@ class ChatController:
         fmt = words[0].lower() if words else "md"
         target = Path(words[1]) if len(words) > 1 else None
         try:
-            written = await asyncio.to_thread(export_session, session, fmt, target, self.cwd)
+            written = await asyncio.to_thread(
+                export_session, session, fmt, target, self.env.user.exports_dir
+            )
         except ExportError as exc:
             await self.note(str(exc), "error")
             return

@@ -516,9 +516,12 @@ async def test_fork_new_label_and_export_work_on_the_log(make_app: MakeApp, proj
             pilot, lambda: original.tree.labels.get(original.leaf_id or "") == "checkpoint"
         )
         await pilot.press(*"/export md", "enter")
-        exported = project / f"agentsh-{original.id[:8]}.md"
+        # Outside the project (whose git tree it would dirty), and the note says where.
+        exported = app.env.user.exports_dir / f"agentsh-{original.id[:8]}.md"
         await wait_for(pilot, exported.exists)
         assert "hello" in exported.read_text()
+        assert not (project / exported.name).exists()
+        await wait_for(pilot, lambda: any(str(exported) in n.text for n in app.query(NoteLine)))
         await pilot.press(*"/fork", "enter")
         await wait_for(pilot, lambda: app.controller.agent.session is not original)  # type: ignore[union-attr]
         forked = app.controller.agent.session  # type: ignore[union-attr]
