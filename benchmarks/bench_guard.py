@@ -8,9 +8,12 @@ test corpus, shell snippets and Korean, Japanese and Chinese prose. The best of 
 is reported, in CPU time of the process (see ``best_of``).
 
 The text is built from the repository as it is, so a figure moves a little when the sources
-change: compare two versions of the guard in one run, with ``--against REV`` (a git revision).
-That loads ``agentsh/memory/guard.py`` as it was at REV and times both on the same texts,
-round by round in turn, so load on a shared machine falls on both alike.
+change. Every run also times a baseline on the same windows, round by round in turn with the
+guard, so load on a shared machine falls on both alike: one pass of a plain regex over each
+window (``baseline_one_regex``), the least any scan can cost. Its figure and the guard's ratio
+to it are printed beside the guard's. ``--against REV`` (a git revision) adds the guard as it
+was at REV, loaded under its own name (one ``guard.py`` file before the split into a package,
+the package after).
 
 Run: ``.venv/bin/python benchmarks/bench_guard.py [--against REV]``; the last line is the
 throughput of the working tree's guard.
@@ -19,13 +22,17 @@ throughput of the working tree's guard.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import re
 import subprocess
 import sys
+import tempfile
 import time
 import types
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -59,7 +66,7 @@ def mixed_text(size: int = TOTAL, *, notes_every: int = 3) -> str:
     """
     sources = sorted((ROOT / "agentsh").rglob("*.py"))
     # The guard's own source is a wall of attack keywords: not representative text.
-    sources = [p for p in sources if p.name != "guard.py"]
+    sources = [p for p in sources if p.name != "guard.py" and "memory/guard" not in p.as_posix()]
     sources += sorted(ROOT.glob("*.md"))
     corpus = json.loads((ROOT / "tests/memory/data/guard_corpus.json").read_text())
     notes = corpus["benign"]
@@ -130,28 +137,70 @@ ADVERSARIAL: dict[str, str] = {
 
 
 def guard_at(revision: str) -> types.ModuleType:
-    """``agentsh/memory/guard.py`` as it was at a git revision, loaded as its own module."""
-    source = subprocess.run(
-        ["git", "show", f"{revision}:agentsh/memory/guard.py"],
+    """The guard as it was at a git revision, loaded under its own name beside this one."""
+    name = f"guard_at_{revision.replace('/', '_').replace('-', '_').replace('.', '_')}"
+    single = subprocess.run(
+        ["git", "cat-file", "-e", f"{revision}:agentsh/memory/guard.py"], cwd=ROOT, check=False
+    )
+    if single.returncode == 0:
+        source = subprocess.run(
+            ["git", "show", f"{revision}:agentsh/memory/guard.py"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        module = types.ModuleType(name)
+        sys.modules[name] = module  # dataclasses look their module up by name
+        exec(compile(source, f"{revision}:agentsh/memory/guard.py", "exec"), module.__dict__)
+        return module
+    # A package: its modules import each other relatively, so it loads under any name.
+    folder = Path(tempfile.mkdtemp(prefix="bench-guard-")) / name
+    folder.mkdir()
+    listing = subprocess.run(
+        ["git", "ls-tree", "--name-only", f"{revision}:agentsh/memory/guard/"],
         cwd=ROOT,
         check=True,
         capture_output=True,
         text=True,
-    ).stdout
-    module = types.ModuleType(f"guard_at_{revision}")
-    sys.modules[module.__name__] = module  # dataclasses look their module up by name
-    exec(compile(source, f"{revision}:agentsh/memory/guard.py", "exec"), module.__dict__)
+    ).stdout.split()
+    for file in listing:
+        blob = subprocess.run(
+            ["git", "show", f"{revision}:agentsh/memory/guard/{file}"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        ).stdout
+        (folder / file).write_bytes(blob)
+    spec = importlib.util.spec_from_file_location(
+        name, folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
     return module
 
 
-def scan_all(module: types.ModuleType, chunks: list[str]) -> None:
+class _Baseline:
+    """One plain regex pass over a window: what any scan costs at the least."""
+
+    class Scope:
+        MEMORY_WRITE = None
+
+    _REGEX = re.compile(r"ignore|system|curl|secret|token|password|<!--", re.IGNORECASE)
+
+    @classmethod
+    def scan(cls, text: str, _scope: object) -> object:
+        return cls._REGEX.search(text.lower())
+
+
+def scan_all(module: Any, chunks: list[str]) -> None:
     for chunk in chunks:
         module.scan(chunk, module.Scope.MEMORY_WRITE)
 
 
-def rounds_of(
-    modules: dict[str, types.ModuleType], chunks: list[str], rounds: int
-) -> dict[str, list[float]]:
+def rounds_of(modules: dict[str, Any], chunks: list[str], rounds: int) -> dict[str, list[float]]:
     """CPU seconds of each round for each module, the modules taking turns within a round."""
     times: dict[str, list[float]] = {name: [] for name in modules}
     for _ in range(rounds):
@@ -162,13 +211,18 @@ def rounds_of(
     return times
 
 
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--against", metavar="REV", help="also time the guard of this revision")
     args = parser.parse_args()
-    modules = {"": guard}
+    modules: dict[str, Any] = {"": guard}
     if args.against:
         modules[f" ({args.against})"] = guard_at(args.against)
+    baseline = " (baseline_one_regex)"
 
     for label, raw in ADVERSARIAL.items():
         for suffix, module in modules.items():
@@ -191,12 +245,16 @@ def main() -> None:
         size = len(variant.encode("utf-8"))
         if not label:
             print(f"windows: {len(chunks)} x {WINDOW // 1024} KiB, {size:,} bytes")
-        times = rounds_of(modules, chunks, ROUNDS)
+        times = rounds_of({**modules, baseline: _Baseline}, chunks, ROUNDS)
+        base = size / _median(times[baseline]) / 1e6
+        print(f"baseline_one_regex{label} median: {base:.1f} MB/s")
         # The working tree's figure last, so the last line is the benchmark's result.
         for suffix in reversed(modules):
-            if args.against:
-                median = sorted(times[suffix])[len(times[suffix]) // 2]
-                print(f"guard_throughput{label}{suffix} median: {size / median / 1e6:.1f} MB/s")
+            median = size / _median(times[suffix]) / 1e6
+            print(
+                f"guard_throughput{label}{suffix} median: {median:.1f} MB/s "
+                f"({median / base:.2f} x the baseline)"
+            )
             print(f"guard_throughput{label}{suffix}: {size / min(times[suffix]) / 1e6:.1f} MB/s")
 
 

@@ -38,7 +38,7 @@ from pathlib import Path
 from agentsh.config import MemorySettings
 from agentsh.errors import AgentshError
 from agentsh.fsutil import LinkRefused, atomic_write, open_beneath, read_beneath, resolve_beneath
-from agentsh.memory.guard import Scope, Threat, blocked_note, first_threat
+from agentsh.memory.guard import Scope, Threat, blocked_note, fence_project, first_threat
 from agentsh.paths import ProjectPaths, UserPaths
 from agentsh.trust import record_own_write
 
@@ -213,7 +213,8 @@ class FileSnapshot:
                 text = text[: budget - 1] + "…"
             shown.append(text)
             used += len(text)
-        lines.append(f"\n{ENTRY_SEPARATOR}\n".join(shown))
+        # Quoted as data: an entry is a fact someone saved, not an instruction.
+        lines.append(fence_project(f"\n{ENTRY_SEPARATOR}\n".join(shown), self.target.file_name))
         return "\n".join(lines)
 
 

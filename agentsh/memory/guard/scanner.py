@@ -1,0 +1,85 @@
+"""The scan: every pattern of a scope over a prepared text."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .matching import _Doc
+from .patterns import PATTERNS
+from .phrases import _CJK_RULES
+from .reading import _invisible, _prepare
+from .threats import DEFAULT_MAX_SCAN_BYTES, Scope, Threat, _excerpt, _shorten
+
+
+def scan(text: str, scope: Scope, *, max_bytes: int = DEFAULT_MAX_SCAN_BYTES) -> list[Threat]:
+    """Every pattern of ``scope`` that matches ``text`` (at most one threat per pattern).
+
+    An empty list means the text is clean. Nothing is ever trusted by its look: text that
+    already starts with ``[BLOCKED:`` is scanned like any other.
+    """
+    return list(_scan(text, scope, max_bytes, stop_at_first=False))
+
+
+def first_threat(
+    text: str, scope: Scope, *, max_bytes: int = DEFAULT_MAX_SCAN_BYTES
+) -> Threat | None:
+    """The first threat found, or ``None``; cheaper than :func:`scan` on a hit."""
+    return next(iter(_scan(text, scope, max_bytes, stop_at_first=True)), None)
+
+
+def _scan(text: str, scope: Scope, max_bytes: int, *, stop_at_first: bool) -> Iterable[Threat]:
+    threats: list[Threat] = []
+    prepared = _prepare(text, max_bytes)
+    if prepared.special:  # NFKC keeps invisible characters, so this also covers the raw text
+        hidden = _invisible(prepared.scanned)
+        if hidden is not None:
+            threats.append(hidden)
+            if stop_at_first:
+                return threats
+    doc = _Doc(prepared.projected)
+    # The CJK rules read only the lines that are not ASCII (their gaps never cross a line), so
+    # a few Korean lines in 64 KiB of source cost a search of those lines, not of everything.
+    cjk_lines = (
+        "\n".join(line for line in prepared.shown.split("\n") if not line.isascii())
+        if not prepared.shown.isascii()
+        else ""
+    )
+    if prepared.cyrillic:
+        cjk_lines = cjk_lines.lower()  # the Russian rules are lowercase; CJK has no case
+    for pattern in PATTERNS:
+        if scope not in pattern.scopes:
+            continue
+        shown = prepared.shown
+        span = pattern.search(doc)
+        if span is None and cjk_lines:
+            shown = cjk_lines
+            span = next(
+                (
+                    found
+                    for rule in _CJK_RULES.get(pattern.name, ())
+                    if (prepared.cyrillic or not rule.cyrillic)
+                    and (found := rule.search(cjk_lines)) is not None
+                ),
+                None,
+            )
+        if span is not None:
+            excerpt = _excerpt(shown, *span)
+            threats.append(Threat(pattern.name, pattern.description, excerpt))
+            if stop_at_first:
+                return threats
+    if prepared.truncated:
+        size = len(text.encode("utf-8", "surrogatepass"))
+        threats.append(
+            Threat(
+                "oversized",
+                f"text of {size:,} bytes is over the {max_bytes:,}-byte scan limit; only its "
+                "head and tail were checked",
+                _shorten(text[:60]),
+            )
+        )
+    return threats
+
+
+def blocked_note(threat: Threat) -> str:
+    """What replaces a blocked entry in the system prompt."""
+    return f"[BLOCKED: {threat.name}]"
