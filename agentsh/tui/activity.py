@@ -1,0 +1,120 @@
+"""What a running turn is doing, read from its events, for the working indicator.
+
+While a turn (or a ``/compact``) runs, the line above the editor says what it is doing —
+waiting for the model, thinking, writing the reply, running ``bash: pytest -q``, waiting for
+an approval, retrying, compacting — with the seconds since it started and the key that cancels
+it. This module is the state only (no Textual): the turn feeds it every event, the widget
+(:class:`agentsh.tui.widgets.activity.ActivityLine`) draws :meth:`Activity.line` on a timer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from agentsh.events import (
+    ApprovalRequest,
+    AssistantMessage,
+    CompactionFailed,
+    CompactionFinished,
+    CompactionStarted,
+    Event,
+    Retrying,
+    TextDelta,
+    ThinkingDelta,
+    Tier,
+    ToolCallDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnEnded,
+    TurnStarted,
+)
+
+WAITING = "waiting for the model"
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+class Activity:
+    """The running work's current step and start time (``None`` when idle)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self.started: float | None = None
+        self.doing = ""
+
+    @property
+    def running(self) -> bool:
+        return self.started is not None
+
+    def start(self, doing: str = WAITING) -> None:
+        """Work began (a message was sent, or ``/compact``); the clock starts now."""
+        self.started = self._clock()
+        self.doing = doing
+
+    def stop(self) -> None:
+        self.started = None
+        self.doing = ""
+
+    def follow(self, event: Event) -> None:
+        """Follow the turn: each event that changes what it is doing updates :attr:`doing`."""
+        doing = _doing(event)
+        if isinstance(event, TurnEnded):
+            self.stop()
+        elif doing is not None:
+            if self.started is None:
+                self.start(doing)
+            self.doing = doing
+
+    def elapsed(self) -> float:
+        return 0.0 if self.started is None else max(0.0, self._clock() - self.started)
+
+    def line(self, cancel_key: str = "Esc") -> str:
+        """``"⠙ running bash: pytest -q · 12s · Esc to cancel"`` ("" when idle)."""
+        if self.started is None:
+            return ""
+        elapsed = self.elapsed()
+        frame = SPINNER[int(elapsed * 8) % len(SPINNER)]
+        return f"{frame} {self.doing} · {human_seconds(elapsed)} · {cancel_key} to cancel"
+
+
+def human_seconds(seconds: float) -> str:
+    """``7s``, ``1m 05s``, ``1h 02m``."""
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
+def _doing(event: Event) -> str | None:
+    """The step an event starts, or None when it changes nothing."""
+    match event:
+        case TurnStarted():
+            return WAITING
+        case ThinkingDelta():
+            return "thinking"
+        case TextDelta():
+            return "writing the reply"
+        case ToolCallDelta(name=name) if name:
+            return f"writing a {name} call"
+        case AssistantMessage(tool_calls=calls) if calls:
+            return f"about to run {calls[0][1]}"
+        case ToolStarted(summary=summary, name=name):
+            return f"running {_one_line(summary or name)}"
+        case ToolFinished() | CompactionFinished() | CompactionFailed():
+            return WAITING
+        case ApprovalRequest(summary=summary):
+            return f"waiting for your answer: {_one_line(summary)}"
+        case Retrying(attempt=attempt, max_attempts=most, delay_s=delay, reason=reason):
+            return f"retrying ({reason}; attempt {attempt}/{most} in {delay:.0f}s)"
+        case CompactionStarted(tier=tier):
+            return f"compacting ({Tier.label_of(tier)})"
+    return None
+
+
+def _one_line(text: str, limit: int = 60) -> str:
+    first = " ".join(text.split())
+    return first if len(first) <= limit else first[: limit - 1] + "…"

@@ -1,0 +1,65 @@
+"""The working indicator: one line above the editor while a turn or a compaction runs.
+
+It reads ``⠙ running bash: pytest -q · 12s · Esc to cancel`` (:class:`agentsh.tui.activity.
+Activity` holds the state; the running turn feeds it every event). It is cheap by design: one
+interval timer, paused while idle, redraws this one line and nothing else (the line keeps its
+size, so the chat above is not laid out again); it shows when work starts and hides the moment
+the work ends.
+"""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.timer import Timer
+from textual.widget import Widget
+
+from agentsh.events import Event
+from agentsh.tui.activity import WAITING, Activity
+
+TICK_S = 1 / 8  # the spinner's frame; the elapsed seconds follow from it
+
+
+class ActivityLine(Widget):
+    def __init__(self, *, cancel_key: str = "Esc", id: str | None = "activity") -> None:
+        super().__init__(id=id)
+        self.activity = Activity()
+        self.cancel_key = cancel_key
+        self._timer: Timer | None = None
+        self.display = False
+
+    def on_mount(self) -> None:
+        self._timer = self.set_interval(TICK_S, self.refresh, pause=True)
+
+    @property
+    def running(self) -> bool:
+        return self.activity.running
+
+    def begin(self, doing: str = WAITING) -> None:
+        """Work started (before its first event arrives: a slow model sends none for a while)."""
+        self.activity.start(doing)
+        self._shown(True)
+
+    def follow(self, event: Event) -> None:
+        was_running = self.activity.running
+        self.activity.follow(event)
+        if self.activity.running != was_running:
+            self._shown(self.activity.running)
+        elif self.activity.running:
+            self.refresh()
+
+    def end(self) -> None:
+        """The work ended (also when its stream broke off without a TurnEnded)."""
+        self.activity.stop()
+        self._shown(False)
+
+    def _shown(self, shown: bool) -> None:
+        self.display = shown
+        if self._timer is not None:
+            if shown:
+                self._timer.resume()
+            else:
+                self._timer.pause()
+        self.refresh()
+
+    def render(self) -> Content:
+        return Content(self.activity.line(self.cancel_key))
