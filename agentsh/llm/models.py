@@ -17,7 +17,7 @@ import json
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -246,6 +246,28 @@ def choose_model(
     if found is None:
         return None
     return ModelChoice(f"ollama_chat/{found}", api_base or url, ModelSource.OLLAMA, url)
+
+
+def known_models(providers: Iterable[str]) -> list[str]:
+    """The tool-capable chat models litellm's map knows for ``providers`` (prefixes such as
+    ``"anthropic"``), as litellm model strings, sorted. Imports litellm (seconds, the first
+    time): call it off the UI thread."""
+    from agentsh.llm.env import import_litellm
+
+    wanted = set(providers)
+    if not wanted:
+        return []
+    found: set[str] = set()
+    for name, facts in import_litellm().model_cost.items():
+        if not isinstance(facts, dict) or facts.get("mode") != "chat":
+            continue
+        provider = facts.get("litellm_provider")
+        if provider not in wanted or not facts.get("supports_function_calling"):
+            continue
+        if not isinstance(name, str) or name.startswith("ft:"):
+            continue
+        found.add(name if name.startswith(f"{provider}/") else f"{provider}/{name}")
+    return sorted(found)
 
 
 def chosen_api_base(

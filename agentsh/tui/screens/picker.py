@@ -4,6 +4,10 @@ Used by ``/theme`` (live preview while moving), ``/resume`` and ``-r`` (sessions
 first message), and ``/model`` (where a typed model string that matches nothing is taken as
 is). Typing filters; Up/Down move (``on_highlight`` runs for each move, which is how themes
 preview); Enter picks; Esc closes with ``None``.
+
+Items that are slow to find (``/model``'s list needs litellm, seconds to import) come from
+``load``, run in a thread once the picker shows: the quick items can be chosen at once, and a
+``loading_text`` row says more are coming until they arrive.
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ class PickerScreen(ModalScreen[str | None]):
         placeholder: str = "type to filter",
         empty_text: str = "nothing to choose from",
         allow_custom: bool = False,
+        load: Callable[[], Sequence[PickerItem]] | None = None,
+        loading_text: str = "loading…",
     ) -> None:
         super().__init__(classes="picker-screen")
         self.title_text = title
@@ -58,6 +64,9 @@ class PickerScreen(ModalScreen[str | None]):
         self.empty_text = empty_text
         self.allow_custom = allow_custom  # Enter with no match returns the typed text
         self.shown: list[PickerItem] = []
+        self.load = load
+        self.loading_text = loading_text
+        self.loading = load is not None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker"):
@@ -73,6 +82,32 @@ class PickerScreen(ModalScreen[str | None]):
                     self.query_one(OptionList).highlighted = i
                     break
         self.query_one(Input).focus()
+        if self.load is not None:
+            self.run_worker(self._load, thread=True, group="picker-load", exit_on_error=False)
+
+    def _load(self) -> None:
+        assert self.load is not None
+        try:
+            items = list(self.load())
+        except Exception:  # noqa: BLE001 - worker boundary: the quick items stay usable
+            items = []
+        self.app.call_from_thread(self._loaded, items)
+
+    def _loaded(self, items: list[PickerItem]) -> None:
+        """More items arrived: add the new ones; the filter and the highlighted item stay."""
+        self.loading = False
+        known = {item.value for item in self.items}
+        self.items += [item for item in items if item.value not in known]
+        if not self.is_attached:
+            return
+        options = self.query_one(OptionList)
+        index = options.highlighted
+        chosen = self.shown[index].value if index is not None and index < len(self.shown) else None
+        self._fill(self.query_one(Input).value)
+        for i, item in enumerate(self.shown):
+            if item.value == chosen:
+                options.highlighted = i
+                break
 
     def _fill(self, query: str) -> None:
         words = query.lower().split()
@@ -86,8 +121,11 @@ class PickerScreen(ModalScreen[str | None]):
         if self.shown:
             options.add_options([Option(item.label) for item in self.shown])
             options.highlighted = 0
-        else:
+        elif not self.loading:
             options.add_option(Option(Content.styled(self.empty_text, "italic"), disabled=True))
+        if self.loading:
+            loading = Content.styled(self.loading_text, "italic")
+            options.add_option(Option(loading, id="picker-loading", disabled=True))
 
     @on(Input.Changed, "#picker-filter")
     def _filter(self, event: Input.Changed) -> None:
