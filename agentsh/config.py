@@ -318,6 +318,7 @@ _USER_ONLY: tuple[tuple[str, str, str], ...] = (
     ("tui", "keys", "change key bindings (they answer approval prompts)"),
 )
 _LOCAL_EMBEDDINGS = ("local", "none")
+_MODEL_STRINGS = ("name", "summary_model", "embedding")  # litellm model strings, not URLs
 _WHERE_TO_SET = {
     "name": "your user config.toml, AGENTSH_MODEL or -m",
     "api_base": "your user config.toml, AGENTSH_API_BASE or --api-base",
@@ -334,6 +335,21 @@ _URL_IN_MODEL = re.compile(
     r"|(?:^|/)[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}:\d+(?:/\S*)?$)",
     re.IGNORECASE,
 )
+
+
+def ignored_in_project(dotted: str, value: object = None) -> bool:
+    """Whether a project's config setting ``dotted`` (to ``value``) is refused whatever the
+    trust: :data:`_USER_ONLY` and ``[checkpoints]``. The trust question lists such keys as
+    ignored, apart from the ones that would take effect."""
+    section, _, key = dotted.partition(".")
+    if section == "checkpoints":
+        return True
+    for user_section, user_key, _what in _USER_ONLY:
+        if section == user_section and (key == user_key or key.startswith(f"{user_key}.")):
+            if section == "search" and isinstance(value, str):
+                return value.strip() not in _LOCAL_EMBEDDINGS
+            return True
+    return False
 
 
 def model_url(model: str) -> str | None:
@@ -355,7 +371,7 @@ def _project_limits(
             continue
         if section == "search" and str(new).strip() in _LOCAL_EMBEDDINGS:
             continue  # local or no embeddings send nothing anywhere
-        carried = model_url(new) if isinstance(new, str) else None
+        carried = model_url(new) if isinstance(new, str) and key in _MODEL_STRINGS else None
         got = f"got {new!r}"
         if carried:
             got += f", a model string that carries the URL {carried}"
@@ -411,7 +427,7 @@ def _read_toml(
     except FileNotFoundError:
         return None
     except LinkRefused as exc:
-        problems.append(ConfigProblem(path, "(file)", f"not read: it {exc.reason} {exc.where}"))
+        problems.append(ConfigProblem(path, "(file)", f"not read: it {exc.explained}"))
         return None
     except OSError as exc:
         problems.append(ConfigProblem(path, "(file)", f"cannot be read: {exc.strerror}"))

@@ -123,7 +123,12 @@ class LinkRefused(AgentshError, OSError):
         self.where = where  # e.g. "(to /home/me/.ssh/id_ed25519)", for the user
 
     def __str__(self) -> str:
-        return f"{self.path} {self.reason}" + (f" {self.where}" if self.where else "")
+        return f"{self.path} {self.explained}"
+
+    @property
+    def explained(self) -> str:
+        """The reason and, if known, where the link leads: "leads outside ... (to ...)"."""
+        return f"{self.reason} {self.where}" if self.where else self.reason
 
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -86,7 +86,7 @@ def load_project_instructions(project_root: Path, cwd: Path, max_bytes: int) -> 
             raw = read_beneath(root, chosen, max_bytes=budget + 1)
         except LinkRefused as exc:
             result.notices.append(
-                f"{chosen} was not loaded: it {exc.reason} {exc.where}; project instructions "
+                f"{chosen} was not loaded: it {exc.explained}; project instructions "
                 "are only read inside the project"
             )
             continue

@@ -140,7 +140,7 @@ def hash_file(root: Path, path: Path) -> tuple[str, bytes | None, str]:
         target = ""
         with contextlib.suppress(OSError):
             target = str(path.readlink())
-        return f"refused:{exc.reason}:{target}", None, f"{exc.reason} {exc.where}".strip()
+        return f"refused:{exc.reason}:{target}", None, exc.explained
     except OSError as exc:
         return f"unreadable:{exc.errno}", None, f"cannot be read ({exc.strerror or exc})"
     if data is None:
@@ -171,13 +171,35 @@ def settings_findings(root: Path, cwd: Path) -> list[Finding]:
         raw = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError):
         return [Finding(path, "settings", "agentsh settings (not valid TOML)", digest)]
-    keys = sorted(_dotted_keys(raw))
-    shown = ", ".join(keys[:6]) + (f", ... ({len(keys)} in all)" if len(keys) > 6 else "")
-    what = f"changes {len(keys)} setting{'s' if len(keys) != 1 else ''}: {shown}"
-    return [Finding(path, "settings", what if keys else "agentsh settings (empty)", digest)]
+    return [Finding(path, "settings", describe_settings(raw), digest)]
 
 
-def _dotted_keys(raw: object, prefix: str = "") -> Iterator[str]:
+def describe_settings(raw: dict[str, object]) -> str:
+    """What a project's settings would change, in one line: every key that would take
+    effect (padding with harmless keys cannot push one out of sight), then those refused
+    whatever the answer (the model, its server, key bindings, ...), so the line is honest."""
+    from agentsh.config import ignored_in_project  # config imports this module
+
+    pairs = sorted(_dotted_keys(raw), key=lambda pair: pair[0])
+    if not pairs:
+        return "agentsh settings (empty)"
+    ignored = [key for key, value in pairs if ignored_in_project(key, value)]
+    effective = [key for key, _value in pairs if key not in ignored]
+    parts = []
+    if effective:
+        s = "s" if len(effective) != 1 else ""
+        parts.append(f"changes {len(effective)} setting{s}: {_listed(effective)}")
+    if ignored:
+        parts.append(f"ignored (only your own config may set them): {_listed(ignored)}")
+    return "; ".join(parts)
+
+
+def _listed(keys: list[str], limit: int = 24) -> str:
+    shown = ", ".join(keys[:limit])
+    return shown + (f", ... ({len(keys)} in all)" if len(keys) > limit else "")
+
+
+def _dotted_keys(raw: object, prefix: str = "") -> Iterator[tuple[str, object]]:
     if not isinstance(raw, dict):
         return
     for key, value in raw.items():
@@ -185,7 +207,7 @@ def _dotted_keys(raw: object, prefix: str = "") -> Iterator[str]:
         if isinstance(value, dict) and not dotted.startswith("tui.keys"):
             yield from _dotted_keys(value, f"{dotted}.")
         else:
-            yield dotted
+            yield dotted, value
 
 
 def instruction_findings(root: Path, cwd: Path) -> list[Finding]:
