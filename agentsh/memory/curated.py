@@ -464,6 +464,7 @@ class CuratedMemory:
                 path = resolve_beneath(root, self.path(target))
             except LinkRefused as exc:
                 raise MemoryFileError(_link_message(target, exc)) from None
+            _check_memory_folder(target, path, root, self.path(target).parent)
         limit = self.limit(target)
         with _locked(path, self._lock_timeout_s, root):
             # Re-read under the lock, right before the change: whatever is on disk now (a
@@ -520,6 +521,19 @@ def _dedupe(entries: list[str]) -> list[str]:
 
 
 UNTRUSTED_NOTE = "not loaded: this folder is not trusted"
+
+
+def _check_memory_folder(target: MemoryTarget, path: Path, root: Path, folder: Path) -> None:
+    """The memory tool never asks, so through a (committed) link it must not change another
+    project file, a script, a hook or the settings, that ``write``/``edit`` would have asked
+    about: a project memory file is written only inside ``.agentsh/memory/``, itself no link."""
+    real_folder = Path(os.path.realpath(root)) / folder.relative_to(root)
+    if path.is_relative_to(real_folder) and path != real_folder:
+        return
+    raise MemoryFileError(
+        f"{target.file_name} was left alone: it is a link to {path}, and project memory is "
+        "written only inside .agentsh/memory/; replace the link with a plain file to use it."
+    )
 
 
 def _link_message(target: MemoryTarget, exc: LinkRefused) -> str:
