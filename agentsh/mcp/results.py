@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agentsh.fsutil import atomic_write
+from agentsh.llm.client import environment_secrets, redact
 from agentsh.tools.base import ToolResult, format_size, truncate_head
 
 # CSI/OSC/other escape sequences, then any C0/C1 control character except tab and newline.
@@ -102,7 +103,9 @@ def to_tool_result(
     cut = truncate_head(text, max_lines=caps.max_lines, max_bytes=caps.max_bytes)
     if not cut.truncated:
         return ToolResult(text, is_error=is_error)
-    saved = _spool(text, caps.spool_dir, label)
+    # The saved copy is redacted like the model's view (the agent redacts that one): a key a
+    # server echoes must not sit in a cache file in clear.
+    saved = _spool(redact(text, environment_secrets()), caps.spool_dir, label)
     where = f"; the whole result is in {saved} (read it in parts)" if saved else ""
     note = (
         f"\n\n[Result cut: showing {cut.kept_lines} of {cut.total_lines} lines, "
