@@ -169,3 +169,19 @@ def test_a_hard_linked_agents_md_is_named_in_clean_one_line_messages(
     )
     [notice] = load_project_instructions(project, project, 1024).notices
     assert "(its other names may be outside); project instructions" in notice
+
+
+def test_an_agentsh_folder_linked_out_is_named_and_nothing_in_it_loads(
+    project: Path, user: UserPaths, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "memory").mkdir(parents=True)
+    (elsewhere / "config.toml").write_text('[tui]\ntheme = "nord"\n')
+    (elsewhere / "memory" / "MEMORY.md").write_text("secret memory\n")
+    (project / ".agentsh").symlink_to(elsewhere)
+    lines = check_project(user, project).lines()
+    assert all("not loaded: it leads outside the project" in line for line in lines), lines
+    env = load_environment(project, trust_project=True)
+    assert env.settings.tui.theme != "nord" and env.config.files == ()
+    store = CuratedMemory(ProjectPaths(project), user, MemorySettings())
+    assert "secret memory" not in store.snapshot().render()
