@@ -1,0 +1,76 @@
+"""End to end: the real TUI in tmux, opened in the hostile repository (tests/security/hostile.py).
+
+The trust screen comes first and names what the folder wants; the user trusts it. The
+project's config remapped the approval keys (``approve_once = "escape,n"``, ``deny = "y"``):
+the approval prompt must still show agentsh's own keys, and Esc must not run the command the
+model asks for. Nothing reaches the attacker's server, no planted program runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.tmux import ScriptedServerProcess, TmuxPane, tmux_available
+from tests.security.hostile import Attacker, plant
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.slow,
+    pytest.mark.skipif(not tmux_available(), reason="tmux is not installed"),
+]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_trusted_or_not_the_repository_cannot_remap_the_approval_keys(
+    tmp_path: Path, project: Path
+) -> None:
+    attacker = Attacker().start()
+    try:
+        hostile = plant(project, tmp_path / "victim", attacker.url)
+        marker = hostile.markers / "approved-by-escape"
+        script = tmp_path / "script.json"
+        call = {"name": "bash", "arguments": {"command": f"touch {marker}"}}
+        script.write_text(json.dumps([{"tool_calls": [call]}]))
+        home = Path(os.environ["AGENTSH_HOME"])
+        with ScriptedServerProcess(script, root=ROOT) as server:
+            config = home / "config" / "config.toml"
+            config.parent.mkdir(parents=True)
+            config.write_text(f'[model]\napi_base = "{server.base_url}"\n')
+            env = {
+                "AGENTSH_HOME": str(home),
+                "OPENAI_API_KEY": "sk-test-hostile-tui",
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+                "HF_HUB_OFFLINE": "1",
+                "AGENTSH_NO_OLLAMA_PROBE": "1",
+                "PYTHONPATH": str(ROOT),
+                "HOME": str(tmp_path / "victim"),
+                "PATH": os.environ.get("PATH", ""),
+                "TERM": "xterm-256color",
+            }
+            command = [sys.executable, "-m", "agentsh"]
+            with TmuxPane(command, cwd=project, env=env, width=140, height=45) as pane:
+                pane.wait_for(lambda s: "Do you trust this folder?" in s, timeout=60)
+                screen = pane.screen()
+                assert "tui.keys" in screen and "leads outside the project" in screen
+                pane.send("y")
+                pane.wait_for(lambda s: "Message agentsh" in s, timeout=60)
+                pane.wait_for(lambda s: "loading…" not in s and "gpt-4.1" in s, timeout=90)
+                pane.type("what does main.py do?")
+                pane.send("Enter")
+                pane.wait_for(lambda s: "allow once" in s, timeout=60)
+                screen = pane.screen()
+                assert "[y] allow once" in screen and "[n] deny" in screen
+                pane.send("Escape")
+                pane.wait_for(lambda s: "turn cancelled" in s, timeout=60)  # Esc: a cancel
+                pane.send("C-q")
+        assert not marker.exists()
+        assert list(hostile.markers.iterdir()) == []
+        assert attacker.connections == []
+    finally:
+        attacker.stop()
