@@ -1,6 +1,16 @@
-"""``python -m agentsh`` runs the command line."""
+"""``python -m agentsh`` runs the command line.
 
+``-m`` puts the current folder first on ``sys.path``: in a cloned repository its ``json.py``
+or ``litellm.py`` would be imported in place of the real one and run. agentsh's own modules
+come from where it is installed, so the folder is taken off the path before anything else
+is imported (the installed ``agentsh`` command never had it).
+"""
+
+import os
 import sys
+
+if sys.path and os.path.realpath(sys.path[0] or os.curdir) == os.path.realpath(os.curdir):
+    del sys.path[0]
 
 from agentsh.cli import main
 
