@@ -152,9 +152,20 @@ def hash_file(root: Path, path: Path) -> tuple[str, bytes | None, str]:
     return "sha256:" + digest.hexdigest(), data, ""
 
 
-def _size(data: bytes) -> str:
+def _size(data: bytes, path: Path) -> str:
+    """The file's size; past what was hashed, its size on disk (a 50 GB AGENTS.md says so)."""
     size = len(data)
-    return f"{size} B" if size < 1024 else f"{size / 1024:.1f} KB"
+    if size > _HASH_MAX_BYTES:
+        with contextlib.suppress(OSError):
+            size = path.stat().st_size
+    if size < 1024:
+        return f"{size} B"
+    scaled, unit = size / 1024, "KB"
+    for bigger in ("MB", "GB", "TB"):
+        if scaled < 1024:
+            break
+        scaled, unit = scaled / 1024, bigger
+    return f"{scaled:.1f} {unit}"
 
 
 def settings_findings(root: Path, cwd: Path) -> list[Finding]:
@@ -223,7 +234,7 @@ def instruction_findings(root: Path, cwd: Path) -> list[Finding]:
             if data is None:
                 what = f"not loaded: it {problem}" if problem else "not readable"
             else:
-                what = f"instructions for the model ({_size(data)})"
+                what = f"instructions for the model ({_size(data, path)})"
             found.append(Finding(path, "instructions", what, digest))
     return found
 
@@ -266,9 +277,9 @@ def memory_findings(root: Path, cwd: Path) -> list[Finding]:
         if data is None:
             what = f"not loaded: it {problem}" if problem else "not readable"
         elif path.name == "MEMORY.md":
-            what = f"project memory ({_size(data)})"
+            what = f"project memory ({_size(data, path)})"
         else:
-            what = f"memory doc ({_size(data)})"
+            what = f"memory doc ({_size(data, path)})"
         found.append(Finding(path, "memory", what, digest))
     return found
 

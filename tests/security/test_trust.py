@@ -185,3 +185,10 @@ def test_an_agentsh_folder_linked_out_is_named_and_nothing_in_it_loads(
     assert env.settings.tui.theme != "nord" and env.config.files == ()
     store = CuratedMemory(ProjectPaths(project), user, MemorySettings())
     assert "secret memory" not in store.snapshot().render()
+
+
+def test_a_huge_agents_md_is_shown_with_its_real_size(project: Path, user: UserPaths) -> None:
+    with (project / "AGENTS.md").open("wb") as sparse:
+        sparse.truncate(50 * 1024**3)
+    [line] = check_project(user, project).lines()
+    assert line == "AGENTS.md: instructions for the model (50.0 GB)"
