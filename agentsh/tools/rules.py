@@ -17,9 +17,10 @@ a glob (``*`` inside one folder, ``**`` across folders) relative to the working 
 
 A command matches a ``Bash(...)`` allow rule only when every part of it does (``git status &&
 rm -rf x`` is not ``git:*``), and a command whose parts cannot be told apart (``$(...)``,
-backticks, redirections, a subshell) matches no allow rule. Deny rules look through ``sudo``,
-``timeout``, ``env`` and the like, and a command they cannot see through is denied when any
-specific ``Bash(...)`` deny rule exists: refusing is the safe side.
+backticks, redirections, a subshell) matches no allow rule, nor does git told to run a
+program (``git -c core.fsmonitor=...``, ``--config-env``, ``--exec-path``). Deny rules look
+through ``sudo``, ``timeout``, ``env`` and the like, and a command they cannot see through is
+denied when any specific ``Bash(...)`` deny rule exists: refusing is the safe side.
 """
 
 from __future__ import annotations
@@ -211,7 +212,7 @@ class _Call:
     def allowed_by(self, specifiers: list[str], cwd: Path, root: Path) -> bool:
         if self.command is not None:
             parts = command_parts(self.command)
-            if not parts:
+            if not parts or any(_git_told_to_run_a_program(p) for p in parts):
                 return False
             return all(any(_command_matches(p, s) for s in specifiers) for p in parts)
         if self.path is not None:
@@ -246,6 +247,32 @@ def command_parts(command: str) -> list[str] | None:
     if words:
         parts.append(" ".join(words))
     return parts
+
+
+# git settings on the command line that name no program (``-c user.name=...``); any other
+# ``-c`` may (core.fsmonitor, core.pager, alias.x=!sh, filter and diff drivers, include.path).
+_HARMLESS_GIT_SETTINGS = ("user.", "color.", "advice.", "core.quotepath=", "init.defaultbranch=")
+
+
+def _git_told_to_run_a_program(command: str) -> bool:
+    """Whether a simple command is git with options that can make it run any program: an
+    allow rule for git commands (``Bash(git:*)``) must not cover ``git -c core.fsmonitor=...``."""
+    words = command.split(" ")
+    if not words or words[0].rsplit("/", 1)[-1] != "git":
+        return False
+    index = 1
+    while index < len(words) and words[index].startswith("-"):
+        option = words[index]
+        if option.startswith(("--config-env", "--exec-path")):
+            return True
+        if option == "-c" or (option.startswith("-c") and not option.startswith("--")):
+            setting = option[2:] or (words[index + 1] if index + 1 < len(words) else "")
+            if not setting.lower().startswith(_HARMLESS_GIT_SETTINGS):
+                return True
+            index += 1 if option != "-c" else 2
+            continue
+        index += 2 if option in ("-C", "--git-dir", "--work-tree", "--namespace") else 1
+    return False
 
 
 def _command_matches(command: str, specifier: str) -> bool:
