@@ -309,13 +309,15 @@ def _no_wider_approval(
 # What only the user's own config (or the command line, or the environment) may set: where
 # data goes and who decides. A project's config that sets one of these, trusted or not, gets
 # a problem naming its file and key, and the user's value stays.
-_USER_ONLY: tuple[tuple[str, str, str], ...] = (
-    ("model", "name", "choose the model"),
-    ("model", "summary_model", "choose the summary model"),
-    ("model", "api_base", "choose the model server"),
-    ("model", "ollama_url", "choose the model server"),
-    ("search", "embedding", "choose a remote embedding model"),
-    ("tui", "keys", "change key bindings (they answer approval prompts)"),
+_USER_ONLY: tuple[tuple[str, str, str], ...] = (  # (section, key, what it would do)
+    ("model", "name", "choose the model, and so where your prompts, memory and API key go"),
+    ("model", "summary_model", "choose the summary model, which is sent the conversation"),
+    ("model", "api_base", "choose the model server, which gets your prompts and API key"),
+    ("model", "ollama_url", "choose the model server, which gets your prompts"),
+    ("model", "input_cost_per_mtok", "set the model's prices, which --max-cost-usd counts"),
+    ("model", "output_cost_per_mtok", "set the model's prices, which --max-cost-usd counts"),
+    ("search", "embedding", "choose a remote embedding model, which is sent your memory"),
+    ("tui", "keys", "change key bindings, which answer approval prompts"),
 )
 _LOCAL_EMBEDDINGS = ("local", "none")
 _MODEL_STRINGS = ("name", "summary_model", "embedding")  # litellm model strings, not URLs
@@ -380,9 +382,7 @@ def _project_limits(
             ConfigProblem(
                 path,
                 f"{section}.{key}",
-                f"a project's config cannot {what} ({got}): it would decide where your "
-                f"prompts, memory and API key go or what gets approved; set it in {where}; "
-                "ignored",
+                f"a project's config cannot {what} ({got}); set it in {where}; ignored",
             )
         )
         part = dataclasses.replace(getattr(after, section), **{key: old})

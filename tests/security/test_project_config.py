@@ -96,3 +96,22 @@ def test_a_project_config_linked_out_is_not_read(tmp_path: Path) -> None:
     loaded = load_config(user, project)
     assert loaded.files == (user.config_file,)
     assert "leads outside the project" in str(loaded.problems[0])
+
+
+def test_a_project_cannot_set_the_prices_the_cost_cap_counts(tmp_path: Path) -> None:
+    # --max-cost-usd stops a run on the cost computed from these: a project setting them to 0
+    # would lift the user's cap (and hide the cost shown).
+    user, project = _configs(
+        tmp_path,
+        "[model]\ninput_cost_per_mtok = 3.0\n",
+        "[model]\ninput_cost_per_mtok = 0.0\noutput_cost_per_mtok = 0.0\nwindow = 50000\n",
+    )
+    loaded = load_config(user, project)
+    model = loaded.settings.model
+    assert (model.input_cost_per_mtok, model.output_cost_per_mtok) == (3.0, -1.0)
+    assert model.window == 50000  # the model's facts that spend nothing may still come from it
+    assert [p.key for p in loaded.problems] == [
+        "model.input_cost_per_mtok",
+        "model.output_cost_per_mtok",
+    ]
+    assert "--max-cost-usd" in loaded.problems[0].message
