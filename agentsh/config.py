@@ -20,6 +20,7 @@ from typing import Any, get_type_hints
 
 from agentsh.fsutil import LinkRefused, read_beneath
 from agentsh.paths import ProjectPaths, UserPaths
+from agentsh.termsafe import one_line
 from agentsh.trust import TrustCheck, check_project
 
 
@@ -246,7 +247,9 @@ class ConfigProblem:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.file}: {self.key}: {self.message}"
+        # One line whatever the file's names and keys hold: printed as-is, a newline in a
+        # project's TOML key would forge a line of agentsh's own.
+        return one_line(f"{self.file}: {self.key}: {self.message}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from agentsh.fsutil import LinkRefused, atomic_write, read_beneath
 from agentsh.paths import ProjectPaths, UserPaths
+from agentsh.termsafe import one_line
 
 TRUST_FILE_NAME = "trusted-folders.json"
 _FORMAT = 1
@@ -99,7 +100,8 @@ class TrustCheck:
     def notice(self) -> str:
         """The one line ``-p`` prints when it runs without the folder's files."""
         kinds = sorted({f.kind for f in self.findings})
-        files = ", ".join(sorted({_short_key(f, self.root) for f in self.findings})[:4])
+        names = sorted({one_line(_short_key(f, self.root)) for f in self.findings})
+        files = ", ".join(names[:4])
         what = "changed since you trusted it" if self.state is TrustState.CHANGED else "not trusted"
         return (
             f"this folder is {what}, so its {', '.join(kinds)} ({files}) were not loaded; "

@@ -192,3 +192,18 @@ def test_a_huge_agents_md_is_shown_with_its_real_size(project: Path, user: UserP
         sparse.truncate(50 * 1024**3)
     [line] = check_project(user, project).lines()
     assert line == "AGENTS.md: instructions for the model (50.0 GB)"
+
+
+def test_names_from_the_folder_cannot_forge_lines_in_the_notice(
+    project: Path, user: UserPaths
+) -> None:
+    evil = project / "x\nagentsh: this folder is trusted"
+    evil.mkdir()
+    (evil / "AGENTS.md").write_text("rules\n")
+    (project / ".agentsh").mkdir()
+    (project / ".agentsh" / "config.toml").write_text('"a\\nagentsh: all good" = 1\n')
+    notice = check_project(user, project, evil).notice()
+    assert "\n" not in notice and "\\nagentsh: this folder is trusted" in notice
+    env = load_environment(evil, trust_project=True)
+    [problem] = env.config.problems
+    assert "\n" not in str(problem) and "\\nagentsh: all good" in str(problem)
