@@ -55,6 +55,8 @@ from agentsh.mcp.tools import McpToolSource
 from agentsh.memory.curated import CuratedMemory, MemorySnapshot
 from agentsh.prompt import SystemPrompt
 from agentsh.session.entries import (
+    AnyEntry,
+    EntryAppended,
     MessageEntry,
     ModelChangeEntry,
     Role,
@@ -77,6 +79,7 @@ from agentsh.tools.memory import MemoryTool
 from agentsh.tools.rules import ToolRules
 
 DEFAULT_MAX_STEPS = 200
+MAX_SUMMARY_CHARS = 300  # a tool call's header, as stored in the log
 
 _DONE = object()
 
@@ -165,6 +168,7 @@ class Agent:
         # given (headers, key-like env values); never echoed into the log.
         self._secrets = environment_secrets() + (mcp.secrets() if mcp is not None else ())
         self.context = self._new_context(session, window)
+        session.on_append = self._entry_appended
 
     # -- public API -------------------------------------------------------------------------
 
@@ -229,10 +233,12 @@ class Agent:
         if self.busy:
             raise AgentBusy("a turn is running")
         if session is not self.session:
+            self.session.on_append = None
             self.session.close()
             # "Allow for this session" was granted for the conversation being left.
             self.approver.forget_session()
         self.session = session
+        session.on_append = self._entry_appended
         if fresh_prompt:
             appended = self.prompt.appended
             self.prompt = SystemPrompt(self.env, self.cwd, memory=self.memory)
@@ -335,6 +341,18 @@ class Agent:
     def _emit_event(self, event: Event) -> None:
         self._emit(event)
 
+    def _entry_appended(self, entry: AnyEntry) -> None:
+        """Every entry written during a turn is announced, in order, after it is durable."""
+        self._emit(EntryAppended(entry))
+
+    def _end_turn(
+        self, outcome: TurnOutcome, text: str = "", error: str = "", limit: str = ""
+    ) -> None:
+        """The last two events of every turn: the status as the turn leaves it, then the end
+        (front ends take the status from the stream, never by asking after the turn)."""
+        self._emit(StatusChanged(self.context.status()))
+        self._emit(TurnEnded(outcome, text=text, error=error, limit=limit))
+
     def _new_context(self, session: Session, window: int) -> ContextManager:
         context = ContextManager(
             session,
@@ -361,7 +379,7 @@ class Agent:
                 emit(Notice(NoticeLevel.WARNING, notice))
             if self.llm is None:
                 emit(ErrorOccurred(ErrorKind.NO_MODEL, no_model_help(self.env.user.config_file)))
-                emit(TurnEnded(TurnOutcome.ERROR, error="no model is configured"))
+                self._end_turn(TurnOutcome.ERROR, error="no model is configured")
                 return
             is_first = not any(
                 isinstance(e, MessageEntry) and e.role is Role.USER
@@ -378,16 +396,15 @@ class Agent:
             await self._mcp_ready()
             outcome = await self._steps(state)
             if outcome is TurnOutcome.ABORTED:
-                emit(TurnEnded(TurnOutcome.ABORTED, text=state.final_text))
+                self._end_turn(TurnOutcome.ABORTED, text=state.final_text)
             elif outcome is TurnOutcome.DONE:
-                emit(TurnEnded(TurnOutcome.DONE, text=state.final_text, limit=state.limit))
+                self._end_turn(TurnOutcome.DONE, text=state.final_text, limit=state.limit)
         except asyncio.CancelledError:
             self._record_abort(state)
-            emit(StatusChanged(self.context.status()))
-            emit(TurnEnded(TurnOutcome.ABORTED, text=state.text))
+            self._end_turn(TurnOutcome.ABORTED, text=state.text)
         except SessionError as exc:
             emit(ErrorOccurred(ErrorKind.OTHER, f"The session log could not be written: {exc}"))
-            emit(TurnEnded(TurnOutcome.ERROR, error=str(exc)))
+            self._end_turn(TurnOutcome.ERROR, error=str(exc))
         except Exception as exc:  # noqa: BLE001 - last resort: a bug ends this turn, not the app
             # Keep what was received and answer every call, so the log stays whole and the
             # next turn can go on; the message names the exception so the bug can be found.
@@ -398,8 +415,7 @@ class Agent:
                     self._record_error(state, message)
                 self._answer_unrun_calls(state, "not run: the turn stopped on an internal error")
             emit(ErrorOccurred(ErrorKind.OTHER, message))
-            emit(StatusChanged(self.context.status()))
-            emit(TurnEnded(TurnOutcome.ERROR, text=text, error=message))
+            self._end_turn(TurnOutcome.ERROR, text=text, error=message)
         finally:
             self._sync_quietly()
 
@@ -440,13 +456,12 @@ class Agent:
                         continue
                 self._record_error(state, err.message)
                 emit(ErrorOccurred(err.kind, err.message))
-                emit(StatusChanged(self.context.status()))
-                emit(TurnEnded(TurnOutcome.ERROR, text=state.text, error=err.message))
+                self._end_turn(TurnOutcome.ERROR, text=state.text, error=err.message)
                 return None
             entry = self.session.append_message(
                 Role.ASSISTANT,
                 completion.text,
-                tool_calls=completion.tool_calls,
+                tool_calls=tuple(self._summarized(c) for c in completion.tool_calls),
                 model=completion.model or self.llm.model,
                 usage=completion.usage,
                 stop_reason=completion.stop_reason,
@@ -534,11 +549,13 @@ class Agent:
                 params = tool.parse(arguments)
             except ToolArgumentError as exc:
                 problem = f"Invalid arguments for {call.name}: {exc}"
-        summary = tool.summary(params) if tool is not None and not problem else call.name
         changes_files = tool is not None and not problem and _changes_files(tool, params, ctx)
         emit(
             ToolStarted(
-                call.id, call.name, arguments if isinstance(arguments, dict) else {}, summary
+                call.id,
+                call.name,
+                arguments if isinstance(arguments, dict) else {},
+                call.summary or call.name,
             )
         )
         if problem or tool is None:
@@ -569,6 +586,19 @@ class Agent:
                 full_output_path=str(result.details.get("full_output_path", "")),
             )
         )
+
+    def _summarized(self, call: ToolCall) -> ToolCall:
+        """The call with the header its tool writes for it (the call's name when the tool is
+        unknown or the arguments do not parse), stored in the log with the call."""
+        tool = self.tools.get(call.name)
+        arguments = _parse_arguments(call.arguments)
+        summary = call.name
+        if tool is not None and isinstance(arguments, dict):
+            with contextlib.suppress(ToolArgumentError):
+                summary = tool.summary(tool.parse(arguments))
+        if len(summary) > MAX_SUMMARY_CHARS:
+            summary = summary[: MAX_SUMMARY_CHARS - 1] + "…"
+        return replace(call, summary=summary)
 
     def _tool_context(self, call_id: str) -> ToolContext:
         return ToolContext(

@@ -32,6 +32,9 @@ class ToolCall:
     id: str
     name: str
     arguments: str  # the JSON text of the arguments object, validated before it is written
+    # The header line the tool wrote for this call (``grep: needle in src (*.py)``), stored so
+    # a resumed chat shows what the live one showed; "" in logs written before it was kept.
+    summary: str = ""
 
     def parsed_arguments(self) -> dict[str, Any]:
         try:

@@ -35,6 +35,7 @@ from agentsh.headless.stream_input import (
     UserInput,
     control_response,
 )
+from agentsh.session.entries import EntryAppended
 from agentsh.startup import SessionChoiceError, session_for_args
 
 if TYPE_CHECKING:
@@ -256,6 +257,8 @@ async def _turn(agent: AgentAPI, output: Output, prompt: str, args: argparse.Nam
     output.start_turn()
     denied_before = len(agent.denials())
     async for event in agent.run(prompt):
+        if isinstance(event, EntryAppended):
+            continue  # the log's own lines; these outputs report the turn's progress instead
         output.event(event)
     denials = [
         {"tool_name": d.tool, "tool_use_id": d.call_id, "tool_input": _params_json(d.params)}

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from agentsh.errors import AgentshError
+from agentsh.events import Event
 from agentsh.paths import checked_session_id
 from agentsh.values import Role, StopReason, ToolCall, Usage
 
@@ -33,6 +34,7 @@ __all__ = [
     "BranchSummaryEntry",
     "CompactionEntry",
     "Entry",
+    "EntryAppended",
     "EntryError",
     "Header",
     "LabelEntry",
@@ -148,9 +150,7 @@ class MessageEntry(Entry):
         data["role"] = self.role.value
         data["content"] = self.content
         if self.tool_calls:
-            data["toolCalls"] = [
-                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
-            ]
+            data["toolCalls"] = [_call_json(c) for c in self.tool_calls]
         if self.model:
             data["model"] = self.model
         if self.usage is not None:
@@ -368,6 +368,19 @@ AnyEntry = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class EntryAppended(Event):
+    """``entry`` has just been written to the session log.
+
+    The agent announces every entry of a turn this way, in the order written, so a front end
+    can show the conversation as a projection of the log while it happens, with the same
+    mapping it uses when a session is opened (the TUI's chat). Front ends that print progress
+    instead (headless ``-p``) may ignore it.
+    """
+
+    entry: AnyEntry
+
+
 def _fast_constructor(cls: type[_T]) -> Callable[..., _T]:
     """A keyword constructor for a frozen, slotted dataclass that sets each slot directly.
 
@@ -432,7 +445,10 @@ def entry_from_json(data: dict[str, Any]) -> AnyEntry:
                     tool_calls=tuple(
                         [
                             _make_tool_call(
-                                id=str(c["id"]), name=str(c["name"]), arguments=_args(c)
+                                id=str(c["id"]),
+                                name=str(c["name"]),
+                                arguments=_args(c),
+                                summary=_summary(c),
                             )
                             for c in calls
                         ]
@@ -552,6 +568,18 @@ def _text(value: Any) -> str:
     if isinstance(value, list):
         return "".join(str(b.get("text", "")) if isinstance(b, dict) else str(b) for b in value)
     raise TypeError("content must be a string")
+
+
+def _call_json(call: ToolCall) -> dict[str, str]:
+    data = {"id": call.id, "name": call.name, "arguments": call.arguments}
+    if call.summary:
+        data["summary"] = call.summary
+    return data
+
+
+def _summary(call: dict[str, Any]) -> str:
+    summary = call.get("summary")
+    return summary if type(summary) is str else ""
 
 
 def _args(call: dict[str, Any]) -> str:

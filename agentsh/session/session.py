@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -64,6 +65,9 @@ class Session:
         self.read_only_reason = read_only_reason
         self._writer = writer
         self._fsync_each = fsync_each
+        #: called with every entry right after it is written (the agent turns it into an
+        #: :class:`~agentsh.session.entries.EntryAppended` event); one listener at a time
+        self.on_append: Callable[[AnyEntry], None] | None = None
 
     # -- opening ----------------------------------------------------------------------------
 
@@ -192,6 +196,8 @@ class Session:
                 self._writer = LogWriter.create(self.path, self.header, fsync_each=self._fsync_each)
             self._writer.append(entry)
         self.tree.add(entry)
+        if self.on_append is not None:
+            self.on_append(entry)
         return entry
 
     def append_message(

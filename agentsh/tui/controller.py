@@ -24,7 +24,6 @@ from textual.signal import Signal
 from agentsh.config import Environment
 from agentsh.events import (
     ApprovalDecision,
-    CompactionFinished,
     ContextStatus,
     Event,
     Tier,
@@ -35,11 +34,7 @@ from agentsh.session.session import Session
 from agentsh.tui import commands as slash
 from agentsh.tui.branching import BranchNavigator
 from agentsh.tui.options import LaunchOptions
-from agentsh.tui.projection import (
-    NoteItem,
-    archive_item,
-    project_session,
-)
+from agentsh.tui.projection import NoteItem, Projector, project_session, projector_for
 from agentsh.tui.turn_view import TurnView
 from agentsh.tui.ui_state import UiState, load_ui_state, save_ui_state
 from agentsh.tui.widgets.approval import ApprovalPrompt
@@ -322,13 +317,14 @@ class ChatController:
         del worker
 
     async def _consume(self, events: AsyncIterator[Event], user_text: str) -> None:
-        turn = TurnView(self, user_text)
+        session = self.current_session()
+        # What the chat shows now, continued entry by entry as the turn writes them.
+        projector = projector_for(session) if session is not None else Projector()
+        turn = TurnView(self, user_text, projector)
         await self.chat.reveal_end()
         try:
             async for event in events:
                 await turn.handle(event)
-                if isinstance(event, CompactionFinished):
-                    await self._compaction_landed(event.entry_id)
         except Exception as exc:  # noqa: BLE001 - a crashed turn is shown, the app goes on
             await self.note(f"The turn failed: {exc}", "error")
         finally:
@@ -342,21 +338,10 @@ class ChatController:
             if self._turn_done is not None:
                 self._turn_done.set()
             self.refresh_project_files()  # tools may have created or deleted files
-            if self.agent is not None:
-                self.show_status(self.agent.status())
             await self.branching.turn_ended()
             self.path_changed.publish("turn")
             if self.queue:
                 self._start_next()
-
-    async def _compaction_landed(self, entry_id: str) -> None:
-        """Fold the turns a compaction just archived into one line, and tell the panes."""
-        session = self.current_session()
-        if session is not None:
-            item = archive_item(session.current_path(), entry_id)
-            if item is not None:
-                await self.chat.fold_archive(item)
-        self.path_changed.publish("compaction")
 
     def resume_queue(self) -> None:
         """Send the next queued message, if any (after work that held the queue ended)."""

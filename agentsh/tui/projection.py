@@ -7,11 +7,16 @@ are computed from ``session.current_path()``. A tool call and its result become 
 out of the model's context are folded into one :class:`ArchiveItem` where they stood (the log
 keeps them, so the chat can show them again, marked as archived). Where the path goes through
 a fork, a :class:`BranchItem` says which branch it is (``branch 2/3``). Pure data, no widgets.
+
+There is one mapping from entries to items (:func:`items_for`, with :func:`tool_item` for a call
+and its result). :func:`project` applies it to a whole path at once (opening a session, a branch
+switch, an expanded archive); :class:`Projector` applies it one appended entry at a time, as a
+turn writes them, and says what changed, so the live chat and a reloaded one are the same list.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -26,6 +31,7 @@ from agentsh.session.entries import (
     ToolResultEntry,
     UnknownEntry,
 )
+from agentsh.values import ToolCall
 
 if TYPE_CHECKING:
     from agentsh.session.session import Session
@@ -150,9 +156,15 @@ def item_entry_ids(item: ChatItem) -> tuple[str, ...]:
             return ()  # a marker between entries, not an entry
 
 
+def call_summary(call: ToolCall) -> str:
+    """A call's header: what its tool wrote when it ran (stored with the call), or for a log
+    written before that was kept, the tool's name and its main argument."""
+    return call.summary or tool_summary(call.name, call.parsed_arguments())
+
+
 def tool_summary(name: str, arguments: dict[str, object]) -> str:
-    """The block header for a stored call: tool name and its main argument."""
-    for key in ("command", "cmd", "path", "file_path", "pattern", "query", "glob", "action"):
+    """The header of a call logged without its summary: tool name and its main argument."""
+    for key in ("command", "cmd", "pattern", "query", "path", "file_path", "glob", "action"):
         value = arguments.get(key)
         if isinstance(value, str) and value:
             first = value.strip().splitlines()[0] if value.strip() else value
@@ -163,6 +175,12 @@ def tool_summary(name: str, arguments: dict[str, object]) -> str:
 def project_session(session: Session) -> list[ChatItem]:
     """The chat of a session: its current path, with a marker at every fork it goes through."""
     return project(session.current_path(), tree=session.tree)
+
+
+def projector_for(session: Session) -> Projector:
+    """A :class:`Projector` that continues :func:`project_session` as entries are appended."""
+    path = session.current_path()
+    return Projector(path, branch_marks(path, session.tree))
 
 
 def branch_marks(entries: Sequence[AnyEntry], tree: SessionTree) -> dict[str, BranchItem]:
@@ -201,16 +219,6 @@ def project(
     return items
 
 
-def archive_item(path: Sequence[AnyEntry], compaction_id: str) -> ArchiveItem | None:
-    """The folded line for the compaction ``compaction_id`` on ``path`` (None: it archived
-    nothing, or it is not on the path)."""
-    for span in compaction_spans(path):
-        if span.entry.id == compaction_id and span.archived:
-            results = {e.tool_call_id: e for e in path if isinstance(e, ToolResultEntry)}
-            return _archive(path, span, results)
-    return None
-
-
 def _archive(
     path: Sequence[AnyEntry],
     span: CompactionSpan,
@@ -229,55 +237,132 @@ def _archive(
 
 def _items(
     entries: Sequence[AnyEntry],
-    results: dict[str, ToolResultEntry],
+    results: Mapping[str, ToolResultEntry],
     marks: Mapping[str, BranchItem],
 ) -> list[ChatItem]:
     items: list[ChatItem] = []
     for entry in entries:
         if marks and (mark := marks.get(entry.id)) is not None:
             items.append(mark)
-        match entry:
-            case MessageEntry(role=Role.USER):
-                items.append(UserItem(entry.id, entry.content))
-            case MessageEntry():
-                aborted = entry.stop_reason is StopReason.ABORTED
-                if entry.content or aborted or entry.error or not entry.tool_calls:
-                    items.append(AssistantItem(entry.id, entry.content, aborted, entry.error or ""))
-                for call in entry.tool_calls:
-                    result = results.get(call.id)
-                    items.append(
-                        ToolItem(
-                            call_id=call.id,
-                            name=call.name,
-                            summary=tool_summary(call.name, call.parsed_arguments()),
-                            output=result.content if result else "",
-                            is_error=result.is_error if result else False,
-                            diff=str(result.details.get("diff", "")) if result else "",
-                            finished=result is not None,
-                            entry_id=result.id if result else "",
-                            message_id=entry.id,
-                        )
-                    )
-            case ToolResultEntry():
-                continue  # shown with its call
-            case CompactionEntry():
-                items.append(
-                    CompactionItem(
-                        entry.id,
-                        entry.tier,
-                        entry.tokens_before,
-                        entry.tokens_after,
-                        entry.summary,
-                    )
-                )
-            case ModelChangeEntry():
-                items.append(NoteItem(entry.id, f"model changed to {entry.model}"))
-            case BranchSummaryEntry():
-                items.append(NoteItem(entry.id, f"branch summary: {entry.summary}"))
-            case UnknownEntry():
-                items.append(
-                    NoteItem(entry.id, f"unknown entry type {entry.type_name!r}", "warning")
-                )
-            case _:
-                continue
+        items.extend(items_for(entry, results))
     return items
+
+
+def items_for(entry: AnyEntry, results: Mapping[str, ToolResultEntry]) -> list[ChatItem]:
+    """What the chat shows for one entry (``results``: tool results by call id, as far as they
+    are known): one item, several for a reply that made tool calls, none for a tool result
+    (it is shown with its call) or an annotation."""
+    match entry:
+        case MessageEntry(role=Role.USER):
+            return [UserItem(entry.id, entry.content)]
+        case MessageEntry():
+            items: list[ChatItem] = []
+            aborted = entry.stop_reason is StopReason.ABORTED
+            if entry.content or aborted or entry.error or not entry.tool_calls:
+                items.append(AssistantItem(entry.id, entry.content, aborted, entry.error or ""))
+            items.extend(tool_item(c, entry.id, results.get(c.id)) for c in entry.tool_calls)
+            return items
+        case CompactionEntry():
+            return [
+                CompactionItem(
+                    entry.id, entry.tier, entry.tokens_before, entry.tokens_after, entry.summary
+                )
+            ]
+        case ModelChangeEntry():
+            return [NoteItem(entry.id, f"model changed to {entry.model}")]
+        case BranchSummaryEntry():
+            return [NoteItem(entry.id, f"branch summary: {entry.summary}")]
+        case UnknownEntry():
+            return [NoteItem(entry.id, f"unknown entry type {entry.type_name!r}", "warning")]
+    return []  # a tool result (shown with its call), a label or leaf record
+
+
+def tool_item(call: ToolCall, message_id: str, result: ToolResultEntry | None) -> ToolItem:
+    """A tool call as one block: the call from its reply, the outcome from its result."""
+    return ToolItem(
+        call_id=call.id,
+        name=call.name,
+        summary=call_summary(call),
+        output=result.content if result else "",
+        is_error=result.is_error if result else False,
+        diff=str(result.details.get("diff", "")) if result else "",
+        finished=result is not None,
+        entry_id=result.id if result else "",
+        message_id=message_id,
+    )
+
+
+# -- one entry at a time -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Added:
+    """Show ``item`` after everything shown so far."""
+
+    item: ChatItem
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The tool call ``item.call_id`` has its result: its block shows ``item`` now."""
+
+    item: ToolItem
+
+
+@dataclass(frozen=True, slots=True)
+class Folded:
+    """A compaction archived the entries ``item.entry_ids``: their items become one line."""
+
+    item: ArchiveItem
+
+
+Change = Added | Finished | Folded
+
+
+class Projector:
+    """The items of a path, kept up to date as entries are appended to it.
+
+    Built from the path the chat was loaded with (and the fork markers it was shown with);
+    :meth:`add` takes each entry a turn writes and returns what changed. Applying the changes
+    to the loaded items gives exactly what :func:`project` gives for the longer path, except a
+    marker for a fork the turn itself made (its first message on a new branch): the
+    controller re-projects after such a turn."""
+
+    def __init__(
+        self, path: Iterable[AnyEntry] = (), marks: Mapping[str, BranchItem] | None = None
+    ) -> None:
+        self.marks: Mapping[str, BranchItem] = marks or {}
+        self.path: list[AnyEntry] = []
+        self._positions: dict[str, int] = {}
+        self._results: dict[str, ToolResultEntry] = {}
+        self._calls: dict[str, tuple[ToolCall, str]] = {}  # call id -> (call, its reply's id)
+        self._kept_from = 0  # where the context began after the newest compaction
+        for entry in path:
+            self._take(entry)
+
+    def _take(self, entry: AnyEntry) -> None:
+        if isinstance(entry, CompactionEntry):
+            kept = self._positions.get(entry.first_kept_id, self._kept_from)
+            self._kept_from = max(kept, self._kept_from)
+        elif isinstance(entry, ToolResultEntry):
+            self._results[entry.tool_call_id] = entry
+        elif isinstance(entry, MessageEntry):
+            for call in entry.tool_calls:
+                self._calls[call.id] = (call, entry.id)
+        self._positions[entry.id] = len(self.path)
+        self.path.append(entry)
+
+    def add(self, entry: AnyEntry) -> list[Change]:
+        """Take one appended entry (a node of the path; annotations change nothing)."""
+        if not entry.is_node or entry.id in self._positions:
+            return []
+        start = self._kept_from
+        self._take(entry)
+        if isinstance(entry, ToolResultEntry):
+            found = self._calls.get(entry.tool_call_id)
+            return [Finished(tool_item(found[0], found[1], entry))] if found else []
+        changes: list[Change] = [Added(item) for item in items_for(entry, self._results)]
+        if isinstance(entry, CompactionEntry) and self._kept_from > start:
+            span = CompactionSpan(entry, len(self.path) - 1, start, self._kept_from)
+            changes.append(Folded(_archive(self.path, span, self._results, self.marks)))
+        return changes

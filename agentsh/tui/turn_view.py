@@ -1,9 +1,15 @@
-"""One turn on screen: a stream of agent events becomes transcript widgets.
+"""One turn on screen: the entries it writes, projected as they are written, plus what streams.
 
-Each event updates exactly one widget: text deltas go to the live reply (one markdown stream),
-tool events to their block, an approval request becomes an inline prompt, compaction events a
-collapsed line, errors a line in place. When a widget's work is done, its row in the chat gets
-the finished item (from the event, which mirrors the log), so a remount shows it as it ended.
+The chat of a turn is the projection of the log, live: every ``EntryAppended`` goes through
+the same mapping a reload uses (:class:`~agentsh.tui.projection.Projector`, built on
+:func:`~agentsh.tui.projection.items_for`), so what the chat shows when the turn ends is what
+opening the session shows. The rest of the stream only animates what the log will hold: text
+deltas fill the live reply until its entry replaces them, a logged tool call's block appears
+when the tool starts and streams its output until its result entry finishes it, a compaction
+shows a running line until its entry lands. What is not in the log at all (notices, retries,
+approval questions, errors no entry carries) is a note in place.
+
+The view never reads the session: what it shows comes from the events.
 """
 
 from __future__ import annotations
@@ -12,7 +18,6 @@ from typing import TYPE_CHECKING
 
 from agentsh.events import (
     ApprovalRequest,
-    AssistantMessage,
     CompactionFailed,
     CompactionFinished,
     CompactionStarted,
@@ -24,15 +29,22 @@ from agentsh.events import (
     StatusChanged,
     TextDelta,
     ThinkingDelta,
-    ToolFinished,
     ToolOutput,
     ToolStarted,
     TurnEnded,
     TurnOutcome,
-    TurnStarted,
 )
-from agentsh.session.entries import CompactionEntry, MessageEntry, Role
-from agentsh.tui.projection import AssistantItem, CompactionItem, NoteItem, ToolItem, UserItem
+from agentsh.session.entries import EntryAppended
+from agentsh.tui.projection import (
+    Added,
+    AssistantItem,
+    CompactionItem,
+    Finished,
+    Folded,
+    NoteItem,
+    Projector,
+    ToolItem,
+)
 from agentsh.tui.widgets.approval import ApprovalPrompt
 from agentsh.tui.widgets.messages import AssistantMessage as AssistantWidget
 from agentsh.tui.widgets.messages import CompactionLine
@@ -43,44 +55,37 @@ if TYPE_CHECKING:
 
 
 class TurnView:
-    """Turns one stream of agent events into transcript widgets."""
+    """Turns one stream of agent events into transcript rows."""
 
-    def __init__(self, controller: ChatController, user_text: str) -> None:
+    def __init__(self, controller: ChatController, user_text: str, projector: Projector) -> None:
         self.c = controller
         self.chat = controller.chat
         self.user_text = user_text
-        self.reply: AssistantWidget | None = None
-        self.blocks: dict[str, ToolBlock] = {}
-        self.compaction: CompactionLine | None = None
+        self.projector = projector
+        self.reply: AssistantWidget | None = None  # streaming, its entry not written yet
+        self.blocks: dict[str, ToolBlock] = {}  # this turn's mounted tool blocks, by call id
+        self.pending: dict[str, ToolItem] = {}  # logged calls whose tool has not started
+        self.compaction: CompactionLine | None = None  # running, its entry not written yet
+        self.logged_error = ""  # the error the newest logged reply carries (shown with it)
+        self.logged_abort = False  # a reply was logged as aborted (its footer says so)
         self.ended = False
 
     async def handle(self, event: Event) -> None:
         chat = self.chat
         match event:
-            case TurnStarted():
-                await chat.append(UserItem(event.user_entry_id, event.text))
+            case EntryAppended():
+                for change in self.projector.add(event.entry):
+                    await self._apply(change)
             case TextDelta():
                 reply = await self._reply()
                 await reply.append(event.text)
             case ThinkingDelta():
                 (await self._reply()).add_thinking(event.text)
-            case AssistantMessage():
-                await self._finish_reply(event.entry_id, event.text)
             case ToolStarted():
-                block = ToolBlock(
-                    event.call_id,
-                    event.name,
-                    event.summary or event.name,
-                    preview_lines=self.c.env.settings.tui.tool_preview_lines,
-                    expand_key=chat.expand_key,
-                )
-                self.blocks[event.call_id] = block
-                await chat.append(ToolItem(event.call_id, event.name, event.summary), block)
+                await self._tool_started(event)
             case ToolOutput():
                 if (running := self.blocks.get(event.call_id)) is not None:
                     running.append_output(event.text)
-            case ToolFinished():
-                await self._tool_finished(event)
             case ApprovalRequest():
                 prompt = ApprovalPrompt(event, self.c.app.keymap)
                 await chat.append(NoteItem("", f"approval asked: {event.summary}"), prompt)
@@ -97,7 +102,8 @@ class TurnView:
                 self.compaction = line
                 await chat.append(CompactionItem("", event.tier.value, 0, 0, ""), line)
             case CompactionFinished():
-                await self._compaction_finished(event)
+                if event.note:  # e.g. the summary failed and the turns were archived instead
+                    await self.c.note(f"compaction: {event.note}", "warning")
             case CompactionFailed():
                 if self.compaction is not None:
                     self.compaction.fail(event.reason)
@@ -111,7 +117,27 @@ class TurnView:
             case TurnEnded():
                 await self._ended(event)
             case _:
-                pass  # usage and tool-call fragments: the status bar shows their effect
+                pass  # the turn's start, replies and results are entries; usage is the status
+
+    # -- entries ------------------------------------------------------------------------------
+
+    async def _apply(self, change: Added | Finished | Folded) -> None:
+        match change:
+            case Added(item=AssistantItem() as item):
+                await self._reply_logged(item)
+            case Added(item=ToolItem() as item):
+                # Shown when its tool starts (or its result arrives), as the run goes.
+                self._drop_unlogged_reply()
+                self.pending[item.call_id] = item
+            case Added(item=CompactionItem() as item):
+                await self._compaction_logged(item)
+            case Added(item=item):
+                await self.chat.append(item)
+            case Finished(item=item):
+                await self._tool_logged(item)
+            case Folded(item=item):
+                await self.chat.fold_archive(item)
+                self.c.path_changed.publish("compaction")
 
     async def _reply(self) -> AssistantWidget:
         if self.reply is None:
@@ -120,59 +146,58 @@ class TurnView:
             await self.chat.append(AssistantItem("", ""), widget)
         return self.reply
 
-    async def _finish_reply(self, entry_id: str, text: str) -> None:
-        reply = self.reply
-        self.reply = None
+    async def _reply_logged(self, item: AssistantItem) -> None:
+        """A reply's entry: the live reply shows exactly the logged text from now on."""
+        self.logged_error = item.error
+        self.logged_abort = self.logged_abort or item.aborted
+        reply, self.reply = self.reply, None
         if reply is None:
-            if text:
-                await self.chat.append(AssistantItem(entry_id, text))
-            return
-        await reply.finish(text=text)
-        reply.entry_id = entry_id
-        if not text and not reply.text:
-            reply.display = False  # a tool-call-only reply: the blocks say it all
-        self.chat.set_item(reply, AssistantItem(entry_id, text))
-
-    async def _tool_finished(self, event: ToolFinished) -> None:
-        found = self.blocks.get(event.call_id)
-        item = ToolItem(
-            event.call_id,
-            event.name,
-            found.summary if found is not None else event.name,
-            output=event.content,
-            is_error=event.is_error,
-            diff=event.diff,
-            finished=True,
-            entry_id=event.entry_id,
-        )
-        if found is None:
             await self.chat.append(item)
             return
-        found.finish(event.content, is_error=event.is_error, diff=event.diff)
-        self.chat.set_item(found, item)
+        await reply.finish(text=item.text, aborted=item.aborted, error=item.error)
+        reply.entry_id = item.entry_id
+        self.chat.set_item(reply, item)
 
-    async def _compaction_finished(self, event: CompactionFinished) -> None:
-        summary = ""
-        session = self.c.current_session()
-        if session is not None and event.entry_id in session.tree.nodes:
-            entry = session.get(event.entry_id)
-            if isinstance(entry, CompactionEntry):
-                summary = entry.summary
-        if event.note:
-            summary = f"{event.note}\n{summary}".strip()
-        item = CompactionItem(
-            event.entry_id, event.tier.value, event.tokens_before, event.tokens_after, summary
-        )
-        line = self.compaction
-        self.compaction = None
+    def _drop_unlogged_reply(self) -> None:
+        """A reply made only of tool calls has no item (its blocks say it all): a live reply
+        that showed nothing but its thinking goes."""
+        reply, self.reply = self.reply, None
+        if reply is not None:
+            self.chat.discard(reply)
+
+    async def _tool_started(self, event: ToolStarted) -> None:
+        item = self.pending.pop(event.call_id, None)
+        if item is None:  # a call the log does not hold (never expected from the agent)
+            item = ToolItem(event.call_id, event.name, event.summary or event.name)
+        block = self.chat.build(item)
+        assert isinstance(block, ToolBlock)
+        self.blocks[event.call_id] = block
+        await self.chat.append(item, block)
+
+    async def _tool_logged(self, item: ToolItem) -> None:
+        """A call's result entry: its block shows the logged outcome."""
+        if self.pending.pop(item.call_id, None) is not None:  # never started (cancelled)
+            await self.chat.append(item)
+            return
+        block = self.blocks.get(item.call_id)
+        if block is None:
+            await self.chat.append(item)
+            return
+        block.finish(item.output, is_error=item.is_error, diff=item.diff)
+        self.chat.set_item(block, item)
+
+    async def _compaction_logged(self, item: CompactionItem) -> None:
+        line, self.compaction = self.compaction, None
         if line is None:
             await self.chat.append(item)
             return
         # The tier that ran, which may not be the one that started (a summary that failed
         # falls back to archiving the turns).
-        line.tier = event.tier.value
-        line.finish(event.tokens_before, event.tokens_after, summary, event.entry_id)
+        line.tier = item.tier
+        line.finish(item.tokens_before, item.tokens_after, item.summary, item.entry_id)
         self.chat.set_item(line, item)
+
+    # -- endings ------------------------------------------------------------------------------
 
     async def _error(self, event: ErrorOccurred) -> None:
         if event.kind is ErrorKind.NO_MODEL:
@@ -181,9 +206,10 @@ class TurnView:
             if self.user_text and not prompt.text:
                 prompt.put_text(self.user_text)  # nothing was sent: keep what was typed
             return
-        if self.reply is not None:
-            reply = self.reply
-            self.reply = None
+        if event.message and event.message == self.logged_error:
+            return  # the logged reply shows it
+        if self.reply is not None:  # the reply could not be logged: show it failed in place
+            reply, self.reply = self.reply, None
             await reply.finish(error=event.message)
             self.chat.set_item(reply, AssistantItem("", reply.text, error=event.message))
             return
@@ -192,32 +218,23 @@ class TurnView:
     async def _ended(self, event: TurnEnded) -> None:
         self.ended = True
         aborted = event.outcome is TurnOutcome.ABORTED
-        if self.reply is not None:
-            reply = self.reply
-            self.reply = None
+        if self.reply is not None:  # its entry was never written
+            reply, self.reply = self.reply, None
             await reply.finish(aborted=aborted)
-            entry_id = self._last_assistant_id()
-            self.chat.set_item(reply, AssistantItem(entry_id, reply.text, aborted=aborted))
-        elif aborted:
+            self.chat.set_item(reply, AssistantItem("", reply.text, aborted=aborted))
+        elif aborted and not self.logged_abort:
             await self.c.note("turn cancelled", "warning")
         for block in self.blocks.values():
             if not block.finished:
                 block.finish(block.output or "(cancelled)", is_error=True)
+        self.pending.clear()
         if self.compaction is not None:
             self.compaction.fail("cancelled")
             self.compaction = None
-
-    def _last_assistant_id(self) -> str:
-        session = self.c.current_session()
-        if session is None:
-            return ""
-        for entry in reversed(session.current_path()):
-            if isinstance(entry, MessageEntry) and entry.role is Role.ASSISTANT:
-                return entry.id
-        return ""
 
     async def close(self) -> None:
         """The stream ended (normally or not): never leave a live widget streaming."""
         if self.reply is not None:
             await self.reply.finish(aborted=not self.ended)
             self.reply = None
+

@@ -26,7 +26,14 @@ from agentsh.events import (
     TurnOutcome,
     TurnStarted,
 )
-from agentsh.session.entries import CompactionEntry, MessageEntry, Role, StopReason, ToolResultEntry
+from agentsh.session.entries import (
+    CompactionEntry,
+    EntryAppended,
+    MessageEntry,
+    Role,
+    StopReason,
+    ToolResultEntry,
+)
 from agentsh.session.session import Session
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import Reply, ScriptedServer, overflow_error, text, tool_call
@@ -82,7 +89,14 @@ async def test_events_follow_the_log(
     agent = make_agent()
     events = await collect(agent.run("list files"))
     kinds = [type(e).__name__ for e in events]
-    assert kinds[0] == "TurnStarted" and kinds[-1] == "TurnEnded"
+    assert kinds[:2] == ["EntryAppended", "TurnStarted"] and kinds[-2:] == [
+        "StatusChanged",
+        "TurnEnded",
+    ]
+    # Every entry the turn wrote is announced once, in the order written, after the write.
+    announced = [e.entry for e in events if isinstance(e, EntryAppended)]
+    assert announced == agent.session.current_path()
+    assert [c.summary for c in announced[1].tool_calls] == ["ls: ."]
     started = next(e for e in events if isinstance(e, ToolStarted))
     finished = next(e for e in events if isinstance(e, ToolFinished))
     assert started.call_id == finished.call_id and started.summary.startswith("ls")

@@ -26,7 +26,7 @@ from agentsh.events import (
     TurnStarted,
 )
 from agentsh.memory.curated import MemorySnapshot
-from agentsh.session.entries import Role, StopReason
+from agentsh.session.entries import AnyEntry, EntryAppended, Role, StopReason
 from agentsh.session.session import Session
 
 Script = Callable[["FakeAgent", str], AsyncIterator[Event]]
@@ -77,14 +77,35 @@ class FakeAgent:
 
     async def run(self, text: str) -> AsyncIterator[Event]:
         self.runs.append(text)
-        async for event in self.script(self, text):
+        async for event in self._announcing(self.script(self, text)):
             yield event
+
+    async def _announcing(self, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+        """Like the agent: every entry the script writes is announced (``EntryAppended``)
+        right after it is written, before the event the script yields next."""
+        written: list[AnyEntry] = []
+        self.session.on_append = written.append
+        try:
+            async for event in events:
+                for entry in written:
+                    yield EntryAppended(entry)
+                written.clear()
+                yield event
+            for entry in written:
+                yield EntryAppended(entry)
+        finally:
+            self.session.on_append = None
 
     def cancel(self) -> None:
         self.cancelled += 1
 
     async def compact(self, tier: Tier | None = None) -> AsyncIterator[Event]:
         self.compactions.append(tier)
+        async for event in self._announcing(self.compaction_events(tier)):
+            yield event
+
+    async def compaction_events(self, tier: Tier | None) -> AsyncIterator[Event]:
+        """What ``/compact`` does (a subclass writes a compaction entry)."""
         yield StatusChanged(self._status)
 
     def set_model(self, model: str) -> None:

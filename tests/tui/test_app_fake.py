@@ -842,7 +842,7 @@ async def test_compact_shows_one_collapsed_line_and_rejects_unknown_tiers(
     from agentsh.tui.widgets.messages import CompactionLine
 
     class CompactingAgent(FakeAgent):
-        async def compact(self, tier: Tier | None = None) -> AsyncIterator[Event]:
+        async def compaction_events(self, tier: Tier | None = None) -> AsyncIterator[Event]:
             yield CompactionStarted(tier or Tier.SUMMARIZE, "manual")
             first = self.session.current_path()[0]
             entry = CompactionEntry(
@@ -880,7 +880,7 @@ async def test_a_compaction_that_falls_back_shows_the_tier_that_ran(make_app: Ma
     from agentsh.tui.widgets.messages import CompactionLine
 
     class FallingBackAgent(FakeAgent):
-        async def compact(self, tier: Tier | None = None) -> AsyncIterator[Event]:
+        async def compaction_events(self, tier: Tier | None = None) -> AsyncIterator[Event]:
             yield CompactionStarted(Tier.SUMMARIZE, "manual")
             # The summary could not be written: the turns were archived instead.
             entry = CompactionEntry(

@@ -3,17 +3,33 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-from agentsh.session.entries import CompactionEntry, Role, StopReason, ToolCall
+import pytest
+
+from agentsh.agent import build_agent
+from agentsh.config import ApprovalMode, load_environment
+from agentsh.events import ToolStarted
+from agentsh.session.entries import (
+    CompactionEntry,
+    MessageEntry,
+    Role,
+    StopReason,
+    ToolCall,
+    entry_from_json,
+)
 from agentsh.session.session import Session
 from agentsh.tui.projection import (
     AssistantItem,
+    ChatItem,
     CompactionItem,
     ToolItem,
     UserItem,
     project,
     tool_summary,
 )
+from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
+from tests.fakes.server import ScriptedServer, text, tool_call
 
 
 def test_a_tool_call_and_its_result_become_one_block_item(tmp_path) -> None:
@@ -50,6 +66,100 @@ def test_a_compaction_is_one_item(tmp_path) -> None:
     assert isinstance(item, CompactionItem) and item.tokens_before == 100
 
 
-def test_the_header_uses_the_main_argument() -> None:
+def test_a_header_logged_without_one_uses_the_main_argument() -> None:
     assert tool_summary("read", {"path": "a.py", "offset": 3}) == "read: a.py"
+    assert tool_summary("grep", {"pattern": "x", "path": "src"}) == "grep: x"
     assert tool_summary("ls", {}) == "ls"
+
+
+# -- live headers == resumed headers -------------------------------------------------------------
+
+# Every tool, with each shape of arguments its header reads differently (and two calls no tool
+# can run). The live header is ToolStarted.summary; the resumed one is the projection of the
+# session file read back from disk.
+CALLS: list[tuple[str, dict[str, object] | str]] = [
+    ("read", {"path": "a.py"}),
+    ("read", {"path": "a.py", "offset": 10, "limit": 11}),
+    ("read", {"path": "a.py", "offset": 3}),
+    ("read", {"path": "a.py", "limit": 2}),
+    ("write", {"path": "new.txt", "content": "hello\n"}),
+    ("edit", {"path": "a.py", "old_text": "x = 1", "new_text": "x = 2"}),
+    ("edit", {"path": "a.py", "old_text": "y", "new_text": "z", "replace_all": True}),
+    ("bash", {"command": "echo hi"}),
+    ("bash", {"command": "echo one\necho two"}),
+    ("bash", {"command": "echo " + "x" * 150, "timeout": 5}),
+    ("grep", {"pattern": "needle"}),
+    ("grep", {"pattern": "needle", "path": "src", "glob": "*.py"}),
+    ("grep", {"pattern": "needle", "path": "src", "ignore_case": True, "context": 1}),
+    ("find", {"pattern": "*.py"}),
+    ("find", {"pattern": "*.py", "path": "src"}),
+    ("ls", {}),
+    ("ls", {"path": "src"}),
+    ("memory", {"action": "add", "content": "The tests run with pytest -q"}),
+    ("memory", {"action": "replace", "old_text": "pytest -q", "content": "pytest -q -x"}),
+    ("memory", {"action": "remove", "target": "user", "old_text": "nothing like this"}),
+    ("memory_search", {"query": "how are tests run"}),
+    ("memory_get", {"path": ".agentsh/memory/MEMORY.md"}),
+    ("memory_get", {"path": ".agentsh/memory/MEMORY.md", "from_line": 2, "lines": 3}),
+    ("no_such_tool", {"x": 1}),
+    ("read", {"offset": "not a number"}),
+]
+
+
+@pytest.mark.asyncio
+async def test_every_tool_header_is_the_same_live_and_after_resume(
+    scripted_server: ScriptedServer, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    (project / "a.py").write_text("x = 1\ny = 2\n" + "pass\n" * 30)
+    (project / "src").mkdir()
+    (project / "src" / "b.py").write_text("needle = 1\n")
+    config = project / ".agentsh" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('[search]\nembedding = "none"\n')
+    env = load_environment(project)
+    session = Session.create(env.user.project_sessions_dir(project), project)
+    scripted_server.script(
+        *(tool_call(name, arguments, id=f"c{i}") for i, (name, arguments) in enumerate(CALLS)),
+        text("done"),
+    )
+    agent = build_agent(
+        env,
+        session,
+        model=TEST_MODEL,
+        api_base=scripted_server.base_url,
+        approval=ApprovalMode.ALL,
+        cwd=project,
+    )
+    try:
+        live = {e.call_id: e.summary async for e in agent.run("go") if isinstance(e, ToolStarted)}
+    finally:
+        agent.close()
+    assert session.path is not None
+    with Session.open(session.path, lock=False) as reopened:
+        resumed = {i.call_id: i.summary for i in project_items(reopened) if isinstance(i, ToolItem)}
+    assert len(live) == len(CALLS)
+    assert resumed == live
+    assert live["c1"] == "read: a.py:10-20" and live["c11"] == "grep: needle in src (*.py)"
+
+
+def project_items(session: Session) -> list[ChatItem]:
+    return project(session.current_path(), tree=session.tree)
+
+
+def test_a_call_logged_before_headers_were_kept_still_gets_one(tmp_path: Path) -> None:
+    """Old logs have no stored header: the tool's name and its main argument stand in."""
+    line = {
+        "type": "message", "id": "m1", "parentId": None, "timestamp": "", "role": "assistant",
+        "content": "", "toolCalls": [
+            {"id": "c1", "name": "grep", "arguments": json.dumps({"pattern": "x", "path": "s"})}
+        ],
+    }  # fmt: skip
+    entry = entry_from_json(line)
+    assert isinstance(entry, MessageEntry) and entry.tool_calls[0].summary == ""
+    (item,) = project([entry])
+    assert isinstance(item, ToolItem) and item.summary == "grep: x" and not item.finished
+    stored = entry_from_json({**line, "toolCalls": [{**line["toolCalls"][0], "summary": "S"}]})  # type: ignore[dict-item]
+    assert isinstance(stored, MessageEntry) and stored.tool_calls[0].summary == "S"
+    assert stored.to_json()["toolCalls"][0]["summary"] == "S"
+    assert "summary" not in entry.to_json()["toolCalls"][0]

@@ -32,7 +32,7 @@ from agentsh.session.entries import (
 )
 from agentsh.session.log import gc_paused
 from agentsh.session.tree import SessionTree
-from agentsh.tui.projection import tool_summary
+from agentsh.tui.projection import call_summary
 from agentsh.tui.status_format import human_tokens
 
 TEXT_CHARS = 200  # a row's text is cut here; the widget crops it to the pane's width
@@ -92,7 +92,7 @@ def entry_row_text(tree: SessionTree, entry: AnyEntry) -> RowText:
             return _text(RowKind.USER, "user", entry.content)
         case MessageEntry():
             calls = " ".join(
-                f"[{tool_summary(c.name, c.parsed_arguments())}]" for c in entry.tool_calls
+                f"[{call_summary(c)}]" for c in entry.tool_calls
             )
             body = " ".join(p for p in (one_line(entry.content), calls) if p)
             if entry.error or entry.stop_reason is StopReason.ERROR:
@@ -139,7 +139,7 @@ def _call_summary(tree: SessionTree, result: ToolResultEntry) -> str:
         if isinstance(entry, MessageEntry):
             for call in entry.tool_calls:
                 if call.id == result.tool_call_id:
-                    return tool_summary(call.name, call.parsed_arguments())
+                    return call_summary(call)
             break
         current = entry.parent_id
     return result.tool_name or "tool"

@@ -357,6 +357,18 @@ class ChatView(VerticalScroll):
                 row.item = item
                 return
 
+    def discard(self, widget: Widget) -> None:
+        """Take a live widget's row out (a live reply that turned out to hold nothing)."""
+        for index in range(len(self.rows) - 1, -1, -1):
+            if self.rows[index].widget is widget:
+                del self.rows[index]
+                if index < self.first:
+                    self.first -= 1
+                if index < self.last:
+                    self.last -= 1
+                widget.remove()
+                return
+
     async def reveal_end(self) -> None:
         """Mount the newest rows again if the user had scrolled far up (a new turn starts)."""
         if self.last >= len(self.rows):

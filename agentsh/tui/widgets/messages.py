@@ -307,7 +307,8 @@ class AssistantMessage(Vertical):
         if self._stream is not None:
             await self._stream.stop()
             self._stream = None
-        if text is not None and text != self.text:
+        if text is not None and (text != self.text or self.body.source != text):
+            # The logged text wins, also over a body a stream left short of what it was sent.
             self.text = text
             await self.body.update(text)
         self.live = False
