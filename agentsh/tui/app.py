@@ -28,6 +28,7 @@ from agentsh.tui.options import LaunchOptions
 from agentsh.tui.panes.panel import WIDE_COLUMNS, PaneName, SidePanel
 from agentsh.tui.quit_signals import QuitSignals
 from agentsh.tui.screens.help import HelpScreen
+from agentsh.tui.slash import registry as slash
 from agentsh.tui.themes import DEFAULT_THEME, load_themes, shipped_themes_dir
 from agentsh.tui.widgets.approval import ApprovalPrompt
 from agentsh.tui.widgets.chat import ChatView
@@ -78,11 +79,11 @@ class AgentshApp(App[None]):
         super().__init__()
         self.env = env
         self.options = options or LaunchOptions()
-        self.controller = ChatController(
-            self, env, self.options, agent_factory=agent_factory, cwd=cwd
-        )
         keymap = keymap_from_settings(env.settings.tui.keys)
         self.keymap = keymap.keymap
+        self.controller = ChatController(
+            self, env, self.options, keymap=self.keymap, agent_factory=agent_factory, cwd=cwd
+        )
         self._startup_problems = [str(p) for p in env.config.problems] + list(keymap.problems)
         if not env.trusted:  # the user said "not now" to the trust question
             self._startup_problems.insert(0, UNTRUSTED_NOTE)
@@ -118,6 +119,8 @@ class AgentshApp(App[None]):
         prompt.files = self.controller.project_files
         if not self.options.no_session:  # --no-session keeps nothing on disk
             prompt.history_file = self.env.user.prompt_history_file(self.env.project.root)
+        prompt.commands = slash.complete
+        prompt.command_arguments = slash.complete_argument
         prompt.focus()
         for problem in self._startup_problems:
             self.notify(problem, title="Configuration", severity="warning", timeout=10)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from agentsh.session.entries import MessageEntry, Role
@@ -32,16 +32,26 @@ from agentsh.tui.panes.panel import PaneName, SidePanel
 from agentsh.tui.projection import BranchItem, NoteItem, branch_marks, project_session
 
 if TYPE_CHECKING:
+    from textual.app import App
+
     from agentsh.session.session import Session
-    from agentsh.tui.controller import ChatController
+    from agentsh.tui.current import Current
     from agentsh.tui.screens.leave_branch import LeaveDecision
+    from agentsh.tui.view import View
 
 
 class BranchNavigator:
-    """The branch keys and the tree pane's choices, for one chat controller."""
+    """The branch keys and the tree pane's choices: moves of the leaf, shown through the view.
 
-    def __init__(self, controller: ChatController) -> None:
-        self.c = controller
+    ``resume_queue`` sends what was typed while a branch summary was being written."""
+
+    def __init__(
+        self, app: App[None], current: Current, view: View, resume_queue: Callable[[], None]
+    ) -> None:
+        self.app = app
+        self.current = current
+        self.view = view
+        self.resume_queue = resume_queue
         self._last_escape = 0.0
         self._summary_task: asyncio.Task[None] | None = None
         self._told_no_model = False
@@ -50,33 +60,33 @@ class BranchNavigator:
 
     @property
     def panel(self) -> SidePanel:
-        return self.c.app.query_one(SidePanel)
+        return self.app.query_one(SidePanel)
 
     def _session(self) -> Session | None:
-        return self.c.current_session()
+        return self.current.current_session()
 
     def run(self, work: Awaitable[None], name: str) -> None:
         """Run a branch action as a worker (a question needs ``push_screen_wait``)."""
-        self.c.app.run_worker(self._guarded(work, name), group="branch", exit_on_error=False)
+        self.app.run_worker(self._guarded(work, name), group="branch", exit_on_error=False)
 
     async def _guarded(self, work: Awaitable[None], name: str) -> None:
         try:
             await work
         except SessionError as exc:
-            await self.c.note(f"{name}: {exc}", "error")
+            await self.view.note(f"{name}: {exc}", "error")
         except Exception as exc:  # noqa: BLE001 - worker boundary: shown in place, the app goes on
-            await self.c.note(f"{name} failed: {exc}", "error")
+            await self.view.note(f"{name} failed: {exc}", "error")
 
     async def _busy(self) -> bool:
         """True (and says so) while a turn or a branch summary runs: the leaf must not move."""
-        if self.c.turn_running:
-            self.c.app.notify(
+        if self.current.turn_running:
+            self.view.notify(
                 "Wait for the turn to end (Esc cancels it).", title="Branching", timeout=3
             )
             return True
         session = self._session()
         if session is not None and session.read_only_reason:
-            self.c.app.notify(
+            self.view.notify(
                 "This session is read-only: /fork continues it.", title="Branching", timeout=4
             )
             return True
@@ -87,9 +97,9 @@ class BranchNavigator:
         session = self._session()
         if session is None:
             return
-        if self.c.agent is not None:
-            self.c.show_status(self.c.agent.status())
-        self.c.path_changed.publish(reason)
+        if self.current.agent is not None:
+            self.view.show_status(self.current.agent.status())
+        self.current.path_changed.publish(reason)
         # The tree and the status bar show the move in the next frame; rebuilding the chat's
         # widgets takes several frames, so it starts after that one.
         painted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -98,9 +108,9 @@ class BranchNavigator:
             if not painted.done():
                 painted.set_result(None)
 
-        self.c.app.call_after_refresh(frame_done)
+        self.app.call_after_refresh(frame_done)
         await painted
-        chat = self.c.chat
+        chat = self.view.chat
         # About a screenful of rows (a message takes three lines or more); the chat mounts
         # more if they fall short, and as the user scrolls up.
         await chat.load(project_session(session), initial=max(6, chat.size.height // 3))
@@ -114,26 +124,26 @@ class BranchNavigator:
         marks = branch_marks(session.current_path(), session.tree)
         shown = {
             (r.item.entry_id, r.item.index, r.item.count)
-            for r in self.c.chat.rows
+            for r in self.view.chat.rows
             if isinstance(r.item, BranchItem)
         }
         if shown != {(m.entry_id, m.index, m.count) for m in marks.values()}:
             await self.reproject("turn")
 
     def _put_in_editor(self, text: str) -> None:
-        prompt = self.c.prompt
+        prompt = self.view.prompt
         prompt.put_text(text)
         prompt.focus()
 
     # -- the chat's message selection -----------------------------------------------------------
 
     async def select_message(self, step: int) -> None:
-        chat = self.c.chat
+        chat = self.view.chat
         item = await chat.select_user_message(step)
         if item is not None:
             chat.focus()
         elif chat.selected_id is None and step > 0:
-            self.c.prompt.focus()
+            self.view.prompt.focus()
 
     async def edit_message(self, entry_id: str) -> None:
         """Enter on a selected message: its parent becomes the leaf, its text the draft."""
@@ -147,11 +157,11 @@ class BranchNavigator:
         session.move_leaf(entry.parent_id)
         await self.reproject()
         self._put_in_editor(entry.content)
-        keymap: dict[str, str] = getattr(self.c.app, "keymap", {})
+        keymap = self.view.keymap
         keys = " / ".join(
             display_key(keymap.get(k, spec(k).key)) for k in ("branch_prev", "branch_next")
         )
-        self.c.app.notify(
+        self.view.notify(
             f"Edit and send to start a new branch; the old one stays ({keys} switch).",
             title="Editing an earlier message",
             timeout=4,
@@ -168,12 +178,12 @@ class BranchNavigator:
         tree = session.tree
         position = tree.branch_position()
         if position.count <= 1:
-            self.c.app.notify("There is no other branch here.", title="Branching", timeout=3)
+            self.view.notify("There is no other branch here.", title="Branching", timeout=3)
             return
         index = position.index - 1 + step
         if not 0 <= index < position.count:
             edge = "first" if step < 0 else "last"
-            self.c.app.notify(
+            self.view.notify(
                 f"This is the {edge} branch ({position.index}/{position.count}).",
                 title="Branching",
                 timeout=3,
@@ -199,7 +209,7 @@ class BranchNavigator:
         panel = self.panel
         if panel.transient or panel.overlays_chat:
             panel.hide()
-            self.c.prompt.focus()
+            self.view.prompt.focus()
         elif text is None:
             tree = panel.pane(PaneName.TREE)
             if tree is not None:
@@ -210,16 +220,16 @@ class BranchNavigator:
         if session is None:
             return
         if session.read_only_reason:
-            self.c.app.notify("This session is read-only.", title="Label", timeout=3)
+            self.view.notify("This session is read-only.", title="Label", timeout=3)
             return
         session.set_label(entry_id, label)
-        self.c.path_changed.publish("label")
+        self.current.path_changed.publish("label")
 
     def tree_closed(self) -> None:
         panel = self.panel
         if panel.transient or panel.overlays_chat:
             panel.hide()
-        self.c.prompt.focus()
+        self.view.prompt.focus()
 
     async def open_tree(self) -> None:
         panel = self.panel
@@ -229,8 +239,8 @@ class BranchNavigator:
         """Esc that cancelled nothing: twice within ``tui.esc_esc_ms`` on an empty editor
         opens the tree."""
         now = time.monotonic()
-        window = self.c.env.settings.tui.esc_esc_ms / 1000
-        if self.c.turn_running or self.c.prompt.text.strip():
+        window = self.current.env.settings.tui.esc_esc_ms / 1000
+        if self.current.turn_running or self.view.prompt.text.strip():
             self._last_escape = 0.0
             return
         if now - self._last_escape <= window:
@@ -242,7 +252,7 @@ class BranchNavigator:
     # -- moving the leaf ----------------------------------------------------------------------
 
     def _can_summarize(self) -> bool:
-        agent = self.c.agent
+        agent = self.current.agent
         return agent is not None and agent.model is not None
 
     async def move(self, target: str | None, *, editor_text: str | None = None) -> bool:
@@ -267,14 +277,14 @@ class BranchNavigator:
                 what = f"{left.messages} message{'s' if left.messages != 1 else ''}"
                 if first is not None:
                     what += f", from “{_short(first.content)}”"
-                decision = await self.c.app.push_screen_wait(
-                    LeaveBranchScreen(what, dict(getattr(self.c.app, "keymap", {})))
+                decision = await self.app.push_screen_wait(
+                    LeaveBranchScreen(what, dict(self.view.keymap))
                 )
                 if decision is None:
                     return False
             elif not self._told_no_model:
                 self._told_no_model = True
-                self.c.app.notify(
+                self.view.notify(
                     "No model is configured, so no summary of the branch you left is offered.",
                     title="Branch summary skipped",
                     timeout=5,
@@ -290,7 +300,7 @@ class BranchNavigator:
     # -- the branch summary -------------------------------------------------------------------
 
     def _start_summary(self, old_leaf: str, instructions: str) -> None:
-        self.c.turn_running = True  # a message sent meanwhile queues behind the summary
+        self.current.turn_running = True  # a message sent meanwhile queues behind the summary
         self._summary_task = asyncio.ensure_future(self._summarize(old_leaf, instructions))
 
     def cancel(self) -> bool:
@@ -304,32 +314,32 @@ class BranchNavigator:
     async def _summarize(self, old_leaf: str, instructions: str) -> None:
         from agentsh.llm.client import LLMError
 
-        c = self.c
-        agent = c.agent
+        current, view = self.current, self.view
+        agent = current.agent
         assert agent is not None  # the summary is offered only with a model (_can_summarize)
-        note = await c.chat.append(NoteItem("", "Summarizing the branch you left…"))
+        note = await view.chat.append(NoteItem("", "Summarizing the branch you left…"))
         try:
             text = await agent.summarize_branch(old_leaf, instructions)
             session = self._session()
             if not text or session is None:
-                await c.note("Nothing to summarize on the branch you left.", "warning")
+                await view.note("Nothing to summarize on the branch you left.", "warning")
                 return
             session.append_branch_summary(old_leaf, text)
             session.sync()
             await self.reproject("branch summary")
         except asyncio.CancelledError:
-            await c.note("Branch summary cancelled; you are on the new branch without it.")
+            await view.note("Branch summary cancelled; you are on the new branch without it.")
         except (LLMError, SessionError, OSError) as exc:
             message = exc.message if isinstance(exc, LLMError) else str(exc)
-            await c.note(f"The branch summary failed: {message}", "error")
+            await view.note(f"The branch summary failed: {message}", "error")
         finally:
             with contextlib.suppress(Exception):
                 await note.remove()
-            c.turn_running = False
+            current.turn_running = False
             self._summary_task = None
-            if c.agent is not None:
-                c.show_status(c.agent.status())
-            c.resume_queue()
+            if current.agent is not None:
+                view.show_status(current.agent.status())
+            self.resume_queue()
 
     # -- /fork ----------------------------------------------------------------------------------
 
@@ -339,7 +349,7 @@ class BranchNavigator:
         A selected user message forks at its parent and puts its text in the editor (the
         fork continues with that message edited); otherwise the fork copies up to the leaf."""
         session = self._session()
-        item = self.c.chat.selected_item
+        item = self.view.chat.selected_item
         if session is None or item is None or item.entry_id not in session.tree.nodes:
             return (session.leaf_id if session is not None else None, None, False)
         return (session.get(item.entry_id).parent_id, item.text, True)

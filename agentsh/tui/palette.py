@@ -1,6 +1,6 @@
 """The slash commands in Textual's command palette (Ctrl+P).
 
-Kept apart from :mod:`agentsh.tui.commands` so the palette machinery (``textual.command``) is
+Kept apart from :mod:`agentsh.tui.slash.registry` so the palette machinery (``textual.command``) is
 imported when the palette first opens, not on the way to the first frame.
 """
 
@@ -12,7 +12,8 @@ from typing import Protocol
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from agentsh.tui.commands import COMMANDS, SlashCommand
+from agentsh.tui.slash.command import SlashCommand
+from agentsh.tui.slash.registry import COMMANDS
 
 
 class CommandRunner(Protocol):

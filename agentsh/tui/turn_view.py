@@ -51,15 +51,20 @@ from agentsh.tui.widgets.messages import CompactionLine
 from agentsh.tui.widgets.tool_block import ToolBlock
 
 if TYPE_CHECKING:
-    from agentsh.tui.controller import ChatController
+    from textual.signal import Signal
+
+    from agentsh.tui.view import View
 
 
 class TurnView:
     """Turns one stream of agent events into transcript rows."""
 
-    def __init__(self, controller: ChatController, user_text: str, projector: Projector) -> None:
-        self.c = controller
-        self.chat = controller.chat
+    def __init__(
+        self, view: View, user_text: str, projector: Projector, path_changed: Signal[str]
+    ) -> None:
+        self.view = view
+        self.chat = view.chat
+        self.path_changed = path_changed  # told when a compaction archived turns
         self.user_text = user_text
         self.projector = projector
         self.reply: AssistantWidget | None = None  # streaming, its entry not written yet
@@ -87,12 +92,12 @@ class TurnView:
                 if (running := self.blocks.get(event.call_id)) is not None:
                     running.append_output(event.text)
             case ApprovalRequest():
-                prompt = ApprovalPrompt(event, self.c.app.keymap)
+                prompt = ApprovalPrompt(event, self.view.keymap)
                 await chat.append(NoteItem("", f"approval asked: {event.summary}"), prompt)
             case StatusChanged():
-                self.c.show_status(event.status)
+                self.view.show_status(event.status)
             case Retrying():
-                await self.c.note(
+                await self.view.note(
                     f"retrying in {event.delay_s:.0f}s (attempt {event.attempt}/"
                     f"{event.max_attempts}): {event.reason}",
                     "warning",
@@ -103,15 +108,15 @@ class TurnView:
                 await chat.append(CompactionItem("", event.tier.value, 0, 0, ""), line)
             case CompactionFinished():
                 if event.note:  # e.g. the summary failed and the turns were archived instead
-                    await self.c.note(f"compaction: {event.note}", "warning")
+                    await self.view.note(f"compaction: {event.note}", "warning")
             case CompactionFailed():
                 if self.compaction is not None:
                     self.compaction.fail(event.reason)
                     self.compaction = None
                 else:
-                    await self.c.note(f"compaction failed: {event.reason}", "error")
+                    await self.view.note(f"compaction failed: {event.reason}", "error")
             case Notice():
-                await self.c.note(event.text, event.level.value)
+                await self.view.note(event.text, event.level.value)
             case ErrorOccurred():
                 await self._error(event)
             case TurnEnded():
@@ -137,7 +142,7 @@ class TurnView:
                 await self._tool_logged(item)
             case Folded(item=item):
                 await self.chat.fold_archive(item)
-                self.c.path_changed.publish("compaction")
+                self.path_changed.publish("compaction")
 
     async def _reply(self) -> AssistantWidget:
         if self.reply is None:
@@ -201,8 +206,8 @@ class TurnView:
 
     async def _error(self, event: ErrorOccurred) -> None:
         if event.kind is ErrorKind.NO_MODEL:
-            await self.c.markdown_note(event.message, "warning", plain=True)
-            prompt = self.c.prompt
+            await self.view.markdown_note(event.message, "warning", plain=True)
+            prompt = self.view.prompt
             if self.user_text and not prompt.text:
                 prompt.put_text(self.user_text)  # nothing was sent: keep what was typed
             return
@@ -213,7 +218,7 @@ class TurnView:
             await reply.finish(error=event.message)
             self.chat.set_item(reply, AssistantItem("", reply.text, error=event.message))
             return
-        await self.c.note(event.message, "error")
+        await self.view.note(event.message, "error")
 
     async def _ended(self, event: TurnEnded) -> None:
         self.ended = True
@@ -223,7 +228,7 @@ class TurnView:
             await reply.finish(aborted=aborted)
             self.chat.set_item(reply, AssistantItem("", reply.text, aborted=aborted))
         elif aborted and not self.logged_abort:
-            await self.c.note("turn cancelled", "warning")
+            await self.view.note("turn cancelled", "warning")
         for block in self.blocks.values():
             if not block.finished:
                 block.finish(block.output or "(cancelled)", is_error=True)
@@ -237,4 +242,3 @@ class TurnView:
         if self.reply is not None:
             await self.reply.finish(aborted=not self.ended)
             self.reply = None
-

@@ -11,7 +11,7 @@ from agentsh.config import Environment, load_environment
 from agentsh.frontend import AgentAPI
 from agentsh.session.session import Session
 from agentsh.tui.app import AgentshApp
-from agentsh.tui.controller import AgentFactory
+from agentsh.tui.lifecycle import AgentFactory
 from agentsh.tui.options import LaunchOptions
 from tests.tui.fake_agent import FakeAgent
 

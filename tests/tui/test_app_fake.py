@@ -27,12 +27,12 @@ from agentsh.events import (
 from agentsh.frontend import AgentAPI
 from agentsh.session.entries import Role, StopReason
 from agentsh.session.session import Session
-from agentsh.tui import commands as slash
 from agentsh.tui.keys import KEYS
 from agentsh.tui.options import LaunchOptions
 from agentsh.tui.projection import ToolItem
 from agentsh.tui.screens.help import HelpScreen
 from agentsh.tui.screens.picker import PickerScreen
+from agentsh.tui.slash import registry as slash
 from agentsh.tui.ui_state import UiState, save_ui_state
 from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.composer import CompletionMenu, PromptInput
@@ -966,7 +966,7 @@ async def test_help_in_the_chat_shows_every_command_with_its_summary(make_app: M
 async def test_a_bare_slash_in_the_command_palette_lists_every_command(make_app: MakeApp) -> None:
     from textual.command import CommandList, CommandPalette
 
-    from agentsh.tui import commands as slash
+    from agentsh.tui.slash import registry as slash
 
     app = make_app()
     async with app.run_test(size=(80, 40)) as pilot:

@@ -33,7 +33,7 @@ def real(
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
 
     def make(approval: ApprovalMode | None = None):  # type: ignore[no-untyped-def]
-        from agentsh.tui.controller import build_real_agent
+        from agentsh.tui.lifecycle import build_real_agent
 
         options = LaunchOptions(model=TEST_MODEL, api_base=scripted_server.base_url,
                                 approval=approval)  # fmt: skip

@@ -35,7 +35,7 @@ def real(
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
 
     def make(session: str | None = None) -> AgentshApp:
-        from agentsh.tui.controller import build_real_agent
+        from agentsh.tui.lifecycle import build_real_agent
 
         options = LaunchOptions(model=TEST_MODEL, api_base=scripted_server.base_url,
                                 session=session)  # fmt: skip

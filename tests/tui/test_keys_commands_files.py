@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from agentsh.tui import commands as slash
 from agentsh.tui.files import fuzzy_match, list_project_files, rank
 from agentsh.tui.keys import KEYS, KeyScope, bindings_for, display_key, keymap_from_settings
+from agentsh.tui.slash import registry as slash
 
 
 def test_binding_ids_are_unique() -> None:
@@ -77,6 +77,16 @@ def test_every_spec_command_exists() -> None:
 def test_completion_matches_names_and_aliases_by_prefix() -> None:
     assert [c.name for c in slash.complete("co")] == ["compact", "cost"]
     assert [c.name for c in slash.complete("ex")] == ["export", "quit"]
+
+
+def test_an_argument_completes_from_the_words_its_command_takes() -> None:
+    assert slash.complete_argument("compact", "s") == ["summarize"]
+    assert slash.complete_argument("compact", "") == [
+        "move_to_workspace", "summarize", "truncate", "undo"
+    ]  # fmt: skip
+    assert slash.complete_argument("export", "h") == ["html"]
+    assert slash.complete_argument("label", "x") == []
+    assert slash.complete_argument("nonsense", "x") == []
 
 
 def _git(root: Path, *args: str) -> None:

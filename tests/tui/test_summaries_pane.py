@@ -124,7 +124,7 @@ def real_app(
     (project / ".agentsh" / "config.toml").write_text(
         '[context]\nsummarize_keep_turns = 1\n\n[search]\nembedding = "none"\n'
     )
-    from agentsh.tui.controller import build_real_agent
+    from agentsh.tui.lifecycle import build_real_agent
 
     env: Environment = load_environment(project, trust_project=True)
     options = LaunchOptions(model=TEST_MODEL, api_base=scripted_server.base_url)

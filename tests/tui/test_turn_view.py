@@ -209,8 +209,9 @@ async def _play(env: Environment, project: Path, turns: list[Turn]) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(400)  # a dozen runs of the App, on a loaded machine
 @settings(
-    max_examples=12,
+    max_examples=10,
     deadline=None,
     # Each example runs the App: shrinking a failure would take minutes. The failing turns
     # are printed whole instead.

@@ -91,9 +91,7 @@ def entry_row_text(tree: SessionTree, entry: AnyEntry) -> RowText:
         case MessageEntry(role=Role.USER):
             return _text(RowKind.USER, "user", entry.content)
         case MessageEntry():
-            calls = " ".join(
-                f"[{call_summary(c)}]" for c in entry.tool_calls
-            )
+            calls = " ".join(f"[{call_summary(c)}]" for c in entry.tool_calls)
             body = " ".join(p for p in (one_line(entry.content), calls) if p)
             if entry.error or entry.stop_reason is StopReason.ERROR:
                 return _text(RowKind.ERROR, "assistant", f"{body} ✗ {entry.error or 'error'}")

@@ -17,8 +17,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from agentsh.tui.commands import COMMANDS, commands_table
 from agentsh.tui.keys import KEYS, KeyScope, display_key, effective_key
+from agentsh.tui.slash.registry import COMMANDS, commands_table
 
 REMAP_HINT = 'Remap a key in config.toml: [tui.keys] then binding_id = "key".'
 

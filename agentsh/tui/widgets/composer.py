@@ -5,16 +5,17 @@ walk the history of sent messages (the draft is kept while walking). Typing ``/`
 offers the slash commands; typing ``@`` offers project files ranked by a fuzzy match. The menu
 is an ``OptionList`` above the editor: Up/Down move in it, Tab or Enter accept, Esc closes it.
 The editor only posts :class:`Composer.Submitted`; what a message does is the controller's
-business.
+business. What to offer comes from outside (``files``, ``commands`` and ``command_arguments``,
+set by the App), so the editor knows no command table.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from textual import events, on
 from textual.app import ComposeResult
@@ -25,12 +26,32 @@ from textual.message import Message
 from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 
-from agentsh.tui import commands as slash
 from agentsh.tui.files import rank
 from agentsh.tui.keys import spec
 
 _AT_WORD = re.compile(r"(?:^|\s)@([^\s@]*)$")
 MENU_ROWS = 8
+
+
+class CommandHint(Protocol):
+    """What the menu shows of a slash command."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def argument(self) -> str: ...
+
+    @property
+    def summary(self) -> str: ...
+
+
+def _no_commands(_prefix: str) -> Sequence[CommandHint]:
+    return []
+
+
+def _no_arguments(_word: str, _prefix: str) -> list[str]:
+    return []
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +118,9 @@ class PromptInput(TextArea):
         self._draft = ""
         self.menu: CompletionMenu | None = None
         self.files: Callable[[], list[str]] = list
+        #: the commands whose name starts with a prefix, and the words an argument may be
+        self.commands: Callable[[str], Sequence[CommandHint]] = _no_commands
+        self.command_arguments: Callable[[str, str], list[str]] = _no_arguments
 
     # -- sending ------------------------------------------------------------------------------
 
@@ -259,8 +283,19 @@ class PromptInput(TextArea):
                     ),
                     submit=not c.argument,
                 )
-                for c in slash.complete(word)
+                for c in self.commands(word)
             ]
+        if row == 0 and line.startswith("/") and "\n" not in self.text:
+            # A command's argument, once its first letters are typed (Enter on "/compact "
+            # still runs the command as it is).
+            word, _, typed = line[1:].partition(" ")
+            if typed and " " not in typed:
+                start = len(line) - len(typed)
+                return [
+                    Completion(start, choice, Content(choice))
+                    for choice in self.command_arguments(word, typed)
+                    if choice != typed
+                ]
         at = _AT_WORD.search(line)
         if at:
             query = at.group(1)

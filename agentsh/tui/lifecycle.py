@@ -1,0 +1,252 @@
+"""The session's life in the TUI: opening it after the first frame, building the agent off
+the UI thread, switching to another session, and closing it on the way out.
+
+The first frame shows the cached model and "loading…"; then a thread worker opens the session
+the options name (as ``-p`` does), shows it, and builds the agent (the heavy imports happen
+there). A session another agentsh holds is shown read-only (``/fork`` continues it); one that
+cannot be opened is replaced by a new one, and the chat says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentsh.events import ContextStatus
+from agentsh.session.session import Session
+from agentsh.tui.projection import project_session
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from agentsh.config import Environment
+    from agentsh.frontend import AgentAPI
+    from agentsh.tui.current import Current
+    from agentsh.tui.options import LaunchOptions
+    from agentsh.tui.view import AppView
+
+AgentFactory = Callable[["Environment", Session, "LaunchOptions"], "AgentAPI"]
+
+
+def build_real_agent(env: Environment, session: Session, options: LaunchOptions) -> AgentAPI:
+    """The default factory: the real agent (imports litellm; call it in a thread)."""
+    from agentsh.agent import build_agent
+
+    agent: AgentAPI = build_agent(
+        env,
+        session,
+        model=options.model,
+        api_base=options.api_base,
+        approval=options.approval,
+        interactive=True,
+    )
+    return agent
+
+
+def locked_view(exc: BaseException) -> Session | None:
+    """A read-only view of a session another agentsh holds open (``/fork`` continues it)."""
+    from agentsh.session.log import SessionError, SessionLocked
+
+    locked = exc if isinstance(exc, SessionLocked) else exc.__cause__
+    if not isinstance(locked, SessionLocked):
+        return None
+    try:
+        return Session.open(locked.path, lock=False)
+    except (SessionError, OSError):
+        return None
+
+
+def read_only_note(session: Session) -> str:
+    if "another agentsh" in session.read_only_reason or session.read_only_reason.startswith(
+        "opened as a read-only view"
+    ):
+        return (
+            "This session is open in another agentsh process, so it is shown read-only. "
+            "/fork continues it in a new session file."
+        )
+    return f"This session is read-only ({session.read_only_reason}). /fork continues it."
+
+
+class SessionLifecycle:
+    def __init__(
+        self,
+        app: App[None],
+        current: Current,
+        view: AppView,
+        *,
+        agent_factory: AgentFactory | None = None,
+        on_agent_ready: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.app = app
+        self.current = current
+        self.view = view
+        self.agent_factory = agent_factory or build_real_agent
+        self.on_agent_ready = on_agent_ready  # queued messages may go now
+
+    # -- start-up -----------------------------------------------------------------------------
+
+    def initial_status(self) -> ContextStatus:
+        """What the first frame shows: the last model and window, from the cache."""
+        cached = self.view.ui_state
+        model = self.current.options.model or cached.model
+        return ContextStatus(model=model, window=cached.window if model == cached.model else 0)
+
+    def show_initial_status(self) -> None:
+        """Before the first frame: the cached model and window, and "loading…"."""
+        bar = self.view.status_bar
+        bar.status = self.initial_status()
+        bar.starting = True
+
+    def start(self) -> None:
+        """Called once the first frame is painted: open the session, then build the agent.
+
+        Not earlier: the worker imports litellm, and a thread holding the GIL for that import
+        would slow the first paint down."""
+        if self.current.options.wants_picker:
+            self.app.run_worker(self._startup_picker(), group="command", exit_on_error=False)
+        else:
+            self._load_in_thread(None)
+
+    async def _startup_picker(self) -> None:
+        path = await self.pick_session()
+        self._load_in_thread(path)
+
+    def _load_in_thread(self, path: Path | None) -> None:
+        self.app.run_worker(
+            lambda: self._load(path),
+            thread=True,
+            name="load-agent",
+            group="agent",
+            exit_on_error=False,
+        )
+
+    def _load(self, path: Path | None) -> None:
+        """Thread worker: open the session, show it, build the agent (heavy imports here)."""
+        # The same choice as headless -p makes (the catalog loads here, off the UI thread).
+        from agentsh.startup import new_session, open_session_file, session_for_args
+
+        current = self.current
+        env, options = current.env, current.options
+        problem = ""
+        try:
+            if path is not None:
+                session = open_session_file(env, path, fork_if_locked=False)
+            else:
+                session = session_for_args(env, options.namespace(), current.cwd)
+        except Exception as exc:  # noqa: BLE001 - worker boundary: shown in the chat, new session
+            view = locked_view(exc)
+            if view is not None:
+                session = view
+            else:
+                problem = f"{_sentence(str(exc))} A new session was started instead."
+                session = new_session(env, current.cwd, persist=not options.no_session)
+        self._call_ui(self._session_opened, session)
+        if problem:  # after the transcript is loaded, which clears the chat
+            self._call_ui(self.view.note, problem, "error")
+        try:
+            agent = self.agent_factory(env, session, options)
+        except Exception as exc:  # noqa: BLE001 - worker boundary: the UI keeps working
+            self._call_ui(self._agent_failed, f"The agent could not start: {exc}")
+            return
+        self._call_ui(self._agent_ready, agent)
+
+    def _call_ui(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` (a coroutine function) on the UI loop from a thread worker."""
+        self.app.call_from_thread(fn, *args)
+
+    async def _session_opened(self, session: Session) -> None:
+        self.current.session = session
+        await self.view.chat.load(project_session(session))
+        self.current.path_changed.publish("session")
+        for problem in session.problems[:5]:
+            await self.view.note(f"session file: {problem}", "warning")
+        if session.read_only_reason:
+            await self.view.note(read_only_note(session), "warning")
+
+    async def _agent_ready(self, agent: AgentAPI) -> None:
+        current = self.current
+        current.agent = agent
+        current.session = agent.session
+        self.view.status_bar.starting = False
+        self.view.show_status(agent.status())
+        current.path_changed.publish("agent")  # the memory pane can compare with the snapshot
+        self.on_agent_ready()
+
+    async def _agent_failed(self, message: str) -> None:
+        self.current.agent_failed = message
+        bar = self.view.status_bar
+        bar.starting = False
+        bar.status = replace(bar.status, problem="agent not started")
+        await self.view.note(message, "error")
+
+    # -- another session ----------------------------------------------------------------------
+
+    async def switch_session(self, session: Session) -> None:
+        current = self.current
+        agent = current.agent
+        if agent is not None:
+            agent.switch_session(session)
+            current.session = agent.session
+        else:
+            old = current.session
+            current.session = session
+            if old is not None and old is not session:
+                old.close()
+        await self.view.chat.load(project_session(session))
+        if agent is not None:
+            self.view.show_status(agent.status())
+        current.path_changed.publish("session")
+
+    async def open_path(self, path: Path) -> None:
+        from agentsh.session.log import SessionError
+        from agentsh.startup import SessionChoiceError, open_session_file
+
+        open_now = self.current.current_session()
+        if open_now is not None and open_now.path == path:
+            await self.view.note("That is the session you are in.")
+            return
+        try:
+            session = open_session_file(self.current.env, path, fork_if_locked=False)
+        except (SessionChoiceError, SessionError, OSError) as exc:
+            view = locked_view(exc)
+            if view is None:
+                await self.view.note(str(exc), "error")
+                return
+            session = view
+        await self.switch_session(session)
+        if session.read_only_reason:
+            await self.view.note(read_only_note(session), "warning")
+        else:
+            await self.view.note(f"Resumed session {session.id[:8]}.")
+
+    async def pick_session(self) -> Path | None:
+        """The session picker (``/resume``, ``-r``): search by first message."""
+        from agentsh.tui.screens.sessions import SessionPicker, session_items
+
+        env = self.current.env
+        try:
+            items = await asyncio.to_thread(session_items, env, width=self.app.size.width)
+        except (OSError, ValueError) as exc:
+            await self.view.note(f"Sessions could not be listed: {exc}", "error")
+            return None
+        value = await self.app.push_screen_wait(SessionPicker(items))
+        return Path(value) if value else None
+
+    # -- shutdown -----------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        session = self.current.current_session()
+        if session is not None:
+            with contextlib.suppress(OSError):
+                session.sync()
+            session.close()
+
+
+def _sentence(text: str) -> str:
+    """``text`` ending as a sentence, so another can follow it."""
+    text = text.strip()
+    return text if text.endswith((".", "!", "?", ")")) else f"{text}."

@@ -1,0 +1,149 @@
+"""The slash-command table, and the lookups every place that offers commands uses.
+
+Typing ``/name args`` (:func:`parse`), completion while typing ``/`` (:func:`complete`, and
+:func:`complete_argument` after the name), Textual's command palette (Ctrl+P), ``/help`` and
+F1 (:func:`commands_table`) all read :data:`COMMANDS`. Add a command by adding a line here;
+see :mod:`agentsh.tui.slash.command`.
+"""
+
+from __future__ import annotations
+
+from agentsh.errors import AgentshError
+from agentsh.tui.slash import agent_cmds, app_cmds, conversation
+from agentsh.tui.slash.command import Need, SlashCommand
+
+IDLE, AGENT, WRITABLE = Need.IDLE, Need.AGENT, Need.WRITABLE
+
+COMMANDS: tuple[SlashCommand, ...] = (
+    SlashCommand("help", "List commands and keys", app_cmds.help_, aliases=("?",)),
+    SlashCommand("model", "Show or switch the model", agent_cmds.model, "[model]"),
+    SlashCommand(
+        "compact",
+        "Compact the context now (tier: move_to_workspace, summarize or truncate); "
+        "undo restores the context from before the newest compaction",
+        agent_cmds.compact,
+        "[tier|undo]",
+        needs=frozenset({IDLE, AGENT, WRITABLE}),
+        choices=agent_cmds.COMPACT_CHOICES,
+    ),
+    SlashCommand(
+        "tree",
+        "Open the session tree (text: list it in the chat)",
+        conversation.tree,
+        "[text]",
+        choices=("text",),
+    ),
+    SlashCommand(
+        "fork",
+        "Continue in a new session file from here (or from the selected message)",
+        conversation.fork,
+        needs=frozenset({IDLE}),
+    ),
+    SlashCommand(
+        "label",
+        "Label the current entry (empty clears)",
+        conversation.label,
+        "[text]",
+        needs=frozenset({IDLE, WRITABLE}),
+    ),
+    SlashCommand(
+        "resume",
+        "Open another session of this project",
+        conversation.resume,
+        "[id-prefix]",
+        needs=frozenset({IDLE}),
+    ),
+    SlashCommand(
+        "new", "Start a new session", conversation.new, aliases=("clear",), needs=frozenset({IDLE})
+    ),
+    SlashCommand(
+        "memory",
+        "Open the memory pane (text: list the files in the chat)",
+        app_cmds.memory,
+        "[text]",
+        choices=("text",),
+    ),
+    SlashCommand("theme", "Choose a theme (previews live)", app_cmds.theme, "[name]"),
+    SlashCommand(
+        "export",
+        "Export this session as md (default), html or jsonl",
+        conversation.export,
+        "[format] [file]",
+        choices=("md", "html", "jsonl"),
+    ),
+    SlashCommand("cost", "Tokens and cost of this session", agent_cmds.cost),
+    SlashCommand("quit", "Quit agentsh", app_cmds.quit_, aliases=("exit", "q")),
+)
+
+_BY_NAME: dict[str, SlashCommand] = {}
+for _command in COMMANDS:
+    _BY_NAME[_command.name] = _command
+    for _alias in _command.aliases:
+        _BY_NAME[_alias] = _command
+
+
+class UnknownCommand(AgentshError):
+    def __init__(self, word: str) -> None:
+        names = ", ".join(f"/{c.name}" for c in COMMANDS)
+        super().__init__(f"Unknown command /{word}. Commands: {names}.")
+        self.word = word
+
+
+def find(word: str) -> SlashCommand | None:
+    return _BY_NAME.get(word.lower())
+
+
+def is_command(text: str) -> bool:
+    """A line starting with one ``/`` and a word is a command; ``//x`` or a path is text."""
+    stripped = text.strip()
+    if not stripped.startswith("/") or stripped.startswith("//"):
+        return False
+    word = stripped[1:].split(maxsplit=1)[0] if len(stripped) > 1 else ""
+    return bool(word) and "/" not in word
+
+
+def parse(text: str) -> tuple[SlashCommand, str]:
+    """``"/compact summarize"`` -> (the compact command, ``"summarize"``).
+
+    Raises :class:`UnknownCommand` for an unknown word; call only when :func:`is_command`.
+    """
+    body = text.strip()[1:]
+    word, _, arg = body.partition(" ")
+    command = find(word)
+    if command is None:
+        raise UnknownCommand(word)
+    return command, arg.strip()
+
+
+def complete(prefix: str) -> list[SlashCommand]:
+    """Commands whose name or alias starts with ``prefix`` (without the slash)."""
+    prefix = prefix.lower()
+    return [
+        c
+        for c in COMMANDS
+        if c.name.startswith(prefix) or any(a.startswith(prefix) for a in c.aliases)
+    ]
+
+
+def complete_argument(word: str, prefix: str) -> list[str]:
+    """The argument words of command ``word`` that start with ``prefix``."""
+    command = find(word)
+    if command is None:
+        return []
+    prefix = prefix.lower()
+    return [choice for choice in command.choices if choice.startswith(prefix)]
+
+
+def commands_table() -> str:
+    """Every command as a markdown table (``/help`` in the chat, and F1).
+
+    A ``|`` inside a cell ends the cell in markdown, even inside backticks (``/compact
+    [tier|undo]``), so it is escaped.
+    """
+    rows = ["| Command | What it does |", "|---|---|"]
+    for c in COMMANDS:
+        aliases = ", ".join(f"/{a}" for a in c.aliases)
+        usage = c.usage.replace("|", "\\|")
+        summary = c.summary.replace("|", "\\|") + (f" (also {aliases})" if aliases else "")
+        rows.append(f"| `{usage}` | {summary} |")
+    return "\n".join(rows)
