@@ -98,6 +98,7 @@ ONLY_IN: dict[str, frozenset[str]] = {
     "numpy": frozenset({"memory"}),
     "onnxruntime": frozenset({"memory"}),
     "tokenizers": frozenset({"memory"}),
+    "mcp": frozenset({"mcp"}),  # the official MCP SDK, behind agentsh/mcp/
 }
 
 # The front ends drive the agent through agentsh.frontend.AgentAPI; from agentsh.agent they
