@@ -19,7 +19,8 @@ from typing import Any, TextIO
 
 from agentsh.config import load_environment
 from agentsh.errors import EXIT_OK, CliError
-from agentsh.memory.index import MemoryIndex, SearchIndexError, SearchResponse
+from agentsh.memory.index import MemoryIndex, SearchIndexError
+from agentsh.memory.ranking import SearchResponse
 
 # How long `memory search` waits for vectors before searching with what it has.
 SEARCH_VECTOR_WAIT_S = 20.0

@@ -19,13 +19,9 @@ from typing import Any, ClassVar
 
 from agentsh.memory.curated import ENTRY_SEPARATOR
 from agentsh.memory.guard import Scope, fence_recalled, scan
-from agentsh.memory.index import (
-    MemoryIndex,
-    MemorySources,
-    SearchIndexError,
-    SearchResponse,
-    shared_index,
-)
+from agentsh.memory.index import MemoryIndex, SearchIndexError, shared_index
+from agentsh.memory.ranking import SearchResponse
+from agentsh.memory.sources import MemorySources
 from agentsh.tools.base import Tool, ToolArgumentError, ToolContext, ToolResult, param
 
 MAX_RESULTS_CAP = 20

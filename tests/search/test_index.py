@@ -16,16 +16,10 @@ from hypothesis import strategies as st
 from agentsh.config import SearchSettings
 from agentsh.memory import index as index_module
 from agentsh.memory.embeddings import LocalMiniLM, NoEmbedder
-from agentsh.memory.index import (
-    MatchKind,
-    MemoryIndex,
-    MemorySources,
-    SearchMode,
-    SourceKind,
-    index_db_path,
-    parse_query,
-    shared_index,
-)
+from agentsh.memory.index import MemoryIndex, index_db_path, shared_index
+from agentsh.memory.query import parse_query
+from agentsh.memory.ranking import MatchKind, SearchMode
+from agentsh.memory.sources import MemorySources, SourceKind
 from agentsh.paths import ProjectPaths, UserPaths
 from tests.search.conftest import HashEmbedder, IndexFactory, add_session, write
 

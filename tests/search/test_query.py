@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from agentsh.memory.index import TermMatch, parse_query
+from agentsh.memory.query import TermMatch, parse_query
 
 
 def _words(query: str) -> list[tuple[str, str, TermMatch]]:

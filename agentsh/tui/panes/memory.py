@@ -55,7 +55,8 @@ from agentsh.tui.keys import KeyScope, bindings_for
 if TYPE_CHECKING:
     from agentsh.config import Environment
     from agentsh.events import IndexUpdated
-    from agentsh.memory.index import MemoryIndex, SearchResponse, SearchResult
+    from agentsh.memory.index import MemoryIndex
+    from agentsh.memory.ranking import SearchResponse, SearchResult
     from agentsh.memory.watch import MemoryWatcher
     from agentsh.tui.host import PaneHost
 

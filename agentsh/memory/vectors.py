@@ -1,0 +1,213 @@
+"""The memory search's vectors: computed in the background, held as one float32 matrix.
+
+:class:`VectorWorker` embeds the chunks that have no vector yet (an unchanged chunk is never
+embedded twice: the ``embeddings`` table is also the cache). :class:`VectorMatrix` holds them in
+memory, loaded lazily and updated in place as chunks change, so a search costs one
+matrix-vector product. numpy is imported inside methods only.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from agentsh.memory.embeddings import Embedder, EmbeddingError, EmbeddingUnavailable
+from agentsh.memory.index_db import IndexStore, SearchIndexError
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+
+class VectorMatrix:
+    """Chunk ids (sorted) and their unit vectors, for cosine search with numpy."""
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self.ids: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self.matrix: NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
+        self._pending: list[tuple[int, NDArray[np.float32]]] = []
+        self._removed: set[int] = set()
+
+    @property
+    def dims(self) -> int:
+        if self.matrix.shape[0]:
+            return int(self.matrix.shape[1])
+        return int(self._pending[0][1].shape[0]) if self._pending else 0
+
+    def __len__(self) -> int:
+        self._settle()
+        return int(self.ids.shape[0])
+
+    def add(self, rows: Iterable[tuple[int, NDArray[np.float32]]]) -> None:
+        for chunk_id, vector in rows:
+            self._removed.discard(chunk_id)
+            self._pending.append((chunk_id, vector))
+
+    def remove(self, ids: Iterable[int]) -> None:
+        ids = set(ids)
+        if not ids:
+            return
+        self._removed |= ids
+        self._pending = [(i, v) for i, v in self._pending if i not in ids]
+
+    def _settle(self) -> None:
+        import numpy as np
+
+        if self._removed:
+            keep = ~np.isin(self.ids, np.fromiter(self._removed, dtype=np.int64))
+            self.ids, self.matrix = self.ids[keep], self.matrix[keep]
+            self._removed.clear()
+        if self._pending:
+            dims = self.dims
+            rows = [(i, v) for i, v in self._pending if v.shape[0] == dims]
+            self._pending.clear()
+            if rows:
+                new_ids = np.fromiter((i for i, _ in rows), dtype=np.int64, count=len(rows))
+                new_vecs = np.stack([v for _, v in rows]).astype(np.float32)
+                # A re-added id replaces its old row.
+                keep = ~np.isin(self.ids, new_ids)
+                ids = np.concatenate([self.ids[keep], new_ids])
+                base = self.matrix[keep] if self.matrix.shape[0] else new_vecs[:0]
+                matrix = np.concatenate([base, new_vecs])
+                order = np.argsort(ids, kind="stable")
+                self.ids, self.matrix = ids[order], np.ascontiguousarray(matrix[order])
+
+    def cosine(self, query: NDArray[np.float32]) -> NDArray[np.float32]:
+        """Cosine of every row with the unit vector ``query`` (rows follow :attr:`ids`)."""
+        self._settle()
+        import numpy as np
+
+        if not self.ids.shape[0] or self.matrix.shape[1] != query.shape[0]:
+            return np.zeros(self.ids.shape[0], dtype=np.float32)
+        result: NDArray[np.float32] = self.matrix @ query
+        return result
+
+    def lookup(self, ids: Sequence[int], scores: NDArray[np.float32]) -> dict[int, float]:
+        """Scores of the given chunk ids that have a vector."""
+        import numpy as np
+
+        if not ids or not self.ids.shape[0]:
+            return {}
+        wanted = np.asarray(ids, dtype=np.int64)
+        pos = np.searchsorted(self.ids, wanted)
+        pos = np.minimum(pos, self.ids.shape[0] - 1)
+        hit = self.ids[pos] == wanted
+        return {int(i): float(scores[p]) for i, p, h in zip(wanted, pos, hit, strict=True) if h}
+
+
+def decode_rows(rows: Iterable[tuple[int, bytes]]) -> list[tuple[int, NDArray[np.float32]]]:
+    import numpy as np
+
+    return [(cid, np.frombuffer(blob, dtype="<f4").astype(np.float32)) for cid, blob in rows]
+
+
+class VectorWorker:
+    """Fills in the vectors of chunks that have none, batch by batch, in a thread (or inline).
+
+    Keyword search works at once and vectors arrive as they are computed. The worker shares
+    the index's store and lock; the vectors it stores go to ``on_vectors`` (the index's matrix,
+    when it is loaded), its problems to ``on_error``.
+    """
+
+    def __init__(
+        self,
+        store: IndexStore,
+        lock: threading.RLock,
+        embedder: Embedder,
+        batch: int,
+        *,
+        background: bool,
+        on_vectors: Callable[[list[tuple[int, NDArray[np.float32]]]], None],
+        on_error: Callable[[str], None],
+    ) -> None:
+        self._store = store
+        self._lock = lock
+        self._embedder = embedder
+        self._batch = max(1, batch)
+        self._background = background
+        self._on_vectors = on_vectors
+        self._on_error = on_error
+        self.failure = ""  # permanent: the model cannot run (keyword-only)
+        self.complete = False  # every chunk is known to have a vector: spares a count query
+        self.closed = False
+        self._thread: threading.Thread | None = None
+        self._idle = threading.Event()
+        self._idle.set()
+
+    def pending(self) -> int:
+        """Chunk texts still without a vector."""
+        if not self._embedder.enabled:
+            return 0
+        with self._lock:
+            if self.complete:
+                return 0
+            return self._store.pending(self._embedder.model_id)
+
+    def start(self) -> None:
+        """Start embedding if chunks lack vectors (in the calling thread when not background)."""
+        if not self._embedder.enabled or self.failure or self.closed:
+            return
+        with self._lock:
+            if self._thread is not None and self._thread.is_alive():
+                return
+            if not self.pending():
+                self.complete = True
+                return
+            self._idle.clear()
+        if not self._background:
+            self._run()
+            return
+        thread = threading.Thread(target=self._run, name="agentsh-memory-embed", daemon=True)
+        self._thread = thread
+        thread.start()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the embedding is idle; True if it is."""
+        return self._idle.wait(timeout)
+
+    def close(self) -> None:
+        self.closed = True
+        thread = self._thread
+        if thread is not None and thread.is_alive() and thread is not threading.current_thread():
+            thread.join(timeout=30)
+
+    def _run(self) -> None:
+        """Embed every chunk that has no vector yet, batch by batch, outside the lock."""
+        model = self._embedder.model_id
+        try:
+            while not self.closed:
+                with self._lock:
+                    rows = self._store.next_batch(model, self._batch)
+                    if not rows:
+                        self.complete = True
+                        break
+                try:
+                    vectors = self._embedder.embed([r[1] for r in rows])
+                except EmbeddingUnavailable as exc:
+                    self.failure = str(exc)
+                    break
+                except EmbeddingError as exc:
+                    self._on_error(str(exc))
+                    break  # retried after the next sync
+                self._keep([r[0] for r in rows], vectors)
+        except (sqlite3.Error, SearchIndexError) as exc:
+            self._on_error(f"embedding worker stopped: {exc}")
+        finally:
+            self._idle.set()
+
+    def _keep(self, hashes: list[str], vectors: NDArray[np.float32]) -> None:
+        dims = int(vectors.shape[1]) if vectors.ndim == 2 else 0
+        with self._lock:
+            if self.closed:
+                return
+            ids = self._store.store_vectors(
+                self._embedder.model_id,
+                dims,
+                [(h, vectors[i].astype("<f4").tobytes()) for i, h in enumerate(hashes)],
+            )
+            position = {h: i for i, h in enumerate(hashes)}
+            self._on_vectors([(cid, vectors[position[h]]) for cid, h in ids])
