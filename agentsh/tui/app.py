@@ -30,7 +30,7 @@ from agentsh.tui.quit_signals import QuitSignals
 from agentsh.tui.screens.help import HelpScreen
 from agentsh.tui.slash import registry as slash
 from agentsh.tui.themes import DEFAULT_THEME, load_themes, shipped_themes_dir
-from agentsh.tui.widgets.approval import ApprovalPrompt
+from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
 from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.composer import Composer, PromptInput
 from agentsh.tui.widgets.status_bar import StatusBar
@@ -44,7 +44,7 @@ UNTRUSTED_NOTE = (
 if TYPE_CHECKING:
     from textual.command import Provider
 
-    from agentsh.tui.panes.tree import TreePane
+    from agentsh.tui.panes.tree_pane import TreePane
 
 
 def _slash_provider() -> type[Provider]:

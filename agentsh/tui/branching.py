@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 
     from agentsh.session.session import Session
     from agentsh.tui.current import Current
+    from agentsh.tui.display import View
     from agentsh.tui.screens.leave_branch import LeaveDecision
-    from agentsh.tui.view import View
 
 
 class BranchNavigator:

@@ -1,7 +1,7 @@
 """The chat controller: the one object the App talks to, wiring the TUI's parts together.
 
 Each concern is its own part, and the parts share :class:`~agentsh.tui.current.Current` (what
-is open) and a :class:`~agentsh.tui.view.View` (where things are shown) instead of holding each
+is open) and a :class:`~agentsh.tui.display.View` (where things are shown) instead of holding each
 other or this controller:
 
 - :class:`~agentsh.tui.lifecycle.SessionLifecycle`: opening the session and building the
@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING
 
 from agentsh.tui.branching import BranchNavigator
 from agentsh.tui.current import Current
+from agentsh.tui.display import AppView
 from agentsh.tui.lifecycle import AgentFactory, SessionLifecycle, read_only_note
 from agentsh.tui.slash import registry as slash
 from agentsh.tui.slash.command import Need, SlashCommand
 from agentsh.tui.turns import TurnRunner
-from agentsh.tui.view import AppView
 from agentsh.tui.widgets.chat import ChatView
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from agentsh.frontend import AgentAPI
     from agentsh.session.session import Session
     from agentsh.tui.options import LaunchOptions
-    from agentsh.tui.widgets.approval import ApprovalPrompt
+    from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
     from agentsh.tui.widgets.composer import PromptInput
     from agentsh.tui.widgets.status_bar import StatusBar
 
@@ -151,7 +151,7 @@ class ChatController:
         )
 
     def _list_files(self) -> None:
-        from agentsh.tui.files import list_project_files
+        from agentsh.tui.file_list import list_project_files
 
         files = list_project_files(self.env.project.root)
         self.app.call_from_thread(setattr, self, "_files", files)

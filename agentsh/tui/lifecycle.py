@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from agentsh.config import Environment
     from agentsh.frontend import AgentAPI
     from agentsh.tui.current import Current
+    from agentsh.tui.display import AppView
     from agentsh.tui.options import LaunchOptions
-    from agentsh.tui.view import AppView
 
 AgentFactory = Callable[["Environment", Session, "LaunchOptions"], "AgentAPI"]
 
@@ -225,7 +225,7 @@ class SessionLifecycle:
 
     async def pick_session(self) -> Path | None:
         """The session picker (``/resume``, ``-r``): search by first message."""
-        from agentsh.tui.screens.sessions import SessionPicker, session_items
+        from agentsh.tui.screens.session_picker import SessionPicker, session_items
 
         env = self.current.env
         try:

@@ -45,7 +45,7 @@ from agentsh.tui.projection import (
     Projector,
     ToolItem,
 )
-from agentsh.tui.widgets.approval import ApprovalPrompt
+from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
 from agentsh.tui.widgets.messages import AssistantMessage as AssistantWidget
 from agentsh.tui.widgets.messages import CompactionLine
 from agentsh.tui.widgets.tool_block import ToolBlock
@@ -53,7 +53,7 @@ from agentsh.tui.widgets.tool_block import ToolBlock
 if TYPE_CHECKING:
     from textual.signal import Signal
 
-    from agentsh.tui.view import View
+    from agentsh.tui.display import View
 
 
 class TurnView:

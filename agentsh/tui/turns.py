@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
     from agentsh.events import ApprovalDecision, Event
     from agentsh.tui.current import Current
-    from agentsh.tui.view import View
-    from agentsh.tui.widgets.approval import ApprovalPrompt
+    from agentsh.tui.display import View
+    from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
 
 
 class TurnRunner:

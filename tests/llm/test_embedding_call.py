@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from agentsh.llm import embedding
-from agentsh.llm.embedding import EmbeddingCallError, embed_texts
+from agentsh.llm import embedding_call as embedding
+from agentsh.llm.embedding_call import EmbeddingCallError, embed_texts
 
 KEY = "sk-proj-" + "a1B2c3D4" * 4
 

@@ -112,7 +112,7 @@ def test_importing_the_search_modules_loads_no_heavy_library() -> None:
     script = (
         "import sys\n"
         "import agentsh.memory.index, agentsh.memory.watch, agentsh.memory.embeddings\n"
-        "import agentsh.tools.memory_search, agentsh.commands.memory_search\n"
+        "import agentsh.tools.memory_search, agentsh.commands.memory_search_cmd\n"
         "heavy = [m for m in ('numpy', 'onnxruntime', 'tokenizers', 'litellm', 'watchfiles')"
         " if m in sys.modules]\n"
         "print(','.join(heavy) or 'none')\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentsh.gitutil import GitError, arun_git, driver_overrides, find_git, run_git
-from agentsh.tui.files import list_project_files
+from agentsh.tui.file_list import list_project_files
 
 _AUTHOR = {
     "GIT_AUTHOR_NAME": "t",

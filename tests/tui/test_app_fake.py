@@ -592,7 +592,7 @@ def _approval_script(decisions: list[str]):  # type: ignore[no-untyped-def]
 async def test_the_approval_prompt_answers_with_its_keys(
     make_app: MakeApp, key: str, decision: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agentsh.tui.widgets.approval import ApprovalPrompt
+    from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
 
     decisions: list[str] = []
     app = make_app(factory=fake_factory(script=_approval_script(decisions)))
@@ -616,7 +616,7 @@ async def test_escape_on_a_waiting_approval_cancels_and_gives_typing_back_to_the
     make_app: MakeApp,
 ) -> None:
     from agentsh.events import ApprovalRequest
-    from agentsh.tui.widgets.approval import ApprovalPrompt
+    from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
 
     class CancellableAgent(FakeAgent):
         request: ApprovalRequest | None = None
@@ -650,7 +650,7 @@ async def test_a_long_diff_to_approve_scrolls_to_its_end_before_the_answer(
     make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from agentsh.events import ApprovalRequest
-    from agentsh.tui.widgets.approval import ApprovalDetail, ApprovalPrompt
+    from agentsh.tui.widgets.approval_prompt import ApprovalDetail, ApprovalPrompt
 
     monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 0.0)
     diff = "--- a/big.py\n+++ b/big.py\n@@ -0,0 +1,40 @@\n" + "\n".join(
@@ -688,7 +688,7 @@ async def test_a_long_diff_to_approve_scrolls_to_its_end_before_the_answer(
 
 
 async def test_the_approval_prompt_does_not_steal_focus_from_a_draft(make_app: MakeApp) -> None:
-    from agentsh.tui.widgets.approval import ApprovalPrompt
+    from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
 
     gate = asyncio.Event()
     decisions: list[str] = []

@@ -15,7 +15,7 @@ import pytest
 from agentsh.config import ApprovalMode
 from agentsh.session.log import is_locked
 from agentsh.tui.options import LaunchOptions
-from agentsh.tui.widgets.approval import ApprovalPrompt
+from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
 from agentsh.tui.widgets.messages import AssistantMessage, QueuedMessage, UserMessage
 from agentsh.tui.widgets.tool_block import ToolBlock
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL

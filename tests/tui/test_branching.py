@@ -15,7 +15,7 @@ from agentsh.session.session import Session
 from agentsh.tui.app import AgentshApp
 from agentsh.tui.options import LaunchOptions
 from agentsh.tui.panes.panel import SidePanel
-from agentsh.tui.panes.tree import TreePane, TreeView
+from agentsh.tui.panes.tree_pane import TreePane, TreeView
 from agentsh.tui.screens.leave_branch import LeaveBranchScreen
 from agentsh.tui.widgets.chat import BranchMarker, ChatView
 from agentsh.tui.widgets.composer import PromptInput

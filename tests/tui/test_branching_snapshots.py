@@ -14,7 +14,7 @@ from textual.pilot import Pilot
 from agentsh.events import ContextStatus
 from agentsh.session.entries import CompactionEntry, Role, StopReason, ToolCall
 from agentsh.session.session import Session
-from agentsh.tui.panes.tree import TreeView
+from agentsh.tui.panes.tree_pane import TreeView
 from agentsh.tui.widgets.composer import PromptInput
 from tests.tui.conftest import MakeApp, fake_factory, wait_for
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentsh.tui.files import fuzzy_match, list_project_files, rank
+from agentsh.tui.file_list import fuzzy_match, list_project_files, rank
 from agentsh.tui.keys import KEYS, KeyScope, bindings_for, display_key, keymap_from_settings
 from agentsh.tui.slash import registry as slash
 

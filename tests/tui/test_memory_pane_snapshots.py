@@ -13,7 +13,7 @@ import pytest
 from textual.pilot import Pilot
 
 from agentsh.events import ContextStatus
-from agentsh.tui.panes.memory import MemoryPane
+from agentsh.tui.panes.memory_pane import MemoryPane
 from agentsh.tui.widgets.composer import PromptInput
 from tests.tui.conftest import MakeApp, wait_for
 from tests.tui.test_memory_pane import INJECTION, SEP, snapshot_factory, write_project

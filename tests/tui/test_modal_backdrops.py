@@ -18,7 +18,7 @@ from agentsh.tui.screens.help import HelpScreen
 from agentsh.tui.screens.leave_branch import LeaveBranchScreen
 from agentsh.tui.screens.picker import PickerItem, PickerScreen
 from agentsh.tui.screens.read_view import ReadView
-from agentsh.tui.screens.sessions import SessionPicker
+from agentsh.tui.screens.session_picker import SessionPicker
 from agentsh.tui.widgets.status_bar import StatusBar
 from tests.tui.conftest import MakeApp, wait_for
 

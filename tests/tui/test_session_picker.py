@@ -7,7 +7,7 @@ from pathlib import Path
 from agentsh.config import load_environment
 from agentsh.session.entries import Role, StopReason
 from agentsh.session.session import Session
-from agentsh.tui.screens.sessions import session_items
+from agentsh.tui.screens.session_picker import session_items
 
 
 def test_a_fork_is_marked_with_its_parent_so_it_does_not_read_like_its_parent(

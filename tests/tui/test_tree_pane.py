@@ -20,8 +20,8 @@ from agentsh.session.entries import (
 )
 from agentsh.session.session import Session
 from agentsh.tui.panes.panel import PaneName, SidePanel
-from agentsh.tui.panes.tree import TreePane, TreeView
 from agentsh.tui.panes.tree_model import TreeFilter, TreeModel
+from agentsh.tui.panes.tree_pane import TreePane, TreeView
 from agentsh.tui.themes import shipped_themes_dir
 from agentsh.tui.widgets.composer import PromptInput
 from agentsh.tui.widgets.messages import UserMessage

@@ -51,7 +51,7 @@ def _build_pane(name: PaneName, host: PaneHost) -> Widget:
     # Imported when the panel first opens: the panes' modules are not on the first-frame path.
     match name:
         case PaneName.MEMORY:
-            from agentsh.tui.panes.memory import MemoryPane
+            from agentsh.tui.panes.memory_pane import MemoryPane
 
             return MemoryPane(host)
         case PaneName.SUMMARIES:
@@ -59,7 +59,7 @@ def _build_pane(name: PaneName, host: PaneHost) -> Widget:
 
             return SummariesPane(host)
         case PaneName.TREE:
-            from agentsh.tui.panes.tree import TreePane
+            from agentsh.tui.panes.tree_pane import TreePane
 
             return TreePane(host, id="tree-pane")
 

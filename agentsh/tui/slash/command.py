@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from agentsh.session.session import Session
     from agentsh.tui.branching import BranchNavigator
     from agentsh.tui.current import Current
-    from agentsh.tui.view import View
+    from agentsh.tui.display import View
 
 
 class Need(StrEnum):

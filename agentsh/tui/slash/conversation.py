@@ -110,7 +110,7 @@ async def new(ctx: CommandContext, arg: str) -> None:
 
 
 async def export(ctx: CommandContext, arg: str) -> None:
-    from agentsh.tui.export import ExportError, export_session
+    from agentsh.tui.exporting import ExportError, export_session
 
     session = ctx.current.current_session()
     if session is None:

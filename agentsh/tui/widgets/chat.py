@@ -46,7 +46,7 @@ from agentsh.tui.projection import (
     UserItem,
     item_entry_ids,
 )
-from agentsh.tui.widgets.approval import ApprovalPrompt
+from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
 from agentsh.tui.widgets.messages import (
     AssistantMessage,
     CompactionLine,

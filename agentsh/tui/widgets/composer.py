@@ -26,7 +26,7 @@ from textual.message import Message
 from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
 
-from agentsh.tui.files import rank
+from agentsh.tui.file_list import rank
 from agentsh.tui.keys import spec
 
 _AT_WORD = re.compile(r"(?:^|\s)@([^\s@]*)$")

@@ -22,7 +22,7 @@ from typing import Any
 from agentsh.checkpoints.checkpointer import Checkpointer
 from agentsh.checkpoints.restore import PlanItem, RestoreError, RestorePlan
 from agentsh.checkpoints.store import StoreError
-from agentsh.commands.context import find_session_file
+from agentsh.commands.context_cmd import find_session_file
 from agentsh.config import Environment, load_environment
 from agentsh.errors import EXIT_ERROR, EXIT_OK, CliError
 from agentsh.paths import find_project_root
