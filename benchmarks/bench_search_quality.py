@@ -19,7 +19,7 @@ from agentsh.config import SearchSettings
 from agentsh.memory.embeddings import LocalMiniLM, NoEmbedder
 from agentsh.memory.index import MemoryIndex
 from agentsh.paths import ProjectPaths, UserPaths
-from tests.search.retrieval import evaluate, install_corpus
+from tests.memory.retrieval import evaluate, install_corpus
 
 
 def main() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -14,6 +15,9 @@ from agentsh.tui.app import AgentshApp
 from agentsh.tui.lifecycle import AgentFactory
 from agentsh.tui.options import LaunchOptions
 from tests.tui.fake_agent import FakeAgent
+
+if TYPE_CHECKING:
+    from textual.pilot import Pilot
 
 MakeApp = Callable[..., AgentshApp]
 
@@ -43,14 +47,19 @@ def make_app(env: Environment, project: Path) -> MakeApp:
     return make
 
 
-def fake_factory(**kwargs: object) -> AgentFactory:
+def fake_factory(**kwargs: Any) -> AgentFactory:
     def build(_env: Environment, session: Session, _options: LaunchOptions) -> AgentAPI:
-        return FakeAgent(session, **kwargs)  # type: ignore[arg-type]
+        return FakeAgent(session, **kwargs)
 
     return build
 
 
-async def wait_for(pilot: object, predicate: Callable[[], bool], limit_s: float = 10.0) -> None:
+# -- the one Pilot driver: every TUI test waits and reaches into the App through these ----------
+
+
+async def wait_for(
+    pilot: Pilot[None], predicate: Callable[[], bool], limit_s: float = 10.0
+) -> None:
     """Pump the app until ``predicate()`` holds (tests never sleep a fixed time)."""
     import asyncio
 
@@ -59,10 +68,46 @@ async def wait_for(pilot: object, predicate: Callable[[], bool], limit_s: float 
     while not predicate():
         if loop.time() > deadline:
             raise AssertionError("condition not reached in time")
-        await pilot.pause(0.02)  # type: ignore[attr-defined]
+        await pilot.pause(0.02)
 
 
-def screen_text(app: object) -> str:
+async def ready(pilot: Pilot[None], app: AgentshApp, limit_s: float = 60.0) -> None:
+    """The session is open and the agent has loaded (the real one imports litellm: slow on
+    a loaded machine, hence the minute)."""
+    await wait_for(pilot, lambda: app.controller.ready, limit_s=limit_s)
+
+
+async def idle(pilot: Pilot[None], app: AgentshApp, limit_s: float = 60.0) -> None:
+    """No turn, compaction or branch summary is running."""
+    await wait_for(pilot, lambda: not app.controller.turn_running, limit_s=limit_s)
+
+
+async def submit(pilot: Pilot[None], app: AgentshApp, text: str) -> None:
+    """Put ``text`` in the editor and press Enter (typing it key by key is slow)."""
+    await pilot.press("ctrl+l")
+    app.controller.prompt.text = text
+    await pilot.press("enter")
+
+
+def agent_of(app: AgentshApp) -> AgentAPI:
+    agent = app.controller.agent
+    assert agent is not None, "the agent has not loaded"
+    return agent
+
+
+def fake_of(app: AgentshApp) -> FakeAgent:
+    agent = app.controller.agent
+    assert isinstance(agent, FakeAgent), f"not a FakeAgent: {agent!r}"
+    return agent
+
+
+def session_of(app: AgentshApp) -> Session:
+    session = app.controller.current_session()
+    assert session is not None, "no session is open"
+    return session
+
+
+def screen_text(app: AgentshApp) -> str:
     """What the terminal shows now, as plain text lines (what a user reads)."""
-    strips = app.screen._compositor.render_strips()  # type: ignore[attr-defined]
+    strips = app.screen._compositor.render_strips()
     return "\n".join(strip.text.rstrip() for strip in strips)

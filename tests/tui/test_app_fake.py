@@ -46,14 +46,10 @@ from agentsh.tui.widgets.messages import (
 )
 from agentsh.tui.widgets.status_bar import StatusBar
 from agentsh.tui.widgets.tool_block import ToolBlock
-from tests.tui.conftest import MakeApp, fake_factory, wait_for
+from tests.tui.conftest import MakeApp, agent_of, fake_factory, fake_of, ready, wait_for
 from tests.tui.fake_agent import FakeAgent, echo_script
 
 pytestmark = pytest.mark.asyncio
-
-
-async def _ready(pilot, app) -> None:  # type: ignore[no-untyped-def]
-    await wait_for(pilot, lambda: app.controller.ready)
 
 
 async def test_empty_start_screen_shows_the_welcome_and_focuses_the_editor(
@@ -61,7 +57,7 @@ async def test_empty_start_screen_shows_the_welcome_and_focuses_the_editor(
 ) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         assert app.query(Welcome)
         assert isinstance(app.focused, PromptInput)
         assert app.theme == "agentsh-dark"
@@ -85,7 +81,7 @@ async def test_first_frame_shows_the_cached_model_and_loading_until_the_agent_is
         assert bar.starting and bar.status.model == "openai/gpt-4.1"
         assert "loading…" in str(bar.render())
         release.set()
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await wait_for(pilot, lambda: not bar.starting)
         assert "loading…" not in str(bar.render())
 
@@ -93,7 +89,7 @@ async def test_first_frame_shows_the_cached_model_and_loading_until_the_agent_is
 async def test_a_message_streams_into_an_assistant_reply(make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"hello", "enter")
         await wait_for(
             pilot, lambda: not app.controller.turn_running and bool(app.query(AssistantMessage))
@@ -110,7 +106,7 @@ async def test_sending_without_a_model_explains_how_to_configure_one(make_app: M
 
     app = make_app(factory=fake_factory(model=None, script=no_model))
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"fix the bug", "enter")
         await wait_for(pilot, lambda: bool(app.query(NoteMarkdown)))
         assert "Set OPENAI_API_KEY" in app.query_one(NoteMarkdown).text
@@ -129,7 +125,7 @@ async def test_messages_typed_during_a_turn_are_queued_then_sent(make_app: MakeA
 
     app = make_app(factory=fake_factory(script=gated))
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"first", "enter")
         await wait_for(pilot, lambda: app.controller.turn_running)
         await pilot.press(*"second", "enter")
@@ -146,7 +142,7 @@ async def test_messages_typed_during_a_turn_are_queued_then_sent(make_app: MakeA
 async def test_history_walks_sent_messages_with_up_and_down(make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         for text in ("one", "two"):
             await pilot.press(*text, "enter")
             await wait_for(pilot, lambda: not app.controller.turn_running)
@@ -163,7 +159,7 @@ async def test_history_walks_sent_messages_with_up_and_down(make_app: MakeApp) -
 async def test_shift_enter_and_ctrl_j_add_lines_instead_of_sending(make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press("a", "ctrl+j", "b", "shift+enter", "c")
         assert app.query_one(PromptInput).text == "a\nb\nc"
         assert not app.query(UserMessage)
@@ -172,7 +168,7 @@ async def test_shift_enter_and_ctrl_j_add_lines_instead_of_sending(make_app: Mak
 async def test_slash_completion_offers_commands_and_enter_runs_one(make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press("/", "c", "o")
         menu = app.query_one(CompletionMenu)
         assert menu.display and [c.insert for c in menu.completions] == ["/compact ", "/cost"]
@@ -186,7 +182,7 @@ async def test_at_completion_inserts_a_project_path(make_app: MakeApp, project: 
     (project / "src" / "parser.py").write_text("")
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await wait_for(pilot, lambda: "src/parser.py" in app.controller.project_files())
         await pilot.press(*"look at @pars")
         menu = app.query_one(CompletionMenu)
@@ -199,7 +195,7 @@ async def test_at_completion_inserts_a_project_path(make_app: MakeApp, project: 
 async def test_theme_command_switches_and_persists(make_app: MakeApp, env: Environment) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"/theme agentsh-light", "enter")
         await wait_for(pilot, lambda: app.theme == "agentsh-light")
         config = tomllib.loads(env.user.config_file.read_text())
@@ -213,7 +209,7 @@ async def test_theme_command_switches_and_persists(make_app: MakeApp, env: Envir
 async def test_theme_picker_previews_live_and_escape_restores(make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"/theme", "enter")
         await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
         await pilot.press("down")
@@ -236,7 +232,7 @@ async def test_f1_lists_every_binding_and_a_remapped_key_works(
     env.user.config_file.write_text('[tui.keys]\nhelp = "f2"\n')
     app = make_app(environment=load_environment(project))
     async with app.run_test(size=(100, 40)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press("f1")  # no longer bound
         assert not isinstance(app.screen, HelpScreen)
         await pilot.press("f2")
@@ -271,7 +267,7 @@ async def test_unknown_config_keys_are_reported_not_fatal(project: Path, make_ap
     env.user.config_file.write_text('[tui]\ntheme = "no-such-theme"\n[tui.keys]\nbogus = "x"\n')
     app = make_app(environment=load_environment(project))
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         messages = [str(n.message) for n in app._notifications]
         assert any("bogus" in m for m in messages)
         assert any("no-such-theme" in m for m in messages)
@@ -281,7 +277,7 @@ async def test_unknown_config_keys_are_reported_not_fatal(project: Path, make_ap
 async def test_command_palette_runs_slash_commands(make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press("ctrl+p")
         await pilot.press(*"/cost")
         await pilot.pause(0.3)
@@ -293,7 +289,7 @@ async def test_command_palette_runs_slash_commands(make_app: MakeApp) -> None:
 async def test_tool_blocks_collapse_to_their_last_lines_and_toggle(make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=(80, 30)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         output = "\n".join(f"line {i}" for i in range(1, 21))
         chat = app.query_one(ChatView)
         await chat.append(ToolItem("c1", "bash", "bash: seq 20", output=output, finished=True))
@@ -319,7 +315,7 @@ async def test_a_long_transcript_keeps_a_bounded_window_mounted(
     env.user.config_file.write_text("[tui]\ntranscript_window = 30\n")
     app = make_app(environment=load_environment(project))
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         session = Session.create(None, project)
         for i in range(150):
             session.append_message(Role.USER, f"question {i}")
@@ -349,8 +345,8 @@ async def test_a_long_transcript_keeps_a_bounded_window_mounted(
 async def test_tree_text_command_lists_branch_points(make_app: MakeApp, project: Path) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
-        session = app.controller.agent.session  # type: ignore[union-attr]
+        await ready(pilot, app)
+        session = agent_of(app).session
         root = session.append_message(Role.USER, "start")
         session.append_message(Role.ASSISTANT, "a", stop_reason=StopReason.STOP)
         session.move_leaf(root.id)
@@ -364,7 +360,7 @@ async def test_tree_text_command_lists_branch_points(make_app: MakeApp, project:
 async def test_unknown_command_is_reported_in_place(make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"/frobnicate", "enter")
         await wait_for(pilot, lambda: bool(app.query(NoteLine)))
         assert "Unknown command /frobnicate" in app.query_one(NoteLine).text
@@ -379,7 +375,7 @@ async def test_tree_and_memory_say_what_their_argument_means(
 
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*f"{command} parser", "enter")
         await wait_for(pilot, lambda: bool(app.query(NoteLine)))
         note = app.query_one(NoteLine).text
@@ -397,7 +393,7 @@ async def test_a_command_run_while_scrolled_up_shows_its_answer(
     session.close()
     app = make_app(options=LaunchOptions(continue_session=True))
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         chat = app.query_one(ChatView)
         await wait_for(pilot, lambda: chat.max_scroll_y > 0)
         chat.scroll_home(animate=False, immediate=True)  # reading back: the anchor lets go
@@ -416,7 +412,7 @@ async def test_a_session_file_that_cannot_be_opened_is_named_and_a_new_session_s
     empty.write_bytes(b"")
     app = make_app(options=LaunchOptions(session=str(empty)))
     async with app.run_test(size=(100, 30)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await wait_for(pilot, lambda: bool(app.query(NoteLine)))
         text = app.query_one(NoteLine).text
         assert str(empty) in text
@@ -442,7 +438,7 @@ async def test_resume_picker_searches_by_first_message_and_opens_the_session(
     _saved_session(env, project, "write the changelog")
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"/resume", "enter")
         await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
         assert len(app.screen.shown) == 2  # type: ignore[attr-defined]
@@ -473,7 +469,7 @@ async def test_session_tokens_read_the_same_in_the_bar_cost_and_the_picker(
         factory=fake_factory(status=status), options=LaunchOptions(continue_session=True)
     )
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         assert "Σ 1.3k tok" in str(app.query_one(StatusBar).render())
         await pilot.press(*"/cost", "enter")
         await wait_for(pilot, lambda: bool(app.query(NoteMarkdown)))
@@ -498,19 +494,19 @@ async def test_resume_flag_without_an_id_opens_the_picker_first(
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
         await pilot.press("enter")
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await wait_for(pilot, lambda: [m.text for m in app.query(UserMessage)] == ["earlier work"])
 
 
 async def test_fork_new_label_and_export_work_on_the_log(make_app: MakeApp, project: Path) -> None:
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"hello", "enter")
         await wait_for(
             pilot, lambda: not app.controller.turn_running and bool(app.query(AssistantMessage))
         )
-        original = app.controller.agent.session  # type: ignore[union-attr]
+        original = agent_of(app).session
         await pilot.press(*"/label checkpoint", "enter")
         await wait_for(
             pilot, lambda: original.tree.labels.get(original.leaf_id or "") == "checkpoint"
@@ -523,13 +519,13 @@ async def test_fork_new_label_and_export_work_on_the_log(make_app: MakeApp, proj
         assert not (project / exported.name).exists()
         await wait_for(pilot, lambda: any(str(exported) in n.text for n in app.query(NoteLine)))
         await pilot.press(*"/fork", "enter")
-        await wait_for(pilot, lambda: app.controller.agent.session is not original)  # type: ignore[union-attr]
-        forked = app.controller.agent.session  # type: ignore[union-attr]
+        await wait_for(pilot, lambda: agent_of(app).session is not original)
+        forked = agent_of(app).session
         assert forked.header.parent_session == original.id
         assert [m.text for m in app.query(UserMessage)] == ["hello"]
         await pilot.press(*"/new", "enter")
         await wait_for(pilot, lambda: bool(app.query(Welcome)))
-        assert app.controller.agent.session not in (original, forked)  # type: ignore[union-attr]
+        assert agent_of(app).session not in (original, forked)
 
 
 async def test_user_themes_load_reload_on_change_and_bad_ones_are_reported(
@@ -543,7 +539,7 @@ async def test_user_themes_load_reload_on_change_and_bad_ones_are_reported(
     (themes / "broken.toml").write_text('name = "broken"\nprimary = "nope"\n')
     app = AgentshApp(env, LaunchOptions(), agent_factory=fake_factory(), cwd=project)
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         assert "mine" in app.available_themes and "broken" not in app.available_themes
         assert any("broken.toml" in str(n.message) for n in app._notifications)
         app.theme = "mine"
@@ -569,7 +565,7 @@ async def test_a_configured_theme_with_a_bad_variable_is_skipped_not_fatal(
     app = AgentshApp(load_environment(project), LaunchOptions(), agent_factory=fake_factory(),
                      cwd=project, watch_themes=False)  # fmt: skip
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         assert app.theme == "agentsh-dark"
         messages = [str(n.message) for n in app._notifications]
         assert any("odd.toml" in m and "footer-background" in m for m in messages)
@@ -598,7 +594,7 @@ async def test_the_approval_prompt_answers_with_its_keys(
     app = make_app(factory=fake_factory(script=_approval_script(decisions)))
     monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 60.0)
     async with app.run_test(size=(80, 30)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"go", "enter")
         await wait_for(pilot, lambda: bool(app.query(ApprovalPrompt)))
         prompt = app.query_one(ApprovalPrompt)
@@ -607,7 +603,7 @@ async def test_the_approval_prompt_answers_with_its_keys(
         assert prompt.decision is None
         monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 0.0)
         await pilot.press(key)
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await wait_for(pilot, lambda: decisions == [decision])
         assert isinstance(app.focused, PromptInput)
 
@@ -637,7 +633,7 @@ async def test_escape_on_a_waiting_approval_cancels_and_gives_typing_back_to_the
 
     app = make_app(factory=lambda _e, s, _o: CancellableAgent(s, script=asks))
     async with app.run_test(size=(80, 30)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"go", "enter")
         await wait_for(pilot, lambda: isinstance(app.focused, ApprovalPrompt))
         await pilot.press("escape")
@@ -666,7 +662,7 @@ async def test_a_long_diff_to_approve_scrolls_to_its_end_before_the_answer(
 
     app = make_app(factory=fake_factory(script=asks))
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"go", "enter")
         await wait_for(pilot, lambda: isinstance(app.focused, ApprovalPrompt))
         prompt = app.query_one(ApprovalPrompt)
@@ -701,7 +697,7 @@ async def test_the_approval_prompt_does_not_steal_focus_from_a_draft(make_app: M
 
     app = make_app(factory=fake_factory(script=delayed))
     async with app.run_test(size=(80, 30)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"go", "enter")
         await pilot.press(*"any draft")
         gate.set()
@@ -724,7 +720,7 @@ async def test_a_session_open_elsewhere_is_shown_read_only_and_fork_continues_it
     try:
         app = make_app()
         async with app.run_test(size=(100, 30)) as pilot:
-            await _ready(pilot, app)
+            await ready(pilot, app)
             await pilot.press(*f"/resume {saved.id[:8]}", "enter")
             await wait_for(
                 pilot, lambda: [m.text for m in app.query(UserMessage)] == ["shared work"]
@@ -733,11 +729,11 @@ async def test_a_session_open_elsewhere_is_shown_read_only_and_fork_continues_it
             await pilot.press(*"continue", "enter")
             await pilot.pause(0.1)
             assert not app.controller.turn_running
-            assert app.controller.agent.runs == []  # type: ignore[union-attr]
+            assert fake_of(app).runs == []
             await pilot.press(*"/fork", "enter")
-            await wait_for(pilot, lambda: not app.controller.agent.session.read_only_reason)  # type: ignore[union-attr]
+            await wait_for(pilot, lambda: not agent_of(app).session.read_only_reason)
             await pilot.press(*"continue", "enter")
-            await wait_for(pilot, lambda: app.controller.agent.runs == ["continue"])  # type: ignore[union-attr]
+            await wait_for(pilot, lambda: fake_of(app).runs == ["continue"])
     finally:
         holder.close()
 
@@ -751,7 +747,7 @@ async def test_commands_that_write_say_a_read_only_session_is_read_only(
     try:
         app = make_app()
         async with app.run_test(size=(100, 30)) as pilot:
-            await _ready(pilot, app)
+            await ready(pilot, app)
             await pilot.press(*f"/resume {saved.id[:8]}", "enter")
             await wait_for(pilot, lambda: bool(app.query(UserMessage)))
             for command in ("/label checkpoint", "/compact"):
@@ -769,7 +765,7 @@ async def test_commands_that_write_say_a_read_only_session_is_read_only(
 async def test_escape_in_the_chat_gives_the_focus_back_to_the_editor(make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"hello", "enter")
         await wait_for(
             pilot, lambda: not app.controller.turn_running and bool(app.query(AssistantMessage))
@@ -803,13 +799,13 @@ async def test_model_picker_takes_a_typed_model_string(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"/model", "enter")
         await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
         values = [i.value for i in app.screen.shown]  # type: ignore[attr-defined]
         assert values[0] == "test/fake" and "anthropic/claude-sonnet-4-6" in values
         await pilot.press(*"ollama/qwen2.5-coder", "enter")
-        await wait_for(pilot, lambda: app.controller.agent.model == "ollama/qwen2.5-coder")  # type: ignore[union-attr]
+        await wait_for(pilot, lambda: agent_of(app).model == "ollama/qwen2.5-coder")
         assert app.controller.status_bar.status.model == "ollama/qwen2.5-coder"
 
 
@@ -820,15 +816,15 @@ async def test_continue_and_resume_by_prefix_open_the_right_session(
     _saved_session(env, project, "newest work")
     app = make_app(options=LaunchOptions(continue_session=True))
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await wait_for(pilot, lambda: [m.text for m in app.query(UserMessage)] == ["newest work"])
     app = make_app(options=LaunchOptions(resume=older.id[:8]))
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await wait_for(pilot, lambda: [m.text for m in app.query(UserMessage)] == ["older work"])
     app = make_app(options=LaunchOptions(resume="ffffffffff"))
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await wait_for(pilot, lambda: bool(app.query(NoteLine)))
         assert "ffffffffff" in app.query_one(NoteLine).text  # says what was not found
         assert not app.query(UserMessage)
@@ -855,7 +851,7 @@ async def test_compact_shows_one_collapsed_line_and_rejects_unknown_tiers(
 
     app = make_app(factory=lambda _e, s, _o: CompactingAgent(s))
     async with app.run_test(size=(100, 30)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"hello", "enter")
         await wait_for(
             pilot, lambda: not app.controller.turn_running and bool(app.query(AssistantMessage))
@@ -896,7 +892,7 @@ async def test_a_compaction_that_falls_back_shows_the_tier_that_ran(make_app: Ma
 
     app = make_app(factory=lambda _e, s, _o: FallingBackAgent(s))
     async with app.run_test(size=(100, 30)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"hello", "enter")
         await wait_for(
             pilot, lambda: not app.controller.turn_running and bool(app.query(AssistantMessage))
@@ -923,7 +919,7 @@ async def test_a_provider_error_mid_reply_is_shown_in_place(make_app: MakeApp) -
 
     app = make_app(factory=fake_factory(script=failing))
     async with app.run_test(size=(100, 30)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"go", "enter")
         await wait_for(
             pilot, lambda: not app.controller.turn_running and bool(app.query(AssistantMessage))
@@ -943,7 +939,7 @@ async def test_the_send_key_can_be_remapped(project: Path, make_app: MakeApp) ->
     env.user.config_file.write_text('[tui.keys]\nsubmit = "ctrl+s"\nnewline = "enter"\n')
     app = make_app(environment=load_environment(project))
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press("a", "enter", "b")
         assert app.query_one(PromptInput).text == "a\nb"
         await pilot.press("ctrl+s")
@@ -954,7 +950,7 @@ async def test_help_in_the_chat_shows_every_command_with_its_summary(make_app: M
     # `/compact [tier|undo]`: an unescaped "|" split that row and dropped its summary.
     app = make_app()
     async with app.run_test(size=(120, 60)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"/help", "enter")
         await wait_for(pilot, lambda: bool(app.query(NoteMarkdown)))
         await pilot.pause(0.2)
@@ -970,7 +966,7 @@ async def test_a_bare_slash_in_the_command_palette_lists_every_command(make_app:
 
     app = make_app()
     async with app.run_test(size=(80, 40)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press("ctrl+p")
         await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
         await pilot.pause(0.2)
@@ -1000,7 +996,7 @@ async def test_escape_gives_queued_messages_back_with_the_cursor_at_their_end(
 
     app = make_app(factory=lambda _e, s, _o: GatedAgent(s, script=gated))
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"first", "enter")
         await wait_for(pilot, lambda: app.controller.turn_running)
         await pilot.press(*"second", "enter")
@@ -1021,7 +1017,7 @@ async def test_notifications_never_cover_the_editor(
 
     app = make_app()
     async with app.run_test(size=size, notifications=True) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"a draft the user is typing")
         app.notify("Edit and send to start a new branch; the old one stays.", title="Editing")
         await wait_for(pilot, lambda: bool(app.screen.query(Toast)))

@@ -14,13 +14,14 @@ import pytest
 
 from agentsh.config import ApprovalMode
 from agentsh.session.log import is_locked
+from agentsh.tui.app import AgentshApp
 from agentsh.tui.options import LaunchOptions
 from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
 from agentsh.tui.widgets.messages import AssistantMessage, QueuedMessage, UserMessage
 from agentsh.tui.widgets.tool_block import ToolBlock
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer, text, tool_call
-from tests.tui.conftest import MakeApp, wait_for
+from tests.tui.conftest import MakeApp, agent_of, idle, ready, wait_for
 
 pytestmark = pytest.mark.asyncio
 
@@ -32,7 +33,7 @@ def real(
     """``real(approval=...)``: the App with the default (real) agent factory."""
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
 
-    def make(approval: ApprovalMode | None = None):  # type: ignore[no-untyped-def]
+    def make(approval: ApprovalMode | None = None) -> AgentshApp:
         from agentsh.tui.lifecycle import build_real_agent
 
         options = LaunchOptions(model=TEST_MODEL, api_base=scripted_server.base_url,
@@ -42,15 +43,7 @@ def real(
     return make
 
 
-async def _ready(pilot, app) -> None:  # type: ignore[no-untyped-def]
-    await wait_for(pilot, lambda: app.controller.ready, limit_s=60)
-
-
-async def _idle(pilot, app) -> None:  # type: ignore[no-untyped-def]
-    await wait_for(pilot, lambda: not app.controller.turn_running, limit_s=30)
-
-
-def _log_entries(app) -> list[dict[str, object]]:  # type: ignore[no-untyped-def]
+def _log_entries(app: AgentshApp) -> list[dict[str, object]]:
     path: Path = app.controller.agent.session.path
     return [json.loads(line) for line in path.read_text().splitlines()[1:]]
 
@@ -59,10 +52,10 @@ async def test_a_streamed_answer_appears(real: MakeApp, scripted_server: Scripte
     scripted_server.script(text("Hello **world**, this answer was streamed in pieces."))
     app = real()
     async with app.run_test(size=(100, 30)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"hi there", "enter")
         await wait_for(pilot, lambda: bool(app.query(AssistantMessage)))
-        await _idle(pilot, app)
+        await idle(pilot, app)
         reply = app.query_one(AssistantMessage)
         assert reply.text == "Hello **world**, this answer was streamed in pieces."
         assert reply.entry_id  # the widget is a view of a logged entry
@@ -77,9 +70,9 @@ async def test_a_tool_call_block_expands_and_collapses(
     scripted_server.script(tool_call("bash", {"command": "seq 1 30"}), text("Counted."))
     app = real(approval=ApprovalMode.ALL)
     async with app.run_test(size=(100, 40)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"count to thirty", "enter")
-        await _idle(pilot, app)
+        await idle(pilot, app)
         block = app.query_one(ToolBlock)
         assert block.finished and not block.is_error
         assert block.summary.startswith("bash") and "seq 1 30" in block.summary
@@ -95,14 +88,14 @@ async def test_an_approval_is_granted(real: MakeApp, scripted_server: ScriptedSe
     scripted_server.script(tool_call("bash", {"command": "echo approved-run"}), text("Ran it."))
     app = real()
     async with app.run_test(size=(100, 40)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"run echo", "enter")
         await wait_for(pilot, lambda: bool(app.query(ApprovalPrompt)))
         await pilot.pause(ApprovalPrompt.GRACE_S + 0.1)
         prompt = app.query_one(ApprovalPrompt)
         assert app.focused is prompt  # it takes focus; the transcript stays visible
         await pilot.press("y")
-        await _idle(pilot, app)
+        await idle(pilot, app)
         block = app.query_one(ToolBlock)
         assert not block.is_error and "approved-run" in block.output
         assert prompt.decision is not None and prompt.decision.value == "allow_once"
@@ -113,12 +106,12 @@ async def test_an_approval_is_denied(real: MakeApp, scripted_server: ScriptedSer
     scripted_server.script(tool_call("bash", {"command": "rm -rf build"}), text("Understood."))
     app = real()
     async with app.run_test(size=(100, 40)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"clean up", "enter")
         await wait_for(pilot, lambda: bool(app.query(ApprovalPrompt)))
         await pilot.pause(ApprovalPrompt.GRACE_S + 0.1)
         await pilot.press("n")
-        await _idle(pilot, app)
+        await idle(pilot, app)
         block = app.query_one(ToolBlock)
         assert block.is_error
         # The model was told: the second request carries the denial as the tool result.
@@ -134,11 +127,11 @@ async def test_escape_cancels_mid_stream_and_the_log_marks_the_turn_aborted(
     scripted_server.script({"text": long, "delay": 0.03})
     app = real()
     async with app.run_test(size=(100, 30)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"talk a lot", "enter")
         await wait_for(pilot, lambda: any(m.text for m in app.query(AssistantMessage)))
         await pilot.press("escape")
-        await _idle(pilot, app)
+        await idle(pilot, app)
         reply = app.query_one(AssistantMessage)
         assert 0 < len(reply.text) < len(long)
         assert "aborted" in str(reply.query_one(".message-footer").render())
@@ -155,14 +148,14 @@ async def test_input_typed_during_a_turn_is_queued_and_sent_after_it(
     )
     app = real()
     async with app.run_test(size=(100, 30)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"first", "enter")
         await wait_for(pilot, lambda: app.controller.turn_running)
         await pilot.press(*"second", "enter")
         await wait_for(pilot, lambda: bool(app.query(QueuedMessage)))
         assert len(scripted_server.requests) == 1
         await wait_for(pilot, lambda: len(scripted_server.requests) == 2, limit_s=30)
-        await _idle(pilot, app)
+        await idle(pilot, app)
         assert not app.query(QueuedMessage)
         assert [m.text for m in app.query(UserMessage)] == ["first", "second"]
         last_user = [m for m in scripted_server.requests[1].messages if m["role"] == "user"][-1]
@@ -175,10 +168,11 @@ async def test_quitting_mid_stream_logs_the_partial_reply_as_aborted(
     scripted_server.script({"text": " ".join(f"word{i}" for i in range(400)), "delay": 0.03})
     app = real()
     async with app.run_test(size=(100, 30)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"talk a lot", "enter")
         await wait_for(pilot, lambda: any(m.text for m in app.query(AssistantMessage)))
-        path: Path = app.controller.agent.session.path  # type: ignore[union-attr]
+        path = agent_of(app).session.path
+        assert path is not None
         await pilot.press("ctrl+q")
     text = await asyncio.to_thread(path.read_text)
     lines = [json.loads(line) for line in text.splitlines()[1:]]
@@ -209,10 +203,11 @@ async def test_a_kill_or_a_closed_terminal_quits_like_ctrl_q_and_logs_the_partia
 
         app.controller.exit_process = hard_exit
         async with app.run_test(size=(100, 30)) as pilot:
-            await _ready(pilot, app)
+            await ready(pilot, app)
             await pilot.press(*"talk a lot", "enter")
             await wait_for(pilot, lambda: any(m.text for m in app.query(AssistantMessage)))
-            path: Path = app.controller.agent.session.path  # type: ignore[union-attr]
+            path = agent_of(app).session.path
+            assert path is not None
             os.kill(os.getpid(), signum)
             await wait_for(pilot, lambda: app.return_code is not None or bool(stray))
         assert not stray

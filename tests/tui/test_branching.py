@@ -6,6 +6,7 @@ model, and ``/fork`` from a selected message."""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -22,7 +23,10 @@ from agentsh.tui.widgets.composer import PromptInput
 from agentsh.tui.widgets.messages import AssistantMessage, UserMessage
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer, text
-from tests.tui.conftest import MakeApp, wait_for
+from tests.tui.conftest import MakeApp, ready, session_of, wait_for
+
+if TYPE_CHECKING:
+    from textual.pilot import Pilot
 
 pytestmark = pytest.mark.asyncio
 
@@ -44,10 +48,6 @@ def real(
     return make
 
 
-async def _ready(pilot, app) -> None:  # type: ignore[no-untyped-def]
-    await wait_for(pilot, lambda: app.controller.ready, limit_s=60)
-
-
 def _users(app: AgentshApp) -> list[str]:
     return [m.text for m in app.query(UserMessage)]
 
@@ -61,14 +61,16 @@ def _branch(app: AgentshApp) -> str:
     return f"{status.branch_index}/{status.branch_count}"
 
 
-async def _send(pilot, app, server: ScriptedServer, message: str) -> None:  # type: ignore[no-untyped-def]
+async def _send(pilot: Pilot[None], app: AgentshApp, server: ScriptedServer, message: str) -> None:
     before = len(server.requests)
     await pilot.press(*message, "enter")
     await wait_for(pilot, lambda: len(server.requests) > before, limit_s=30)
     await wait_for(pilot, lambda: not app.controller.turn_running, limit_s=30)
 
 
-async def _edit_newest_into(pilot, app, server: ScriptedServer, new: str) -> None:  # type: ignore[no-untyped-def]
+async def _edit_newest_into(
+    pilot: Pilot[None], app: AgentshApp, server: ScriptedServer, new: str
+) -> None:
     """Alt+Up selects the newest user message, Enter puts it in the editor (its parent is the
     leaf now), the user rewrites it and sends: a sibling branch."""
     chat = app.query_one(ChatView)
@@ -82,7 +84,7 @@ async def _edit_newest_into(pilot, app, server: ScriptedServer, new: str) -> Non
     await _send(pilot, app, server, new)
 
 
-async def _switch(pilot, app, key: str, answer: str = "n") -> None:  # type: ignore[no-untyped-def]
+async def _switch(pilot: Pilot[None], app: AgentshApp, key: str, answer: str = "n") -> None:
     await pilot.press(key)
     await wait_for(pilot, lambda: isinstance(app.screen, LeaveBranchScreen))
     # The question is docked at the bottom: the branch being left stays in view above it.
@@ -92,12 +94,12 @@ async def _switch(pilot, app, key: str, answer: str = "n") -> None:  # type: ign
     await wait_for(pilot, lambda: not isinstance(app.screen, LeaveBranchScreen))
 
 
-async def _three_branches(pilot, app, server: ScriptedServer) -> Session:  # type: ignore[no-untyped-def]
+async def _three_branches(pilot: Pilot[None], app: AgentshApp, server: ScriptedServer) -> Session:
     await _send(pilot, app, server, "start")
     await _send(pilot, app, server, "one")
     await _edit_newest_into(pilot, app, server, "two")
     await _edit_newest_into(pilot, app, server, "three")
-    return app.controller.current_session()  # type: ignore[return-value]
+    return session_of(app)
 
 
 async def test_three_branches_made_with_the_keys_and_switched_among(
@@ -106,7 +108,7 @@ async def test_three_branches_made_with_the_keys_and_switched_among(
     scripted_server.script(text("A0"), text("A-one"), text("A-two"), text("A-three"))
     app = real()
     async with app.run_test(size=(100, 30)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         session = await _three_branches(pilot, app, scripted_server)
         fork = session.tree.nodes[session.tree.roots[0]]
         assert len(session.tree.children_of(session.tree.children_of(fork.id)[0])) == 3
@@ -137,7 +139,7 @@ async def test_three_branches_made_with_the_keys_and_switched_among(
     assert path is not None
     app = real(session=str(path))
     async with app.run_test(size=(100, 30)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await wait_for(pilot, lambda: _users(app) == ["start", "two"])
         assert _replies(app) == ["A0", "A-two"]
         await wait_for(pilot, lambda: _branch(app) == "2/3")
@@ -149,7 +151,7 @@ async def test_esc_esc_opens_the_tree_a_label_survives_a_reload_and_filters_find
     scripted_server.script(text("first reply"))
     app = real()
     async with app.run_test(size=(100, 30)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await _send(pilot, app, scripted_server, "hello")
         await pilot.press("escape", "escape")
         await wait_for(
@@ -167,7 +169,7 @@ async def test_esc_esc_opens_the_tree_a_label_survives_a_reload_and_filters_find
 
     app = real(session=str(path))
     async with app.run_test(size=(100, 30)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press("f4")
         await wait_for(pilot, lambda: bool(app.query(TreePane)))
         pane = app.query_one(TreePane)
@@ -198,7 +200,7 @@ async def test_a_branch_summary_is_attached_and_sent_to_the_model(
     )
     app = real()
     async with app.run_test(size=(100, 30)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await _send(pilot, app, scripted_server, "start")
         await _send(pilot, app, scripted_server, "one")
         await _edit_newest_into(pilot, app, scripted_server, "two")
@@ -233,7 +235,7 @@ async def test_fork_from_a_selected_message_writes_a_new_file_naming_its_parent(
     scripted_server.script(text("A0"), text("A-one"))
     app = real()
     async with app.run_test(size=(100, 30)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await _send(pilot, app, scripted_server, "start")
         await _send(pilot, app, scripted_server, "one")
         original = app.controller.current_session()

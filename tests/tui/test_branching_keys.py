@@ -11,6 +11,7 @@ import pytest
 from agentsh.session.entries import Role, StopReason
 from agentsh.session.session import Session
 from agentsh.tui import projection
+from agentsh.tui.app import AgentshApp
 from agentsh.tui.projection import BranchItem, UserItem, project_session
 from agentsh.tui.widgets.chat import BranchMarker, ChatView
 from agentsh.tui.widgets.composer import PromptInput
@@ -26,12 +27,12 @@ def _three_turns(project_dir: Path) -> Session:
     return s
 
 
-def _selected(app) -> str | None:  # type: ignore[no-untyped-def]
+def _selected(app: AgentshApp) -> str | None:
     item = app.query_one(ChatView).selected_item
     return item.text if item is not None else None
 
 
-def _highlighted(app) -> list[str]:  # type: ignore[no-untyped-def]
+def _highlighted(app: AgentshApp) -> list[str]:
     return [m.text for m in app.query(UserMessage) if m.has_class("-selected")]
 
 

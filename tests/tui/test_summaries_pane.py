@@ -31,7 +31,7 @@ from agentsh.tui.widgets.chat import ArchiveLine, ChatView
 from agentsh.tui.widgets.messages import CompactionLine, UserMessage
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer, text
-from tests.tui.conftest import MakeApp, fake_factory, wait_for
+from tests.tui.conftest import MakeApp, fake_factory, idle, submit, wait_for
 
 SUMMARY = (
     "## Active Task\nturn three: the config loader\n\n## Goal\nMake the parser tests pass\n\n"
@@ -131,22 +131,11 @@ def real_app(
     return make_app(factory=build_real_agent, options=options, environment=env)
 
 
-async def _idle(pilot: Any, app: AgentshApp) -> None:
-    await wait_for(pilot, lambda: not app.controller.turn_running, limit_s=30)
-
-
-async def _type(pilot: Any, app: AgentshApp, text_: str) -> None:
-    """Put ``text_`` in the editor and press Enter (typing it key by key is slow)."""
-    await pilot.press("ctrl+l")
-    app.controller.prompt.text = text_
-    await pilot.press("enter")
-
-
 async def _send(pilot: Any, app: AgentshApp, server: ScriptedServer, message: str) -> None:
     before = len(server.requests)
-    await _type(pilot, app, message)
+    await submit(pilot, app, message)
     await wait_for(pilot, lambda: len(server.requests) > before, 10)
-    await _idle(pilot, app)
+    await idle(pilot, app)
 
 
 def _visible(chat: ChatView, widget: Any) -> bool:
@@ -172,9 +161,9 @@ async def test_a_compaction_appears_in_the_pane_its_jump_lands_on_the_first_kept
         for message in ("turn one: why does test_parse fail?", "turn two: what next?",
                         "turn three: the config loader"):  # fmt: skip
             await _send(pilot, app, scripted_server, message)
-        await _type(pilot, app, "/compact summarize")
+        await submit(pilot, app, "/compact summarize")
         await wait_for(pilot, lambda: bool(app.query(CompactionLine)), 10)
-        await _idle(pilot, app)
+        await idle(pilot, app)
         chat = app.query_one(ChatView)
         # The two archived turns folded into one line, live.
         await wait_for(pilot, lambda: bool(app.query(ArchiveLine)))
@@ -219,7 +208,7 @@ async def test_a_compaction_appears_in_the_pane_its_jump_lands_on_the_first_kept
         await wait_for(pilot, lambda: len(app.query(UserMessage)) == 1)
 
         # /compact undo: the context from before the compaction, as a new leaf.
-        await _type(pilot, app, "/compact undo")
+        await submit(pilot, app, "/compact undo")
         await wait_for(pilot, lambda: not app.query(ArchiveLine), 10)
         await wait_for(pilot, lambda: not pane.views)
         assert app.controller.status_bar.status.compactions == 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from textual.color import Color
@@ -19,13 +20,17 @@ from agentsh.session.entries import (
     ToolCall,
 )
 from agentsh.session.session import Session
+from agentsh.tui.app import AgentshApp
 from agentsh.tui.panes.panel import PaneName, SidePanel
 from agentsh.tui.panes.tree_model import TreeFilter, TreeModel
 from agentsh.tui.panes.tree_pane import TreePane, TreeView
 from agentsh.tui.themes import shipped_themes_dir
 from agentsh.tui.widgets.composer import PromptInput
 from agentsh.tui.widgets.messages import UserMessage
-from tests.tui.conftest import MakeApp, fake_factory, screen_text, wait_for
+from tests.tui.conftest import MakeApp, fake_factory, ready, screen_text, wait_for
+
+if TYPE_CHECKING:
+    from textual.pilot import Pilot
 
 # -- a session with a tool call, a compaction, a model change and a fork ------------------------
 
@@ -202,19 +207,15 @@ def test_deep_forks_never_need_recursion(project: Path) -> None:
 # -- the pane in the App ---------------------------------------------------------------------
 
 
-async def _ready(pilot, app) -> None:  # type: ignore[no-untyped-def]
-    await wait_for(pilot, lambda: app.controller.ready)
-
-
-def _pane(app) -> TreePane:  # type: ignore[no-untyped-def]
+def _pane(app: AgentshApp) -> TreePane:
     return app.query_one(TreePane)
 
 
-def _footer(app) -> str:  # type: ignore[no-untyped-def]
+def _footer(app: AgentshApp) -> str:
     return str(app.query_one("#tree-footer").render())
 
 
-async def _open_with(pilot, app, project: Path) -> dict[str, str]:  # type: ignore[no-untyped-def]
+async def _open_with(pilot: Pilot[None], app: AgentshApp, project: Path) -> dict[str, str]:
     folder = app.env.user.project_sessions_dir(project)
     session, ids = _session(project, folder)
     await app.controller.switch_session(session)
@@ -229,7 +230,7 @@ async def test_f4_opens_the_tree_on_the_leaf_and_toggles_it_closed(
 ) -> None:
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         ids = await _open_with(pilot, app, project)
         view = app.query_one(TreeView)
         assert view.current_id == ids["alt_reply"]
@@ -246,7 +247,7 @@ async def test_f4_opens_the_tree_on_the_leaf_and_toggles_it_closed(
 async def test_filter_keys_search_and_escape(make_app: MakeApp, project: Path) -> None:
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         ids = await _open_with(pilot, app, project)
         pane = _pane(app)
         await pilot.press("ctrl+u")
@@ -273,7 +274,7 @@ async def test_filter_keys_search_and_escape(make_app: MakeApp, project: Path) -
 async def test_fold_and_unfold_with_left_and_right(make_app: MakeApp, project: Path) -> None:
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         ids = await _open_with(pilot, app, project)
         view = app.query_one(TreeView)
         await pilot.press("left")  # on a branch: jump to its fork
@@ -291,7 +292,7 @@ async def test_l_labels_the_entry_and_an_empty_label_clears_it(
 ) -> None:
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         ids = await _open_with(pilot, app, project)
         session = app.controller.current_session()
         await pilot.press("l")
@@ -314,7 +315,7 @@ async def test_enter_moves_the_leaf_and_on_a_user_message_edits_it(
     # Without a model no branch summary is offered, so no question stops the move.
     app = make_app(fake_factory(model=None))
     async with app.run_test(size=(120, 36)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         ids = await _open_with(pilot, app, project)
         session = app.controller.current_session()
         view = app.query_one(TreeView)
@@ -339,7 +340,7 @@ async def test_escape_twice_on_an_empty_editor_opens_the_tree_in_place_of_a_narr
 ) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         session, _ = _session(project, app.env.user.project_sessions_dir(project))
         await app.controller.switch_session(session)
         await pilot.press("escape", "escape")
@@ -360,7 +361,7 @@ async def test_escape_twice_on_an_empty_editor_opens_the_tree_in_place_of_a_narr
 async def test_the_command_palette_toggles_the_panes(make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press("ctrl+p")
         await pilot.press(*"summaries pane")
         await pilot.pause(0.3)
@@ -377,7 +378,7 @@ async def test_escape_leaves_the_memory_and_summaries_panes_like_the_tree(
     app = make_app()
     # Narrow: the pane takes the chat's place, so Esc is the way back to it.
     async with app.run_test(size=(80, 24)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         panel = app.query_one(SidePanel)
         await pilot.press(key)
         await wait_for(pilot, lambda: panel.is_open and app.focused is not None)
@@ -394,7 +395,7 @@ async def test_escape_leaves_the_memory_and_summaries_panes_like_the_tree(
     # Wide: the panel stays beside the chat; Esc just hands the keys back to the editor.
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         panel = app.query_one(SidePanel)
         await pilot.press(key)
         await wait_for(pilot, lambda: panel.is_open and app.focused is not None)
@@ -425,7 +426,7 @@ async def test_the_focused_tree_row_is_readable_in_every_shipped_theme(
     # high-contrast theme, purple on blue in the light one.
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         app.theme = theme
         session, _ = _session(project, app.env.user.project_sessions_dir(project))
         await app.controller.switch_session(session)
@@ -454,7 +455,7 @@ async def test_the_tree_opens_with_the_current_entry_in_view(
     """Seen: the tree opened with the current entry just below the fold (issue 14)."""
     app = make_app()
     async with app.run_test(size=size) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         folder = app.env.user.project_sessions_dir(project)
         s = Session.create(folder, project)
         ids = [s.append_message(Role.USER if i % 2 == 0 else Role.ASSISTANT, f"m{i}").id

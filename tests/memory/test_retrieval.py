@@ -19,8 +19,8 @@ import pytest
 
 from agentsh.memory.embeddings import LocalMiniLM, NoEmbedder
 from agentsh.paths import ProjectPaths, UserPaths
-from tests.search.conftest import IndexFactory
-from tests.search.retrieval import Metrics, doc_ids, evaluate, install_corpus, load_queries
+from tests.memory.conftest import IndexFactory
+from tests.memory.retrieval import Metrics, doc_ids, evaluate, install_corpus, load_queries
 
 KEYWORD_RECALL_FLOOR = 0.87
 KEYWORD_MRR_FLOOR = 0.82

@@ -10,7 +10,7 @@ from agentsh.memory.guard import FENCE_CLOSE, FENCE_OPEN
 from agentsh.paths import ProjectPaths, UserPaths
 from agentsh.tools.base import ToolArgumentError, ToolContext
 from agentsh.tools.memory_search import MemoryGetTool, MemorySearchTool
-from tests.search.conftest import IndexFactory, add_session, write
+from tests.memory.conftest import IndexFactory, add_session, write
 
 Paths = tuple[UserPaths, ProjectPaths]
 

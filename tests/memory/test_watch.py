@@ -11,7 +11,7 @@ from agentsh.events import IndexUpdated
 from agentsh.memory.index import MemoryIndex, SearchIndexError
 from agentsh.memory.watch import MemoryWatcher
 from agentsh.paths import ProjectPaths, UserPaths
-from tests.search.conftest import IndexFactory, add_session, write
+from tests.memory.conftest import IndexFactory, add_session, write
 
 Paths = tuple[UserPaths, ProjectPaths]
 

@@ -9,7 +9,7 @@ import pytest
 from agentsh.cli import main
 from agentsh.memory.index import MemoryIndex
 from agentsh.paths import ProjectPaths, UserPaths
-from tests.search.conftest import write
+from tests.memory.conftest import write
 
 
 def _keyword_only(project: Path) -> None:

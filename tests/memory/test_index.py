@@ -21,7 +21,7 @@ from agentsh.memory.query import parse_query
 from agentsh.memory.ranking import MatchKind, SearchMode
 from agentsh.memory.sources import MemorySources, SourceKind
 from agentsh.paths import ProjectPaths, UserPaths
-from tests.search.conftest import HashEmbedder, IndexFactory, add_session, write
+from tests.memory.conftest import HashEmbedder, IndexFactory, add_session, write
 
 Paths = tuple[UserPaths, ProjectPaths]
 
