@@ -209,7 +209,7 @@ async def _play(env: Environment, project: Path, turns: list[Turn]) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(400)  # a dozen runs of the App, on a loaded machine
+@pytest.mark.timeout(600)  # ten runs of the App, on a loaded machine
 @settings(
     max_examples=10,
     deadline=None,

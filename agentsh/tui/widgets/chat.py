@@ -1,11 +1,10 @@
 """The transcript: a scrolling column of message widgets, windowed so long chats stay fast.
 
-Every widget in the chat belongs to a :class:`Row` holding the data it was built from (a
-:mod:`agentsh.tui.projection` item). Only a window of rows has widgets mounted: at most
-``window`` rows normally; rows far above (or below) the viewport are unmounted, and when the
-user scrolls to the top (or bottom) edge of what is mounted the next batch is built again from
-its row. A resume or branch switch replaces all rows with a fresh projection of the log, so
-the widgets are always a view of the session, never a second copy of it.
+Every widget in the chat belongs to a row holding the :mod:`agentsh.tui.projection` item it
+was built from; only a window of rows has widgets mounted
+(:class:`~agentsh.tui.widgets.row_window.RowWindow`). A resume or branch switch replaces all
+rows with a fresh projection of the log, so the widgets are always a view of the session,
+never a second copy of it.
 
 The turns a compaction took out of the model's context are one :class:`ArchiveLine`; Enter on
 it (or the summaries pane) shows them again in place, marked as archived, and hides them again.
@@ -27,7 +26,6 @@ from typing import ClassVar
 
 from textual import on
 from textual.binding import BindingType
-from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.widget import Widget
@@ -46,7 +44,6 @@ from agentsh.tui.projection import (
     UserItem,
     item_entry_ids,
 )
-from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
 from agentsh.tui.widgets.messages import (
     AssistantMessage,
     CompactionLine,
@@ -54,20 +51,11 @@ from agentsh.tui.widgets.messages import (
     UserMessage,
     Welcome,
 )
+from agentsh.tui.widgets.row_window import Row, RowWindow, is_live
 from agentsh.tui.widgets.tool_block import ToolBlock
 
-INITIAL_ROWS = 40  # rows mounted when a long session is opened
-BATCH_ROWS = 25  # rows mounted or unmounted at a time while scrolling
 HIGHLIGHT_S = 2.0  # how long a jumped-to entry stays highlighted
 ARCHIVE_END = "end of the archived turns (enter on the line above hides them)"
-
-
-@dataclass(slots=True)
-class Row:
-    item: ChatItem
-    widget: Widget | None = None
-    archived: str = ""  # the compaction whose expanded archive this row belongs to
-    built: bool = False  # the widget was built here from ``item`` (not handed in live)
 
 
 class ArchiveLine(Static, can_focus=True):
@@ -130,19 +118,7 @@ class BranchMarker(Static):
             self.update(Content(mark))
 
 
-def _is_live(widget: Widget | None) -> bool:
-    """A widget a running turn still updates: it must never be dropped and rebuilt."""
-    match widget:
-        case None:
-            return False
-        case ToolBlock():
-            return not widget.finished
-        case ApprovalPrompt():
-            return widget.decision is None
-    return bool(getattr(widget, "live", False))
-
-
-class ChatView(VerticalScroll):
+class ChatView(RowWindow):
     BINDINGS = bindings_for(KeyScope.CHAT)
     DEFAULT_CSS = """
     ChatView > .archive-line { color: $text-muted; padding: 0 1; margin: 0 0 1 0; }
@@ -172,25 +148,12 @@ class ChatView(VerticalScroll):
         expand_key: str = "Ctrl+O",
         id: str | None = None,
     ) -> None:
-        super().__init__(id=id)
-        self.window = max(window, 10)
-        # Batches scale down with a small window, so the window setting is honoured.
-        self.batch_rows = max(5, min(BATCH_ROWS, self.window // 4))
-        self.initial = min(INITIAL_ROWS, self.window)
+        super().__init__(window=window, id=id)
         self.preview_lines = preview_lines
         self.expand_key = expand_key
-        self.rows: list[Row] = []
-        self.first = 0  # rows[first:last] are mounted
-        self.last = 0
-        self._adjusting = False
-        self._loading = False  # a load is replacing the rows: scrolling must not mount any
         self._load_lock = asyncio.Lock()
         self.expanded_archives: set[str] = set()
         self.selected_id: str | None = None  # the selected user message's entry
-
-    def on_mount(self) -> None:
-        self.anchor()
-        self.watch(self, "scroll_y", self._on_scrolled, init=False)
 
     # -- building widgets from rows -----------------------------------------------------------
 
@@ -228,6 +191,12 @@ class ChatView(VerticalScroll):
                 return ArchiveLine(item, expanded=item.compaction_id in self.expanded_archives)
             case BranchItem():
                 return BranchMarker(item, self._branch_keys() if item.nearest else "")
+
+    def decorate(self, row: Row, widget: Widget) -> None:
+        if row.archived:
+            widget.add_class("archived")
+        if self.selected_id is not None and _user_id(row) == self.selected_id:
+            widget.add_class("-selected")
 
     def _branch_keys(self) -> str:
         keymap: dict[str, str] = getattr(self.app, "keymap", {})
@@ -300,40 +269,12 @@ class ChatView(VerticalScroll):
         so they can stay mounted through a reload."""
         count = 0
         for row, item in zip(self.rows, items, strict=False):
-            if not row.built or row.archived or row.item != item or _is_live(row.widget):
+            if not row.built or row.archived or row.item != item or is_live(row.widget):
                 break
             if isinstance(item, ArchiveItem) and item.compaction_id in self.expanded_archives:
                 break
             count += 1
         return count
-
-    async def _loaded(self) -> None:
-        """The first frame of a load is laid out: scrolling mounts rows again (and a scroll
-        made meanwhile, which was not acted on, is now)."""
-        self._loading = False
-        if self.is_mounted:
-            await self._on_scrolled(self.scroll_y, self.scroll_y)
-            self.call_after_refresh(self._fill_viewport)
-
-    async def _fill_viewport(self) -> None:
-        """Rows too short to fill the screen leave nothing to scroll up with: mount more."""
-        if self.first > 0 and self.max_scroll_y <= 0 and self.is_mounted and not self._loading:
-            await self._extend_top()
-            self.call_after_refresh(self._fill_viewport)
-
-    @property
-    def mounted_rows(self) -> int:
-        return self.last - self.first
-
-    def _widget_for(self, row: Row) -> Widget:
-        if row.widget is None:
-            row.widget = self.build(row.item)
-            row.built = True
-            if row.archived:
-                row.widget.add_class("archived")
-            if self.selected_id is not None and _user_id(row) == self.selected_id:
-                row.widget.add_class("-selected")
-        return row.widget
 
     # -- live additions -----------------------------------------------------------------------
 
@@ -349,42 +290,6 @@ class ChatView(VerticalScroll):
         self.last = len(self.rows)
         await self._prune_far_above()
         return row.widget  # type: ignore[return-value]
-
-    def set_item(self, widget: Widget, item: ChatItem) -> None:
-        """Record the finished state of a live widget, so a remount shows it as it ended."""
-        for row in reversed(self.rows):
-            if row.widget is widget:
-                row.item = item
-                return
-
-    def discard(self, widget: Widget) -> None:
-        """Take a live widget's row out (a live reply that turned out to hold nothing)."""
-        for index in range(len(self.rows) - 1, -1, -1):
-            if self.rows[index].widget is widget:
-                del self.rows[index]
-                if index < self.first:
-                    self.first -= 1
-                if index < self.last:
-                    self.last -= 1
-                widget.remove()
-                return
-
-    async def reveal_end(self) -> None:
-        """Mount the newest rows again if the user had scrolled far up (a new turn starts)."""
-        if self.last >= len(self.rows):
-            self.scroll_end(animate=False)
-            return
-        await self.remove_children()
-        for row in self.rows[self.first : self.last]:
-            row.widget = None
-        self.last = len(self.rows)
-        self.first = max(0, self.last - self.initial)
-        await self.mount_all([self._widget_for(r) for r in self.rows[self.first : self.last]])
-        self.anchor()
-        self.scroll_end(animate=False, immediate=True)
-
-    def widgets_of(self, kind: type[Widget]) -> list[Widget]:
-        return [r.widget for r in self.rows[self.first : self.last] if isinstance(r.widget, kind)]
 
     # -- archived turns -----------------------------------------------------------------------
 
@@ -428,7 +333,7 @@ class ChatView(VerticalScroll):
             self.first += count
             self.last += count
         elif g < self.last:
-            live = any(_is_live(r.widget) for r in self.rows[self.first : self.last])
+            live = any(is_live(r.widget) for r in self.rows[self.first : self.last])
             if count <= max(self.window // 2, 1) or live:
                 line = self.rows[g].widget
                 await self.mount_all([self._widget_for(r) for r in added], after=line)
@@ -477,7 +382,7 @@ class ChatView(VerticalScroll):
             return
         a, b = hits[0], hits[-1] + 1
         span = self.rows[a:b]
-        if any(_is_live(r.widget) for r in span):
+        if any(is_live(r.widget) for r in span):
             return  # never pull a widget a turn still updates (cannot happen: the cut keeps it)
         group = Row(item)
         if b <= self.first:
@@ -549,124 +454,6 @@ class ChatView(VerticalScroll):
             widget.add_class("jump-target")
             widget.set_timer(HIGHLIGHT_S, lambda: widget.remove_class("jump-target"))
         return widget
-
-    async def _mount_row(self, index: int) -> Widget:
-        """Make sure ``rows[index]`` has a mounted widget, keeping the window contiguous."""
-        if self.first <= index < self.last:
-            return self._widget_for(self.rows[index])
-        distance = self.first - index if index < self.first else index - self.last + 1
-        live = any(_is_live(r.widget) for r in self.rows[self.first : self.last])
-        if self.mounted_rows == 0 or (distance > 2 * self.window and not live):
-            await self._rewindow(index)
-        elif index < self.first:
-            anchor_widget = self.rows[self.first].widget
-            widgets = [self._widget_for(r) for r in self.rows[index : self.first]]
-            await self.mount_all(widgets, before=anchor_widget)
-            self.first = index
-        else:
-            widgets = [self._widget_for(r) for r in self.rows[self.last : index + 1]]
-            await self.mount_all(widgets)
-            self.last = index + 1
-        return self._widget_for(self.rows[index])
-
-    async def _rewindow(self, center: int) -> None:
-        """Mount a fresh window of rows around ``rows[center]``."""
-        await self.remove_children()
-        for row in self.rows:
-            row.widget = None
-        self.first = max(0, center - self.batch_rows)
-        self.last = min(len(self.rows), max(center + 1, self.first + self.initial))
-        await self.mount_all([self._widget_for(r) for r in self.rows[self.first : self.last]])
-
-    # -- windowing ----------------------------------------------------------------------------
-
-    async def _on_scrolled(self, _old: float, new: float) -> None:
-        if self._adjusting or self._loading or not self.rows:
-            return
-        self._adjusting = True
-        try:
-            if new <= 1 and self.first > 0:
-                await self._extend_top()
-            elif new >= self.max_scroll_y - 1 and self.last < len(self.rows):
-                await self._extend_bottom()
-            await self._prune_far_above()
-            await self._prune_far_below()
-        finally:
-            self._adjusting = False
-
-    async def _extend_top(self) -> None:
-        anchor_widget = self.rows[self.first].widget
-        start = max(0, self.first - self.batch_rows)
-        new_rows = self.rows[start : self.first]
-        widgets = [self._widget_for(r) for r in new_rows]
-        before_y = anchor_widget.virtual_region.y if anchor_widget is not None else 0
-        await self.mount_all(widgets, before=anchor_widget)
-        self.first = start
-
-        def keep_position() -> None:
-            if anchor_widget is not None and anchor_widget.is_mounted:
-                shift = anchor_widget.virtual_region.y - before_y
-                self.scroll_to(y=self.scroll_y + shift, animate=False, immediate=True)
-
-        self.call_after_refresh(keep_position)
-
-    async def _extend_bottom(self) -> None:
-        end = min(len(self.rows), self.last + self.batch_rows)
-        widgets = [self._widget_for(r) for r in self.rows[self.last : end]]
-        await self.mount_all(widgets)
-        self.last = end
-
-    async def _prune_far_above(self) -> None:
-        """Unmount rows more than a screen above the viewport while over the window."""
-        excess = self.mounted_rows - self.window
-        if excess <= 0:
-            return
-        limit = self.scroll_y - self.size.height
-        count = 0
-        for row in self.rows[self.first : self.first + max(excess, self.batch_rows)]:
-            widget = row.widget
-            if widget is None or widget.virtual_region.bottom >= limit:
-                break
-            if getattr(widget, "live", False):
-                break
-            count += 1  # noqa: SIM113 - counts only the leading run that qualifies
-        if self.size.height == 0:  # not laid out yet (headless start): prune by count
-            count = excess
-        if count <= 0:
-            return
-        removed = self.rows[self.first : self.first + count]
-        survivor = self.rows[self.first + count].widget if self.first + count < self.last else None
-        before_y = survivor.virtual_region.y if survivor is not None else 0
-        await self.remove_children([r.widget for r in removed if r.widget is not None])
-        for row in removed:
-            row.widget = None
-        self.first += count
-        if survivor is not None and before_y and not self.is_anchored:
-
-            def keep_position() -> None:
-                shift = before_y - survivor.virtual_region.y
-                self.scroll_to(y=max(0, self.scroll_y - shift), animate=False, immediate=True)
-
-            self.call_after_refresh(keep_position)
-
-    async def _prune_far_below(self) -> None:
-        excess = self.mounted_rows - self.window
-        if excess <= 0:
-            return
-        limit = self.scroll_y + 2 * self.size.height
-        count = 0
-        for row in reversed(self.rows[self.last - max(excess, self.batch_rows) : self.last]):
-            widget = row.widget
-            if widget is None or widget.virtual_region.y <= limit or getattr(widget, "live", False):
-                break
-            count += 1
-        if count <= 0:
-            return
-        removed = self.rows[self.last - count : self.last]
-        await self.remove_children([r.widget for r in removed if r.widget is not None])
-        for row in removed:
-            row.widget = None
-        self.last -= count
 
     # -- selecting a user message (branch keys) ------------------------------------------------
 

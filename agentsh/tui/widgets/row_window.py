@@ -1,0 +1,245 @@
+"""A scrolling column of rows of which only a window has widgets mounted, so long lists stay fast.
+
+Every widget belongs to a :class:`Row` holding the data it was built from. At most ``window``
+rows normally have widgets: rows far above (or below) the viewport are unmounted, and when the
+user scrolls to the top (or bottom) edge of what is mounted the next batch is built again from
+its row with :meth:`RowWindow.build`. A row whose widget is still live (a reply streaming, a
+tool running, an approval waiting) is never dropped. :class:`~agentsh.tui.widgets.chat.ChatView`
+is the one subclass: it says how an item becomes a widget and what rows mean.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.containers import VerticalScroll
+from textual.widget import Widget
+
+from agentsh.tui.projection import ChatItem
+from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
+from agentsh.tui.widgets.tool_block import ToolBlock
+
+INITIAL_ROWS = 40  # rows mounted when a long session is opened
+BATCH_ROWS = 25  # rows mounted or unmounted at a time while scrolling
+
+
+@dataclass(slots=True)
+class Row:
+    item: ChatItem
+    widget: Widget | None = None
+    archived: str = ""  # the compaction whose expanded archive this row belongs to
+    built: bool = False  # the widget was built here from ``item`` (not handed in live)
+
+
+def is_live(widget: Widget | None) -> bool:
+    """A widget a running turn still updates: it must never be dropped and rebuilt."""
+    match widget:
+        case None:
+            return False
+        case ToolBlock():
+            return not widget.finished
+        case ApprovalPrompt():
+            return widget.decision is None
+    return bool(getattr(widget, "live", False))
+
+
+class RowWindow(VerticalScroll):
+    def __init__(self, *, window: int = 200, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.window = max(window, 10)
+        # Batches scale down with a small window, so the window setting is honoured.
+        self.batch_rows = max(5, min(BATCH_ROWS, self.window // 4))
+        self.initial = min(INITIAL_ROWS, self.window)
+        self.rows: list[Row] = []
+        self.first = 0  # rows[first:last] are mounted
+        self.last = 0
+        self._adjusting = False
+        self._loading = False  # a load is replacing the rows: scrolling must not mount any
+
+    def build(self, item: ChatItem) -> Widget:
+        """The widget that shows ``item`` (the subclass knows how)."""
+        raise NotImplementedError
+
+    def decorate(self, row: Row, widget: Widget) -> None:
+        """Marks a freshly built widget gets from its row's state (the subclass's choice)."""
+
+    def on_mount(self) -> None:
+        self.anchor()
+        self.watch(self, "scroll_y", self._on_scrolled, init=False)
+
+    @property
+    def mounted_rows(self) -> int:
+        return self.last - self.first
+
+    def _widget_for(self, row: Row) -> Widget:
+        if row.widget is None:
+            row.widget = self.build(row.item)
+            row.built = True
+            self.decorate(row, row.widget)
+        return row.widget
+
+    def set_item(self, widget: Widget, item: ChatItem) -> None:
+        """Record the finished state of a live widget, so a remount shows it as it ended."""
+        for row in reversed(self.rows):
+            if row.widget is widget:
+                row.item = item
+                return
+
+    def discard(self, widget: Widget) -> None:
+        """Take a live widget's row out (a live reply that turned out to hold nothing)."""
+        for index in range(len(self.rows) - 1, -1, -1):
+            if self.rows[index].widget is widget:
+                del self.rows[index]
+                if index < self.first:
+                    self.first -= 1
+                if index < self.last:
+                    self.last -= 1
+                widget.remove()
+                return
+
+    async def reveal_end(self) -> None:
+        """Mount the newest rows again if the user had scrolled far up (a new turn starts)."""
+        if self.last >= len(self.rows):
+            self.scroll_end(animate=False)
+            return
+        await self.remove_children()
+        for row in self.rows[self.first : self.last]:
+            row.widget = None
+        self.last = len(self.rows)
+        self.first = max(0, self.last - self.initial)
+        await self.mount_all([self._widget_for(r) for r in self.rows[self.first : self.last]])
+        self.anchor()
+        self.scroll_end(animate=False, immediate=True)
+
+    def widgets_of(self, kind: type[Widget]) -> list[Widget]:
+        return [r.widget for r in self.rows[self.first : self.last] if isinstance(r.widget, kind)]
+
+    async def _loaded(self) -> None:
+        """The first frame of a load is laid out: scrolling mounts rows again (and a scroll
+        made meanwhile, which was not acted on, is now)."""
+        self._loading = False
+        if self.is_mounted:
+            await self._on_scrolled(self.scroll_y, self.scroll_y)
+            self.call_after_refresh(self._fill_viewport)
+
+    async def _fill_viewport(self) -> None:
+        """Rows too short to fill the screen leave nothing to scroll up with: mount more."""
+        if self.first > 0 and self.max_scroll_y <= 0 and self.is_mounted and not self._loading:
+            await self._extend_top()
+            self.call_after_refresh(self._fill_viewport)
+
+    async def _mount_row(self, index: int) -> Widget:
+        """Make sure ``rows[index]`` has a mounted widget, keeping the window contiguous."""
+        if self.first <= index < self.last:
+            return self._widget_for(self.rows[index])
+        distance = self.first - index if index < self.first else index - self.last + 1
+        live = any(is_live(r.widget) for r in self.rows[self.first : self.last])
+        if self.mounted_rows == 0 or (distance > 2 * self.window and not live):
+            await self._rewindow(index)
+        elif index < self.first:
+            anchor_widget = self.rows[self.first].widget
+            widgets = [self._widget_for(r) for r in self.rows[index : self.first]]
+            await self.mount_all(widgets, before=anchor_widget)
+            self.first = index
+        else:
+            widgets = [self._widget_for(r) for r in self.rows[self.last : index + 1]]
+            await self.mount_all(widgets)
+            self.last = index + 1
+        return self._widget_for(self.rows[index])
+
+    async def _rewindow(self, center: int) -> None:
+        """Mount a fresh window of rows around ``rows[center]``."""
+        await self.remove_children()
+        for row in self.rows:
+            row.widget = None
+        self.first = max(0, center - self.batch_rows)
+        self.last = min(len(self.rows), max(center + 1, self.first + self.initial))
+        await self.mount_all([self._widget_for(r) for r in self.rows[self.first : self.last]])
+
+    async def _on_scrolled(self, _old: float, new: float) -> None:
+        if self._adjusting or self._loading or not self.rows:
+            return
+        self._adjusting = True
+        try:
+            if new <= 1 and self.first > 0:
+                await self._extend_top()
+            elif new >= self.max_scroll_y - 1 and self.last < len(self.rows):
+                await self._extend_bottom()
+            await self._prune_far_above()
+            await self._prune_far_below()
+        finally:
+            self._adjusting = False
+
+    async def _extend_top(self) -> None:
+        anchor_widget = self.rows[self.first].widget
+        start = max(0, self.first - self.batch_rows)
+        new_rows = self.rows[start : self.first]
+        widgets = [self._widget_for(r) for r in new_rows]
+        before_y = anchor_widget.virtual_region.y if anchor_widget is not None else 0
+        await self.mount_all(widgets, before=anchor_widget)
+        self.first = start
+
+        def keep_position() -> None:
+            if anchor_widget is not None and anchor_widget.is_mounted:
+                shift = anchor_widget.virtual_region.y - before_y
+                self.scroll_to(y=self.scroll_y + shift, animate=False, immediate=True)
+
+        self.call_after_refresh(keep_position)
+
+    async def _extend_bottom(self) -> None:
+        end = min(len(self.rows), self.last + self.batch_rows)
+        widgets = [self._widget_for(r) for r in self.rows[self.last : end]]
+        await self.mount_all(widgets)
+        self.last = end
+
+    async def _prune_far_above(self) -> None:
+        """Unmount rows more than a screen above the viewport while over the window."""
+        excess = self.mounted_rows - self.window
+        if excess <= 0:
+            return
+        limit = self.scroll_y - self.size.height
+        count = 0
+        for row in self.rows[self.first : self.first + max(excess, self.batch_rows)]:
+            widget = row.widget
+            if widget is None or widget.virtual_region.bottom >= limit:
+                break
+            if getattr(widget, "live", False):
+                break
+            count += 1  # noqa: SIM113 - counts only the leading run that qualifies
+        if self.size.height == 0:  # not laid out yet (headless start): prune by count
+            count = excess
+        if count <= 0:
+            return
+        removed = self.rows[self.first : self.first + count]
+        survivor = self.rows[self.first + count].widget if self.first + count < self.last else None
+        before_y = survivor.virtual_region.y if survivor is not None else 0
+        await self.remove_children([r.widget for r in removed if r.widget is not None])
+        for row in removed:
+            row.widget = None
+        self.first += count
+        if survivor is not None and before_y and not self.is_anchored:
+
+            def keep_position() -> None:
+                shift = before_y - survivor.virtual_region.y
+                self.scroll_to(y=max(0, self.scroll_y - shift), animate=False, immediate=True)
+
+            self.call_after_refresh(keep_position)
+
+    async def _prune_far_below(self) -> None:
+        excess = self.mounted_rows - self.window
+        if excess <= 0:
+            return
+        limit = self.scroll_y + 2 * self.size.height
+        count = 0
+        for row in reversed(self.rows[self.last - max(excess, self.batch_rows) : self.last]):
+            widget = row.widget
+            if widget is None or widget.virtual_region.y <= limit or getattr(widget, "live", False):
+                break
+            count += 1
+        if count <= 0:
+            return
+        removed = self.rows[self.last - count : self.last]
+        await self.remove_children([r.widget for r in removed if r.widget is not None])
+        for row in removed:
+            row.widget = None
+        self.last -= count
