@@ -4,7 +4,7 @@ While a turn (or a ``/compact``) runs, the line above the editor says what it is
 waiting for the model, thinking, writing the reply, running ``bash: pytest -q``, waiting for
 an approval, retrying, compacting — with the seconds since it started and the key that cancels
 it. This module is the state only (no Textual): the turn feeds it every event, the widget
-(:class:`agentsh.tui.widgets.activity.ActivityLine`) draws :meth:`Activity.line` on a timer.
+(:class:`agentsh.tui.widgets.activity_line.ActivityLine`) draws :meth:`Activity.line` on a timer.
 """
 
 from __future__ import annotations

@@ -134,7 +134,7 @@ async def test_markdown_table_columns_are_aligned_as_written(make_app: MakeApp) 
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.controller.ready)
-        await app.controller.markdown_note(TABLE)
+        await app.controller.view.markdown_note(TABLE)
         await pilot.pause()
         lines = screen_text(app).splitlines()
         first = next(line for line in lines if "a.py" in line)
@@ -170,7 +170,7 @@ async def test_table_lines_are_visible_in_the_shipped_themes(make_app: MakeApp, 
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.controller.ready)
         app.theme = theme
-        await app.controller.markdown_note(TABLE)
+        await app.controller.view.markdown_note(TABLE)
         await pilot.pause()
         table = app.query_one(MarkdownTableContent)
         _kind, line = table.styles.keyline

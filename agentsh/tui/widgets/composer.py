@@ -199,7 +199,7 @@ class PromptInput(TextArea):
             return
 
         def load() -> None:
-            from agentsh.tui.history import load_history
+            from agentsh.tui.prompt_history import load_history
 
             saved = load_history(path)
             self.app.call_from_thread(self._history_loaded, saved)
@@ -213,7 +213,7 @@ class PromptInput(TextArea):
 
     def _save_history(self, path: Path, text: str) -> None:
         def save() -> None:
-            from agentsh.tui.history import append_history
+            from agentsh.tui.prompt_history import append_history
 
             append_history(path, text)
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from agentsh.config import Environment
-from agentsh.tui import history
-from agentsh.tui.history import append_history, load_history
+from agentsh.tui import prompt_history as history
 from agentsh.tui.options import LaunchOptions
+from agentsh.tui.prompt_history import append_history, load_history
 from agentsh.tui.widgets.composer import PromptInput
 from tests.tui.conftest import MakeApp, wait_for
 
