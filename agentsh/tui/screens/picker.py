@@ -66,7 +66,9 @@ class PickerScreen(ModalScreen[str | None]):
         self.shown: list[PickerItem] = []
         self.load = load
         self.loading_text = loading_text
-        self.loading = load is not None
+        # Not `loading`: that is Textual's reactive, which covers the whole screen with a
+        # spinner until it is reset, hiding the quick items it is there to offer.
+        self.fetching = load is not None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker"):
@@ -95,7 +97,7 @@ class PickerScreen(ModalScreen[str | None]):
 
     def _loaded(self, items: list[PickerItem]) -> None:
         """More items arrived: add the new ones; the filter and the highlighted item stay."""
-        self.loading = False
+        self.fetching = False
         known = {item.value for item in self.items}
         self.items += [item for item in items if item.value not in known]
         if not self.is_attached:
@@ -121,9 +123,9 @@ class PickerScreen(ModalScreen[str | None]):
         if self.shown:
             options.add_options([Option(item.label) for item in self.shown])
             options.highlighted = 0
-        elif not self.loading:
+        elif not self.fetching:
             options.add_option(Option(Content.styled(self.empty_text, "italic"), disabled=True))
-        if self.loading:
+        if self.fetching:
             loading = Content.styled(self.loading_text, "italic")
             options.add_option(Option(loading, id="picker-loading", disabled=True))
 

@@ -1,0 +1,52 @@
+"""``/model``'s picker: the quick choices can be picked while litellm's list loads in a thread."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from textual.widgets import LoadingIndicator, OptionList
+
+from agentsh.tui.screens import model_picker
+from agentsh.tui.screens.picker import PickerItem, PickerScreen
+from tests.tui.conftest import MakeApp, agent_of, ready, wait_for
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_quick_choices_show_and_work_while_the_list_loads(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+
+    def slow_list(_env: object, _current: str | None) -> list[PickerItem]:
+        release.wait(30)  # litellm's first import: seconds
+        return [PickerItem("openai/listed-model", "openai/listed-model")]
+
+    monkeypatch.setattr(model_picker, "listed_models", slow_list)
+    monkeypatch.setenv("AGENTSH_MODEL", "openai/from-env")
+    app = make_app()
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await ready(pilot, app)
+            await pilot.press(*"/model", "enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
+            picker = app.screen
+            assert isinstance(picker, PickerScreen)
+            await pilot.pause()
+            # Nothing covers the picker while it loads (Textual's own `loading` would hide
+            # the whole screen behind a spinner): the quick items and a "loading" row show.
+            options = picker.query_one(OptionList)
+            at = options.region.offset
+            covering, _ = picker.get_widget_at(at.x + 1, at.y + 1)
+            assert not isinstance(covering, LoadingIndicator)
+            assert covering is options or covering in options.ancestors_with_self
+            shown = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+            assert any("openai/from-env" in row for row in shown)
+            assert model_picker.LOADING in shown[-1]
+            release.set()
+            await wait_for(pilot, lambda: "openai/listed-model" in [i.value for i in picker.shown])
+            await pilot.press(*"listed", "enter")
+            await wait_for(pilot, lambda: agent_of(app).model == "openai/listed-model")
+    finally:
+        release.set()
