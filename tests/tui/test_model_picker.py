@@ -7,9 +7,14 @@ import threading
 import pytest
 from textual.widgets import LoadingIndicator, OptionList
 
+from agentsh.config import Environment
+from agentsh.frontend import AgentAPI
+from agentsh.session.session import Session
+from agentsh.tui.options import LaunchOptions
 from agentsh.tui.screens import model_picker
 from agentsh.tui.screens.picker import PickerItem, PickerScreen
 from tests.tui.conftest import MakeApp, agent_of, ready, wait_for
+from tests.tui.fake_agent import FakeAgent
 
 pytestmark = pytest.mark.asyncio
 
@@ -41,7 +46,8 @@ async def test_quick_choices_show_and_work_while_the_list_loads(
             covering, _ = picker.get_widget_at(at.x + 1, at.y + 1)
             assert not isinstance(covering, LoadingIndicator)
             assert covering is options or covering in options.ancestors_with_self
-            shown = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+            count = options.option_count
+            shown = [str(options.get_option_at_index(i).prompt) for i in range(count)]
             assert any("openai/from-env" in row for row in shown)
             assert model_picker.LOADING in shown[-1]
             release.set()
@@ -50,3 +56,27 @@ async def test_quick_choices_show_and_work_while_the_list_loads(
             await wait_for(pilot, lambda: agent_of(app).model == "openai/listed-model")
     finally:
         release.set()
+
+
+async def test_a_model_picked_while_the_agent_loads_is_switched_to(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(model_picker, "listed_models", lambda _env, _current: [])
+    gate = threading.Event()
+
+    def slow_agent(env: Environment, session: Session, options: LaunchOptions) -> AgentAPI:
+        gate.wait(30)  # litellm and the index load in the agent factory
+        return FakeAgent(session)
+
+    app = make_app(factory=slow_agent)
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_for(pilot, lambda: app.controller.current_session() is not None)
+            await pilot.press(*"/model", "enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
+            gate.set()
+            await ready(pilot, app)
+            await pilot.press(*"openai/picked-model", "enter")
+            await wait_for(pilot, lambda: agent_of(app).model == "openai/picked-model")
+    finally:
+        gate.set()

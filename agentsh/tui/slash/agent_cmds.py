@@ -25,6 +25,7 @@ async def model(ctx: CommandContext, arg: str) -> None:
         if not chosen or chosen == current:
             return
         arg = chosen
+        agent = ctx.current.agent  # it may have loaded while the picker was open
     if agent is None:
         await ctx.no_agent("The agent is still loading; try again in a moment.")
         return
