@@ -285,3 +285,34 @@ def test_front_ends_drive_the_agent_through_the_protocol(name: str, path: Path) 
                 f"{name}:{node.lineno} takes {sorted(names - FROM_AGENT)} from agentsh.agent; "
                 "use agentsh.frontend.AgentAPI"
             )
+
+
+def _reflective_reaches(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """``getattr``/``hasattr``/``setattr`` calls whose object names the agent: a reach mypy
+    cannot see, which a rename blanks silently."""
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in {"getattr", "hasattr", "setattr"}
+            and node.args
+            and "agent" in ast.unparse(node.args[0]).lower()
+        ):
+            yield node.lineno, ast.unparse(node)
+
+
+@pytest.mark.parametrize(
+    ("name", "path"),
+    [(n, p) for n, p in MODULES if _room(n) in FRONT_ENDS],
+    ids=[n for n, _ in MODULES if _room(n) in FRONT_ENDS],
+)
+def test_front_ends_name_what_they_use_of_the_agent(name: str, path: Path) -> None:
+    """What a front end uses of the agent is a typed member of AgentAPI, never a getattr."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    reaches = [f"{name}:{line} {call}" for line, call in _reflective_reaches(tree)]
+    assert not reaches, f"add it to agentsh.frontend.AgentAPI instead: {reaches}"
+
+
+def test_the_reflective_reach_check_sees_a_getattr_into_the_agent() -> None:
+    sample = "s = getattr(self.c.agent, 'summarize_branch', None)\nt = getattr(x, 'y')\n"
+    assert [line for line, _ in _reflective_reaches(ast.parse(sample))] == [1]

@@ -23,9 +23,11 @@ from hypothesis import strategies as st
 
 from agentsh.config import Environment
 from agentsh.events import (
+    AssistantMessage,
     CompactionFailed,
     CompactionFinished,
     CompactionStarted,
+    ContextStatus,
     ErrorKind,
     ErrorOccurred,
     Event,
@@ -223,3 +225,46 @@ def test_the_live_chat_is_what_the_log_projects(
     turns: list[Turn], env: Environment, project: Path
 ) -> None:
     asyncio.run(_play(env, project, turns))
+
+
+class CountingAgent(FakeAgent):
+    """Counts the times a front end asks for the status."""
+
+    asked = 0
+
+    def status(self) -> ContextStatus:
+        self.asked += 1
+        return super().status()
+
+
+async def _pushed_status_turn(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+    user = agent.session.append_message(Role.USER, text)
+    yield TurnStarted(user.id, text)
+    reply = agent.session.append_message(Role.ASSISTANT, "ok", stop_reason=StopReason.STOP)
+    yield AssistantMessage(reply.id, "ok", (), "stop")
+    yield StatusChanged(ContextStatus(model="test/fake", window=100_000, used=4_321))
+    yield TurnEnded(TurnOutcome.DONE, text="ok")
+
+
+@pytest.mark.asyncio
+async def test_the_status_line_is_pushed_by_the_turn_never_asked_for(
+    env: Environment, project: Path
+) -> None:
+    app = AgentshApp(
+        env,
+        LaunchOptions(no_session=True),
+        agent_factory=lambda _e, s, _o: CountingAgent(s, script=_pushed_status_turn),
+        cwd=project,
+        watch_themes=False,
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        controller = app.controller
+        await wait_for(pilot, lambda: controller.ready)
+        agent = controller.agent
+        assert isinstance(agent, CountingAgent)
+        agent.asked = 0
+        await controller.submit("hello")
+        await wait_for(pilot, lambda: not controller.turn_running)
+        await pilot.pause()
+        assert controller.status_bar.status.used == 4_321  # what the stream said
+        assert agent.asked == 0  # nothing pulled during or after the turn
