@@ -63,7 +63,7 @@ def main() -> None:
     from agentsh.context.undo import undo_compaction
     from agentsh.memory.curated import CuratedMemory, MemoryTarget
     from agentsh.session.entries import Role
-    from agentsh.tui.panes.memory_pane import build_model
+    from agentsh.tui.panes.memory_model import build_model
     from agentsh.tui.panes.summaries import compaction_views
     from agentsh.tui.projection import project
 

@@ -16,7 +16,8 @@ from agentsh.memory.curated import CuratedMemory, SnapshotEntry
 from agentsh.memory.guard import Threat
 from agentsh.session.session import Session
 from agentsh.tui.app import AgentshApp
-from agentsh.tui.panes.memory_pane import EntryStatus, MemoryPane, diff_entries, fill_style
+from agentsh.tui.panes.memory_model import EntryStatus, diff_entries
+from agentsh.tui.panes.memory_pane import MemoryPane, fill_style
 from agentsh.tui.screens.read_view import ReadView
 from tests.tui.conftest import MakeApp, wait_for
 from tests.tui.fake_agent import FakeAgent
