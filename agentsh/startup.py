@@ -14,6 +14,7 @@ from pathlib import Path
 
 from agentsh.config import Environment
 from agentsh.errors import AgentshError
+from agentsh.session.affinity import repo_key
 from agentsh.session.catalog import Catalog
 from agentsh.session.log import SessionError, SessionLocked
 from agentsh.session.session import Session
@@ -27,7 +28,13 @@ def new_session(
     env: Environment, cwd: Path, *, persist: bool = True, session_id: str | None = None
 ) -> Session:
     folder = _sessions_folder(env) if persist else None
-    return Session.create(folder, cwd, fsync_each=_fsync_each(env), session_id=session_id)
+    return Session.create(
+        folder,
+        cwd,
+        fsync_each=_fsync_each(env),
+        session_id=session_id,
+        repo=repo_key(env.project.root) if persist else None,
+    )
 
 
 def _sessions_folder(env: Environment) -> Path:

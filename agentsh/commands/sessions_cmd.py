@@ -24,6 +24,7 @@ from agentsh import termsafe
 from agentsh.errors import EXIT_OK, CliError
 from agentsh.paths import ProjectPaths, UserPaths
 from agentsh.session import export
+from agentsh.session.affinity import repo_key
 from agentsh.session.catalog import Catalog, SessionInfo, SessionLookupError
 from agentsh.session.log import LoadProblem, SessionError
 from agentsh.session.session import Session
@@ -37,14 +38,27 @@ def list_sessions(args: argparse.Namespace) -> int:
     if getattr(args, "json", False):
         _print_json([info.to_json() for info in infos])
         return EXIT_OK
+    others = [] if show_all else Catalog(user).elsewhere(root)
     if not infos:
         where = "anywhere" if show_all else "in this project"
         hint = "" if show_all else " (`agentsh sessions --all` lists every project's)"
         print(f"no sessions {where} yet{hint}")
-        return EXIT_OK
-    for line in format_table(infos, show_project=show_all, width=_width()):
-        print(line)
+    else:
+        # Sessions of this project begun in another folder (a worktree, before a move) show it.
+        here = str(root.resolve())
+        away = any(not _under(info.cwd, here) for info in infos)
+        for line in format_table(infos, show_project=show_all or away, width=_width()):
+            print(line)
+    if others:
+        print(
+            f"({len(others)} more in other clones of this repository: "
+            "`agentsh sessions --all` lists them with their folders, `-r ID` opens one)"
+        )
     return EXIT_OK
+
+
+def _under(cwd: str, root: str) -> bool:
+    return cwd == root or cwd.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def show_session(args: argparse.Namespace) -> int:
@@ -150,8 +164,10 @@ def import_session(args: argparse.Namespace) -> int:
     with contextlib.suppress(SessionLookupError):
         Catalog(user).find(session_id)
         session_id = str(uuid.uuid4())  # imported before: this copy gets its own id
-    cwd = Path(imported.header.cwd) if imported.header.cwd else Path.cwd()
-    session = Session.create(user.project_sessions_dir(root), cwd, session_id=session_id)
+    # A session of this folder from now on (the file's own cwd may be another machine's).
+    session = Session.create(
+        user.project_sessions_dir(root), Path.cwd(), session_id=session_id, repo=repo_key(root)
+    )
     try:
         for entry in imported.entries:
             session.append(entry)

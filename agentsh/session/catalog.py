@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 from agentsh.errors import AgentshError
 from agentsh.paths import UserPaths
 from agentsh.session import log
+from agentsh.session.affinity import rank_sessions
 
 #: bump when the table changes; an older database is dropped and rebuilt from the files
 SCHEMA_VERSION = 1
@@ -193,6 +194,16 @@ class Catalog:
 
         found = self._run(work)
         return found[0] if found else None
+
+    def elsewhere(self, project_root: Path) -> builtins.list[SessionInfo]:
+        """Sessions of other clones of this repository (same first commit, another folder):
+        never listed or continued by default, only shown with their folder or opened by id."""
+
+        def work(db: sqlite3.Connection) -> builtins.list[SessionInfo]:
+            self._refresh(db, project_root)
+            return self._query(db, "valid = 1", [], project_root, near=False)
+
+        return self._run(work)
 
     def find(self, prefix: str, project_root: Path | None = None) -> SessionInfo:
         """The session whose id starts with ``prefix``: this project first, then everywhere.
@@ -367,29 +378,45 @@ class Catalog:
     def _select(
         self, db: sqlite3.Connection, project_root: Path | None, *, limit: int = -1
     ) -> builtins.list[SessionInfo]:
-        where = "valid = 1"
-        params: builtins.list[Any] = []
-        if project_root is not None:
-            where += self._in_project(project_root, params)
-        rows = db.execute(
-            f"SELECT {_INFO_COLUMNS} FROM sessions WHERE {where} "
-            f"ORDER BY last_activity DESC, path DESC LIMIT {int(limit)}",
-            params,
-        ).fetchall()
-        return [_info(row) for row in rows]
+        return self._query(db, "valid = 1", [], project_root, limit=limit)
 
     def _by_prefix(
         self, db: sqlite3.Connection, prefix: str, project_root: Path | None
     ) -> builtins.list[SessionInfo]:
         where, params = "valid = 1 AND substr(lower(id), 1, ?) = ?", [len(prefix), prefix]
+        return self._query(db, where, params, project_root)
+
+    def _query(
+        self,
+        db: sqlite3.Connection,
+        where: str,
+        params: builtins.list[Any],
+        project_root: Path | None,
+        *,
+        limit: int = -1,
+        near: bool = True,
+    ) -> builtins.list[SessionInfo]:
+        """Newest activity first; within a project only the sessions of this checkout
+        (session/affinity.py: this folder first, then its worktrees and its old places), or
+        with ``near=False`` only those of other clones."""
         if project_root is not None:
             where += self._in_project(project_root, params)
+        order = "ORDER BY last_activity DESC, path DESC"
+        if project_root is None:
+            rows = db.execute(
+                f"SELECT {_INFO_COLUMNS} FROM sessions WHERE {where} {order} LIMIT {int(limit)}",
+                params,
+            ).fetchall()
+            return [_info(row) for row in rows]
         rows = db.execute(
-            f"SELECT {_INFO_COLUMNS} FROM sessions WHERE {where} "
-            "ORDER BY last_activity DESC, path DESC",
-            params,
+            f"SELECT {_INFO_COLUMNS}, header FROM sessions WHERE {where} {order}", params
         ).fetchall()
-        return [_info(row) for row in rows]
+        # Only the git identity folder is shared by clones; the path-named one is this path's.
+        names = self._user.project_session_folders(project_root)
+        shared = names[0] if len(names) > 1 else None
+        infos = [(_info(row), row[-1] if row[2] == shared else None) for row in rows]
+        ranked = rank_sessions(project_root, infos, near=near)
+        return ranked if limit < 0 else ranked[:limit]
 
     def _in_project(self, project_root: Path, params: builtins.list[Any]) -> str:
         """The SQL condition for "a session of this project" (its folders, see

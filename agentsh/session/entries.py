@@ -76,6 +76,9 @@ class Header:
     cwd: str
     version: int = FORMAT_VERSION
     parent_session: str | None = None
+    # The inode of the project's git folder when the session began: after ``mv`` it is the
+    # same, in another clone of the repository it is not (session/affinity.py).
+    repo: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -87,6 +90,8 @@ class Header:
         }
         if self.parent_session:
             data["parentSession"] = self.parent_session
+        if self.repo:
+            data["repo"] = self.repo
         return data
 
     @classmethod
@@ -101,6 +106,7 @@ class Header:
                 cwd=str(data.get("cwd", "")),
                 version=version,
                 parent_session=data.get("parentSession"),
+                repo=str(data["repo"]) if data.get("repo") else None,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise EntryError(f"bad session header: {exc}") from exc

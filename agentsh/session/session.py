@@ -80,9 +80,11 @@ class Session:
         parent_session: str | None = None,
         fsync_each: bool = False,
         session_id: str | None = None,
+        repo: str | None = None,
     ) -> Session:
         """A new, empty session; ``sessions_dir=None`` keeps it in memory only.
-        ``session_id`` (a UUID the caller checked) replaces the random one."""
+        ``session_id`` (a UUID the caller checked) replaces the random one; ``repo`` is the
+        project's git folder key (:func:`agentsh.session.affinity.repo_key`)."""
         session_id = session_id or str(uuid.uuid4())
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         header = Header(
@@ -91,6 +93,7 @@ class Session:
             cwd=str(cwd),
             version=entries.FORMAT_VERSION,
             parent_session=parent_session,
+            repo=repo,
         )
         path = sessions_dir / f"{stamp}_{session_id}.jsonl" if sessions_dir else None
         return cls(header, SessionTree(), path=path, fsync_each=fsync_each)
@@ -287,6 +290,7 @@ class Session:
             parent_session=self.id,
             fsync_each=self._fsync_each,
             session_id=session_id,
+            repo=self.header.repo,
         )
         path = self.tree.path(to_id)
         checkpoints = _checkpoints_along(self.tree, path)

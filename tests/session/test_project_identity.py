@@ -117,3 +117,75 @@ def test_git_runs_once_per_repository_not_at_every_start(
 
     monkeypatch.setattr(agentsh.gitutil, "run_git", no_git)  # type: ignore[attr-defined]
     assert first_commit(repo, cache) == found
+
+
+def _clone(source: Path, target: Path) -> Path:
+    _git("clone", "-q", str(source), str(target), cwd=source.parent)
+    return target
+
+
+def test_continue_in_another_clone_does_not_pick_up_this_clones_session(
+    tmp_path: Path, agentsh_home: Path
+) -> None:
+    # Two clones share the first commit: -c in B used to continue A's newest session (its
+    # tools then acting in B).
+    a = _repo(tmp_path / "a")
+    b = _clone(a, tmp_path / "b")
+    made_in_a = _new_session_with(a, "work in clone a")
+    continued = _continued(b)
+    assert continued != made_in_a
+    assert _continued(a) == made_in_a
+    # B's own session is continued there, A's stays A's.
+    made_in_b = _new_session_with(b, "work in clone b")
+    assert _continued(b) == made_in_b
+    assert _continued(a) == made_in_a
+    # An explicit id still opens the other clone's session.
+    env = load_environment(b)
+    explicit = session_for_args(env, _args(resume=made_in_a[:8]), b)
+    explicit.close()
+    assert explicit.id == made_in_a
+
+
+def test_a_fork_sharing_the_root_commit_does_not_list_the_private_sessions(
+    tmp_path: Path, agentsh_home: Path
+) -> None:
+    private = _repo(tmp_path / "private")
+    secret = _new_session_with(private, "the secret plan")
+    fork = _clone(private, tmp_path / "fork")
+    user = UserPaths.from_env()
+    assert secret not in {i.id for i in Catalog(user).list(fork)}
+    assert secret in {i.id for i in Catalog(user).elsewhere(fork)}
+    assert secret in {i.id for i in Catalog(user).list(private)}
+    # Moved, the private project still finds its session by its git folder's inode; the
+    # fork does not, although the session's folder is now gone.
+    moved = private.rename(tmp_path / "private2")
+    assert secret in {i.id for i in Catalog(user).list(moved)}
+    assert secret not in {i.id for i in Catalog(user).list(fork)}
+    assert _continued(fork) != secret
+
+
+def test_this_folders_sessions_come_before_a_worktrees(tmp_path: Path, agentsh_home: Path) -> None:
+    repo = _repo(tmp_path / "main")
+    _git("worktree", "add", "-q", str(tmp_path / "feature"), cwd=repo)
+    feature = tmp_path / "feature"
+    mine = _new_session_with(repo, "in main")
+    theirs = _new_session_with(feature, "in the worktree, newer")
+    assert _continued(repo) == mine
+    assert _continued(feature) == theirs
+    user = UserPaths.from_env()
+    assert [i.id for i in Catalog(user).list(repo)] == [mine, theirs]
+
+
+def test_the_listing_names_other_clones_without_showing_them(
+    tmp_path: Path, agentsh_home: Path, capsys: object, monkeypatch: object
+) -> None:
+    from agentsh.cli import main
+
+    a = _repo(tmp_path / "a")
+    b = _clone(a, tmp_path / "b")
+    _new_session_with(a, "a's private title")
+    monkeypatch.chdir(b)  # type: ignore[attr-defined]
+    assert main(["sessions"]) == 0
+    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    assert "a's private title" not in out
+    assert "1 more in other clones" in out
