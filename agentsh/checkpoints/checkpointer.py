@@ -107,17 +107,21 @@ class Checkpointer:
                 self._tell(f"Checkpoint not recorded in the session log: {exc}")
             return None
 
-    def _checkpoint(self, session: Session, reason: str) -> CheckpointEntry | None:
+    def _checkpoint(
+        self, session: Session, reason: str, at: str | None = None
+    ) -> CheckpointEntry | None:
         """Capture (raising on failure) and record; the record that stands for the files now."""
         capture = self.recorder.capture()
         self.last_capture = capture
-        return self._record(session, reason, capture)
+        return self._record(session, reason, capture, at)
 
-    def _record(self, session: Session, reason: str, capture: Capture) -> CheckpointEntry | None:
-        """Return the record that stands for the files of ``capture`` at the leaf (an existing
-        one when nothing changed there), or None when there is no leaf."""
-        leaf = session.leaf_id
-        if leaf is None or session.read_only:
+    def _record(
+        self, session: Session, reason: str, capture: Capture, at: str | None = None
+    ) -> CheckpointEntry | None:
+        """Return the record that stands for the files of ``capture`` at ``at`` (default: the
+        leaf; an existing record when nothing changed there), or None when there is none."""
+        leaf = at if at is not None else session.leaf_id
+        if leaf is None or session.read_only or leaf not in session.tree.nodes:
             return None
         store = self.recorder.store
         index = self.index(session)
@@ -228,13 +232,19 @@ class Checkpointer:
         return replace(plan(recorder, record.seq), entry_id=entry_id or record.target_id)
 
     def restore(
-        self, session: Session, restore_plan: RestorePlan, *, include_outside: bool = False
+        self,
+        session: Session,
+        restore_plan: RestorePlan,
+        *,
+        include_outside: bool = False,
+        leaving: str | None = None,
     ) -> RestoreResult:
-        """Checkpoint the current state at the leaf, then write the plan (raises
-        :class:`RestoreError` when nothing could be written)."""
+        """Checkpoint the current state at ``leaving`` (the entry the files belong to now:
+        default the leaf; a front end that moved the leaf first passes the old one), then
+        write the plan (raises :class:`RestoreError` when nothing could be written)."""
         with self._lock:
             try:
-                before = self._checkpoint(session, "restore")
+                before = self._checkpoint(session, "restore", leaving)
             except CheckpointFailure as exc:
                 raise RestoreError(
                     f"the current files could not be checkpointed first ({_why(exc)}), so the "

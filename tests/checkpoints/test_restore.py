@@ -149,3 +149,21 @@ def test_links_and_modes_come_back_as_they_were(driver: Driver, repo: Path) -> N
     assert (repo / "run.sh").stat().st_mode & 0o777 == 0o644
     assert (repo / "current").is_symlink() and (repo / "current").readlink() == Path("src")
     assert not (repo / "latest").exists() and not (repo / "latest").is_symlink()
+
+
+def test_a_front_end_that_moved_the_leaf_first_names_the_entry_it_left(
+    driver: Driver, repo: Path
+) -> None:
+    start = driver.user("go")
+    end = driver.tool("write", lambda: (repo / "app.py").write_text("v2\n"))
+    (repo / "notes.md").write_text("typed by hand before leaving\n")
+    branch_a = files_of(repo)
+    driver.session.move_leaf(start.id)
+    plan = driver.checkpointer.plan(driver.session, start.id)
+    driver.checkpointer.restore(driver.session, plan, include_outside=True, leaving=end.id)
+    assert files_of(repo) == INITIAL
+    # The entry left behind stands for the files as they were when it was left.
+    driver.session.move_leaf(end.id)
+    back = driver.checkpointer.plan(driver.session, end.id)
+    driver.checkpointer.restore(driver.session, back, leaving=start.id)
+    assert files_of(repo) == branch_a
