@@ -268,10 +268,18 @@ def _entry_block(entry: AnyEntry, label: str, tool_lines: int) -> list[str]:
 def tree_lines(session: Session, width: int = 100) -> list[str]:
     """Every entry as a tree: forks indent, a straight run of replies does not (Pi's layout).
 
-    ``•`` marks the current path, ``<- leaf`` the leaf, ``[label]`` a label.
+    ``•`` marks the current path, ``<- leaf`` the leaf, ``[label]`` a label, ``✎ N files``
+    an entry whose file checkpoints changed files.
     """
     t = session.tree
     on_path = set(t.path_ids())
+    named: dict[str, set[str]] = {}
+    counted: dict[str, int] = {}
+    for record in t.records:
+        if isinstance(record, CheckpointEntry) and record.changed:
+            named.setdefault(record.target_id, set()).update(record.files)
+            counted[record.target_id] = max(counted.get(record.target_id, 0), record.changed)
+    edited = {target: max(len(named[target]), count) for target, count in counted.items()}
     lines: list[str] = []
     roots = t.roots
     # (id, text before the row, prefix inherited by the rows below it)
@@ -287,7 +295,12 @@ def tree_lines(session: Session, width: int = 100) -> list[str]:
         entry = t.nodes[entry_id]
         mark = "• " if entry_id in on_path else "  "
         label = t.labels.get(entry_id)
-        suffix = (f" [{label}]" if label else "") + (" <- leaf" if entry_id == t.leaf_id else "")
+        files = edited.get(entry_id, 0)
+        suffix = (
+            (f" [{label}]" if label else "")
+            + (f" ✎ {files} file{'s' if files != 1 else ''}" if files else "")
+            + (" <- leaf" if entry_id == t.leaf_id else "")
+        )
         room = max(20, width - len(lead) - len(mark) - len(suffix) - 9)
         lines.append(f"{lead}{mark}{entry_id} {entry_summary(entry, room)}{suffix}")
         kids = t.children_of(entry_id)

@@ -26,6 +26,9 @@ def test_listing_and_a_dry_run_show_the_files_and_change_nothing(
     assert main(["checkpoints", sid]) == 0
     listing = capsys.readouterr().out
     assert "✎ 2 files: n.txt, old.txt" in listing and "✎ 1 file: app.py" in listing
+    assert main(["sessions", "show", sid, "--tree"]) == 0
+    tree = capsys.readouterr().out
+    assert "bash -> ok: ok ✎ 2 files" in tree and "write -> ok: ok ✎ 1 file" in tree
     assert main(["checkpoints", sid, "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["checkpoints"]
     assert [row["changed"] for row in rows] == [0, 2, 1]
