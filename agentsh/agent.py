@@ -883,6 +883,8 @@ def build_agent(
         if settings.checkpoints.enabled
         else None
     )
+    if checkpoints is not None:
+        checkpoints.warm()
     return Agent(
         env=env,
         session=session,

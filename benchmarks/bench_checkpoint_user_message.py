@@ -1,9 +1,10 @@
 """What the file checkpoint taken at each user message costs on a 10,000-file git repository.
 
 Same run as the tool-call benchmark (10 user messages, 3 edits each, real agent and scripted
-server); the figure is the median of the user-message checkpoints after the first (the first
-capture of a project reads every file once to check it against the git index, and is printed
-apart). Baseline in the same run: ``git status --porcelain`` on the same repository.
+server); the figure is the median of the user-message checkpoints (the first capture of a
+project, which reads every file once to check it against the git index, starts in the
+background when the agent is built and is printed apart: here, the wait for it to finish).
+Baseline in the same run: ``git status --porcelain`` on the same repository.
 
     .venv/bin/python benchmarks/bench_checkpoint_user_message.py [--files N]
 """
