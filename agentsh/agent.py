@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from agentsh.checkpoints.checkpointer import Checkpointer
+from agentsh.checkpoints.session_files import SessionFiles
 from agentsh.config import ApprovalMode, Environment
 from agentsh.context.engine import SummaryReply
 from agentsh.context.manager import ContextManager, ContextTooLarge
@@ -133,6 +134,7 @@ class Agent:
     ) -> None:
         self.env = env
         self.checkpoints = checkpoints
+        self._files: SessionFiles | None = None
         self.session = session
         self.cwd = cwd
         self.llm = llm
@@ -295,6 +297,13 @@ class Agent:
 
     def memory_snapshot(self) -> MemorySnapshot:
         return self.prompt.snapshot
+
+    def files(self) -> SessionFiles | None:
+        if self.checkpoints is None:
+            return None
+        if self._files is None:
+            self._files = SessionFiles(self.checkpoints, lambda: self.session)
+        return self._files
 
     def tool_names(self) -> list[str]:
         return self.tools.names()

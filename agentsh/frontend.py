@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from agentsh.checkpoints.session_files import SessionFiles
     from agentsh.context.undo import UndoResult
     from agentsh.events import ContextStatus, Event, Tier
     from agentsh.memory.curated import MemorySnapshot
@@ -91,6 +92,12 @@ class AgentAPI(Protocol):
     def read_archive(self, where: str) -> str | None:
         """The text of a compaction's workspace file (``CompactionEntry.workspace_file``), in
         memory for a session not kept on disk; None when it cannot be read."""
+        ...
+
+    def files(self) -> SessionFiles | None:
+        """The session's file checkpoints: what moving the leaf would change on disk, and the
+        restore the user confirms (None when ``[checkpoints] enabled`` is off). Never called
+        by headless ``-p``: it does not restore on its own."""
         ...
 
     def memory_snapshot(self) -> MemorySnapshot:

@@ -111,14 +111,6 @@ class Checkpointer:
                 self._tell(f"Checkpoint not recorded in the session log: {exc}")
             return None
 
-    def _checkpoint(
-        self, session: Session, reason: str, at: str | None = None
-    ) -> CheckpointEntry | None:
-        """Capture (raising on failure) and record; the record that stands for the files now."""
-        capture = self.recorder.capture()
-        self.last_capture = capture
-        return self._record(session, reason, capture, at)
-
     def _record(
         self, session: Session, reason: str, capture: Capture, at: str | None = None
     ) -> CheckpointEntry | None:
@@ -162,7 +154,7 @@ class Checkpointer:
         return entry
 
     def _record_restored(self, session: Session, target: str, result: RestoreResult) -> None:
-        """Files just restored stand for ``target`` (see :meth:`_checkpoint`)."""
+        """Files just restored stand for ``target`` (see :meth:`_record`)."""
         changed = sorted(result.written + result.deleted)
         if not changed or target not in session.tree.nodes or session.read_only:
             return
@@ -245,25 +237,67 @@ class Checkpointer:
     ) -> RestoreResult:
         """Checkpoint the current state at ``leaving`` (the entry the files belong to now:
         default the leaf; a front end that moved the leaf first passes the old one), then
-        write the plan (raises :class:`RestoreError` when nothing could be written)."""
+        write the plan (raises :class:`RestoreError` when nothing could be written).
+
+        A front end with an event loop runs the same three steps itself, the two slow ones
+        (:meth:`save_current`, :meth:`write`) in a worker thread and the two that append to
+        the session log where the session is used."""
+        with self._lock:
+            before = self.record_current(session, self.save_current(), leaving)
+            result = self.write(restore_plan, include_outside=include_outside)
+            self.record_restored(session, restore_plan, result, before)
+            return result
+
+    def save_current(self) -> Capture:
+        """Capture the files as they are, before a restore (:class:`RestoreError` when that
+        fails: the restore could not be undone, so it must not start)."""
         with self._lock:
             try:
-                before = self._checkpoint(session, "restore", leaving)
+                capture = self.recorder.capture()
             except CheckpointFailure as exc:
                 raise RestoreError(
                     f"the current files could not be checkpointed first ({_why(exc)}), so the "
                     "restore could not be undone; nothing was written"
                 ) from exc
+            self.last_capture = capture
+            return capture
+
+    def record_current(
+        self, session: Session, capture: Capture, leaving: str | None = None
+    ) -> CheckpointEntry | None:
+        """The record standing for the files :meth:`save_current` saw, at ``leaving``."""
+        with self._lock:
             try:
-                result = apply(self.recorder, restore_plan, include_outside=include_outside)
+                return self._record(session, "restore", capture, leaving)
+            except CheckpointFailure as exc:
+                raise RestoreError(
+                    f"the current files could not be checkpointed first ({_why(exc)}); "
+                    "nothing was written"
+                ) from exc
+
+    def write(self, restore_plan: RestorePlan, *, include_outside: bool = False) -> RestoreResult:
+        """Write the plan's files (see :func:`agentsh.checkpoints.restore.apply`)."""
+        with self._lock:
+            try:
+                return apply(self.recorder, restore_plan, include_outside=include_outside)
             except CheckpointFailure as exc:
                 raise RestoreError(f"the restore stopped: {_why(exc)}") from exc
+
+    def record_restored(
+        self,
+        session: Session,
+        restore_plan: RestorePlan,
+        result: RestoreResult,
+        before: CheckpointEntry | None,
+    ) -> None:
+        """Note in the log that the restored files stand for the plan's entry; ``before``
+        (the record of the files as they were) is how the restore is undone."""
+        with self._lock:
             result.undo = before
             try:
                 self._record_restored(session, restore_plan.entry_id, result)
             except SessionError as exc:
                 self._tell(f"The restore was not recorded in the session log: {exc}")
-            return result
 
     def warm(self) -> None:
         """Start the first capture in the background: in a project never captured before it
