@@ -21,7 +21,7 @@ from pathlib import Path
 
 import agentsh.checkpoints.budget as budget
 from agentsh.checkpoints.capture import Capture, Recorder
-from agentsh.checkpoints.history import CheckpointIndex
+from agentsh.checkpoints.history import RESTORED, CheckpointIndex
 from agentsh.checkpoints.restore import RestoreError, RestorePlan, RestoreResult, apply, plan
 from agentsh.checkpoints.scan import ScanError
 from agentsh.checkpoints.store import CheckpointStore, StoreError
@@ -125,7 +125,7 @@ class Checkpointer:
             # Files a restore put in place (and nobody touched since) belong to the entry
             # they were restored to, not to the leaf: recording them at the leaf would make
             # the leaf forget its own files, and the restore could not be undone.
-            restored = _newest(index.records(), "restored")
+            restored = _newest(index.records(), RESTORED)
             if restored is not None and (restored.store, restored.seq) == (
                 store.store_id,
                 capture.seq,
@@ -165,7 +165,7 @@ class Checkpointer:
                 target_id=target,
                 store=self.recorder.store.store_id,
                 seq=result.seq,
-                reason="restored",
+                reason=RESTORED,
                 files=tuple(changed[:FILES_LISTED]),
                 changed=len(changed),
             )

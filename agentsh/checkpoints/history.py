@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from agentsh.session.entries import CheckpointEntry
 from agentsh.session.tree import SessionTree
 
+#: the reason of the record that says "these files were restored to this entry"
+RESTORED = "restored"
+
 
 @dataclass(frozen=True, slots=True)
 class Mark:
@@ -69,12 +72,15 @@ class CheckpointIndex:
         return None
 
     def marks(self) -> dict[str, Mark]:
-        """entry id -> the files its checkpoints changed (entries that changed none are left
-        out); the newest record of an entry names the files, all of them count."""
+        """entry id -> the files changed while the conversation was there (entries that
+        changed none are left out). A ``restored`` record does not count: the files it names
+        were brought back to that entry, not changed by it."""
         self.refresh()
         out: dict[str, Mark] = {}
         for target, records in self._by_target.items():
-            changed = [record for _, record in records if record.changed]
+            changed = [
+                record for _, record in records if record.changed and record.reason != RESTORED
+            ]
             if not changed:
                 continue
             names: dict[str, None] = {}

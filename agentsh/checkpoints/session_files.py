@@ -43,14 +43,13 @@ class SessionFiles:
         self._session = session
 
     async def plan(self, entry_id: str) -> RestorePlan:
-        """What bringing the files to ``entry_id``'s state would change now (a plan whose
-        ``problem`` says why nothing can be restored, e.g. the store is unusable)."""
+        """What bringing the files to ``entry_id``'s state would change now: an empty plan
+        when no checkpoint is known there (nothing to offer), a plan whose ``problem`` says
+        why nothing can be restored (the history was evicted, the store is unusable)."""
         c = self.checkpointer
         record = c.target(self._session(), entry_id)
         if record is None:
-            return RestorePlan(
-                0, problem="no checkpoint of the files at or before this entry", entry_id=entry_id
-            )
+            return RestorePlan(0, entry_id=entry_id)
         try:
             return await asyncio.to_thread(c.plan_record, record, entry_id)
         except CheckpointFailure as exc:

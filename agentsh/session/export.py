@@ -276,7 +276,8 @@ def tree_lines(session: Session, width: int = 100) -> list[str]:
     named: dict[str, set[str]] = {}
     counted: dict[str, int] = {}
     for record in t.records:
-        if isinstance(record, CheckpointEntry) and record.changed:
+        # (files restored to an entry were not changed by it)
+        if isinstance(record, CheckpointEntry) and record.changed and record.reason != "restored":
             named.setdefault(record.target_id, set()).update(record.files)
             counted[record.target_id] = max(counted.get(record.target_id, 0), record.changed)
     edited = {target: max(len(named[target]), count) for target, count in counted.items()}

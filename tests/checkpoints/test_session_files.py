@@ -53,14 +53,22 @@ async def test_a_restore_appends_to_the_log_only_on_the_callers_thread(
 
 @pytest.mark.asyncio
 async def test_marks_and_listing_follow_the_records(driver: Driver, repo: Path) -> None:
-    driver.user("go")
+    start = driver.user("go")
     end = driver.tool("write", lambda: (repo / "new.txt").write_text("x\n"))
     files = files_of_driver(driver)
     marks = files.marks()
     assert marks[end.id].changed == 1 and marks[end.id].files == ("new.txt",)
+    assert start.id not in marks
+    # Files restored to an entry were not changed by it: no mark there.
+    driver.session.move_leaf(start.id)
+    await files.restore(await files.plan(start.id), leaving=end.id)
+    assert not (repo / "new.txt").exists()
+    marks = files.marks()
+    assert start.id not in marks and marks[end.id].changed == 1
     rows = await files.listing()
     assert rows and all(isinstance(r.record, CheckpointEntry) for r in rows)
-    assert all(r.on_path and not r.problem for r in rows)
+    assert not any(r.problem for r in rows)
+    assert {r.record.target_id for r in rows if not r.on_path} == {end.id}
 
 
 @pytest.mark.asyncio
@@ -70,10 +78,18 @@ async def test_an_entry_before_any_checkpoint_and_a_plan_with_a_problem(
     files = files_of_driver(driver)
     first = driver.reply("before any checkpoint")
     plan = await files.plan(first.id)
-    assert plan.problem and not plan.items
+    assert not plan.problem and not plan.items  # nothing known there: nothing to offer
+    driver.user("go")
+    driver.tool("write", lambda: (repo / "app.py").write_text("v2\n"))
+    end = driver.reply("done")
+    assert driver.checkpointer.target(driver.session, end.id) is not None
+    # A store reset (another store id): the plan says why, and a restore refuses.
+    driver.checkpointer.recorder.store.store_id = "another"
+    gone = await files.plan(end.id)
+    assert "store is gone" in gone.problem
     with pytest.raises(RestoreError):
-        await files.restore(plan)
-    assert files_of(repo) == INITIAL
+        await files.restore(gone)
+    assert files_of(repo) == {**INITIAL, "app.py": "v2\n"}
 
 
 def test_the_agent_offers_the_files_only_when_checkpoints_are_on(
