@@ -197,8 +197,20 @@ def _problem(recorder: Recorder, path: str, target: Ref, current: Ref) -> str:
     return _unsafe(recorder, path)
 
 
+#: version-control data: never written or deleted, as a folder or as a file (a worktree's or
+#: a submodule's ``.git`` is a file), whatever a plan says
+VCS_NAMES = frozenset({".git", ".hg", ".svn"})
+VCS_REFUSED = "it is version-control data (.git); never restored"
+
+
+def _vcs(path: str) -> bool:
+    return any(part in VCS_NAMES for part in path.split("/"))
+
+
 def _unsafe(recorder: Recorder, path: str) -> str:
     """Why writing ``path`` would reach outside the project, or "" when it would not."""
+    if _vcs(path) or not path or path.startswith("/") or ".." in path.split("/"):
+        return VCS_REFUSED if _vcs(path) else "its name points outside the project"
     parts = path.split("/")
     folder = str(recorder.root)
     for part in parts[:-1]:
@@ -359,6 +371,8 @@ def _folder(root: Path, parts: list[str], *, create: bool) -> Iterator[int]:
 
 
 def _write(root: Path, path: str, data: bytes, mode: int) -> None:
+    if _vcs(path):
+        raise RestoreError(VCS_REFUSED)
     parts = path.split("/")
     with _folder(root, parts[:-1], create=True) as fd:
         name = parts[-1]
@@ -395,6 +409,8 @@ def _link_at(fd: int, name: str, target: bytes) -> None:
 
 
 def _delete(root: Path, path: str) -> None:
+    if _vcs(path):
+        raise RestoreError(VCS_REFUSED)
     parts = path.split("/")
     try:
         with _folder(root, parts[:-1], create=False) as fd:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import agentsh.checkpoints.restore as restore_module
 from agentsh.checkpoints.restore import RestoreError
 from agentsh.session.entries import Role
 from tests.checkpoints.conftest import INITIAL, Driver, files_of, git
@@ -86,6 +87,43 @@ def test_git_internals_and_the_index_are_never_touched(driver: Driver, repo: Pat
     assert (repo / ".git" / "index").read_bytes() == index
     assert (repo / ".git" / "HEAD").read_text() == head  # git's own state is git's
     assert git(repo, "diff", "--cached", "--name-only") == "notes.md\n"
+
+
+def test_a_forged_plan_cannot_reach_git_data_or_leave_the_project(
+    driver: Driver, repo: Path
+) -> None:
+    """Belt and braces: even a plan naming .git (a folder, or a submodule's .git file) or a
+    path out of the project writes and deletes nothing there."""
+    from agentsh.checkpoints.restore import PlanItem, RestorePlan, apply
+    from agentsh.checkpoints.store import ABSENT
+
+    driver.user("go")
+    (repo / "sub").mkdir()
+    (repo / "sub" / ".git").write_text("gitdir: ../.git/modules/sub\n")
+    config = (repo / ".git" / "config").read_bytes()
+    blob = driver.checkpointer.recorder.store
+    with blob.writing():
+        ref = blob.put_blob(b"owned\n")
+    items = tuple(
+        PlanItem(path, action, (ref, 0o100644) if action != "delete" else (ABSENT, 0), current)
+        for path, action, current in [
+            (".git/config", "modify", (ABSENT, 0)),
+            ("sub/.git", "delete", (ABSENT, 0)),
+            (".git/hooks/pre-commit", "create", (ABSENT, 0)),
+        ]
+    )
+    result = apply(driver.checkpointer.recorder, RestorePlan(1, items))
+    assert not result.written and not result.deleted
+    assert [(p, "version-control" in why) for p, why in result.failed] == [
+        (".git/config", True),
+        ("sub/.git", True),
+        (".git/hooks/pre-commit", True),
+    ]
+    assert (repo / ".git" / "config").read_bytes() == config
+    assert (repo / "sub" / ".git").exists() and not (repo / ".git/hooks/pre-commit").exists()
+    recorder = driver.checkpointer.recorder
+    for path in (".git/config", "sub/.git", "../outside.txt", "/etc/passwd"):
+        assert restore_module._unsafe(recorder, path)  # a plan marks them: left alone
 
 
 def test_a_file_over_the_cap_is_never_overwritten_or_deleted(driver: Driver, repo: Path) -> None:
