@@ -27,6 +27,7 @@ from agentsh.events import (
     TurnStarted,
 )
 from agentsh.session.entries import (
+    CheckpointEntry,
     CompactionEntry,
     EntryAppended,
     MessageEntry,
@@ -88,6 +89,11 @@ async def test_events_follow_the_log(
     scripted_server.script(tool_call("ls", {"path": "."}), text("done listing"))
     agent = make_agent()
     events = await collect(agent.run("list files"))
+    # Checkpoint records are annotations beside the tree (announced too, never on the path).
+    checkpoints = [
+        e for e in events if isinstance(e, EntryAppended) and isinstance(e.entry, CheckpointEntry)
+    ]
+    events = [e for e in events if e not in checkpoints]
     kinds = [type(e).__name__ for e in events]
     assert kinds[:2] == ["EntryAppended", "TurnStarted"] and kinds[-2:] == [
         "StatusChanged",
@@ -96,6 +102,7 @@ async def test_events_follow_the_log(
     # Every entry the turn wrote is announced once, in the order written, after the write.
     announced = [e.entry for e in events if isinstance(e, EntryAppended)]
     assert announced == agent.session.current_path()
+    assert checkpoints and all(c.entry.target_id for c in checkpoints)
     assert [c.summary for c in announced[1].tool_calls] == ["ls: ."]
     started = next(e for e in events if isinstance(e, ToolStarted))
     finished = next(e for e in events if isinstance(e, ToolFinished))
