@@ -26,6 +26,7 @@ KNOWN_LARGE = frozenset(
         "llm/client.py",
         "session/catalog.py",
         "tools/search.py",
+        "memory/curated.py",  # grew past the limit with the trust checks (issue 12)
     }
 )
 
