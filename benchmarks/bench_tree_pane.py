@@ -98,10 +98,12 @@ def build_session(cwd: Path, entries: int = ENTRIES, forks: int = BRANCH_POINTS)
 
 def _app(cwd: Path) -> AgentshApp:
     status = ContextStatus(model="openai/test-model", window=128_000)
+    # No model behind the agent: leaving a branch then offers no summary (a prompt that would
+    # wait for a key), and the figures are the switch's own.
     return AgentshApp(
         load_environment(cwd),
         LaunchOptions(no_session=True),
-        agent_factory=lambda _e, s, _o: FakeAgent(s, model=status.model, status=status),  # type: ignore[arg-type,return-value]
+        agent_factory=lambda _e, s, _o: FakeAgent(s, model=None, status=status),  # type: ignore[arg-type,return-value]
         cwd=cwd,
         watch_themes=False,
     )
