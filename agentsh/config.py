@@ -342,13 +342,21 @@ _URL_IN_MODEL = re.compile(
 )
 
 
+_DEFAULTS = Settings()
+
+
 def ignored_in_project(dotted: str, value: object = None) -> bool:
     """Whether a project's config setting ``dotted`` (to ``value``) is refused whatever the
-    trust: :data:`_USER_ONLY` and ``[checkpoints]``. The trust question lists such keys as
-    ignored, apart from the ones that would take effect."""
+    trust: :data:`_USER_ONLY`, ``[checkpoints]`` and unknown keys. The trust question lists
+    such keys as ignored, apart from the ones that would take effect."""
     section, _, key = dotted.partition(".")
     if section == "checkpoints":
         return True
+    part = getattr(_DEFAULTS, section, None)
+    if not dataclasses.is_dataclass(part) or key.split(".")[0] not in {
+        f.name for f in dataclasses.fields(part)
+    }:
+        return True  # an unknown setting does nothing (its problem says so)
     for user_section, user_key, _what in _USER_ONLY:
         if section == user_section and (key == user_key or key.startswith(f"{user_key}.")):
             if section == "search" and isinstance(value, str):

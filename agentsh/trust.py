@@ -201,7 +201,8 @@ def describe_settings(raw: dict[str, object]) -> str:
     parts = []
     if effective:
         s = "s" if len(effective) != 1 else ""
-        parts.append(f"changes {len(effective)} setting{s}: {_listed(effective)}")
+        # All of them: padding with harmless keys must not push one out of sight.
+        parts.append(f"changes {len(effective)} setting{s}: {_listed(effective, 1000)}")
     if ignored:
         parts.append(f"ignored (only your own config may set them): {_listed(ignored)}")
     return "; ".join(parts)

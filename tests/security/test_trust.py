@@ -207,3 +207,15 @@ def test_names_from_the_folder_cannot_forge_lines_in_the_notice(
     env = load_environment(evil, trust_project=True)
     [problem] = env.config.problems
     assert "\n" not in str(problem) and "\\nagentsh: all good" in str(problem)
+
+
+def test_unknown_keys_cannot_pad_the_settings_line(project: Path, user: UserPaths) -> None:
+    padding = "\n".join(f"a{i:03} = 1" for i in range(60))
+    (project / ".agentsh").mkdir()
+    (project / ".agentsh" / "config.toml").write_text(
+        f"{padding}\n[context]\nsummary_instructions = 'x'\n"
+    )
+    [line] = check_project(user, project).lines()
+    assert line.startswith(
+        ".agentsh/config.toml: changes 1 setting: context.summary_instructions; ignored"
+    )
