@@ -21,6 +21,7 @@ from tests.security.hostile import Attacker, plant
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.slow,
+    pytest.mark.timeout(300),
     pytest.mark.skipif(not tmux_available(), reason="tmux is not installed"),
 ]
 

@@ -19,7 +19,7 @@ import pytest
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer, text, tool_calls
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]  # agentsh -p runs, on a busy machine
 
 LINES = "".join(f"line {i} of a file that is long enough to matter\n" for i in range(4000))
 

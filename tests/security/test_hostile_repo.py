@@ -35,7 +35,7 @@ from tests.security.hostile import (
     plant,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]  # agentsh -p runs, on a busy machine
 
 
 @pytest.fixture
