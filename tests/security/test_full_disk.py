@@ -52,7 +52,7 @@ def test_an_edit_on_a_full_disk_leaves_the_file_whole(
         capture_output=True,
         text=True,
         preexec_fn=small_disk,
-        timeout=120,
+        timeout=240,
         check=False,
     )
     assert run.returncode == 0, run.stderr

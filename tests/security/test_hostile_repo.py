@@ -89,7 +89,7 @@ def _run(h: Hostile, home: Path, *args: str) -> subprocess.CompletedProcess[str]
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=240,
         check=False,
     )
 
