@@ -77,6 +77,8 @@ def test_a_project_cannot_remap_the_approval_keys(tmp_path: Path) -> None:
         ("hosted_vllm/10.0.0.1:8000", "10.0.0.1:8000"),
         ("openai/gpt-4?api_base=http://x", "api_base=http://x"),
         ("openai/[::1]:8000", "[::1]:8000"),
+        ("custom/file:///home/me/.ssh/id_ed25519", "file:///home/me/.ssh/id_ed25519"),
+        ("openai/os.environ/OPENAI_API_BASE", "os.environ/OPENAI_API_BASE"),
         ("anthropic/claude-sonnet-4-6", None),
         ("ollama_chat/qwen2.5-coder:7b", None),
         ("bedrock/anthropic.claude-3-sonnet-20240229-v1:0", None),
@@ -115,3 +117,21 @@ def test_a_project_cannot_set_the_prices_the_cost_cap_counts(tmp_path: Path) -> 
         "model.output_cost_per_mtok",
     ]
     assert "--max-cost-usd" in loaded.problems[0].message
+
+
+def test_a_project_config_cannot_point_agentsh_s_own_folders_elsewhere(tmp_path: Path) -> None:
+    # There is no such setting: data, cache and tool output live where the user's
+    # AGENTSH_HOME (or the platform) says; a project's attempt is an unknown key, ignored.
+    user, project = _configs(
+        tmp_path,
+        "",
+        '[paths]\ndata_dir = "/tmp/x"\n[tools]\ntool_output_dir = "/tmp/x"\n'
+        '[session]\ndir = "/tmp/x"\n',
+    )
+    loaded = load_config(user, project)
+    assert sorted(p.key for p in loaded.problems) == [
+        "paths",
+        "session.dir",
+        "tools.tool_output_dir",
+    ]
+    assert all("unknown setting" in p.message for p in loaded.problems)
