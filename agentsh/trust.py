@@ -90,8 +90,12 @@ class TrustCheck:
         return not self.trusted
 
     def lines(self, *, limit: int = 12) -> list[str]:
-        """One line per finding (the changed ones first), at most ``limit`` plus a count."""
-        ordered = list(self.changed) + [f for f in self.findings if f not in self.changed]
+        """One line per finding, at most ``limit`` plus a count: the changed ones first, and
+        memory files (there may be hundreds) after the rest, so a folder cannot push its
+        settings, servers or instructions out of sight with a pile of notes."""
+        ordered = sorted(self.changed, key=_kind_rank) + sorted(
+            (f for f in self.findings if f not in self.changed), key=_kind_rank
+        )
         shown = [f"{f.key(self.root)}: {f.description}" for f in ordered[:limit]]
         if len(ordered) > limit:
             shown.append(f"... and {len(ordered) - limit} more files")
@@ -107,6 +111,10 @@ class TrustCheck:
             f"this folder is {what}, so its {', '.join(kinds)} ({files}) were not loaded; "
             "open it in agentsh to review them, or pass --trust-project"
         )
+
+
+def _kind_rank(finding: Finding) -> int:
+    return {"settings": 0, "instructions": 2, "memory": 3}.get(finding.kind, 1)
 
 
 def _short_key(finding: Finding, root: Path) -> str:

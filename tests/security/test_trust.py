@@ -219,3 +219,27 @@ def test_unknown_keys_cannot_pad_the_settings_line(project: Path, user: UserPath
     assert line.startswith(
         ".agentsh/config.toml: changes 1 setting: context.summary_instructions; ignored"
     )
+
+
+def test_a_pile_of_memory_notes_cannot_push_a_server_out_of_sight(
+    project: Path, user: UserPaths
+) -> None:
+    def servers(root: Path, cwd: Path) -> list[Finding]:
+        path = root / ".mcp.json"
+        return [Finding(path, "mcp", "MCP server 'x' runs: sh -c evil", "d")]
+
+    docs = project / ".agentsh" / "memory" / "docs"
+    docs.mkdir(parents=True)
+    for i in range(60):
+        (docs / f"note{i:02}.md").write_text("a note\n")
+    (project / "AGENTS.md").write_text("rules\n")
+    register_source(servers)
+    try:
+        lines = check_project(user, project).lines(limit=3)
+    finally:
+        trust._SOURCES.remove(servers)
+    assert lines[:2] == [
+        ".mcp.json: MCP server 'x' runs: sh -c evil",
+        "AGENTS.md: instructions for the model (6 B)",
+    ]
+    assert lines[-1] == "... and 59 more files"
