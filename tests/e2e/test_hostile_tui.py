@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from agentsh.llm.models import PROVIDERS
 from tests.e2e.tmux import ScriptedServerProcess, TmuxPane, tmux_available
 from tests.security.hostile import Attacker, plant
 
@@ -55,13 +56,14 @@ def test_trusted_or_not_the_repository_cannot_remap_the_approval_keys(
                 "TERM": "xterm-256color",
             }
             command = [sys.executable, "-m", "agentsh"]
+            model = next(p.default_model for p in PROVIDERS if p.key_env == "OPENAI_API_KEY")
             with TmuxPane(command, cwd=project, env=env, width=140, height=45) as pane:
                 pane.wait_for(lambda s: "Do you trust this folder?" in s, timeout=60)
                 screen = pane.screen()
                 assert "tui.keys" in screen and "leads outside the project" in screen
                 pane.send("y")
                 pane.wait_for(lambda s: "Message agentsh" in s, timeout=60)
-                pane.wait_for(lambda s: "loading…" not in s and "gpt-4.1" in s, timeout=90)
+                pane.wait_for(lambda s: "loading…" not in s and model in s, timeout=90)
                 pane.type("what does main.py do?")
                 pane.send("Enter")
                 pane.wait_for(lambda s: "allow once" in s, timeout=60)

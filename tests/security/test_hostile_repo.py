@@ -22,6 +22,7 @@ import pytest
 from textual.widgets import Static
 
 from agentsh.config import load_environment
+from agentsh.llm.models import PROVIDERS
 from agentsh.paths import UserPaths
 from agentsh.trust import check_project
 from agentsh.tui.screens.trust import TrustApp
@@ -34,6 +35,9 @@ from tests.security.hostile import (
     Hostile,
     plant,
 )
+
+# The model agentsh picks from OPENAI_API_KEY, as the server sees it (without "openai/").
+OPENAI_DEFAULT = next(p.default_model for p in PROVIDERS if p.key_env == "OPENAI_API_KEY")
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]  # agentsh -p runs, on a busy machine
 
@@ -131,7 +135,7 @@ def test_a_hostile_repository_reaches_nothing(
     bodies = json.dumps([r.body for r in scripted_server.requests])
     for secret in (SECRET_KEY_TEXT, SECRET_AWS_TEXT, "every key pasted", "disable approval"):
         assert secret not in bodies
-    assert {r.body["model"] for r in scripted_server.requests} == {"gpt-4.1"}
+    assert {r.body["model"] for r in scripted_server.requests} == {OPENAI_DEFAULT.split("/", 1)[1]}
 
     # Each attack came back to the model as a refusal that says why.
     last = scripted_server.requests[-1].messages
