@@ -51,6 +51,7 @@ from agentsh.events import (
 )
 from agentsh.llm.client import Completion, LLMClient, LLMError, environment_secrets, redact
 from agentsh.llm.models import api_base_for, model_info, no_model_help
+from agentsh.mcp.config import ServerSpec
 from agentsh.mcp.manager import McpManager
 from agentsh.mcp.tools import McpToolSource
 from agentsh.memory.curated import CuratedMemory, MemorySnapshot
@@ -829,9 +830,12 @@ def build_agent(
     plan: bool = False,
     appended_prompt: str = "",
     trust_project: bool = False,
+    mcp_servers: Sequence[ServerSpec] = (),
 ) -> Agent:
     """Assemble an agent with every real part. Heavy (imports litellm): run it off the UI
-    thread. ``model=None`` builds an agent that explains how to configure one."""
+    thread. ``model=None`` builds an agent that explains how to configure one. ``mcp_servers``
+    are started besides the configured ones (an ACP client's: agentsh.mcp.config.spec_from_acp).
+    """
     from agentsh.llm.models import choose_model, chosen_api_base
     from agentsh.llm.tokens import TokenCounter
     from agentsh.mcp.manager import manager_for
@@ -883,7 +887,7 @@ def build_agent(
     approver = Approver(mode, env.project.root, interactive=interactive, rules=rules, plan=plan)
     prompt = SystemPrompt(env, cwd, memory=memory)
     prompt.appended = appended_prompt
-    mcp, mcp_notices = manager_for(env, cwd, trusted=trust_project)
+    mcp, mcp_notices = manager_for(env, cwd, trusted=trust_project, extra=mcp_servers)
     notices += mcp_notices
     if mcp is not None:
         mcp.start()  # in the background: the servers start while the rest loads

@@ -13,6 +13,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from agentsh import __version__
 from agentsh.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError
@@ -38,6 +39,10 @@ _HANDLERS: dict[str, str] = {
     "restore": "agentsh.commands.checkpoints_cmd:restore_files",
     "headless": "agentsh.headless.run:main",
     "tui": "agentsh.tui.launch:main",
+    "mcp.list": "agentsh.commands.mcp:list_servers",
+    "mcp.add": "agentsh.commands.mcp:add_server",
+    "mcp.remove": "agentsh.commands.mcp:remove_server_command",
+    "mcp.test": "agentsh.commands.mcp:test_server",
 }
 
 
@@ -225,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     restore.add_argument("--json", action="store_true", help="machine-readable output")
     restore.set_defaults(handler="restore")
+    _add_mcp_parser(sub)
     return parser
 
 
@@ -293,6 +299,37 @@ def _positive_float(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
     return value
+
+
+def _add_mcp_parser(sub: Any) -> None:
+    """``agentsh mcp list|add|remove|test`` (agentsh/commands/mcp.py)."""
+    mcp = sub.add_parser("mcp", help="list, add, remove and test MCP servers")
+    actions = mcp.add_subparsers(dest="mcp_command", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="configured servers and whether they start here")
+    listing.add_argument("--json", action="store_true", help="machine-readable output")
+    listing.set_defaults(handler="mcp.list")
+    add = actions.add_parser(
+        "add",
+        help="add a server to mcp.json (user) or .mcp.json (project)",
+        usage="agentsh mcp add [options] NAME -- COMMAND [ARGS...]\n"
+        "       agentsh mcp add -t http|sse [-H 'Name: value'] NAME URL",
+    )
+    add.add_argument("-t", "--transport", choices=("stdio", "http", "sse"), default="stdio")
+    add.add_argument("-s", "--scope", choices=("user", "project"), default="user")
+    add.add_argument("-e", "--env", action="append", metavar="KEY=VALUE", help="stdio: repeat")
+    add.add_argument("-H", "--header", action="append", metavar="'NAME: VALUE'", help="repeat")
+    add.add_argument("name", metavar="NAME")
+    add.add_argument("target", metavar="COMMAND|URL")
+    add.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
+    add.set_defaults(handler="mcp.add")
+    remove = actions.add_parser("remove", help="remove a server from its JSON file")
+    remove.add_argument("name", metavar="NAME")
+    remove.add_argument("-s", "--scope", choices=("user", "project"), default=None)
+    remove.set_defaults(handler="mcp.remove")
+    test = actions.add_parser("test", help="start a server, list its tools and their cost")
+    test.add_argument("name", metavar="NAME")
+    test.add_argument("--json", action="store_true", help="machine-readable output")
+    test.set_defaults(handler="mcp.test")
 
 
 def resolve_handler(key: str) -> Handler:

@@ -86,6 +86,7 @@ class ContextStatus:
     branch_index: int = 1
     branch_count: int = 1
     problem: str = ""  # e.g. a compaction that could not be written, retried next turn
+    mcp_tools: int = 0  # of ``used``: the MCP tool definitions sent (agentsh.mcp)
 
 
 class Event:

@@ -96,9 +96,15 @@ def _counter(model: str) -> Any:
     return TokenCounter(model or "gpt-4o").count
 
 
-def _prompt_parts(env: Environment, session: Session) -> tuple[str, list[dict[str, Any]], str]:
-    """(system prompt, tool schemas, memory part) as the agent would build them now."""
+def _prompt_parts(
+    env: Environment, session: Session, window: int = 0
+) -> tuple[str, list[dict[str, Any]], str]:
+    """(system prompt, tool schemas, memory part) as the agent would build them now; MCP
+    servers' tools as they last listed them (nothing is started for a count)."""
     # Loaded only for this command: the agent's side of the layers.
+    from agentsh.mcp.cache import CachedTools
+    from agentsh.mcp.config import load_mcp_config
+    from agentsh.mcp.tools import McpToolSource
     from agentsh.memory.curated import CuratedMemory
     from agentsh.prompt import SystemPrompt
     from agentsh.tools.base import ToolRegistry
@@ -110,6 +116,10 @@ def _prompt_parts(env: Environment, session: Session) -> tuple[str, list[dict[st
     prompt = SystemPrompt(env, cwd, memory=memory)
     # The same tool list as the agent (no index is opened: only the schemas are counted).
     registry = ToolRegistry(session_tools(MemoryTool(memory, env.settings.memory)))
+    specs = load_mcp_config(env.user, env.project).servers(trusted=False)
+    if specs and window:
+        cached = CachedTools(specs, env.user.mcp_tools_cache)
+        registry.add_source(McpToolSource(cached, env.settings, window=lambda: window))
     return prompt.render(), registry.schemas(), prompt.snapshot.render()
 
 
@@ -148,7 +158,7 @@ def show_context(args: argparse.Namespace) -> int:
     session = _open(find_session_file(env, args.id), lock=False)
     model, api_base = _model_for(env, session, args)
     manager = _manager(env, session, model, api_base)
-    system, tools, memory = _prompt_parts(env, session)
+    system, tools, memory = _prompt_parts(env, session, manager.window)
     breakdown = manager.breakdown(system, tools, memory)
     if getattr(args, "json", False):
         data = breakdown.to_json() | {"session": session.id, "leaf": session.leaf_id}
@@ -171,6 +181,7 @@ def render_breakdown(b: ContextBreakdown, session: Session, note: str = "") -> s
     parts: Sequence[tuple[str, int]] = (
         ("system prompt", b.system),
         ("tool schemas", b.tools),
+        *((("  of which MCP", b.mcp_tools),) if b.mcp_tools else ()),
         ("memory", b.memory),
         ("summary", b.summary),
         ("messages", b.messages),
@@ -226,7 +237,7 @@ def compact_session(args: argparse.Namespace) -> int:
     try:
         model, api_base = _model_for(env, session, args)
         manager = _manager(env, session, model, api_base, emit=events.append)
-        system, tools, _memory = _prompt_parts(env, session)
+        system, tools, _memory = _prompt_parts(env, session, manager.window)
         manager.note_prompt(system, tools)
         entry = asyncio.run(manager.compact(tier, manual=True))
     finally:

@@ -85,6 +85,7 @@ class ContextBreakdown:
     paused: bool
     problem: str
     previews: tuple[TierPreview, ...] = ()
+    mcp_tools: int = 0  # of ``tools``: the MCP servers' definitions
 
     def to_json(self) -> dict[str, Any]:
         data = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "previews"}
@@ -153,6 +154,7 @@ class ContextManager:
         self.last_dropped = 0  # messages the bounded-buffer guard left out of the last request
         self._system_tokens = 0
         self._tools_tokens = 0
+        self._mcp_tools_tokens = 0
         self._failed_turn: str | None = None
         self._force_truncate = False
         self._memory_flushed = False
@@ -179,6 +181,8 @@ class ContextManager:
         call it once at start so the first status counts them too)."""
         self._system_tokens = self.accounting.count_text(system_prompt)
         self._tools_tokens = self.accounting.count_tools(tools)
+        mcp = [tool for tool in tools if _is_mcp_tool(tool)]
+        self._mcp_tools_tokens = self.accounting.count_tools(mcp) if mcp else 0
 
     def _used(self) -> Used:
         return self.accounting.used(self._system_tokens, self._tools_tokens)
@@ -205,6 +209,7 @@ class ContextManager:
             branch_index=branch.index,
             branch_count=branch.count,
             problem=self.problem,
+            mcp_tools=self._mcp_tools_tokens,
         )
 
     def record_usage(self, entry: MessageEntry) -> None:
@@ -568,4 +573,13 @@ class ContextManager:
             paused=self.paused,
             problem=status.problem,
             previews=previews,
+            mcp_tools=self._mcp_tools_tokens,
         )
+
+
+def _is_mcp_tool(schema: dict[str, Any]) -> bool:
+    """Whether a tool schema came from an MCP server: their names, and only theirs, start
+    with ``mcp_`` (``mcp__server__tool`` and ``mcp_search``; see agentsh.mcp.names)."""
+    function = schema.get("function")
+    name = function.get("name", "") if isinstance(function, dict) else ""
+    return isinstance(name, str) and name.startswith("mcp_")

@@ -21,7 +21,7 @@ import re
 import shlex
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -48,6 +48,7 @@ class Transport(StrEnum):
 class Scope(StrEnum):
     USER = "user"
     PROJECT = "project"
+    CLIENT = "client"  # given by an ACP client for one session (see spec_from_acp)
 
 
 _TRANSPORT_ALIASES = {
@@ -102,6 +103,7 @@ class ServerSpec:
     enabled: bool = True
     startup_timeout_s: float | None = None
     call_timeout_s: float | None = None
+    expand: bool = True  # ${VAR} expansion at launch (not for values an ACP client passed)
 
     def describe(self) -> str:
         """The exact command line or URL, as written (``${VAR}`` unexpanded), with the names
@@ -139,6 +141,9 @@ class ServerSpec:
         missing: set[str] = set()
 
         def expand(text: str) -> str:
+            if not self.expand:
+                return text
+
             def one(match: re.Match[str]) -> str:
                 name, default = match.group(1), match.group(2)
                 value = environ.get(name)
@@ -360,6 +365,39 @@ def _string_map(entry: Mapping[str, Any], key: str) -> dict[str, str]:
     ):
         raise ValueError(f"{key} must be an object of strings")
     return dict(value)
+
+
+# -- servers an ACP client passes (session/new) ----------------------------------------------
+
+
+def spec_from_acp(entry: Mapping[str, Any]) -> ServerSpec:
+    """One server of ACP's ``session/new`` ``mcpServers``: ``{name, command, args, env:
+    [{name, value}]}`` or ``{type: "http" | "sse", name, url, headers: [{name, value}]}``.
+
+    The client is the user's editor: its servers start without the project trust question,
+    and their values are taken literally (no ``${VAR}``). Raises ``ValueError`` with a message
+    for the client when the entry is malformed."""
+    name = entry.get("name")
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"MCP server name {_shown_name(name)} is not 1-64 letters, digits, _ - .")
+    raw: dict[str, Any] = {
+        k: v for k, v in entry.items() if k in ("type", "command", "args", "url")
+    }
+    for key in ("env", "headers"):
+        pairs = entry.get(key) or []
+        if not isinstance(pairs, list) or not all(
+            isinstance(p, Mapping)
+            and isinstance(p.get("name"), str)
+            and isinstance(p.get("value"), str)
+            for p in pairs
+        ):
+            raise ValueError(f"MCP server {name!r}: {key} must be a list of {{name, value}}")
+        raw[key] = {p["name"]: p["value"] for p in pairs}
+    try:
+        spec = _parse_entry(name, raw, Scope.CLIENT, Path("<acp client>"))
+    except ValueError as exc:
+        raise ValueError(f"MCP server {name!r}: {exc}") from exc
+    return replace(spec, expand=False)
 
 
 # -- editing the JSON files (agentsh mcp add / remove) ----------------------------------------

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from agentsh.config import Environment, McpSettings
+from agentsh.mcp import cache
 from agentsh.mcp import loop as mcp_loop
 from agentsh.mcp.config import ExpansionError, McpConfig, ServerSpec, load_mcp_config
 from agentsh.mcp.names import assign_names
@@ -43,9 +44,11 @@ class McpManager:
         cwd: Path,
         log_dir: Path,
         spool_dir: Path,
+        cache_path: Path | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
         self.settings = settings
+        self._cache_path = cache_path  # where ready servers' tool lists are kept (None: nowhere)
         self.cwd = cwd
         self._specs = {spec.name: spec for spec in specs}
         self._log_dir = log_dir
@@ -60,6 +63,7 @@ class McpManager:
         self._tools: tuple[RemoteTool, ...] = ()
         self._by_name: dict[str, RemoteTool] = {}
         self._previous: dict[str, ServerState] = {}
+        self._previous_tools: dict[str, tuple[RemoteTool, ...]] = {}
         self._secrets = _secrets_of(specs, environ)
         self._started = False
         self._closed = False
@@ -328,6 +332,14 @@ class McpManager:
             if status.state is ServerState.READY and before is not ServerState.READY:
                 notices += [f"MCP server '{status.name}': tool {p}" for p in status.tool_problems]
             self._previous[status.name] = status.state
+        for status in statuses:
+            if (
+                status.state is ServerState.READY
+                and self._previous_tools.get(status.name) != status.tools
+            ):
+                self._previous_tools[status.name] = status.tools
+                if self._cache_path is not None:
+                    cache.record(self._cache_path, status)
         self._statuses = statuses
         self._by_name = {tool.name: tool for tool in tools}
         self._tools = tools
@@ -388,11 +400,17 @@ def tools_json(tools: Sequence[RemoteTool]) -> str:
 
 
 def manager_for(
-    env: Environment, cwd: Path, *, trusted: bool, config: McpConfig | None = None
+    env: Environment,
+    cwd: Path,
+    *,
+    trusted: bool,
+    extra: Sequence[ServerSpec] = (),
+    config: McpConfig | None = None,
 ) -> tuple[McpManager | None, list[str]]:
     """The manager for this environment's servers (None when there are none) and what the
     user should be told about the configuration. A project's servers are included only when
-    ``trusted``; otherwise the notice says they were left out and why."""
+    ``trusted``; otherwise the notice says they were left out and why. ``extra`` servers (an
+    ACP client's, :func:`~agentsh.mcp.config.spec_from_acp`) join them and win a name clash."""
     config = config or load_mcp_config(env.user, env.project)
     notices = [f"MCP configuration: {problem}" for problem in config.problems]
     if config.project and not trusted:
@@ -401,7 +419,9 @@ def manager_for(
             f"MCP servers of this project ({names}) were not started: the project is not "
             "trusted, and its MCP configuration would run programs on this machine."
         )
-    specs = config.servers(trusted=trusted)
+    chosen = {spec.name: spec for spec in config.servers(trusted=trusted)}
+    chosen.update((spec.name, spec) for spec in extra)
+    specs = [chosen[name] for name in sorted(chosen)]
     if not specs:
         return None, notices
     manager = McpManager(
@@ -410,5 +430,6 @@ def manager_for(
         cwd=cwd,
         log_dir=env.user.mcp_log_dir,
         spool_dir=env.user.tool_output_dir,
+        cache_path=env.user.mcp_tools_cache,
     )
     return manager, notices

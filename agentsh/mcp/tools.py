@@ -14,14 +14,16 @@ found this way can be called at once by name: every MCP tool is callable, offere
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from agentsh.config import Settings
-from agentsh.mcp.manager import McpManager, tools_json
+from agentsh.mcp.config import ServerSpec
+from agentsh.mcp.manager import tools_json
 from agentsh.mcp.schema import argument_problem
 from agentsh.mcp.state import RemoteTool
 from agentsh.tools.base import (
@@ -40,13 +42,28 @@ _SUMMARY_CHARS = 100
 _LISTED_NAMES_CHARS = 3000  # mcp_search's description names the tools up to this length
 
 
+class ToolProvider(Protocol):
+    """Where MCP tools come from: the live servers (:class:`~agentsh.mcp.manager.McpManager`),
+    or their last listing (:class:`~agentsh.mcp.cache.CachedTools`, for counting)."""
+
+    def tools(self) -> tuple[RemoteTool, ...]: ...
+
+    def find(self, name: str) -> RemoteTool | None: ...
+
+    def spec(self, server: str) -> ServerSpec | None: ...
+
+    async def call(
+        self, tool: RemoteTool, arguments: Mapping[str, Any], cancelled: asyncio.Event
+    ) -> ToolResult: ...
+
+
 class McpTool(Tool):
     """One tool of one MCP server. A subclass is made per tool (:func:`make_tool`), since a
     tool's name and description are class attributes of :class:`Tool`."""
 
     Params: ClassVar[type[Any]] = dict
 
-    def __init__(self, manager: McpManager, remote: RemoteTool) -> None:
+    def __init__(self, manager: ToolProvider, remote: RemoteTool) -> None:
         self.manager = manager
         self.remote = remote
 
@@ -86,7 +103,7 @@ class McpTool(Tool):
         return await self.manager.call(self.remote, params, ctx.cancelled)
 
 
-def make_tool(manager: McpManager, remote: RemoteTool) -> McpTool:
+def make_tool(manager: ToolProvider, remote: RemoteTool) -> McpTool:
     cls = type(
         f"McpTool_{remote.name}",
         (McpTool,),
@@ -154,7 +171,7 @@ class McpToolSource:
 
     def __init__(
         self,
-        manager: McpManager,
+        manager: ToolProvider,
         settings: Settings,
         window: Callable[[], int],
         count: Callable[[str], int] | None = None,

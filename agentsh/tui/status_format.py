@@ -3,10 +3,10 @@
 Pure functions, no widgets: the bar renders what the core computed and computes nothing about
 the context itself; this module only decides how to *show* it. Fields are segments with a drop
 rank; when the line is too wide the lowest-ranked segment goes first, in this fixed order: the
-bar graphic, the compaction count, the model's provider prefix (``anthropic/``), the session
-tokens, the branch position, the session cost, and last the model name (cut with an
-ellipsis). The current context figure, the tier name, "auto-compaction paused" and a problem
-are never dropped (a long problem is shortened).
+bar graphic, the MCP tool definitions' share (``mcp 4.2k``), the compaction count, the model's
+provider prefix (``anthropic/``), the session tokens, the branch position, the session cost,
+and last the model name (cut with an ellipsis). The current context figure, the tier name,
+"auto-compaction paused" and a problem are never dropped (a long problem is shortened).
 
 Styles are Textual style strings with theme variables (``$success``...), so every theme works.
 """
@@ -115,6 +115,9 @@ def segments(status: ContextStatus, *, loading: bool = False) -> list[Segment]:
                 NEVER,
             )
         )
+        if status.mcp_tools:
+            mcp = Part(f"mcp {human_tokens(status.mcp_tools)}", "$foreground-muted")
+            out.append(Segment("mcp", (mcp,), drop_rank=1))
     if status.tier is not Tier.NONE:
         out.append(Segment("tier", (Part(status.tier.label, f"reverse {tier_style}"),), NEVER))
     if status.paused:

@@ -3,8 +3,10 @@ and a project's servers that do not start unless the project is trusted."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ from typing import Any
 import pytest
 
 from agentsh.agent import Agent, build_agent
+from agentsh.cli import main
 from agentsh.config import ApprovalMode, load_environment
 from agentsh.events import (
     ApprovalDecision,
@@ -19,8 +22,11 @@ from agentsh.events import (
     Event,
     Notice,
     ToolFinished,
+    ToolStarted,
     TurnEnded,
+    TurnOutcome,
 )
+from agentsh.mcp.config import spec_from_acp
 from agentsh.session.entries import ToolResultEntry
 from agentsh.session.session import Session
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
@@ -58,7 +64,9 @@ def make_agent(
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     created: list[Agent] = []
 
-    def factory(approval: ApprovalMode = ApprovalMode.ALL, interactive: bool = True) -> Agent:
+    def factory(
+        approval: ApprovalMode = ApprovalMode.ALL, interactive: bool = True, **extra: Any
+    ) -> Agent:
         env = load_environment(project)
         fast = dataclasses.replace(env.settings.model, retry_base_delay_s=0.01)
         settings = dataclasses.replace(env.settings, model=fast)
@@ -72,6 +80,7 @@ def make_agent(
             approval=approval,
             interactive=interactive,
             cwd=project,
+            **extra,
         )
         created.append(agent)
         return agent
@@ -90,7 +99,10 @@ def tool_names(request_body: Any) -> list[str]:
 
 
 async def test_an_mcp_call_is_an_ordinary_tool_call_with_secrets_redacted(
-    make_agent: AgentFactory, scripted_server: ScriptedServer, agentsh_home: Path
+    make_agent: AgentFactory,
+    scripted_server: ScriptedServer,
+    agentsh_home: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     write_user_servers(agentsh_home, {"fake": fake_entry(env={"API_TOKEN": SECRET})})
     scripted_server.script(
@@ -121,6 +133,27 @@ async def test_an_mcp_call_is_an_ordinary_tool_call_with_secrets_redacted(
     )
     finished = [e for e in events if isinstance(e, ToolFinished)]
     assert [f.name for f in finished] == [r.tool_name for r in results]
+    # The definitions count in the context, apart in the status and in `agentsh context`,
+    # which reads the tool lists kept in the cache instead of starting the server.
+    status = agent.status()
+    assert 0 < status.mcp_tools < status.used
+    assert "fake" in json.loads((agentsh_home / "cache" / "mcp-tools.json").read_text())["servers"]
+    assert main(["context", agent.session.id, "--json"]) == 0
+    breakdown = json.loads(capsys.readouterr().out)
+    assert 0.8 < breakdown["mcp_tools"] / status.mcp_tools < 1.25
+    assert breakdown["tools"] > breakdown["mcp_tools"]
+    # Esc during a hanging MCP call: the call is cancelled on the server, the turn ends.
+    scripted_server.script(tool_call("mcp__fake__hang", {"seconds": 60}), text("never sent"))
+    started = time.monotonic()
+    ended: list[TurnEnded] = []
+    async for event in agent.run("hang"):
+        if isinstance(event, ToolStarted):
+            asyncio.get_running_loop().call_later(0.2, agent.cancel)
+        if isinstance(event, TurnEnded):
+            ended.append(event)
+    assert ended[0].outcome is TurnOutcome.ABORTED and time.monotonic() - started < 15
+    last = [e for e in agent.session.current_path() if isinstance(e, ToolResultEntry)][-1]
+    assert last.is_error and last.content.startswith("Cancelled by the user")
 
 
 async def test_without_approval_a_headless_mcp_call_is_denied(
@@ -181,19 +214,26 @@ async def test_tools_over_the_budget_wait_behind_mcp_search(
     assert results[1].content == "found it"
 
 
-async def test_an_untrusted_projects_mcp_json_starts_nothing(
+async def test_an_untrusted_projects_mcp_json_starts_nothing_an_acp_clients_servers_do(
     make_agent: AgentFactory, scripted_server: ScriptedServer, project: Path, tmp_path: Path
 ) -> None:
     pid_dir = tmp_path / "pids"
     (project / ".mcp.json").write_text(
         json.dumps({"mcpServers": {"evil": fake_entry("--pid-dir", str(pid_dir))}})
     )
-    scripted_server.script(tool_call("mcp__evil__echo", {"text": "x"}), text("ok"))
-    agent = make_agent()
+    scripted_server.script(
+        tool_call("mcp__evil__echo", {"text": "x"}),
+        tool_call("mcp__editor__echo", {"text": "from the client"}),
+        text("ok"),
+    )
+    # What an ACP server does with session/new's mcpServers (issue 20).
+    client_server = spec_from_acp({"name": "editor", **fake_entry(), "env": []})
+    agent = make_agent(mcp_servers=[client_server])
     events = await collect(agent.run("hi"))
     notices = [e.text for e in events if isinstance(e, Notice)]
     assert any("(evil) were not started: the project is not trusted" in n for n in notices)
-    assert agent.mcp is None
-    (result,) = [e for e in agent.session.current_path() if isinstance(e, ToolResultEntry)]
-    assert result.is_error and result.content.startswith("Unknown tool 'mcp__evil__echo'")
+    assert agent.mcp is not None and agent.mcp.names == ("editor",)
+    evil, editor = [e for e in agent.session.current_path() if isinstance(e, ToolResultEntry)]
+    assert evil.is_error and evil.content.startswith("Unknown tool 'mcp__evil__echo'")
+    assert (editor.content, editor.is_error) == ("from the client", False)
     assert pids_in(pid_dir) == []

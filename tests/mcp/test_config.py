@@ -17,6 +17,7 @@ from agentsh.mcp.config import (
     load_mcp_config,
     parse_servers,
     remove_server,
+    spec_from_acp,
     write_server,
 )
 from agentsh.paths import ProjectPaths, UserPaths
@@ -178,3 +179,29 @@ def test_a_new_user_file_is_private(tmp_path: Path) -> None:
         "args": [],
         "env": {"T": "secret"},
     }
+
+
+def test_an_acp_clients_servers_become_specs_taken_literally() -> None:
+    stdio = spec_from_acp(
+        {
+            "name": "fs",
+            "command": "npx",
+            "args": ["-y", "server-fs"],
+            "env": [{"name": "TOKEN", "value": "${NOT_EXPANDED}-0123456789"}],
+        }
+    )
+    assert (stdio.scope, stdio.transport, stdio.command) == (Scope.CLIENT, Transport.STDIO, "npx")
+    assert stdio.launch({}).env == {"TOKEN": "${NOT_EXPANDED}-0123456789"}
+    http = spec_from_acp(
+        {
+            "type": "http",
+            "name": "docs",
+            "url": "https://docs.example.test/mcp",
+            "headers": [{"name": "Authorization", "value": "Bearer abcdefgh12345"}],
+        }
+    )
+    assert http.transport is Transport.HTTP and http.launch({}).headers["Authorization"]
+    with pytest.raises(ValueError, match="env must be a list of"):
+        spec_from_acp({"name": "x", "command": "y", "env": {"A": "b"}})
+    with pytest.raises(ValueError, match="MCP server 'x': needs a command"):
+        spec_from_acp({"name": "x", "args": []})

@@ -45,7 +45,8 @@ def test_print_mode_calls_git_log_and_starts_nothing_from_the_untrusted_project(
         tool_call("mcp__git__git_log", {"repo_path": str(repo), "max_count": 3}),
         text("The last commit is 'the commit the model must find'."),
     )
-    run = run_agentsh("-p", "what is the last commit?", "--approve", "all")
+    # Allowed the way Claude Code users allow a server's tools (approval is "ask" otherwise).
+    run = run_agentsh("-p", "what is the last commit?", "--allowedTools", "mcp__git__*")
     assert run.code == 0, run.stderr
     assert run.stdout.strip() == "The last commit is 'the commit the model must find'."
     tools = [t["function"]["name"] for t in scripted_server.requests[0].body["tools"]]

@@ -123,3 +123,16 @@ def test_loading_is_shown_before_the_agent_is_ready() -> None:
 def test_a_problem_is_always_shown() -> None:
     status = ContextStatus(model="m", window=100, problem="compaction not written; retried")
     assert "⚠ compaction not written" in plain(layout(status, 60))
+
+
+def test_the_mcp_share_shows_after_the_context_and_goes_right_after_the_bar() -> None:
+    status = ContextStatus(
+        model="openai/gpt-4o", window=128_000, used=9_000, pct=7.0, mcp_tools=4_200
+    )
+    wide = plain(layout(status, 200))
+    assert "9k / 128k (7%) │ mcp 4.2k" in wide
+    no_bar = plain(layout(status, len(wide) - 1))
+    assert "█" not in no_bar and "░" not in no_bar and "mcp 4.2k" in no_bar
+    narrow = plain(layout(status, len(no_bar) - 1))
+    assert "mcp" not in narrow and "9k / 128k" in narrow
+    assert "mcp" not in plain(layout(ContextStatus(model="m", window=1000, used=10, pct=1.0), 200))
