@@ -235,7 +235,7 @@ class ServerConnection:
             errlog = stack.enter_context(self._open_log())
             command, args = launch.command, list(launch.args)
             if groups.supported():
-                command, args = groups.SHELL, ["-c", groups.ANNOUNCE, command, *args]
+                command, args = groups.wrapped(command, args)
             params = StdioServerParameters(command=command, args=args, env=launch.env, cwd=cwd)
             return stdio_client(params, errlog=errlog)
         if self.spec.transport is Transport.SSE:

@@ -6,6 +6,9 @@ server that exits at once but left children behind (a ``sleep``, a ``node`` work
 started by an ``npx`` wrapper) leaves them orphaned. So agentsh learns each server's process
 group (the server's pid: see :data:`ANNOUNCE`) and signals the whole group whenever the
 connection ends, and once more, synchronously, as the process exits (:func:`kill_all_now`).
+And for the exits where nothing runs any more (SIGKILL, a hang-up ending in ``os._exit``, a
+crash), each group carries a watchdog: a tiny shell loop that kills its whole group once
+agentsh's process is gone (within :data:`WATCH_INTERVAL_S`).
 
 A group id is never reused while any process is still in the group, so signalling a tracked
 group cannot hit an unrelated process while there is something left to stop.
@@ -19,12 +22,24 @@ import threading
 import time
 from pathlib import Path
 
-# The server is started as ``/bin/sh -c ANNOUNCE command args...``: the shell writes its pid
-# on stderr (the server's log) and execs the server in its place, keeping that pid, which is
-# also the group id. Only public SDK API is needed, and the command line shown is unchanged.
+# The server is started as ``/bin/sh -c LAUNCH agentsh-mcp <agentsh pid> command args...``: the
+# shell writes its pid on stderr (the server's log), starts the watchdog in the background
+# (away from the server's pipes, so it never holds them open), and execs the server in its
+# place, keeping that pid, which is also the group id. Only public SDK API is needed, and the
+# command line shown is unchanged.
 SHELL = "/bin/sh"
 MARKER = "agentsh-mcp-pid"
-ANNOUNCE = f'echo "{MARKER} $$" >&2; exec "$0" "$@"'
+WATCH_INTERVAL_S = 2
+LAUNCH = (
+    f'echo "{MARKER} $$" >&2; watched=$1; shift; '
+    f'(while kill -0 "$watched" 2>/dev/null; do sleep {WATCH_INTERVAL_S}; done; kill -s KILL 0) '
+    '</dev/null >/dev/null 2>&1 & exec "$@"'
+)
+
+
+def wrapped(command: str, args: list[str]) -> tuple[str, list[str]]:
+    """The launch shell's command line for a server's ``command`` and ``args``."""
+    return SHELL, ["-c", LAUNCH, "agentsh-mcp", str(os.getpid()), command, *args]
 
 _TERM_GRACE_S = 1.0
 

@@ -1,4 +1,5 @@
-"""``agentsh -p`` with MCP servers, end to end: the real CLI, real servers, the scripted model."""
+"""MCP from outside the process: ``agentsh -p`` end to end (the real CLI, real servers, the
+scripted model), and a host killed outright."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ import sys
 import time
 from pathlib import Path
 
+from agentsh.mcp import groups
 from agentsh.session.entries import ToolResultEntry
 from agentsh.session.session import Session
 from tests.agent.conftest import AgentshRunner, session_files
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer, text, tool_call
-from tests.mcp.conftest import FAKE_SERVER, git_repo, pids_in, wait_gone
+from tests.mcp.conftest import FAKE_SERVER, alive, git_repo, pids_in, wait_gone
 
 
 def _user_servers(home: Path, servers: dict[str, object]) -> None:
@@ -120,3 +122,39 @@ def test_sigterm_during_a_hanging_call_leaves_no_process_behind(
     pids = pids_in(pid_dir)
     assert len(pids) == 2  # the server and the child its spawn tool started
     assert wait_gone(pids, timeout=3) == []
+
+
+KILLED_HOST = """
+import asyncio, sys
+from pathlib import Path
+from tests.mcp.conftest import call, fake_spec, make_manager
+manager = make_manager([fake_spec("fake", "--pid-dir", sys.argv[1])], Path(sys.argv[2]))
+manager.start()
+async def main():
+    await manager.wait_until_started()
+    print("child", (await call(manager, "mcp__fake__spawn")).content, flush=True)
+    await asyncio.sleep(3600)
+asyncio.run(main())
+"""
+
+
+def test_a_killed_agentsh_leaves_no_server_and_no_child_behind(tmp_path: Path) -> None:
+    # SIGKILL (or a hang-up ending in os._exit) runs no clean-up at all: the watchdog in each
+    # server's process group kills the group once agentsh is gone.
+    pid_dir = tmp_path / "pids"
+    root = Path(__file__).resolve().parents[2]
+    host = subprocess.Popen(
+        [sys.executable, "-c", KILLED_HOST, str(pid_dir), str(tmp_path)],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert host.stdout is not None
+        assert host.stdout.readline().startswith("child ")
+        pids = pids_in(pid_dir)
+        assert len(pids) == 2 and all(alive(pid) for pid in pids)
+    finally:
+        host.kill()
+        host.wait()
+    assert wait_gone(pids, timeout=groups.WATCH_INTERVAL_S + 5) == []
