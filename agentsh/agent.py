@@ -164,7 +164,13 @@ class Agent:
         self.mcp_tools: McpToolSource | None = None
         if mcp is not None:
             self.mcp_tools = McpToolSource(
-                mcp, env.settings, window=lambda: self._window, count=count_tokens
+                mcp,
+                env.settings,
+                window=lambda: self._window,
+                count=count_tokens,
+                # A bare deny rule (--disallowedTools mcp__git) takes them away, as it does
+                # a built-in tool.
+                hidden=approver.rules.hidden_tools,
             )
             tools.add_source(self.mcp_tools)
         # Provider keys the commands the model runs can see, and the tokens MCP servers are

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -92,10 +92,10 @@ class McpTool(Tool):
         spec = self.manager.spec(self.remote.server)
         where = f" ({spec.describe()})" if spec is not None else ""
         about = self.remote.description.splitlines()[0] if self.remote.description else ""
-        hint = " The server says it only reads." if self.remote.read_only else ""
+        hint = " (the server says it only reads)" if self.remote.read_only else ""
         return (
             f"MCP server '{self.remote.server}'{where}\n"
-            f"tool {self.remote.remote_name}: {about}{hint}\n"
+            f"tool {self.remote.remote_name}{hint}: {about}\n"
             f"arguments:\n{json.dumps(params, indent=2, ensure_ascii=False)}"
         )
 
@@ -175,11 +175,14 @@ class McpToolSource:
         settings: Settings,
         window: Callable[[], int],
         count: Callable[[str], int] | None = None,
+        hidden: Callable[[Iterable[str]], set[str]] | None = None,
     ) -> None:
         self.manager = manager
         self.settings = settings
         self._window = window
         self._count = count
+        self._hidden = hidden
+        self._visible_of: tuple[tuple[RemoteTool, ...], tuple[RemoteTool, ...]] = ((), ())
         self._loaded: set[str] = set()
         self._made: dict[str, McpTool] = {}
         self._search = McpSearchTool(self)
@@ -187,9 +190,17 @@ class McpToolSource:
 
     # -- what is offered -----------------------------------------------------------------------
 
+    def tools(self) -> tuple[RemoteTool, ...]:
+        """The servers' tools less those a deny rule takes away (computed once per list)."""
+        tools = self.manager.tools()
+        if self._visible_of[0] is not tools:
+            hidden = self._hidden(t.name for t in tools) if self._hidden and tools else set()
+            self._visible_of = (tools, tuple(t for t in tools if t.name not in hidden))
+        return self._visible_of[1]
+
     def definition_tokens(self) -> int:
         """Tokens of every MCP tool definition (counted once per tool list)."""
-        tools = self.manager.tools()
+        tools = self.tools()
         if self._cost_of[0] is not tools:
             text = tools_json(tools) if tools else ""
             per_token = self.settings.context.chars_per_token
@@ -202,10 +213,10 @@ class McpToolSource:
 
     def deferred(self) -> bool:
         """Whether the definitions are over budget, so ``mcp_search`` stands in for them."""
-        return bool(self.manager.tools()) and self.definition_tokens() > self.budget_tokens()
+        return bool(self.tools()) and self.definition_tokens() > self.budget_tokens()
 
     def offered(self) -> Sequence[Tool]:
-        tools = self.manager.tools()
+        tools = self.tools()
         if not tools:
             return []
         if self.deferred():
@@ -214,9 +225,11 @@ class McpToolSource:
 
     def find(self, name: str) -> Tool | None:
         if name == SEARCH_TOOL:
-            return self._search if self.manager.tools() else None
+            return self._search if self.tools() else None
         remote = self.manager.find(name)
-        return self._tool(remote) if remote is not None else None
+        if remote is None or remote not in self.tools():
+            return None
+        return self._tool(remote)
 
     def _tool(self, remote: RemoteTool) -> McpTool:
         tool = self._made.get(remote.name)
@@ -229,7 +242,7 @@ class McpToolSource:
     def catalog(self) -> str:
         """The servers and tool names, for ``mcp_search``'s description (shortened if long)."""
         by_server: dict[str, list[str]] = {}
-        for tool in self.manager.tools():
+        for tool in self.tools():
             by_server.setdefault(tool.server, []).append(tool.name)
         listed = "; ".join(f"{server}: {', '.join(names)}" for server, names in by_server.items())
         if len(listed) > _LISTED_NAMES_CHARS:
@@ -237,7 +250,7 @@ class McpToolSource:
         return f"Available: {listed}." if listed else "No MCP tool is available now."
 
     def search(self, query: str, limit: int) -> list[RemoteTool]:
-        tools = self.manager.tools()
+        tools = self.tools()
         wanted = {part.strip() for part in re.split(r"[,\s]+", query) if part.strip()}
         exact = [t for t in tools if t.name in wanted or t.remote_name in wanted]
         if exact:

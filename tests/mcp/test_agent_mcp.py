@@ -29,6 +29,7 @@ from agentsh.events import (
 from agentsh.mcp.config import spec_from_acp
 from agentsh.session.entries import ToolResultEntry
 from agentsh.session.session import Session
+from agentsh.tools.rules import ToolRules
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer, text, tool_call
 from tests.mcp.conftest import FAKE_SERVER, pids_in
@@ -111,10 +112,12 @@ async def test_an_mcp_call_is_an_ordinary_tool_call_with_secrets_redacted(
         tool_call("mcp__fake__echo", {"text": 5}),
         text("done"),
     )
-    agent = make_agent()
+    agent = make_agent(rules=ToolRules.parse(deny=["mcp__fake__crash"]))
     events = await collect(agent.run("use the fake server"))
     assert isinstance(events[-1], TurnEnded) and events[-1].text == "done"
-    assert "mcp__fake__echo" in tool_names(scripted_server.requests[0].body)
+    offered = tool_names(scripted_server.requests[0].body)
+    assert "mcp__fake__echo" in offered
+    assert "mcp__fake__crash" not in offered  # a bare deny rule takes a tool away
     results = [e for e in agent.session.current_path() if isinstance(e, ToolResultEntry)]
     assert [(r.tool_name, r.is_error) for r in results] == [
         ("mcp__fake__echo", False),
