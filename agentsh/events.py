@@ -170,11 +170,15 @@ class ApprovalRequest(Event):
     reason: str  # why it asks (mode, outside the project root, ...)
     outside_project: bool = False
     decision: asyncio.Future[ApprovalDecision] = field(default_factory=lambda: _new_future())
+    # What ALLOW_GROUP would allow for the session, e.g. "every tool of MCP server 'git'";
+    # empty when the tool is not part of a group (the prompt then does not offer it).
+    group: str = ""
 
 
 class ApprovalDecision(StrEnum):
     ALLOW_ONCE = "allow_once"
     ALLOW_SESSION = "allow_session"
+    ALLOW_GROUP = "allow_group"  # the call's whole group (ApprovalRequest.group), this session
     DENY = "deny"
 
 

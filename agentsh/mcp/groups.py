@@ -41,6 +41,7 @@ def wrapped(command: str, args: list[str]) -> tuple[str, list[str]]:
     """The launch shell's command line for a server's ``command`` and ``args``."""
     return SHELL, ["-c", LAUNCH, "agentsh-mcp", str(os.getpid()), command, *args]
 
+
 _TERM_GRACE_S = 1.0
 
 _lock = threading.Lock()

@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Protocol
 from agentsh.config import Settings
 from agentsh.mcp.config import ServerSpec
 from agentsh.mcp.manager import tools_json
+from agentsh.mcp.names import server_prefix
 from agentsh.mcp.schema import argument_problem
 from agentsh.mcp.state import RemoteTool
 from agentsh.tools.base import (
@@ -87,6 +88,10 @@ class McpTool(Tool):
         )
         line = f"{self.remote.server}: {self.remote.remote_name} {shown}".rstrip()
         return line if len(line) <= _SUMMARY_CHARS else line[: _SUMMARY_CHARS - 1] + "…"
+
+    def approval_group(self) -> tuple[str, str]:
+        server = self.remote.server
+        return server_prefix(server), f"every tool of MCP server '{server}'"
 
     async def approval_detail(self, params: Any, ctx: ToolContext) -> str:
         spec = self.manager.spec(self.remote.server)

@@ -58,6 +58,7 @@ class Approver:
         self.plan = plan  # plan mode: nothing but reads, whatever the mode or the rules say
         self.denials: list[Denial] = []  # what was refused without asking (headless reports)
         self._session_allowed: set[str] = set()
+        self._session_groups: set[str] = set()  # ApprovalDecision.ALLOW_GROUP keys
 
     @property
     def session_allowed(self) -> frozenset[str]:
@@ -66,6 +67,7 @@ class Approver:
 
     def forget_session(self) -> None:
         self._session_allowed.clear()
+        self._session_groups.clear()
 
     def outside_paths(self, tool: Tool, params: Any, ctx: ToolContext) -> list[Path]:
         """The call's write targets that count as outside the project (see outside_reason)."""
@@ -139,16 +141,21 @@ class Approver:
             return None
         if self.mode is ApprovalMode.EDITS and effect is Effect.EDIT:
             return None
-        if tool.name in self._session_allowed:
+        group = tool.approval_group()
+        if tool.name in self._session_allowed or (group and group[0] in self._session_groups):
             return None
         what = "file edits" if effect is Effect.EDIT else "commands"
         if not self.interactive:
-            return self._headless_denial(summary, effect)
+            return self._headless_denial(summary, effect, tool.name if group else "")
         reason = f"approval mode is '{self.mode}': {what} need your approval"
         return await self._ask(tool, params, ctx, reason, outside=False)
 
-    def _headless_denial(self, summary: str, effect: Effect) -> str:
-        if effect is Effect.EDIT:
+    def _headless_denial(self, summary: str, effect: Effect, grouped: str = "") -> str:
+        if grouped:  # an MCP server's tool: the rule names it (or, with a *, its server)
+            what = "calls to MCP tools cannot be approved, so this one did not run"
+            server = grouped.rsplit("__", 1)[0]
+            how = f"the user can allow it with `--allowedTools {grouped}` (or `{server}__*`)"
+        elif effect is Effect.EDIT:
             what = "file edits cannot be approved, so this edit was not made"
             how = (
                 "the user can allow edits inside the project with `--approve edits`, or edits "
@@ -193,6 +200,7 @@ class Approver:
             # The call would fail anyway (no match for an edit, a missing file...): nothing to
             # approve, and the model gets the same error the tool would give.
             return str(exc)
+        group = tool.approval_group() if sticky and not outside else None
         request = ApprovalRequest(
             call_id=ctx.call_id,
             tool=tool.name,
@@ -200,6 +208,7 @@ class Approver:
             detail=detail,
             reason=reason,
             outside_project=outside,
+            group=group[1] if group else "",
         )
         ctx.emit(request)
         decision = await _wait_for_decision(request, ctx)
@@ -211,6 +220,10 @@ class Approver:
                 if sticky and not outside:  # never for writes outside or to the settings
                     self._session_allowed.add(tool.name)
                 ctx.outside_allowed = outside
+                return None
+            case ApprovalDecision.ALLOW_GROUP:
+                if group is not None:
+                    self._session_groups.add(group[0])
                 return None
             case ApprovalDecision.DENY:
                 return (

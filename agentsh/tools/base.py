@@ -117,6 +117,11 @@ class Tool(ABC):
         """One header line for the UI and the tree, e.g. ``bash: pytest -q``."""
         return self.name
 
+    def approval_group(self) -> tuple[str, str] | None:
+        """(key, label) of the group "allow for this session" can cover at once (an MCP
+        server's tools: ``("mcp__git__", "every tool of MCP server 'git'")``), or None."""
+        return None
+
     async def approval_detail(self, params: Any, ctx: ToolContext) -> str:
         """What an approval prompt shows: the command, or the diff the change would make.
 

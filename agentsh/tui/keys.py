@@ -204,6 +204,13 @@ KEYS: tuple[KeySpec, ...] = (
         "Allow for this session",
         KeyScope.APPROVAL,
     ),
+    KeySpec(
+        "approve_group",
+        "s",
+        "decide('allow_group')",
+        "Allow every tool of its MCP server for this session",
+        KeyScope.APPROVAL,
+    ),
     KeySpec("deny", "n", "decide('deny')", "Deny", KeyScope.APPROVAL),
     KeySpec(
         "approval_scroll_up",

@@ -608,6 +608,41 @@ async def test_the_approval_prompt_answers_with_its_keys(
         assert isinstance(app.focused, PromptInput)
 
 
+async def test_an_mcp_tool_can_be_allowed_with_its_whole_server(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentsh.events import ApprovalRequest
+    from agentsh.tui.widgets.approval import ApprovalPrompt
+
+    decisions: list[str] = []
+
+    async def script(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        for group in ("", "every tool of MCP server 'git'"):
+            request = ApprovalRequest("c1", "t", "git: git_log", "{}", "ask mode", group=group)
+            yield request
+            decisions.append((await request.decision).value)
+        yield TurnEnded(TurnOutcome.DONE)
+
+    app = make_app(factory=fake_factory(script=script))
+    monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 0.0)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _ready(pilot, app)
+        await pilot.press(*"go", "enter")
+        await wait_for(pilot, lambda: bool(app.query(ApprovalPrompt)))
+        await pilot.press("s")  # not offered for a tool without a group: nothing happens
+        await pilot.pause()
+        assert decisions == []
+        await pilot.press("y")
+        await wait_for(pilot, lambda: len(app.query(ApprovalPrompt)) == 2)
+        second = app.query(ApprovalPrompt).last()
+        keys = "".join(str(w.render()) for w in second.query(".approval-keys"))
+        assert "[s] every tool of MCP server 'git'" in keys
+        second.focus()
+        await pilot.pause()
+        await pilot.press("s")
+        await wait_for(pilot, lambda: decisions == ["allow_once", "allow_group"])
+
+
 async def test_escape_on_a_waiting_approval_cancels_and_gives_typing_back_to_the_editor(
     make_app: MakeApp,
 ) -> None:

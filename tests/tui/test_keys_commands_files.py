@@ -35,6 +35,7 @@ def test_scoped_bindings_carry_their_ids_for_the_keymap() -> None:
     assert {b.id for b in bindings} == {  # type: ignore[union-attr]
         "approve_once",
         "approve_session",
+        "approve_group",
         "deny",
         "approval_scroll_up",
         "approval_scroll_down",

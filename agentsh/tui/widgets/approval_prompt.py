@@ -33,6 +33,7 @@ DETAIL_ROWS = 16  # the detail box's height at most (agentsh.tcss); longer detai
 _DECISION_TEXT = {
     ApprovalDecision.ALLOW_ONCE: "allowed once",
     ApprovalDecision.ALLOW_SESSION: "allowed for this session",
+    ApprovalDecision.ALLOW_GROUP: "allowed for this session, with {group}",
     ApprovalDecision.DENY: "denied",
 }
 
@@ -87,9 +88,10 @@ class ApprovalPrompt(Vertical, can_focus=True):
             " allow once   ",
             (f"[{self._key('approve_session')}]", "bold $success"),
             " allow for this session   ",
-            (f"[{self._key('deny')}]", "bold $error"),
-            " deny",
         ]
+        if req.group:  # e.g. every tool of the MCP server
+            keys += [(f"[{self._key('approve_group')}]", "bold $success"), f" {req.group}   "]
+        keys += [(f"[{self._key('deny')}]", "bold $error"), " deny"]
         if lines > DETAIL_ROWS:
             up, down = (self._first_key(k) for k in ("approval_scroll_up", "approval_scroll_down"))
             keys += ["   ", (f"[{up}/{down}]", "bold $accent"), f" scroll all {lines} lines"]
@@ -114,11 +116,13 @@ class ApprovalPrompt(Vertical, can_focus=True):
         if self.decision is not None or time.monotonic() - self._shown_at < self.GRACE_S:
             return
         decision = ApprovalDecision(value)
+        if decision is ApprovalDecision.ALLOW_GROUP and not self.request.group:
+            return  # not offered for this tool
         future = self.request.decision
         if not future.done():
             future.set_result(decision)
         self.decision = decision
-        self._collapse(_DECISION_TEXT[decision])
+        self._collapse(self._outcome(decision))
         self.post_message(self.Decided(self, decision))
 
     def _on_future_done(self) -> None:
@@ -128,7 +132,10 @@ class ApprovalPrompt(Vertical, can_focus=True):
                 self._collapse("not answered: the turn was cancelled")
             else:
                 self.decision = future.result()
-                self._collapse(_DECISION_TEXT[self.decision])
+                self._collapse(self._outcome(self.decision))
+
+    def _outcome(self, decision: ApprovalDecision) -> str:
+        return _DECISION_TEXT[decision].format(group=self.request.group)
 
     def _collapse(self, outcome: str) -> None:
         self.remove_children()
