@@ -835,7 +835,6 @@ def build_agent(
     rules: ToolRules | None = None,
     plan: bool = False,
     appended_prompt: str = "",
-    trust_project: bool = False,
     mcp_servers: Sequence[ServerSpec] = (),
 ) -> Agent:
     """Assemble an agent with every real part. Heavy (imports litellm): run it off the UI
@@ -844,7 +843,9 @@ def build_agent(
     """
     from agentsh.llm.models import choose_model, chosen_api_base
     from agentsh.llm.tokens import TokenCounter
+    from agentsh.mcp.config import load_mcp_config
     from agentsh.mcp.manager import manager_for
+    from agentsh.mcp.trust import project_servers_trusted
     from agentsh.memory.index import MemoryIndex, SearchIndexError, shared_index
 
     cwd = cwd or Path.cwd()
@@ -893,7 +894,9 @@ def build_agent(
     approver = Approver(mode, env.project.root, interactive=interactive, rules=rules, plan=plan)
     prompt = SystemPrompt(env, cwd, memory=memory)
     prompt.appended = appended_prompt
-    mcp, mcp_notices = manager_for(env, cwd, trusted=trust_project, extra=mcp_servers)
+    mcp_config = load_mcp_config(env.user, env.project)
+    trusted = project_servers_trusted(env, mcp_config)
+    mcp, mcp_notices = manager_for(env, cwd, trusted=trusted, extra=mcp_servers, config=mcp_config)
     notices += mcp_notices
     if mcp is not None:
         mcp.start()  # in the background: the servers start while the rest loads

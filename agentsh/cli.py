@@ -489,6 +489,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code
     args = parser.parse_args(argv)
     key = getattr(args, "handler", None)
+    # Before any front end checks the folder's trust: a project's .mcp.json is one of the files
+    # it must be trusted with (agentsh.mcp.trust; light, no MCP SDK).
+    from agentsh.mcp.trust import register as register_mcp_trust
+
+    register_mcp_trust()
     try:
         if key is None:
             if words and args.prompt is None and terminal_session():

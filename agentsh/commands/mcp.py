@@ -33,14 +33,16 @@ from agentsh.mcp.config import (
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
-def _environment() -> tuple[Environment, McpConfig]:
-    env = load_environment()
+def _environment(args: argparse.Namespace) -> tuple[Environment, McpConfig]:
+    env = load_environment(trust_project=bool(getattr(args, "trust_project", False)))
     return env, load_mcp_config(env.user, env.project)
 
 
-def _project_trusted(env: Environment, args: argparse.Namespace) -> bool:
+def _project_trusted(env: Environment, config: McpConfig) -> bool:
     """Whether this project's own servers may start (the project trust decision)."""
-    return bool(getattr(args, "trust_project", False))
+    from agentsh.mcp.trust import project_servers_trusted
+
+    return project_servers_trusted(env, config)
 
 
 def _where(spec: ServerSpec, env: Environment) -> str:
@@ -54,8 +56,8 @@ def _where(spec: ServerSpec, env: Environment) -> str:
 
 
 def list_servers(args: argparse.Namespace) -> int:
-    env, config = _environment()
-    trusted = _project_trusted(env, args)
+    env, config = _environment(args)
+    trusted = _project_trusted(env, config)
     active = {spec.name: spec for spec in config.servers(trusted=trusted)}
     rows = []
     for spec in [*config.user.values(), *config.project.values()]:
@@ -109,7 +111,7 @@ def _spec_json(spec: ServerSpec, status: str, env: Environment) -> dict[str, Any
 
 
 def add_server(args: argparse.Namespace) -> int:
-    env, _config = _environment()
+    env, _config = _environment(args)
     name = args.name
     if not _NAME.fullmatch(name):
         raise CliError(
@@ -168,7 +170,7 @@ def _pairs(items: list[str] | None, separator: str) -> list[tuple[str, str]]:
 
 
 def remove_server_command(args: argparse.Namespace) -> int:
-    _env, config = _environment()
+    _env, config = _environment(args)
     name = args.name
     scopes = [Scope(args.scope)] if args.scope else [Scope.USER, Scope.PROJECT]
     found = [
@@ -202,8 +204,8 @@ def test_server(args: argparse.Namespace) -> int:
     from agentsh.mcp.manager import McpManager, tools_json
     from agentsh.mcp.state import ServerState
 
-    env, config = _environment()
-    trusted = _project_trusted(env, args)
+    env, config = _environment(args)
+    trusted = _project_trusted(env, config)
     spec = config.get(args.name, trusted=True)
     if spec is None:
         raise CliError(f"no MCP server named {args.name!r} (`agentsh mcp list` shows them)")
@@ -211,7 +213,8 @@ def test_server(args: argparse.Namespace) -> int:
         raise CliError(
             f"'{spec.name}' comes from this project ({_where(spec, env)}) and would run:\n"
             f"    {spec.describe()}\n"
-            "The project is not trusted, so it is not started. Trust the project first."
+            "The project is not trusted, so it is not started: open the project in agentsh to "
+            "review and trust it, or pass --trust-project."
         )
     manager = McpManager(
         [spec],

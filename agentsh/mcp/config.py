@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from agentsh.errors import AgentshError
-from agentsh.fsutil import atomic_write
+from agentsh.fsutil import atomic_write, read_beneath
 from agentsh.paths import ProjectPaths, UserPaths
 
 MAX_FILE_BYTES = 1024 * 1024
@@ -211,7 +211,12 @@ def load_mcp_config(user: UserPaths, project: ProjectPaths | None) -> McpConfig:
             (project.mcp_file, Scope.PROJECT, True),
         ]
     for path, scope, is_json in places:
-        raw = _read_json(path, problems) if is_json else _read_toml_servers(path)
+        # A project's files are read beneath its root: a link out of it is not followed.
+        beneath = project.root if project is not None and scope is Scope.PROJECT else None
+        data = _read_bytes(path, beneath, problems, report=is_json)
+        if data is None:
+            continue
+        raw = _parse_json(path, data, problems) if is_json else _toml_servers(data)
         if not raw:
             continue
         target = user_specs if scope is Scope.USER else project_specs
@@ -220,18 +225,31 @@ def load_mcp_config(user: UserPaths, project: ProjectPaths | None) -> McpConfig:
     return McpConfig(user=user_specs, project=project_specs, problems=tuple(problems))
 
 
-def _read_json(path: Path, problems: list[str]) -> Mapping[str, Any] | None:
+def _read_bytes(
+    path: Path, beneath: Path | None, problems: list[str], *, report: bool
+) -> bytes | None:
+    """The file's bytes (None when absent). ``report``: a problem is this module's to tell
+    (config.toml's are load_config's, which reads the same file)."""
     try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
+        if beneath is not None:
+            data = read_beneath(beneath, path, max_bytes=MAX_FILE_BYTES + 1)
+        else:
+            with path.open("rb") as handle:
+                data = handle.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        problems.append(f"{path}: cannot be read: {exc.strerror or exc}")
+    except OSError as exc:  # LinkRefused among them
+        if report:
+            problems.append(f"{path}: not loaded: {exc.strerror or exc}")
         return None
-    if len(data) > MAX_FILE_BYTES:
-        problems.append(f"{path}: larger than {MAX_FILE_BYTES // 1024} KiB; ignored")
+    if data is not None and len(data) > MAX_FILE_BYTES:
+        if report:
+            problems.append(f"{path}: larger than {MAX_FILE_BYTES // 1024} KiB; ignored")
         return None
+    return data
+
+
+def _parse_json(path: Path, data: bytes, problems: list[str]) -> Mapping[str, Any] | None:
     try:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -249,12 +267,12 @@ def _read_json(path: Path, problems: list[str]) -> Mapping[str, Any] | None:
     return servers
 
 
-def _read_toml_servers(path: Path) -> Mapping[str, Any] | None:
-    """``[mcp.servers]`` of a config.toml. A missing or broken file is load_config's to report
-    (it reads the same files), so it is quietly skipped here."""
+def _toml_servers(data: bytes) -> Mapping[str, Any] | None:
+    """``[mcp.servers]`` of a config.toml. A broken file is load_config's to report (it reads
+    the same file), so it is quietly skipped here."""
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
     mcp = doc.get("mcp")
     servers = mcp.get("servers") if isinstance(mcp, dict) else None

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from agentsh import trust
 from agentsh.agent import Agent, build_agent
 from agentsh.cli import main
 from agentsh.config import ApprovalMode, load_environment
@@ -27,6 +28,7 @@ from agentsh.events import (
     TurnOutcome,
 )
 from agentsh.mcp.config import spec_from_acp
+from agentsh.paths import UserPaths
 from agentsh.session.entries import ToolResultEntry
 from agentsh.session.session import Session
 from agentsh.tools.rules import ToolRules
@@ -191,10 +193,13 @@ async def test_allow_for_the_session_covers_that_tool_from_then_on(
     assert contents == ["one", "two"]
 
 
-async def test_tools_over_the_budget_wait_behind_mcp_search(
-    make_agent: AgentFactory, scripted_server: ScriptedServer, agentsh_home: Path
+async def test_a_trusted_projects_tools_over_the_budget_wait_behind_mcp_search(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, agentsh_home: Path, project: Path
 ) -> None:
-    write_user_servers(agentsh_home, {"fake": fake_entry()}, toml="[mcp]\ntool_budget = 0.0001\n")
+    write_user_servers(agentsh_home, {}, toml="[mcp]\ntool_budget = 0.0001\n")
+    # The server is the project's, and the user trusted the project as it is.
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"fake": fake_entry()}}))
+    trust.grant(UserPaths.from_env(), trust.check_project(UserPaths.from_env(), project))
     scripted_server.script(
         tool_call("mcp_search", {"query": "echo text back"}),
         tool_call("mcp__fake__echo", {"text": "found it"}),
