@@ -114,22 +114,25 @@ def build_server(pid_dir: Path | None = None) -> FakeServer:
 
 
 class HttpServer:
-    """The fake server on streamable HTTP in a thread of this process (uvicorn)."""
+    """The fake server on streamable HTTP (or the older SSE transport, ``sse=True``) in a
+    thread of this process (uvicorn)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, sse: bool = False) -> None:
         import uvicorn
 
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
-        app = build_server().streamable_http_app()
+        self.sse = sse
+        server = build_server()
+        app = server.sse_app() if sse else server.streamable_http_app()
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
+        return f"http://127.0.0.1:{self.port}/{'sse' if self.sse else 'mcp'}"
 
     def start(self) -> HttpServer:
         self._thread.start()

@@ -1,11 +1,12 @@
 """MCP test helpers: server specs for the real servers, and one shared manager.
 
 Starting a server costs a second or two (a Python process importing the SDK), so the tests
-that only list and call share one manager (:func:`shared_mcp`) with four servers: the fake
-server over stdio and over streamable HTTP (in this process), and ``mcp-server-time`` and
-``mcp-server-git`` from PyPI. Tests that crash, stop or time out a server build their own.
-The shared ones live for one module, not the session: their threads must not stay busy
-beside unrelated tests in the same worker (one counts the garbage collector's frozen objects).
+that only list and call share one manager (:func:`shared_mcp`) with five servers: the fake
+server over stdio, over streamable HTTP and over SSE (both in this process), and
+``mcp-server-time`` and ``mcp-server-git`` from PyPI. Tests that crash, stop or time out a
+server build their own. The shared ones live for one module, not the session: their threads
+must not stay busy beside unrelated tests in the same worker (one counts the garbage
+collector's frozen objects).
 """
 
 from __future__ import annotations
@@ -115,10 +116,19 @@ def http_fake() -> Iterator[HttpServer]:
 
 
 @pytest.fixture(scope="module")
+def sse_fake() -> Iterator[HttpServer]:
+    server = HttpServer(sse=True).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
 def shared_mcp(
-    tmp_path_factory: pytest.TempPathFactory, http_fake: HttpServer
+    tmp_path_factory: pytest.TempPathFactory, http_fake: HttpServer, sse_fake: HttpServer
 ) -> Iterator[McpManager]:
-    """Four servers, started once for every test that only lists and calls."""
+    """Five servers, started once for every test that only lists and calls."""
     tmp = tmp_path_factory.mktemp("shared-mcp")
     specs = [
         fake_spec("fake"),
@@ -130,6 +140,7 @@ def shared_mcp(
             url=http_fake.url,
             headers=(("Authorization", "Bearer test-token-0123456789"),),
         ),
+        ServerSpec("events", Transport.SSE, Scope.USER, Path("test"), url=sse_fake.url),
         module_spec("time", "mcp_server_time", "--local-timezone", "UTC"),
         module_spec("git", "mcp_server_git"),
     ]

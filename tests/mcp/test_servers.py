@@ -30,14 +30,14 @@ async def test_every_server_lists_its_tools_under_provider_safe_names(
     shared_mcp: McpManager,
 ) -> None:
     states = {s.name: s.state for s in shared_mcp.statuses()}
-    assert states == dict.fromkeys(("fake", "web", "time", "git"), ServerState.READY)
+    assert states == dict.fromkeys(("fake", "web", "events", "time", "git"), ServerState.READY)
     names = {t.name for t in shared_mcp.tools()}
     assert {"mcp__time__get_current_time", "mcp__git__git_log", "mcp__fake__echo"} <= names
     assert "mcp__web__echo" in names  # streamable HTTP
     for name in names:
         assert len(name) <= MAX_LENGTH and name.replace("_", "a").replace("-", "a").isalnum()
     weird = [t for t in shared_mcp.tools() if t.remote_name.startswith("ns.sub/tool")]
-    assert len(weird) == 2 and all(t.name.startswith("mcp__") for t in weird)
+    assert len(weird) == 3 and all(t.name.startswith("mcp__") for t in weird)
 
 
 async def test_a_tool_with_an_invalid_schema_is_left_out_and_reported(
@@ -51,11 +51,13 @@ async def test_a_tool_with_an_invalid_schema_is_left_out_and_reported(
     assert "not-a-type" in problem
 
 
-async def test_calls_over_stdio_and_http_return_their_text(shared_mcp: McpManager) -> None:
+async def test_calls_over_stdio_http_and_sse_return_their_text(shared_mcp: McpManager) -> None:
     result = await call(shared_mcp, "mcp__fake__echo", text="hello")
     assert (result.content, result.is_error) == ("hello", False)
     result = await call(shared_mcp, "mcp__web__echo", text="over http")
     assert result.content == "over http"
+    result = await call(shared_mcp, "mcp__events__echo", text="over sse")
+    assert result.content == "over sse"
     result = await call(shared_mcp, "mcp__time__get_current_time", timezone="Asia/Tokyo")
     assert '"timezone": "Asia/Tokyo"' in result.content and not result.is_error
 
