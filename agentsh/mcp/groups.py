@@ -77,7 +77,23 @@ def _signal(pgid: int, sig: int) -> bool:
 
 
 def group_alive(pgid: int) -> bool:
-    return _signal(pgid, 0) if pgid > 1 else False
+    """Whether a process of the group still runs. A zombie does not count: it is a member until
+    its parent reaps it, and the server that would have is gone (where /proc tells states)."""
+    if pgid <= 1 or not _signal(pgid, 0):
+        return False
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
 
 
 async def stop_group(pgid: int, grace: float = _TERM_GRACE_S) -> None:
