@@ -53,6 +53,7 @@ from agentsh.llm.client import Completion, LLMClient, LLMError, environment_secr
 from agentsh.llm.models import api_base_for, model_info, no_model_help
 from agentsh.mcp.config import ServerSpec
 from agentsh.mcp.manager import McpManager
+from agentsh.mcp.state import McpOverview
 from agentsh.mcp.tools import McpToolSource
 from agentsh.memory.curated import CuratedMemory, MemorySnapshot
 from agentsh.prompt import SystemPrompt
@@ -317,6 +318,33 @@ class Agent:
 
     def denials(self) -> list[Denial]:
         return self.approver.denials
+
+    # -- MCP servers (/mcp) -----------------------------------------------------------------------
+
+    def mcp_overview(self) -> McpOverview:
+        """Every MCP server with its state and what its tool definitions cost."""
+        return self.mcp_tools.overview() if self.mcp_tools is not None else McpOverview()
+
+    def set_mcp_server(self, name: str, *, enabled: bool | None = None) -> None:
+        """Enable or disable an MCP server for this session, or (``enabled`` None) restart it.
+        Returns at once; :meth:`watch_mcp` tells when its state changes."""
+        if self.mcp is None or name not in self.mcp.names:
+            raise KeyError(f"no MCP server named {name!r}")
+        if enabled is None:
+            self.mcp.restart(name)
+        else:
+            self.mcp.set_enabled(name, enabled)
+
+    def watch_mcp(self, callback: Callable[[], None]) -> None:
+        """``callback()`` after each change of an MCP server's state, on the MCP thread (a
+        front end hands it over to its own loop, then may call :meth:`tools_changed`)."""
+        if self.mcp is not None:
+            self.mcp.subscribe(callback)
+
+    def tools_changed(self) -> ContextStatus:
+        """Count the tools offered now into the status (servers came up or went)."""
+        self.context.note_prompt(self.prompt.render(), self.tools.schemas())
+        return self.context.status()
 
     def close(self) -> None:
         """Close the session log, the checkpoint store and stop the MCP servers (their

@@ -17,9 +17,12 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from agentsh.checkpoints.session_files import SessionFiles
     from agentsh.context.undo import UndoResult
     from agentsh.events import ContextStatus, Event, Tier
+    from agentsh.mcp.state import McpOverview
     from agentsh.memory.curated import MemorySnapshot
     from agentsh.session.session import Session
     from agentsh.tools.approval import Denial
@@ -111,6 +114,24 @@ class AgentAPI(Protocol):
     def denials(self) -> list[Denial]:
         """The tool calls refused so far without asking anyone (headless reports them as
         ``permission_denials``)."""
+        ...
+
+    # -- MCP servers ----------------------------------------------------------------------------
+
+    def mcp_overview(self) -> McpOverview:
+        """Every MCP server with its state, its tools and what their definitions cost."""
+        ...
+
+    def set_mcp_server(self, name: str, *, enabled: bool | None = None) -> None:
+        """Enable or disable a server for this session, or (``enabled`` None) restart it."""
+        ...
+
+    def watch_mcp(self, callback: Callable[[], None]) -> None:
+        """``callback()`` on every server state change, called on the MCP thread."""
+        ...
+
+    def tools_changed(self) -> ContextStatus:
+        """The status with the tools offered now counted in (after servers came or went)."""
         ...
 
     def close(self) -> None:

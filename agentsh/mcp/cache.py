@@ -104,6 +104,9 @@ class CachedTools:
     def spec(self, server: str) -> ServerSpec | None:
         return self._specs.get(server)
 
+    def statuses(self) -> tuple[ServerStatus, ...]:
+        return ()
+
     async def call(
         self, tool: RemoteTool, arguments: Mapping[str, Any], cancelled: Any
     ) -> ToolResult:

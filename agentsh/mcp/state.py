@@ -61,3 +61,17 @@ class ServerStatus:
     restarts: int = 0
     log_path: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class McpOverview:
+    """What ``/mcp`` shows: every server, what its tool definitions cost, the budget."""
+
+    servers: tuple[ServerStatus, ...] = ()
+    tokens: Mapping[str, int] = field(default_factory=dict)  # per server, its definitions
+    budget: int = 0  # tokens the definitions may take before mcp_search stands in for them
+    deferred: bool = False  # they do: the model is offered mcp_search
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(self.tokens.values())

@@ -26,7 +26,7 @@ from agentsh.mcp.config import ServerSpec
 from agentsh.mcp.manager import tools_json
 from agentsh.mcp.names import server_prefix
 from agentsh.mcp.schema import argument_problem
-from agentsh.mcp.state import RemoteTool
+from agentsh.mcp.state import McpOverview, RemoteTool, ServerStatus
 from agentsh.tools.base import (
     Effect,
     Tool,
@@ -52,6 +52,8 @@ class ToolProvider(Protocol):
     def find(self, name: str) -> RemoteTool | None: ...
 
     def spec(self, server: str) -> ServerSpec | None: ...
+
+    def statuses(self) -> tuple[ServerStatus, ...]: ...
 
     async def call(
         self, tool: RemoteTool, arguments: Mapping[str, Any], cancelled: asyncio.Event
@@ -192,6 +194,7 @@ class McpToolSource:
         self._made: dict[str, McpTool] = {}
         self._search = McpSearchTool(self)
         self._cost_of: tuple[tuple[RemoteTool, ...], int] = ((), 0)
+        self._by_server_of: tuple[tuple[RemoteTool, ...], dict[str, int]] = ((), {})
 
     # -- what is offered -----------------------------------------------------------------------
 
@@ -207,11 +210,35 @@ class McpToolSource:
         """Tokens of every MCP tool definition (counted once per tool list)."""
         tools = self.tools()
         if self._cost_of[0] is not tools:
-            text = tools_json(tools) if tools else ""
-            per_token = self.settings.context.chars_per_token
-            cost = (self._count(text) if self._count else int(len(text) / per_token)) if text else 0
-            self._cost_of = (tools, cost)
+            self._cost_of = (tools, self._tokens(tools_json(tools) if tools else ""))
         return self._cost_of[1]
+
+    def tokens_by_server(self) -> dict[str, int]:
+        """Each server's share of the definitions (counted once per tool list)."""
+        tools = self.tools()
+        if self._by_server_of[0] is not tools:
+            servers = sorted({t.server for t in tools})
+            counts = {
+                name: self._tokens(tools_json([t for t in tools if t.server == name]))
+                for name in servers
+            }
+            self._by_server_of = (tools, counts)
+        return dict(self._by_server_of[1])
+
+    def _tokens(self, text: str) -> int:
+        if not text:
+            return 0
+        if self._count is not None:
+            return self._count(text)
+        return int(len(text) / self.settings.context.chars_per_token)
+
+    def overview(self) -> McpOverview:
+        return McpOverview(
+            servers=self.manager.statuses(),
+            tokens=self.tokens_by_server(),
+            budget=self.budget_tokens(),
+            deferred=self.deferred(),
+        )
 
     def budget_tokens(self) -> int:
         return int(self.settings.mcp.tool_budget * self._window())

@@ -28,6 +28,7 @@ from agentsh.events import (
     TurnOutcome,
 )
 from agentsh.mcp.config import spec_from_acp
+from agentsh.mcp.state import ServerState
 from agentsh.paths import UserPaths
 from agentsh.session.entries import ToolResultEntry
 from agentsh.session.session import Session
@@ -191,6 +192,19 @@ async def test_allow_for_the_session_covers_that_tool_from_then_on(
     assert len(asked) == 1
     contents = [e.content for e in agent.session.current_path() if isinstance(e, ToolResultEntry)]
     assert contents == ["one", "two"]
+    # /mcp: what each server costs; disabled for the session, its tools leave; enabled, back.
+    overview = agent.mcp_overview()
+    assert [(s.name, s.state) for s in overview.servers] == [("fake", ServerState.READY)]
+    assert overview.tokens["fake"] > 0 and not overview.deferred
+    changed = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    agent.watch_mcp(lambda: loop.call_soon_threadsafe(changed.set))
+    for enabled, state in ((False, ServerState.DISABLED), (True, ServerState.READY)):
+        agent.set_mcp_server("fake", enabled=enabled)
+        while agent.mcp_overview().servers[0].state is not state:
+            changed.clear()
+            await asyncio.wait_for(changed.wait(), 30)
+        assert (agent.tools_changed().mcp_tools > 0) is enabled
 
 
 async def test_a_trusted_projects_tools_over_the_budget_wait_behind_mcp_search(
