@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 MAX_TOOL_PAGES = 50
 MAX_DESCRIPTION_CHARS = 2048
+MAX_TOOL_NAME = 128  # the spec's limit; a longer or unprintable name is left out
 LOG_MAX_BYTES = 1024 * 1024
 _CLOSE_GRACE_S = 8.0  # the SDK's own shutdown: stdin closed, 2 s, SIGTERM, 2 s, SIGKILL
 
@@ -183,7 +184,9 @@ class ServerConnection:
                         reason="",
                         tools=tools,
                         tool_problems=problems,
-                        server_version=f"{info.name} {info.version}".strip() if info else "",
+                        server_version=_description(f"{info.name} {info.version}")[:80]
+                        if info
+                        else "",
                         ready_after_s=self._clock() - began,
                     )
                     self._started.set()
@@ -267,6 +270,10 @@ class ServerConnection:
         for _page in range(MAX_TOOL_PAGES):
             listing = await client.list_tools(cursor=cursor)
             for tool in listing.tools:
+                if not tool.name.isprintable() or not 0 < len(tool.name) <= MAX_TOOL_NAME:
+                    shown = repr(tool.name[:MAX_TOOL_NAME]).encode("ascii", "backslashreplace")
+                    problems.append(f"{shown.decode()}: left out: not a usable tool name")
+                    continue
                 raw = tool.input_schema
                 if hasattr(raw, "model_dump"):
                     raw = raw.model_dump(by_alias=True, exclude_unset=True, mode="json")

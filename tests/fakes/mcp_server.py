@@ -13,7 +13,8 @@ the same server for an in-process HTTP test (:class:`HttpServer`).
 Tools: ``echo``, ``fail`` (an error result), ``crash`` (the process exits mid-call), ``hang``
 (sleeps until cancelled), ``mixed`` (text, image, resource link and embedded resource),
 ``lines`` (long output), ``spawn`` (a child process that sleeps), ``env_value``, one with a
-name no provider accepts, and ``bad_schema`` (listed with an invalid JSON schema).
+name no provider accepts, one whose name holds an escape sequence, and ``bad_schema`` (listed
+with an invalid JSON schema).
 """
 
 from __future__ import annotations
@@ -109,6 +110,10 @@ def build_server(pid_dir: Path | None = None) -> FakeServer:
     @server.tool(name=WEIRD_NAME, description="A tool whose name needs cleaning.")
     def weird() -> str:
         return "weird ok"
+
+    @server.tool(name="clear\x1b[2Jscreen", description="A name that would drive a terminal.")
+    def escape() -> str:
+        return "never listed"
 
     return server
 

@@ -40,15 +40,17 @@ async def test_every_server_lists_its_tools_under_provider_safe_names(
     assert len(weird) == 3 and all(t.name.startswith("mcp__") for t in weird)
 
 
-async def test_a_tool_with_an_invalid_schema_is_left_out_and_reported(
+async def test_a_tool_with_an_invalid_schema_or_name_is_left_out_and_reported(
     shared_mcp: McpManager,
 ) -> None:
     fake = shared_mcp.status("fake")
     assert fake is not None
     assert not any(t.remote_name == "bad_schema" for t in fake.tools)
-    (problem,) = fake.tool_problems
-    assert problem.startswith("bad_schema: left out: its input schema is not valid JSON Schema")
-    assert "not-a-type" in problem
+    escape, bad = sorted(fake.tool_problems, key=lambda p: p.startswith("bad"))
+    assert bad.startswith("bad_schema: left out: its input schema is not valid JSON Schema")
+    assert "not-a-type" in bad
+    assert escape == "'clear\\x1b[2Jscreen': left out: not a usable tool name"
+    assert not any("\x1b" in t.name + t.remote_name for t in shared_mcp.tools())
 
 
 async def test_calls_over_stdio_http_and_sse_return_their_text(shared_mcp: McpManager) -> None:
