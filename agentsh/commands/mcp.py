@@ -211,7 +211,8 @@ def test_server(args: argparse.Namespace) -> int:
         raise CliError(f"no MCP server named {args.name!r} (`agentsh mcp list` shows them)")
     if spec.scope is Scope.PROJECT and not trusted:
         raise CliError(
-            f"'{spec.name}' comes from this project ({_where(spec, env)}) and would run:\n"
+            f"'{spec.name}' comes from this project ({_where(spec, env)}) and would "
+            f"{'run' if spec.transport is Transport.STDIO else 'connect to'}:\n"
             f"    {spec.describe()}\n"
             "The project is not trusted, so it is not started: open the project in agentsh to "
             "review and trust it, or pass --trust-project."
