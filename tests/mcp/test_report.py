@@ -1,0 +1,44 @@
+"""``/mcp`` as markdown: one row per server, the budget, one server's tools."""
+
+from __future__ import annotations
+
+from agentsh.mcp.config import Scope, Transport
+from agentsh.mcp.report import overview_markdown, server_markdown
+from agentsh.mcp.state import McpOverview, RemoteTool, ServerState, ServerStatus
+
+GIT = ServerStatus(
+    "git",
+    Scope.USER,
+    Transport.STDIO,
+    "uvx mcp-server-git",
+    ServerState.READY,
+    tools=(RemoteTool("git", "git_log", "", "Shows the commit logs\nmore", {"type": "object"}),),
+    tool_problems=("bad: left out: its input schema is not valid",),
+    ready_after_s=1.24,
+    restarts=1,
+)
+WEB = ServerStatus(
+    "web",
+    Scope.PROJECT,
+    Transport.HTTP,
+    "http https://x.test/mcp",
+    ServerState.FAILED,
+    reason="did not start within 10 s | \x1b[31mred",
+)
+
+
+def test_the_overview_has_a_row_per_server_and_says_where_the_budget_stands() -> None:
+    text = overview_markdown(McpOverview((GIT, WEB), {"git": 1300}, budget=12800))
+    assert "| git (user, stdio) | ready in 1.2 s, restarted 1x | 1 (1 left out) | 1.3k |" in text
+    assert "| web (project, http) | **failed**: did not start within 10 s \\| red | - | - |" in text
+    assert "take 1.3k tokens of the budget of 12.8k" in text
+    deferred = overview_markdown(McpOverview((GIT,), {"git": 20_000}, budget=12800, deferred=True))
+    assert "over the budget of 12.8k: the model is offered `mcp_search` instead" in deferred
+    assert overview_markdown(McpOverview()).startswith("No MCP servers are configured.")
+
+
+def test_one_server_lists_its_tools_and_what_was_left_out() -> None:
+    text = server_markdown(GIT, 1300)
+    assert "`uvx mcp-server-git`" in text
+    assert "- `git_log`: Shows the commit logs" in text and "more" not in text
+    assert "- left out: bad: left out: its input schema is not valid" in text
