@@ -325,6 +325,11 @@ class Agent:
         """Every MCP server with its state and what its tool definitions cost."""
         return self.mcp_tools.overview() if self.mcp_tools is not None else McpOverview()
 
+    def settle_mcp(self, timeout: float | None = None) -> None:
+        """Wait (blocking) until no MCP server is still starting; each has its own timeout."""
+        if self.mcp is not None:
+            self.mcp.wait_until_started_sync(timeout)
+
     def set_mcp_server(self, name: str, *, enabled: bool | None = None) -> None:
         """Enable or disable an MCP server for this session, or (``enabled`` None) restart it.
         Returns at once; :meth:`watch_mcp` tells when its state changes."""

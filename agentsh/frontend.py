@@ -122,6 +122,10 @@ class AgentAPI(Protocol):
         """Every MCP server with its state, its tools and what their definitions cost."""
         ...
 
+    def settle_mcp(self, timeout: float | None = None) -> None:
+        """Block until no MCP server is still starting (headless, before it lists tools)."""
+        ...
+
     def set_mcp_server(self, name: str, *, enabled: bool | None = None) -> None:
         """Enable or disable a server for this session, or (``enabled`` None) restart it."""
         ...

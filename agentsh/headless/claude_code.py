@@ -106,7 +106,13 @@ class ClaudeCodeStream:
     # -- lines ----------------------------------------------------------------------------------
 
     def init(
-        self, *, cwd: str, tools: list[str], permission_mode: str, version: str
+        self,
+        *,
+        cwd: str,
+        tools: list[str],
+        permission_mode: str,
+        version: str,
+        mcp_servers: list[dict[str, str]] | None = None,
     ) -> dict[str, Any]:
         return self._line(
             {
@@ -114,7 +120,7 @@ class ClaudeCodeStream:
                 "subtype": "init",
                 "cwd": cwd,
                 "tools": tools,
-                "mcp_servers": [],
+                "mcp_servers": mcp_servers or [],
                 "model": self.model,
                 "permissionMode": permission_mode,
                 "slash_commands": [],

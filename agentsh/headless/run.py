@@ -176,9 +176,24 @@ def _appended_prompt(args: argparse.Namespace, plan: bool) -> str:
 def _init_line(stream: ClaudeCodeStream, agent: AgentAPI, cwd: Path, mode: str) -> dict[str, Any]:
     from agentsh import __version__
 
+    # As Claude Code does, the MCP servers are given their start first: their tools are in the
+    # list, and each server's status is reported.
+    agent.settle_mcp()
+    servers = [
+        {"name": s.name, "status": _MCP_STATUS.get(s.state.value, s.state.value)}
+        for s in agent.mcp_overview().servers
+    ]
     return stream.init(
-        cwd=str(cwd), tools=agent.tool_names(), permission_mode=mode, version=__version__
+        cwd=str(cwd),
+        tools=agent.tool_names(),
+        permission_mode=mode,
+        version=__version__,
+        mcp_servers=servers,
     )
+
+
+# agentsh's server states in Claude Code's words
+_MCP_STATUS = {"ready": "connected", "starting": "pending"}
 
 
 async def _drive(

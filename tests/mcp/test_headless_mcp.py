@@ -48,9 +48,21 @@ def test_print_mode_calls_git_log_and_starts_nothing_from_the_untrusted_project(
         text("The last commit is 'the commit the model must find'."),
     )
     # Allowed the way Claude Code users allow a server's tools (approval is "ask" otherwise).
-    run = run_agentsh("-p", "what is the last commit?", "--allowedTools", "mcp__git__*")
+    run = run_agentsh(
+        "-p",
+        "what is the last commit?",
+        "--output-format",
+        "stream-json",
+        "--allowedTools",
+        "mcp__git__*",
+    )
     assert run.code == 0, run.stderr
-    assert run.stdout.strip() == "The last commit is 'the commit the model must find'."
+    lines = [json.loads(line) for line in run.stdout.splitlines()]
+    init, result = lines[0], lines[-1]
+    # Claude Code's init line: the servers' status, their tools among the tools.
+    assert init["mcp_servers"] == [{"name": "git", "status": "connected"}]
+    assert "mcp__git__git_log" in init["tools"]
+    assert result["result"] == "The last commit is 'the commit the model must find'."
     tools = [t["function"]["name"] for t in scripted_server.requests[0].body["tools"]]
     assert "mcp__git__git_log" in tools
     second = scripted_server.requests[1].messages
