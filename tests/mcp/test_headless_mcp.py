@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+from claude_agent_sdk._internal.message_parser import parse_message
+
 from agentsh.mcp import groups
 from agentsh.session.entries import ToolResultEntry
 from agentsh.session.session import Session
@@ -58,6 +60,8 @@ def test_print_mode_calls_git_log_and_starts_nothing_from_the_untrusted_project(
     )
     assert run.code == 0, run.stderr
     lines = [json.loads(line) for line in run.stdout.splitlines()]
+    for line in lines:  # what a Claude Code consumer reads: the Agent SDK's own parser
+        parse_message(line)
     init, result = lines[0], lines[-1]
     # Claude Code's init line: the servers' status, their tools among the tools.
     assert init["mcp_servers"] == [{"name": "git", "status": "connected"}]
