@@ -1,8 +1,9 @@
 """``/mcp`` as text: the servers, their state, their tools and what the definitions cost.
 
-Pure functions of a :class:`~agentsh.mcp.state.McpOverview` returning markdown, so any front
-end can show them (the TUI's chat, a plain terminal). Everything shown came from a server or
-a project file and is cleaned of control characters; table cells have their ``|`` escaped.
+Pure functions of a :class:`~agentsh.mcp.state.McpOverview`, so any front end can show them:
+markdown for a chat (:func:`overview_markdown`, :func:`server_markdown`), one plain line per
+server for a list (:func:`server_row`). Everything shown came from a server or a config file
+and is cleaned of control characters; markdown table cells have their ``|`` escaped.
 """
 
 from __future__ import annotations
@@ -13,26 +14,75 @@ from agentsh.mcp.state import McpOverview, ServerState, ServerStatus
 USAGE = "`/mcp NAME` lists a server's tools; `/mcp enable|disable|restart NAME`."
 
 
+def one_line(text: str) -> str:
+    """``text`` cleaned of control characters, on one line (a name, a reason)."""
+    return " ".join(clean_text(text).split())
+
+
 def _cell(text: str) -> str:
-    return clean_text(text).replace("\n", " ").replace("|", "\\|")
+    return one_line(text).replace("|", "\\|")
 
 
-def _tokens(value: int) -> str:
+def tokens_text(value: int) -> str:
     return f"{value / 1000:.1f}k" if value >= 1000 else str(value)
 
 
-def _state(status: ServerStatus) -> str:
+def share_text(overview: McpOverview, tokens: int) -> str:
+    """``tokens`` as a share of the context window (empty when the window is unknown)."""
+    if not overview.window or not tokens:
+        return ""
+    return f"{100 * tokens / overview.window:.1f}%"
+
+
+def state_text(status: ServerStatus) -> str:
     match status.state:
         case ServerState.READY:
             after = f" in {status.ready_after_s:.1f} s" if status.ready_after_s is not None else ""
             restarts = f", restarted {status.restarts}x" if status.restarts else ""
             return f"ready{after}{restarts}"
         case ServerState.FAILED:
-            return f"**failed**: {status.reason}"
+            return f"failed: {status.reason}"
         case ServerState.DISABLED:
             return f"disabled ({status.reason})" if status.reason else "disabled"
         case _:
             return status.state.value
+
+
+def _tools_count(status: ServerStatus) -> str:
+    count = str(len(status.tools)) if status.tools else "-"
+    if status.tool_problems:
+        count += f" ({len(status.tool_problems)} left out)"
+    return count
+
+
+def server_row(status: ServerStatus, overview: McpOverview, width: int = 0) -> str:
+    """One plain line: name (padded to ``width``), state, tools, tokens and share."""
+    tokens = overview.tokens.get(status.name, 0)
+    cost = f"{tokens_text(tokens)} tokens ({share_text(overview, tokens)})" if tokens else ""
+    parts = [
+        one_line(status.name).ljust(width),
+        f"{status.scope.value}, {status.transport.value}",
+        one_line(state_text(status)),
+        f"{_tools_count(status)} tools",
+    ]
+    return "  ".join(parts) + (f"  {cost}" if cost else "")
+
+
+def budget_text(overview: McpOverview) -> str:
+    """Where the definitions stand against ``mcp.tool_budget`` (plain text)."""
+    total = overview.total_tokens
+    share = share_text(overview, total)
+    of_window = f", {share} of the window" if share else ""
+    if overview.deferred:
+        return (
+            f"Their definitions ({tokens_text(total)} tokens{of_window}) are over the budget "
+            f"of {tokens_text(overview.budget)}: the model is offered mcp_search instead, and "
+            "loads the tools it needs."
+        )
+    return (
+        f"Their definitions take {tokens_text(total)} tokens{of_window}, of the budget of "
+        f"{tokens_text(overview.budget)} (mcp.tool_budget of the window)."
+    )
 
 
 def overview_markdown(overview: McpOverview) -> str:
@@ -45,26 +95,18 @@ def overview_markdown(overview: McpOverview) -> str:
     rows = ["| server | state | tools | tokens |", "|---|---|---|---|"]
     for status in overview.servers:
         where = f"{status.scope.value}, {status.transport.value}"
-        tools = str(len(status.tools)) if status.tools else "-"
-        if status.tool_problems:
-            tools += f" ({len(status.tool_problems)} left out)"
-        cost = overview.tokens.get(status.name)
+        state = _cell(state_text(status))
+        if status.state is ServerState.FAILED:
+            state = f"**{state}**"
+        tokens = overview.tokens.get(status.name, 0)
+        share = share_text(overview, tokens)
+        cost = f"{tokens_text(tokens)} ({share})" if share else tokens_text(tokens)
         rows.append(
-            f"| {_cell(status.name)} ({where}) | {_cell(_state(status))} | {tools} "
-            f"| {_tokens(cost) if cost else '-'} |"
+            f"| {_cell(status.name)} ({where}) | {state} | {_tools_count(status)} "
+            f"| {cost if tokens else '-'} |"
         )
-    total = overview.total_tokens
-    if overview.deferred:
-        budget = (
-            f"Their definitions ({_tokens(total)} tokens) are over the budget of "
-            f"{_tokens(overview.budget)}: the model is offered `mcp_search` instead, and loads "
-            "the tools it needs."
-        )
-    else:
-        budget = (
-            f"Their definitions take {_tokens(total)} tokens of the budget of "
-            f"{_tokens(overview.budget)} (`mcp.tool_budget` of the window)."
-        )
+    budget = budget_text(overview).replace("mcp_search", "`mcp_search`")
+    budget = budget.replace("mcp.tool_budget", "`mcp.tool_budget`")
     return "\n".join(rows) + f"\n\n{budget}\n\n{USAGE}"
 
 
@@ -72,7 +114,7 @@ def server_markdown(status: ServerStatus, tokens: int) -> str:
     """One server: how it is started, its state, each tool and what was left out."""
     lines = [
         f"**{_cell(status.name)}** ({status.scope.value}, {status.transport.value}): "
-        f"{_cell(_state(status))}",
+        f"{_cell(state_text(status))}",
         "",
         f"`{_cell(status.command)}`",
     ]
@@ -81,10 +123,14 @@ def server_markdown(status: ServerStatus, tokens: int) -> str:
     if status.log_path:
         lines.append(f"Its stderr: `{status.log_path}`")
     if status.tools:
-        lines += ["", f"{len(status.tools)} tools, {_tokens(tokens)} tokens of definitions:", ""]
+        lines += [
+            "",
+            f"{len(status.tools)} tools, {tokens_text(tokens)} tokens of definitions:",
+            "",
+        ]
         for tool in status.tools:
             about = tool.description.splitlines()[0] if tool.description else ""
-            lines.append(f"- `{tool.remote_name}`: {_cell(about)}")
+            lines.append(f"- `{_cell(tool.remote_name)}`: {_cell(about)}")
     for problem in status.tool_problems:
         lines.append(f"- left out: {_cell(problem)}")
     return "\n".join(lines)

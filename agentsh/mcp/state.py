@@ -71,6 +71,7 @@ class McpOverview:
     tokens: Mapping[str, int] = field(default_factory=dict)  # per server, its definitions
     budget: int = 0  # tokens the definitions may take before mcp_search stands in for them
     deferred: bool = False  # they do: the model is offered mcp_search
+    window: int = 0  # the model's context window, for each server's share of it
 
     @property
     def total_tokens(self) -> int:

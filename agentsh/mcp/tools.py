@@ -238,6 +238,7 @@ class McpToolSource:
             tokens=self.tokens_by_server(),
             budget=self.budget_tokens(),
             deferred=self.deferred(),
+            window=self._window(),
         )
 
     def budget_tokens(self) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agentsh.mcp.config import Scope, Transport
-from agentsh.mcp.report import overview_markdown, server_markdown
+from agentsh.mcp.report import budget_text, overview_markdown, server_markdown, server_row
 from agentsh.mcp.state import McpOverview, RemoteTool, ServerState, ServerStatus
 
 GIT = ServerStatus(
@@ -30,8 +30,8 @@ WEB = ServerStatus(
 def test_the_overview_has_a_row_per_server_and_says_where_the_budget_stands() -> None:
     text = overview_markdown(McpOverview((GIT, WEB), {"git": 1300}, budget=12800))
     assert "| git (user, stdio) | ready in 1.2 s, restarted 1x | 1 (1 left out) | 1.3k |" in text
-    assert "| web (project, http) | **failed**: did not start within 10 s \\| red | - | - |" in text
-    assert "take 1.3k tokens of the budget of 12.8k" in text
+    assert "| web (project, http) | **failed: did not start within 10 s \\| red** | - | - |" in text
+    assert "take 1.3k tokens, of the budget of 12.8k" in text
     deferred = overview_markdown(McpOverview((GIT,), {"git": 20_000}, budget=12800, deferred=True))
     assert "over the budget of 12.8k: the model is offered `mcp_search` instead" in deferred
     assert overview_markdown(McpOverview()).startswith("No MCP servers are configured.")
@@ -42,3 +42,16 @@ def test_one_server_lists_its_tools_and_what_was_left_out() -> None:
     assert "`uvx mcp-server-git`" in text
     assert "- `git_log`: Shows the commit logs" in text and "more" not in text
     assert "- left out: bad: left out: its input schema is not valid" in text
+
+
+def test_with_the_window_known_each_server_shows_its_share_of_it() -> None:
+    overview = McpOverview((GIT, WEB), {"git": 1300}, budget=12800, window=128_000)
+    assert "| 1.3k (1.0%) |" in overview_markdown(overview)
+    assert budget_text(overview).startswith(
+        "Their definitions take 1.3k tokens, 1.0% of the window"
+    )
+    row = server_row(GIT, overview, width=5)
+    assert row.startswith("git    user, stdio  ready in 1.2 s, restarted 1x  ")
+    assert row.endswith("  1 (1 left out) tools  1.3k tokens (1.0%)")
+    failed = server_row(WEB, overview)
+    assert "\x1b" not in failed and "failed: did not start within 10 s | red" in failed
