@@ -612,7 +612,7 @@ async def test_an_mcp_tool_can_be_allowed_with_its_whole_server(
     make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from agentsh.events import ApprovalRequest
-    from agentsh.tui.widgets.approval import ApprovalPrompt
+    from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
 
     decisions: list[str] = []
 
@@ -626,7 +626,7 @@ async def test_an_mcp_tool_can_be_allowed_with_its_whole_server(
     app = make_app(factory=fake_factory(script=script))
     monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 0.0)
     async with app.run_test(size=(100, 30)) as pilot:
-        await _ready(pilot, app)
+        await ready(pilot, app)
         await pilot.press(*"go", "enter")
         await wait_for(pilot, lambda: bool(app.query(ApprovalPrompt)))
         await pilot.press("s")  # not offered for a tool without a group: nothing happens
