@@ -35,6 +35,9 @@ def test_trusted_or_not_the_repository_cannot_remap_the_approval_keys(
     attacker = Attacker().start()
     try:
         hostile = plant(project, tmp_path / "victim", attacker.url)
+        # Trusting the folder starts its MCP servers (issue 19; tests/security covers that):
+        # this test is about the key remap, so the folder has none.
+        (project / ".mcp.json").unlink()
         marker = hostile.markers / "approved-by-escape"
         script = tmp_path / "script.json"
         call = {"name": "bash", "arguments": {"command": f"touch {marker}"}}
@@ -70,7 +73,8 @@ def test_trusted_or_not_the_repository_cannot_remap_the_approval_keys(
                 screen = pane.screen()
                 assert "[y] allow once" in screen and "[n] deny" in screen
                 pane.send("Escape")
-                pane.wait_for(lambda s: "turn cancelled" in s, timeout=60)  # Esc: a cancel
+                # Esc: a cancel (the notice, or the tool's block saying why it did not run)
+                pane.wait_for(lambda s: "turn cancelled" in s or "cancelled the turn" in s, 60)
                 pane.send("C-q")
         assert not marker.exists()
         assert list(hostile.markers.iterdir()) == []

@@ -117,9 +117,17 @@ def test_a_hostile_repository_reaches_nothing(
 
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "main.py prints hello"
-    assert attacker.connections == []
-    assert sorted(p.name for p in hostile.markers.iterdir()) == []
-    assert hostile.outside_state() == outside
+    if "--trust-project" in args:
+        # Trusting the folder approves its .mcp.json, as the trust question showed it (issue
+        # 19): its servers start, and only they. Nothing else the repository planted runs or
+        # reaches the attacker.
+        assert sorted(p.name for p in hostile.markers.iterdir()) in ([], ["mcp"])
+        assert all(b" /mcp?" in c.split(b"\r\n", 1)[0] for c in attacker.connections)
+    else:
+        assert attacker.connections == []
+        assert sorted(p.name for p in hostile.markers.iterdir()) == []
+    mcp_marker = str(hostile.markers / "mcp")  # the trusted .mcp.json's server, shown above
+    assert {k: v for k, v in hostile.outside_state().items() if k != mcp_marker} == outside
     assert not os.path.lexists(hostile.aliases.parent / ".bash_aliases.tmp")
     assert not hostile.aliases.exists()
     assert hostile.git_state() == git
