@@ -25,7 +25,6 @@ KNOWN_LARGE = frozenset(
         "tools/files.py",
         "llm/client.py",
         "session/catalog.py",
-        "tools/search.py",
         "memory/curated.py",  # grew past the limit with the trust checks (issue 12)
     }
 )

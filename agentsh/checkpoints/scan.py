@@ -20,7 +20,7 @@ from pathlib import Path
 
 from agentsh.errors import AgentshError
 from agentsh.gitutil import GitError, run_git
-from agentsh.tools.search import Walker
+from agentsh.tools.walk import Walker
 
 SKIP_DIRS = frozenset(
     {

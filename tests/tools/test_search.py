@@ -8,14 +8,8 @@ from pathlib import Path
 import pytest
 
 from agentsh.tools.base import ToolContext
-from agentsh.tools.search import (
-    FindTool,
-    GrepTool,
-    IgnoreFile,
-    LsTool,
-    Walker,
-    glob_regex,
-)
+from agentsh.tools.search import FindTool, GrepTool, LsTool
+from agentsh.tools.walk import IgnoreFile, Walker, glob_regex
 from tests.tools.conftest import MakeCtx, call
 
 HAS_RG = shutil.which("rg") is not None

@@ -1,0 +1,235 @@
+"""The file walk the search tools and the checkpoints share: the tree as a developer sees it.
+
+Hidden files are included, ``.git`` is skipped, ``.gitignore`` files (nested ones and
+``.git/info/exclude`` too) are honoured with git's precedence (a deeper file wins), and symlinks
+are listed but not followed. Globs follow gitignore's syntax (``**``, ``{a,b}``, character
+classes), compiled once to regular expressions.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def _expand_braces(pattern: str) -> list[str]:
+    """``*.{ts,tsx}`` -> ``*.ts``, ``*.tsx`` (innermost group first, so nesting works)."""
+    match = re.search(r"\{([^{}]*)\}", pattern)
+    if match is None or "," not in match[1]:
+        return [pattern]
+    head, tail = pattern[: match.start()], pattern[match.end() :]
+    out: list[str] = []
+    for option in match[1].split(","):
+        out += _expand_braces(head + option + tail)
+    return out
+
+
+def _glob_body(pattern: str) -> str:
+    """The regex for a gitignore-style glob: ``*``/``?`` stay in one folder, ``**`` crosses."""
+    out: list[str] = []
+    i = 0
+    n = len(pattern)
+    while i < n:
+        c = pattern[i]
+        if pattern.startswith("**/", i) and (i == 0 or pattern[i - 1] == "/"):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i) and i + 2 == n and (i == 0 or pattern[i - 1] == "/"):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[":
+            negated = pattern[i + 1 : i + 2] in ("!", "^")
+            first = i + 2 if negated else i + 1
+            close = pattern.find("]", first + 1)  # a ']' right after '[' is a member
+            if close < 0:
+                out.append(re.escape(c))
+                i += 1
+                continue
+            members = "".join(ch if ch == "-" else re.escape(ch) for ch in pattern[first:close])
+            out.append(f"[{'^' if negated else ''}{members}]")
+            i = close + 1
+        elif c == "\\" and i + 1 < n:
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return "".join(out)
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """Match a relative POSIX path against a glob the way ripgrep's ``-g`` and fd do.
+
+    A glob without a ``/`` matches the name at any depth (``*.py``); one with a ``/`` matches
+    the path from the search folder (``src/**/*.ts``). ``{a,b}`` alternatives are expanded.
+    """
+    alternatives: list[str] = []
+    for option in _expand_braces(pattern):
+        option = option.removeprefix("./")
+        if "/" in option.rstrip("/"):
+            alternatives.append(_glob_body(option.lstrip("/").rstrip("/")))
+        else:
+            alternatives.append("(?:.*/)?" + _glob_body(option.rstrip("/")))
+    return re.compile("^(?:" + "|".join(alternatives) + ")$", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    regex: re.Pattern[str]
+    negated: bool
+    dir_only: bool
+
+
+@dataclass(frozen=True, slots=True)
+class IgnoreFile:
+    """The rules of one ignore file, for paths relative to the folder it sits in."""
+
+    base: str  # POSIX path of its folder from the walk's anchor ("" = the anchor itself)
+    rules: tuple[_Rule, ...]
+
+    @classmethod
+    def parse(cls, base: str, text: str) -> IgnoreFile:
+        rules: list[_Rule] = []
+        for raw in text.splitlines():
+            line = raw.rstrip("\r")
+            if not line or line.startswith("#"):
+                continue
+            # Trailing spaces are dropped unless escaped with a backslash.
+            stripped = line.rstrip(" ")
+            if stripped.endswith("\\") and len(stripped) < len(line):
+                stripped += " "
+            line = stripped
+            negated = line.startswith("!")
+            if negated or line.startswith(("\\!", "\\#")):
+                line = line[1:]  # the '!' of a negation, or the escape of a literal '!'/'#'
+            dir_only = line.endswith("/")
+            line = line.rstrip("/")
+            if not line:
+                continue
+            # With a '/' the pattern is anchored to the ignore file's folder; without, any depth.
+            anchored = "/" in line
+            body = _glob_body(line.lstrip("/")) if anchored else "(?:.*/)?" + _glob_body(line)
+            rules.append(_Rule(re.compile(f"^{body}$", re.DOTALL), negated, dir_only))
+        return cls(base, tuple(rules))
+
+    def verdict(self, rel: str, is_dir: bool) -> bool | None:
+        """True = ignored, False = re-included, None = no rule here speaks about it."""
+        if self.base:
+            if not rel.startswith(self.base + "/"):
+                return None
+            rel = rel[len(self.base) + 1 :]
+        for rule in reversed(self.rules):  # the last matching rule wins
+            if rule.dir_only and not is_dir:
+                continue
+            if rule.regex.match(rel):
+                return not rule.negated
+        return None
+
+
+def _read_ignore(path: Path, base: str) -> IgnoreFile | None:
+    try:
+        text = path.read_text("utf-8", "replace")
+    except OSError:
+        return None
+    rules = IgnoreFile.parse(base, text)
+    return rules if rules.rules else None
+
+
+def _repo_root(start: Path) -> Path | None:
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    path: Path
+    rel: str  # POSIX, relative to the search root
+    is_dir: bool
+    is_symlink: bool
+
+
+@dataclass(slots=True)
+class Walker:
+    """A sorted, depth-first walk that skips ``.git`` and what ``.gitignore`` files ignore.
+
+    Ignore files above the search root (up to the repository root) apply too, as they do in
+    git. Directories that are ignored are not entered at all; symlinks are not followed.
+    """
+
+    root: Path
+    stop: threading.Event = field(default_factory=threading.Event)
+    #: folder names never entered nor listed, whatever the ignore files say (checkpoints skip
+    #: ``.venv`` and ``node_modules`` even where no .gitignore names them)
+    skip_dirs: frozenset[str] = frozenset()
+
+    def __iter__(self) -> Iterator[Entry]:
+        anchor = _repo_root(self.root) or self.root
+        stack: list[IgnoreFile] = []
+        exclude = _read_ignore(anchor / ".git" / "info" / "exclude", "")
+        if exclude:
+            stack.append(exclude)
+        # Ignore files between the repository root and the search root.
+        prefix = self.root.relative_to(anchor).as_posix() if self.root != anchor else ""
+        folder = anchor
+        parts = prefix.split("/") if prefix else []
+        for depth in range(len(parts)):
+            base = "/".join(parts[:depth])
+            rules = _read_ignore(folder / ".gitignore", base)
+            if rules:
+                stack.append(rules)
+            folder = folder / parts[depth]
+        yield from self._walk(self.root, prefix, "", stack)
+
+    def _walk(
+        self, folder: Path, anchored: str, rel: str, stack: list[IgnoreFile]
+    ) -> Iterator[Entry]:
+        if self.stop.is_set():
+            return
+        local = _read_ignore(folder / ".gitignore", anchored)
+        if local:
+            stack = [*stack, local]
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            return  # unreadable folders are skipped, as rg and fd do
+        for entry in entries:
+            if self.stop.is_set():
+                return
+            name = entry.name
+            if name == ".git":
+                continue
+            try:
+                is_symlink = entry.is_symlink()
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            if is_dir and name in self.skip_dirs:
+                continue
+            child_anchored = f"{anchored}/{name}" if anchored else name
+            if _ignored(stack, child_anchored, is_dir):
+                continue
+            child_rel = f"{rel}/{name}" if rel else name
+            yield Entry(Path(entry.path), child_rel, is_dir, is_symlink)
+            if is_dir:
+                yield from self._walk(Path(entry.path), child_anchored, child_rel, stack)
+
+
+def _ignored(stack: list[IgnoreFile], rel: str, is_dir: bool) -> bool:
+    for rules in reversed(stack):  # deeper ignore files take precedence
+        verdict = rules.verdict(rel, is_dir)
+        if verdict is not None:
+            return verdict
+    return False
