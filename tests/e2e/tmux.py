@@ -47,6 +47,10 @@ class TmuxPane:
     def screen(self) -> str:
         return self._tmux("capture-pane", "-p", "-t", "main")
 
+    def pid(self) -> int:
+        """The process the pane runs (the command itself: the shell ``exec``s it)."""
+        return int(self._tmux("list-panes", "-t", "main", "-F", "#{pane_pid}").split()[0])
+
     def send(self, *keys: str, literal: bool = False) -> None:
         self._tmux("send-keys", "-t", "main", *(["-l"] if literal else []), *keys)
 

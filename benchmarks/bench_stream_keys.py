@@ -1,0 +1,338 @@
+"""Keystrokes while a 2,000-token reply streams at 1,000 tokens/s: agentsh beside a bare app.
+
+Both programs run in a 120x40 tmux pane (a private tmux server) and stream the same Markdown
+(headings, paragraphs, lists, code blocks; ~2,000 tokens) from the same paced OpenAI-compatible
+endpoint (``PacedServer``, from ``bench_tui_keystroke``: chunk i leaves at its due time):
+
+- agentsh: the real ``agentsh -m openai/test-model --api-base <server>``; a message is sent with
+  Enter and the reply streams into the chat;
+- bare: a Textual app with a ``Markdown`` widget fed through ``Markdown.get_stream`` (Textual's
+  ``MarkdownStream``) from an httpx stream of the same endpoint, and an ``Input`` to type into.
+  It is the floor a Textual program pays to stream Markdown, with no agent and no litellm.
+
+Each round, for each program in turn: a message starts the reply; once its first word is on
+screen, single characters are typed into the editor one at a time, each polled (capture-pane)
+until the editor shows it: the time from send-keys to screen is one latency sample. Typing goes
+on until the reply's last word is on screen. Separate quiet rounds (no typing) measure the CPU
+time of the program's process tree per streamed token, and how long after the server sent the
+last chunk the last word was on screen (polled every 5 ms). Medians over rounds; p50/p99 over
+all keystroke samples. Goals (issue 16): agentsh's p99 under 100 ms and at most half the bare
+app's; the last word on screen within 100 ms of the last chunk.
+
+    .venv/bin/python benchmarks/bench_stream_keys.py [--rounds 4]
+
+The last line is ``stream_keystroke_p99: <agentsh p99> ms``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_tui_keystroke import PacedServer  # noqa: E402
+
+from tests.e2e.tmux import TmuxPane, tmux_available  # noqa: E402
+from tests.fakes.server import split_pieces  # noqa: E402
+
+TOKENS = 2000
+TOKENS_PER_SECOND = 1000
+# The typed keys: letters the streamed text never uses, so the editor line is unambiguous.
+KEYS = "zqxj"
+
+BARE_APP = """
+import json
+import sys
+
+import httpx
+from textual import work
+from textual.app import App, ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Input, Markdown
+
+URL = sys.argv[1]
+
+
+class Bare(App[None]):
+    CSS = "Input { dock: bottom; }"
+    AUTO_FOCUS = "Input"
+
+    def compose(self) -> ComposeResult:
+        yield VerticalScroll(id="chat")
+        yield Input(placeholder="Message bare")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.input.value = ""
+        self.reply()
+
+    @work(exclusive=True)
+    async def reply(self) -> None:
+        chat = self.query_one("#chat", VerticalScroll)
+        markdown = Markdown()
+        await chat.mount(markdown)
+        chat.anchor()
+        stream = Markdown.get_stream(markdown)
+        body = {"model": "test-model", "stream": True,
+                "messages": [{"role": "user", "content": "go"}]}
+        try:
+            async with httpx.AsyncClient(timeout=120) as http:
+                async with http.stream("POST", URL + "/chat/completions", json=body) as response:
+                    async for line in response.aiter_lines():
+                        if not line.startswith("data: ") or line == "data: [DONE]":
+                            continue
+                        choices = json.loads(line[6:]).get("choices") or [{}]
+                        piece = (choices[0].get("delta") or {}).get("content")
+                        if piece:
+                            await stream.write(piece)
+        finally:
+            await stream.stop()
+
+
+Bare().run()
+"""
+
+WORDS = [
+    *("parser", "token", "window", "scope", "the", "a", "reads", "writes", "file", "module"),
+    *("cache", "table", "layout", "render", "stream", "chunk", "frame", "widget", "event"),
+    *("loop", "budget", "memory", "session", "branch", "summary", "tool", "call", "result"),
+    *("error", "retry", "model", "provider", "ask", "reply", "status", "editor", "screen"),
+]
+
+
+def reply_text(tokens: int, seed: int = 7) -> str:
+    """Markdown of about ``tokens`` tokens, without the letters in :data:`KEYS`."""
+    rng = random.Random(seed)
+    blocks = ["STREAMSTART"]
+    size = 0
+    n = 0
+    while size < tokens * 4 - 200:
+        n += 1
+        match n % 5:
+            case 0:
+                blocks.append(f"## Part {n}: {rng.choice(WORDS)} {rng.choice(WORDS)}")
+            case 1 | 3:
+                sentence = " ".join(rng.choice(WORDS) for _ in range(rng.randint(40, 70)))
+                blocks.append(sentence.capitalize() + ". Some **bold** and `code` too.")
+            case 2:
+                items = [" ".join(rng.choice(WORDS) for _ in range(8)) for _ in range(4)]
+                blocks.append("\n".join(f"- {item}" for item in items))
+            case _:
+                lines = [f"def step_{n}_{i}(data):" if i == 0 else f"    return data + {i}"
+                         for i in range(5)]  # fmt: skip
+                blocks.append("```python\n" + "\n".join(lines) + "\n```")
+        size = sum(len(b) + 2 for b in blocks)
+    blocks.append("The end: STREAMEND")
+    text = "\n\n".join(blocks)
+    assert not set(KEYS) & set(text)
+    return text
+
+
+class NumberedServer(PacedServer):
+    """The paced server with the reply's first and last words numbered per request
+    (``BEGIN001`` ... ``END001``), so a round waits for its own reply, not the last one."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.count = 0
+        pieces = split_pieces(text, random.Random(0))
+        super().__init__(pieces, len(text) / 4 / TOKENS_PER_SECOND / len(pieces))
+
+    def stream(self, out: BinaryIO) -> None:
+        self.count += 1
+        text = self.text.replace("STREAMSTART", self.begin(self.count))
+        self.pieces = split_pieces(text.replace("STREAMEND", self.end(self.count)),
+                                   random.Random(0))  # fmt: skip
+        super().stream(out)
+
+    @staticmethod
+    def begin(n: int) -> str:
+        return f"BEGIN{n:03d}"
+
+    @staticmethod
+    def end(n: int) -> str:
+        return f"END{n:03d}"
+
+
+def _env(home: Path) -> dict[str, str]:
+    return {
+        "AGENTSH_HOME": str(home),
+        "HOME": str(home),
+        "PATH": os.environ.get("PATH", ""),
+        "TERM": "xterm-256color",
+        "PYTHONPATH": str(ROOT),
+        "AGENTSH_NO_OLLAMA_PROBE": "1",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "OPENAI_API_KEY": "sk-bench",
+    }
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU of ``pid`` and its descendants, in seconds."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    parents: dict[int, int] = {}
+    stats: dict[int, list[str]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        child = int(stat.parent.name)
+        parents[child] = int(fields[1])
+        stats[child] = fields
+    for candidate, fields in stats.items():
+        node = candidate
+        while node in parents and node != pid and node > 1:
+            node = parents[node]
+        if node == pid:
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+class Program:
+    """One program in its pane: start a reply, type, tell when the reply is done."""
+
+    def __init__(self, name: str, pane: TmuxPane, editor_lines: int) -> None:
+        self.name = name
+        self.pane = pane
+        self.editor_lines = editor_lines
+
+    def editor(self, screen: str) -> str:
+        return "\n".join(screen.splitlines()[-self.editor_lines :])
+
+    def send_message(self, text: str) -> None:
+        self.pane.type(text)
+        self.pane.wait_for(lambda s: text in self.editor(s), timeout=30)
+        self.pane.send("Enter")
+        self.pane.wait_for(lambda s: text not in self.editor(s), timeout=30)
+
+
+def _wait(pane: TmuxPane, predicate: Callable[[str], bool], timeout: float = 60) -> float:
+    return pane.wait_for(predicate, timeout=timeout, poll=0.005) + pane.started
+
+
+def quiet_round(program: Program, server: NumberedServer, tokens: float) -> tuple[float, float]:
+    """(CPU seconds per 1,000 tokens, seconds from the last chunk sent to the last word shown)."""
+    pane = program.pane
+    pid = pane.pid()
+    end = server.end(server.count + 1)
+    cpu_before = _cpu_seconds(pid)
+    program.send_message("go")
+    shown = _wait(pane, lambda s: end in s, timeout=120)
+    time.sleep(0.5)  # let the turn finish what it does after the last chunk
+    cpu = _cpu_seconds(pid) - cpu_before
+    return cpu / tokens * 1000, shown - server.sent_last
+
+
+def typing_round(program: Program, server: NumberedServer) -> list[float]:
+    """Latencies (seconds) of keys typed while the reply streams."""
+    pane = program.pane
+    number = server.count + 1
+    end = server.end(number)
+    program.send_message("go")
+    deadline = time.perf_counter() + 60
+    while server.count < number:  # typing starts when the server starts sending
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"{program.name} never asked for its reply")
+        time.sleep(0.005)
+    samples: list[float] = []
+    typed = ""
+    done = False
+    while not done:
+        typed += KEYS[len(typed) % len(KEYS)]
+        start = time.perf_counter()
+        pane.type(typed[-1])
+        while True:
+            screen = pane.screen()
+            done = done or end in screen
+            if typed in program.editor(screen):
+                break
+            if time.perf_counter() - start > 10:
+                raise TimeoutError(f"{program.name}: {typed!r} never appeared")
+        samples.append(time.perf_counter() - start)
+    time.sleep(0.5)
+    pane.send(*["BSpace"] * len(typed))  # clear the editor for the next round
+    pane.wait_for(lambda s: typed[:2] not in program.editor(s), timeout=30)
+    return samples
+
+
+def _percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=4)
+    args = parser.parse_args()
+    if not tmux_available():
+        print("tmux is not installed", file=sys.stderr)
+        return 2
+    text = reply_text(TOKENS)
+    tokens = len(text) / 4
+    server = NumberedServer(text)
+    keys: dict[str, list[float]] = {"bare": [], "agentsh": []}
+    cpu: dict[str, list[float]] = {"bare": [], "agentsh": []}
+    lag: dict[str, list[float]] = {"bare": [], "agentsh": []}
+    try:
+        with tempfile.TemporaryDirectory() as tmp_name:
+            tmp = Path(tmp_name)
+            project = tmp / "project"
+            project.mkdir()
+            subprocess.run(["git", "init", "-q", str(project)], check=True)
+            bare_py = tmp / "bare.py"
+            bare_py.write_text(BARE_APP)
+            env = _env(tmp / "home")
+            bare_cmd = [sys.executable, str(bare_py), server.base_url]
+            agentsh_cmd = [sys.executable, "-m", "agentsh", "-m", "openai/test-model",
+                           "--api-base", server.base_url]  # fmt: skip
+            with (
+                TmuxPane(bare_cmd, cwd=project, env=env) as bare_pane,
+                TmuxPane(agentsh_cmd, cwd=project, env=env) as agent_pane,
+            ):
+                bare_pane.wait_for(lambda s: "Message bare" in s, timeout=60)
+                agent_pane.wait_for(lambda s: "Message agentsh" in s, timeout=60)
+                agent_pane.wait_for(lambda s: "loading…" not in s and "│" in s, timeout=120)
+                programs = [Program("bare", bare_pane, 3), Program("agentsh", agent_pane, 4)]
+                # A warm-up round each: the first reply pays one-off costs (imports, caches).
+                for program in programs:
+                    quiet_round(program, server, tokens)
+                for _ in range(args.rounds):
+                    for program in programs:
+                        c, lagged = quiet_round(program, server, tokens)
+                        cpu[program.name].append(c)
+                        lag[program.name].append(lagged)
+                        keys[program.name] += typing_round(program, server)
+    finally:
+        server.close()
+    print(f"{args.rounds} rounds; reply of {tokens:.0f} tokens at {TOKENS_PER_SECOND} tokens/s")
+    for name in ("bare", "agentsh"):
+        samples = [s * 1000 for s in keys[name]]
+        print(f"{name:8s} keystroke p50 {statistics.median(samples):6.0f} ms   "
+              f"p99 {_percentile(samples, 99):6.0f} ms   max {max(samples):6.0f} ms   "
+              f"({len(samples)} keys)")  # fmt: skip
+        print(f"{'':8s} CPU {statistics.median(cpu[name]):.2f} s per 1k tokens   last word "
+              f"{statistics.median(lag[name]) * 1000:5.0f} ms after the last chunk")  # fmt: skip
+    a99 = _percentile([s * 1000 for s in keys["agentsh"]], 99)
+    b99 = _percentile([s * 1000 for s in keys["bare"]], 99)
+    print(f"stream_keystroke_p99_ratio: {a99 / b99:.2f} x")
+    print(f"stream_cpu_per_1k_tokens: {statistics.median(cpu['agentsh']):.2f} s")
+    print(f"stream_last_paint_lag: {statistics.median(lag['agentsh']) * 1000:.0f} ms")
+    print(f"stream_keystroke_p99: {a99:.0f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
