@@ -27,7 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
+from agentsh.context.facts import FILES_CHANGED
 from agentsh.events import ToolOutput
+from agentsh.tools import changes
 from agentsh.tools.base import (
     Effect,
     Tool,
@@ -72,6 +74,9 @@ def strip_ansi(text: str) -> str:
 class BashParams:
     command: str = param("Shell command; runs with bash -c in the working folder.")
     timeout: float | None = param("Seconds before it is stopped. Default 120.", None, minimum=1)
+
+
+_CHANGED_SHOWN = 20  # files named in the output; the details keep up to 200
 
 
 class BashTool(Tool):
@@ -119,12 +124,17 @@ class BashTool(Tool):
             emit=lambda text: ctx.emit(ToolOutput(ctx.call_id, text)),
             secrets=ctx.secrets,
         )
+        # What the command changes on disk is noted for the context's kept facts: tool calls
+        # name the files read and edited, a command's changes are seen only this way.
+        files_before = await changes.snapshot(ctx.cwd)
         started = time.monotonic()
         # The tripwire: whatever the command does to .git/config, the hooks or the project's
         # settings is undone after it (agentsh.tools.protected).
         before = await asyncio.to_thread(snapshot, ctx.project.root)
         try:
-            result = await self._run(params, ctx, sink, timeout_s=timeout, started=started)
+            result = await self._run(
+                params, ctx, sink, timeout_s=timeout, started=started, files_before=files_before
+            )
         finally:
             undone = await asyncio.to_thread(restore, before)
         if undone:
@@ -147,6 +157,7 @@ class BashTool(Tool):
         *,
         timeout_s: float,
         started: float,
+        files_before: changes.TreeSnapshot | None,
     ) -> ToolResult:
         timeout = timeout_s
         loop = asyncio.get_running_loop()
@@ -204,7 +215,7 @@ class BashTool(Tool):
             cancelled.cancel()
             transport.close()
             sink.close()
-        return _result(
+        result = _result(
             sink,
             ending=ending,
             returncode=transport.get_returncode(),
@@ -213,6 +224,17 @@ class BashTool(Tool):
             elapsed=time.monotonic() - started,
             cwd=ctx.cwd,
         )
+        changed = changes.changed_files(files_before, await changes.snapshot(ctx.cwd))
+        if changed:
+            shown = ", ".join(changed[:_CHANGED_SHOWN])
+            if len(changed) > _CHANGED_SHOWN:
+                shown += f" (+{len(changed) - _CHANGED_SHOWN} more)"
+            result = dataclasses.replace(
+                result,
+                content=f"{result.content}\n\n[Files changed by this command: {shown}]",
+                details={**result.details, FILES_CHANGED: changed},
+            )
+        return result
 
 
 class _Protocol(asyncio.SubprocessProtocol):
