@@ -59,12 +59,14 @@ from agentsh.memory.curated import CuratedMemory, MemorySnapshot
 from agentsh.prompt import SystemPrompt
 from agentsh.session.entries import (
     AnyEntry,
+    BranchSummaryEntry,
     EntryAppended,
     MessageEntry,
     ModelChangeEntry,
     Role,
     StopReason,
     ToolCall,
+    Usage,
 )
 from agentsh.session.log import SessionError
 from agentsh.session.session import Session
@@ -156,6 +158,7 @@ class Agent:
         self._tool_cancel = asyncio.Event()
         self._window = window
         self._max_output = max_output
+        self._branch_usage: dict[tuple[str, str], Usage] = {}  # written, not yet attached
         self._count_tokens = count_tokens
         # The server the user chose (--api-base, AGENTSH_API_BASE, [model] api_base): /model
         # keeps it for every model, as the start-up choice does.
@@ -274,7 +277,8 @@ class Agent:
         leaf, newest first within the window minus ``context.reserve_tokens``, tool results
         skipped; the reply is capped at ``context.branch_summary_max_tokens``. Returns "" when
         nothing was left behind. Raises :class:`LLMError` (kind NO_MODEL without a model). The
-        caller attaches the text with :meth:`Session.append_branch_summary`."""
+        caller attaches the text with :meth:`attach_branch_summary`, which records the call's
+        usage with it so the session totals count it."""
         from agentsh.context.branch_summary import (
             abandoned_branch,
             branch_summary_request,
@@ -293,7 +297,17 @@ class Agent:
         messages = branch_summary_request(entries, max_tokens=max_tokens, instructions=instructions)
         model = self.env.settings.model.summary_model or None
         completion = await self.llm.complete(messages, max_tokens=max_tokens, model=model)
-        return completion.text.strip()
+        text = completion.text.strip()
+        self._branch_usage[(from_leaf, text)] = completion.usage
+        return text
+
+    def attach_branch_summary(self, from_leaf: str, text: str) -> BranchSummaryEntry:
+        """Attach a branch summary below the leaf, with the usage of the call that wrote it
+        (when :meth:`summarize_branch` did), and make it durable."""
+        usage = self._branch_usage.pop((from_leaf, text), None)
+        entry = self.session.append_branch_summary(from_leaf, text, usage)
+        self.session.sync()
+        return entry
 
     def read_archive(self, where: str) -> str | None:
         """A compaction's workspace file, through the workspace that wrote it (a session not

@@ -200,6 +200,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="default: the tier the context is in, else summarize",
     )
+    compact.add_argument(
+        "--instructions",
+        metavar="TEXT",
+        help="steer the summary (what to keep or stress); implies summarize when no --tier",
+    )
     compact.add_argument("--json", action="store_true", help="machine-readable output")
     compact.set_defaults(handler="compact")
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from agentsh.events import ContextStatus, Event, Tier
     from agentsh.mcp.state import McpOverview
     from agentsh.memory.curated import MemorySnapshot
+    from agentsh.session.entries import BranchSummaryEntry
     from agentsh.session.session import Session
     from agentsh.tools.approval import Denial
 
@@ -63,8 +64,9 @@ class AgentAPI(Protocol):
         """One user turn: the message is logged, the model and tools run, until ``TurnEnded``."""
         ...
 
-    def compact(self, tier: Tier | None = None) -> AsyncIterator[Event]:
-        """A manual compaction (``/compact``): the tier given, else the one the context is in."""
+    def compact(self, tier: Tier | None = None, instructions: str = "") -> AsyncIterator[Event]:
+        """A manual compaction (``/compact``): the tier given, else the one the context is in
+        (Summarize when ``instructions`` steer the summary)."""
         ...
 
     def cancel(self) -> None:
@@ -83,7 +85,12 @@ class AgentAPI(Protocol):
 
     async def summarize_branch(self, from_leaf: str, instructions: str = "") -> str:
         """A short summary of the branch ``from_leaf`` ended, written by the model ("" when
-        nothing was left behind); the caller attaches it where the user went."""
+        nothing was left behind); the caller attaches it with :meth:`attach_branch_summary`."""
+        ...
+
+    def attach_branch_summary(self, from_leaf: str, text: str) -> BranchSummaryEntry:
+        """Attach the summary where the user went, with the usage of the call that wrote it
+        (counted in the session's tokens and cost)."""
         ...
 
     def set_model(self, model: str) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agentsh.config import Environment, load_environment
+from agentsh.context.engine import SummaryReply
 from agentsh.context.manager import ContextBreakdown, ContextManager
 from agentsh.context.tiers import parse_tier
 from agentsh.errors import EXIT_OK, CliError
@@ -129,14 +130,14 @@ def _manager(
     settings = env.settings
     summary_model = settings.model.summary_model or model
 
-    async def summarize(messages: list[dict[str, Any]], max_tokens: int) -> str:
+    async def summarize(messages: list[dict[str, Any]], max_tokens: int) -> SummaryReply:
         if not summary_model:
             raise RuntimeError(NO_MODEL)
         from agentsh.llm.client import LLMClient
 
         client = LLMClient(summary_model, settings=settings.model, api_base=api_base or None)
         completion = await client.complete(messages, max_tokens=max_tokens)
-        return completion.text
+        return SummaryReply(completion.text, completion.usage)  # counted in the session
 
     return ContextManager(
         session,
@@ -239,7 +240,8 @@ def compact_session(args: argparse.Namespace) -> int:
         manager = _manager(env, session, model, api_base, emit=events.append)
         system, tools, _memory = _prompt_parts(env, session, manager.window)
         manager.note_prompt(system, tools)
-        entry = asyncio.run(manager.compact(tier, manual=True))
+        instructions = getattr(args, "instructions", None) or ""
+        entry = asyncio.run(manager.compact(tier, manual=True, instructions=instructions))
     finally:
         session.close()
     if getattr(args, "json", False):

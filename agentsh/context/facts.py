@@ -216,7 +216,7 @@ class Span:
     first: int
     last: int
     files: tuple[str, ...]
-    summarized: bool
+    summarized: bool | None  # None: some were summarized, some archived (merged old ranges)
 
 
 def archived_spans(
@@ -267,7 +267,9 @@ def _merge(spans: Sequence[Span]) -> list[Span]:
     if len(merged) > ARCHIVE_LINES:
         old = merged[: len(merged) - ARCHIVE_LINES + 1]
         files = tuple(f for s in old for f in s.files)
-        merged = [Span(old[0].first, old[-1].last, files, False), *merged[len(old) :]]
+        kinds = {s.summarized for s in old}
+        summarized = kinds.pop() if len(kinds) == 1 else None
+        merged = [Span(old[0].first, old[-1].last, files, summarized), *merged[len(old) :]]
     return merged
 
 
@@ -296,7 +298,9 @@ def render_archived(spans: Sequence[Span]) -> str:
         turns = f"turn {span.first}"
         if span.last > span.first:
             turns = f"turns {span.first}-{span.last}"
-        if span.summarized and len(span.files) == 1:
+        if span.summarized is None:
+            lines.append(f"- {turns}: archived verbatim or summarized in {_names(span.files)}")
+        elif span.summarized:
             lines.append(f"- {turns}: summarized above (also saved as {_names(span.files)})")
         else:
             lines.append(f"- {turns}: verbatim in {_names(span.files)}")

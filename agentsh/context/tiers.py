@@ -87,3 +87,16 @@ def parse_tier(text: str) -> Tier:
             return tier
     names = ", ".join(t.value for t in ORDER[1:])
     raise ValueError(f"unknown tier {text!r}; choose one of {names}")
+
+
+def parse_compact_args(text: str) -> tuple[Tier | None, str]:
+    """``/compact [tier] [instructions]``: a leading tier name, then free text that steers the
+    summary (anything that is not a tier name is instructions, as in Claude Code)."""
+    words = text.strip().split(maxsplit=1)
+    if not words:
+        return None, ""
+    try:
+        tier = parse_tier(words[0])
+    except ValueError:
+        return None, text.strip()
+    return tier, words[1].strip() if len(words) > 1 else ""

@@ -5,8 +5,9 @@ typed events (text, reasoning and tool-call deltas, :class:`~agentsh.events.Retr
 each backoff) and finishes with exactly one :class:`Completion`: the text, the tool calls
 assembled across chunks (arguments delivered verbatim even when they are not valid JSON: the
 session validates them), usage with cost, and the stop reason. Rate limits, 5xx and network
-failures are retried with exponential backoff and jitter, honouring Retry-After, but only until
-the first delta has been yielded, so output is never duplicated. Every failure surfaces as an
+failures (a stream that ends before its first token included) are retried with exponential
+backoff and jitter, honouring Retry-After, but only until the first delta has been yielded, so
+output is never duplicated. Every failure surfaces as an
 :class:`LLMError` whose kind the agent branches on and whose message a person understands; API
 keys are scrubbed from every message. Closing the generator or cancelling its task closes the
 HTTP stream at once.
@@ -72,6 +73,10 @@ class LLMError(AgentshError):
 
     def __repr__(self) -> str:
         return f"LLMError({self.kind.value!r}, {self.message!r}, status={self.status})"
+
+
+class StreamClosed(AgentshError, ConnectionError):
+    """A streamed reply that ended before its first token or its finish (a dropped link)."""
 
 
 NO_KEY = "agentsh-no-key"  # sent to a custom OpenAI-compatible api_base when no key is set
@@ -409,7 +414,7 @@ def _get(obj: Any, name: str) -> Any:
 class _Assembler:
     """Collects deltas into the final text and tool calls, emitting events as it goes."""
 
-    __slots__ = ("calls", "finish", "slot_of", "text", "thinking", "usage")
+    __slots__ = ("calls", "finish", "slot_of", "spoke", "text", "thinking", "usage")
 
     def __init__(self) -> None:
         self.text: list[str] = []
@@ -418,12 +423,16 @@ class _Assembler:
         self.slot_of: dict[int, int] = {}  # provider index -> position in self.calls
         self.finish: str | None = None
         self.usage: Any = None
+        # Whether anything came from the provider: when its stream breaks off, litellm still
+        # ends it with a made-up "stop" chunk of its own, which carries no delta and no usage.
+        self.spoke = False
 
     def feed(self, chunk: Any) -> list[TextDelta | ThinkingDelta | ToolCallDelta]:
         out: list[TextDelta | ThinkingDelta | ToolCallDelta] = []
         usage = _get(chunk, "usage")
         if usage is not None:
             self.usage = usage
+            self.spoke = True
         choices = _get(chunk, "choices")
         if not choices:
             return out
@@ -434,6 +443,11 @@ class _Assembler:
         delta = _get(choice, "delta")
         if delta is None:
             return out
+        if any(
+            _get(delta, k) is not None
+            for k in ("role", "content", "tool_calls", "reasoning_content")
+        ):
+            self.spoke = True
         reasoning = _get(delta, "reasoning_content")
         if reasoning:
             self.thinking.append(reasoning)
@@ -554,6 +568,10 @@ class LLMClient:
                     async for chunk in response:
                         for event in assembler.feed(chunk):
                             yield event
+                    if not assembler.spoke:
+                        # The stream ended with nothing in it: the connection dropped before
+                        # the first token, which is worth a retry, not an empty answer.
+                        raise StreamClosed("the provider closed the stream before the reply")
                 finally:
                     if response is not None:
                         with contextlib.suppress(Exception):

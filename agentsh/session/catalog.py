@@ -40,7 +40,7 @@ from agentsh.session import log
 from agentsh.session.affinity import rank_sessions
 
 #: bump when the table changes; an older database is dropped and rebuilt from the files
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: tokens count cache reads, and summary calls on compaction entries
 TITLE_CHARS = 80
 FIRST_MESSAGE_CHARS = 500
 BUSY_TIMEOUT_MS = 10_000
@@ -113,8 +113,8 @@ class SessionInfo:
     first_message: str  # the first user message, up to FIRST_MESSAGE_CHARS
     entries: int  # conversation entries (label and leaf records not counted)
     messages: int  # user and assistant messages
-    tokens: int  # sum of input + output tokens over assistant replies
-    cost: float  # USD, sum over assistant replies
+    tokens: int  # input (cache reads included) + output over every model call the file records
+    cost: float  # USD, over the same calls (replies, summaries, branch summaries)
     last_activity: float  # epoch seconds of the newest entry (file mtime if none has a time)
     size_bytes: int
     parent_session: str | None
@@ -517,7 +517,7 @@ _MESSAGE = b'{"type":"message",'
 _ANNOTATIONS = (b'{"type":"leaf",', b'{"type":"label",', b'{"type":"checkpoint",')
 _ENTRY = b'{"type":"'
 _USAGE = re.compile(
-    rb'"usage":\{"input":(\d+),"output":(\d+),"cacheRead":\d+,"cacheWrite":\d+,'
+    rb'"usage":\{"input":(\d+),"output":(\d+),"cacheRead":(\d+),"cacheWrite":\d+,'
     rb'"cost":(-?[0-9.]+(?:[eE][-+]?\d+)?)\}'
 )
 _MODEL = re.compile(rb'"model":"((?:[^"\\]|\\.)*)"')
@@ -607,8 +607,8 @@ class _Scan:
         self.entries += len(kinds) - annotations
         self.messages += kinds.count(b"message")
         if usages:
-            inputs, outputs, costs = zip(*usages, strict=True)
-            self.tokens += sum(map(int, inputs)) + sum(map(int, outputs))
+            inputs, outputs, reads, costs = zip(*usages, strict=True)
+            self.tokens += sum(map(int, inputs)) + sum(map(int, outputs)) + sum(map(int, reads))
             self.cost += sum(map(float, costs))
         if not self.title:
             for found in _USER_LINE.finditer(data):
@@ -635,12 +635,7 @@ class _Scan:
                 last_line = line
                 if not self.title and _USER.match(line):
                     self._take_title(line)
-                if b'"usage":' in line:
-                    if usage := _USAGE.search(line):
-                        self.tokens += int(usage[1]) + int(usage[2])
-                        self.cost += float(usage[3])
-                    else:
-                        self._usage_of(line)
+                self._line_usage(line)
                 if b'"model":"' in line and (found := _MODEL.search(line)):
                     model = found[1]
             elif line.startswith(_ANNOTATIONS):
@@ -648,6 +643,7 @@ class _Scan:
             elif line.startswith(_ENTRY):
                 self.entries += 1
                 last_line = line
+                self._line_usage(line)  # a compaction's or branch summary's model call
             elif line.strip():
                 before = self.model
                 if self._other(line):
@@ -698,8 +694,16 @@ class _Scan:
                 self._take_title(line)
             if isinstance(data.get("model"), str) and data["model"]:
                 self.model = data["model"]
-            self._add_usage(data.get("usage"))
+        self._add_usage(data.get("usage"))
         return True
+
+    def _line_usage(self, line: bytes) -> None:
+        if b'"usage":' in line:
+            if usage := _USAGE.search(line):
+                self.tokens += int(usage[1]) + int(usage[2]) + int(usage[3])
+                self.cost += float(usage[4])
+            else:
+                self._usage_of(line)
 
     def _usage_of(self, line: bytes) -> None:
         data = _json_object(line)
@@ -709,7 +713,7 @@ class _Scan:
     def _add_usage(self, usage: object) -> None:
         if isinstance(usage, dict):
             with contextlib.suppress(TypeError, ValueError):
-                tokens = int(usage.get("input", 0)) + int(usage.get("output", 0))
+                tokens = sum(int(usage.get(k, 0)) for k in ("input", "output", "cacheRead"))
                 cost = float(usage.get("cost", 0.0))
                 self.tokens += tokens
                 self.cost += cost

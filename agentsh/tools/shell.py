@@ -215,7 +215,7 @@ class BashTool(Tool):
             cancelled.cancel()
             transport.close()
             sink.close()
-        result = _result(
+        return _result(
             sink,
             ending=ending,
             returncode=transport.get_returncode(),
@@ -223,18 +223,8 @@ class BashTool(Tool):
             drained=drained,
             elapsed=time.monotonic() - started,
             cwd=ctx.cwd,
+            changed=changes.changed_files(files_before, await changes.snapshot(ctx.cwd)),
         )
-        changed = changes.changed_files(files_before, await changes.snapshot(ctx.cwd))
-        if changed:
-            shown = ", ".join(changed[:_CHANGED_SHOWN])
-            if len(changed) > _CHANGED_SHOWN:
-                shown += f" (+{len(changed) - _CHANGED_SHOWN} more)"
-            result = dataclasses.replace(
-                result,
-                content=f"{result.content}\n\n[Files changed by this command: {shown}]",
-                details={**result.details, FILES_CHANGED: changed},
-            )
-        return result
 
 
 class _Protocol(asyncio.SubprocessProtocol):
@@ -407,6 +397,7 @@ def _result(
     drained: bool,
     elapsed: float,
     cwd: Path,
+    changed: list[str] | None = None,
 ) -> ToolResult:
     text = sink.tail_text()
     cut = truncate_tail(text, max_lines=10**9, max_bytes=sink.max_bytes)
@@ -462,6 +453,14 @@ def _result(
         case _ if returncode:
             is_error = True
             notes.append(f"Command exited with code {returncode}")
+    if changed:
+        # Named for the model (a command's changes show nowhere else) and kept for the
+        # context's facts.
+        details[FILES_CHANGED] = changed
+        shown = ", ".join(changed[:_CHANGED_SHOWN])
+        if len(changed) > _CHANGED_SHOWN:
+            shown += f" (+{len(changed) - _CHANGED_SHOWN} more)"
+        notes.append(f"[Files changed by this command: {shown}]")
     if not body and not notes:
         body = "(no output)"
     content = "\n\n".join(part for part in (body, "\n".join(notes)) if part)

@@ -324,8 +324,7 @@ class BranchNavigator:
             if not text or session is None:
                 await view.note("Nothing to summarize on the branch you left.", "warning")
                 return
-            session.append_branch_summary(old_leaf, text)
-            session.sync()
+            agent.attach_branch_summary(old_leaf, text)
             await self.reproject("branch summary")
         except asyncio.CancelledError:
             await view.note("Branch summary cancelled; you are on the new branch without it.")

@@ -29,6 +29,7 @@ from agentsh.events import (
     StatusChanged,
     TextDelta,
     ThinkingDelta,
+    Tier,
     ToolOutput,
     ToolStarted,
     TurnEnded,
@@ -111,8 +112,7 @@ class TurnView:
                     await self.view.note(f"compaction: {event.note}", "warning")
             case CompactionFailed():
                 if self.compaction is not None:
-                    self.compaction.fail(event.reason)
-                    self.compaction = None
+                    self._compaction_failed(event.reason)
                 else:
                     await self.view.note(f"compaction failed: {event.reason}", "error")
             case Notice():
@@ -191,6 +191,15 @@ class TurnView:
         block.finish(item.output, is_error=item.is_error, diff=item.diff)
         self.chat.set_item(block, item)
 
+    def _compaction_failed(self, reason: str) -> None:
+        """The running line shows the failure, and a remount draws it the same way (its row
+        recorded a compaction of 0 tokens, redrawn as "compacted: 0 → 0 tokens")."""
+        line, self.compaction = self.compaction, None
+        assert line is not None
+        line.fail(reason)
+        text = f"⟲ compaction ({Tier.label_of(line.tier)}) failed: {reason}"
+        self.chat.set_item(line, NoteItem("", text, "error"))
+
     async def _compaction_logged(self, item: CompactionItem) -> None:
         line, self.compaction = self.compaction, None
         if line is None:
@@ -234,8 +243,7 @@ class TurnView:
                 block.finish(block.output or "(cancelled)", is_error=True)
         self.pending.clear()
         if self.compaction is not None:
-            self.compaction.fail("cancelled")
-            self.compaction = None
+            self._compaction_failed("cancelled")
 
     async def close(self) -> None:
         """The stream ended (normally or not): never leave a live widget streaming."""

@@ -235,3 +235,44 @@ async def test_no_tier_fires_below_its_threshold_and_no_two_turns_in_a_row_compa
         if turn - 1 in by_turn:
             assert usage >= cs.truncate_at, (turn, usage)
     assert largest <= window
+
+
+@pytest.mark.asyncio
+async def test_with_auto_compact_off_the_tiers_show_but_only_the_pre_flight_check_acts(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    s = memory_session
+    events: list[Event] = []
+    manager = make_manager(s, window=32_768, events=events, auto_compact=False)
+    n = 0
+    while manager.status().pct < 92:
+        n += 1
+        output = unique_output(1_000, f"f{n}")
+        await drive_turn(manager, s, f"request {n}", [Step("read", {"path": f"f{n}.py"}, output)])
+    assert manager.status().tier is Tier.SUMMARIZE  # the bar still shows the tier
+    assert _started(events) == []
+    # A request that would not fit is still compacted first.
+    big = unique_output(3_000, "big")
+    s.append_message(Role.USER, "one more\n" + big)
+    await manager.prepare("system", [])
+    started = _started(events)
+    assert started and started[0].reason.startswith("pre-flight")
+
+
+@pytest.mark.asyncio
+async def test_summary_instructions_from_the_config_and_from_compact_reach_the_model(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    s = memory_session
+    for n in range(8):
+        add_turn(s, f"turn {n}", [Step("bash", {"command": "ls"}, unique_output(800, f"{n}"))])
+    summarizer = FakeSummarizer()
+    manager = make_manager(
+        s, window=100_000, summarize=summarizer, summary_instructions="Keep every TODO."
+    )
+    assert await manager.compact(instructions="Focus on the parser decisions.") is not None
+    prompt = summarizer.last_prompt
+    assert (
+        "<instructions>\nKeep every TODO.\n\nFocus on the parser decisions.\n</instructions>"
+        in (prompt)
+    )

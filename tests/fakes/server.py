@@ -23,7 +23,8 @@ JSON list of replies, each one of::
     {"error": {"status": 429, "message": "...",    an HTTP error; "body" replaces the JSON body,
                "retry_after": "2", "code": "..."}} "retry_after" sets the Retry-After header
     {"overflow": true}                             OpenAI's 400 context_length_exceeded error
-    {"hangup": true, "after_chunks": 3}            close the connection mid-stream (0: at once)
+    {"hangup": true, "after_chunks": 3}            close the connection mid-stream (0: at once;
+                                                   "opened": true starts the stream first)
 
 Text is cut into pieces of 1-5 word-ish tokens with a seeded random generator, so streams are
 irregular but reproducible. Usage, unless scripted, is chars/4 of the request and of the reply.
@@ -114,10 +115,13 @@ class ErrorReply:
 
 @dataclass(frozen=True, slots=True)
 class Hangup:
-    """Close the connection: at once (``after_chunks=0``) or after that many stream chunks."""
+    """Close the connection: at once (``after_chunks=0``) or after that many stream chunks.
+    ``opened``: answer 200 and start the event stream before closing, as a provider whose
+    connection drops before the first token does."""
 
     after_chunks: int = 0
     text: str = "partial reply that never finishes"
+    opened: bool = False
 
 
 def overflow_error(tokens: int = 200_000, window: int = 128_000) -> ErrorReply:
@@ -186,7 +190,9 @@ def reply_from_json(item: Any) -> AnyReply:
     if item.get("overflow"):
         return overflow_error()
     if item.get("hangup"):
-        return Hangup(after_chunks=int(item.get("after_chunks", 0)))
+        return Hangup(
+            after_chunks=int(item.get("after_chunks", 0)), opened=bool(item.get("opened", False))
+        )
     if "error" in item:
         err = item["error"]
         if not isinstance(err, Mapping):
@@ -421,7 +427,7 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                         headers["Retry-After"] = reply.retry_after
                     ctype = "text/plain" if isinstance(reply.body, str) else "application/json"
                     self._send(reply.status, reply.body_bytes(), ctype, headers)
-                case Hangup(after_chunks=0):
+                case Hangup(after_chunks=0, opened=False):
                     self._hang_up()
                 case Hangup():
                     self._start_stream()

@@ -163,6 +163,23 @@ async def test_a_connection_dropped_before_any_output_is_retried(
 
 
 @pytest.mark.asyncio
+async def test_a_stream_closed_before_its_first_token_is_retried(
+    scripted_server: ScriptedServer,
+    llm_client_factory: Callable[..., LLMClient],
+    fake_sleep: FakeSleep,
+) -> None:
+    """The provider answered 200, started the event stream and the connection dropped: the
+    stream simply ended, and an empty reply was taken for the answer."""
+    scripted_server.script(Hangup(opened=True), "recovered")
+
+    items = await collect(llm_client_factory())
+
+    assert [i.reason for i in items if isinstance(i, Retrying)] == ["network error"]
+    assert isinstance(items[-1], Completion) and items[-1].text == "recovered"
+    assert len(scripted_server.requests) == 2
+
+
+@pytest.mark.asyncio
 async def test_a_connection_dropped_after_output_began_is_not_retried(
     scripted_server: ScriptedServer,
     llm_client_factory: Callable[..., LLMClient],

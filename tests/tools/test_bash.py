@@ -212,7 +212,8 @@ async def test_cancel_stops_the_group_and_keeps_what_was_printed(
         assert result.is_error and result.details["aborted"] is True
         assert result.content.startswith("started\n")
         assert result.content.endswith(
-            "Command aborted by the user; the output above is what it printed."
+            "Command aborted by the user; the output above is what it printed.\n"
+            "[Files changed by this command: child.pid]"  # the command wrote it
         )
         assert await wait_gone(child), "the child sleep survived the cancel"
     finally:

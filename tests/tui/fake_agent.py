@@ -26,7 +26,7 @@ from agentsh.events import (
     TurnStarted,
 )
 from agentsh.memory.curated import MemorySnapshot
-from agentsh.session.entries import AnyEntry, EntryAppended, Role, StopReason
+from agentsh.session.entries import AnyEntry, BranchSummaryEntry, EntryAppended, Role, StopReason
 from agentsh.session.session import Session
 
 Script = Callable[["FakeAgent", str], AsyncIterator[Event]]
@@ -62,6 +62,7 @@ class FakeAgent:
         self.cancelled = 0
         self.runs: list[str] = []
         self.compactions: list[Tier | None] = []
+        self.compaction_instructions: list[str] = []
         # None: the memory pane shows the files without comparing (as before the agent loads)
         self.snapshot: MemorySnapshot | None = None
 
@@ -99,8 +100,11 @@ class FakeAgent:
     def cancel(self) -> None:
         self.cancelled += 1
 
-    async def compact(self, tier: Tier | None = None) -> AsyncIterator[Event]:
+    async def compact(
+        self, tier: Tier | None = None, instructions: str = ""
+    ) -> AsyncIterator[Event]:
         self.compactions.append(tier)
+        self.compaction_instructions.append(instructions)
         async for event in self._announcing(self.compaction_events(tier)):
             yield event
 
@@ -126,6 +130,11 @@ class FakeAgent:
 
     async def summarize_branch(self, from_leaf: str, instructions: str = "") -> str:
         return ""
+
+    def attach_branch_summary(self, from_leaf: str, text: str) -> BranchSummaryEntry:
+        entry = self.session.append_branch_summary(from_leaf, text)
+        self.session.sync()
+        return entry
 
     def read_archive(self, where: str) -> str | None:
         try:

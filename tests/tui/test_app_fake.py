@@ -865,7 +865,7 @@ async def test_continue_and_resume_by_prefix_open_the_right_session(
         assert not app.query(UserMessage)
 
 
-async def test_compact_shows_one_collapsed_line_and_rejects_unknown_tiers(
+async def test_compact_shows_one_collapsed_line_and_passes_its_instructions(
     make_app: MakeApp,
 ) -> None:
     from agentsh.events import CompactionFinished, CompactionStarted, Tier
@@ -884,25 +884,41 @@ async def test_compact_shows_one_collapsed_line_and_rejects_unknown_tiers(
             self.session.append(entry)
             yield CompactionFinished(entry.id, Tier.SUMMARIZE, 142_000, 31_000, "ws/001.md")
 
-    app = make_app(factory=lambda _e, s, _o: CompactingAgent(s))
+    agents: list[CompactingAgent] = []
+
+    def factory(_e: object, s: Session, _o: object) -> CompactingAgent:
+        agents.append(CompactingAgent(s))
+        return agents[-1]
+
+    app = make_app(factory=factory)
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(pilot, app)
         await pilot.press(*"hello", "enter")
         await wait_for(
             pilot, lambda: not app.controller.turn_running and bool(app.query(AssistantMessage))
         )
-        await pilot.press(*"/compact bogus", "enter")
-        await wait_for(pilot, lambda: any("Unknown tier" in n.text for n in app.query(NoteLine)))
-        await pilot.press(*"/compact summarize", "enter")
+        # Anything that is not a tier name steers the summary, as in Claude Code.
+        await pilot.press(*"/compact summarize keep the parser decisions", "enter")
         await wait_for(
             pilot, lambda: bool(app.query(CompactionLine)) and not app.controller.turn_running
         )
+        (agent,) = agents
+        assert agent.compactions == [Tier.SUMMARIZE]
+        assert agent.compaction_instructions == ["keep the parser decisions"]
         line = app.query_one(CompactionLine)
         assert line.tokens_before == 142_000 and line.tokens_after == 31_000
         assert "Active Task" in line.summary and not line.expanded
         line.focus()
         await pilot.press("enter")
         assert line.expanded
+        await pilot.press("ctrl+l")
+        app.controller.prompt.text = "/compact focus on the failing test"
+        await pilot.press("enter")
+        await wait_for(
+            pilot, lambda: len(agent.compactions) == 2 and not app.controller.turn_running
+        )
+        assert agent.compactions[1] is None
+        assert agent.compaction_instructions[1] == "focus on the failing test"
 
 
 async def test_a_compaction_that_falls_back_shows_the_tier_that_ran(make_app: MakeApp) -> None:
@@ -939,6 +955,32 @@ async def test_a_compaction_that_falls_back_shows_the_tier_that_ran(make_app: Ma
         line = app.query_one(CompactionLine)
         shown = str(line.render())
         assert "MoveToWorkspace" in shown and "Summarize" not in shown
+
+
+async def test_a_failed_compaction_is_not_redrawn_as_a_finished_one(make_app: MakeApp) -> None:
+    """The chat remounts rows from what they recorded: a failed compaction's row still said
+    "compacting", and came back as "compacted (MoveToWorkspace): 0 → 0 tokens"."""
+    from agentsh.events import CompactionFailed, CompactionStarted, Tier
+    from agentsh.tui.widgets.messages import CompactionLine
+
+    class FailingAgent(FakeAgent):
+        async def compaction_events(self, tier: Tier | None = None) -> AsyncIterator[Event]:
+            yield CompactionStarted(Tier.MOVE_TO_WORKSPACE, "manual")
+            yield CompactionFailed(Tier.MOVE_TO_WORKSPACE, "the workspace is read-only")
+
+    app = make_app(factory=lambda _e, s, _o: FailingAgent(s))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot, app)
+        await pilot.press(*"/compact", "enter")
+        await wait_for(
+            pilot, lambda: bool(app.query(CompactionLine)) and not app.controller.turn_running
+        )
+        chat = app.query_one(ChatView)
+        line = app.query_one(CompactionLine)
+        (row,) = [r for r in chat.rows if r.widget is line]
+        again = chat.build(row.item)  # what a remount draws: it was "compacted: 0 → 0 tokens"
+        assert isinstance(again, NoteLine), again
+        assert "failed" in again.text and "read-only" in again.text
 
 
 async def test_a_provider_error_mid_reply_is_shown_in_place(make_app: MakeApp) -> None:
@@ -982,7 +1024,8 @@ async def test_the_send_key_can_be_remapped(project: Path, make_app: MakeApp) ->
 
 
 async def test_help_in_the_chat_shows_every_command_with_its_summary(make_app: MakeApp) -> None:
-    # `/compact [tier|undo]`: an unescaped "|" split that row and dropped its summary.
+    # `/compact [tier] [instructions] | undo`: an unescaped "|" split that row and dropped its
+    # summary.
     app = make_app()
     async with app.run_test(size=(120, 60)) as pilot:
         await ready(pilot, app)

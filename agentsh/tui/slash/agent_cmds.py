@@ -42,19 +42,13 @@ async def compact(ctx: CommandContext, arg: str) -> None:
     if arg.strip().lower() == "undo":
         await _undo_compaction(ctx)
         return
-    tier: Tier | None = None
-    if arg:
-        try:
-            tier = Tier(arg.strip().lower().replace("-", "_"))
-            if tier is Tier.NONE:
-                raise ValueError(arg)
-        except ValueError:
-            names = ", ".join(t.value for t in Tier if t is not Tier.NONE)
-            await ctx.view.note(f"Unknown tier {arg!r}; use one of {names}.", "error")
-            return
+    from agentsh.context.tiers import parse_compact_args
+
+    # /compact [tier] [instructions]: free text steers the summary (as in Claude Code).
+    tier, instructions = parse_compact_args(arg)
     agent = ctx.current.agent
     assert agent is not None  # Need.AGENT
-    ctx.run_events(agent.compact(tier))
+    ctx.run_events(agent.compact(tier, instructions))
 
 
 async def _undo_compaction(ctx: CommandContext) -> None:

@@ -19,10 +19,10 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("model", "Show or switch the model", agent_cmds.model, "[model]"),
     SlashCommand(
         "compact",
-        "Compact the context now (tier: move_to_workspace, summarize or truncate); "
-        "undo restores the context from before the newest compaction",
+        "Compact the context now (tier: move_to_workspace, summarize or truncate; any other "
+        "text steers the summary); undo restores the context from before the newest compaction",
         agent_cmds.compact,
-        "[tier|undo]",
+        "[tier] [instructions] | undo",
         needs=frozenset({IDLE, AGENT, WRITABLE}),
         choices=agent_cmds.COMPACT_CHOICES,
     ),

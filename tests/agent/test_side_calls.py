@@ -1,0 +1,111 @@
+"""Every model call counts: the summary and branch-summary calls are in the session's tokens and
+cost (status bar, the catalog), and a huge request is refused before it is sent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentsh.events import CompactionFinished, ErrorKind, ErrorOccurred, Tier, TurnEnded
+from agentsh.paths import UserPaths
+from agentsh.session.catalog import Catalog
+from agentsh.session.entries import BranchSummaryEntry, CompactionEntry, Role
+from agentsh.session.session import Session
+from tests.agent.test_agent_loop import AgentFactory, collect, make_agent
+from tests.context.conftest import GOOD_SUMMARY
+from tests.fakes.server import Reply, ScriptedServer
+
+__all__ = ["make_agent"]  # the fixture, imported for pytest
+
+WORDS = " ".join(f"w{i}" for i in range(400))
+
+
+def _priced(project: Path) -> None:
+    (project / ".agentsh").mkdir(exist_ok=True)
+    (project / ".agentsh" / "config.toml").write_text(
+        "[model]\ninput_cost_per_mtok = 1.0\noutput_cost_per_mtok = 2.0\n"
+        "[context]\nsummarize_keep_turns = 1\n"
+    )
+
+
+@pytest.mark.asyncio
+async def test_a_summary_call_counts_in_session_tokens_cost_and_the_catalog(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, project: Path
+) -> None:
+    _priced(project)
+    usage = {"prompt_tokens": 1_000, "completion_tokens": 100}
+    scripted_server.script(
+        Reply(text=f"first {WORDS}", usage=usage),
+        Reply(text=f"second {WORDS}", usage=usage),
+        Reply(
+            text=GOOD_SUMMARY.format(n=1), usage={"prompt_tokens": 5_000, "completion_tokens": 300}
+        ),
+    )
+    agent = make_agent()
+    await collect(agent.run("one"))
+    await collect(agent.run("two"))
+    before = agent.status()
+    events = await collect(agent.compact(Tier.SUMMARIZE))
+    (done,) = [e for e in events if isinstance(e, CompactionFinished)]
+    entry = agent.session.get(done.entry_id)
+    assert isinstance(entry, CompactionEntry) and entry.usage is not None
+    assert (entry.usage.input_tokens, entry.usage.output_tokens) == (5_000, 300)
+    after = agent.status()
+    assert after.session_input_tokens == before.session_input_tokens + 5_000
+    assert after.session_output_tokens == before.session_output_tokens + 300
+    assert abs(after.session_cost - (before.session_cost + 0.005 + 0.0006)) < 1e-9
+    agent.session.sync()
+    [info] = Catalog(UserPaths.from_env()).list(project)
+    assert info.tokens == 2 * 1_100 + 5_300
+    assert abs(info.cost - after.session_cost) < 1e-9
+
+
+@pytest.mark.asyncio
+async def test_a_branch_summary_call_counts_in_session_tokens(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, project: Path
+) -> None:
+    _priced(project)
+    scripted_server.script(
+        Reply(text="answer one", usage={"prompt_tokens": 100, "completion_tokens": 10}),
+        Reply(text="a short summary", usage={"prompt_tokens": 700, "completion_tokens": 40}),
+    )
+    agent = make_agent()
+    root_leaf = agent.session.leaf_id
+    await collect(agent.run("explore an idea"))
+    left = agent.session.leaf_id
+    assert left is not None
+    agent.session.move_leaf(root_leaf)
+    before = agent.status()
+    text = await agent.summarize_branch(left)
+    entry = agent.attach_branch_summary(left, text)
+    assert isinstance(entry, BranchSummaryEntry) and entry.usage is not None
+    after = agent.status()
+    assert after.session_input_tokens == before.session_input_tokens + 700
+    assert after.session_output_tokens == before.session_output_tokens + 40
+    # It survives a reload (the entry carries the usage).
+    reopened = Session.open(agent.session.path, lock=False)
+    found = [e for e in reopened.tree.nodes.values() if isinstance(e, BranchSummaryEntry)]
+    assert found[0].usage == entry.usage
+
+
+@pytest.mark.asyncio
+async def test_a_request_too_big_for_the_window_is_not_sent(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, project: Path
+) -> None:
+    """Compaction cannot help a first message larger than the window: it used to be sent
+    anyway (a 750k-token prompt, read and refused by the provider)."""
+    (project / ".agentsh").mkdir()
+    (project / ".agentsh" / "config.toml").write_text("[model]\nwindow = 20000\n")
+    agent = make_agent()
+    huge = " ".join(f"line{i}" for i in range(40_000))
+    events = await collect(agent.run(huge))
+    errors = [e for e in events if isinstance(e, ErrorOccurred)]
+    assert errors and errors[0].kind is ErrorKind.CONTEXT_OVERFLOW
+    assert "not sent" in errors[0].message and "/compact" in errors[0].message
+    assert isinstance(events[-1], TurnEnded) and events[-1].outcome.value == "error"
+    assert scripted_server.requests == []
+    # The request stays in the log, and the session can go on after /compact or /new.
+    assert [
+        m.content for m in agent.session.current_path() if getattr(m, "role", None) is Role.USER
+    ] == [huge]

@@ -1,0 +1,114 @@
+"""The facts code keeps at every compaction: the newest request, the files, the last error and a
+bounded list of archived turns."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentsh.context.summary import SummaryDoc
+from agentsh.events import Tier
+from agentsh.session.entries import CompactionEntry, Usage
+from agentsh.session.session import Session
+from tests.context.builders import SYSTEM, Step, add_turn, unique_output
+from tests.context.conftest import ManagerFactory
+
+W = 100_000
+
+
+def _newest_compaction(s: Session) -> CompactionEntry:
+    return next(e for e in reversed(s.current_path()) if isinstance(e, CompactionEntry))
+
+
+@pytest.mark.asyncio
+async def test_the_active_task_is_the_newest_request_after_every_kind_of_compaction(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    """A pruning-only compaction used to copy the previous summary, whose Active Task named the
+    request of an earlier compaction while the newest sat below it."""
+    s = memory_session
+    for i in range(8):
+        add_turn(
+            s, f"old request {i}", [Step("bash", {"command": "ls"}, unique_output(900, f"{i}"))]
+        )
+    manager = make_manager(s, window=W)
+    assert await manager.compact(Tier.SUMMARIZE) is not None
+    same = unique_output(12_000, "same")  # the same long output, six times: pruning is enough
+    for i in range(6):
+        usage = Usage(input_tokens=82_000) if i == 5 else None
+        add_turn(s, f"newer request {i}", [Step("bash", {"command": "make"}, same)], usage=usage)
+    await manager.prepare(SYSTEM, [])
+    entry = _newest_compaction(s)
+    assert entry.workspace_file.endswith("001-summary.md")  # nothing was cut: pruning only
+    assert entry.replacements
+    doc = SummaryDoc.parse(entry.summary)
+    assert doc.sections["Active Task"] == "newer request 5"
+
+
+@pytest.mark.asyncio
+async def test_one_archived_turn_is_one_turn_and_archives_are_a_bounded_merged_list(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    """ "1 earlier turn were moved", and a pointer of ~250 characters of absolute path per
+    compaction, without bound."""
+    s = memory_session
+    manager = make_manager(s, window=W, move_to_workspace_keep_turns=1, summarize_keep_turns=1)
+    add_turn(s, "first", [Step("read", {"path": "a.py"}, unique_output(500, "a"))])
+    add_turn(s, "second", [])
+    first = await manager.compact(Tier.MOVE_TO_WORKSPACE)
+    assert first is not None
+    assert "were moved" not in first.summary
+    assert "- turn 1: verbatim in `001-archive.md`" in first.summary
+    sizes = []
+    for n in range(20):
+        add_turn(s, f"more {n}", [Step("read", {"path": f"m{n}.py"}, unique_output(500, f"m{n}"))])
+        tier = Tier.SUMMARIZE if n % 5 == 4 else Tier.MOVE_TO_WORKSPACE
+        entry = await manager.compact(tier)
+        assert entry is not None
+        archived = entry.summary.split("## Archived Turns\n", 1)[1]
+        sizes.append(len(archived))
+        lines = archived.strip().splitlines()
+        assert len(lines) <= 7  # the folder, then at most six ranges
+        assert archived.count("/") <= lines[0].count("/")  # the folder is named once
+    assert max(sizes) < 7 * 100  # bounded, not one growing line per compaction
+    assert "- turns 1-" in entry.summary and "(" in entry.summary
+
+
+@pytest.mark.asyncio
+async def test_the_last_error_survives_compactions_until_a_newer_one(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    s = memory_session
+    manager = make_manager(s, window=W, move_to_workspace_keep_turns=1, summarize_keep_turns=1)
+    trace = "Traceback (most recent call last):\n" + "  frame\n" * 60 + "ValueError: bad widget 7"
+    add_turn(
+        s,
+        "run the tests",
+        [Step("bash", {"command": "pytest -q"}, trace, is_error=True, details={"exit_code": 1})],
+    )
+    add_turn(s, "look elsewhere", [Step("read", {"path": "b.py"}, unique_output(400, "b"))])
+    for tier in (Tier.MOVE_TO_WORKSPACE, Tier.SUMMARIZE, Tier.TRUNCATE):
+        add_turn(s, f"go on {tier}", [Step("read", {"path": "c.py"}, unique_output(400, "c"))])
+        entry = await manager.compact(tier)
+        assert entry is not None
+        error = SummaryDoc.parse(entry.summary).sections["Last Error"]
+        assert error.startswith("`pytest -q` (bash) -> exit 1")
+        assert "ValueError: bad widget 7" in error and error.count("  frame") <= 30
+    add_turn(
+        s,
+        "once more",
+        [
+            Step(
+                "bash",
+                {"command": "make"},
+                "make: *** [all] Error 2",
+                is_error=True,
+                details={"exit_code": 2},
+            ),
+            Step("bash", {"command": "make"}, "ok", details={"exit_code": 0}),
+        ],
+    )
+    add_turn(s, "and then", [])
+    entry = await manager.compact(Tier.TRUNCATE)
+    assert entry is not None
+    error = SummaryDoc.parse(entry.summary).sections["Last Error"]
+    assert "make: *** [all] Error 2" in error and "A later run of the same call succeeded" in error
