@@ -55,6 +55,12 @@ class ModelSettings:
     window: int = _num(0, lo=0, doc="context window override in tokens; 0 = from litellm")
     input_cost_per_mtok: float = _num(-1.0, lo=-1.0, doc="USD per 1M input tokens; -1 = litellm")
     output_cost_per_mtok: float = _num(-1.0, lo=-1.0, doc="USD per 1M output tokens; -1 = litellm")
+    cache_read_cost_per_mtok: float = _num(
+        -1.0, lo=-1.0, doc="USD per 1M cache-read tokens; -1 = litellm's, or 0.1x the input price"
+    )
+    cache_write_cost_per_mtok: float = _num(
+        -1.0, lo=-1.0, doc="USD per 1M cache-write tokens; -1 = litellm's, or 1.25x the input price"
+    )
     max_output_tokens: int = _num(0, lo=0, doc="0 = provider default")
     request_timeout_s: float = _num(600.0, lo=1.0, doc="seconds before a model call is abandoned")
     max_retries: int = _num(3, lo=0, hi=20, doc="retries on 429, 5xx and network errors")

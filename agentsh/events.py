@@ -78,9 +78,11 @@ class ContextStatus:
     pct: float = 0.0
     tier: Tier = Tier.NONE
     estimated: bool = False  # True until a provider reply anchors the count
-    session_input_tokens: int = 0
+    session_input_tokens: int = 0  # cache reads included
     session_output_tokens: int = 0
     session_cost: float = 0.0
+    session_cache_read_tokens: int = 0  # of session_input_tokens, read from the prompt cache
+    session_cache_write_tokens: int = 0
     compactions: int = 0
     paused: bool = False  # anti-thrashing paused automatic compaction
     branch_index: int = 1

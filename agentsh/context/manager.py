@@ -53,6 +53,7 @@ from agentsh.events import (
     NoticeLevel,
     StatusChanged,
     Tier,
+    UsageReported,
 )
 from agentsh.llm.tokens import estimate_tokens
 from agentsh.paths import UserPaths
@@ -204,6 +205,8 @@ class ContextManager:
             session_input_tokens=totals.input_tokens,
             session_output_tokens=totals.output_tokens,
             session_cost=totals.cost,
+            session_cache_read_tokens=totals.cache_read_tokens,
+            session_cache_write_tokens=totals.cache_write_tokens,
             compactions=self.accounting.view().compactions_on_path,
             paused=self.paused,
             branch_index=branch.index,
@@ -450,6 +453,17 @@ class ContextManager:
         self.problem = ""
         self._failed_turn = None
         self._memory_flushed = False
+        usage = outcome.entry.usage
+        if usage is not None:  # the summary call (and a memory save): counted like any reply
+            self.emit(
+                UsageReported(
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.cache_read_tokens,
+                    usage.cache_write_tokens,
+                    usage.cost,
+                )
+            )
         if not manual:
             if outcome.saved_fraction < self.settings.context.strike_min_saving:
                 self._strike(outcome.tokens_after)

@@ -147,7 +147,8 @@ def cap_messages(messages: Sequence[Message], max_messages: int) -> tuple[list[M
     The system message, the summary block and the newest user message are pinned (in one
     long turn of many tool calls, dropping the request that opened it would leave the model
     working without its task); the oldest other groups go first, a group being an assistant
-    message with its tool results (never split) or a single message. When something was
+    message with its tool results (never split) or a single message, half the limit at a time
+    (so the start of the request stays the same for many requests). When something was
     dropped, a one-line user note says so, so the model knows the start is gone.
     """
     pinned: list[Message] = []
@@ -171,17 +172,20 @@ def cap_messages(messages: Sequence[Message], max_messages: int) -> tuple[list[M
         (i for i in range(len(groups) - 1, -1, -1) if groups[i][0].get("role") == "user"), None
     )
     held: list[Message] = []
-    total = len(rest)
     dropped = 0
     budget -= 1  # room for the note
-    while groups and total > budget and len(groups) > 1:
+    # The cut moves in whole chunks of half the budget, so the requests that follow keep the
+    # same start (a provider's prompt cache reuses it) until the next chunk must go; dropping
+    # one group per request changed the start of every request past the limit.
+    chunk = max(1, budget // 2)
+    need = -(-(len(rest) - budget) // chunk) * chunk
+    while groups and dropped < need and len(groups) > 1:
         group = groups.pop(0)
         if request is not None:
             request -= 1
             if request == -1:  # the newest request stays, just after the note
                 held = group
                 continue
-        total -= len(group)
         dropped += len(group)
     note: Message = {
         "role": "user",

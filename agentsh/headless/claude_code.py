@@ -51,9 +51,9 @@ def usage_json(
     input_tokens: int, output_tokens: int, cache_read: int, cache_write: int
 ) -> dict[str, Any]:
     """Anthropic's usage object: ``input_tokens`` excludes what was read from or written to
-    the cache, as in agentsh's own accounting."""
+    the cache (agentsh's own ``input_tokens`` excludes the reads but holds the writes)."""
     return {
-        "input_tokens": input_tokens,
+        "input_tokens": max(0, input_tokens - cache_write),
         "cache_creation_input_tokens": cache_write,
         "cache_read_input_tokens": cache_read,
         "output_tokens": output_tokens,
@@ -240,7 +240,7 @@ class ClaudeCodeStream:
             ),
             "modelUsage": {
                 self.model: {
-                    "inputTokens": totals.input_tokens,
+                    "inputTokens": max(0, totals.input_tokens - totals.cache_write),
                     "outputTokens": totals.output_tokens,
                     "cacheReadInputTokens": totals.cache_read,
                     "cacheCreationInputTokens": totals.cache_write,

@@ -109,6 +109,24 @@ def key_env_var(model: str) -> str | None:
     return _KEY_ENV_BY_PREFIX.get(provider_of(model))
 
 
+# Providers that cache a prompt only where the request marks it (``cache_control``), for the
+# Claude models they serve. OpenAI, DeepSeek, xAI and Gemini 2.5+ cache a stable prefix by
+# themselves (litellm's docs advise against explicit markers on Gemini).
+_MARKED_CACHE_PROVIDERS = (
+    "anthropic",
+    "bedrock",
+    "vertex_ai",
+    "azure_ai",
+    "openrouter",
+    "databricks",
+)
+
+
+def needs_cache_markers(model: str) -> bool:
+    """Whether requests to ``model`` must carry prompt-cache markers to be cached at all."""
+    return provider_of(model) in _MARKED_CACHE_PROVIDERS and "claude" in model.lower()
+
+
 def is_local(model: str) -> bool:
     return provider_of(model) in _LOCAL_PROVIDERS
 

@@ -3,10 +3,11 @@
 Pure functions, no widgets: the bar renders what the core computed and computes nothing about
 the context itself; this module only decides how to *show* it. Fields are segments with a drop
 rank; when the line is too wide the lowest-ranked segment goes first, in this fixed order: the
-bar graphic, the MCP tool definitions' share (``mcp 4.2k``), the compaction count, the model's
-provider prefix (``anthropic/``), the session tokens, the branch position, the session cost,
-and last the model name (cut with an ellipsis). The current context figure, the tier name,
-"auto-compaction paused" and a problem are never dropped (a long problem is shortened).
+bar graphic, the MCP tool definitions' share (``mcp 4.2k``), the compaction count and the
+prompt-cache share, the model's provider prefix (``anthropic/``), the session tokens, the
+branch position, the session cost, and last the model name (cut with an ellipsis). The current
+context figure, the tier name, "auto-compaction paused" and a problem are never dropped (a long
+problem is shortened).
 
 Styles are Textual style strings with theme variables (``$success``...), so every theme works.
 """
@@ -71,6 +72,13 @@ def session_tokens(status: ContextStatus) -> int:
     return status.session_input_tokens + status.session_output_tokens
 
 
+def cache_share(status: ContextStatus) -> float:
+    """Percent of the session's input tokens the provider read from its prompt cache."""
+    if status.session_input_tokens <= 0:
+        return 0.0
+    return 100.0 * status.session_cache_read_tokens / status.session_input_tokens
+
+
 def human_cost(value: float) -> str:
     if value <= 0:
         return "$0.00"
@@ -126,6 +134,9 @@ def segments(status: ContextStatus, *, loading: bool = False) -> list[Segment]:
     if total or status.session_cost:
         out.append(Segment("session_tokens", (Part(f"Σ {human_tokens(total)} tok", ""),), 4))
         out.append(Segment("cost", (Part(human_cost(status.session_cost), "$secondary"),), 6))
+    if status.session_cache_read_tokens:
+        share = f"cache {cache_share(status):.0f} %"
+        out.append(Segment("cache", (Part(share, "$secondary"),), 2))
     if status.compactions:
         word = "compaction" if status.compactions == 1 else "compactions"
         out.append(Segment("compactions", (Part(f"{status.compactions} {word}", ""),), 2))

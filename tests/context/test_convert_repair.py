@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from agentsh.context.preflight import cap_messages, truncate_tool_results
 from agentsh.context.repair import (
     CANCELLED,
     INTERRUPTED,
+    Message,
     pair_problems,
     repair_messages,
     tool_message,
@@ -293,3 +295,19 @@ def test_bounded_buffer_keeps_the_request_of_a_long_turn() -> None:
     assert {"role": "user", "content": "older"} not in capped
     assert capped[3]["role"] == "assistant" and pair_problems(capped) == []
     assert capped[-1] == body[-1]
+
+
+def test_the_guard_cuts_in_whole_chunks_so_consecutive_requests_share_their_prefix() -> None:
+    """Dropping one group per request changed the start of every request past 100 messages:
+    a provider's prompt cache could reuse nothing of them."""
+    system: Message = {"role": "system", "content": "S"}
+    grown: list[Message] = [system]
+    requests: list[list[Message]] = []
+    for n in range(200):
+        grown.append({"role": "user" if n % 2 == 0 else "assistant", "content": f"m{n}"})
+        if n % 2 == 0:
+            capped, _dropped = cap_messages(grown, 100)
+            assert len(capped) <= 101
+            requests.append(capped)
+    breaks = sum(1 for a, b in itertools.pairwise(requests) if b[: len(a)] != a)
+    assert breaks <= 3  # the cut moved 50 messages at a time, not at every request

@@ -6,7 +6,10 @@ from a queue of replies that the test scripts up front, streaming (SSE chunks, t
 deltas, a usage chunk when ``stream_options.include_usage`` is set, ``data: [DONE]``) or as one
 JSON body. It records every request (parsed body and headers) so a test can assert what agentsh
 sent, notices when a client hangs up in the middle of a stream, and answers a clear 500 when the
-script runs out. The same server runs as a process for end-to-end tests::
+script runs out. It also speaks the Anthropic Messages API (``POST /v1/messages``, with a
+simulated prompt cache: :mod:`tests.fakes.anthropic`) from the same script, for a model string
+like ``anthropic/claude-...`` pointed at it. The same server runs as a process for end-to-end
+tests::
 
     python -m tests.fakes.server --script replies.json [--port 0] [--log requests.jsonl]
 
@@ -48,6 +51,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TextIO
+
+from tests.fakes import anthropic
 
 # ---------------------------------------------------------------------------------------------
 # Replies
@@ -167,6 +172,11 @@ class RecordedRequest:
     def stream(self) -> bool:
         return isinstance(self.body, dict) and bool(self.body.get("stream"))
 
+    @property
+    def anthropic(self) -> bool:
+        """A request to the Anthropic Messages API (``/v1/messages``)."""
+        return self.path.split("?")[0].rstrip("/").endswith("/messages")
+
     def to_json(self) -> dict[str, Any]:
         return {
             "method": self.method,
@@ -270,6 +280,7 @@ class ScriptedServer:
         self._served = 0
         self.model = model
         self.requests: list[RecordedRequest] = []
+        self.prompt_cache = anthropic.PromptCache()  # for /v1/messages
         self.disconnects = 0  # streams the client abandoned before the end
         self.disconnected = threading.Event()
         self._log = log
@@ -392,7 +403,7 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 body=body,
             )
             number = server._record(request)
-            if not self.path.rstrip("/").endswith("/chat/completions"):
+            if not request.anthropic and not self.path.rstrip("/").endswith("/chat/completions"):
                 self._json(404, {"error": {"message": f"no route {self.path}"}})
                 return
             try:
@@ -437,10 +448,51 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                             break
                         self._event(self._chunk({"content": piece}))
                     self._hang_up()
+                case Reply() if request.anthropic:
+                    self._anthropic(request, reply)
                 case Reply() if request.stream:
                     self._stream(request, reply)
                 case Reply():
                     self._json(200, self._full(request, reply))
+
+        def _anthropic(self, request: RecordedRequest, reply: Reply) -> None:
+            """The Messages API answer, its usage from the simulated prompt cache."""
+            body = request.body if isinstance(request.body, dict) else {}
+            usage = server.prompt_cache.usage(body)
+            if reply.usage:
+                usage["input_tokens"] = int(reply.usage.get("prompt_tokens", usage["input_tokens"]))
+            out_chars = len(reply.text) + sum(
+                len(c.name) + len(c.arguments_text()) for c in reply.tool_calls
+            )
+            output = int((reply.usage or {}).get("completion_tokens", _estimate(out_chars)))
+            stop = "tool_use" if reply.tool_calls else "end_turn"
+            rng = server._rng()
+            ids = [
+                c.id or f"toolu_{i}_{rng.randrange(16**6):06x}"
+                for i, c in enumerate(reply.tool_calls)
+            ]
+            if not request.stream:
+                calls = [
+                    (i, c.name, json.loads(c.arguments_text() or "{}"))
+                    for i, c in zip(ids, reply.tool_calls, strict=True)
+                ]
+                message = anthropic.message_json(
+                    server.model, reply.text, calls, stop, {**usage, "output_tokens": output}
+                )
+                self._json(200, message)
+                return
+            self._start_stream()
+            parts = [
+                (i, c.name, split_pieces(c.arguments_text(), rng))
+                for i, c in zip(ids, reply.tool_calls, strict=True)
+            ]
+            events = anthropic.stream_events(
+                server.model, split_pieces(reply.text, rng), parts, stop, usage, output
+            )
+            for name, data in events:
+                if reply.delay_s > 0:
+                    self._wait_watching_client(reply.delay_s)
+                self._raw(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
 
         def _hang_up(self) -> None:
             self.close_connection = True

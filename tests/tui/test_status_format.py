@@ -114,6 +114,20 @@ def test_fields_drop_in_the_fixed_order_as_the_bar_narrows() -> None:
     assert "claude-sonnet-4-6" in plain(layout(FULL, 80))
 
 
+def test_the_prompt_cache_share_is_shown_once_the_provider_reads_from_it() -> None:
+    from dataclasses import replace
+
+    assert "cache " not in plain(layout(FULL, 200))
+    cached = replace(FULL, session_cache_read_tokens=984_000, session_cache_write_tokens=61_000)
+    assert "cache 82 %" in plain(layout(cached, 200))
+    # It goes with the compaction count, before the provider prefix.
+    gone = {
+        name: next(w for w in range(200, 30, -1) if text not in plain(layout(cached, w)))
+        for name, text in (("cache", "cache 82 %"), ("provider", "anthropic/"))
+    }
+    assert gone["cache"] > gone["provider"]
+
+
 def test_loading_is_shown_before_the_agent_is_ready() -> None:
     status = ContextStatus(model="openai/gpt-4.1", window=1_047_576)
     assert "loading…" in plain(layout(status, 100, loading=True))

@@ -85,7 +85,7 @@ async def cost(ctx: CommandContext, arg: str) -> None:
     if agent is None:
         await ctx.no_agent("The agent is still loading.")
         return
-    from agentsh.tui.status_format import human_cost, human_tokens, session_tokens
+    from agentsh.tui.status_format import cache_share, human_cost, human_tokens, session_tokens
 
     s = agent.status()
     estimated = " (estimated)" if s.estimated else ""
@@ -96,6 +96,8 @@ async def cost(ctx: CommandContext, arg: str) -> None:
         f"({s.pct:.1f}%){estimated} |\n"
         f"| Tokens (Σ, every reply and branch) | {session_tokens(s):,} = "
         f"{s.session_input_tokens:,} input + {s.session_output_tokens:,} output |\n"
+        f"| Prompt cache | {s.session_cache_read_tokens:,} input tokens read "
+        f"({cache_share(s):.0f} %), {s.session_cache_write_tokens:,} written |\n"
         f"| Cost | {human_cost(s.session_cost)} |\n"
         f"| Compactions | {s.compactions} |"
     )
