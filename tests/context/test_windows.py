@@ -4,8 +4,10 @@ and a pause holds until the user acts."""
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -167,9 +169,15 @@ async def test_a_compaction_that_would_not_shrink_the_context_is_not_applied(
 # -- the property test ---------------------------------------------------------------------------
 
 
-async def _replay(window: int) -> tuple[list[tuple[int, Tier, float, str]], ContextManager, int]:
+Sent = list[tuple[int, list[dict[str, Any]]]]
+
+
+async def _replay(
+    window: int,
+) -> tuple[list[tuple[int, Tier, float, str]], ContextManager, int, Sent]:
     """A scripted 60-turn session (reads, commands that fail, edits) on ``window``; returns
-    (turn, tier, usage fraction, reason) for every compaction that started."""
+    (turn, tier, usage fraction, reason) for every compaction that started, and every request
+    with the number of compactions started before it."""
     rng = random.Random(window)
     s = Session.create(None, Path("/tmp"))
     started: list[tuple[int, Tier, float, str]] = []
@@ -189,6 +197,15 @@ async def _replay(window: int) -> tuple[list[tuple[int, Tier, float, str]], Cont
         summarize=FakeSummarizer(),
         emit=emit,
     )
+    sent: Sent = []
+    prepare = manager.prepare
+
+    async def recorded(system: str, tools: Any) -> list[dict[str, Any]]:
+        request = await prepare(system, tools)
+        sent.append((len(started), request))
+        return request
+
+    manager.prepare = recorded  # type: ignore[method-assign]
     largest = 0
     for n in range(60):
         turn[0] = n
@@ -214,7 +231,7 @@ async def _replay(window: int) -> tuple[list[tuple[int, Tier, float, str]], Cont
         requests = await drive_turn(manager, s, f"task {n}: do step {n}", steps, f"done {n}")
         largest = max(largest, manager.status().used)
         assert all(r for r in requests)
-    return started, manager, largest
+    return started, manager, largest, sent
 
 
 @pytest.mark.parametrize("window", WINDOWS)
@@ -222,7 +239,7 @@ async def _replay(window: int) -> tuple[list[tuple[int, Tier, float, str]], Cont
 async def test_no_tier_fires_below_its_threshold_and_no_two_turns_in_a_row_compact(
     window: int,
 ) -> None:
-    started, manager, largest = await _replay(window)
+    started, manager, largest, _sent = await _replay(window)
     cs = manager.settings.context
     assert started, "the session should reach the tiers"
     for turn, tier, usage, reason in started:
@@ -235,6 +252,32 @@ async def test_no_tier_fires_below_its_threshold_and_no_two_turns_in_a_row_compa
         if turn - 1 in by_turn:
             assert usage >= cs.truncate_at, (turn, usage)
     assert largest <= window
+
+
+def _cap_notes(request: list[dict[str, Any]]) -> list[str]:
+    return [
+        str(m["content"])
+        for m in request
+        if str(m.get("content", "")).startswith("[Note: ") and "left out" in str(m["content"])
+    ]
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+@pytest.mark.asyncio
+async def test_a_request_starts_with_the_previous_one_unless_a_compaction_ran(
+    window: int,
+) -> None:
+    """The prefix a provider caches: nothing earlier in a request (system prompt, summary
+    block, kept facts, old tool output) changes between two requests unless a compaction
+    ran between them, or the message-count guard moved its cut (half its budget at a time)."""
+    _started, _manager, _largest, sent = await _replay(window)
+    compared = 0
+    for (done_before, old), (done_after, new) in itertools.pairwise(sent):
+        if done_after != done_before or _cap_notes(old) != _cap_notes(new):
+            continue
+        compared += 1
+        assert new[: len(old)] == old, window
+    assert compared > 0.8 * len(sent)
 
 
 @pytest.mark.asyncio
