@@ -325,6 +325,8 @@ _USER_ONLY: tuple[tuple[str, str, str], ...] = (  # (section, key, what it would
     ("model", "ollama_url", "choose the model server, which gets your prompts"),
     ("model", "input_cost_per_mtok", "set the model's prices, which --max-cost-usd counts"),
     ("model", "output_cost_per_mtok", "set the model's prices, which --max-cost-usd counts"),
+    ("model", "cache_read_cost_per_mtok", "set the model's prices, which --max-cost-usd counts"),
+    ("model", "cache_write_cost_per_mtok", "set the model's prices, which --max-cost-usd counts"),
     ("search", "embedding", "choose a remote embedding model, which is sent your memory"),
     ("tui", "keys", "change key bindings, which answer approval prompts"),
 )

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from agentsh.config import load_environment
 from agentsh.events import CompactionFinished, ErrorKind, ErrorOccurred, Tier, TurnEnded
 from agentsh.paths import UserPaths
 from agentsh.session.catalog import Catalog
@@ -22,11 +23,13 @@ WORDS = " ".join(f"w{i}" for i in range(400))
 
 
 def _priced(project: Path) -> None:
+    """Prices in the user's config (a project's may not set them), one kept turn in the
+    project's."""
+    user_config = load_environment(project).user.config_file
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text("[model]\ninput_cost_per_mtok = 1.0\noutput_cost_per_mtok = 2.0\n")
     (project / ".agentsh").mkdir(exist_ok=True)
-    (project / ".agentsh" / "config.toml").write_text(
-        "[model]\ninput_cost_per_mtok = 1.0\noutput_cost_per_mtok = 2.0\n"
-        "[context]\nsummarize_keep_turns = 1\n"
-    )
+    (project / ".agentsh" / "config.toml").write_text("[context]\nsummarize_keep_turns = 1\n")
 
 
 @pytest.mark.asyncio

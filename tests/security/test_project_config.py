@@ -106,7 +106,8 @@ def test_a_project_cannot_set_the_prices_the_cost_cap_counts(tmp_path: Path) -> 
     user, project = _configs(
         tmp_path,
         "[model]\ninput_cost_per_mtok = 3.0\n",
-        "[model]\ninput_cost_per_mtok = 0.0\noutput_cost_per_mtok = 0.0\nwindow = 50000\n",
+        "[model]\ninput_cost_per_mtok = 0.0\noutput_cost_per_mtok = 0.0\nwindow = 50000\n"
+        "cache_read_cost_per_mtok = 0.0\ncache_write_cost_per_mtok = 0.0\n",
     )
     loaded = load_config(user, project)
     model = loaded.settings.model
@@ -115,6 +116,8 @@ def test_a_project_cannot_set_the_prices_the_cost_cap_counts(tmp_path: Path) -> 
     assert [p.key for p in loaded.problems] == [
         "model.input_cost_per_mtok",
         "model.output_cost_per_mtok",
+        "model.cache_read_cost_per_mtok",
+        "model.cache_write_cost_per_mtok",
     ]
     assert "--max-cost-usd" in loaded.problems[0].message
 
