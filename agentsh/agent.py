@@ -49,6 +49,7 @@ from agentsh.events import (
     TurnStarted,
     UsageReported,
 )
+from agentsh.instructions import TOUCHING_TOOLS, NestedInstructions
 from agentsh.llm.client import Completion, LLMClient, LLMError, environment_secrets, redact
 from agentsh.llm.models import api_base_for, model_info, no_model_help
 from agentsh.mcp.config import ServerSpec
@@ -78,6 +79,7 @@ from agentsh.tools.base import (
     ToolContext,
     ToolRegistry,
     ToolResult,
+    resolve_path,
 )
 from agentsh.tools.builtin import session_tools
 from agentsh.tools.memory import MemoryTool
@@ -182,6 +184,11 @@ class Agent:
         self._secrets = environment_secrets() + (mcp.secrets() if mcp is not None else ())
         self.context = self._new_context(session, window)
         session.on_append = self._entry_appended
+        self.nested = self._new_nested()
+
+    def _new_nested(self) -> NestedInstructions:
+        budget = self.env.settings.memory.agents_md_max_bytes
+        return NestedInstructions(self.env.project.root, self.cwd, budget, enabled=self.env.trusted)
 
     # -- public API -------------------------------------------------------------------------
 
@@ -257,6 +264,7 @@ class Agent:
             self.prompt = SystemPrompt(self.env, self.cwd, memory=self.memory)
             self.prompt.appended = appended
         self.context = self._new_context(session, self._window)
+        self.nested = self._new_nested()  # the new conversation has not seen them
 
     def undo_compaction(self) -> UndoResult:
         """``/compact undo``: the context from before the newest compaction, as a new leaf.
@@ -625,6 +633,7 @@ class Agent:
             result = ToolResult(problem, is_error=True)
         else:
             result = self._redacted(await self._authorized_run(tool, params, ctx))
+            result = self._with_nested_instructions(tool, params, result)
         self._emit_mcp_notices()
         entry = self.session.append_tool_result(
             call.id,
@@ -662,6 +671,21 @@ class Agent:
         if len(summary) > MAX_SUMMARY_CHARS:
             summary = summary[: MAX_SUMMARY_CHARS - 1] + "…"
         return replace(call, summary=summary)
+
+    def _with_nested_instructions(self, tool: Tool, params: Any, result: ToolResult) -> ToolResult:
+        """A file read, written or edited for the first time under a folder with its own
+        AGENTS.md: that file joins the result, once (agentsh/instructions.py)."""
+        where = getattr(params, "path", None)
+        if result.is_error or tool.name not in TOUCHING_TOOLS or not isinstance(where, str):
+            return result
+        load = self.nested.after_touch(resolve_path(where, self.cwd))
+        for text in load.loaded:
+            self._emit_event(Notice(NoticeLevel.INFO, text))
+        for text in load.problems:
+            self._emit_event(Notice(NoticeLevel.WARNING, text))
+        if not load.block:
+            return result
+        return replace(result, content=f"{result.content}\n\n{load.block}")
 
     def _tool_context(self, call_id: str) -> ToolContext:
         return ToolContext(

@@ -50,6 +50,7 @@ LAYERS: dict[str, int] = {
     "agent": 6,
     "frontend": 6,
     "prompt": 6,
+    "instructions": 6,
     "startup": 6,
     # 7 - front ends and the command line
     "headless": 7,
