@@ -15,6 +15,8 @@ of the conversation.
 - Leaving a branch (tree or Alt+Left/Right) asks whether to attach a short summary of what is
   left behind; the summary is written by the agent's model and appended where the user went,
   so the model on the new branch receives it as a note.
+- Every move then offers to bring the files to the state of the point moved to (a user message
+  being edited: as they were when it was sent), see :mod:`agentsh.tui.file_restore`.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from agentsh.session.entries import MessageEntry, Role
 from agentsh.session.log import SessionError
+from agentsh.tui.file_restore import FileRestorer
 from agentsh.tui.keys import display_key, spec
 from agentsh.tui.panes.panel import PaneName, SidePanel
 from agentsh.tui.projection import BranchItem, NoteItem, branch_marks, project_session
@@ -55,6 +58,7 @@ class BranchNavigator:
         self._last_escape = 0.0
         self._summary_task: asyncio.Task[None] | None = None
         self._told_no_model = False
+        self.files = FileRestorer(app, current, view)
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -154,6 +158,7 @@ class BranchNavigator:
         entry = session.get(entry_id)
         if not isinstance(entry, MessageEntry) or entry.role is not Role.USER:
             return
+        leaving = session.leaf_id
         session.move_leaf(entry.parent_id)
         await self.reproject()
         self._put_in_editor(entry.content)
@@ -166,6 +171,7 @@ class BranchNavigator:
             title="Editing an earlier message",
             timeout=4,
         )
+        await self._offer_files(entry.id, leaving)
 
     # -- sibling branches ---------------------------------------------------------------------
 
@@ -204,7 +210,7 @@ class BranchNavigator:
         editing = isinstance(entry, MessageEntry) and entry.role is Role.USER
         target = entry.parent_id if editing else entry_id
         text = entry.content if isinstance(entry, MessageEntry) and editing else None
-        if not await self.move(target, editor_text=text):
+        if not await self.move(target, editor_text=text, files_at=entry_id):
             return
         panel = self.panel
         if panel.transient or panel.overlays_chat:
@@ -255,9 +261,17 @@ class BranchNavigator:
         agent = self.current.agent
         return agent is not None and agent.model is not None
 
-    async def move(self, target: str | None, *, editor_text: str | None = None) -> bool:
+    async def move(
+        self,
+        target: str | None,
+        *,
+        editor_text: str | None = None,
+        files_at: str | None = None,
+        offer_files: bool = True,
+    ) -> bool:
         """Move the leaf to ``target``; when that leaves a branch behind, ask about a summary
-        first (Esc there cancels the move: False)."""
+        first (Esc there cancels the move: False). Then offer to bring the files to the state
+        of ``files_at`` (default ``target``) unless ``offer_files`` is False."""
         from agentsh.context.branch_summary import abandoned_branch  # not on the startup path
 
         session = self._session()
@@ -293,9 +307,22 @@ class BranchNavigator:
         await self.reproject()
         if editor_text is not None:
             self._put_in_editor(editor_text)
+        if offer_files:
+            await self._offer_files(files_at or target, old_leaf)
         if decision is not None and decision.choice.value == "yes" and old_leaf is not None:
             self._start_summary(old_leaf, decision.instructions)
         return True
+
+    async def _offer_files(self, files_at: str | None, leaving: str | None) -> None:
+        """The restore offer; messages sent meanwhile queue, as behind a turn."""
+        if files_at is None or files_at == leaving:
+            return
+        self.current.turn_running = True
+        try:
+            await self.files.offer(files_at, leaving=leaving)
+        finally:
+            self.current.turn_running = False
+            self.resume_queue()
 
     # -- the branch summary -------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ class KeyScope(StrEnum):
     PICKER = "picker"
     TREE = "tree pane"
     BRANCH_SUMMARY = "branch summary question"
+    RESTORE_FILES = "restore files question"
     MEMORY_PANE = "memory pane"
     SUMMARIES_PANE = "summaries pane"
 
@@ -320,6 +321,16 @@ KEYS: tuple[KeySpec, ...] = (
         "Stay on this branch",
         KeyScope.BRANCH_SUMMARY,
     ),
+    # The question asked when the leaf moves to a point whose files differ from the disk.
+    KeySpec("restore_yes", "y", "answer('yes')", "Restore the files", KeyScope.RESTORE_FILES),
+    KeySpec(
+        "restore_no",
+        "n,enter,escape",
+        "answer('no')",
+        "Keep the files as they are",
+        KeyScope.RESTORE_FILES,
+    ),
+    KeySpec("restore_diff", "d", "diff", "Show / hide the diff", KeyScope.RESTORE_FILES),
     # The memory pane (the list: Up/Down move, Enter opens the entry, doc or result).
     KeySpec("memory_search", "slash", "focus_search", "Search memory", KeyScope.MEMORY_PANE),
     KeySpec(

@@ -60,3 +60,58 @@ def test_agentsh_answers_a_typed_prompt_in_a_real_terminal(tmp_path: Path, proje
     messages = [(e["role"], e["content"]) for e in entries if e["type"] == "message"]
     assert messages[0] == ("user", "What is six times seven?")
     assert messages[-1][0] == "assistant" and "forty-two" in messages[-1][1]
+
+
+def test_the_files_follow_a_branch_switch_after_the_restore_prompt(
+    tmp_path: Path, project: Path
+) -> None:
+    """Issue 17 as a user sees it: a write on branch A, the message edited and sent again
+    (branch B), each move answered at the restore prompt, the disk checked after each."""
+    notes = project / "notes.txt"
+    notes.write_text("original\n")
+
+    def write(content: str) -> dict[str, object]:
+        call = {"name": "write", "arguments": {"path": "notes.txt", "content": content}}
+        return {"tool_calls": [call]}
+
+    script = tmp_path / "script.json"
+    script.write_text(
+        json.dumps([write("branch A\n"), "A is done.", write("branch B\n"), "B is done."])
+    )
+    home = Path(os.environ["AGENTSH_HOME"])
+    with ScriptedServerProcess(script, root=ROOT) as server:
+        command = [sys.executable, "-m", "agentsh", "-m", "openai/test-model",
+                   "--api-base", server.base_url, "--approve", "all"]  # fmt: skip
+        with TmuxPane(command, cwd=project, env=_env(home), width=110, height=34) as pane:
+            pane.wait_for(lambda s: "loading…" not in s and "test-model" in s, timeout=60)
+            pane.type("rewrite the notes")
+            pane.send("Enter")
+            pane.wait_for(lambda s: "A is done." in s, timeout=60)
+            assert notes.read_text() == "branch A\n"
+
+            # Edit the message: the conversation goes back before it; so can the files.
+            pane.send("M-Up")
+            pane.wait_for(lambda s: "█ you" in s, timeout=30)  # the message is selected
+            pane.send("Enter")
+            pane.wait_for(lambda s: "M notes.txt  +1 -1" in s, timeout=30)
+            pane.send("y")
+            pane.wait_for(lambda s: "Restored 1 file: notes.txt" in s, timeout=30)
+            assert notes.read_text() == "original\n"
+
+            pane.send("Enter")  # send the message again: branch B
+            pane.wait_for(lambda s: "B is done." in s, timeout=60)
+            assert notes.read_text() == "branch B\n"
+
+            pane.send("M-Left")  # back to branch A; no summary of B
+            pane.wait_for(lambda s: "Leaving this branch" in s, timeout=30)
+            pane.send("n")
+            pane.wait_for(lambda s: "M notes.txt  +1 -1" in s, timeout=30)
+            pane.send("d")
+            pane.wait_for(lambda s: "-branch B" in s and "+branch A" in s, timeout=30)
+            pane.send("y")
+            pane.wait_for(lambda s: "Restored 1 file: notes.txt" in s, timeout=30)
+            assert notes.read_text() == "branch A\n"
+
+            pane.send("F4")  # the tree pane marks the entries that changed files
+            pane.wait_for(lambda s: "✎ 1 file" in s, timeout=30)
+            pane.send("C-q")

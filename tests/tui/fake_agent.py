@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from pathlib import Path
 
+from agentsh.checkpoints.session_files import SessionFiles
 from agentsh.context.undo import UndoResult, undo_compaction
 from agentsh.events import (
     AssistantMessage,
@@ -65,6 +66,8 @@ class FakeAgent:
         self.compaction_instructions: list[str] = []
         # None: the memory pane shows the files without comparing (as before the agent loads)
         self.snapshot: MemorySnapshot | None = None
+        # None: file checkpoints off (a test sets a real SessionFiles to see restores)
+        self.session_files: SessionFiles | None = None
 
     @property
     def model(self) -> str | None:
@@ -144,6 +147,9 @@ class FakeAgent:
 
     def memory_snapshot(self) -> MemorySnapshot | None:
         return self.snapshot
+
+    def files(self) -> SessionFiles | None:
+        return self.session_files
 
     def close(self) -> None:
         self.session.close()

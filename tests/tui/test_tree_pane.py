@@ -13,6 +13,7 @@ import pytest
 from textual.color import Color
 
 from agentsh.session.entries import (
+    CheckpointEntry,
     CompactionEntry,
     ModelChangeEntry,
     Role,
@@ -27,7 +28,7 @@ from agentsh.tui.panes.tree_pane import TreePane, TreeView
 from agentsh.tui.themes import shipped_themes_dir
 from agentsh.tui.widgets.composer import PromptInput
 from agentsh.tui.widgets.messages import UserMessage
-from tests.tui.conftest import MakeApp, fake_factory, ready, screen_text, wait_for
+from tests.tui.conftest import MakeApp, fake_factory, ready, screen_text, session_of, wait_for
 
 if TYPE_CHECKING:
     from textual.pilot import Pilot
@@ -189,6 +190,21 @@ def test_rows_are_rebuilt_only_when_the_tree_or_the_view_changed(project: Path) 
     s.append_message(Role.USER, "more")
     assert model.rebuild()
     assert not model.rebuild()
+
+
+def _checkpoint(s: Session, target: str, seq: int, files: tuple[str, ...]) -> None:
+    s.append(
+        CheckpointEntry(
+            id=s.new_id(),
+            parent_id=None,
+            target_id=target,
+            store="s1",
+            seq=seq,
+            reason="tool",
+            files=files,
+            changed=len(files),
+        )
+    )
 
 
 def test_deep_forks_never_need_recursion(project: Path) -> None:
@@ -473,3 +489,26 @@ async def test_the_tree_opens_with_the_current_entry_in_view(
         assert top <= view.cursor < top + height
         screen = screen_text(app)
         assert f"m{leaf_at}" in screen
+
+
+@pytest.mark.asyncio
+async def test_entries_whose_checkpoints_changed_files_are_marked(
+    make_app: MakeApp, project: Path
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await ready(pilot, app)
+        ids = await _open_with(pilot, app, project)
+        session = session_of(app)
+        model = app.query_one(TreeView).model
+        assert model.files_changed(ids["result"]) == 0
+        # Records are annotations: they add no row, and one that changed nothing marks nothing.
+        _checkpoint(session, ids["ask"], 1, ())
+        _checkpoint(session, ids["result"], 2, ("a.py", "b.py", "c.py"))
+        _checkpoint(session, ids["alt_reply"], 3, ("a.py",))
+        app.query_one(TreePane).refresh_content()
+        await wait_for(pilot, lambda: "✎ 3 files" in screen_text(app))
+        assert model.files_changed(ids["result"]) == 3
+        assert model.files_changed(ids["ask"]) == 0
+        text = screen_text(app)
+        assert "✎ 1 file" in text and "✎ 1 files" not in text

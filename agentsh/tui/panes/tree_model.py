@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from agentsh.checkpoints.history import CheckpointIndex
 from agentsh.session.entries import (
     AnyEntry,
     BranchSummaryEntry,
@@ -155,6 +156,8 @@ class TreeModel:
         self._index: dict[str, int] = {}
         self._texts: dict[str, RowText] = {}
         self._signature: tuple[object, ...] | None = None
+        self._files: CheckpointIndex | None = None
+        self._marks: tuple[int, dict[str, int]] = (-1, {})
 
     # -- texts ------------------------------------------------------------------------------
 
@@ -167,6 +170,18 @@ class TreeModel:
 
     def label(self, entry_id: str) -> str:
         return self.tree.labels.get(entry_id, "")
+
+    def files_changed(self, entry_id: str) -> int:
+        """How many files the checkpoints at ``entry_id`` changed (the ``✎ N files`` mark;
+        0: none). Read from the session's checkpoint records, again only when some were
+        appended."""
+        records = len(self.tree.records)
+        if self._marks[0] != records:
+            if self._files is None or self._files.tree is not self.tree:
+                self._files = CheckpointIndex(self.tree)
+            marks = self._files.marks()
+            self._marks = (records, {k: mark.changed for k, mark in marks.items()})
+        return self._marks[1].get(entry_id, 0)
 
     # -- building ---------------------------------------------------------------------------
 

@@ -1,12 +1,13 @@
 """The Tree pane of the side panel: the whole session tree, navigable from the keyboard.
 
 One line per entry (:mod:`agentsh.tui.panes.tree_model` computes the rows), the active path
-marked ``•``, forks foldable (``⊟`` open, ``⊞`` folded), labels in ``[brackets]``. The list
-is a Line API widget (:class:`TreeView`): it draws only the rows on screen, so a session of
-10,000 entries opens as fast as one of ten. Typing searches; Ctrl+D/T/U/L/A pick a filter
-(Ctrl+O cycles); Left/Right fold and unfold (or jump to the fork above / below); ``l`` labels
-the entry under the cursor (an inline editor; empty clears). Enter posts :class:`TreePane.Chosen`
-and the chat controller decides what it means (moving the leaf, asking about a branch summary):
+marked ``•``, forks foldable (``⊟`` open, ``⊞`` folded), labels in ``[brackets]``, ``✎ N files``
+where a checkpoint changed files. The list is a Line API widget (:class:`TreeView`): it draws
+only the rows on screen, so a session of 10,000 entries opens as fast as one of ten. Typing
+searches; Ctrl+D/T/U/L/A pick a filter (Ctrl+O cycles); Left/Right fold and unfold (or jump to
+the fork above / below); ``l`` labels the entry under the cursor (an inline editor; empty
+clears). Enter posts :class:`TreePane.Chosen` and the chat controller decides what it means
+(moving the leaf, asking about a branch summary, offering to restore the files):
 this pane changes nothing in the session by itself.
 """
 
@@ -74,6 +75,7 @@ class TreeView(ScrollView, can_focus=True, inherit_bindings=False):
         "tree--off-path",
         "tree--leaf",
         "tree--label",
+        "tree--files",
         "tree--user",
         "tree--assistant",
         "tree--tool",
@@ -103,6 +105,7 @@ class TreeView(ScrollView, can_focus=True, inherit_bindings=False):
     TreeView > .tree--off-path { text-style: dim; }
     TreeView > .tree--leaf { text-style: bold underline; }
     TreeView > .tree--label { color: $warning; text-style: bold; }
+    TreeView > .tree--files { color: $accent; }
     TreeView > .tree--user { color: $primary; text-style: bold; }
     TreeView > .tree--assistant { color: $secondary; }
     TreeView > .tree--tool { color: $foreground-muted; }
@@ -220,6 +223,10 @@ class TreeView(ScrollView, can_focus=True, inherit_bindings=False):
         parts.append(
             (text.text, (style("tree--tool", partial=True) + dim) if text.role else kind_style)
         )
+        files = self.model.files_changed(row.entry_id)
+        if files:
+            mark = f"  ✎ {files} file{'s' if files != 1 else ''}"
+            parts.append((mark, style("tree--files", partial=True) + dim))
         if row.folded:
             parts.append((f"  (+{row.branches} branches)", style("tree--connector", partial=True)))
         segments = [Segment(t, base + s + cursor) for t, s in parts if t]

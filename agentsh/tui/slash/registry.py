@@ -9,7 +9,7 @@ see :mod:`agentsh.tui.slash.command`.
 from __future__ import annotations
 
 from agentsh.errors import AgentshError
-from agentsh.tui.slash import agent_cmds, app_cmds, conversation
+from agentsh.tui.slash import agent_cmds, app_cmds, conversation, file_cmds
 from agentsh.tui.slash.command import Need, SlashCommand
 
 IDLE, AGENT, WRITABLE = Need.IDLE, Need.AGENT, Need.WRITABLE
@@ -55,6 +55,18 @@ COMMANDS: tuple[SlashCommand, ...] = (
     ),
     SlashCommand(
         "new", "Start a new session", conversation.new, aliases=("clear",), needs=frozenset({IDLE})
+    ),
+    SlashCommand(
+        "rewind",
+        "Go back to a message you sent: the conversation, the files, or both",
+        file_cmds.rewind,
+        needs=frozenset({IDLE, AGENT, WRITABLE}),
+    ),
+    SlashCommand(
+        "checkpoints",
+        "List this session's file checkpoints (the files each changed)",
+        file_cmds.checkpoints,
+        needs=frozenset({AGENT}),
     ),
     SlashCommand(
         "memory",
