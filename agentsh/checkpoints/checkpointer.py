@@ -22,7 +22,14 @@ from pathlib import Path
 import agentsh.checkpoints.budget as budget
 from agentsh.checkpoints.capture import Capture, Recorder
 from agentsh.checkpoints.history import RESTORED, CheckpointIndex
-from agentsh.checkpoints.restore import RestoreError, RestorePlan, RestoreResult, apply, plan
+from agentsh.checkpoints.restore import (
+    RestoreError,
+    RestorePlan,
+    RestoreResult,
+    apply,
+    check_unchanged,
+    plan,
+)
 from agentsh.checkpoints.scan import ScanError
 from agentsh.checkpoints.store import CheckpointStore, StoreError
 from agentsh.config import CheckpointSettings
@@ -243,16 +250,20 @@ class Checkpointer:
         (:meth:`save_current`, :meth:`write`) in a worker thread and the two that append to
         the session log where the session is used."""
         with self._lock:
-            before = self.record_current(session, self.save_current(), leaving)
+            saved = self.save_current(restore_plan, include_outside=include_outside)
+            before = self.record_current(session, saved, leaving)
             result = self.write(restore_plan, include_outside=include_outside)
             self.record_restored(session, restore_plan, result, before)
             return result
 
-    def save_current(self) -> Capture:
-        """Capture the files as they are, before a restore (:class:`RestoreError` when that
-        fails: the restore could not be undone, so it must not start)."""
+    def save_current(self, restore_plan: RestorePlan, *, include_outside: bool = False) -> Capture:
+        """Capture the files as they are, before a restore. :class:`RestoreError` when a
+        planned file changed since the plan (checked first: the capture would take the
+        change in, and it would no longer count as made outside agentsh), or when the
+        capture fails (the restore could not be undone, so it must not start)."""
         with self._lock:
             try:
+                check_unchanged(self.recorder, restore_plan, include_outside=include_outside)
                 capture = self.recorder.capture()
             except CheckpointFailure as exc:
                 raise RestoreError(

@@ -307,20 +307,11 @@ def apply(
     if restore_plan.problem:
         raise RestoreError(restore_plan.problem)
     store = recorder.store
-    chosen = [
-        item
-        for item in restore_plan.items
-        if not item.problem and (include_outside or not item.outside)
-    ]
+    chosen = _chosen(restore_plan, include_outside)
     result = RestoreResult()
     with store.writing():
         cache = store.cache()
-        moved = _moved_since_plan(recorder, cache, chosen)
-        if moved:
-            raise RestoreError(
-                f"{moved} changed after the restore was planned; nothing was written. "
-                "Look at the files and plan the restore again."
-            )
+        _raise_if_moved(_moved_since_plan(recorder, cache, chosen))
         contents: dict[str, bytes] = {}
         for item in chosen:
             if item.target[0] != ABSENT:
@@ -343,6 +334,38 @@ def apply(
                 result.failed.append((item.path, why))
         result.seq = recorder.capture().seq
     return result
+
+
+def check_unchanged(
+    recorder: Recorder, restore_plan: RestorePlan, *, include_outside: bool = False
+) -> None:
+    """Raise :class:`RestoreError` when a file the plan would write changed since it was made.
+
+    Called before the current files are checkpointed for the restore: that checkpoint would
+    take in the change, and the next plan would no longer name the file as changed outside
+    agentsh (so it could be overwritten without the second confirmation)."""
+    if restore_plan.problem:
+        raise RestoreError(restore_plan.problem)
+    store = recorder.store
+    with store.writing():
+        moved = _moved_since_plan(recorder, store.cache(), _chosen(restore_plan, include_outside))
+    _raise_if_moved(moved)
+
+
+def _chosen(restore_plan: RestorePlan, include_outside: bool) -> list[PlanItem]:
+    return [
+        item
+        for item in restore_plan.items
+        if not item.problem and (include_outside or not item.outside)
+    ]
+
+
+def _raise_if_moved(moved: str) -> None:
+    if moved:
+        raise RestoreError(
+            f"{moved} changed after the restore was planned; nothing was written. "
+            "Look at the files and plan the restore again."
+        )
 
 
 def _moved_since_plan(recorder: Recorder, cache: dict[str, CacheRow], items: list[PlanItem]) -> str:

@@ -84,7 +84,7 @@ class SessionFiles:
         c = self.checkpointer
         if plan.problem:
             raise RestoreError(plan.problem)
-        capture = await asyncio.to_thread(c.save_current)
+        capture = await asyncio.to_thread(c.save_current, plan, include_outside=include_outside)
         session = self._session()
         before = c.record_current(session, capture, leaving)
         result = await asyncio.to_thread(c.write, plan, include_outside=include_outside)

@@ -148,6 +148,13 @@ def test_a_change_after_the_plan_stops_the_restore_before_any_write(
     with pytest.raises(RestoreError, match=r"notes\.md changed after"):
         driver.checkpointer.restore(driver.session, plan)
     assert (repo / "app.py").read_text() == "v2\n"
+    # The refused restore took nothing in: planned again, the edit still counts as made
+    # outside agentsh, so it is not overwritten without the second confirmation.
+    again = driver.checkpointer.plan(driver.session, start.id)
+    assert [i.path for i in again.outside] == ["notes.md"]
+    driver.checkpointer.restore(driver.session, again)
+    assert (repo / "notes.md").read_text() == "typed while the prompt was open\n"
+    assert (repo / "app.py").read_text() == INITIAL["app.py"]
 
 
 def test_a_killed_restore_leaves_no_temporary_file_behind_after_the_next_capture(
