@@ -28,6 +28,14 @@ if TYPE_CHECKING:
 SHOWN_NAMES = 4  # file names a note lists before "and N more"
 LISTED_RECORDS = 30  # /checkpoints shows the newest ones; `agentsh checkpoints ID` has all
 
+#: what each kind of checkpoint record is called in /checkpoints
+REASONS = {
+    "user": "your message",
+    "tool": "a tool call",
+    "restore": "before a restore",
+    "restored": "restored",
+}
+
 REWIND_BOTH = "both"
 REWIND_CONVERSATION = "conversation"
 REWIND_FILES = "files"
@@ -132,7 +140,8 @@ class FileRestorer:
             )
         if kept:
             await self.view.note(
-                f"Kept {_plural(len(kept))} changed outside agentsh since the last checkpoint.",
+                f"Kept {_names([item.path for item in kept])}: changed outside agentsh since "
+                "the last checkpoint.",
                 "warning",
             )
         for path, why in result.failed:
@@ -153,7 +162,7 @@ class FileRestorer:
             await self.view.note("Nothing to rewind to: no message was sent on this branch.")
             return
         items = [
-            PickerItem(m.id, f"{m.timestamp[11:16]}  {_short(m.content, 100)}", m.content)
+            PickerItem(m.id, f"{_clock(m.timestamp)}  {_short(m.content, 100)}", m.content)
             for m in reversed(messages)
         ]
         app = self.app
@@ -202,7 +211,7 @@ class FileRestorer:
         if not rows:
             await self.view.note("No checkpoint of this session changed a file yet.")
             return
-        lines = [f"**File checkpoints** of this session ({len(rows)} changed files):", ""]
+        lines = [f"**File checkpoints** of this session that changed files ({len(rows)}):", ""]
         hidden = len(rows) - LISTED_RECORDS
         if hidden > 0:
             lines.append(
@@ -211,19 +220,28 @@ class FileRestorer:
         for row in rows[-LISTED_RECORDS:]:
             record = row.record
             node = session.tree.nodes.get(record.target_id)
-            entry = _short(entry_summary(node, 60), 60) if node is not None else "?"
-            on_path = "•" if row.on_path else "◦"
-            names = _names(list(record.files))
-            more = record.changed - len(record.files)
-            if more > 0 and len(record.files) <= SHOWN_NAMES:
-                names += f" and {more} more"
+            entry = _short(entry_summary(node, 40), 40) if node is not None else "?"
+            names = ", ".join(_md(name) for name in record.files[:SHOWN_NAMES])
+            more = record.changed - min(len(record.files), SHOWN_NAMES)
+            names += f" and {more} more" if more > 0 else ""
+            where = "" if row.on_path else " (another branch)"
             note = f" — *{row.problem}*" if row.problem else ""
             lines.append(
-                f"- {on_path} `{record.timestamp[11:16]}` {record.reason}, at {_md(entry)}: "
-                f"✎ {_plural(record.changed)}: {_md(names)}{note}"
+                f"- `{_clock(record.timestamp)}` {REASONS.get(record.reason, record.reason)}"
+                f"{where} at “{_md(entry)}”: ✎ {_plural(record.changed)}: {names}{note}"
             )
-        lines += ["", "• on the current branch. Moving in the tree offers to restore files."]
+        lines += ["", "Moving in the tree (or `/rewind`) offers to bring files back."]
         await self.view.markdown_note("\n".join(lines))
+
+
+def _clock(stamp: str) -> str:
+    """A record's time (UTC in the log) as the local wall clock."""
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).astimezone().strftime("%H:%M")
+    except ValueError:
+        return stamp[11:16]
 
 
 def _md(text: str) -> str:

@@ -116,7 +116,7 @@ async def test_moving_the_leaf_offers_the_files_and_y_n_d_answer(
         assert offer is not None and [i.path for i in offer.plan.outside] == ["b.txt"]
         assert "changed outside agentsh" in screen_text(app)
         await pilot.press("y")
-        await wait_for(pilot, lambda: "Overwrite them too?" in screen_text(app), limit_s=10)
+        await wait_for(pilot, lambda: "Overwrite it too?" in screen_text(app), limit_s=10)
         await pilot.press("n")  # restore the others only
         await wait_for(pilot, lambda: (project / "a.txt").exists(), limit_s=20)
         assert (project / "b.txt").read_text() == "typed by hand\n"

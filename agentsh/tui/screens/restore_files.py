@@ -129,7 +129,8 @@ class RestoreFilesScreen(ModalScreen[RestoreChoice]):
             names += f" and {more} more" if more > 0 else ""
             return Content.assemble(
                 (f"{_plural(len(plan.outside))} changed outside agentsh", "bold $warning"),
-                f" since the last checkpoint ({names}). Overwrite them too?",
+                f" since the last checkpoint ({names}). "
+                f"Overwrite {'it' if len(plan.outside) == 1 else 'them'} too?",
             )
         return Content.assemble(
             ("Files", "bold $accent"),
