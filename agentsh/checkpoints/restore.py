@@ -286,6 +286,8 @@ def diff_text(recorder: Recorder, item: PlanItem) -> str:
     new = new or b""
     if b"\0" in old[:8192] or b"\0" in new[:8192]:
         return f"Binary file {item.path} differs\n"
+    if len(old) > DIFF_MAX_BYTES or len(new) > DIFF_MAX_BYTES:
+        return f"{item.path}: too large to show a diff ({len(old):,} -> {len(new):,} bytes)\n"
     text, _added, _removed = unified_diff(
         old.decode("utf-8", "replace"),
         new.decode("utf-8", "replace"),

@@ -102,3 +102,17 @@ def test_the_agent_offers_the_files_only_when_checkpoints_are_on(
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text("[checkpoints]\nenabled = false\n")
     assert make_agent(None).files() is None
+
+
+@pytest.mark.asyncio
+async def test_the_diff_of_a_big_file_is_not_computed(driver: Driver, repo: Path) -> None:
+    """difflib is quadratic at worst: a file over a megabyte is named, not diffed."""
+    big = "".join(f"line {n}\n" for n in range(200_000))  # ~2 MB, under max_file_bytes
+    (repo / "big.txt").write_text(big)
+    driver.checkpointer.checkpoint(driver.session, "tool")
+    start = driver.user("go")
+    driver.tool("write", lambda: (repo / "big.txt").write_text(big.replace("line 7\n", "")))
+    files = files_of_driver(driver)
+    plan = await files.plan(start.id)
+    assert [i.path for i in plan.items] == ["big.txt"]
+    assert "too large to show a diff" in await files.diff(plan)

@@ -28,6 +28,7 @@ from agentsh.tui.keys import KeyScope, bindings_for, display_key, spec
 from agentsh.tui.widgets.tool_block import diff_content
 
 MAX_ROWS = 8
+MAX_DIFF_LINES = 2000  # a longer diff is cut: the question is answered from its start
 _ACTIONS = {"modify": "M", "create": "A", "delete": "D", "mode": "m"}
 
 
@@ -182,6 +183,10 @@ class RestoreFilesScreen(ModalScreen[RestoreChoice]):
         if not self._diff_loaded:
             text = await self._load_diff()
             self._diff_loaded = True
+            lines = text.splitlines()
+            if len(lines) > MAX_DIFF_LINES:
+                hidden = len(lines) - MAX_DIFF_LINES
+                text = "\n".join(lines[:MAX_DIFF_LINES]) + f"\n… {hidden} more lines"
             shown = diff_content(text) if text.strip() else Content("(no text differences)")
             self.query_one("#restore-diff-text", Static).update(shown)
         box.display = True
