@@ -89,7 +89,7 @@ class FileRestorer:
 
     async def offer(self, files_at: str | None, *, leaving: str | None) -> None:
         """The leaf moved away from ``leaving``: if the files of ``files_at`` differ from the
-        disk, ask whether to bring them back, and do it. Never raises (a worker's boundary)."""
+        disk, ask whether to bring them back, and do it; what went wrong is told in the chat."""
         files = self._files()
         session = self.current.current_session()
         if files is None or session is None or files_at is None or session.read_only_reason:
@@ -111,9 +111,10 @@ class FileRestorer:
         )
         choice = await self.app.push_screen_wait(screen)
         if not choice.restore:
+            count = len(plan.items)
             await self.view.note(
-                f"Files kept as they are ({_plural(len(plan.items))} differ from this point "
-                "of the conversation).",
+                f"Files kept as they are ({_plural(count)} "
+                f"{'differs' if count == 1 else 'differ'} from this point of the conversation).",
             )
             return
         from agentsh.checkpoints.restore import RestoreError
