@@ -21,12 +21,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from agentsh.config import Settings
 from agentsh.errors import AgentshError
 from agentsh.events import Event
 from agentsh.paths import ProjectPaths, UserPaths
+
+if TYPE_CHECKING:
+    from agentsh.tools.host import ToolHost
 
 
 class ToolArgumentError(AgentshError, ValueError):
@@ -71,6 +74,9 @@ class ToolContext:
     # Provider keys from the environment: what a tool saves on its own (bash's full output)
     # is written without them, as the log and the screen are.
     secrets: tuple[str, ...] = ()
+    # An editor's file buffers and terminals (ACP), used in place of the local ones for what
+    # they cover (see agentsh.tools.host); None: everything is local.
+    host: ToolHost | None = None
 
 
 def param(description: str, default: Any = dataclasses.MISSING, **schema: Any) -> Any:

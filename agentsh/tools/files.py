@@ -8,6 +8,10 @@ the mode, the bytes outside the replaced span), write through the one durable at
 full disk leaves the old file whole, never a torn one), and return a unified diff in
 ``details["diff"]``. Each one
 also plans its change without writing, which is what the approval prompt shows.
+
+With a :class:`~agentsh.tools.host.ToolHost` (an editor over ACP), a project file's text comes
+from the editor, unsaved changes included, and the write goes back through it; the checks and
+the plan are the same, only the bytes travel another way.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import difflib
+import io
 import os
 import re
 import stat
@@ -40,6 +45,7 @@ from agentsh.tools.base import (
     resolve_path,
     truncate_head,
 )
+from agentsh.tools.host import hosted_path
 
 _BOM = codecs.BOM_UTF8
 
@@ -184,6 +190,7 @@ class ReadTool(Tool):
         want = min(params.limit or tools.read_max_lines, tools.read_max_lines)
         try:
             _regular_file(path, ctx.cwd)
+            held = await _held_bytes(path, ctx)
             page = await asyncio.to_thread(
                 _read_page,
                 path,
@@ -192,6 +199,7 @@ class ReadTool(Tool):
                 want=want,
                 max_bytes=tools.read_max_bytes,
                 sniff_bytes=tools.binary_sniff_bytes,
+                held=held,
             )
         except (ToolError, OSError) as exc:
             return _error(exc, shown)
@@ -201,9 +209,16 @@ class ReadTool(Tool):
 
 
 def _read_page(
-    path: Path, shown: str, *, offset: int, want: int, max_bytes: int, sniff_bytes: int
+    path: Path,
+    shown: str,
+    *,
+    offset: int,
+    want: int,
+    max_bytes: int,
+    sniff_bytes: int,
+    held: bytes | None = None,
 ) -> _Page:
-    with path.open("rb") as f:
+    with io.BytesIO(held) if held is not None else path.open("rb") as f:
         head = f.read(sniff_bytes)
         kind = sniff_binary(head)
         if kind is not None:
@@ -414,6 +429,37 @@ def _decode(data: bytes) -> str | None:
         return None
 
 
+async def _held_bytes(path: Path, ctx: ToolContext) -> bytes | None:
+    """The file's content as the host holds it (an editor's unsaved buffer), or None when the
+    disk is read instead: no host for it, no such regular file, or a binary one (the host
+    speaks text; the local sniff decides)."""
+    where = hosted_path(path, ctx.project.root, ctx.host, write=False)
+    if where is None or ctx.host is None:
+        return None
+    head = await asyncio.to_thread(_head, path, ctx.settings.tools.binary_sniff_bytes)
+    if head is None or sniff_binary(head) is not None:
+        return None
+    return (await ctx.host.read_text(where)).encode("utf-8")
+
+
+def _head(path: Path, size: int) -> bytes | None:
+    """The start of a regular file; None when there is none at ``path``."""
+    if not path.is_file():
+        return None
+    with path.open("rb") as f:
+        return f.read(size)
+
+
+async def _save(change: _Change, ctx: ToolContext) -> None:
+    """Write the change through the host when it serves the file, else to the disk."""
+    where = hosted_path(change.path, ctx.project.root, ctx.host, write=True)
+    text = _decode(change.new)
+    if where is None or ctx.host is None or text is None:
+        await asyncio.to_thread(_write_change, change, ctx)
+        return
+    await ctx.host.write_text(where, text)
+
+
 def _write_change(change: _Change, ctx: ToolContext) -> None:
     """Replace the file whole or not at all (temp file, fsync, rename: :func:`atomic_write`).
 
@@ -468,20 +514,22 @@ class WriteTool(Tool):
         return f"write: {params.path}"
 
     async def approval_detail(self, params: WriteParams, ctx: ToolContext) -> str:
-        change = await asyncio.to_thread(_plan_write, params, ctx)
+        held = await _held_bytes(resolve_path(params.path, ctx.cwd), ctx)
+        change = await asyncio.to_thread(_plan_write, params, ctx, held)
         return _capped_diff(change.diff, ctx.settings.tools.read_max_bytes) or "(no change)"
 
     async def run(self, params: WriteParams, ctx: ToolContext) -> ToolResult:
         path = resolve_path(params.path, ctx.cwd)
         shown = display_path(path, ctx.cwd)
         try:
-            change = await asyncio.to_thread(_plan_write, params, ctx)
+            held = await _held_bytes(path, ctx)
+            change = await asyncio.to_thread(_plan_write, params, ctx, held)
             if change.existed and not change.diff:
                 return ToolResult(
                     f"{shown} already has this content; nothing changed.",
                     details={"path": str(path), "diff": ""},
                 )
-            await asyncio.to_thread(_write_change, change, ctx)
+            await _save(change, ctx)
         except (ToolError, OSError) as exc:
             return _error(exc, shown)
         lines = len(_diff_lines(params.content))
@@ -494,13 +542,15 @@ class WriteTool(Tool):
         return ToolResult(text, details={"path": str(path), "diff": diff})
 
 
-def _plan_write(params: WriteParams, ctx: ToolContext) -> _Change:
+def _plan_write(params: WriteParams, ctx: ToolContext, held: bytes | None = None) -> _Change:
+    """The change ``params`` would make; ``held`` is the file as the host holds it (None: read
+    it from the disk)."""
     path = resolve_path(params.path, ctx.cwd)
     shown = display_path(path, ctx.cwd)
     if path.is_dir():
         raise ToolError(f"{shown} is a directory; give a file path to write.")
     try:
-        old = path.read_bytes()
+        old = held if held is not None else path.read_bytes()
     except FileNotFoundError:
         old = None
     except NotADirectoryError:
@@ -566,15 +616,17 @@ class EditTool(Tool):
         return f"edit: {params.path}" + (" (all)" if params.replace_all else "")
 
     async def approval_detail(self, params: EditParams, ctx: ToolContext) -> str:
-        plan = await asyncio.to_thread(_plan_edit, params, ctx)
+        held = await _held_bytes(resolve_path(params.path, ctx.cwd), ctx)
+        plan = await asyncio.to_thread(_plan_edit, params, ctx, held)
         return _capped_diff(plan.change.diff, ctx.settings.tools.read_max_bytes)
 
     async def run(self, params: EditParams, ctx: ToolContext) -> ToolResult:
         path = resolve_path(params.path, ctx.cwd)
         shown = display_path(path, ctx.cwd)
         try:
-            plan = await asyncio.to_thread(_plan_edit, params, ctx)
-            await asyncio.to_thread(_write_change, plan.change, ctx)
+            held = await _held_bytes(path, ctx)
+            plan = await asyncio.to_thread(_plan_edit, params, ctx, held)
+            await _save(plan.change, ctx)
         except (ToolError, OSError) as exc:
             return _error(exc, shown)
         count = plan.replacements
@@ -605,7 +657,8 @@ class _EditPlan:
     tolerant: bool
 
 
-def _plan_edit(params: EditParams, ctx: ToolContext) -> _EditPlan:
+def _plan_edit(params: EditParams, ctx: ToolContext, held: bytes | None = None) -> _EditPlan:
+    """The edit ``params`` would make; ``held`` as for :func:`_plan_write`."""
     path = resolve_path(params.path, ctx.cwd)
     shown = display_path(path, ctx.cwd)
     if params.old_text == params.new_text:
@@ -614,7 +667,7 @@ def _plan_edit(params: EditParams, ctx: ToolContext) -> _EditPlan:
         raise ToolError(missing_path_message(path, ctx.cwd) + " To create a file, use write.")
     _regular_file(path, ctx.cwd)
     try:
-        data = path.read_bytes()
+        data = held if held is not None else path.read_bytes()
     except OSError as exc:
         raise ToolError(os_error_message(exc, shown)) from None
     text = _decode(data)

@@ -8,6 +8,9 @@ every few tens of milliseconds, whichever comes first. Memory stays bounded: a r
 of twice the result budget holds the tail, and once the output passes the budget the whole of
 it is spooled to a file under the tool-output folder, which the result names so the model can
 page through it with ``read``.
+
+With a :class:`~agentsh.tools.host.ToolHost` that runs commands (an editor over ACP), the command
+runs in a terminal the editor shows instead; its result is written the same way.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from agentsh.tools.base import (
     param,
     truncate_tail,
 )
+from agentsh.tools.host import CommandRun, HostError
 from agentsh.tools.protected import protected_command, restore, snapshot
 
 # Streaming granularity: one event per this many characters or this many seconds.
@@ -132,9 +136,12 @@ class BashTool(Tool):
         # settings is undone after it (agentsh.tools.protected).
         before = await asyncio.to_thread(snapshot, ctx.project.root)
         try:
-            result = await self._run(
-                params, ctx, sink, timeout_s=timeout, started=started, files_before=files_before
-            )
+            if ctx.host is not None and ctx.host.runs_commands:
+                result = await _run_on_host(params.command, ctx, timeout)
+            else:
+                result = await self._run(
+                    params, ctx, sink, timeout_s=timeout, started=started, files_before=files_before
+                )
         finally:
             undone = await asyncio.to_thread(restore, before)
         if undone:
@@ -225,6 +232,56 @@ class BashTool(Tool):
             cwd=ctx.cwd,
             changed=changes.changed_files(files_before, await changes.snapshot(ctx.cwd)),
         )
+
+
+async def _run_on_host(command: str, ctx: ToolContext, limit_s: float) -> ToolResult:
+    """The command in the host's terminal; the result reads as a local run's would."""
+    assert ctx.host is not None
+    tools = ctx.settings.tools
+    started = time.monotonic()
+    try:
+        run = await ctx.host.run_command(
+            command,
+            cwd=ctx.cwd,
+            env=_ENV_OVERRIDES,
+            time_limit_s=limit_s,
+            cancelled=ctx.cancelled,
+            call_id=ctx.call_id,
+            output_limit=2 * tools.bash_max_bytes,
+        )
+    except HostError as exc:
+        return ToolResult(f"Could not start bash in the editor's terminal: {exc}", is_error=True)
+    sink = _OutputSink(
+        max_bytes=tools.bash_max_bytes,
+        spool_dir=ctx.user.tool_output_dir,
+        emit=lambda _t: None,
+        secrets=ctx.secrets,
+    )
+    sink.feed(run.output.encode("utf-8"))
+    sink.close()
+    result = _result(
+        sink,
+        ending=run.ending,
+        returncode=_returncode(run),
+        timeout=limit_s,
+        drained=True,
+        elapsed=time.monotonic() - started,
+        cwd=ctx.cwd,
+    )
+    if not run.truncated:
+        return result
+    note = "[The terminal kept only the end of the output; the start is lost.]\n"
+    return ToolResult(note + result.content, result.is_error, True, result.details)
+
+
+def _returncode(run: CommandRun) -> int | None:
+    """The exit code, or minus the signal's number as subprocess reports a killed process."""
+    if run.signal:
+        try:
+            return -int(signal.Signals[run.signal.upper()])
+        except KeyError:
+            return -int(run.signal) if run.signal.isdigit() else None
+    return run.exit_code
 
 
 class _Protocol(asyncio.SubprocessProtocol):
