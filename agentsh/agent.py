@@ -82,6 +82,7 @@ from agentsh.tools.base import (
     resolve_path,
 )
 from agentsh.tools.builtin import session_tools
+from agentsh.tools.host import ToolHost
 from agentsh.tools.memory import MemoryTool
 from agentsh.tools.rules import ToolRules
 
@@ -137,6 +138,7 @@ class Agent:
         mcp: McpManager | None = None,
         checkpoints: Checkpointer | None = None,
         api_base: str | None = None,
+        host: ToolHost | None = None,
     ) -> None:
         self.env = env
         self.checkpoints = checkpoints
@@ -150,6 +152,7 @@ class Agent:
         self.memory_tool = memory_tool
         self.prompt = prompt
         self.max_steps = max_steps
+        self.host = host  # an editor's buffers and terminals (ACP), in place of local ones
         self.max_cost_usd = max_cost_usd  # stop before a model call once this much is spent
         self.spent_usd = 0.0  # by this agent's model calls, over every turn it ran
         self._on_summary_written = on_summary_written
@@ -202,6 +205,20 @@ class Agent:
 
     def status(self) -> ContextStatus:
         return self.context.status()
+
+    @property
+    def approval_mode(self) -> ApprovalMode:
+        return self.approver.mode
+
+    @property
+    def plan_mode(self) -> bool:
+        return self.approver.plan
+
+    def set_approval_mode(self, mode: ApprovalMode, *, plan: bool = False) -> None:
+        """What tools may do without asking, from the next call on; ``plan``: nothing but
+        reads, whatever the mode (the refusal tells the model why)."""
+        self.approver.mode = ApprovalMode(mode)
+        self.approver.plan = plan
 
     def system_prompt(self) -> str:
         return self.prompt.render()
@@ -699,6 +716,7 @@ class Agent:
             session_id=self.session.id,
             project_trusted=self.env.trusted,
             secrets=self._secrets,
+            host=self.host,
         )
 
     async def _checkpoint(self, reason: str, paths: Sequence[Path] = ()) -> None:
@@ -907,10 +925,12 @@ def build_agent(
     plan: bool = False,
     appended_prompt: str = "",
     mcp_servers: Sequence[ServerSpec] = (),
+    host: ToolHost | None = None,
 ) -> Agent:
     """Assemble an agent with every real part. Heavy (imports litellm): run it off the UI
     thread. ``model=None`` builds an agent that explains how to configure one. ``mcp_servers``
     are started besides the configured ones (an ACP client's: agentsh.mcp.config.spec_from_acp).
+    ``host``: an editor's file buffers and terminals the tools use in place of local ones (ACP).
     """
     from agentsh.llm.models import choose_model, chosen_api_base
     from agentsh.llm.tokens import TokenCounter
@@ -998,4 +1018,5 @@ def build_agent(
         max_cost_usd=max_cost_usd,
         mcp=mcp,
         checkpoints=checkpoints,
+        host=host,
     )

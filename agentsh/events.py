@@ -182,6 +182,9 @@ class ApprovalDecision(StrEnum):
     ALLOW_SESSION = "allow_session"
     ALLOW_GROUP = "allow_group"  # the call's whole group (ApprovalRequest.group), this session
     DENY = "deny"
+    #: nobody answered in time (an editor that never showed the request): refused, and the
+    #: model is told it was not the user's choice
+    NO_ANSWER = "no_answer"
 
 
 def _new_future() -> asyncio.Future[ApprovalDecision]:

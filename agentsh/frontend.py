@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from agentsh.checkpoints.session_files import SessionFiles
+    from agentsh.config import ApprovalMode
     from agentsh.context.undo import UndoResult
     from agentsh.events import ContextStatus, Event, Tier
     from agentsh.mcp.state import McpOverview
@@ -56,6 +57,20 @@ class AgentAPI(Protocol):
 
     def status(self) -> ContextStatus:
         """What the status line shows now: model, window, tokens, tier, cost, branch."""
+        ...
+
+    @property
+    def approval_mode(self) -> ApprovalMode:
+        """What tools may do without asking (``ask``, ``edits``, ``all``)."""
+        ...
+
+    @property
+    def plan_mode(self) -> bool:
+        """Plan mode: nothing but reads, whatever the approval mode."""
+        ...
+
+    def set_approval_mode(self, mode: ApprovalMode, *, plan: bool = False) -> None:
+        """Change the approval mode (and plan mode) from the next tool call on."""
         ...
 
     # -- work: streams of events ----------------------------------------------------------------

@@ -230,6 +230,12 @@ class Approver:
                     f"The user declined {summary}; it was not run. Do not retry it unchanged: "
                     f"ask the user how to proceed if it is needed."
                 )
+            case ApprovalDecision.NO_ANSWER:
+                return (
+                    f"Denied: {summary} needed the user's approval and nobody answered in "
+                    f"time, so it was not run. Do not retry it; tell the user what you wanted "
+                    f"to do and that the approval request went unanswered."
+                )
             case _:
                 return f"Cancelled while waiting for the user's approval; {summary} was not run."
 
