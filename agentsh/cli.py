@@ -43,6 +43,7 @@ _HANDLERS: dict[str, str] = {
     "mcp.add": "agentsh.commands.mcp:add_server",
     "mcp.remove": "agentsh.commands.mcp:remove_server_command",
     "mcp.test": "agentsh.commands.mcp:test_server",
+    "acp": "agentsh.acp.run:main",
 }
 
 
@@ -236,7 +237,36 @@ def build_parser() -> argparse.ArgumentParser:
     restore.add_argument("--json", action="store_true", help="machine-readable output")
     restore.set_defaults(handler="restore")
     _add_mcp_parser(sub)
+    _add_acp_command(sub)
     return parser
+
+
+def _add_acp_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``agentsh acp``: the Agent Client Protocol on stdio, for editors (README: Editors)."""
+    acp = sub.add_parser(
+        "acp",
+        help="serve the Agent Client Protocol on stdio (for Zed, toad and other editors)",
+        description="Run agentsh as an Agent Client Protocol agent: JSON-RPC on stdin and "
+        "stdout, started by an editor. Sessions are ordinary agentsh sessions.",
+    )
+    # SUPPRESS: given before `acp` (agentsh -m MODEL acp) the top-level value stays.
+    keep = argparse.SUPPRESS
+    acp.add_argument("-m", "--model", default=keep, help="litellm model string")
+    acp.add_argument("--api-base", default=keep, metavar="URL", help="provider base URL")
+    acp.add_argument(
+        "--approve",
+        choices=("ask", "edits", "all"),
+        default=keep,
+        help="the approval mode sessions start in (the editor can switch it)",
+    )
+    acp.add_argument(
+        "--trust-project",
+        action="store_true",
+        default=keep,
+        help="load a folder's .agentsh/config.toml, AGENTS.md, memory and .mcp.json even if "
+        "it is not trusted yet",
+    )
+    acp.set_defaults(handler="acp")
 
 
 def _add_claude_code_options(parser: argparse.ArgumentParser) -> None:

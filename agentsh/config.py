@@ -232,6 +232,16 @@ class CheckpointSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class AcpSettings:
+    permission_timeout_s: float = _num(
+        300.0,
+        lo=1.0,
+        doc="agentsh acp: seconds an editor gets to answer an approval request; then it is "
+        "refused as unanswered",
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     model: ModelSettings = field(default_factory=ModelSettings)
     tools: ToolSettings = field(default_factory=ToolSettings)
@@ -242,6 +252,7 @@ class Settings:
     session: SessionSettings = field(default_factory=SessionSettings)
     mcp: McpSettings = field(default_factory=McpSettings)
     checkpoints: CheckpointSettings = field(default_factory=CheckpointSettings)
+    acp: AcpSettings = field(default_factory=AcpSettings)
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,7 @@ LAYERS: dict[str, int] = {
     # 7 - front ends and the command line
     "headless": 7,
     "tui": 7,
+    "acp": 7,
     "cli": 7,
     "commands": 7,
     "__main__": 7,
@@ -68,6 +69,12 @@ NEVER: frozenset[tuple[str, str]] = frozenset(
         ("session", "llm"),  # and the log nothing of the model
         ("headless", "tui"),  # the front ends share the core, not each other
         ("tui", "headless"),
+        ("acp", "tui"),
+        ("tui", "acp"),
+        ("acp", "headless"),
+        ("headless", "acp"),
+        ("acp", "commands"),
+        ("acp", "cli"),
         ("tui", "commands"),
         ("commands", "tui"),
         ("headless", "commands"),
@@ -100,11 +107,12 @@ ONLY_IN: dict[str, frozenset[str]] = {
     "onnxruntime": frozenset({"memory"}),
     "tokenizers": frozenset({"memory"}),
     "mcp": frozenset({"mcp"}),  # the official MCP SDK, behind agentsh/mcp/
+    "acp": frozenset({"acp"}),  # the Agent Client Protocol package: the ACP front end only
 }
 
 # The front ends drive the agent through agentsh.frontend.AgentAPI; from agentsh.agent they
 # take only the function that builds one.
-FRONT_ENDS = frozenset({"tui", "headless"})
+FRONT_ENDS = frozenset({"tui", "headless", "acp"})
 FROM_AGENT = frozenset({"build_agent", "AgentBusy"})
 
 BASE = frozenset(room for room, layer in LAYERS.items() if layer == 0)

@@ -1,0 +1,134 @@
+"""Approvals as ``session/request_permission``: allow once, allow for the session, reject.
+
+The agent waits on an :class:`~agentsh.events.ApprovalRequest`'s future; this module asks the
+client and resolves it. A client that never shows the request (or never answers it) must not
+hang the session: after ``acp.permission_timeout_s`` the call is refused as unanswered, the model
+is told it was not the user's choice, and the user gets a note saying what happened. A cancelled
+turn withdraws the question at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from acp import RequestError
+from acp.interfaces import Client
+from acp.schema import (
+    AllowedOutcome,
+    PermissionOption,
+    RequestPermissionResponse,
+    ToolCallUpdate,
+)
+
+from agentsh.acp.updates import ToolContent, diff_contents, fenced, text_content, tool_kind
+from agentsh.events import ApprovalDecision, ApprovalRequest
+
+log = logging.getLogger(__name__)
+
+ALLOW_ONCE = "allow_once"
+ALLOW_ALWAYS = "allow_always"
+REJECT = "reject"
+
+_DECISIONS = {
+    ALLOW_ONCE: ApprovalDecision.ALLOW_ONCE,
+    ALLOW_ALWAYS: ApprovalDecision.ALLOW_SESSION,
+    REJECT: ApprovalDecision.DENY,
+}
+
+Say = Callable[[str], Awaitable[None]]
+"""Sends a note to the user's thread."""
+
+
+def options(request: ApprovalRequest) -> list[PermissionOption]:
+    """The choices; "always" is not offered where agentsh would not keep it (a write outside
+    the project allows that one call only)."""
+    choices = [PermissionOption(option_id=ALLOW_ONCE, name="Allow once", kind="allow_once")]
+    if not request.outside_project:
+        choices.append(
+            PermissionOption(
+                option_id=ALLOW_ALWAYS,
+                name=f"Always allow {request.tool} in this session",
+                kind="allow_always",
+            )
+        )
+    choices.append(PermissionOption(option_id=REJECT, name="Reject", kind="reject_once"))
+    return choices
+
+
+def detail_content(request: ApprovalRequest, path: str | None) -> list[ToolContent]:
+    """What is asked about: the diff of an edit, the command, and why it asks."""
+    content: list[ToolContent] = []
+    if path and request.detail.startswith(("---", "(")):
+        content += diff_contents(path, request.detail)
+    elif request.detail and request.detail != request.summary:
+        info = "sh" if request.tool == "bash" else ""
+        content.append(text_content(fenced(request.detail, info)))
+    content.append(text_content(f"agentsh asks because {request.reason}."))
+    return content
+
+
+async def ask(
+    client: Client,
+    session_id: str,
+    acp_call_id: str,
+    request: ApprovalRequest,
+    *,
+    path: str | None,
+    timeout_s: float,
+    say: Say,
+) -> ApprovalDecision | None:
+    """Ask the client about ``request`` and resolve its decision with the answer, which is
+    returned (None when the turn was cancelled meanwhile). Never raises."""
+    tool_call = ToolCallUpdate(
+        tool_call_id=acp_call_id,
+        title=request.summary,
+        kind=tool_kind(request.tool),
+        status="pending",
+        content=detail_content(request, path),
+    )
+    asking = asyncio.ensure_future(
+        client.request_permission(
+            session_id=session_id, tool_call=tool_call, options=options(request)
+        )
+    )
+    waiting: set[asyncio.Future[Any]] = {asking, request.decision}
+    try:
+        await asyncio.wait(waiting, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not asking.done():
+            asking.cancel()  # the turn was cancelled, or the time is up: withdraw the question
+    if request.decision.done():
+        return None  # withdrawn: the turn was cancelled meanwhile
+    if not asking.done() or asking.cancelled():
+        decision = ApprovalDecision.NO_ANSWER
+        await say(
+            f"agentsh: nobody answered the request to approve `{request.summary}` within "
+            f"{timeout_s:g} s, so it was refused."
+        )
+    else:
+        decision = await _decision(asking, request, say)
+    if request.decision.done():
+        return None
+    request.decision.set_result(decision)
+    return decision
+
+
+async def _decision(
+    asking: asyncio.Future[RequestPermissionResponse], request: ApprovalRequest, say: Say
+) -> ApprovalDecision:
+    exc = asking.exception()
+    if exc is not None:
+        log.warning("session/request_permission failed: %r", exc)
+        why = str(exc) if isinstance(exc, RequestError) else type(exc).__name__
+        await say(
+            f"agentsh: the editor could not ask about `{request.summary}` ({why}), so it was "
+            "refused."
+        )
+        return ApprovalDecision.NO_ANSWER
+    outcome = asking.result().outcome
+    if isinstance(outcome, AllowedOutcome):
+        return _DECISIONS.get(outcome.option_id, ApprovalDecision.DENY)
+    return ApprovalDecision.DENY  # "cancelled": the client is cancelling the turn

@@ -1,0 +1,360 @@
+"""The protocol's methods, and the agentsh sessions they open.
+
+Each ACP session is an ordinary agentsh session (a JSONL tree under the user's data folder, with
+compaction and memory), driven by its own agent: listed by ``agentsh sessions``, resumable in
+the TUI once the editor lets go of it. ``session/load`` replays the current branch
+(:mod:`.replay`); a session id agentsh has no file for (a thread that ended before anything was
+said) starts empty under that id, with a note, rather than failing the editor's thread.
+
+A project folder the user has not trusted runs without its settings, instructions, memory and
+MCP configuration, as ``-p`` does: the editor cannot show agentsh's trust screen, so the first
+prompt's reply starts with a note saying what was left out and how to trust the folder (run
+``agentsh`` there once, or start ``agentsh acp --trust-project``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from acp import PROTOCOL_VERSION, RequestError
+from acp.interfaces import Client
+from acp.schema import (
+    AgentCapabilities,
+    ClientCapabilities,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    McpCapabilities,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    SessionCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+    SessionMode,
+    SessionModeState,
+    SetSessionModeResponse,
+)
+
+from agentsh import __version__
+from agentsh.acp.host import ClientHost
+from agentsh.acp.prompt import PromptBlock
+from agentsh.acp.replay import replay
+from agentsh.acp.session import AcpSession
+from agentsh.acp.updates import usage_update
+from agentsh.config import ApprovalMode, Environment, load_environment
+from agentsh.frontend import AgentAPI
+from agentsh.session.catalog import Catalog, SessionLookupError
+from agentsh.session.session import Session
+from agentsh.startup import SessionChoiceError, new_session, open_session_file
+
+log = logging.getLogger(__name__)
+
+PLAN = "plan"
+MODES = (
+    SessionMode(
+        id=ApprovalMode.ASK.value,
+        name="Ask",
+        description="File edits and commands wait for your approval.",
+    ),
+    SessionMode(
+        id=ApprovalMode.EDITS.value,
+        name="Accept edits",
+        description="Edits inside the project are made at once; commands still ask.",
+    ),
+    SessionMode(
+        id=ApprovalMode.ALL.value,
+        name="Allow all",
+        description="Edits and commands run without asking; writes outside the project, to "
+        ".git/ or to agentsh's settings still ask.",
+    ),
+    SessionMode(
+        id=PLAN,
+        name="Plan",
+        description="Read only: the model investigates and writes a plan; nothing is changed "
+        "or run.",
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AcpOptions:
+    """What ``agentsh acp`` was started with."""
+
+    model: str | None = None
+    api_base: str | None = None
+    approval: ApprovalMode | None = None
+    trust_project: bool = False
+
+
+class AcpServer:
+    """The agent side of the protocol (``acp.interfaces.Agent``)."""
+
+    def __init__(self, options: AcpOptions) -> None:
+        self.options = options
+        self._client: Client | None = None
+        self._capabilities: ClientCapabilities | None = None
+        self._sessions: dict[str, AcpSession] = {}
+        self._warming = False
+
+    def on_connect(self, conn: Client) -> None:
+        self._client = conn
+
+    # -- initialize -----------------------------------------------------------------------------
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        self._capabilities = client_capabilities
+        if not self._warming:
+            # The model client (litellm) takes seconds to import: start now, while the editor
+            # sets up, so the first session/new does not wait for all of it. A daemon thread:
+            # a client that leaves at once must not wait for the import to finish.
+            self._warming = True
+            threading.Thread(target=_warm_up, name="acp-warm-up", daemon=True).start()
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(
+                    image=False, audio=False, embedded_context=True
+                ),
+                mcp_capabilities=McpCapabilities(http=False, sse=False),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+            ),
+            agent_info=Implementation(name="agentsh", title="agentsh", version=__version__),
+            auth_methods=[],
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> None:
+        raise RequestError.invalid_params(
+            {"methodId": "agentsh has no sign-in: it uses the provider keys in its environment"}
+        )
+
+    # -- sessions -------------------------------------------------------------------------------
+
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> NewSessionResponse:
+        folder = _folder(cwd)
+        env = await asyncio.to_thread(self._environment, folder)
+        session = new_session(env, folder)
+        opened = await self._open(env, folder, session, mcp_servers or [])
+        return NewSessionResponse(session_id=opened.id, modes=_modes(opened.agent))
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponse:
+        opened = self._sessions.get(session_id)
+        if opened is None:
+            folder = _folder(cwd)
+            if not _is_uuid(session_id):
+                raise RequestError.invalid_params({"sessionId": "not an agentsh session id"})
+            env = await asyncio.to_thread(self._environment, folder)
+            session, found = await asyncio.to_thread(_saved_session, env, folder, session_id)
+            opened = await self._open(env, folder, session, mcp_servers or [])
+            if not found:
+                await opened.say(
+                    "agentsh: there is no saved conversation with this id (it may have ended "
+                    "before anything was said); it goes on from here as a new one."
+                )
+        for update in replay(opened.agent.session.current_path(), opened.cwd):
+            await opened.send(update)
+        await opened.send(usage_update(opened.agent.status()))
+        return LoadSessionResponse(modes=_modes(opened.agent))
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        def listed() -> list[SessionInfo]:
+            env = load_environment(_folder(cwd)) if cwd else load_environment()
+            root = env.project.root if cwd else None
+            return [
+                SessionInfo(
+                    session_id=info.id,
+                    cwd=info.cwd,
+                    title=info.title or None,
+                    updated_at=datetime.fromtimestamp(info.last_activity, UTC).isoformat(),
+                )
+                for info in Catalog(env.user).list(root)
+            ]
+
+        return ListSessionsResponse(sessions=await asyncio.to_thread(listed))
+
+    async def set_session_mode(
+        self, session_id: str, mode_id: str, **kwargs: Any
+    ) -> SetSessionModeResponse:
+        agent = self._session(session_id).agent
+        if mode_id == PLAN:
+            agent.set_approval_mode(agent.approval_mode, plan=True)
+        else:
+            try:
+                mode = ApprovalMode(mode_id)
+            except ValueError:
+                known = ", ".join(m.id for m in MODES)
+                raise RequestError.invalid_params({"modeId": f"one of {known}"}) from None
+            agent.set_approval_mode(mode, plan=False)
+        return SetSessionModeResponse()
+
+    # -- turns ----------------------------------------------------------------------------------
+
+    async def prompt(
+        self, session_id: str, prompt: list[PromptBlock], **kwargs: Any
+    ) -> PromptResponse:
+        return await self._session(session_id).prompt(prompt)
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        opened = self._sessions.get(session_id)
+        if opened is not None:
+            opened.cancel()
+
+    def close(self) -> None:
+        """Close every session's agent (its log, its MCP servers)."""
+        for opened in self._sessions.values():
+            try:
+                opened.close()
+            except Exception as exc:  # noqa: BLE001 - closing the others matters more
+                log.warning("closing session %s: %r", opened.id, exc)
+        self._sessions.clear()
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _environment(self, folder: Path) -> Environment:
+        return load_environment(folder, trust_project=self.options.trust_project)
+
+    def _session(self, session_id: str) -> AcpSession:
+        opened = self._sessions.get(session_id)
+        if opened is None:
+            raise RequestError(
+                -32002,
+                "agentsh has no open session with this id (session/new or session/load first)",
+                {"sessionId": session_id},
+            )
+        return opened
+
+    async def _open(
+        self, env: Environment, folder: Path, session: Session, mcp_servers: list[Any]
+    ) -> AcpSession:
+        if self._client is None:  # pragma: no cover - the connection sets it before any call
+            raise RequestError.internal_error({"details": "no client connection"})
+        client, session_id = self._client, session.id
+
+        async def on_terminal(call_id: str, terminal_id: str) -> None:
+            opened = self._sessions.get(session_id)
+            if opened is not None:
+                await opened.terminal_shown(call_id, terminal_id)
+
+        host = ClientHost(client, session_id, self._capabilities, on_terminal)
+        agent = await asyncio.to_thread(self._build, env, folder, session, host)
+        opened = AcpSession(
+            agent,
+            client,
+            cwd=folder,
+            permission_timeout_s=env.settings.acp.permission_timeout_s,
+            notes=_start_notes(env, session, mcp_servers),
+        )
+        self._sessions[session_id] = opened
+        return opened
+
+    def _build(
+        self, env: Environment, folder: Path, session: Session, host: ClientHost
+    ) -> AgentAPI:
+        from agentsh.agent import build_agent
+
+        agent: AgentAPI = build_agent(
+            env,
+            session,
+            model=self.options.model,
+            api_base=self.options.api_base,
+            approval=self.options.approval,
+            interactive=True,
+            cwd=folder,
+            host=host,
+        )
+        return agent
+
+
+def _warm_up() -> None:
+    try:
+        from agentsh.agent import build_agent  # noqa: F401 - imported for its cost
+        from agentsh.llm.env import import_litellm
+
+        import_litellm()
+    except Exception as exc:  # noqa: BLE001 - the real build reports any problem
+        log.warning("warming up: %r", exc)
+
+
+def _folder(cwd: str) -> Path:
+    folder = Path(cwd)
+    if not folder.is_absolute():
+        raise RequestError.invalid_params({"cwd": "must be an absolute path"})
+    if not folder.is_dir():
+        raise RequestError.invalid_params({"cwd": f"{cwd} is not a folder"})
+    return folder
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        return str(uuid.UUID(text)) == text.lower()
+    except ValueError:
+        return False
+
+
+def _saved_session(env: Environment, folder: Path, session_id: str) -> tuple[Session, bool]:
+    """The session with exactly this id, opened for appending; or a new empty one under the
+    id, when agentsh has no file for it (False)."""
+    try:
+        info = Catalog(env.user).find(session_id, env.project.root)
+    except SessionLookupError:
+        info = None
+    if info is None or info.id != session_id:
+        return new_session(env, folder, session_id=session_id), False
+    try:
+        return open_session_file(env, info.path, fork_if_locked=False), True
+    except SessionChoiceError as exc:
+        raise RequestError(-32000, f"agentsh: {exc}", {"sessionId": session_id}) from exc
+
+
+def _modes(agent: AgentAPI) -> SessionModeState:
+    current = PLAN if agent.plan_mode else agent.approval_mode.value
+    return SessionModeState(current_mode_id=current, available_modes=list(MODES))
+
+
+def _start_notes(env: Environment, session: Session, mcp_servers: list[Any]) -> list[str]:
+    """What the user is told before the first reply: an untrusted folder, bad settings."""
+    notes: list[str] = []
+    if not env.trusted:
+        notes.append(
+            f"agentsh: {env.trust.notice()} (for `agentsh acp`: add it to the agent's args in "
+            "the editor's settings)"
+        )
+    notes += [f"agentsh: warning: {problem}" for problem in env.config.problems]
+    notes += [f"agentsh: warning: {session.path}: {problem}" for problem in session.problems]
+    if mcp_servers:
+        names = ", ".join(sorted(str(getattr(s, "name", "?")) for s in mcp_servers))
+        notes.append(
+            f"agentsh: the MCP servers the editor passed ({names}) are not started: this "
+            "version of agentsh does not take MCP servers from an ACP client yet."
+        )
+    return notes
