@@ -1,0 +1,345 @@
+"""``agentsh acp`` end to end: the ``acp`` package's client spawning the real agent, which talks
+to the scripted model server. Two agents serve the module: one whose client offers nothing but
+permission answers (files and commands stay local), one that plays an editor with file buffers
+and terminals. After each test, every line the agents wrote on stdout must be a JSON-RPC frame.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from acp import RequestError, text_block
+
+from agentsh.paths import UserPaths
+from agentsh.session.entries import MessageEntry, ToolCall
+from agentsh.session.session import Session
+from agentsh.values import Role, StopReason
+from tests.acp.conftest import AcpAgent, EditorClient, spawn_acp
+from tests.fakes.server import ErrorReply, Reply, text, tool_call
+
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def plain(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[AcpAgent]:
+    """An agent whose client offers no files or terminals; approvals time out after 2 s."""
+    root = tmp_path_factory.mktemp("acp-plain")
+    (root / "project").mkdir()
+    (root / "project" / "AGENTS.md").write_text("Always answer in French.\n")
+    async with spawn_acp(root, EditorClient(), config="[acp]\npermission_timeout_s = 2\n") as a:
+        yield a
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def editor(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[AcpAgent]:
+    """An agent whose client serves file buffers and terminals, as Zed does."""
+    root = tmp_path_factory.mktemp("acp-editor")
+    async with spawn_acp(root, EditorClient(files=True, terminal=True)) as a:
+        yield a
+
+
+@pytest.fixture(autouse=True)
+def _stdout_stays_json(request: pytest.FixtureRequest) -> Any:
+    """Whatever a test did, the agents' stdout held JSON-RPC frames and nothing else."""
+    yield
+    for name in ("plain", "editor"):
+        if name in request.fixturenames:
+            agent: AcpAgent = request.getfixturevalue(name)
+            assert agent.frames(), "the agent wrote nothing at all"
+
+
+def _finals(client: EditorClient, sid: str) -> list[Any]:
+    return [
+        u for u in client.tool_updates(sid) if getattr(u, "status", None) in ("completed", "failed")
+    ]
+
+
+# -- the main path ------------------------------------------------------------------------------
+
+
+async def test_initialize_then_new_session_offers_modes(plain: AcpAgent) -> None:
+    caps = plain.initialized.agent_capabilities
+    assert caps is not None and caps.load_session
+    assert caps.prompt_capabilities is not None and caps.prompt_capabilities.embedded_context
+    assert not caps.prompt_capabilities.image
+    assert plain.initialized.agent_info is not None
+    assert plain.initialized.agent_info.name == "agentsh"
+    response = await plain.conn.new_session(cwd=str(plain.project), mcp_servers=[])
+    assert response.modes is not None
+    assert response.modes.current_mode_id == "ask"
+    assert [m.id for m in response.modes.available_modes] == ["ask", "edits", "all", "plan"]
+
+
+async def test_approved_command_streams_updates_and_ends_the_turn(plain: AcpAgent) -> None:
+    client, server = plain.client, plain.server
+    sid = await plain.new_session()
+    client.answer = "allow_once"
+    server.script(
+        tool_call("bash", {"command": "echo made > made.txt && echo written"}),
+        text("Le fichier est écrit."),
+    )
+    response = await plain.prompt(sid, "make a file")
+    assert response.stop_reason == "end_turn"
+    assert (plain.project / "made.txt").read_text() == "made\n"
+
+    # The folder is not trusted: the thread says its AGENTS.md was left out, before the reply.
+    assert "not trusted" in client.text(sid)
+    assert "Always answer in French" not in json.dumps(server.requests[-1].body)
+
+    (asked,) = [a for a in client.asked if a.session_id == sid]
+    assert asked.tool_call.title == "bash: echo made > made.txt && echo written"
+    assert {o.kind for o in asked.options} == {"allow_once", "allow_always", "reject_once"}
+
+    kinds = client.kinds(sid)
+    assert kinds.index("tool_call") < kinds.index("tool_call_update")
+    start = next(u for u in client.updates[sid] if u.session_update == "tool_call")
+    assert start.kind == "execute" and start.tool_call_id == asked.tool_call.tool_call_id
+    (final,) = _finals(client, sid)
+    assert final.status == "completed"
+    assert "written" in final.content[-1].content.text
+    assert client.text(sid).endswith("Le fichier est écrit.")
+    usage = [u for u in client.updates[sid] if u.session_update == "usage_update"]
+    assert usage and usage[-1].size == 128_000 and usage[-1].used > 0
+
+    # An ordinary agentsh session: the whole turn is in its log.
+    path = next((plain.home / "data" / "sessions").rglob(f"*_{sid}.jsonl"))
+    session = Session.open(path, lock=False)
+    roles = [e.role for e in session.current_path() if isinstance(e, MessageEntry)]
+    assert roles == [Role.USER, Role.ASSISTANT, Role.ASSISTANT]
+
+
+async def test_rejected_edit_is_not_made_and_the_model_is_told(plain: AcpAgent) -> None:
+    client, server = plain.client, plain.server
+    target = plain.project / "keep.txt"
+    target.write_text("keep me\n")
+    sid = await plain.new_session()
+    client.answer = "reject"
+    server.script(
+        tool_call("edit", {"path": "keep.txt", "old_text": "keep me", "new_text": "gone"}),
+        text("D'accord."),
+    )
+    assert (await plain.prompt(sid, "change it")).stop_reason == "end_turn"
+    assert target.read_text() == "keep me\n"
+    (asked,) = [a for a in client.asked if a.session_id == sid]
+    diffs = [c for c in asked.tool_call.content if c.type == "diff"]
+    assert diffs and diffs[0].old_text == "keep me\n" and diffs[0].new_text == "gone\n"
+    assert diffs[0].path == str(target)
+    (final,) = _finals(client, sid)
+    assert final.status == "failed"
+    tool_messages = [m for m in server.requests[-1].messages if m["role"] == "tool"]
+    assert "declined" in str(tool_messages[-1]["content"])
+
+
+async def test_an_unanswered_approval_is_refused_and_the_turn_goes_on(plain: AcpAgent) -> None:
+    client, server = plain.client, plain.server
+    sid = await plain.new_session()
+    client.answer = "never"
+    server.script(tool_call("bash", {"command": "touch never.txt"}), text("Compris."))
+    response = await plain.prompt(sid, "touch it")
+    assert response.stop_reason == "end_turn"
+    assert not (plain.project / "never.txt").exists()
+    assert "nobody answered" in client.text(sid)
+    tool_messages = [m for m in server.requests[-1].messages if m["role"] == "tool"]
+    assert "nobody answered in time" in str(tool_messages[-1]["content"])
+
+
+async def test_cancel_mid_stream_keeps_what_arrived(plain: AcpAgent) -> None:
+    client, server = plain.client, plain.server
+    sid = await plain.new_session()
+    words = " ".join(f"mot{i}" for i in range(300))
+    server.script(Reply(text=words, delay_s=0.02))
+    turn = asyncio.ensure_future(plain.prompt(sid, "talk for a while"))
+    await client.wait_for(lambda: "mot5" in client.text(sid))
+    await plain.conn.cancel(session_id=sid)
+    response = await turn
+    assert response.stop_reason == "cancelled"
+    received = client.text(sid)
+    assert "mot299" not in received
+    path = next((plain.home / "data" / "sessions").rglob(f"*_{sid}.jsonl"))
+    last = Session.open(path, lock=False).current_path()[-1]
+    assert isinstance(last, MessageEntry) and last.stop_reason is StopReason.ABORTED
+    assert last.content and last.content in received
+
+
+async def test_mode_all_runs_commands_without_asking(plain: AcpAgent) -> None:
+    client, server = plain.client, plain.server
+    sid = await plain.new_session()
+    await plain.conn.set_session_mode(session_id=sid, mode_id="all")
+    asked_before = len(client.asked)
+    server.script(tool_call("bash", {"command": "echo free"}), text("ok"))
+    assert (await plain.prompt(sid, "run it")).stop_reason == "end_turn"
+    assert len(client.asked) == asked_before
+    (final,) = _finals(client, sid)
+    assert final.status == "completed"
+
+    # Plan mode: nothing runs, and the model is told why.
+    await plain.conn.set_session_mode(session_id=sid, mode_id="plan")
+    server.script(tool_call("bash", {"command": "touch planned.txt"}), text("the plan"))
+    assert (await plain.prompt(sid, "do it")).stop_reason == "end_turn"
+    assert not (plain.project / "planned.txt").exists()
+    assert "plan mode" in str(server.requests[-1].messages[-1]["content"])
+
+
+# -- session/load ---------------------------------------------------------------------------------
+
+
+def _saved_session(agent: AcpAgent) -> Session:
+    """A session written before this agent started (as after an editor restart)."""
+    folder = UserPaths.from_env({"AGENTSH_HOME": str(agent.home)}).project_sessions_dir(
+        agent.project
+    )
+    session = Session.create(folder, agent.project)
+    session.append_message(Role.USER, "fix the greeting")
+    call = ToolCall(
+        id="call_1",
+        name="edit",
+        arguments=json.dumps({"path": "hello.py", "old_text": "helo", "new_text": "hello"}),
+    )
+    session.append_message(
+        Role.ASSISTANT, "Fixing it.\n\n- [x] find it\n- [ ] fix it", tool_calls=(call,)
+    )
+    diff = "--- a/hello.py\n+++ b/hello.py\n@@ -1 +1 @@\n-print('helo')\n+print('hello')\n"
+    session.append_tool_result("call_1", "edit", "Edited hello.py", details={"diff": diff})
+    session.append_message(Role.ASSISTANT, "Done: it says hello now.")
+    session.close()
+    return session
+
+
+async def test_load_replays_the_saved_branch_and_continues_it(plain: AcpAgent) -> None:
+    client, server = plain.client, plain.server
+    saved = _saved_session(plain)
+    response = await plain.conn.load_session(
+        cwd=str(plain.project), session_id=saved.id, mcp_servers=[]
+    )
+    assert response is not None and response.modes is not None
+    sid = saved.id
+    kinds = client.kinds(sid)
+    assert kinds[0] == "user_message_chunk"
+    assert client.text(sid, "user_message_chunk") == "fix the greeting"
+    assert "Fixing it." in client.text(sid) and "Done: it says hello now." in client.text(sid)
+    assert "plan" in kinds
+    (call,) = [u for u in client.updates[sid] if u.session_update == "tool_call"]
+    assert call.status == "completed" and call.kind == "edit"
+    assert call.locations[0].path == str(plain.project / "hello.py")
+    assert call.locations[0].line == 1
+    diff = next(c for c in call.content if c.type == "diff")
+    assert (diff.old_text, diff.new_text) == ("print('helo')\n", "print('hello')\n")
+    assert kinds[-1] == "usage_update"
+
+    # The conversation goes on where it was.
+    server.script(text("Still hello."))
+    assert (await plain.prompt(sid, "and now?")).stop_reason == "end_turn"
+    contents = [m["content"] for m in server.requests[-1].messages]
+    assert "fix the greeting" in contents and "Done: it says hello now." in contents
+
+
+async def test_load_of_an_unknown_id_starts_it_empty_with_a_note(plain: AcpAgent) -> None:
+    sid = "0b1c2d3e-0000-4000-8000-000000000001"
+    await plain.conn.load_session(cwd=str(plain.project), session_id=sid, mcp_servers=[])
+    assert "no saved conversation" in plain.client.text(sid)
+
+
+# -- errors stay on the protocol ---------------------------------------------------------------
+
+
+async def test_errors_are_json_rpc_errors(plain: AcpAgent) -> None:
+    with pytest.raises(RequestError) as unknown:
+        await plain.conn.prompt(session_id="nope", prompt=[text_block("hi")])
+    assert unknown.value.code == -32002
+    with pytest.raises(RequestError) as relative:
+        await plain.conn.new_session(cwd="relative/path", mcp_servers=[])
+    assert relative.value.code == -32602
+    with pytest.raises(RequestError):
+        await plain.conn.load_session(
+            cwd=str(plain.project), session_id="../../etc", mcp_servers=[]
+        )
+    with pytest.raises(RequestError):
+        await plain.conn.set_session_mode(session_id="nope", mode_id="all")
+
+    # Garbage on stdin is skipped (logged on stderr), and the agent still answers.
+    assert plain.process.stdin is not None
+    plain.process.stdin.write(b"this is not json\n")
+    await plain.process.stdin.drain()
+
+    # A model error ends the turn with a JSON-RPC error; the thread says what happened.
+    sid = await plain.new_session()
+    plain.server.script(ErrorReply(401, "Incorrect API key provided"))
+    with pytest.raises(RequestError) as failed:
+        await plain.prompt(sid, "hello")
+    assert failed.value.code == -32603
+    assert "agentsh:" in str(failed.value)
+    assert "key" in plain.client.text(sid).lower()
+
+
+# -- an editor's buffers and terminals ----------------------------------------------------------
+
+
+async def test_edits_go_through_the_editor_buffer(editor: AcpAgent) -> None:
+    client, server = editor.client, editor.server
+    source = editor.project / "calc.py"
+    source.write_text("a = 1\n")
+    client.buffers[str(source)] = "a = 1\nb = 2\n"  # unsaved in the editor
+    sid = await editor.new_session()
+    await editor.conn.set_session_mode(session_id=sid, mode_id="edits")
+    server.script(
+        tool_call("read", {"path": "calc.py"}),
+        tool_call("edit", {"path": "calc.py", "old_text": "b = 2", "new_text": "b = 3"}),
+        text("Changed."),
+    )
+    assert (await editor.prompt(sid, "bump b")).stop_reason == "end_turn"
+    # The read saw the unsaved line; the edit went to the editor, not to the disk.
+    read_result = [m for m in server.requests[1].messages if m["role"] == "tool"][-1]
+    assert "b = 2" in str(read_result["content"])
+    assert client.writes == [(str(source), "a = 1\nb = 3\n")]
+    assert source.read_text() == "a = 1\n"
+    final = _finals(client, sid)[-1]
+    diff = next(c for c in final.content if c.type == "diff")
+    assert diff.path == str(source) and "b = 3" in diff.new_text
+    assert final.locations[0].path == str(source) and final.locations[0].line == 1
+
+
+async def test_writes_the_editor_must_not_see_stay_guarded(
+    editor: AcpAgent, tmp_path: Path
+) -> None:
+    client, server = editor.client, editor.server
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret\n")
+    (editor.project / "link.txt").symlink_to(outside)
+    sid = await editor.new_session()
+    await editor.conn.set_session_mode(session_id=sid, mode_id="all")
+    client.answer = "reject"
+    writes_before = len(client.writes)
+    server.script(
+        tool_call("write", {"path": "link.txt", "content": "pwned\n"}),
+        tool_call("write", {"path": ".git/config", "content": "[core]\n"}),
+        text("ok"),
+    )
+    assert (await editor.prompt(sid, "write")).stop_reason == "end_turn"
+    # Both asked although the mode allows everything, and nothing reached the editor or disk.
+    reasons = [a.tool_call.content[-1].content.text for a in client.asked if a.session_id == sid]
+    assert len(reasons) == 2
+    assert "outside the project" in reasons[0] and ".git/" in reasons[1]
+    assert len(client.writes) == writes_before
+    assert outside.read_text() == "secret\n"
+    (outside_option,) = [a.options for a in client.asked if a.session_id == sid][:1]
+    assert "allow_always" not in {o.kind for o in outside_option}
+
+
+async def test_commands_run_in_the_editor_terminal(editor: AcpAgent) -> None:
+    client, server = editor.client, editor.server
+    sid = await editor.new_session()
+    await editor.conn.set_session_mode(session_id=sid, mode_id="all")
+    server.script(tool_call("bash", {"command": "echo from-terminal; exit 3"}), text("ok"))
+    assert (await editor.prompt(sid, "run")).stop_reason == "end_turn"
+    (terminal_id,) = [t for t, term in client.terminals.items() if term.released]
+    final = _finals(client, sid)[-1]
+    assert final.status == "failed"  # exit code 3
+    assert final.content[0].type == "terminal" and final.content[0].terminal_id == terminal_id
+    result = [m for m in server.requests[-1].messages if m["role"] == "tool"][-1]
+    assert "from-terminal" in str(result["content"]) and "code 3" in str(result["content"])
