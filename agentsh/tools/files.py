@@ -9,9 +9,9 @@ full disk leaves the old file whole, never a torn one), and return a unified dif
 ``details["diff"]``. Each one
 also plans its change without writing, which is what the approval prompt shows.
 
-With a :class:`~agentsh.tools.host.ToolHost` (an editor over ACP), a project file's text comes
-from the editor, unsaved changes included, and the write goes back through it; the checks and
-the plan are the same, only the bytes travel another way.
+With a :class:`~agentsh.tools.host.ToolHost` (an editor over ACP), the text of a file in the
+session's folder comes from the editor, unsaved changes included, and the write goes back
+through it; the checks and the plan are the same, only the bytes travel another way.
 """
 
 from __future__ import annotations
@@ -433,7 +433,7 @@ async def _held_bytes(path: Path, ctx: ToolContext) -> bytes | None:
     """The file's content as the host holds it (an editor's unsaved buffer), or None when the
     disk is read instead: no host for it, no such regular file, or a binary one (the host
     speaks text; the local sniff decides)."""
-    where = hosted_path(path, ctx.project.root, ctx.host, write=False)
+    where = hosted_path(path, ctx.cwd, ctx.host, write=False)
     if where is None or ctx.host is None:
         return None
     head = await asyncio.to_thread(_head, path, ctx.settings.tools.binary_sniff_bytes)
@@ -452,7 +452,7 @@ def _head(path: Path, size: int) -> bytes | None:
 
 async def _save(change: _Change, ctx: ToolContext) -> None:
     """Write the change through the host when it serves the file, else to the disk."""
-    where = hosted_path(change.path, ctx.project.root, ctx.host, write=True)
+    where = hosted_path(change.path, ctx.cwd, ctx.host, write=True)
     text = _decode(change.new)
     if where is None or ctx.host is None or text is None:
         await asyncio.to_thread(_write_change, change, ctx)

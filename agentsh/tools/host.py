@@ -8,8 +8,9 @@ of these it offers; without one (the TUI, ``-p``) the tools use the local disk a
 A host only changes where bytes come from and go to. Every rule the tools keep runs before it is
 asked, exactly as for a local write: the approval (inside the project, ``.git/`` and agentsh's
 settings protected, hard links), the path resolved with no link followed out of the project,
-binary files refused. Only files inside the project go through the host; anything else is read
-and written locally.
+binary files refused. Only files inside the folder the front end opened (the session's cwd) go
+through the host: the host is untrusted too, and is never handed a path outside it; anything
+else is read and written locally, as without a host.
 """
 
 from __future__ import annotations
@@ -80,10 +81,10 @@ class ToolHost(Protocol):
 
 
 def hosted_path(path: Path, root: Path, host: ToolHost | None, *, write: bool) -> Path | None:
-    """Where ``host`` knows ``path``, when it serves it: a file inside the project ``root``,
-    links resolved, spelt under ``root`` as the front end gave it. None: the disk, as without
-    a host (outside the project, or a hard-linked file, whose write must get a new inode so
-    that its other names keep their content)."""
+    """Where ``host`` knows ``path``, when it serves it: a file inside ``root`` (the session's
+    folder), links resolved, spelt under ``root`` as the front end gave it. None: the disk, as
+    without a host (outside ``root``, or a hard-linked file, whose write must get a new inode
+    so that its other names keep their content)."""
     if host is None or not (host.writes_files if write else host.reads_files):
         return None
     real = Path(os.path.realpath(path))
