@@ -167,6 +167,20 @@ async def test_cancel_mid_stream_keeps_what_arrived(plain: AcpAgent) -> None:
     assert last.content and last.content in received
 
 
+async def test_cancel_while_asking_withdraws_the_question(plain: AcpAgent) -> None:
+    client, server = plain.client, plain.server
+    sid = await plain.new_session()
+    client.answer = "never"
+    server.script(tool_call("bash", {"command": "touch asked.txt"}))
+    turn = asyncio.ensure_future(plain.prompt(sid, "touch it"))
+    await client.wait_for(lambda: any(a.session_id == sid for a in client.asked))
+    await plain.conn.cancel(session_id=sid)
+    response = await asyncio.wait_for(turn, 1.5)  # well before the 2 s approval time limit
+    assert response.stop_reason == "cancelled"
+    assert not (plain.project / "asked.txt").exists()
+    assert "nobody answered" not in client.text(sid)
+
+
 async def test_mode_all_runs_commands_without_asking(plain: AcpAgent) -> None:
     client, server = plain.client, plain.server
     sid = await plain.new_session()
