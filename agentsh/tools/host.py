@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from agentsh.errors import AgentshError
+
 
 @dataclass(frozen=True, slots=True)
 class CommandRun:
@@ -34,7 +36,7 @@ class CommandRun:
     ending: str = "exited"  # "exited", "timeout" or "aborted" (cancelled by the user)
 
 
-class HostError(OSError):
+class HostError(AgentshError, OSError):
     """The host could not do what it was asked; the message says what and why."""
 
 
