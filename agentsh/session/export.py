@@ -69,11 +69,12 @@ def write_session_json(session: Session, out: IO[str], *, tree: bool = False) ->
     encoder: 21 s for 100,000 entries)."""
     t = session.tree
     dumps = json.JSONEncoder(ensure_ascii=False).encode
+    path = session.current_path()  # walked once: 100,000 entries take a quarter second
     head: dict[str, Any] = {
         "session": session.header.to_json(),
         "file": str(session.path) if session.path else None,
         "leafId": t.leaf_id,
-        "pathIds": t.path_ids(),
+        "pathIds": [entry.id for entry in path],
         "labels": dict(t.labels),
         "problems": [str(p) for p in session.problems],
     }
@@ -89,7 +90,7 @@ def write_session_json(session: Session, out: IO[str], *, tree: bool = False) ->
             for entry in t.nodes.values()
         )
         if tree
-        else _path_lines(session, dumps)
+        else _path_lines(session, path, dumps)
     )
     batch: list[str] = []
     separator = "\n    "
@@ -103,11 +104,12 @@ def write_session_json(session: Session, out: IO[str], *, tree: bool = False) ->
     out.write("\n  ]\n}\n" if separator != "\n    " else "]\n}\n")
 
 
-def _path_lines(session: Session, dumps: Callable[[Any], str]) -> Iterator[str]:
+def _path_lines(
+    session: Session, path: list[AnyEntry], dumps: Callable[[Any], str]
+) -> Iterator[str]:
     """The JSON of each entry on the current path. An entry whose file line is exactly what
     agentsh writes for it (this format version, the canonical key order) is that line as it
     is, which spares decoding and encoding it again; any other is encoded afresh."""
-    path = session.current_path()
     lines: list[bytes] = []
     numbers: dict[str, int] = {}
     if session.path is not None and session.header.version == FORMAT_VERSION:
