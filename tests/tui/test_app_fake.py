@@ -440,8 +440,11 @@ async def test_resume_picker_searches_by_first_message_and_opens_the_session(
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(pilot, app)
         await pilot.press(*"/resume", "enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
-        assert len(app.screen.shown) == 2  # type: ignore[attr-defined]
+        # The rows are filled in when the picker mounts, a moment after it is pushed.
+        await wait_for(
+            pilot,
+            lambda: isinstance(app.screen, PickerScreen) and len(app.screen.shown) == 2,
+        )
         await pilot.press(*"parser")
         assert len(app.screen.shown) == 1  # type: ignore[attr-defined]
         await pilot.press("enter")
