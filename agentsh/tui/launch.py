@@ -17,6 +17,15 @@ def main(args: argparse.Namespace) -> int:
     from agentsh.tui.app import AgentshApp
     from agentsh.tui.options import LaunchOptions
 
+    options = LaunchOptions.from_args(args)
+    if options.allowed_tools or options.disallowed_tools:
+        try:
+            options.tool_rules()  # a malformed rule: one line, before any frame
+        except ValueError as exc:
+            import sys
+
+            print(f"agentsh: {exc}", file=sys.stderr)
+            return 2
     prepare_environment()
     env = load_environment(trust_project=bool(getattr(args, "trust_project", False)))
     if not env.trusted:
@@ -30,6 +39,6 @@ def main(args: argparse.Namespace) -> int:
         if answer:
             grant(env.user, env.trust)
             env = load_environment()
-    app = AgentshApp(env, LaunchOptions.from_args(args))
+    app = AgentshApp(env, options)
     app.run()
     return app.return_code or 0

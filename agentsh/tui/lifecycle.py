@@ -43,6 +43,7 @@ def build_real_agent(env: Environment, session: Session, options: LaunchOptions)
         api_base=options.api_base,
         approval=options.approval,
         interactive=True,
+        rules=options.tool_rules(),  # --allowedTools / --disallowedTools, as with -p
     )
     return agent
 

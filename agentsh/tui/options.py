@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agentsh.config import ApprovalMode
+
+if TYPE_CHECKING:
+    from agentsh.tools.rules import ToolRules
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +25,8 @@ class LaunchOptions:
     model: str | None = None
     api_base: str | None = None
     approval: ApprovalMode | None = None
+    allowed_tools: tuple[str, ...] = ()  # --allowedTools rules: run without asking
+    disallowed_tools: tuple[str, ...] = ()  # --disallowedTools rules: always refused
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> LaunchOptions:
@@ -33,7 +39,16 @@ class LaunchOptions:
             model=getattr(args, "model", None),
             api_base=getattr(args, "api_base", None),
             approval=ApprovalMode(approve) if approve else None,
+            allowed_tools=tuple(getattr(args, "allowed_tools", None) or ()),
+            disallowed_tools=tuple(getattr(args, "disallowed_tools", None) or ()),
         )
+
+    def tool_rules(self) -> ToolRules:
+        """The rule flags as the approver takes them (RuleError for a malformed rule:
+        ``launch`` checks them before the first frame)."""
+        from agentsh.tools.rules import ToolRules
+
+        return ToolRules.parse(self.allowed_tools, self.disallowed_tools)
 
     @property
     def wants_picker(self) -> bool:

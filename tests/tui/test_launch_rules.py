@@ -1,0 +1,49 @@
+"""--allowedTools / --disallowedTools in the TUI: the same rules as with -p (they used to be
+read by -p only, so the TUI offered and ran what the user had forbidden)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from agentsh.config import ApprovalMode, load_environment
+from agentsh.session.session import Session
+from agentsh.tui import launch
+from agentsh.tui.lifecycle import build_real_agent
+from agentsh.tui.options import LaunchOptions
+from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
+
+
+def test_the_tui_agent_takes_the_rule_flags(
+    project: Path, agentsh_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    args = argparse.Namespace(
+        model=TEST_MODEL,
+        api_base="http://127.0.0.1:9/v1",
+        allowed_tools=["Bash(git status:*)"],
+        disallowed_tools=["Bash(rm:*)", "write"],
+    )
+    options = LaunchOptions.from_args(args)
+    env = load_environment(project, trust_project=True)
+    agent = build_real_agent(env, Session.create(None, project), options)
+    try:
+        assert "write" not in agent.tool_names()  # a bare deny takes the tool away
+        assert "bash" in agent.tool_names()
+        rules = agent.approver.rules  # type: ignore[attr-defined]
+        assert [r.text for r in rules.allow] == ["Bash(git status:*)"]
+        assert [r.text for r in rules.deny] == ["Bash(rm:*)", "write"]
+        assert agent.approver.mode is ApprovalMode(env.settings.tools.approval)  # type: ignore[attr-defined]
+    finally:
+        agent.close()
+
+
+def test_a_malformed_rule_stops_before_the_first_frame(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = argparse.Namespace(allowed_tools=["Bash(git"], disallowed_tools=None)
+    assert launch.main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("agentsh: ") and len(err.strip().splitlines()) == 1
