@@ -277,9 +277,9 @@ class Agent:
         self.session = session
         session.on_append = self._entry_appended
         if fresh_prompt:
-            appended = self.prompt.appended
+            appended, replaced = self.prompt.appended, self.prompt.replaced_base
             self.prompt = SystemPrompt(self.env, self.cwd, memory=self.memory)
-            self.prompt.appended = appended
+            self.prompt.appended, self.prompt.replaced_base = appended, replaced
         self.context = self._new_context(session, self._window)
         self.nested = self._new_nested()  # the new conversation has not seen them
 
@@ -926,6 +926,7 @@ def build_agent(
     appended_prompt: str = "",
     mcp_servers: Sequence[ServerSpec] = (),
     host: ToolHost | None = None,
+    system_prompt: str = "",
 ) -> Agent:
     """Assemble an agent with every real part. Heavy (imports litellm): run it off the UI
     thread. ``model=None`` builds an agent that explains how to configure one. ``mcp_servers``
@@ -985,6 +986,7 @@ def build_agent(
     approver = Approver(mode, env.project.root, interactive=interactive, rules=rules, plan=plan)
     prompt = SystemPrompt(env, cwd, memory=memory)
     prompt.appended = appended_prompt
+    prompt.replaced_base = system_prompt  # --system-prompt; "" keeps agentsh's own
     mcp_config = load_mcp_config(env.user, env.project)
     trusted = project_servers_trusted(env, mcp_config)
     mcp, mcp_notices = manager_for(env, cwd, trusted=trusted, extra=mcp_servers, config=mcp_config)

@@ -308,6 +308,12 @@ def _add_claude_code_options(parser: argparse.ArgumentParser) -> None:
         "--append-system-prompt", metavar="TEXT", help="add TEXT at the end of the system prompt"
     )
     parser.add_argument(
+        "--system-prompt",
+        metavar="TEXT",
+        help="replace agentsh's base instructions with TEXT (empty: keep them; the rule about "
+        "quoted project data, the environment, AGENTS.md and memory always stay)",
+    )
+    parser.add_argument(
         "--session-id", type=_uuid, metavar="UUID", help="the id of the new session (a UUID)"
     )
     parser.add_argument(

@@ -116,6 +116,7 @@ def main(args: argparse.Namespace) -> int:
         rules=rules,
         plan=permission == "plan",
         appended_prompt=_appended_prompt(args, permission == "plan"),
+        system_prompt=getattr(args, "system_prompt", None) or "",
     )
     if agent.model is None:
         from agentsh.llm.models import no_model_help

@@ -1,0 +1,94 @@
+"""The Claude Agent SDK's ``query()`` driving agentsh as its CLI, end to end: the SDK starts
+agentsh with its own flags (``--system-prompt ""``, ``--input-format stream-json``,
+``--allowedTools`` joined by commas, ...), speaks its control protocol, and reads the messages.
+It used to stop at once: ``--system-prompt`` was an unknown option (exit 2)."""
+
+from __future__ import annotations
+
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ResultMessage,
+    SystemMessage,
+    ToolUseBlock,
+    query,
+)
+
+from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
+from tests.fakes.server import ScriptedServer, text, tool_call
+
+
+def _cli(tmp_path: Path, server: ScriptedServer) -> Path:
+    """What a user would put on PATH: agentsh pointed at the model server."""
+    script = tmp_path / "agentsh-cli"
+    script.write_text(
+        f'#!/bin/sh\nexec "{sys.executable}" -m agentsh -m {TEST_MODEL} '
+        f'--api-base {server.base_url} "$@"\n'
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script
+
+
+def test_query_runs_a_turn_with_a_tool_through_agentsh(
+    tmp_path: Path, scripted_server: ScriptedServer, project: Path, agentsh_home: Path
+) -> None:
+    scripted_server.script(
+        tool_call("bash", {"command": "echo from-the-tool"}, id="call_1"),
+        text("The tool said from-the-tool."),
+    )
+    options = ClaudeAgentOptions(
+        cli_path=str(_cli(tmp_path, scripted_server)),
+        cwd=str(project),
+        max_turns=4,
+        allowed_tools=["Bash(echo:*)", "Read"],
+        env={"OPENAI_API_KEY": FAKE_KEY, "AGENTSH_HOME": str(agentsh_home)},
+    )
+
+    async def run() -> list[Any]:
+        return [m async for m in query(prompt="run echo for me", options=options)]
+
+    messages = anyio.run(run)
+    assert isinstance(messages[0], SystemMessage) and messages[0].subtype == "init"
+    assert messages[0].data["cwd"] == str(project)
+    uses = [
+        b for m in messages if isinstance(m, AssistantMessage) for b in m.content
+        if isinstance(b, ToolUseBlock)
+    ]  # fmt: skip
+    assert [u.input for u in uses] == [{"command": "echo from-the-tool"}]
+    result = messages[-1]
+    assert isinstance(result, ResultMessage)
+    assert (result.subtype, result.is_error, result.num_turns) == ("success", False, 2)
+    assert result.result == "The tool said from-the-tool."
+    # The allow rule let the command run: its output went back to the model.
+    tool_message = [m for m in scripted_server.requests[1].messages if m["role"] == "tool"]
+    assert "from-the-tool" in str(tool_message[0]["content"])
+    # The SDK's empty --system-prompt keeps agentsh's own instructions.
+    assert "You are agentsh" in str(scripted_server.requests[0].messages[0]["content"])
+
+
+def test_a_system_prompt_replaces_the_base_but_not_the_data_rule(
+    tmp_path: Path, scripted_server: ScriptedServer, project: Path, agentsh_home: Path
+) -> None:
+    scripted_server.script(text("ok"))
+    options = ClaudeAgentOptions(
+        cli_path=str(_cli(tmp_path, scripted_server)),
+        cwd=str(project),
+        system_prompt="You are a terse reviewer.",
+        env={"OPENAI_API_KEY": FAKE_KEY, "AGENTSH_HOME": str(agentsh_home)},
+    )
+
+    async def run() -> list[Any]:
+        return [m async for m in query(prompt="review", options=options)]
+
+    messages = anyio.run(run)
+    assert isinstance(messages[-1], ResultMessage) and not messages[-1].is_error
+    system = str(scripted_server.requests[0].messages[0]["content"])
+    assert system.startswith("You are a terse reviewer.")
+    assert "You are agentsh" not in system
+    assert "is quoted data" in system  # the fences still mean what they say
