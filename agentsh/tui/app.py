@@ -30,6 +30,7 @@ from agentsh.tui.quit_signals import QuitSignals
 from agentsh.tui.screens.help import HelpScreen
 from agentsh.tui.slash import registry as slash
 from agentsh.tui.themes import DEFAULT_THEME, load_themes, shipped_themes_dir
+from agentsh.tui.widgets.activity_line import ActivityLine
 from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
 from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.composer import Composer, PromptInput
@@ -108,9 +109,14 @@ class AgentshApp(App[None]):
                     id="chat",
                 )
                 yield Vertical(id="queue")
+                yield ActivityLine(cancel_key=self._key_for("cancel").split(" / ")[0])
                 yield Composer(id="composer")
             yield SidePanel(self.controller)
         yield StatusBar(id="status-bar")
+
+    def _key_for(self, binding_id: str) -> str:
+        """The key the user has for ``binding_id``, as people write it (``Esc``)."""
+        return display_key(self.keymap.get(binding_id, spec(binding_id).key))
 
     def on_mount(self) -> None:
         self._quit_signals.install()

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from agentsh.tui.projection import NoteItem
 from agentsh.tui.ui_state import UiState, load_ui_state, save_ui_state
+from agentsh.tui.widgets.activity_line import ActivityLine
 from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.composer import PromptInput
 from agentsh.tui.widgets.messages import NoteMarkdown
@@ -32,6 +33,11 @@ class View(Protocol):
 
     @property
     def prompt(self) -> PromptInput: ...
+
+    @property
+    def activity(self) -> ActivityLine:
+        """The working indicator above the editor."""
+        ...
 
     @property
     def keymap(self) -> dict[str, str]:
@@ -77,6 +83,10 @@ class AppView:
     @property
     def prompt(self) -> PromptInput:
         return self.app.query_one(PromptInput)
+
+    @property
+    def activity(self) -> ActivityLine:
+        return self.app.query_one(ActivityLine)
 
     @property
     def status_bar(self) -> StatusBar:

@@ -80,6 +80,7 @@ class TurnRunner:
         """Show a stream of agent events (a turn, a compaction) in the chat, in a worker."""
         self.current.turn_running = True
         self._turn_done = asyncio.Event()
+        self.view.activity.begin()  # the clock runs from the key press, not the first token
         self.app.run_worker(
             self._consume(events, user_text), name="turn", group="turn", exit_on_error=False
         )
@@ -93,10 +94,12 @@ class TurnRunner:
         await view.chat.reveal_end()
         try:
             async for event in events:
+                view.activity.follow(event)
                 await turn.handle(event)
         except Exception as exc:  # noqa: BLE001 - a crashed turn is shown, the app goes on
             await view.note(f"The turn failed: {exc}", "error")
         finally:
+            view.activity.end()
             await turn.close()
             self.current.turn_running = False
             focused = self.app.focused

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -114,4 +115,34 @@ def test_the_files_follow_a_branch_switch_after_the_restore_prompt(
 
             pane.send("F4")  # the tree pane marks the entries that changed files
             pane.wait_for(lambda s: "✎ 1 file" in s, timeout=30)
+
+
+def test_what_the_user_typed_shows_verbatim_and_the_indicator_runs_until_esc(
+    tmp_path: Path, project: Path
+) -> None:
+    """Issue 14: a multi-line message with ``__init__``, ``*args`` and ``<Foo>`` is shown as
+    typed; a slow reply shows the working indicator with its elapsed seconds; Esc stops it."""
+    slow = {"text": " ".join(f"word{i}" for i in range(300)), "delay": 0.2}
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([slow]))
+    home = Path(os.environ["AGENTSH_HOME"])
+    indicator = re.compile(r"(waiting for the model|writing the reply) · (\d+)s · Esc to cancel")
+    with ScriptedServerProcess(script, root=ROOT) as server:
+        command = [sys.executable, "-m", "agentsh", "-m", "openai/test-model",
+                   "--api-base", server.base_url]  # fmt: skip
+        with TmuxPane(command, cwd=project, env=_env(home), width=80, height=24) as pane:
+            pane.wait_for(lambda s: "loading…" not in s and "test-model" in s, timeout=90)
+            pane.type("def __init__(self, *args, **kwargs):")
+            pane.send("C-j")
+            pane.type("    return <Foo>  # a_b *c*")
+            pane.send("Enter")
+            pane.wait_for(lambda s: "return <Foo>" in s, timeout=30)
+            screen = pane.screen()
+            assert "▌ def __init__(self, *args, **kwargs):" in screen
+            assert "▌     return <Foo>  # a_b *c*" in screen
+            # The indicator counts the seconds while the reply streams slowly.
+            pane.wait_for(lambda s: (m := indicator.search(s)) is not None and int(m[2]) >= 2,
+                          timeout=30)  # fmt: skip
+            pane.send("Escape")
+            pane.wait_for(lambda s: "aborted" in s and "to cancel" not in s, timeout=30)
             pane.send("C-q")

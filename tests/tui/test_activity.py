@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
+import pytest
+
 from agentsh.events import (
     AssistantMessage,
     CompactionFinished,
@@ -17,6 +21,9 @@ from agentsh.events import (
     TurnStarted,
 )
 from agentsh.tui.activity import WAITING, Activity, human_seconds
+from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
+from tests.fakes.server import ScriptedServer, text, tool_call
+from tests.tui.conftest import MakeApp, idle, ready, screen_text, wait_for
 
 
 def test_the_indicator_follows_what_the_turn_is_doing_and_stops_with_it() -> None:
@@ -54,3 +61,42 @@ def test_a_compaction_without_a_turn_starts_the_clock_itself() -> None:
 
 def test_elapsed_time_reads_naturally() -> None:
     assert [human_seconds(s) for s in (0, 7.9, 65, 3725)] == ["0s", "7s", "1m 05s", "1h 02m"]
+
+
+@pytest.mark.asyncio
+async def test_a_running_turn_shows_the_indicator_above_the_editor_until_it_ends(
+    make_app: MakeApp, scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The indicator is on screen from the key press, counts seconds, names the approval it
+    waits for, and is gone the moment the turn ends."""
+    from agentsh.config import ApprovalMode
+    from agentsh.tui.lifecycle import build_real_agent
+    from agentsh.tui.options import LaunchOptions
+    from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
+
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    slow = " ".join(f"w{i}" for i in range(12))
+    scripted_server.script(
+        text(slow, delay_s=0.15), tool_call("bash", {"command": "echo hi"}), text("done")
+    )
+    options = LaunchOptions(model=TEST_MODEL, api_base=scripted_server.base_url,
+                            approval=ApprovalMode.ASK)  # fmt: skip
+    app = make_app(factory=build_real_agent, options=options)
+    running = re.compile(r"(waiting for the model|writing the reply) · (\d+)s · Esc to cancel")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        assert "to cancel" not in screen_text(app)
+        await pilot.press(*"go slowly", "enter")
+        await wait_for(pilot, lambda: running.search(screen_text(app)) is not None)
+        await wait_for(pilot, lambda: int(running.search(screen_text(app))[2]) >= 1)  # type: ignore[index]
+        await idle(pilot, app)
+        await pilot.pause()
+        assert "to cancel" not in screen_text(app)
+        await pilot.press(*"run it", "enter")
+        await wait_for(pilot, lambda: bool(app.query(ApprovalPrompt)))
+        await wait_for(pilot, lambda: "waiting for your answer: bash: echo hi" in screen_text(app))
+        await pilot.pause(ApprovalPrompt.GRACE_S + 0.1)
+        await pilot.press("y")
+        await idle(pilot, app)
+        await pilot.pause()
+        assert "to cancel" not in screen_text(app)
