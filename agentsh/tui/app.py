@@ -223,6 +223,7 @@ class AgentshApp(App[None]):
         if prompt.text and self.screen is self.screen_stack[0]:
             self._ctrl_c.reset()
             prompt.clear()  # an edit: Ctrl+Z brings the text back
+            self.controller.branching.drop_edit()  # an earlier message's edit with it
             prompt.focus()
             return
         if self._ctrl_c.press():

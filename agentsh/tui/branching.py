@@ -6,8 +6,9 @@ rebuilt from ``session.current_path()``, the status bar shows the agent's new fi
 (``branch i/n`` included) and the side panes hear ``path_changed``. Nothing here keeps a copy
 of the conversation.
 
-- Alt+Up / Alt+Down select a user message in the chat; Enter on it moves the leaf to its
-  parent and puts its text in the editor, so sending it starts a sibling branch.
+- Alt+Up / Alt+Down select a user message in the chat; Enter on it puts its text in the
+  editor, and sending it moves the leaf to its parent first, so it starts a sibling branch
+  (nothing moves before: Esc or Ctrl+C drop the edit).
 - Alt+Left / Alt+Right go to the previous / next sibling branch at the nearest fork above the
   leaf, landing on that branch's newest deepest entry.
 - Enter in the tree pane moves the leaf to the entry (a user message: to its parent, with the
@@ -25,6 +26,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentsh.session.entries import MessageEntry, Role
@@ -59,6 +61,7 @@ class BranchNavigator:
         self._summary_task: asyncio.Task[None] | None = None
         self._told_no_model = False
         self.files = FileRestorer(app, current, view)
+        self.editing: _Edit | None = None  # an earlier message whose edit is not sent yet
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -101,6 +104,7 @@ class BranchNavigator:
         session = self._session()
         if session is None:
             return
+        self.editing = None  # the chat is rebuilt: no message is marked as being edited
         if self.current.agent is not None:
             self.view.show_status(self.current.agent.status())
         self.current.path_changed.publish(reason)
@@ -150,7 +154,9 @@ class BranchNavigator:
             self.view.prompt.focus()
 
     async def edit_message(self, entry_id: str) -> None:
-        """Enter on a selected message: its parent becomes the leaf, its text the draft."""
+        """Enter on a selected message: its text becomes the draft. The leaf stays where it is
+        until the draft is sent (:meth:`apply_edit`): Esc or Ctrl+C on the draft leave the
+        conversation as it was, its newest turn in the chat and for ``-c``."""
         if await self._busy():
             return
         session = self._session()
@@ -158,20 +164,40 @@ class BranchNavigator:
         entry = session.get(entry_id)
         if not isinstance(entry, MessageEntry) or entry.role is not Role.USER:
             return
-        leaving = session.leaf_id
-        session.move_leaf(entry.parent_id)
-        await self.reproject()
+        self.editing = _Edit(entry.id, entry.parent_id)
         self._put_in_editor(entry.content)
         keymap = self.view.keymap
         keys = " / ".join(
             display_key(keymap.get(k, spec(k).key)) for k in ("branch_prev", "branch_next")
         )
         self.view.notify(
-            f"Edit and send to start a new branch; the old one stays ({keys} switch).",
+            f"Edit and send to start a new branch; the old one stays ({keys} switch). "
+            "Esc leaves it as it was.",
             title="Editing an earlier message",
             timeout=4,
         )
-        await self._offer_files(entry.id, leaving)
+
+    def drop_edit(self) -> bool:
+        """The edit of an earlier message is abandoned (Esc, Ctrl+C clearing it): nothing moved,
+        so nothing is undone; the message is no longer marked. True when one was pending."""
+        if self.editing is None:
+            return False
+        self.editing = None
+        self.view.chat.clear_selection()
+        return True
+
+    async def apply_edit(self) -> None:
+        """The edited message is being sent: now its parent becomes the leaf, so the message
+        starts a sibling branch (the chat shows the path up to there first), and the files
+        the message's turn changed may go back with it (the restore offer) before it runs."""
+        edit, self.editing = self.editing, None
+        session = self._session()
+        if edit is None or session is None or edit.entry_id not in session.tree.nodes:
+            return
+        leaving = session.leaf_id
+        session.move_leaf(edit.parent_id)
+        await self.reproject()
+        await self._offer_files(edit.entry_id, leaving)
 
     # -- sibling branches ---------------------------------------------------------------------
 
@@ -379,6 +405,14 @@ class BranchNavigator:
         if session is None or item is None or item.entry_id not in session.tree.nodes:
             return (session.leaf_id if session is not None else None, None, False)
         return (session.get(item.entry_id).parent_id, item.text, True)
+
+
+@dataclass(frozen=True, slots=True)
+class _Edit:
+    """An earlier user message being edited: sending the draft branches from its parent."""
+
+    entry_id: str
+    parent_id: str | None
 
 
 def _short(text: str, limit: int = 40) -> str:

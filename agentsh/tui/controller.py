@@ -182,6 +182,15 @@ class ChatController:
         if session is not None and session.read_only_reason:
             await view.note(read_only_note(session), "warning")
             return
+        if self.branching.editing is not None:
+            # An edited earlier message branches only now. In a worker: re-projecting the
+            # chat waits for a frame, which this handler would hold up.
+            self.branching.run(self._send_edited(text), "Sending the edited message")
+            return
+        await self.turns.send(text)
+
+    async def _send_edited(self, text: str) -> None:
+        await self.branching.apply_edit()
         await self.turns.send(text)
 
     def run_events(self, events: AsyncIterator[Event]) -> None:
@@ -250,6 +259,9 @@ class ChatController:
         if self.cancel():
             return
         focused = self.app.focused
+        if focused is self.prompt and self.branching.drop_edit():
+            self.prompt.clear()  # the edit's draft goes (Ctrl+Z brings it back); nothing moved
+            return
         if focused is not None and any(
             isinstance(node, ChatView) for node in focused.ancestors_with_self
         ):

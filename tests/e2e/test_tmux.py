@@ -90,16 +90,16 @@ def test_the_files_follow_a_branch_switch_after_the_restore_prompt(
             pane.wait_for(lambda s: "A is done." in s, timeout=60)
             assert notes.read_text() == "branch A\n"
 
-            # Edit the message: the conversation goes back before it; so can the files.
+            # Edit the message and send it again (branch B): the conversation goes back
+            # before it, and so can the files, when it is sent (issue 14, item 7).
             pane.send("M-Up")
             pane.wait_for(lambda s: "█ you" in s, timeout=30)  # the message is selected
             pane.send("Enter")
+            pane.wait_for(lambda s: "Editing an earlier message" in s, timeout=30)
+            assert notes.read_text() == "branch A\n"  # nothing moved yet
+            pane.send("Enter")
             pane.wait_for(lambda s: "M notes.txt  +1 -1" in s, timeout=30)
             pane.send("y")
-            pane.wait_for(lambda s: "Restored 1 file: notes.txt" in s, timeout=30)
-            assert notes.read_text() == "original\n"
-
-            pane.send("Enter")  # send the message again: branch B
             pane.wait_for(lambda s: "B is done." in s, timeout=60)
             assert notes.read_text() == "branch B\n"
 
@@ -136,7 +136,7 @@ def test_what_the_user_typed_shows_verbatim_and_the_indicator_runs_until_esc(
             pane.send("C-j")
             pane.type("    return <Foo>  # a_b *c*")
             pane.send("Enter")
-            pane.wait_for(lambda s: "return <Foo>" in s, timeout=30)
+            pane.wait_for(lambda s: "▌     return <Foo>" in s, timeout=30)  # in the chat
             screen = pane.screen()
             assert "▌ def __init__(self, *args, **kwargs):" in screen
             assert "▌     return <Foo>  # a_b *c*" in screen

@@ -91,8 +91,10 @@ async def test_enter_on_a_selection_edits_it_as_a_new_branch_and_the_marker_foll
         await pilot.press("enter")
         prompt = app.query_one(PromptInput)
         await wait_for(pilot, lambda: prompt.text == "second" and prompt.has_focus)
-        assert session.leaf_id == second.parent_id
-        assert [m.text for m in app.query(UserMessage)] == ["first"]
+        # Nothing moves until the edited message is sent (issue 14, item 7).
+        newest = session.leaf_id
+        assert newest == session.current_path()[-1].id != second.parent_id
+        assert [m.text for m in app.query(UserMessage)] == ["first", "second", "third"]
         await pilot.press(*[" ", "2"], "enter")  # the stand-in agent echoes and logs it
         await wait_for(
             pilot, lambda: not app.controller.turn_running and bool(app.query(BranchMarker))
@@ -122,3 +124,33 @@ def test_markers_stand_before_the_first_entry_of_each_branch_on_the_path(project
             following = items[index + 1]
             assert isinstance(following, UserItem) and following.entry_id == item.entry_id
     assert not any(isinstance(i, BranchItem) for i in projection.project(s.current_path()))
+
+
+@pytest.mark.asyncio
+async def test_an_edit_left_unsent_moves_nothing(make_app: MakeApp, project: Path) -> None:
+    """Alt+Up → Enter, then Esc, or the editor emptied and another message typed: the leaf,
+    the chat and ``-c`` keep the newest turn; the other message continues the conversation."""
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        session = _three_turns(project)
+        await app.controller.switch_session(session)
+        newest = session.leaf_id
+        prompt = app.query_one(PromptInput)
+        await pilot.press("alt+up", "enter")
+        await wait_for(pilot, lambda: prompt.text == "third" and prompt.has_focus)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: prompt.text == "")
+        assert session.leaf_id == newest and app.controller.branching.editing is None
+        assert [m.text for m in app.query(UserMessage)] == ["first", "second", "third"]
+        await pilot.press("alt+up", "alt+up", "enter")
+        await wait_for(pilot, lambda: prompt.text == "second" and prompt.has_focus)
+        await pilot.press("ctrl+c")  # clears the editor
+        await wait_for(pilot, lambda: prompt.text == "")
+        await pilot.press(*"fourth", "enter")
+        await wait_for(pilot, lambda: not app.controller.turn_running)
+        await wait_for(pilot, lambda: session.leaf_id != newest)
+        path = [e.content for e in session.current_path() if hasattr(e, "content")]
+        assert path[:7] == ["first", "re: first", "second", "re: second", "third", "re: third",
+                            "fourth"]  # fmt: skip
+        assert len(session.tree.children_of(session.current_path()[2].parent_id)) == 1

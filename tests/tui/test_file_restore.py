@@ -68,8 +68,17 @@ async def test_moving_the_leaf_offers_the_files_and_y_n_d_answer(
         await _send(pilot, app, "branch A", "A written")
         assert (project / "a.txt").read_text() == "from A\n"
 
-        # Edit the message: the conversation goes back before it, and so can the files.
+        # Edit the message and send it: the conversation goes back before it, and so can the
+        # files; nothing moves before the edit is sent (issue 14, item 7).
+        scripted_server.script(
+            tool_call("write", {"path": "b.txt", "content": "from B\n"}), text("B written")
+        )
         await pilot.press("alt+up", "enter")
+        prompt = app.controller.prompt
+        await wait_for(pilot, lambda: prompt.text == "branch A" and prompt.has_focus)
+        assert _offer(app) is None and (project / "a.txt").exists()
+        await pilot.press("ctrl+u")  # the editor holds the old text: replace it
+        await pilot.press(*"branch B", "enter")
         await wait_for(pilot, lambda: _offer(app) is not None, limit_s=20)
         offer = _offer(app)
         assert offer is not None
@@ -79,14 +88,11 @@ async def test_moving_the_leaf_offers_the_files_and_y_n_d_answer(
         await wait_for(pilot, lambda: "-from A" in screen_text(app), limit_s=10)
         await pilot.press("y")
         await wait_for(pilot, lambda: not (project / "a.txt").exists(), limit_s=20)
-        await wait_for(pilot, lambda: "Restored 1 file: a.txt" in screen_text(app), limit_s=10)
 
-        # Branch B (the edited message, sent).
-        scripted_server.script(
-            tool_call("write", {"path": "b.txt", "content": "from B\n"}), text("B written")
-        )
-        await pilot.press("ctrl+u")  # the editor holds the old text: replace it
-        await _send(pilot, app, "branch B", "B written")
+        # Branch B (the edited message) runs once the files are answered (the chat is then
+        # projected again from the log, with its new branch marker).
+        await wait_for(pilot, lambda: "B written" in screen_text(app), limit_s=30)
+        await wait_for(pilot, lambda: not app.controller.turn_running, limit_s=30)
         assert (project / "b.txt").exists()
 
         # Back to A: both files move; n first keeps them, then the tree pane shows ✎.
