@@ -22,6 +22,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Static, TextArea
 
 from agentsh.events import ApprovalDecision, ApprovalRequest
@@ -104,8 +105,22 @@ class ApprovalPrompt(Vertical, can_focus=True):
         if isinstance(focused, TextArea) and focused.text.strip():
             self.notify("A tool is waiting for approval: Ctrl+Up to answer.", severity="warning")
         else:
-            self.focus()
-        self.scroll_visible()
+            # Not scrolled to now: before its first layout the prompt has no place yet, and
+            # scrolling to it sent the chat to the top and released its anchor (issue 14,
+            # item 2: a short prompt below the fold, its result hidden after it).
+            self.focus(scroll_visible=False)
+        self.call_after_refresh(self._into_view)
+
+    def _into_view(self) -> None:
+        """Laid out: the chat follows its bottom again (the prompt is its newest row, and what
+        the answer brings appears under it); a prompt taller than the chat shows its top."""
+        chat = self.parent
+        if not self.is_mounted or not isinstance(chat, Widget):
+            return
+        if self.outer_size.height <= chat.size.height and chat.is_scrollable:
+            chat.scroll_end(animate=False, immediate=True)  # re-anchors an anchored chat
+        else:
+            self.scroll_visible(animate=False, top=True, immediate=True)
 
     def action_scroll_detail(self, lines: int) -> None:
         # From the scroll target, not the position: keys repeat faster than frames are drawn.
