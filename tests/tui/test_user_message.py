@@ -5,9 +5,16 @@ The text goes to the model unchanged either way; these tests pin what the screen
 from __future__ import annotations
 
 import pytest
+from textual.widgets import Static
 
 from agentsh.tui.widgets.composer import PromptInput
-from agentsh.tui.widgets.messages import TextPart, UserMessage, user_text_parts
+from agentsh.tui.widgets.messages import (
+    FOLD_OVER,
+    FOLD_SHOWN,
+    TextPart,
+    UserMessage,
+    user_text_parts,
+)
 from tests.tui.conftest import MakeApp, screen_text, wait_for
 
 CODE = "def __init__(self, *args, **kwargs):\n    return <Foo>  # a_b_c *x* **y**"
@@ -32,7 +39,7 @@ async def test_a_multi_line_message_shows_every_character_and_line_as_typed(
 
 
 @pytest.mark.asyncio
-async def test_a_long_paste_keeps_its_lines(make_app: MakeApp) -> None:
+async def test_a_long_paste_keeps_its_lines_folded_until_clicked(make_app: MakeApp) -> None:
     pasted = "\n".join(f"line {i}: value_{i} = *{i}*" for i in range(200))
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
@@ -42,7 +49,31 @@ async def test_a_long_paste_keeps_its_lines(make_app: MakeApp) -> None:
         await wait_for(pilot, lambda: bool(app.query(UserMessage)))
         await wait_for(pilot, lambda: not app.controller.turn_running)
         message = app.query_one(UserMessage)
-        assert message.region.height >= 200  # one row per line, not one paragraph
+        # Folded: its first lines, one row each and as typed, then how many more there are.
+        assert message.folded and FOLD_SHOWN < message.region.height < FOLD_OVER
+        fold = message.query_one(".user-fold", Static)
+        assert str(fold.render()) == f"… {200 - FOLD_SHOWN} more lines (click to show all)"
+        text = "\n".join(str(s.render()) for s in message.query(".user-text").results(Static))
+        assert text.splitlines() == pasted.splitlines()[:FOLD_SHOWN]
+        fold.scroll_visible(animate=False, immediate=True)
+        await pilot.pause()
+        await pilot.click(fold)
+        await wait_for(pilot, lambda: not message.folded and message.region.height >= 200)
+        assert not message.query(".user-fold")
+
+
+@pytest.mark.asyncio
+async def test_a_message_under_the_fold_limit_is_shown_whole(make_app: MakeApp) -> None:
+    typed = "\n".join(f"step {i}" for i in range(FOLD_OVER))
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        app.query_one(PromptInput).put_text(typed)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: bool(app.query(UserMessage)))
+        await wait_for(pilot, lambda: not app.controller.turn_running)
+        message = app.query_one(UserMessage)
+        assert not message.folded and message.region.height >= FOLD_OVER
 
 
 @pytest.mark.asyncio

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, ClassVar
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical
@@ -192,24 +193,49 @@ def user_text_parts(text: str) -> list[TextPart]:
     return parts
 
 
+FOLD_OVER = 40  # a message longer than this many lines is shown folded
+FOLD_SHOWN = 24  # the lines a folded message shows
+
+
 class UserMessage(Vertical):
     """What the user sent, verbatim: every character, line break and indent as typed.
 
     It is not markdown: ``__init__`` keeps its underscores, ``*args`` its star, ``<Foo>`` its
-    brackets. Only the fenced code blocks the user wrote are rendered (syntax-highlighted)."""
+    brackets. Only the fenced code blocks the user wrote are rendered (syntax-highlighted).
+    A long paste is folded to its first lines and a line saying how many more there are; a
+    click on that line unfolds it (the model always receives the whole text)."""
 
     def __init__(self, text: str, *, entry_id: str = "") -> None:
         super().__init__(classes="message user-message")
         self.text = text
         self.entry_id = entry_id
+        self.line_count = text.count("\n") + 1
+        self.folded = self.line_count > FOLD_OVER
 
     def compose(self) -> ComposeResult:
         yield Static("you", classes="role-label")
+        if self.folded:
+            shown = "\n".join(self.text.split("\n")[:FOLD_SHOWN])
+            yield Static(Content(shown), classes="user-text")
+            more = self.line_count - FOLD_SHOWN
+            yield Static(Content(f"… {more} more lines (click to show all)"), classes="user-fold")
+            return
         for part in user_text_parts(self.text):
             if part.fence:
                 yield _markdown(part.text, "user-fence")
             else:
                 yield Static(Content(part.text), classes="user-text")
+
+    async def unfold(self) -> None:
+        if not self.folded:
+            return
+        self.folded = False
+        await self.recompose()
+
+    async def on_click(self, event: events.Click) -> None:
+        if self.folded and isinstance(event.widget, Static) and event.widget.has_class("user-fold"):
+            event.stop()
+            await self.unfold()
 
 
 class AssistantMessage(Vertical):
