@@ -101,6 +101,9 @@ class ApprovalPrompt(Vertical, can_focus=True):
     def on_mount(self) -> None:
         self._shown_at = time.monotonic()
         self.request.decision.add_done_callback(lambda _f: self._on_future_done())
+        # Toasts sit over the bottom right, where the question's keys are: they go (a
+        # project's config problems, shown at start for 10 s, hid "[n] deny").
+        self.app.clear_notifications()
         focused = self.app.focused
         if isinstance(focused, TextArea) and focused.text.strip():
             self.notify("A tool is waiting for approval: Ctrl+Up to answer.", severity="warning")
