@@ -43,7 +43,10 @@ def state_text(status: ServerStatus) -> str:
         case ServerState.FAILED:
             return f"failed: {status.reason}"
         case ServerState.DISABLED:
-            return f"disabled ({status.reason})" if status.reason else "disabled"
+            reason = status.reason
+            if reason.startswith("disabled"):
+                return reason  # "disabled for this session" says it already
+            return f"disabled ({reason})" if reason else "disabled"
         case _:
             return status.state.value
 
@@ -55,17 +58,26 @@ def _tools_count(status: ServerStatus) -> str:
     return count
 
 
-def server_row(status: ServerStatus, overview: McpOverview, width: int = 0) -> str:
-    """One plain line: name (padded to ``width``), state, tools, tokens and share."""
-    tokens = overview.tokens.get(status.name, 0)
-    cost = f"{tokens_text(tokens)} tokens ({share_text(overview, tokens)})" if tokens else ""
-    parts = [
-        one_line(status.name).ljust(width),
-        f"{status.scope.value}, {status.transport.value}",
-        one_line(state_text(status)),
-        f"{_tools_count(status)} tools",
+def server_rows(overview: McpOverview) -> list[str]:
+    """One plain line per server, in columns: name, where, state, tools, tokens and share."""
+    cells: list[list[str]] = []
+    for status in overview.servers:
+        tokens = overview.tokens.get(status.name, 0)
+        share = share_text(overview, tokens)
+        cells.append(
+            [
+                one_line(status.name),
+                f"{status.scope.value}, {status.transport.value}",
+                one_line(state_text(status)),
+                f"{_tools_count(status)} tools",
+                f"{tokens_text(tokens)} tokens ({share})" if share else "",
+            ]
+        )
+    widths = [max((len(row[i]) for row in cells), default=0) for i in range(4)]
+    return [
+        "  ".join([*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[4]]).rstrip()
+        for row in cells
     ]
-    return "  ".join(parts) + (f"  {cost}" if cost else "")
 
 
 def budget_text(overview: McpOverview) -> str:
@@ -119,15 +131,12 @@ def server_markdown(status: ServerStatus, tokens: int) -> str:
         f"`{_cell(status.command)}`",
     ]
     if status.server_version:
-        lines.append(f"Server: {_cell(status.server_version)}")
+        lines += ["", f"Server: {_cell(status.server_version)}"]
     if status.log_path:
-        lines.append(f"Its stderr: `{status.log_path}`")
+        lines += ["", f"Its stderr: `{_cell(status.log_path)}`"]
     if status.tools:
-        lines += [
-            "",
-            f"{len(status.tools)} tools, {tokens_text(tokens)} tokens of definitions:",
-            "",
-        ]
+        cost = f"{tokens_text(tokens)} tokens of definitions" if tokens else "not offered now"
+        lines += ["", f"{len(status.tools)} tools, {cost}:", ""]
         for tool in status.tools:
             about = tool.description.splitlines()[0] if tool.description else ""
             lines.append(f"- `{_cell(tool.remote_name)}`: {_cell(about)}")

@@ -37,6 +37,8 @@ class Current:
         # Published whenever the session's path may have changed (a turn, a compaction, an
         # undo, a session switch); the side panes subscribe. The data says why.
         self.path_changed: Signal[str] = Signal(owner, "path-changed")
+        #: an MCP server started, failed, stopped or was switched on or off (``/mcp`` follows)
+        self.mcp_changed: Signal[str] = Signal(owner, "mcp-changed")
 
     @property
     def ready(self) -> bool:

@@ -175,7 +175,29 @@ class SessionLifecycle:
         self.view.status_bar.starting = False
         self.view.show_status(agent.status())
         current.path_changed.publish("agent")  # the memory pane can compare with the snapshot
+        self._watch_mcp(agent)
         self.on_agent_ready()
+
+    def _watch_mcp(self, agent: AgentAPI) -> None:
+        """MCP servers change state on the MCP thread: each change is handed to the UI loop
+        without waiting (that thread must never block on the UI, which may be closing it)."""
+        loop = asyncio.get_running_loop()
+
+        def changed() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: agentsh is exiting
+                loop.call_soon_threadsafe(self._mcp_changed, agent)
+
+        agent.watch_mcp(changed)
+
+    def _mcp_changed(self, agent: AgentAPI) -> None:
+        """The status line counts the tools offered now (not under a running turn, whose own
+        events carry the status); ``/mcp``'s window shows the new state."""
+        current = self.current
+        if current.agent is not agent:
+            return
+        if not current.turn_running:
+            self.view.show_status(agent.tools_changed())
+        current.mcp_changed.publish("mcp")
 
     async def _agent_failed(self, message: str) -> None:
         self.current.agent_failed = message

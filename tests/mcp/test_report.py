@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from agentsh.mcp.config import Scope, Transport
-from agentsh.mcp.report import budget_text, overview_markdown, server_markdown, server_row
+from agentsh.mcp.report import budget_text, overview_markdown, server_markdown, server_rows
 from agentsh.mcp.state import McpOverview, RemoteTool, ServerState, ServerStatus
 
 GIT = ServerStatus(
@@ -50,8 +52,18 @@ def test_with_the_window_known_each_server_shows_its_share_of_it() -> None:
     assert budget_text(overview).startswith(
         "Their definitions take 1.3k tokens, 1.0% of the window"
     )
-    row = server_row(GIT, overview, width=5)
-    assert row.startswith("git    user, stdio  ready in 1.2 s, restarted 1x  ")
-    assert row.endswith("  1 (1 left out) tools  1.3k tokens (1.0%)")
-    failed = server_row(WEB, overview)
-    assert "\x1b" not in failed and "failed: did not start within 10 s | red" in failed
+    git, web = server_rows(overview)
+    assert git == (
+        "git  user, stdio    ready in 1.2 s, restarted 1x             1 (1 left out) tools  "
+        "1.3k tokens (1.0%)"
+    )
+    # Columns line up; what a server or a config file said is cleaned of escape sequences.
+    assert web.index("failed:") == git.index("ready") and "\x1b" not in web
+    assert "failed: did not start within 10 s | red" in web
+
+
+def test_a_server_switched_off_says_so_once_and_its_tools_are_not_offered() -> None:
+    off = dataclasses.replace(GIT, state=ServerState.DISABLED, reason="disabled for this session")
+    text = server_markdown(off, 0)
+    assert "disabled for this session" in text and "(disabled for" not in text
+    assert "1 tools, not offered now:" in text

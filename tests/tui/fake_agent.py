@@ -26,6 +26,7 @@ from agentsh.events import (
     TurnOutcome,
     TurnStarted,
 )
+from agentsh.mcp.state import McpOverview
 from agentsh.memory.curated import MemorySnapshot
 from agentsh.session.entries import AnyEntry, BranchSummaryEntry, EntryAppended, Role, StopReason
 from agentsh.session.session import Session
@@ -102,6 +103,18 @@ class FakeAgent:
 
     def cancel(self) -> None:
         self.cancelled += 1
+
+    def mcp_overview(self) -> McpOverview:
+        return McpOverview()  # no MCP server configured
+
+    def set_mcp_server(self, name: str, *, enabled: bool | None = None) -> None:
+        raise KeyError(f"no MCP server named {name!r}")
+
+    def watch_mcp(self, callback: Callable[[], None]) -> None:
+        pass
+
+    def tools_changed(self) -> ContextStatus:
+        return self._status
 
     async def compact(
         self, tier: Tier | None = None, instructions: str = ""

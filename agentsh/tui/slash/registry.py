@@ -9,7 +9,7 @@ see :mod:`agentsh.tui.slash.command`.
 from __future__ import annotations
 
 from agentsh.errors import AgentshError
-from agentsh.tui.slash import agent_cmds, app_cmds, conversation, file_cmds
+from agentsh.tui.slash import agent_cmds, app_cmds, conversation, file_cmds, mcp_cmds
 from agentsh.tui.slash.command import Need, SlashCommand
 
 IDLE, AGENT, WRITABLE = Need.IDLE, Need.AGENT, Need.WRITABLE
@@ -84,6 +84,14 @@ COMMANDS: tuple[SlashCommand, ...] = (
         choices=("md", "html", "jsonl"),
     ),
     SlashCommand("cost", "Tokens and cost of this session", agent_cmds.cost),
+    SlashCommand(
+        "mcp",
+        "MCP servers: state, tools, context share; enable, disable or restart one "
+        "(text: the overview in the chat; NAME: its tools)",
+        mcp_cmds.mcp,
+        "[text|NAME|enable|disable|restart NAME]",
+        choices=mcp_cmds.MCP_CHOICES,
+    ),
     SlashCommand("quit", "Quit agentsh", app_cmds.quit_, aliases=("exit", "q")),
 )
 
