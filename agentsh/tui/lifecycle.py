@@ -262,10 +262,17 @@ class SessionLifecycle:
     # -- shutdown -----------------------------------------------------------------------------
 
     def shutdown(self) -> None:
+        """Sync and close the session; with the agent loaded, close it too: its MCP servers
+        stop here, also when SIGHUP ends the process at once afterwards (no exit handler runs
+        then, and only their watchdogs would be left to end them)."""
         session = self.current.current_session()
         if session is not None:
             with contextlib.suppress(OSError):
                 session.sync()
+        agent = self.current.agent
+        if agent is not None:
+            agent.close()  # the session, the checkpoint store, the MCP servers
+        elif session is not None:
             session.close()
 
 

@@ -19,13 +19,13 @@ from agentsh.tui.screens.mcp_servers import McpServersScreen
 from agentsh.tui.widgets.messages import NoteMarkdown
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer
-from tests.mcp.conftest import FAKE_SERVER
+from tests.mcp.conftest import FAKE_SERVER, pids_in, wait_gone
 from tests.tui.conftest import MakeApp, agent_of, ready, screen_text, submit, wait_for
 
 pytestmark = pytest.mark.asyncio
 
 SERVERS = {
-    "fake": {"command": sys.executable, "args": [str(FAKE_SERVER)]},
+    "fake": {"command": sys.executable, "args": [str(FAKE_SERVER), "--pid-dir", "PIDS"]},
     "broken": {"command": sys.executable, "args": ["-c", "import sys; sys.exit('no token set')"]},
 }
 
@@ -48,14 +48,15 @@ def app_with_servers(
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     config = agentsh_home / "config"
     config.mkdir(parents=True, exist_ok=True)
-    (config / "mcp.json").write_text(json.dumps({"mcpServers": SERVERS}))
+    servers = json.loads(json.dumps(SERVERS).replace("PIDS", str(agentsh_home / "pids")))
+    (config / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
     options = LaunchOptions(model=TEST_MODEL, api_base=scripted_server.base_url)
     env = load_environment(project, trust_project=True)
     return make_app(factory=build_real_agent, options=options, environment=env)
 
 
 async def test_the_mcp_window_follows_the_servers_and_switches_one_off_and_on(
-    app_with_servers: AgentshApp,
+    app_with_servers: AgentshApp, agentsh_home: Path
 ) -> None:
     app = app_with_servers
     async with app.run_test(size=(110, 40)) as pilot:
@@ -95,3 +96,8 @@ async def test_the_mcp_window_follows_the_servers_and_switches_one_off_and_on(
         await wait_for(pilot, lambda: "`echo`" in app.query(NoteMarkdown).last().text)
         await submit(pilot, app, "/mcp restart nosuch")
         await wait_for(pilot, lambda: "No MCP server named 'nosuch'" in screen_text(app))
+    # Leaving the App stops the servers (the one switched off and on included): no process of
+    # theirs outlives it, without waiting for the interpreter's exit.
+    started = pids_in(agentsh_home / "pids")
+    assert len(started) == 2
+    assert wait_gone(started) == []
