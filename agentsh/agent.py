@@ -139,6 +139,7 @@ class Agent:
         checkpoints: Checkpointer | None = None,
         api_base: str | None = None,
         host: ToolHost | None = None,
+        mcp_untrusted: Sequence[str] = (),
     ) -> None:
         self.env = env
         self.checkpoints = checkpoints
@@ -170,6 +171,7 @@ class Agent:
         self._api_base = api_base
         # MCP servers' tools join the registry as the servers come up (see _mcp_ready).
         self.mcp = mcp
+        self.mcp_untrusted = tuple(mcp_untrusted)  # the project's servers, not started (/mcp)
         self.mcp_tools: McpToolSource | None = None
         if mcp is not None:
             self.mcp_tools = McpToolSource(
@@ -362,7 +364,8 @@ class Agent:
 
     def mcp_overview(self) -> McpOverview:
         """Every MCP server with its state and what its tool definitions cost."""
-        return self.mcp_tools.overview() if self.mcp_tools is not None else McpOverview()
+        overview = self.mcp_tools.overview() if self.mcp_tools is not None else McpOverview()
+        return replace(overview, untrusted=self.mcp_untrusted)
 
     def settle_mcp(self, timeout: float | None = None) -> None:
         """Wait (blocking) until no MCP server is still starting; each has its own timeout."""
@@ -1021,4 +1024,5 @@ def build_agent(
         mcp=mcp,
         checkpoints=checkpoints,
         host=host,
+        mcp_untrusted=() if trusted else tuple(sorted(mcp_config.project)),
     )

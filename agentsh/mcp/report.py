@@ -97,13 +97,27 @@ def budget_text(overview: McpOverview) -> str:
     )
 
 
+def untrusted_text(overview: McpOverview) -> str:
+    """Why the project's servers are not in the list (empty when none was left out)."""
+    if not overview.untrusted:
+        return ""
+    names = ", ".join(one_line(name) for name in overview.untrusted)
+    return (
+        f"This project's MCP servers ({names}) were not started: the project is not trusted. "
+        "Start agentsh again and trust it (the question shows their commands), or pass "
+        "--trust-project."
+    )
+
+
 def overview_markdown(overview: McpOverview) -> str:
     """Every server on one row, then the budget line and how to go further."""
+    left_out = untrusted_text(overview).replace("--trust-project", "`--trust-project`")
     if not overview.servers:
-        return (
+        none = (
             "No MCP servers are configured. Add one with `agentsh mcp add NAME -- COMMAND ...` "
             "(see the README, MCP)."
         )
+        return left_out or none
     rows = ["| server | state | tools | tokens |", "|---|---|---|---|"]
     for status in overview.servers:
         where = f"{status.scope.value}, {status.transport.value}"
@@ -119,7 +133,8 @@ def overview_markdown(overview: McpOverview) -> str:
         )
     budget = budget_text(overview).replace("mcp_search", "`mcp_search`")
     budget = budget.replace("mcp.tool_budget", "`mcp.tool_budget`")
-    return "\n".join(rows) + f"\n\n{budget}\n\n{USAGE}"
+    left_out = f"\n\n{left_out}" if left_out else ""
+    return "\n".join(rows) + f"\n\n{budget}{left_out}\n\n{USAGE}"
 
 
 def server_markdown(status: ServerStatus, tokens: int) -> str:

@@ -72,6 +72,7 @@ class McpOverview:
     budget: int = 0  # tokens the definitions may take before mcp_search stands in for them
     deferred: bool = False  # they do: the model is offered mcp_search
     window: int = 0  # the model's context window, for each server's share of it
+    untrusted: tuple[str, ...] = ()  # the project's servers, not started: it is not trusted
 
     @property
     def total_tokens(self) -> int:

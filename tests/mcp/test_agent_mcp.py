@@ -259,3 +259,5 @@ async def test_an_untrusted_projects_mcp_json_starts_nothing_an_acp_clients_serv
     assert evil.is_error and evil.content.startswith("Unknown tool 'mcp__evil__echo'")
     assert (editor.content, editor.is_error) == ("from the client", False)
     assert pids_in(pid_dir) == []
+    # /mcp says where the project's server went, rather than nothing at all.
+    assert agent.mcp_overview().untrusted == ("evil",)

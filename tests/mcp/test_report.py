@@ -67,3 +67,11 @@ def test_a_server_switched_off_says_so_once_and_its_tools_are_not_offered() -> N
     text = server_markdown(off, 0)
     assert "disabled for this session" in text and "(disabled for" not in text
     assert "1 tools, not offered now:" in text
+
+
+def test_the_servers_of_an_untrusted_project_are_named_not_forgotten() -> None:
+    alone = overview_markdown(McpOverview(untrusted=("evil",)))
+    assert alone.startswith("This project's MCP servers (evil) were not started")
+    assert "No MCP servers are configured" not in alone
+    beside = overview_markdown(McpOverview((GIT,), {"git": 1300}, 12800, untrusted=("evil",)))
+    assert "| git (user, stdio) |" in beside and "`--trust-project`" in beside

@@ -98,14 +98,16 @@ class McpServersScreen(ModalScreen[None]):
         options.clear_options()
         overview = self.overview
         self.names = [status.name for status in overview.servers]
+        left_out = report.untrusted_text(overview)
         if not self.names:
             options.add_option(Option(Content.styled("no MCP servers", "italic"), disabled=True))
-            self.query_one("#mcp-budget", Static).update("")
+            self.query_one("#mcp-budget", Static).update(Content(left_out))
             self._show_tools()
             return
         options.add_options([Option(Content(row)) for row in report.server_rows(overview)])
         options.highlighted = self.names.index(keep) if keep in self.names else 0
-        self.query_one("#mcp-budget", Static).update(Content(report.budget_text(overview)))
+        budget = report.budget_text(overview) + (f"\n{left_out}" if left_out else "")
+        self.query_one("#mcp-budget", Static).update(Content(budget))
         self._show_tools()
 
     @on(OptionList.OptionHighlighted, "#mcp-list")
@@ -113,7 +115,11 @@ class McpServersScreen(ModalScreen[None]):
         name = self.selected
         status = next((s for s in self.overview.servers if s.name == name), None)
         if status is None:
-            text = "" if self.names else report.overview_markdown(self.overview)
+            text = (
+                ""
+                if self.names or self.overview.untrusted
+                else report.overview_markdown(self.overview)
+            )
         else:
             text = report.server_markdown(status, self.overview.tokens.get(status.name, 0))
         self.query_one("#mcp-tools", Markdown).update(text)
