@@ -62,7 +62,31 @@ _TRANSPORT_ALIASES = {
 
 
 class ExpansionError(AgentshError, ValueError):
-    """A ``${VAR}`` without a default names a variable that is not set."""
+    """A ``${VAR}`` without a default names a variable that is not set, or a project's server
+    names a model provider's key."""
+
+
+#: the model providers' keys besides those of agentsh.llm.models.PROVIDERS: a project's server
+#: may not read any of them, trusted or not (the trust question's promise: a project never
+#: chooses the model, its server, or your keys).
+_MORE_MODEL_KEYS = frozenset(
+    {
+        "AZURE_API_KEY",
+        "TOGETHERAI_API_KEY",
+        "FIREWORKS_AI_API_KEY",
+        "COHERE_API_KEY",
+        "PERPLEXITYAI_API_KEY",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+    }
+)
+
+
+def model_key_variables() -> frozenset[str]:
+    from agentsh.llm.models import PROVIDERS
+
+    return _MORE_MODEL_KEYS | {provider.key_env for provider in PROVIDERS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +160,17 @@ class ServerSpec:
             yield value
 
     def launch(self, environ: Mapping[str, str] | None = None) -> Launch:
-        """Expand ``${VAR}`` everywhere; raises :class:`ExpansionError` naming what is unset."""
+        """Expand ``${VAR}`` everywhere; raises :class:`ExpansionError` naming what is unset,
+        or the model provider's key a project's server asked for."""
         environ = os.environ if environ is None else environ
+        if self.scope is Scope.PROJECT and self.expand:
+            keys = sorted(set(self.variables()) & model_key_variables())
+            if keys:
+                names = ", ".join(f"${{{k}}}" for k in keys)
+                raise ExpansionError(
+                    f"a project's MCP server may not read {names}: a model provider's key "
+                    "stays with agentsh (define the server in your own mcp.json to pass it)"
+                )
         missing: set[str] = set()
 
         def expand(text: str) -> str:

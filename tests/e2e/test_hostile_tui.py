@@ -77,7 +77,10 @@ def test_trusted_or_not_the_repository_cannot_remap_the_approval_keys(
                 pane.wait_for(lambda s: "turn cancelled" in s or "cancelled the turn" in s, 60)
                 pane.send("C-q")
         assert not marker.exists()
-        assert list(hostile.markers.iterdir()) == []
+        # Trusted, the project's .mcp.json ran its stdio server (the trust question showed its
+        # command; issue 19) and nothing else; its HTTP server asked for the provider key and
+        # was refused before connecting.
+        assert sorted(p.name for p in hostile.markers.iterdir()) in ([], ["mcp"])
         assert attacker.connections == []
     finally:
         attacker.stop()

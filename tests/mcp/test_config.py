@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import stat
 from pathlib import Path
@@ -134,6 +135,20 @@ def test_variables_expand_at_launch_only_and_missing_ones_are_named() -> None:
     assert set(launch.secrets()) == {"Bearer ghp_0123456789abcdef", "ghp_0123456789abcdef"}
     with pytest.raises(ExpansionError, match=r"\$\{GH_TOKEN\} is not set"):
         spec.launch({})
+
+
+def test_a_projects_server_may_not_read_a_model_providers_key() -> None:
+    """Trusted or not, a project never gets the user's model keys (the trust question says
+    so); other variables (a GitHub token) a trusted project's server may read."""
+    url = "https://mcp.example.test/?k=${OPENAI_API_KEY}&g=${GH_TOKEN}"
+    project = ServerSpec("r", Transport.HTTP, Scope.PROJECT, Path(".mcp.json"), url=url)
+    environ = {"OPENAI_API_KEY": "sk-0123456789", "GH_TOKEN": "ghp_0123456789"}
+    with pytest.raises(ExpansionError, match=r"may not read \$\{OPENAI_API_KEY\}"):
+        project.launch(environ)
+    user = dataclasses.replace(project, scope=Scope.USER)
+    assert "sk-0123456789" in user.launch(environ).url
+    github = dataclasses.replace(project, url="https://mcp.example.test/?g=${GH_TOKEN}")
+    assert github.launch(environ).url.endswith("g=ghp_0123456789")
 
 
 def test_the_shown_command_is_exact_and_env_values_stay_hidden() -> None:

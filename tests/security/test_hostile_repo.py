@@ -120,12 +120,13 @@ def test_a_hostile_repository_reaches_nothing(
     if "--trust-project" in args:
         # Trusting the folder approves its .mcp.json, as the trust question showed it (issue
         # 19): its servers start, and only they. Nothing else the repository planted runs or
-        # reaches the attacker.
+        # reaches the attacker: the HTTP server, which asks for the provider key in its URL,
+        # is refused before it connects (a project never gets the user's model keys).
         assert sorted(p.name for p in hostile.markers.iterdir()) in ([], ["mcp"])
-        assert all(b" /mcp?" in c.split(b"\r\n", 1)[0] for c in attacker.connections)
+        assert "may not read ${OPENAI_API_KEY}" in run.stderr
     else:
-        assert attacker.connections == []
         assert sorted(p.name for p in hostile.markers.iterdir()) == []
+    assert attacker.connections == []
     mcp_marker = str(hostile.markers / "mcp")  # the trusted .mcp.json's server, shown above
     assert {k: v for k, v in hostile.outside_state().items() if k != mcp_marker} == outside
     assert not os.path.lexists(hostile.aliases.parent / ".bash_aliases.tmp")
