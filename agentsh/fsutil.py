@@ -50,8 +50,12 @@ def atomic_write(
     mode: int | None = None,
     exclusive: bool = False,
     root: Path | None = None,
+    temp_prefix: str = "",
 ) -> None:
     """Replace ``path`` with ``data`` atomically and durably; raises ``OSError`` on failure.
+
+    ``temp_prefix`` (with ``root``) names the temporary file ``<prefix><random>.tmp``, so a
+    caller can find and remove what a kill left behind (a restore of checkpoints does).
 
     ``mode`` sets the permission bits (default: an existing file keeps its own, a new one gets
     0o644). ``exclusive`` refuses to replace a file that already exists (``FileExistsError``),
@@ -61,7 +65,9 @@ def atomic_write(
     beneath it, and an existing symlink at ``path`` is refused rather than replaced.
     """
     if root is not None:
-        _atomic_write_beneath(root, path, data, mode=mode, exclusive=exclusive)
+        _atomic_write_beneath(
+            root, path, data, mode=mode, exclusive=exclusive, temp_prefix=temp_prefix
+        )
         return
     folder = path.parent
     if mode is None:
@@ -264,7 +270,7 @@ def read_beneath(
 
 
 def _atomic_write_beneath(
-    root: Path, path: Path, data: bytes, *, mode: int | None, exclusive: bool
+    root: Path, path: Path, data: bytes, *, mode: int | None, exclusive: bool, temp_prefix: str
 ) -> None:
     parts = _parts_beneath(root, path)
     if not parts:
@@ -280,7 +286,7 @@ def _atomic_write_beneath(
             raise LinkRefused(path, "is a symbolic link")
         if mode is None:
             mode = stat.S_IMODE(existing.st_mode) & 0o777 if existing is not None else 0o644
-        temp, fd = _temp_at(dir_fd, name)
+        temp, fd = _temp_at(dir_fd, temp_prefix or f".{name}.")
         try:
             try:
                 view = memoryview(data)
@@ -304,10 +310,10 @@ def _atomic_write_beneath(
         os.close(dir_fd)
 
 
-def _temp_at(dir_fd: int, name: str) -> tuple[str, int]:
+def _temp_at(dir_fd: int, prefix: str) -> tuple[str, int]:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     while True:
-        temp = f".{name}.{secrets.token_hex(4)}.tmp"
+        temp = f"{prefix}{secrets.token_hex(4)}.tmp"
         try:
             return temp, os.open(temp, flags, 0o600, dir_fd=dir_fd)
         except FileExistsError:

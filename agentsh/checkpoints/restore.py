@@ -415,7 +415,11 @@ def _write(root: Path, path: str, data: bytes, mode: int) -> None:
             _link_at(fd, name, data)
             return
     # The one durable atomic write, confined beneath the root (no link followed on the way).
-    atomic_write(root / path, data, mode=mode & 0o7777 or 0o644, root=root)
+    # Its temporary file is named like the links' (scan.TEMP_PREFIX): never checkpointed, and
+    # swept from the folder by the next restore or capture if a kill leaves it behind.
+    atomic_write(
+        root / path, data, mode=mode & 0o7777 or 0o644, root=root, temp_prefix=scan.TEMP_PREFIX
+    )
 
 
 def _link_at(fd: int, name: str, target: bytes) -> None:

@@ -168,6 +168,30 @@ def test_a_killed_restore_leaves_no_temporary_file_behind_after_the_next_capture
     assert "src/.agentsh-restore-0123abcd.tmp" not in driver.checkpointer.recorder.store.cache()
 
 
+def test_the_temporary_files_a_restore_writes_are_the_ones_swept(
+    driver: Driver, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kill between a temporary file and its rename leaves it behind: it must carry the
+    name the next capture sweeps (the kill -9 test sees this only when the kill lands there)."""
+    import agentsh.fsutil as fsutil
+    from agentsh.checkpoints.scan import TEMP_PREFIX
+
+    made: list[str] = []
+    temp_at = fsutil._temp_at
+
+    def watched(dir_fd: int, prefix: str) -> tuple[str, int]:
+        temp, fd = temp_at(dir_fd, prefix)
+        made.append(temp)
+        return temp, fd
+
+    monkeypatch.setattr(fsutil, "_temp_at", watched)
+    start = driver.user("go")
+    driver.tool("write", lambda: (repo / "src" / "lib.py").write_text("VALUE = 2\n"))
+    driver.checkpointer.restore(driver.session, driver.checkpointer.plan(driver.session, start.id))
+    assert (repo / "src" / "lib.py").read_text() == INITIAL["src/lib.py"]
+    assert made and all(name.startswith(TEMP_PREFIX) for name in made)
+
+
 def test_an_entry_from_before_any_checkpoint_has_nothing_to_restore(driver: Driver) -> None:
     entry = driver.session.append_message(Role.USER, "written before checkpoints existed")
     plan = driver.checkpointer.plan(driver.session, entry.id)
