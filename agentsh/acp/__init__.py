@@ -16,4 +16,5 @@ stream comes back as ``session/update`` notifications. The rooms:
 - :mod:`.host`: the client's file buffers and terminals, offered to the tools
   (:class:`agentsh.tools.host.ToolHost`).
 - :mod:`.prompt`: the client's prompt content blocks as the text of a user message.
+- :mod:`.mcp_servers`: the MCP servers the client passes, started beside agentsh's own.
 """

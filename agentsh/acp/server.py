@@ -46,12 +46,14 @@ from acp.schema import (
 
 from agentsh import __version__
 from agentsh.acp.host import ClientHost
+from agentsh.acp.mcp_servers import client_servers
 from agentsh.acp.prompt import PromptBlock
 from agentsh.acp.replay import replay
 from agentsh.acp.session import AcpSession
 from agentsh.acp.updates import usage_update
 from agentsh.config import ApprovalMode, Environment, load_environment
 from agentsh.frontend import AgentAPI
+from agentsh.mcp.config import ServerSpec
 from agentsh.session.catalog import Catalog, SessionLookupError
 from agentsh.session.session import Session
 from agentsh.startup import SessionChoiceError, new_session, open_session_file
@@ -131,7 +133,7 @@ class AcpServer:
                 prompt_capabilities=PromptCapabilities(
                     image=False, audio=False, embedded_context=True
                 ),
-                mcp_capabilities=McpCapabilities(http=False, sse=False),
+                mcp_capabilities=McpCapabilities(http=True, sse=True),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
             agent_info=Implementation(name="agentsh", title="agentsh", version=__version__),
@@ -266,19 +268,25 @@ class AcpServer:
                 await opened.terminal_shown(call_id, terminal_id)
 
         host = ClientHost(client, session_id, self._capabilities, on_terminal)
-        agent = await asyncio.to_thread(self._build, env, folder, session, host)
+        specs, mcp_problems = client_servers(mcp_servers)
+        agent = await asyncio.to_thread(self._build, env, folder, session, host, specs)
         opened = AcpSession(
             agent,
             client,
             cwd=folder,
             permission_timeout_s=env.settings.acp.permission_timeout_s,
-            notes=_start_notes(env, session, mcp_servers),
+            notes=_start_notes(env, session, mcp_problems),
         )
         self._sessions[session_id] = opened
         return opened
 
     def _build(
-        self, env: Environment, folder: Path, session: Session, host: ClientHost
+        self,
+        env: Environment,
+        folder: Path,
+        session: Session,
+        host: ClientHost,
+        mcp_servers: list[ServerSpec],
     ) -> AgentAPI:
         from agentsh.agent import build_agent
 
@@ -291,6 +299,7 @@ class AcpServer:
             interactive=True,
             cwd=folder,
             host=host,
+            mcp_servers=mcp_servers,
         )
         return agent
 
@@ -341,7 +350,7 @@ def _modes(agent: AgentAPI) -> SessionModeState:
     return SessionModeState(current_mode_id=current, available_modes=list(MODES))
 
 
-def _start_notes(env: Environment, session: Session, mcp_servers: list[Any]) -> list[str]:
+def _start_notes(env: Environment, session: Session, mcp_problems: list[str]) -> list[str]:
     """What the user is told before the first reply: an untrusted folder, bad settings."""
     notes: list[str] = []
     if not env.trusted:
@@ -351,10 +360,5 @@ def _start_notes(env: Environment, session: Session, mcp_servers: list[Any]) -> 
         )
     notes += [f"agentsh: warning: {problem}" for problem in env.config.problems]
     notes += [f"agentsh: warning: {session.path}: {problem}" for problem in session.problems]
-    if mcp_servers:
-        names = ", ".join(sorted(str(getattr(s, "name", "?")) for s in mcp_servers))
-        notes.append(
-            f"agentsh: the MCP servers the editor passed ({names}) are not started: this "
-            "version of agentsh does not take MCP servers from an ACP client yet."
-        )
+    notes += [f"agentsh: warning: {problem}" for problem in mcp_problems]
     return notes

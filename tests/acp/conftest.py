@@ -269,7 +269,11 @@ def write_user_config(home: Path, text: str) -> None:
 
 @contextlib.asynccontextmanager
 async def spawn_acp(
-    root: Path, client: EditorClient, *args: str, config: str = ""
+    root: Path,
+    client: EditorClient,
+    *args: str,
+    config: str = "",
+    extra_env: dict[str, str] | None = None,
 ) -> AsyncIterator[AcpAgent]:
     """Start ``agentsh acp`` in ``root/project`` with ``root/home`` as AGENTSH_HOME."""
     home, project = root / "home", root / "project"
@@ -293,6 +297,7 @@ async def spawn_acp(
         HF_HUB_OFFLINE="1",
         AGENTSH_NO_OLLAMA_PROBE="1",
     )
+    env.update(extra_env or {})
     stderr = root / "agent-stderr.log"
     with stderr.open("wb") as err:
         process = await asyncio.create_subprocess_exec(

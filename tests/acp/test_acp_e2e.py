@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from acp import RequestError, text_block
+from acp.schema import McpServerStdio
 
 from agentsh.paths import UserPaths
 from agentsh.session.entries import MessageEntry, ToolCall
@@ -23,16 +25,22 @@ from agentsh.values import Role, StopReason
 from tests.acp.conftest import AcpAgent, EditorClient, spawn_acp
 from tests.fakes.server import ErrorReply, Reply, text, tool_call
 
+#: A real MCP server (the SDK's), run as a script as an editor would start it.
+FAKE_MCP_SERVER = Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py"
+
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def plain(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[AcpAgent]:
-    """An agent whose client offers no files or terminals; approvals time out after 2 s."""
+    """An agent whose client offers no files or terminals; approvals time out after 2 s.
+    litellm logs everything and every warning is shown: all of it must stay off stdout."""
     root = tmp_path_factory.mktemp("acp-plain")
     (root / "project").mkdir()
     (root / "project" / "AGENTS.md").write_text("Always answer in French.\n")
-    async with spawn_acp(root, EditorClient(), config="[acp]\npermission_timeout_s = 2\n") as a:
+    noisy = {"LITELLM_LOG": "DEBUG", "PYTHONWARNINGS": "always"}
+    config = "[acp]\npermission_timeout_s = 2\n"
+    async with spawn_acp(root, EditorClient(), config=config, extra_env=noisy) as a:
         yield a
 
 
@@ -357,3 +365,28 @@ async def test_commands_run_in_the_editor_terminal(editor: AcpAgent) -> None:
     assert final.content[0].type == "terminal" and final.content[0].terminal_id == terminal_id
     result = [m for m in server.requests[-1].messages if m["role"] == "tool"][-1]
     assert "from-terminal" in str(result["content"]) and "code 3" in str(result["content"])
+
+
+# -- MCP servers the editor passes --------------------------------------------------------------
+
+
+async def test_the_editors_mcp_servers_are_started_and_their_tools_offered(
+    plain: AcpAgent,
+) -> None:
+    client, server = plain.client, plain.server
+    fake = McpServerStdio(name="fake", command=sys.executable, args=[str(FAKE_MCP_SERVER)], env=[])
+    bad = McpServerStdio(name="no spaces allowed", command="x", args=[], env=[])
+    response = await plain.conn.new_session(cwd=str(plain.project), mcp_servers=[fake, bad])
+    sid = response.session_id
+    await plain.conn.set_session_mode(session_id=sid, mode_id="all")
+    server.script(tool_call("mcp__fake__echo", {"text": "through the editor"}), text("ok"))
+    before = len(server.requests)
+    assert (await plain.prompt(sid, "echo it")).stop_reason == "end_turn"
+    offered = [t["function"]["name"] for t in server.requests[before].body.get("tools", [])]
+    assert "mcp__fake__echo" in offered
+    (final,) = _finals(client, sid)
+    assert final.status == "completed"
+    result = [m for m in server.requests[-1].messages if m["role"] == "tool"][-1]
+    assert "through the editor" in str(result["content"])
+    # The entry agentsh could not take is one warning in the thread, not a failed session.
+    assert "no spaces allowed" in client.text(sid)

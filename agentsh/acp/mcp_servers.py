@@ -1,0 +1,29 @@
+"""The MCP servers an editor passes with ``session/new`` and ``session/load``.
+
+Editors hand every agent the user's MCP servers, so each agent need not be configured apart.
+agentsh starts them through its own MCP client (:mod:`agentsh.mcp`), beside the servers of its
+configuration (one the editor passes wins a name clash). Each entry is read by
+:func:`agentsh.mcp.config.spec_from_acp` (values taken literally, names and URLs checked); a bad
+one is a line of warning in the thread, not a failed session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from agentsh.mcp.config import ServerSpec, spec_from_acp
+
+
+def client_servers(servers: Sequence[Any]) -> tuple[list[ServerSpec], list[str]]:
+    """The editor's ``servers`` (the ``acp`` package's models) as agentsh server specs, and a
+    problem for each one agentsh cannot take."""
+    specs: list[ServerSpec] = []
+    problems: list[str] = []
+    for server in servers:
+        entry = server.model_dump() if hasattr(server, "model_dump") else server
+        try:
+            specs.append(spec_from_acp(entry))
+        except (ValueError, TypeError, AttributeError) as exc:
+            problems.append(f"the editor's {exc}; not started")
+    return specs, problems
