@@ -38,6 +38,9 @@ from agentsh.checkpoints.store import (
 )
 
 RACY_NS = 2_000_000_000
+#: file times come from the kernel's coarse clock, which trails time.time_ns() by up to a tick
+#: (1-10 ms): a file made just after a capture began can carry a time from just before it
+COARSE_CLOCK_NS = 50_000_000
 MAX_FILES = 100_000
 
 
@@ -304,7 +307,8 @@ class Recorder:
             updates[path] = _row(st, ref, racy_after)
             if row is None:
                 # An inode last changed before the previous capture began was there already.
-                before = NOT_CAPTURED if st.st_ctime_ns < previous_ns else ABSENT
+                existed = st.st_ctime_ns < previous_ns - COARSE_CLOCK_NS
+                before = NOT_CAPTURED if existed else ABSENT
                 changes.append(Change(path, before, 0, ref, st.st_mode))
             elif ref == NOT_CAPTURED:
                 # An uncaptured file that changed is a change too (to a content not kept).

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentsh.checkpoints import scan
+from agentsh.checkpoints.capture import COARSE_CLOCK_NS
 from agentsh.checkpoints.checkpointer import Checkpointer
 from agentsh.checkpoints.store import (
     ABSENT,
@@ -134,6 +135,8 @@ def test_a_file_that_becomes_ignored_is_forgotten_not_deleted(
     checkpointer.capture()
     (repo / "scratch.log").write_text("log\n")
     checkpointer.capture()
+    # Older than the coarse-clock margin by the next capture, so known to predate it.
+    time.sleep(COARSE_CLOCK_NS / 1e9 + 0.01)
     (repo / ".gitignore").write_text("*.log\n")
     checkpointer.capture()
     store = checkpointer.recorder.store
