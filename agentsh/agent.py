@@ -52,6 +52,7 @@ from agentsh.events import (
 from agentsh.instructions import TOUCHING_TOOLS, NestedInstructions
 from agentsh.llm.client import Completion, LLMClient, LLMError, environment_secrets, redact
 from agentsh.llm.models import api_base_for, model_info, no_model_help
+from agentsh.llm.tokens import TokenCounter, estimate_tokens
 from agentsh.mcp.config import ServerSpec
 from agentsh.mcp.manager import McpManager
 from agentsh.mcp.state import McpOverview
@@ -140,6 +141,8 @@ class Agent:
         api_base: str | None = None,
         host: ToolHost | None = None,
         mcp_untrusted: Sequence[str] = (),
+        client_factory: Callable[..., LLMClient] = LLMClient,
+        tokenizer: TokenCounter | None = None,
     ) -> None:
         self.env = env
         self.checkpoints = checkpoints
@@ -169,6 +172,11 @@ class Agent:
         # The server the user chose (--api-base, AGENTSH_API_BASE, [model] api_base): /model
         # keeps it for every model, as the start-up choice does.
         self._api_base = api_base
+        self._client_factory = client_factory  # how /model makes the next client
+        # Exact counting loads a tokenizer (0.3-1 s, 30-70 MB): until warm_up() or the first
+        # turn or compaction loads it, counts are the CJK-aware estimate (flagged as such).
+        self._tokenizer = tokenizer if count_tokens is None else None
+        self._tokenizer_load: asyncio.Future[bool] | None = None
         # MCP servers' tools join the registry as the servers come up (see _mcp_ready).
         self.mcp = mcp
         self.mcp_untrusted = tuple(mcp_untrusted)  # the project's servers, not started (/mcp)
@@ -178,7 +186,7 @@ class Agent:
                 mcp,
                 env.settings,
                 window=lambda: self._window,
-                count=count_tokens,
+                count=self._count,
                 # A bare deny rule (--disallowedTools mcp__git) takes them away, as it does
                 # a built-in tool.
                 hidden=approver.rules.hidden_tools,
@@ -238,6 +246,36 @@ class Agent:
         async for event in self._drive(self._manual_compaction(tier, instructions)):
             yield event
 
+    async def warm_up(self) -> None:
+        """Load what a turn needs ahead of it: the model worker and the tokenizer.
+
+        A front end calls it when the user starts typing; a turn that comes first loads them
+        itself. Counts (and :meth:`status`) are exact from when it returns."""
+        from agentsh.llm import remote
+
+        remote.prewarm()
+        await self._ensure_tokenizer()
+
+    async def _ensure_tokenizer(self) -> None:
+        tokenizer = self._tokenizer
+        if tokenizer is None:
+            return
+        if self._tokenizer_load is None:
+            self._tokenizer_load = asyncio.ensure_future(asyncio.to_thread(tokenizer.warm))
+        await asyncio.shield(self._tokenizer_load)
+        if self._tokenizer is not None:  # the first of several waiters switches the counts
+            self._tokenizer = None
+            self._count_tokens = tokenizer.count
+            self.context.accounting.use_counter(tokenizer.count)
+            self.context.note_prompt(self.prompt.render(), self.tools.schemas())
+
+    def _count(self, text: str) -> int:
+        """Tokens of ``text``: exact once the tokenizer has loaded, the estimate before."""
+        count = self._count_tokens
+        if count is not None:
+            return count(text)
+        return estimate_tokens(text, self.env.settings.context.chars_per_token)
+
     def cancel(self) -> None:
         """Stop the running turn; what was received is kept and the turn marked aborted."""
         if not self.busy:
@@ -255,7 +293,7 @@ class Agent:
         must not send the next request to the provider's default endpoint)."""
         settings = self.env.settings.model
         base = api_base_for(model, self._api_base, settings)
-        self.llm = LLMClient(model, settings=settings, api_base=base)
+        self.llm = self._client_factory(model, settings=settings, api_base=base)
         info = model_info(model, settings)
         self._window = info.window
         self._max_output = info.max_output_tokens
@@ -315,6 +353,7 @@ class Agent:
 
         if self.llm is None:
             raise LLMError(ErrorKind.NO_MODEL, "No model is configured to write a branch summary.")
+        await self._ensure_tokenizer()
         branch = abandoned_branch(self.session.tree, from_leaf, self.session.leaf_id)
         budget = budget_for(self._window, self.env.settings.context.reserve_tokens)
         entries = select_entries(branch.entries, budget, self.context.accounting.count)
@@ -472,6 +511,7 @@ class Agent:
                 emit(ErrorOccurred(ErrorKind.NO_MODEL, no_model_help(self.env.user.config_file)))
                 self._end_turn(TurnOutcome.ERROR, error="no model is configured")
                 return
+            await self._ensure_tokenizer()
             is_first = not any(
                 isinstance(e, MessageEntry) and e.role is Role.USER
                 for e in self.session.current_path()
@@ -879,6 +919,7 @@ class Agent:
 
     async def _manual_compaction(self, tier: Tier | None, instructions: str = "") -> None:
         try:
+            await self._ensure_tokenizer()
             await self.context.compact(tier, manual=True, instructions=instructions)
         finally:
             self._emit_event(StatusChanged(self.context.status()))
@@ -931,13 +972,15 @@ def build_agent(
     host: ToolHost | None = None,
     system_prompt: str = "",
 ) -> Agent:
-    """Assemble an agent with every real part. Heavy (imports litellm): run it off the UI
-    thread. ``model=None`` builds an agent that explains how to configure one. ``mcp_servers``
-    are started besides the configured ones (an ACP client's: agentsh.mcp.config.spec_from_acp).
-    ``host``: an editor's file buffers and terminals the tools use in place of local ones (ACP).
+    """Assemble an agent with every real part: run it off the UI thread. In a front end that
+    uses the model worker (:func:`agentsh.llm.remote.activate`), its model calls run there, and
+    litellm never loads in this process. ``model=None`` builds an agent that explains how to
+    configure one. ``mcp_servers`` are started besides the configured ones (an ACP client's:
+    agentsh.mcp.config.spec_from_acp). ``host``: an editor's file buffers and terminals the
+    tools use in place of local ones (ACP).
     """
+    from agentsh.llm import remote
     from agentsh.llm.models import choose_model, chosen_api_base
-    from agentsh.llm.tokens import TokenCounter
     from agentsh.mcp.config import load_mcp_config
     from agentsh.mcp.manager import manager_for
     from agentsh.mcp.trust import project_servers_trusted
@@ -946,17 +989,20 @@ def build_agent(
     cwd = cwd or Path.cwd()
     settings = env.settings
     choice = choose_model(settings.model, os.environ, cli_model=model, cli_api_base=api_base)
+    # A front end (the TUI, -p) has its model calls made by the model worker process.
+    client_factory: Callable[..., LLMClient] = (
+        remote.RemoteLLMClient if remote.in_use() else LLMClient
+    )
     llm: LLMClient | None = None
     window = 128_000
     max_output = 0
-    count_tokens: Callable[[str], int] | None = None
+    tokenizer: TokenCounter | None = None
     if choice is not None:
-        llm = LLMClient(choice.model, settings=settings.model, api_base=choice.api_base)
+        llm = client_factory(choice.model, settings=settings.model, api_base=choice.api_base)
         info = model_info(choice.model, settings.model)
         window, max_output = info.window, info.max_output_tokens
-        counter = TokenCounter(choice.model, chars_per_token=settings.context.chars_per_token)
-        counter.warm()  # exact counts from the encodings litellm ships (this runs off the UI)
-        count_tokens = counter.count
+        # Exact counts from the encodings litellm ships, loaded when first needed.
+        tokenizer = TokenCounter(choice.model, chars_per_token=settings.context.chars_per_token)
 
     memory = CuratedMemory(env.project, env.user, settings.memory, project_trusted=env.trusted)
     memory_tool = MemoryTool(memory, settings.memory)
@@ -1018,11 +1064,12 @@ def build_agent(
         max_steps=max_steps,
         on_summary_written=on_summary,
         notices=notices,
-        count_tokens=count_tokens,
         api_base=chosen_api_base(settings.model, os.environ, api_base),
         max_cost_usd=max_cost_usd,
         mcp=mcp,
         checkpoints=checkpoints,
         host=host,
         mcp_untrusted=() if trusted else tuple(sorted(mcp_config.project)),
+        client_factory=client_factory,
+        tokenizer=tokenizer,
     )

@@ -88,6 +88,11 @@ class AgentAPI(Protocol):
         """Stop the running work; what was received is kept and the turn marked aborted."""
         ...
 
+    async def warm_up(self) -> None:
+        """Load what a turn needs (the model worker, the tokenizer) ahead of it: the user has
+        started writing. A turn that comes first loads them itself."""
+        ...
+
     # -- the conversation -----------------------------------------------------------------------
 
     def switch_session(self, session: Session) -> None:

@@ -1,13 +1,14 @@
 """Start-up time of the TUI in a real terminal, beside a bare Textual app measured the same way.
 
 Each program runs in a fresh 120x40 tmux pane (a private tmux server) polled every 10 ms with
-capture-pane. "First frame" is the first poll that shows anything; "ready to type" is the
-first poll that shows the editor and the status bar (agentsh) or the footer (the bare app:
-Header, TextArea, Footer). For agentsh it also reports "agent ready", when the status bar's
-"loading…" goes (litellm and the agent load in a worker after the first frame). One warm-up
-run each, then 10 runs each, interleaved; medians in seconds. The goals: agentsh ready to type
-within 1.3x of the bare app, and ready to chat (the agent ready, "loading…" gone) within 3x
-(issue 16).
+capture-pane; agentsh keeps one AGENTSH_HOME across its runs, as a user does (the first run,
+a first start ever, is reported apart). "First frame" is the first poll that shows anything;
+"ready to type" is the first poll that shows the editor and the status bar (agentsh) or the
+footer (the bare app: Header, TextArea, Footer). For agentsh it also reports "agent ready"
+(ready to chat), when the status bar's "loading…" goes (the session and the agent load in a
+thread after the first frame; litellm loads in the model worker process). One warm-up run
+each, then 10 runs each, interleaved; medians in seconds. The goals: agentsh ready to type
+within 1.3x of the bare app, and ready to chat within 3x (issue 16).
 
     .venv/bin/python benchmarks/bench_tui_startup.py [--runs 10]
 
@@ -84,16 +85,22 @@ def main() -> int:
         project.mkdir()
         subprocess.run(["git", "init", "-q", str(project)], check=True)
         results: dict[str, list[tuple[float, float, float | None]]] = {"bare": [], "agentsh": []}
+        # agentsh keeps one home across runs, as a user does: the first run (not counted) is a
+        # first start ever, and fills the caches later starts read (the model's facts).
+        agentsh_home = tmp_path / "home-agentsh"
+        agentsh_home.mkdir()
+        first_start: tuple[float, float, float | None] | None = None
         for run in range(args.runs + 1):
             home = tmp_path / f"home-{run}"
             home.mkdir()
-            env = _env(home)
-            b = _measure([python, str(bare)], project, env, ("^p",), None)
-            a = _measure([python, "-m", "agentsh"], project, env,
+            b = _measure([python, str(bare)], project, _env(home), ("^p",), None)
+            a = _measure([python, "-m", "agentsh"], project, _env(agentsh_home),
                          ("Message agentsh", "│"), "loading…")  # fmt: skip
             if run:  # the first run warms the file cache
                 results["bare"].append(b)
                 results["agentsh"].append(a)
+            else:
+                first_start = a
 
     def med(name: str, index: int) -> float:
         return statistics.median(r[index] for r in results[name] if r[index] is not None)  # type: ignore[misc]
@@ -104,6 +111,9 @@ def main() -> int:
     print(f"bare Textual app   first frame {bare_first:.3f} s   ready to type {bare_ready:.3f} s")
     print(f"agentsh            first frame {a_first:.3f} s   ready to type {a_ready:.3f} s"
           f"   agent ready {a_agent:.3f} s")  # fmt: skip
+    if first_start is not None and first_start[2] is not None:
+        print(f"agentsh first start in a new home (one run, not in the medians): agent ready "
+              f"{first_start[2]:.3f} s")  # fmt: skip
     print(f"tui_startup_first_frame: {a_first:.3f} s")
     print(f"tui_startup_ready: {a_ready:.3f} s")
     print(f"tui_startup_ready_ratio: {a_ready / bare_ready:.2f} x")

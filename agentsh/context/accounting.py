@@ -90,6 +90,14 @@ class Accounting:
 
     # -- counting ---------------------------------------------------------------------------
 
+    def use_counter(self, count: Counter) -> None:
+        """Count with ``count`` from now on (an exact tokenizer has loaded); no count made with
+        the old one is kept."""
+        self.count = count
+        self._entry_tokens.clear()
+        self._text_tokens.clear()
+        self._view = None
+
     def count_text(self, text: str) -> int:
         """Count a standalone text (system prompt, tool schemas), remembering the last few."""
         cached = self._text_tokens.get(text)

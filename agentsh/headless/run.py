@@ -81,6 +81,10 @@ def main(args: argparse.Namespace) -> int:
     first: str | None = None
     if not streaming_in or args.prompt not in (None, PROMPT_FROM_STDIN):
         first = resolve_prompt(args, sys.stdin, sys.stderr)
+    from agentsh.llm import remote
+
+    if remote.activate():
+        remote.prewarm()  # litellm loads in the model worker while the agent is built here
     env = load_environment(trust_project=bool(getattr(args, "trust_project", False)))
     if not env.trusted:
         # One line, and the run goes on without the folder's settings, instructions, memory.
@@ -97,7 +101,7 @@ def main(args: argparse.Namespace) -> int:
     for load_problem in session.problems:
         print(f"agentsh: warning: {session.path}: {load_problem}", file=sys.stderr)
 
-    from agentsh.agent import build_agent  # heavy: imports litellm
+    from agentsh.agent import build_agent
 
     permission = getattr(args, "permission_mode", None)
     approval = PERMISSION_MODES.get(permission or "")

@@ -2,10 +2,11 @@
 
 The memory index (``agentsh.memory.embeddings``) may not import litellm itself (only
 ``agentsh/llm`` does), so it calls :func:`embed_texts` here. litellm is imported lazily through
-:func:`agentsh.llm.env.import_litellm` (offline price list, quiet logs); the call is synchronous
-and meant for a background thread. Failures become :class:`EmbeddingCallError` with a message a
-person can act on, scrubbed of API keys like every model error (it reaches the status line,
-the memory pane and ``agentsh memory reindex``).
+:func:`agentsh.llm.env.import_litellm` (offline price list, quiet logs), or, in a front end whose
+model calls run in the model worker, the worker makes the call; either way the call is
+synchronous and meant for a background thread. Failures become :class:`EmbeddingCallError`
+with a message a person can act on, scrubbed of API keys like every model error (it reaches
+the status line, the memory pane and ``agentsh memory reindex``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ def embed_texts(
     """One embedding per text, in order, from ``model`` (a litellm model string)."""
     if not texts:
         return []
+    from agentsh.llm import remote
+
+    if remote.in_use():  # a front end: the model worker makes the call
+        return remote.embed_texts(model, texts, api_base=api_base, timeout_s=timeout_s)
     litellm = import_litellm()
     kwargs: dict[str, Any] = {"model": model, "input": list(texts), "timeout": timeout_s}
     if api_base:

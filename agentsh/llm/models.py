@@ -3,7 +3,9 @@
 :func:`model_info` answers from litellm's model cost map (shipped with the package, read offline)
 with the user's ``[model]`` overrides on top and a sane default for models litellm does not
 know, so an unknown or self-hosted model never crashes anything. It imports litellm lazily (the
-first call costs the import); importing this module does not.
+first call costs the import), except in a process whose model calls run in the model worker
+(:mod:`agentsh.llm.remote`), which gets the facts from the worker; importing this module
+imports neither.
 
 :func:`choose_model` implements SPEC §1's choice when the user named no model: the command line,
 then ``AGENTSH_MODEL``, then the config file; else the first provider whose API key is set; else
@@ -142,7 +144,8 @@ def model_info(model: str, settings: ModelSettings | None = None) -> ModelInfo:
     """Window, output limit and prices of ``model``, with ``settings`` overrides applied.
 
     Never raises for an unknown model and never prints; cached per (model, overrides). The first
-    call imports litellm (seconds): call it off the UI thread.
+    call imports litellm (seconds), or in a process whose model calls run in the model worker,
+    reads the facts remembered on disk or asks the worker: call it off the UI thread.
     """
     settings = settings or ModelSettings()
     key = (model, settings.window, settings.input_cost_per_mtok, settings.output_cost_per_mtok)
@@ -157,7 +160,19 @@ def model_info(model: str, settings: ModelSettings | None = None) -> ModelInfo:
 
 
 def _base_info(model: str) -> ModelInfo:
-    unknown = ModelInfo(
+    if not model or is_local(model):
+        # litellm asks a running Ollama server for local models' facts over HTTP; the window
+        # it reports is not the one the server runs with anyway.
+        return _unknown(model)
+    from agentsh.llm import remote
+
+    if remote.in_use():
+        return remote.model_facts(model)  # remembered on disk, else asked of the model worker
+    return litellm_base_info(model)
+
+
+def _unknown(model: str) -> ModelInfo:
+    return ModelInfo(
         model=model,
         window=DEFAULT_LOCAL_WINDOW if is_local(model) else DEFAULT_WINDOW,
         max_output_tokens=DEFAULT_MAX_OUTPUT,
@@ -165,17 +180,17 @@ def _base_info(model: str) -> ModelInfo:
         output_cost_per_token=0.0,
         known=False,
     )
-    if not model or is_local(model):
-        # litellm asks a running Ollama server for local models' facts over HTTP; the window
-        # it reports is not the one the server runs with anyway.
-        return unknown
+
+
+def litellm_base_info(model: str) -> ModelInfo:
+    """litellm's own facts about ``model`` (no overrides); imports litellm in this process."""
     from agentsh.llm.env import import_litellm
 
     litellm = import_litellm()
     try:
         raw = litellm.get_model_info(model)
     except Exception:  # noqa: BLE001 - litellm raises assorted types for unmapped models
-        return unknown
+        return _unknown(model)
     window = _int(raw.get("max_input_tokens")) or _int(raw.get("max_tokens")) or DEFAULT_WINDOW
     return ModelInfo(
         model=model,

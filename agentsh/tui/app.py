@@ -297,6 +297,11 @@ class AgentshApp(App[None]):
 
     # -- messages from widgets ------------------------------------------------------------------
 
+    @on(PromptInput.Changed)
+    def _typing(self, event: PromptInput.Changed) -> None:
+        if isinstance(event.text_area, PromptInput):
+            self.controller.user_typing()
+
     @on(PromptInput.Submitted)
     async def _submitted(self, event: PromptInput.Submitted) -> None:
         await self.controller.submit(event.text)

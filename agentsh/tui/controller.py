@@ -126,6 +126,9 @@ class ChatController:
     def start(self) -> None:
         self.sessions.start()
 
+    def user_typing(self) -> None:
+        self.sessions.user_typing()
+
     async def switch_session(self, session: Session) -> None:
         await self.sessions.switch_session(session)
 

@@ -1,8 +1,9 @@
 """``agentsh`` with no subcommand: start the TUI, importing only what the first frame needs.
 
 The CLI dispatches here with its argparse namespace. This reads the configuration (stdlib
-tomllib), prepares the process for litellm and tiktoken without importing them, and runs the
-App; the session is opened and the agent built in a worker after the first frame. A folder
+tomllib), prepares the process for litellm and tiktoken without importing them, has the model
+calls made by the model worker process (:mod:`agentsh.llm.remote`), and runs the App; the
+session is opened and the agent built in a worker thread after the first frame. A folder
 that is not trusted yet (:mod:`agentsh.trust`) is asked about first, in a small app of its own.
 """
 
@@ -13,6 +14,7 @@ import argparse
 
 def main(args: argparse.Namespace) -> int:
     from agentsh.config import load_environment
+    from agentsh.llm import remote
     from agentsh.llm.env import prepare_environment
     from agentsh.tui.app import AgentshApp
     from agentsh.tui.options import LaunchOptions
@@ -27,6 +29,7 @@ def main(args: argparse.Namespace) -> int:
             print(f"agentsh: {exc}", file=sys.stderr)
             return 2
     prepare_environment()
+    remote.activate()  # model calls in the model worker: litellm never loads in the UI process
     env = load_environment(trust_project=bool(getattr(args, "trust_project", False)))
     if not env.trusted:
         # Asked before the main app exists, so nothing of the folder's is loaded until then.

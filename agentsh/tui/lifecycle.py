@@ -48,6 +48,13 @@ def build_real_agent(env: Environment, session: Session, options: LaunchOptions)
     return agent
 
 
+def _preload_markdown() -> None:
+    """Markdown rendering (markdown-it, Textual's widget: ~100 ms of imports) loads in the
+    load thread, not on the UI thread when the transcript or the first message is shown."""
+    import markdown_it  # noqa: F401
+    from textual.widgets import Markdown  # noqa: F401
+
+
 def locked_view(exc: BaseException) -> Session | None:
     """A read-only view of a session another agentsh holds open (``/fork`` continues it)."""
     from agentsh.session.log import SessionError, SessionLocked
@@ -87,6 +94,7 @@ class SessionLifecycle:
         self.view = view
         self.agent_factory = agent_factory or build_real_agent
         self.on_agent_ready = on_agent_ready  # queued messages may go now
+        self._typed = False  # the user has started writing: warm the agent up
 
     # -- start-up -----------------------------------------------------------------------------
 
@@ -130,6 +138,7 @@ class SessionLifecycle:
         # The same choice as headless -p makes (the catalog loads here, off the UI thread).
         from agentsh.startup import new_session, open_session_file, session_for_args
 
+        _preload_markdown()
         current = self.current
         env, options = current.env, current.options
         problem = ""
@@ -175,8 +184,28 @@ class SessionLifecycle:
         self.view.status_bar.starting = False
         self.view.show_status(agent.status())
         current.path_changed.publish("agent")  # the memory pane can compare with the snapshot
+        if self._typed:
+            self._warm_up(agent)
         self._watch_mcp(agent)
         self.on_agent_ready()
+
+    def user_typing(self) -> None:
+        """The user started writing: load what a turn needs (the model worker, the tokenizer)
+        now, so it is ready by the time they press Enter. Nothing heavy loads before that:
+        an agentsh left open without a word typed stays small."""
+        if self._typed:
+            return
+        self._typed = True
+        if self.current.agent is not None:
+            self._warm_up(self.current.agent)
+
+    def _warm_up(self, agent: AgentAPI) -> None:
+        async def warm() -> None:
+            await agent.warm_up()
+            if self.current.agent is agent and not self.current.turn_running:
+                self.view.show_status(agent.status())  # exact counts from here on
+
+        self.app.run_worker(warm(), group="warm-up", exit_on_error=False)
 
     def _watch_mcp(self, agent: AgentAPI) -> None:
         """MCP servers change state on the MCP thread: each change is handed to the UI loop

@@ -2,7 +2,8 @@
 
 Registered as a plugin by tests/conftest.py, so every test can ask for ``scripted_server``
 (a started :class:`~tests.fakes.server.ScriptedServer`, stopped after the test),
-``fake_sleep`` (records backoff delays instead of sleeping) and ``llm_client_factory`` (builds a
+``fake_sleep`` (records backoff delays instead of sleeping), ``model_worker`` (model calls
+through the model worker process, as the front ends make them) and ``llm_client_factory`` (builds a
 real :class:`~agentsh.llm.client.LLMClient` for ``openai/test-model`` against the server with
 the recognisable fake key :data:`FAKE_KEY`).
 """
@@ -43,6 +44,15 @@ def scripted_server() -> Iterator[ScriptedServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def model_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test makes its model calls as a front end does: through the model worker process
+    (``agentsh.llm.remote``), not in the test process."""
+    from agentsh.llm import remote
+
+    monkeypatch.setattr(remote, "_in_use", True)
 
 
 @pytest.fixture

@@ -62,6 +62,7 @@ class FakeAgent:
         self.script = script
         self._status = status or ContextStatus(model=model or "", window=100_000)
         self.cancelled = 0
+        self.warmed = 0
         self.runs: list[str] = []
         self.compactions: list[Tier | None] = []
         self.compaction_instructions: list[str] = []
@@ -100,6 +101,9 @@ class FakeAgent:
                 yield EntryAppended(entry)
         finally:
             self.session.on_append = None
+
+    async def warm_up(self) -> None:
+        self.warmed += 1
 
     def cancel(self) -> None:
         self.cancelled += 1

@@ -1,0 +1,294 @@
+"""Model calls made by the model worker process behave as the in-process client's do.
+
+One worker serves the module (its litellm import costs seconds); the test that kills a worker
+uses its own. Every call goes to the scripted server over real HTTP from the worker process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentsh.config import ModelSettings
+from agentsh.events import ErrorKind, Retrying, TextDelta, ToolCallDelta
+from agentsh.llm import facts, remote
+from agentsh.llm.client import Completion, LLMError
+from agentsh.llm.models import ModelInfo
+from agentsh.llm.remote import ModelWorker, RemoteLLMClient
+from agentsh.session.entries import StopReason, Usage
+from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
+from tests.fakes.server import ErrorReply, Reply, ScriptedServer, ToolCallSpec
+
+USER = [{"role": "user", "content": "hello"}]
+FAST: dict[str, Any] = {
+    "retry_base_delay_s": 0.01,
+    "retry_max_delay_s": 0.05,
+    "request_timeout_s": 30.0,
+}
+
+
+@pytest.fixture(scope="module")
+def worker() -> Iterator[ModelWorker]:
+    w = ModelWorker()
+    w.start()
+    yield w
+    w.close()
+
+
+def client(server: ScriptedServer, worker: ModelWorker, **settings: object) -> RemoteLLMClient:
+    return RemoteLLMClient(
+        TEST_MODEL,
+        settings=ModelSettings(**(FAST | settings)),
+        api_base=server.base_url,
+        api_key=FAKE_KEY,
+        worker=worker,
+    )
+
+
+async def _items(remote_client: RemoteLLMClient) -> list[object]:
+    return [item async for item in remote_client.stream(USER)]
+
+
+@pytest.mark.asyncio
+async def test_a_streamed_reply_with_tool_calls_and_usage(
+    scripted_server: ScriptedServer, worker: ModelWorker
+) -> None:
+    scripted_server.script(
+        Reply(
+            text="Let me look. ",
+            thinking="first, think",
+            tool_calls=(ToolCallSpec("bash", {"command": "ls -la"}, id="call_1"),),
+            usage={"prompt_tokens": 120, "completion_tokens": 30},
+        )
+    )
+    items = await _items(client(scripted_server, worker))
+    completion = items[-1]
+    assert isinstance(completion, Completion)
+    assert completion.text == "Let me look. "
+    assert completion.thinking == "first, think"
+    assert [(c.id, c.name, json.loads(c.arguments)) for c in completion.tool_calls] == [
+        ("call_1", "bash", {"command": "ls -la"})
+    ]
+    assert completion.stop_reason is StopReason.TOOL_CALLS
+    assert completion.usage.input_tokens == 120 and completion.usage.output_tokens == 30
+    assert "".join(i.text for i in items if isinstance(i, TextDelta)) == "Let me look. "
+    assert any(isinstance(i, ToolCallDelta) for i in items)
+    # The request really came from the worker, with the key it was given.
+    assert scripted_server.requests[-1].headers["authorization"] == f"Bearer {FAKE_KEY}"
+
+
+@pytest.mark.asyncio
+async def test_errors_keep_their_kind_and_never_show_the_key(
+    scripted_server: ScriptedServer, worker: ModelWorker
+) -> None:
+    scripted_server.script(ErrorReply(status=401, message=f"bad key {FAKE_KEY}"))
+    with pytest.raises(LLMError) as caught:
+        await _items(client(scripted_server, worker))
+    assert caught.value.kind is ErrorKind.AUTH
+    assert FAKE_KEY not in caught.value.message and FAKE_KEY not in str(caught.value)
+    assert "OPENAI_API_KEY" in caught.value.message
+
+
+@pytest.mark.asyncio
+async def test_retries_are_announced_then_the_reply_comes(
+    scripted_server: ScriptedServer, worker: ModelWorker
+) -> None:
+    scripted_server.script(ErrorReply(status=503, message="busy"), Reply(text="fine"))
+    items = await _items(client(scripted_server, worker))
+    notes = [i for i in items if isinstance(i, Retrying)]
+    assert len(notes) == 1 and notes[0].attempt == 1 and "server error" in notes[0].reason
+    completion = items[-1]
+    assert isinstance(completion, Completion) and completion.text == "fine"
+
+
+@pytest.mark.asyncio
+async def test_complete_reports_retries_and_returns_the_whole_reply(
+    scripted_server: ScriptedServer, worker: ModelWorker
+) -> None:
+    scripted_server.script(ErrorReply(status=429, message="slow down"), Reply(text="summary"))
+    notes: list[Retrying] = []
+    completion = await client(scripted_server, worker).complete(USER, on_retry=notes.append)
+    assert completion.text == "summary"
+    assert [n.attempt for n in notes] == [1]
+
+
+@pytest.mark.asyncio
+async def test_cancelling_closes_the_http_stream_in_the_worker(
+    scripted_server: ScriptedServer, worker: ModelWorker
+) -> None:
+    scripted_server.script(Reply(text="word " * 400, delay_s=0.05))  # ~20 s if read to the end
+    first = asyncio.Event()
+    received: list[str] = []
+
+    async def consume() -> None:
+        async for item in client(scripted_server, worker).stream(USER):
+            if isinstance(item, TextDelta):
+                received.append(item.text)
+                first.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(first.wait(), 120)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await asyncio.to_thread(scripted_server.wait_for_disconnect, 5.0)
+    assert 0 < len(received) < 100
+
+
+@pytest.mark.asyncio
+async def test_a_large_request_while_a_long_reply_streams_does_not_block_either(
+    scripted_server: ScriptedServer, worker: ModelWorker
+) -> None:
+    # Both pipes fill at once: the request is far larger than a pipe's buffer, the reply
+    # arrives in one burst. Writing must never stop the answers from being read.
+    long_reply = "chunk of text " * 6_000
+    scripted_server.script(Reply(text=long_reply), Reply(text="read it"))
+    big = [{"role": "user", "content": "x" * 1_000_000}]
+    remote_client = client(scripted_server, worker)
+
+    async def first() -> str:
+        parts = [i.text async for i in remote_client.stream(USER) if isinstance(i, TextDelta)]
+        return "".join(parts)
+
+    async def second() -> Completion:
+        return await remote_client.complete(big)
+
+    reply, completion = await asyncio.wait_for(asyncio.gather(first(), second()), 120)
+    assert reply == long_reply and completion.text == "read it"
+
+
+@pytest.mark.asyncio
+async def test_the_worker_sees_environment_changes(
+    scripted_server: ScriptedServer, worker: ModelWorker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scripted_server.script(Reply(text="one"), Reply(text="two"))
+    keyless = RemoteLLMClient(
+        TEST_MODEL, settings=ModelSettings(**FAST), api_base=scripted_server.base_url, worker=worker
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-first-key-0001")
+    await _items(keyless)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-second-key-0002")
+    await _items(keyless)
+    sent = [r.headers["authorization"] for r in scripted_server.requests[-2:]]
+    assert sent == ["Bearer sk-test-first-key-0001", "Bearer sk-test-second-key-0002"]
+
+
+@pytest.mark.asyncio
+async def test_cost_and_model_facts_come_from_the_worker(
+    scripted_server: ScriptedServer, worker: ModelWorker
+) -> None:
+    priced = RemoteLLMClient("openai/gpt-4o", settings=ModelSettings(**FAST), worker=worker)
+    cost = await asyncio.to_thread(priced.cost, Usage(input_tokens=1_000_000))
+    assert cost > 0
+    value = await asyncio.to_thread(worker.ask, {"op": "facts", "model": "openai/gpt-4o"})
+    assert value["window"] >= 128_000 and value["known"] is True
+
+
+@pytest.mark.asyncio
+async def test_a_worker_that_dies_fails_the_call_in_flight_and_the_next_call_starts_another(
+    scripted_server: ScriptedServer,
+) -> None:
+    own = ModelWorker()
+    try:
+        scripted_server.script(Reply(text="word " * 400, delay_s=0.05), Reply(text="again"))
+        first = asyncio.Event()
+        outcome: list[BaseException] = []
+
+        async def consume() -> None:
+            try:
+                async for item in client(scripted_server, own).stream(USER):
+                    if isinstance(item, TextDelta):
+                        first.set()
+            except LLMError as exc:
+                outcome.append(exc)
+
+        task = asyncio.create_task(consume())
+        await asyncio.wait_for(first.wait(), 120)
+        dead = own.pid
+        assert dead is not None
+        os.kill(dead, signal.SIGKILL)
+        await asyncio.wait_for(task, 30)
+        assert outcome and outcome[0].kind is ErrorKind.OTHER  # type: ignore[attr-defined]
+        assert "model worker process stopped unexpectedly" in str(outcome[0])
+        items = await asyncio.wait_for(_items(client(scripted_server, own)), 120)
+        completion = items[-1]
+        assert isinstance(completion, Completion) and completion.text == "again"
+        assert own.pid not in (None, dead)
+    finally:
+        own.close()
+
+
+def test_a_worker_ends_when_its_front_end_closes_the_pipe() -> None:
+    own = ModelWorker()
+    own.start()
+    pid = own.pid
+    assert pid is not None
+    started = time.monotonic()
+    own.close(10.0)  # closes the pipe, waits up to 10 s before a kill
+    assert time.monotonic() - started < 5  # at once, even in the middle of the litellm import
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    assert not Path(f"/proc/{pid}").exists()
+
+
+def test_model_facts_are_remembered_on_disk_for_this_litellm(tmp_path: Path) -> None:
+    path = tmp_path / "facts.json"
+    info = ModelInfo("openai/some-model", 200_000, 8_192, 1e-6, 2e-6, True)
+    assert facts.load(info.model, path) is None
+    facts.store(info, path)
+    assert facts.load(info.model, path) == info
+    data = json.loads(path.read_text())
+    data["stamp"] = "another litellm"
+    path.write_text(json.dumps(data))
+    assert facts.load(info.model, path) is None  # a new litellm may know better
+
+
+def test_a_front_end_turn_never_imports_litellm(
+    scripted_server: ScriptedServer, project: Path, agentsh_home: Path
+) -> None:
+    scripted_server.script(Reply(text="the answer"))
+    code = (
+        "import sys\n"
+        "from agentsh.cli import main\n"
+        f"code = main(['-p', 'hi', '-m', {TEST_MODEL!r}, '--api-base', "
+        f"{scripted_server.base_url!r}])\n"
+        "print('litellm' in sys.modules, code, file=sys.stderr)\n"
+    )
+    env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY, AGENTSH_HOME=str(agentsh_home))
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=project, env=env, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert "the answer" in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == "False 0", done.stderr
+
+
+def test_only_a_front_end_that_asks_uses_the_worker_and_it_can_be_switched_off(
+    project: Path, agentsh_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentsh.agent import build_agent
+    from agentsh.config import load_environment
+    from agentsh.session.session import Session
+
+    env = load_environment(project)
+
+    def llm() -> object:
+        return build_agent(env, Session.create(None, project), model=TEST_MODEL, cwd=project).llm
+
+    monkeypatch.setattr(remote, "_in_use", False)
+    assert not isinstance(llm(), RemoteLLMClient)
+    assert remote.activate()
+    assert isinstance(llm(), RemoteLLMClient)
+    monkeypatch.setenv("AGENTSH_MODEL_WORKER", "0")
+    assert not remote.activate() and not isinstance(llm(), RemoteLLMClient)

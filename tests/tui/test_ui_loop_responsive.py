@@ -1,0 +1,86 @@
+"""The screen never waits for the agent: while a reply streams, the UI loop keeps its ticks.
+
+A probe widget runs a 10 ms Textual timer whose ticks arrive as messages, like keys do. Each
+tick records how late it came (Textual's due time against Textual's clock) and how much CPU
+the UI thread spent since the tick before. A tick that is late because the UI thread was busy
+(more than 50 ms of its own CPU in one gap) means the loop was blocked by work: a key pressed
+then would have waited as long. Lateness alone is not held against agentsh: on a loaded machine
+the process can simply wait for a core, which no code of ours can fix.
+
+The reply is hundreds of small chunks arriving in one burst, of plain words: what is measured
+is the model I/O and the agent's events on their way to the chat (with litellm in the UI
+process, a burst was processed chunk after chunk without a break: 100-200 ms). The cost of
+re-rendering a long Markdown reply as it grows is the chat widget's, measured by
+``benchmarks/bench_stream_keys.py``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from textual import events
+from textual._time import get_time
+from textual.widget import Widget
+
+from agentsh.tui.widgets.messages import AssistantMessage
+from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
+from tests.fakes.server import ScriptedServer
+from tests.tui.conftest import MakeApp, wait_for
+
+pytestmark = pytest.mark.asyncio
+
+BLOCKED_S = 0.050
+
+
+class LoopProbe(Widget):
+    """Ticks every 10 ms; keeps (lateness, UI-thread CPU since the previous tick) per tick."""
+
+    DEFAULT_CSS = "LoopProbe { height: 0; }"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.samples: list[tuple[float, float]] = []
+        self._cpu = time.thread_time()
+
+    def on_mount(self) -> None:
+        self._cpu = time.thread_time()
+        self.set_interval(0.01, name="loop-probe")
+
+    async def on_timer(self, event: events.Timer) -> None:
+        event.stop()
+        cpu = time.thread_time()
+        self.samples.append((get_time() - event.time, cpu - self._cpu))
+        self._cpu = cpu
+
+
+@pytest.mark.usefixtures("model_worker")  # as agentsh runs: litellm in the worker process
+async def test_the_ui_loop_is_never_blocked_while_a_reply_streams(
+    make_app: MakeApp, scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentsh.tui.lifecycle import build_real_agent
+    from agentsh.tui.options import LaunchOptions
+
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    reply = " ".join(f"w{i % 10}" for i in range(800))
+    scripted_server.script({"text": reply, "delay": 0})
+    options = LaunchOptions(model=TEST_MODEL, api_base=scripted_server.base_url)
+    app = make_app(factory=build_real_agent, options=options)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready, limit_s=120)
+        probe = LoopProbe()
+        await app.screen.mount(probe)
+        await pilot.press(*"write a lot", "enter")
+        await wait_for(pilot, lambda: bool(app.query(AssistantMessage)), limit_s=120)
+        await wait_for(pilot, lambda: not app.controller.turn_running, limit_s=120)
+        probe.remove()
+        await pilot.pause()
+        assert app.query_one(AssistantMessage).text == reply
+    assert len(probe.samples) > 10, "the probe hardly ticked"
+    blocked = [(late, cpu) for late, cpu in probe.samples if cpu > BLOCKED_S]
+    worst = max(probe.samples, key=lambda s: s[1])
+    assert not blocked, (
+        f"{len(blocked)} of {len(probe.samples)} ticks came after the UI thread had worked more "
+        f"than {BLOCKED_S * 1000:.0f} ms without a break (worst: {worst[1] * 1000:.0f} ms of CPU, "
+        f"{worst[0] * 1000:.0f} ms late)"
+    )
