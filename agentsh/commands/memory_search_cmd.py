@@ -1,7 +1,8 @@
 """``agentsh memory search QUERY [-k N] [--json]`` and ``agentsh memory reindex [--full]``.
 
 Both open the project's search index and bring it up to date first (unchanged files are skipped
-by hash, so this is quick). ``search`` then waits a bounded time for vectors still being
+by hash, so this is quick); meanwhile ``search`` loads the embedding model and embeds the query
+in a thread. ``search`` then waits a bounded time for vectors still being
 computed (a first run over a large memory prints its progress on stderr and, past the wait,
 searches with what it has and says so), and prints each result's path, lines, score, keyword
 and vector parts and a snippet; when no embedding model runs it says "keyword-only" and why.
@@ -14,6 +15,7 @@ import argparse
 import json
 import sqlite3
 import sys
+import threading
 import time
 from typing import Any, TextIO
 
@@ -35,9 +37,13 @@ def search_memory(args: argparse.Namespace) -> int:
         raise CliError("-k must be 1 or more")
     as_json = bool(getattr(args, "json", False))
     index = _open()
+    # The model loads and the query is embedded while the index is brought up to date.
+    early = threading.Thread(target=index.warm_up, args=(query,), name="query", daemon=True)
+    early.start()
     try:
         _sync(index, progress=not as_json)
         _wait_for_vectors(index, timeout=SEARCH_VECTOR_WAIT_S, progress=not as_json)
+        early.join()
         response = index.search(query, max_results=k)
     except (SearchIndexError, sqlite3.Error) as exc:
         raise CliError(_index_failure(index, exc)) from exc

@@ -388,7 +388,9 @@ class MemoryIndex:
         with self._lock:
             if self._matrix is None:
                 matrix = VectorMatrix()
-                matrix.add(decode_rows(self._store.vectors(self.embedder.model_id)))
+                rows = self._store.vectors(self.embedder.model_id)
+                if rows:
+                    matrix.load(rows)
                 self._matrix = matrix
             return self._matrix
 
@@ -463,6 +465,20 @@ class MemoryIndex:
         """(vector, keyword) weights for this query, normalised to sum to 1 (SPEC §5 rule 2)."""
         multilingual = self.embedder.multilingual
         return weights(plan, self.settings, multilingual=multilingual, vectors=vectors)
+
+    def warm_up(self, query: str = "") -> None:
+        """Load what a search needs (the embedding model, ``query``'s vector, the vectors) now.
+
+        For a caller that has other work meanwhile: ``agentsh memory search`` runs it in a
+        thread while it brings the index up to date (onnxruntime loads with the GIL released).
+        A failure here is left for :meth:`search` to meet and report."""
+        if self.mode()[0] is SearchMode.KEYWORD_ONLY:
+            return
+        with contextlib.suppress(SearchIndexError, sqlite3.Error):
+            if query.strip():
+                self._query_vector(query)
+            if self.mode()[0] is SearchMode.HYBRID:
+                self._ensure_matrix()
 
     def search(
         self, query: str, *, max_results: int | None = None, min_score: float | None = None
