@@ -253,7 +253,8 @@ class Agent:
         itself. Counts (and :meth:`status`) are exact from when it returns."""
         from agentsh.llm import remote
 
-        remote.prewarm()
+        if self.llm is not None:  # no model configured: nothing to call, nothing to load
+            remote.prewarm()
         await self._ensure_tokenizer()
 
     async def _ensure_tokenizer(self) -> None:

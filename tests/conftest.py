@@ -37,6 +37,11 @@ def agentsh_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("AGENTSH_NO_OLLAMA_PROBE", "1")
     for key in _PROVIDER_KEYS:
         monkeypatch.delenv(key, raising=False)
+    # A front end run in-process (cli.main(["-p", ...])) switches this process to the model
+    # worker; the next test starts in-process again (the `model_worker` fixture opts in).
+    from agentsh.llm import remote
+
+    monkeypatch.setattr(remote, "_in_use", False)
     return home
 
 

@@ -81,10 +81,6 @@ def main(args: argparse.Namespace) -> int:
     first: str | None = None
     if not streaming_in or args.prompt not in (None, PROMPT_FROM_STDIN):
         first = resolve_prompt(args, sys.stdin, sys.stderr)
-    from agentsh.llm import remote
-
-    if remote.activate():
-        remote.prewarm()  # litellm loads in the model worker while the agent is built here
     env = load_environment(trust_project=bool(getattr(args, "trust_project", False)))
     if not env.trusted:
         # One line, and the run goes on without the folder's settings, instructions, memory.
@@ -100,6 +96,10 @@ def main(args: argparse.Namespace) -> int:
         raise CliError(str(exc.args[0] if exc.args else exc)) from exc
     for load_problem in session.problems:
         print(f"agentsh: warning: {session.path}: {load_problem}", file=sys.stderr)
+    from agentsh.llm import remote
+
+    if remote.activate():
+        remote.prewarm()  # litellm loads in the model worker while the agent is built here
 
     from agentsh.agent import build_agent
 

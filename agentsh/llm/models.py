@@ -163,7 +163,7 @@ def _base_info(model: str) -> ModelInfo:
     if not model or is_local(model):
         # litellm asks a running Ollama server for local models' facts over HTTP; the window
         # it reports is not the one the server runs with anyway.
-        return _unknown(model)
+        return unknown_model(model)
     from agentsh.llm import remote
 
     if remote.in_use():
@@ -171,7 +171,8 @@ def _base_info(model: str) -> ModelInfo:
     return litellm_base_info(model)
 
 
-def _unknown(model: str) -> ModelInfo:
+def unknown_model(model: str) -> ModelInfo:
+    """The defaults for a model nobody has figures for."""
     return ModelInfo(
         model=model,
         window=DEFAULT_LOCAL_WINDOW if is_local(model) else DEFAULT_WINDOW,
@@ -190,7 +191,7 @@ def litellm_base_info(model: str) -> ModelInfo:
     try:
         raw = litellm.get_model_info(model)
     except Exception:  # noqa: BLE001 - litellm raises assorted types for unmapped models
-        return _unknown(model)
+        return unknown_model(model)
     window = _int(raw.get("max_input_tokens")) or _int(raw.get("max_tokens")) or DEFAULT_WINDOW
     return ModelInfo(
         model=model,
@@ -284,12 +285,22 @@ def choose_model(
 def known_models(providers: Iterable[str]) -> list[str]:
     """The tool-capable chat models litellm's map knows for ``providers`` (prefixes such as
     ``"anthropic"``), as litellm model strings, sorted. Imports litellm (seconds, the first
-    time): call it off the UI thread."""
-    from agentsh.llm.env import import_litellm
-
+    time), or in a process whose model calls run in the model worker, asks the worker (blocks):
+    call it off the UI thread."""
     wanted = set(providers)
     if not wanted:
         return []
+    from agentsh.llm import remote
+
+    if remote.in_use():
+        return remote.known_models(sorted(wanted))
+    return litellm_known_models(wanted)
+
+
+def litellm_known_models(wanted: set[str]) -> list[str]:
+    """:func:`known_models` from litellm's map; imports litellm in this process."""
+    from agentsh.llm.env import import_litellm
+
     found: set[str] = set()
     for name, facts in import_litellm().model_cost.items():
         if not isinstance(facts, dict) or facts.get("mode") != "chat":

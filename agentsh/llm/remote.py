@@ -463,15 +463,33 @@ def prewarm() -> None:
 
 
 def model_facts(model: str) -> ModelInfo:
-    """litellm's facts about ``model``: remembered on disk, else asked of the worker (blocks)."""
+    """litellm's facts about ``model``: remembered on disk, else asked of the worker (blocks).
+
+    A worker that cannot answer (litellm does not import, it died) gives the facts of an
+    unknown model, not remembered: the agent still comes up, and its first model call says
+    what is wrong."""
     from agentsh.llm import facts
+    from agentsh.llm.models import unknown_model
 
     known = facts.load(model)
     if known is not None:
         return known
-    info = wire.decode_info(shared_worker().ask({"op": "facts", "model": model}))
+    try:
+        info = wire.decode_info(shared_worker().ask({"op": "facts", "model": model}))
+    except (LLMError, ModelWorkerError):
+        return unknown_model(model)
     facts.store(info)
     return info
+
+
+def known_models(providers: Sequence[str]) -> list[str]:
+    """:func:`agentsh.llm.models.known_models`, asked of the worker (blocks); none when it
+    cannot answer (the picker still takes any model string typed)."""
+    try:
+        names = shared_worker().ask({"op": "models", "providers": list(providers)})
+    except (LLMError, ModelWorkerError):
+        return []
+    return [str(name) for name in names]
 
 
 def embed_texts(

@@ -79,6 +79,7 @@ class Worker:
             "stream": self._stream,
             "complete": self._complete,
             "facts": self._facts,
+            "models": self._models,
             "cost": self._cost,
             "embed": self._embed,
         }
@@ -132,6 +133,13 @@ class Worker:
 
         info = await asyncio.to_thread(litellm_base_info, str(request["model"]))
         self.send({"id": call_id, "ev": "done", "value": wire.encode_info(info)})
+
+    async def _models(self, call_id: int, request: dict[str, Any]) -> None:
+        from agentsh.llm.models import litellm_known_models
+
+        providers = {str(p) for p in request["providers"]}
+        names = await asyncio.to_thread(litellm_known_models, providers)
+        self.send({"id": call_id, "ev": "done", "value": names})
 
     async def _cost(self, call_id: int, request: dict[str, Any]) -> None:
         client = _client(request["client"])

@@ -44,3 +44,15 @@ def test_two_ways_of_choosing_the_session_are_refused_not_one_dropped(
     assert main(["-p", "hello", *options]) == 2
     err = capsys.readouterr().err
     assert err == f"agentsh: {named} cannot be used together; pick one\n"
+
+
+def test_a_run_refused_before_its_agent_starts_no_model_worker(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentsh.llm import remote
+
+    started: list[bool] = []
+    monkeypatch.setattr(remote, "prewarm", lambda: started.append(True))
+    assert main(["-p", "hello", "-c", "-r", "abc"]) == 2
+    assert main(["-p", "hello", "--session", str(project / "missing.jsonl")]) == 1
+    assert started == []  # litellm's seconds of CPU are not spent on a run that cannot start
