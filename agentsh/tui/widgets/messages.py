@@ -1,15 +1,20 @@
 """Message widgets of the transcript: user and assistant messages, notes, compactions, queue.
 
-An assistant reply that is streaming owns exactly one :class:`MarkdownStream`: fragments are
-appended to it (it batches them when they arrive faster than they render) and the message is
-never re-rendered whole per chunk. Message bodies are Textual ``Markdown`` whose blocks are
-built while the message is composed (:func:`_markdown`), so a screenful of messages mounts in
-one pass: a resume or a branch switch paints without a frame of empty bodies.
+A streaming assistant reply paints in frames: fragments are gathered and appended to its
+markdown body every :data:`FLUSH_S` (each frame relays out and repaints the screen, so fewer
+frames leave the keyboard more of the UI loop), each frame a bounded share of what waits, so a
+burst or a backlog is painted over several frames with keys handled between them; each append
+re-parses only the growing last block (Textual's ``Markdown.append``, one shared parser). Message
+bodies are Textual ``Markdown`` whose blocks are built while the message is composed
+(:func:`_markdown`), so a screenful of messages mounts in one pass: a resume or a branch switch
+paints without a frame of empty bodies.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
+import time
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, ClassVar
@@ -24,12 +29,16 @@ from textual.widgets import Static
 from agentsh.events import Tier
 from agentsh.tui.status_format import human_tokens
 
-FLUSH_S = 1 / 30  # streamed text reaches the screen in batches at most this often
+FLUSH_S = 1 / 10  # streamed text reaches the screen in frames this often (10 a second)
+# The most text one frame appends (a few blocks): a burst, or a reply the screen fell behind
+# on, is painted over several frames, with keys handled between them, not in one long stall.
+FRAME_CHARS = 1_600
+FRAME_GAP_S = 0.005  # between the frames that paint what is left when a reply ends
 
 if TYPE_CHECKING:
     from textual.timer import Timer
     from textual.widgets import Markdown
-    from textual.widgets._markdown import MarkdownBlock, MarkdownStream
+    from textual.widgets._markdown import MarkdownBlock
 
 
 INLINE_PARSE_CHARS = 20_000  # longer text is parsed the stock way, off the UI thread
@@ -132,6 +141,10 @@ def _composed_markdown_class() -> type[Markdown]:
         work as in the stock widget: the source and the parsed line count are set)."""
 
         BLOCKS = _blocks()
+
+        def __init__(self, markdown: str | None = None, *, classes: str | None = None) -> None:
+            # The stock widget builds a parser per append: one per streamed frame.
+            super().__init__(markdown, classes=classes, parser_factory=lambda: parser)
 
         def compose(self) -> ComposeResult:
             text = self._initial_markdown or ""
@@ -238,6 +251,17 @@ class UserMessage(Vertical):
             await self.unfold()
 
 
+def _frame_cut(text: str) -> int:
+    """Where one frame's share of ``text`` ends: all of it if short, else at a line break
+    before :data:`FRAME_CHARS`, or a quarter of it when far behind, so a long backlog is
+    painted in a few frames (any cut is correct: the last block is parsed again)."""
+    limit = max(FRAME_CHARS, len(text) // 4)
+    if len(text) <= limit:
+        return len(text)
+    line_end = text.rfind("\n", 0, limit)
+    return line_end + 1 if line_end > 0 else limit
+
+
 class AssistantMessage(Vertical):
     """A model reply: static from the log, or live with one stream per reply."""
 
@@ -256,9 +280,9 @@ class AssistantMessage(Vertical):
         self.live = live
         self._aborted = aborted
         self._error = error
-        self._stream: MarkdownStream | None = None
         self._unsent: list[str] = []
         self._flush_timer: Timer | None = None
+        self._painting = asyncio.Lock()  # one append at a time: each parses from the last
         self._thinking_chars = 0
 
     def compose(self) -> ComposeResult:
@@ -293,29 +317,50 @@ class AssistantMessage(Vertical):
         return self.query_one(".message-body", Markdown)
 
     async def append(self, fragment: str) -> None:
-        """Add streamed text; it reaches the screen at most every :data:`FLUSH_S`.
+        """Add streamed text; it reaches the screen in the next frame.
 
-        A provider sends a chunk every few milliseconds; handing each one to the markdown
-        stream costs a parse and a layout per chunk, which falls behind at 1,000 tokens/s.
-        Fragments are gathered here and written to the (single) stream in batches.
+        A provider sends a chunk every few milliseconds; painting each one costs a parse and a
+        layout, which falls behind at 1,000 tokens/s and starves the keyboard. Fragments are
+        gathered here and appended in frames, every :data:`FLUSH_S`.
         """
         if not fragment:
             return
         self.text += fragment
         self._unsent.append(fragment)
-        if self._flush_timer is None:
-            self._flush_timer = self.set_timer(FLUSH_S, self._flush)
+        self._schedule()
+
+    def _schedule(self, delay: float = FLUSH_S) -> None:
+        if self._flush_timer is None and not self._painting.locked():
+            self._flush_timer = self.set_timer(delay, self._frame)
+
+    async def _frame(self) -> None:
+        self._flush_timer = None
+        started = time.monotonic()
+        behind = await self._paint_frame()
+        if self._unsent:
+            # Frames start every FLUSH_S; one that took longer (a slow or busy machine), or
+            # a backlog, is followed as soon as keys have had their turn.
+            wait = FLUSH_S - (time.monotonic() - started)
+            self._schedule(FRAME_GAP_S if behind else max(FRAME_GAP_S, wait))
+
+    async def _paint_frame(self) -> bool:
+        """Append (a bounded share of) what arrived since the last frame; True if some of
+        it was left for the next frame."""
+        async with self._painting:
+            if not self._unsent:
+                return False
+            pending = "".join(self._unsent)
+            cut = _frame_cut(pending)
+            self._unsent = [pending[cut:]] if cut < len(pending) else []
+            await self.body.append(pending[:cut])
+            return cut < len(pending)
 
     async def _flush(self) -> None:
-        self._flush_timer = None
-        if not self._unsent:
-            return
-        if self._stream is None:
-            body = self.body
-            self._stream = type(body).get_stream(body)
-        batch = "".join(self._unsent)
-        self._unsent.clear()
-        await self._stream.write(batch)
+        """Paint everything still unsent, frame by frame, letting keys in between frames."""
+        while self._unsent:
+            await self._paint_frame()
+            if self._unsent:
+                await asyncio.sleep(FRAME_GAP_S)
 
     def add_thinking(self, fragment: str) -> None:
         self._thinking_chars += len(fragment)
@@ -329,10 +374,8 @@ class AssistantMessage(Vertical):
         """The reply is complete: stop the stream; ``text`` (the logged text) wins if given."""
         if self._flush_timer is not None:
             self._flush_timer.stop()
+            self._flush_timer = None
         await self._flush()
-        if self._stream is not None:
-            await self._stream.stop()
-            self._stream = None
         if text is not None and (text != self.text or self.body.source != text):
             # The logged text wins, also over a body a stream left short of what it was sent.
             self.text = text
