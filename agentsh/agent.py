@@ -53,12 +53,11 @@ from agentsh.instructions import TOUCHING_TOOLS, NestedInstructions
 from agentsh.llm.client import Completion, LLMClient, LLMError, environment_secrets, redact
 from agentsh.llm.models import api_base_for, model_info, no_model_help
 from agentsh.llm.tokens import TokenCounter, estimate_tokens
-from agentsh.mcp.config import ServerSpec
-from agentsh.mcp.manager import McpManager
+from agentsh.mcp.mcp_manager import McpManager
+from agentsh.mcp.servers_config import ServerSpec
 from agentsh.mcp.state import McpOverview
 from agentsh.mcp.tools import McpToolSource
 from agentsh.memory.curated import CuratedMemory, MemorySnapshot
-from agentsh.prompt import SystemPrompt
 from agentsh.session.entries import (
     AnyEntry,
     BranchSummaryEntry,
@@ -72,6 +71,7 @@ from agentsh.session.entries import (
 )
 from agentsh.session.log import SessionError
 from agentsh.session.session import Session
+from agentsh.system_prompt import SystemPrompt
 from agentsh.tools.approval import Approver, Denial
 from agentsh.tools.base import (
     Effect,
@@ -977,14 +977,14 @@ def build_agent(
     uses the model worker (:func:`agentsh.llm.remote.activate`), its model calls run there, and
     litellm never loads in this process. ``model=None`` builds an agent that explains how to
     configure one. ``mcp_servers`` are started besides the configured ones (an ACP client's:
-    agentsh.mcp.config.spec_from_acp). ``host``: an editor's file buffers and terminals the
+    agentsh.mcp.servers_config.spec_from_acp). ``host``: an editor's file buffers and terminals the
     tools use in place of local ones (ACP).
     """
     from agentsh.llm import remote
     from agentsh.llm.models import choose_model, chosen_api_base
-    from agentsh.mcp.config import load_mcp_config
-    from agentsh.mcp.manager import manager_for
-    from agentsh.mcp.trust import project_servers_trusted
+    from agentsh.mcp.mcp_manager import manager_for
+    from agentsh.mcp.server_trust import project_servers_trusted
+    from agentsh.mcp.servers_config import load_mcp_config
     from agentsh.memory.index import MemoryIndex, SearchIndexError, shared_index
 
     cwd = cwd or Path.cwd()

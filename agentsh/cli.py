@@ -39,11 +39,11 @@ _HANDLERS: dict[str, str] = {
     "restore": "agentsh.commands.checkpoints_cmd:restore_files",
     "headless": "agentsh.headless.run:main",
     "tui": "agentsh.tui.launch:main",
-    "mcp.list": "agentsh.commands.mcp:list_servers",
-    "mcp.add": "agentsh.commands.mcp:add_server",
-    "mcp.remove": "agentsh.commands.mcp:remove_server_command",
-    "mcp.test": "agentsh.commands.mcp:test_server",
-    "acp": "agentsh.acp.run:main",
+    "mcp.list": "agentsh.commands.mcp_cmd:list_servers",
+    "mcp.add": "agentsh.commands.mcp_cmd:add_server",
+    "mcp.remove": "agentsh.commands.mcp_cmd:remove_server_command",
+    "mcp.test": "agentsh.commands.mcp_cmd:test_server",
+    "acp": "agentsh.acp.entry:main",
 }
 
 
@@ -343,7 +343,7 @@ def _positive_float(text: str) -> float:
 
 
 def _add_mcp_parser(sub: Any) -> None:
-    """``agentsh mcp list|add|remove|test`` (agentsh/commands/mcp.py)."""
+    """``agentsh mcp list|add|remove|test`` (agentsh/commands/mcp_cmd.py)."""
     mcp = sub.add_parser("mcp", help="list, add, remove and test MCP servers")
     actions = mcp.add_subparsers(dest="mcp_command", metavar="ACTION", required=True)
     listing = actions.add_parser("list", help="configured servers and whether they start here")
@@ -531,8 +531,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     key = getattr(args, "handler", None)
     # Before any front end checks the folder's trust: a project's .mcp.json is one of the files
-    # it must be trusted with (agentsh.mcp.trust; light, no MCP SDK).
-    from agentsh.mcp.trust import register as register_mcp_trust
+    # it must be trusted with (agentsh.mcp.server_trust; light, no MCP SDK).
+    from agentsh.mcp.server_trust import register as register_mcp_trust
 
     register_mcp_trust()
     try:

@@ -532,7 +532,7 @@ def _check_value(hint: Any, meta: Mapping[str, Any], value: Any) -> Any:
             return _Bad(f"must be one of {', '.join(choices)}")
         return value
     if meta.get("tables"):
-        # Each table is read and checked by its owner (agentsh.mcp.config), which also
+        # Each table is read and checked by its owner (agentsh.mcp.servers_config), which also
         # needs to know which file it came from.
         if not isinstance(value, Mapping) or not all(
             isinstance(v, Mapping) for v in value.values()

@@ -43,7 +43,7 @@ import sys, time
 began = time.monotonic()
 from pathlib import Path
 from agentsh.config import load_environment
-from agentsh.mcp.manager import manager_for
+from agentsh.mcp.mcp_manager import manager_for
 env = load_environment(Path(sys.argv[1]))
 manager, _notices = manager_for(env, Path(sys.argv[1]), trusted=False)
 manager.start()

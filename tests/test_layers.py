@@ -49,7 +49,7 @@ LAYERS: dict[str, int] = {
     # front ends drive it through
     "agent": 6,
     "frontend": 6,
-    "prompt": 6,
+    "system_prompt": 6,
     "instructions": 6,
     "startup": 6,
     # 7 - front ends and the command line
@@ -83,7 +83,7 @@ NEVER: frozenset[tuple[str, str]] = frozenset(
         ("headless", "cli"),
         ("commands", "cli"),
         ("tools", "mcp"),  # the built-in tools know nothing of MCP (a ToolSource plugs it in)
-        ("prompt", "agent"),
+        ("system_prompt", "agent"),
         ("startup", "agent"),
     }
 )

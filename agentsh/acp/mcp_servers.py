@@ -3,8 +3,8 @@
 Editors hand every agent the user's MCP servers, so each agent need not be configured apart.
 agentsh starts them through its own MCP client (:mod:`agentsh.mcp`), beside the servers of its
 configuration (one the editor passes wins a name clash). Each entry is read by
-:func:`agentsh.mcp.config.spec_from_acp` (values taken literally, names and URLs checked); a bad
-one is a line of warning in the thread, not a failed session.
+:func:`agentsh.mcp.servers_config.spec_from_acp` (values taken literally, names and URLs
+checked); a bad one is a line of warning in the thread, not a failed session.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agentsh.mcp.config import ServerSpec, spec_from_acp
+from agentsh.mcp.servers_config import ServerSpec, spec_from_acp
 
 
 def client_servers(servers: Sequence[Any]) -> tuple[list[ServerSpec], list[str]]:

@@ -45,15 +45,15 @@ from acp.schema import (
 )
 
 from agentsh import __version__
-from agentsh.acp.host import ClientHost
+from agentsh.acp.acp_session import AcpSession
+from agentsh.acp.client_host import ClientHost
 from agentsh.acp.mcp_servers import client_servers
 from agentsh.acp.prompt import PromptBlock
 from agentsh.acp.replay import replay
-from agentsh.acp.session import AcpSession
 from agentsh.acp.updates import usage_update
 from agentsh.config import ApprovalMode, Environment, load_environment
 from agentsh.frontend import AgentAPI
-from agentsh.mcp.config import ServerSpec
+from agentsh.mcp.servers_config import ServerSpec
 from agentsh.session.catalog import Catalog, SessionLookupError
 from agentsh.session.session import Session
 from agentsh.startup import SessionChoiceError, new_session, open_session_file

@@ -1,6 +1,6 @@
 """agentsh's events and log entries as ACP session updates: pure functions, no I/O.
 
-Used by the live turn (:mod:`.session`) and the replay of a saved session (:mod:`.replay`), so a
+Used by the live turn (:mod:`.acp_session`) and the replay of a saved session (:mod:`.replay`), so a
 thread looks the same whether it was watched or reloaded. Tool calls get an id unique in the
 session (the assistant entry that made them, then the model's call id: providers reuse
 ``call_0`` from one reply to the next), a kind an editor can pick an icon for, the file they

@@ -104,10 +104,10 @@ def _prompt_parts(
     servers' tools as they last listed them (nothing is started for a count)."""
     # Loaded only for this command: the agent's side of the layers.
     from agentsh.mcp.cache import CachedTools
-    from agentsh.mcp.config import load_mcp_config
+    from agentsh.mcp.servers_config import load_mcp_config
     from agentsh.mcp.tools import McpToolSource
     from agentsh.memory.curated import CuratedMemory
-    from agentsh.prompt import SystemPrompt
+    from agentsh.system_prompt import SystemPrompt
     from agentsh.tools.base import ToolRegistry
     from agentsh.tools.builtin import session_tools
     from agentsh.tools.memory import MemoryTool

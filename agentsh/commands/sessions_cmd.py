@@ -115,12 +115,12 @@ def export_session(args: argparse.Namespace) -> int:
 
 
 def search_sessions(args: argparse.Namespace) -> int:
-    from agentsh.session import search
+    from agentsh.session import transcript_search
 
     user = UserPaths.from_env()
     show_all = bool(getattr(args, "all", False))
     root = ProjectPaths.discover().root
-    hits = search.search_sessions(Catalog(user), args.text, root, all=show_all)
+    hits = transcript_search.search_sessions(Catalog(user), args.text, root, all=show_all)
     if getattr(args, "json", False):
         _print_json(
             [{**h.info.to_json(), "hits": h.hits, "snippets": list(h.snippets)} for h in hits]

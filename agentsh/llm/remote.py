@@ -468,17 +468,17 @@ def model_facts(model: str) -> ModelInfo:
     A worker that cannot answer (litellm does not import, it died) gives the facts of an
     unknown model, not remembered: the agent still comes up, and its first model call says
     what is wrong."""
-    from agentsh.llm import facts
+    from agentsh.llm import facts_cache
     from agentsh.llm.models import unknown_model
 
-    known = facts.load(model)
+    known = facts_cache.load(model)
     if known is not None:
         return known
     try:
         info = wire.decode_info(shared_worker().ask({"op": "facts", "model": model}))
     except (LLMError, ModelWorkerError):
         return unknown_model(model)
-    facts.store(info)
+    facts_cache.store(info)
     return info
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from agentsh.fsutil import atomic_write
-from agentsh.mcp.config import ServerSpec
 from agentsh.mcp.names import assign_names
+from agentsh.mcp.servers_config import ServerSpec
 from agentsh.mcp.state import RemoteTool, ServerStatus
 from agentsh.tools.base import ToolResult
 

@@ -31,8 +31,8 @@ import anyio
 from agentsh.config import McpSettings
 from agentsh.errors import AgentshError
 from agentsh.mcp import groups
-from agentsh.mcp.config import ExpansionError, Launch, ServerSpec, Transport
 from agentsh.mcp.schema import SchemaProblem, checked_input_schema
+from agentsh.mcp.servers_config import ExpansionError, Launch, ServerSpec, Transport
 from agentsh.mcp.state import RemoteTool, ServerState, ServerStatus
 
 if TYPE_CHECKING:

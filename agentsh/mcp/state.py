@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from agentsh.mcp.config import Scope, Transport
+from agentsh.mcp.servers_config import Scope, Transport
 
 
 class ServerState(StrEnum):

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from agentsh.config import Settings
-from agentsh.mcp.config import ServerSpec
-from agentsh.mcp.manager import tools_json
+from agentsh.mcp.mcp_manager import tools_json
 from agentsh.mcp.names import server_prefix
 from agentsh.mcp.schema import argument_problem
+from agentsh.mcp.servers_config import ServerSpec
 from agentsh.mcp.state import McpOverview, RemoteTool, ServerStatus
 from agentsh.tools.base import (
     Effect,
@@ -44,7 +44,7 @@ _LISTED_NAMES_CHARS = 3000  # mcp_search's description names the tools up to thi
 
 
 class ToolProvider(Protocol):
-    """Where MCP tools come from: the live servers (:class:`~agentsh.mcp.manager.McpManager`),
+    """Where MCP tools come from: the live servers (:class:`~agentsh.mcp.mcp_manager.McpManager`),
     or their last listing (:class:`~agentsh.mcp.cache.CachedTools`, for counting)."""
 
     def tools(self) -> tuple[RemoteTool, ...]: ...

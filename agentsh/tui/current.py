@@ -2,7 +2,7 @@
 
 One small object the parts of the TUI share instead of holding each other: the session
 lifecycle fills it, turns and branching read and mark it, the side panes see it as their
-:class:`~agentsh.tui.host.PaneHost`.
+:class:`~agentsh.tui.pane_host.PaneHost`.
 """
 
 from __future__ import annotations

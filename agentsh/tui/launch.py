@@ -34,7 +34,7 @@ def main(args: argparse.Namespace) -> int:
     if not env.trusted:
         # Asked before the main app exists, so nothing of the folder's is loaded until then.
         from agentsh.trust import grant
-        from agentsh.tui.screens.trust import ask_trust
+        from agentsh.tui.screens.trust_screen import ask_trust
 
         answer = ask_trust(env.trust)
         if answer is None:

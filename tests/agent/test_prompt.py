@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from agentsh import prompt as prompt_module
+from agentsh import system_prompt as prompt_module
 from agentsh.config import load_environment
 from agentsh.memory.curated import CuratedMemory
-from agentsh.prompt import SystemPrompt
+from agentsh.system_prompt import SystemPrompt
 
 
 class _Clock(dt.date):

@@ -22,7 +22,7 @@ import pytest
 
 from agentsh.config import ModelSettings
 from agentsh.events import ErrorKind, Retrying, TextDelta, ToolCallDelta
-from agentsh.llm import facts, remote
+from agentsh.llm import facts_cache, remote
 from agentsh.llm.client import Completion, LLMError
 from agentsh.llm.models import ModelInfo
 from agentsh.llm.remote import ModelWorker, RemoteLLMClient
@@ -246,13 +246,13 @@ def test_a_worker_ends_when_its_front_end_closes_the_pipe() -> None:
 def test_model_facts_are_remembered_on_disk_for_this_litellm(tmp_path: Path) -> None:
     path = tmp_path / "facts.json"
     info = ModelInfo("openai/some-model", 200_000, 8_192, 1e-6, 2e-6, True)
-    assert facts.load(info.model, path) is None
-    facts.store(info, path)
-    assert facts.load(info.model, path) == info
+    assert facts_cache.load(info.model, path) is None
+    facts_cache.store(info, path)
+    assert facts_cache.load(info.model, path) == info
     data = json.loads(path.read_text())
     data["stamp"] = "another litellm"
     path.write_text(json.dumps(data))
-    assert facts.load(info.model, path) is None  # a new litellm may know better
+    assert facts_cache.load(info.model, path) is None  # a new litellm may know better
 
 
 def test_a_front_end_turn_never_imports_litellm(
@@ -321,7 +321,9 @@ def test_a_worker_that_cannot_answer_gives_unknown_facts_not_a_crash(
     try:
         info = remote.model_facts("openai/gpt-4o")
         assert info.known is False and info.model == "openai/gpt-4o"
-        assert facts.load("openai/gpt-4o") is None  # not remembered: the next start asks again
+        assert (
+            facts_cache.load("openai/gpt-4o") is None
+        )  # not remembered: the next start asks again
         assert remote.known_models(["openai"]) == []
     finally:
         broken.close()

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from agentsh.config import McpSettings
-from agentsh.mcp.config import Scope, ServerSpec, Transport
-from agentsh.mcp.manager import McpManager
+from agentsh.mcp.mcp_manager import McpManager
+from agentsh.mcp.servers_config import Scope, ServerSpec, Transport
 from tests.agent.conftest import fast_retries, run_agentsh  # noqa: F401 - shared fixtures
 from tests.fakes.mcp_server import HttpServer
 

@@ -27,7 +27,7 @@ from agentsh.events import (
     TurnEnded,
     TurnOutcome,
 )
-from agentsh.mcp.config import spec_from_acp
+from agentsh.mcp.servers_config import spec_from_acp
 from agentsh.mcp.state import ServerState
 from agentsh.paths import UserPaths
 from agentsh.session.entries import ToolResultEntry

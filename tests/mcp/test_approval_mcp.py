@@ -11,7 +11,7 @@ import pytest
 
 from agentsh.config import ApprovalMode, Settings
 from agentsh.events import ApprovalDecision, ApprovalRequest, Event
-from agentsh.mcp.config import ServerSpec
+from agentsh.mcp.servers_config import ServerSpec
 from agentsh.mcp.state import RemoteTool
 from agentsh.mcp.tools import McpTool, make_tool
 from agentsh.paths import ProjectPaths, UserPaths

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentsh.config import load_config
-from agentsh.mcp.config import (
+from agentsh.mcp.servers_config import (
     ExpansionError,
     Scope,
     ServerSpec,

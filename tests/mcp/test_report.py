@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from agentsh.mcp.config import Scope, Transport
 from agentsh.mcp.report import budget_text, overview_markdown, server_markdown, server_rows
+from agentsh.mcp.servers_config import Scope, Transport
 from agentsh.mcp.state import McpOverview, RemoteTool, ServerState, ServerStatus
 
 GIT = ServerStatus(

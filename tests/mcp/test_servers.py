@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agentsh.mcp.manager import McpManager
+from agentsh.mcp.mcp_manager import McpManager
 from agentsh.mcp.names import MAX_LENGTH
 from agentsh.mcp.state import ServerState
 from tests.mcp.conftest import (

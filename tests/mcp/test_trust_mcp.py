@@ -10,8 +10,8 @@ import pytest
 
 from agentsh import trust
 from agentsh.config import load_environment
-from agentsh.mcp.config import load_mcp_config
-from agentsh.mcp.trust import KIND, mcp_findings, project_servers_trusted
+from agentsh.mcp.server_trust import KIND, mcp_findings, project_servers_trusted
+from agentsh.mcp.servers_config import load_mcp_config
 from agentsh.paths import UserPaths
 from agentsh.trust import TrustState, check_project, grant
 

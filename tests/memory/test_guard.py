@@ -107,7 +107,7 @@ BENIGN = [
     "Don't tell the user to reinstall Node; nvm handles it.",
     "Ignore the lint warnings in generated code.",
     "`curl -d @payload.json localhost:8000/api` posts a sample",
-    "The system prompt is built in prompt.py.",
+    "The system prompt is built in system_prompt.py.",
     "[BLOCKED: role_hijack] was shown for an old entry",
     "<!-- markdownlint-disable MD013 -->",
     "token = os.environ['GITHUB_TOKEN']",

@@ -9,7 +9,7 @@ import pytest
 from agentsh.config import load_environment
 from agentsh.memory.curated import CuratedMemory
 from agentsh.memory.guard import PROJECT_CLOSE, PROJECT_NOTE, Scope, fence_project, scan
-from agentsh.prompt import SystemPrompt
+from agentsh.system_prompt import SystemPrompt
 
 
 def test_project_files_and_memory_are_fenced_in_the_prompt(project: Path) -> None:

@@ -25,7 +25,7 @@ from agentsh.config import load_environment
 from agentsh.llm.models import PROVIDERS
 from agentsh.paths import UserPaths
 from agentsh.trust import check_project
-from agentsh.tui.screens.trust import TrustApp
+from agentsh.tui.screens.trust_screen import TrustApp
 from tests.fakes.fixtures import FAKE_KEY
 from tests.fakes.server import ScriptedServer, text, tool_calls
 from tests.security.hostile import (

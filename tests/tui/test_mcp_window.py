@@ -15,7 +15,7 @@ from agentsh.config import load_environment
 from agentsh.mcp.state import ServerState
 from agentsh.tui.app import AgentshApp
 from agentsh.tui.options import LaunchOptions
-from agentsh.tui.screens.mcp_servers import McpServersScreen
+from agentsh.tui.screens.mcp_screen import McpServersScreen
 from agentsh.tui.widgets.messages import NoteMarkdown
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer

@@ -11,7 +11,7 @@ from textual.widgets import Static
 from agentsh.paths import UserPaths
 from agentsh.trust import TrustState, check_project
 from agentsh.tui import launch
-from agentsh.tui.screens.trust import TrustApp, TrustScreen
+from agentsh.tui.screens.trust_screen import TrustApp, TrustScreen
 
 
 def _folder(project: Path) -> None:
@@ -77,7 +77,7 @@ def test_the_launcher_asks_first_and_stores_a_yes(
         def run(self) -> None:
             return None
 
-    monkeypatch.setattr("agentsh.tui.screens.trust.ask_trust", fake_ask)
+    monkeypatch.setattr("agentsh.tui.screens.trust_screen.ask_trust", fake_ask)
     monkeypatch.setattr("agentsh.tui.app.AgentshApp", FakeApp)
     assert launch.main(argparse.Namespace()) == 0
     assert asked == [TrustState.NEW] and started == [True]

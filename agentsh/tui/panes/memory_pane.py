@@ -15,10 +15,11 @@ embedding model lazily) a :class:`~agentsh.memory.watch.MemoryWatcher` follows t
 folders with watchfiles; a file changed on disk is reindexed and the pane re-reads everything
 within about a second. The watcher stops when the pane is unmounted (the app exiting).
 
-The pane is handed a :class:`~agentsh.tui.host.PaneHost`, through which it finds the environment
-and the session's snapshot (the agent's :meth:`~agentsh.frontend.AgentAPI.memory_snapshot`);
-the side panel calls :meth:`MemoryPane.refresh_content` when the session changes. What it
-shows is computed by :mod:`.memory_model` in a thread; this module only draws it.
+The pane is handed a :class:`~agentsh.tui.pane_host.PaneHost`, through which it finds the
+environment and the session's snapshot (the agent's
+:meth:`~agentsh.frontend.AgentAPI.memory_snapshot`); the side panel calls
+:meth:`MemoryPane.refresh_content` when the session changes. What it shows is computed by
+:mod:`.memory_model` in a thread; this module only draws it.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
     from agentsh.memory.index import MemoryIndex
     from agentsh.memory.ranking import SearchResponse, SearchResult
     from agentsh.memory.watch import MemoryWatcher
-    from agentsh.tui.host import PaneHost
+    from agentsh.tui.pane_host import PaneHost
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from textual.app import RenderResult
     from textual.widgets import TabbedContent, TabPane
 
-    from agentsh.tui.host import PaneHost
+    from agentsh.tui.pane_host import PaneHost
 
 WIDE_COLUMNS = 100  # from this width on, the panel sits beside the chat instead of over it
 

@@ -9,7 +9,7 @@ shows the archived turns again in the chat, in place and marked as not in the mo
 and hides them again. The log is append-only, so nothing a compaction did is lost: ``/compact
 undo`` restores the context from before the newest one as a new leaf.
 
-The pane is handed a :class:`~agentsh.tui.host.PaneHost` (the session, the agent, the
+The pane is handed a :class:`~agentsh.tui.pane_host.PaneHost` (the session, the agent, the
 environment), and the side panel calls :meth:`SummariesPane.refresh_content` when the path
 changes (a turn, a compaction, an undo, a branch or session switch).
 """
@@ -37,7 +37,7 @@ from agentsh.tui.status_format import human_tokens
 
 if TYPE_CHECKING:
     from agentsh.session.session import Session
-    from agentsh.tui.host import PaneHost
+    from agentsh.tui.pane_host import PaneHost
     from agentsh.tui.widgets.chat import ChatView
 
 ARCHIVE_TIERS = frozenset({Tier.MOVE_TO_WORKSPACE.value, Tier.TRUNCATE.value})

@@ -37,7 +37,7 @@ from agentsh.tui.panes.tree_model import RowKind, TreeFilter, TreeModel
 if TYPE_CHECKING:
     from agentsh.session.session import Session
     from agentsh.session.tree import SessionTree
-    from agentsh.tui.host import PaneHost
+    from agentsh.tui.pane_host import PaneHost
 
 
 _KIND_CLASS = {

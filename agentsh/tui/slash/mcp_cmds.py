@@ -1,6 +1,6 @@
 """``/mcp``: the MCP servers of this session, their tools, and switching them on and off.
 
-``/mcp`` opens the servers' window (:mod:`agentsh.tui.screens.mcp_servers`); ``/mcp text``
+``/mcp`` opens the servers' window (:mod:`agentsh.tui.screens.mcp_screen`); ``/mcp text``
 writes the same overview into the chat; ``/mcp NAME`` lists one server's tools there; ``/mcp
 enable|disable|restart NAME`` acts on a server for this session (the config files are not
 changed: ``agentsh mcp add/remove`` and ``enabled = false`` do that).
@@ -27,7 +27,7 @@ async def mcp(ctx: CommandContext, arg: str) -> None:
         return
     words = arg.split()
     if not words:
-        from agentsh.tui.screens.mcp_servers import McpServersScreen
+        from agentsh.tui.screens.mcp_screen import McpServersScreen
 
         await ctx.app.push_screen(McpServersScreen(agent, ctx.current.mcp_changed))
         return

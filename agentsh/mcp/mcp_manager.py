@@ -26,9 +26,9 @@ from typing import Any
 from agentsh.config import Environment, McpSettings
 from agentsh.mcp import cache
 from agentsh.mcp import loop as mcp_loop
-from agentsh.mcp.config import ExpansionError, McpConfig, ServerSpec, load_mcp_config
 from agentsh.mcp.names import assign_names
 from agentsh.mcp.results import Caps, to_tool_result
+from agentsh.mcp.servers_config import ExpansionError, McpConfig, ServerSpec, load_mcp_config
 from agentsh.mcp.state import RemoteTool, ServerState, ServerStatus
 from agentsh.tools.base import ToolResult
 
@@ -410,7 +410,8 @@ def manager_for(
     """The manager for this environment's servers (None when there are none) and what the
     user should be told about the configuration. A project's servers are included only when
     ``trusted``; otherwise the notice says they were left out and why. ``extra`` servers (an
-    ACP client's, :func:`~agentsh.mcp.config.spec_from_acp`) join them and win a name clash."""
+    ACP client's, :func:`~agentsh.mcp.servers_config.spec_from_acp`) join them and win a name
+    clash."""
     config = config or load_mcp_config(env.user, env.project)
     notices = [f"MCP configuration: {problem}" for problem in config.problems]
     if config.project and not trusted:

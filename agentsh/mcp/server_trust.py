@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agentsh.config import Environment
-from agentsh.mcp.config import McpConfig, Scope, Transport, parse_servers
+from agentsh.mcp.servers_config import McpConfig, Scope, Transport, parse_servers
 from agentsh.paths import ProjectPaths
 from agentsh.trust import Finding, TrustState, hash_file, register_source
 

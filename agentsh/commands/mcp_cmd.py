@@ -20,7 +20,7 @@ from typing import Any
 
 from agentsh.config import Environment, load_environment
 from agentsh.errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError
-from agentsh.mcp.config import (
+from agentsh.mcp.servers_config import (
     McpConfig,
     Scope,
     ServerSpec,
@@ -40,7 +40,7 @@ def _environment(args: argparse.Namespace) -> tuple[Environment, McpConfig]:
 
 def _project_trusted(env: Environment, config: McpConfig) -> bool:
     """Whether this project's own servers may start (the project trust decision)."""
-    from agentsh.mcp.trust import project_servers_trusted
+    from agentsh.mcp.server_trust import project_servers_trusted
 
     return project_servers_trusted(env, config)
 
@@ -201,7 +201,7 @@ def remove_server_command(args: argparse.Namespace) -> int:
 
 
 def test_server(args: argparse.Namespace) -> int:
-    from agentsh.mcp.manager import McpManager, tools_json
+    from agentsh.mcp.mcp_manager import McpManager, tools_json
     from agentsh.mcp.state import ServerState
 
     env, config = _environment(args)
