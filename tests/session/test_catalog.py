@@ -20,8 +20,8 @@ from agentsh.session.catalog import (
     Catalog,
     SessionInfo,
     SessionNotFound,
-    shorten,
 )
+from agentsh.session.catalog_scan import Scan, shorten
 from agentsh.session.entries import Role, Usage
 from agentsh.session.session import Session
 from tests.session.helpers import header, message, new_project_session, user_paths
@@ -337,7 +337,7 @@ def test_the_block_scanner_agrees_with_the_line_by_line_scanner(project: Path) -
     session.close()
     assert session.path is not None
     body = session.path.read_bytes().split(b"\n", 1)[1]
-    fast, slow = catalog_module._Scan(), catalog_module._Scan()
+    fast, slow = Scan(), Scan()
     assert fast._scan_canonical(body)
     slow._scan_lines(body)
     for name in ("entries", "messages", "tokens", "title", "model", "last_timestamp"):
