@@ -89,8 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
         const="",
         default=None,
         metavar="ID",
-        help="resume a session by id prefix (picker when no id)",
+        help="resume a session by name or id prefix (picker when none)",
     )
+    parser.add_argument("--name", metavar="NAME", help="name the session (-r NAME finds it)")
     parser.add_argument("--session", metavar="PATH", help="open this session file")
     parser.add_argument("--no-session", action="store_true", help="keep nothing on disk")
     parser.add_argument(

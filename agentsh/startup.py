@@ -1,9 +1,10 @@
 """Which session a front end opens, from the command-line options (shared by TUI and -p).
 
 ``--no-session`` keeps everything in memory; ``--session PATH`` opens a file; ``-c`` the
-newest session of this project; ``-r PREFIX`` a session by id prefix (this project first, then
-everywhere); otherwise a new session. A session another agentsh holds open cannot be appended
-to: with ``--fork`` it is copied into a new file, otherwise the error says how to fork it.
+newest session of this project; ``-r PREFIX`` a session by name or id prefix (this project
+first, then everywhere); otherwise a new session. ``--name`` names the session opened. A
+session another agentsh holds open cannot be appended to: with ``--fork`` it is copied into a
+new file, otherwise the error says how to fork it.
 """
 
 from __future__ import annotations
@@ -88,6 +89,19 @@ def _refuse_pi_file(path: Path) -> None:
 
 
 def session_for_args(env: Environment, args: argparse.Namespace, cwd: Path) -> Session:
+    """The session the options choose, named ``--name`` when given (a new one, or the one
+    resumed: the newest name wins, so ``-c --name x`` renames)."""
+    session = _chosen_session(env, args, cwd)
+    if name := getattr(args, "name", None):
+        try:
+            session.set_name(name)
+        except (SessionError, OSError) as exc:
+            session.close()
+            raise SessionChoiceError(f"cannot name the session: {exc}") from exc
+    return session
+
+
+def _chosen_session(env: Environment, args: argparse.Namespace, cwd: Path) -> Session:
     """``--fork-session`` continues the chosen session in a copy (``--session-id`` naming
     the copy); ``--session-id`` alone names a new session and must not be in use."""
     fork = bool(getattr(args, "fork", False))

@@ -233,8 +233,10 @@ def _print_lines(lines: list[str]) -> None:
 
 
 def format_table(infos: list[SessionInfo], *, show_project: bool, width: int) -> list[str]:
-    """The human listing: id prefix, age, messages, tokens, cost, (project,) title."""
+    """The human listing: id prefix, age, messages, tokens, cost, (name,) (project,) title;
+    the name column appears when a listed session has a name."""
     now = time.time()
+    show_name = any(info.name for info in infos)
     rows = [
         [
             info.short_id,
@@ -242,6 +244,7 @@ def format_table(infos: list[SessionInfo], *, show_project: bool, width: int) ->
             str(info.messages),
             human_tokens(info.tokens),
             human_cost(info.cost),
+            *([termsafe.one_line(info.name or "-")] if show_name else []),
             *([termsafe.one_line(_home(info.cwd))] if show_project else []),
             termsafe.one_line(info.title or "(no messages)"),
         ]
@@ -253,12 +256,15 @@ def format_table(infos: list[SessionInfo], *, show_project: bool, width: int) ->
         "MSGS",
         "TOKENS",
         "COST",
+        *(["NAME"] if show_name else []),
         *(["PROJECT"] if show_project else []),
         "TITLE",
     ]
     right = {2, 3, 4}  # numbers line up on the right
     columns = len(header)
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(columns - 1)]
+    if show_name:
+        widths[5] = min(widths[5], 24)
     if show_project:
         widths[-1] = min(widths[-1], 30)
     lines = []

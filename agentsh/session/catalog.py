@@ -36,7 +36,8 @@ from agentsh.session.affinity import rank_sessions
 from agentsh.session.catalog_scan import COLUMNS, Scan
 
 #: bump when the table changes; an older database is dropped and rebuilt from the files
-SCHEMA_VERSION = 2  # 2: tokens count cache reads, and summary calls on compaction entries
+#: 2: tokens count cache reads, and summary calls on compaction entries; 3: the session's name
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 10_000
 _CANDIDATES_SHOWN = 5
 
@@ -58,6 +59,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     tokens INTEGER NOT NULL,
     cost REAL NOT NULL,
     model TEXT NOT NULL,
+    name TEXT NOT NULL,
     last_timestamp TEXT NOT NULL,
     last_activity REAL NOT NULL,
     size INTEGER NOT NULL,
@@ -67,11 +69,12 @@ CREATE TABLE IF NOT EXISTS sessions (
 );
 CREATE INDEX IF NOT EXISTS sessions_by_project ON sessions (project, last_activity);
 CREATE INDEX IF NOT EXISTS sessions_by_id ON sessions (id);
+CREATE INDEX IF NOT EXISTS sessions_by_name ON sessions (name COLLATE NOCASE);
 """
 
 _INFO_COLUMNS = (
     "path, id, project, cwd, created, title, first_message, entries, messages, tokens, cost, "
-    "last_activity, size, parent_session, model"
+    "last_activity, size, parent_session, model, name"
 )
 
 
@@ -108,6 +111,7 @@ class SessionInfo:
     size_bytes: int
     parent_session: str | None
     model: str  # the newest model a message or model change names
+    name: str = ""  # the session's name (--name, /name); "" when it has none
 
     @property
     def short_id(self) -> str:
@@ -130,6 +134,7 @@ class SessionInfo:
             "tokens": self.tokens,
             "cost": self.cost,
             "model": self.model,
+            "name": self.name,
             "sizeBytes": self.size_bytes,
             "parentSession": self.parent_session,
         }
@@ -195,28 +200,37 @@ class Catalog:
         return self._run(work)
 
     def find(self, prefix: str, project_root: Path | None = None) -> SessionInfo:
-        """The session whose id starts with ``prefix``: this project first, then everywhere.
+        """The session named ``prefix`` in this project (the newest of that name), else the
+        one whose id starts with ``prefix`` (this project first, then everywhere), else the
+        one of that name anywhere (``-r ID`` and ``-r NAME``).
 
         An exact id wins over longer ids it is a prefix of. Raises :class:`SessionNotFound` or
         :class:`AmbiguousSession` (both ``LookupError``) with a message for the user.
         """
-        wanted = prefix.strip().lower()
+        given = " ".join(prefix.split())
+        wanted = given.lower()
         if not wanted:
-            raise SessionNotFound("give a session id (or its first characters)")
+            raise SessionNotFound("give a session id (or its first characters) or name")
 
         def work(db: sqlite3.Connection) -> SessionInfo | None:
             if project_root is not None:
                 self._refresh(db, project_root)
+                named = self._query(db, *_named(given), project_root, limit=1)
+                if named:
+                    return named[0]
                 match = _pick(wanted, self._by_prefix(db, wanted, project_root))
                 if match is not None:
                     return match
             self._refresh(db, None)
-            return _pick(wanted, self._by_prefix(db, wanted, None))
+            match = _pick(wanted, self._by_prefix(db, wanted, None))
+            if match is not None:
+                return match
+            return _pick_named(given, self._query(db, *_named(given), None))
 
         match = self._run(work)
         if match is None:
             raise SessionNotFound(
-                f"no session id starts with {prefix.strip()!r} "
+                f"no session id starts with {given!r} and no session has that name "
                 "(`agentsh sessions --all` lists every session)"
             )
         return match
@@ -442,6 +456,26 @@ def _pick(prefix: str, matches: list[SessionInfo]) -> SessionInfo | None:
     )
 
 
+def _named(name: str) -> tuple[str, list[Any]]:
+    return "valid = 1 AND name = ? COLLATE NOCASE", [name]
+
+
+def _pick_named(name: str, matches: list[SessionInfo]) -> SessionInfo | None:
+    """Outside this project a name must be unique: another project's "fix" is not ours."""
+    if len(matches) <= 1:
+        return matches[0] if matches else None
+    shown = ", ".join(f"{m.short_id} ({_home(m.cwd)})" for m in matches[:_CANDIDATES_SHOWN])
+    raise AmbiguousSession(
+        f"{len(matches)} sessions in other projects are named {name!r}: {shown}; give an id",
+        tuple(matches),
+    )
+
+
+def _home(path: str) -> str:
+    home = str(Path.home())
+    return "~" + path[len(home) :] if path == home or path.startswith(home + os.sep) else path
+
+
 def _info(row: tuple[Any, ...]) -> SessionInfo:
     return SessionInfo(
         path=Path(row[0]),
@@ -459,6 +493,7 @@ def _info(row: tuple[Any, ...]) -> SessionInfo:
         size_bytes=row[12],
         parent_session=row[13],
         model=row[14],
+        name=row[15],
     )
 
 

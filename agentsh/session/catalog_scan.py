@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agentsh.session import log
+from agentsh.session.entries import clean_name
 
 TITLE_CHARS = 80
 FIRST_MESSAGE_CHARS = 500
@@ -24,11 +25,12 @@ FIRST_MESSAGE_CHARS = 500
 #: the catalog's columns, in order; a Scan holds every one but the path
 COLUMNS = (
     *("path", "project", "valid", "id", "cwd", "created", "parent_session", "title"),
-    *("first_message", "entries", "messages", "tokens", "cost", "model", "last_timestamp"),
+    *("first_message", "entries", "messages", "tokens", "cost", "model", "name", "last_timestamp"),
     *("last_activity", "size", "mtime_ns", "scanned_offset", "header"),
 )
 _MESSAGE = b'{"type":"message",'
-_ANNOTATIONS = (b'{"type":"leaf",', b'{"type":"label",', b'{"type":"checkpoint",')
+_NAME = b'{"type":"name",'
+_ANNOTATIONS = (b'{"type":"leaf",', b'{"type":"label",', b'{"type":"checkpoint",', _NAME)
 _ENTRY = b'{"type":"'
 _USAGE = re.compile(
     rb'"usage":\{"input":(\d+),"output":(\d+),"cacheRead":(\d+),"cacheWrite":\d+,'
@@ -66,6 +68,7 @@ class Scan:
         self.tokens = 0
         self.cost = 0.0
         self.model = ""
+        self.name = ""  # the newest name record's
         self.last_timestamp = ""
         self.last_activity = 0.0
         self.size = 0
@@ -117,8 +120,12 @@ class Scan:
         usages = _USAGE.findall(block)
         if len(usages) != block.count(b'"usage":'):
             return False  # a usage object in another shape
+        names = kinds.count(b"name")
         annotations = kinds.count(b"leaf") + kinds.count(b"label") + kinds.count(b"checkpoint")
-        self.entries += len(kinds) - annotations
+        self.entries += len(kinds) - annotations - names
+        if names:
+            start = data.rfind(b"\n" + _NAME) + 1
+            self._take_name(data[start : data.index(b"\n", start)])
         self.messages += kinds.count(b"message")
         if usages:
             inputs, outputs, reads, costs = zip(*usages, strict=True)
@@ -153,6 +160,8 @@ class Scan:
                 if b'"model":"' in line and (found := _MODEL.search(line)):
                     model = found[1]
             elif line.startswith(_ANNOTATIONS):
+                if line.startswith(_NAME):
+                    self._take_name(line)
                 last_line = line
             elif line.startswith(_ENTRY):
                 self.entries += 1
@@ -193,6 +202,11 @@ class Scan:
             return True
         return False
 
+    def _take_name(self, line: bytes) -> None:
+        data = _json_object(line)
+        if data is not None and isinstance(data.get("name"), str):
+            self.name = clean_name(data["name"])
+
     def _other(self, line: bytes) -> bool:
         """A line in a shape the prefixes do not cover (another writer, a hand edit): parse
         it properly. True when it is an entry."""
@@ -200,7 +214,9 @@ class Scan:
         if data is None or not isinstance(data.get("type"), str) or not data.get("id"):
             return False  # damaged: the loader reports it, the catalog just skips it
         kind = data["type"]
-        if kind not in ("leaf", "label", "checkpoint"):
+        if kind == "name":
+            self._take_name(line)
+        if kind not in ("leaf", "label", "checkpoint", "name"):
             self.entries += 1
         if kind == "message":
             self.messages += 1

@@ -4,8 +4,10 @@ A session file is one header line followed by entries. Conversation entries (``m
 ``toolResult``, ``compaction``, ``branchSummary``, ``modelChange``) are nodes of the tree via
 ``id``/``parentId``. ``label``, ``leaf`` and ``checkpoint`` records are annotations: they point
 at a node with ``targetId`` and are never nodes themselves, so labelling or moving the leaf does
-not change the shape of the conversation. Entries of a type this version does not know are
-kept verbatim as :class:`UnknownEntry` and skipped for the model.
+not change the shape of the conversation; a ``name`` record (the session's name, the newest
+wins) is one too, with a null ``targetId`` so that an older agentsh keeps it as an annotation.
+Entries of a type this version does not know are kept verbatim as :class:`UnknownEntry` and
+skipped for the model.
 
 JSON keys are camelCase (the file format); Python attributes are snake_case. The value types
 the entries hold (:class:`Role`, :class:`StopReason`, :class:`ToolCall`, :class:`Usage`) live
@@ -58,6 +60,16 @@ FORMAT_VERSION = 1
 
 class EntryError(AgentshError, ValueError):
     """A line that is JSON but not a valid entry."""
+
+
+NAME_CHARS = 80
+
+
+def clean_name(name: str) -> str:
+    """A session name as stored and shown: one line, at most :data:`NAME_CHARS` characters,
+    no control characters (a file written elsewhere is someone's input)."""
+    flat = " ".join("".join(c if c.isprintable() else " " for c in name).split())
+    return flat[:NAME_CHARS]
 
 
 def new_id() -> str:
@@ -342,6 +354,25 @@ class CheckpointEntry(Entry):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NameEntry(Entry):
+    """Names the session (``--name``, ``/name``); an empty name clears it. Written with a null
+    ``targetId``: an older agentsh sees an annotation it does not know, never a new root."""
+
+    name: str
+
+    TYPE = "name"
+
+    @property
+    def is_node(self) -> bool:
+        return False
+
+    def to_json(self) -> dict[str, Any]:
+        data = self._base_json()
+        data.update(targetId=None, name=self.name)
+        return data
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UnknownEntry(Entry):
     """An entry of a type this version does not know; kept verbatim, never sent to a model."""
 
@@ -370,6 +401,7 @@ AnyEntry = (
     | LabelEntry
     | LeafEntry
     | CheckpointEntry
+    | NameEntry
     | UnknownEntry
 )
 
@@ -513,6 +545,13 @@ def entry_from_json(data: dict[str, Any]) -> AnyEntry:
             case "modelChange":
                 return ModelChangeEntry(
                     id=entry_id, parent_id=parent, timestamp=timestamp, model=str(data["model"])
+                )
+            case "name":
+                return NameEntry(
+                    id=entry_id,
+                    parent_id=parent,
+                    timestamp=timestamp,
+                    name=clean_name(str(data.get("name") or "")),
                 )
             case "label":
                 return LabelEntry(

@@ -26,6 +26,7 @@ from agentsh.session.entries import (
     LeafEntry,
     MessageEntry,
     ModelChangeEntry,
+    NameEntry,
     StopReason,
     ToolResultEntry,
     UnknownEntry,
@@ -182,6 +183,8 @@ def entry_summary(entry: AnyEntry, limit: int = 200) -> str:
             return one_line(f"model -> {entry.model}", limit)
         case UnknownEntry():
             return one_line(f"[unknown entry type {entry.type_name!r}]", limit)
+        case NameEntry():
+            return one_line(f"[name: {entry.name}]" if entry.name else "[name cleared]", limit)
         case LabelEntry() | LeafEntry() | CheckpointEntry():
             return one_line(f"[{entry.TYPE} record]", limit)
 

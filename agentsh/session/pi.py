@@ -30,11 +30,13 @@ from agentsh.session.entries import (
     LeafEntry,
     MessageEntry,
     ModelChangeEntry,
+    NameEntry,
     Role,
     StopReason,
     ToolCall,
     ToolResultEntry,
     Usage,
+    clean_name,
     new_id,
 )
 from agentsh.session.log import SessionError
@@ -196,6 +198,12 @@ def _convert(
                 target_id=str(raw["targetId"]),
                 label=str(raw.get("label") or ""),
             )
+        )
+        return None
+    if kind == "session_info" and isinstance(raw.get("name"), str):
+        # Pi's /name: a node there, a name record here (its children go to its parent).
+        result.entries.append(
+            NameEntry(id=entry_id, parent_id=None, timestamp=stamp, name=clean_name(raw["name"]))
         )
         return None
     result.drop({"thinking_level_change": "thinking-level changes"}.get(str(kind), str(kind)))

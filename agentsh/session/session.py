@@ -27,11 +27,13 @@ from agentsh.session.entries import (
     LabelEntry,
     LeafEntry,
     MessageEntry,
+    NameEntry,
     Role,
     StopReason,
     ToolCall,
     ToolResultEntry,
     Usage,
+    clean_name,
     new_id,
     now_iso,
 )
@@ -268,6 +270,22 @@ class Session:
         if self.tree.labels.get(target_id, "") == text:
             return
         self.append(LabelEntry(id=self.new_id(), parent_id=None, target_id=target_id, label=text))
+
+    @property
+    def name(self) -> str:
+        """The session's name ("" when it has none): the newest ``name`` record."""
+        for record in reversed(self.tree.records):
+            if isinstance(record, NameEntry):
+                return record.name
+        return ""
+
+    def set_name(self, name: str) -> str:
+        """Name the session (an empty name clears it); appends a ``name`` record unless the
+        name is already this one. Returns the name as stored (one line, capped)."""
+        cleaned = clean_name(name)
+        if cleaned != self.name:
+            self.append(NameEntry(id=self.new_id(), parent_id=None, name=cleaned))
+        return cleaned
 
     def append_branch_summary(
         self, from_id: str, summary: str, usage: Usage | None = None

@@ -27,6 +27,7 @@ class LaunchOptions:
     approval: ApprovalMode | None = None
     allowed_tools: tuple[str, ...] = ()  # --allowedTools rules: run without asking
     disallowed_tools: tuple[str, ...] = ()  # --disallowedTools rules: always refused
+    name: str | None = None  # --name: names the session opened
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> LaunchOptions:
@@ -41,6 +42,7 @@ class LaunchOptions:
             approval=ApprovalMode(approve) if approve else None,
             allowed_tools=tuple(getattr(args, "allowed_tools", None) or ()),
             disallowed_tools=tuple(getattr(args, "disallowed_tools", None) or ()),
+            name=getattr(args, "name", None),
         )
 
     def tool_rules(self) -> ToolRules:
@@ -64,4 +66,5 @@ class LaunchOptions:
             session=self.session,
             no_session=self.no_session,
             fork=False,
+            name=self.name,
         )

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agentsh.cli import main
-from agentsh.session.entries import LabelEntry, MessageEntry, Role, ToolResultEntry
+from agentsh.session.entries import LabelEntry, MessageEntry, NameEntry, Role, ToolResultEntry
 from agentsh.session.pi import looks_like_pi, read_pi, to_pi_lines
 from agentsh.session.session import Session
 from tests.session.helpers import new_project_session
@@ -40,8 +40,9 @@ def test_import_keeps_the_tree_and_counts_what_it_drops() -> None:
         "image blocks": 1,
         "thinking blocks": 1,
         "thinking-level changes": 1,
-        "session_info": 1,
     }
+    # Pi's /name becomes the session's name.
+    assert [e.name for e in imported.entries if isinstance(e, NameEntry)] == ["File listing"]
 
 
 def test_import_command_makes_a_session_that_resumes_on_pi_leaf(
@@ -55,6 +56,7 @@ def test_import_command_makes_a_session_that_resumes_on_pi_leaf(
     assert session.problems == []
     assert session.leaf_id == "aa000006"  # Pi's leaf: the last line, through what was dropped
     assert session.label("aa000003") == "start"
+    assert session.name == "File listing"
     assert main(["sessions", "import", str(SAMPLE)]) == 0  # a second copy gets its own id
     assert len(list((agentsh_home / "data" / "sessions").rglob("*.jsonl"))) == 2
 

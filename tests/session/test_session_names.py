@@ -1,0 +1,80 @@
+"""Session names: --name / set_name, kept in the log, listed, and found with -r NAME."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from agentsh.config import load_environment
+from agentsh.session.catalog import AmbiguousSession, Catalog
+from agentsh.session.entries import NameEntry, Role, UnknownEntry, entry_from_json
+from agentsh.session.session import Session
+from agentsh.startup import session_for_args
+from tests.session.helpers import conversation, new_project_session, user_paths
+
+
+def _args(**options: object) -> argparse.Namespace:
+    base: dict[str, object] = {"continue_session": False, "resume": None, "session": None}
+    return argparse.Namespace(**(base | options))
+
+
+def test_a_name_is_kept_in_the_log_and_the_newest_wins(project: Path) -> None:
+    session = Session.create(user_paths().project_sessions_dir(project), project)
+    conversation(session, 1)
+    path_before = [e.id for e in session.current_path()]
+    assert session.set_name("  parser\n rewrite\x1b[31m ") == "parser rewrite [31m"
+    session.set_name("parser rewrite v2")
+    session.close()
+    assert session.path is not None
+    reopened = Session.open(session.path, lock=False)
+    assert reopened.name == "parser rewrite v2"
+    assert reopened.problems == []
+    # Not a node: the conversation's shape and leaf are untouched.
+    assert [e.id for e in reopened.current_path()] == path_before
+    [info] = Catalog(user_paths()).list(project)
+    assert info.name == "parser rewrite v2"
+    assert info.to_json()["name"] == "parser rewrite v2"
+    assert info.entries == len(path_before)  # name records are not counted as entries
+
+
+def test_an_older_agentsh_sees_an_annotation_not_a_new_root() -> None:
+    line = NameEntry(id="abcd0001", parent_id=None, name="x").to_json()
+    assert line["targetId"] is None and line["parentId"] is None
+    # What an agentsh without the name type does with it: an unknown annotation.
+    old = UnknownEntry(id="abcd0001", parent_id=None, timestamp="t", raw=line)
+    assert not old.is_node
+    assert isinstance(entry_from_json(json.loads(json.dumps(line))), NameEntry)
+
+
+def test_resume_by_name_prefers_this_project_and_then_a_unique_name(
+    project: Path, tmp_path: Path
+) -> None:
+    older = new_project_session(project, title="older")
+    newer = new_project_session(project, title="newer")
+    for made in (older, newer):
+        assert made.path is not None
+        reopened = Session.open(made.path)
+        reopened.set_name("Fix Parser")
+        reopened.close()
+    catalog = Catalog(user_paths())
+    assert catalog.find("fix parser", project).id == newer.id  # this project's newest
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with pytest.raises(AmbiguousSession, match="named 'fix parser'"):
+        catalog.find("fix parser", elsewhere)  # two elsewhere: give an id
+    assert catalog.find(older.id[:8], elsewhere).id == older.id
+
+
+def test_name_option_names_a_new_session_and_renames_a_resumed_one(project: Path) -> None:
+    env = load_environment(project)
+    session = session_for_args(env, _args(name="first name"), project)
+    session.append_message(Role.USER, "hello")
+    session.close()
+    again = session_for_args(env, _args(resume="first name", name="second name"), project)
+    again.close()
+    assert again.id == session.id
+    [info] = Catalog(user_paths()).list(project)
+    assert info.name == "second name"
