@@ -49,6 +49,8 @@ def session_row(info: SessionInfo, *, width: int = 120, now: datetime | None = N
     """One session as one line of a picker on a terminal ``width`` cells wide."""
     cells = max(MIN_MESSAGE_CELLS, width - PICKER_CHROME - META_CELLS)
     message = " ".join((info.first_message or info.title or "(no messages)").split())
+    if info.name:
+        message = f"{' '.join(info.name.split())} · {message}"
     if info.parent_session:
         # A fork starts with its parent's first message: without a mark the two rows read
         # the same.
@@ -80,9 +82,14 @@ def session_items(env: Environment, *, width: int = 120) -> list[PickerItem]:
 
 
 class SessionPicker(PickerScreen):
-    def __init__(self, items: Sequence[PickerItem]) -> None:
+    def __init__(
+        self,
+        items: Sequence[PickerItem],
+        *,
+        title: str = "Resume a session (type to search the name and first message)",
+    ) -> None:
         super().__init__(
-            "Resume a session (type to search the first message)",
+            title,
             items,
             placeholder="search",
             empty_text="no sessions in this project yet",

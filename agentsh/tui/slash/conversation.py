@@ -1,4 +1,4 @@
-"""Commands on the conversation itself: /tree, /fork, /label, /resume, /new, /export."""
+"""Commands on the conversation itself: /tree, /fork, /label, /name, /resume, /new, /export."""
 
 from __future__ import annotations
 
@@ -81,23 +81,70 @@ async def label(ctx: CommandContext, arg: str) -> None:
         await ctx.view.note("Label cleared.")
 
 
-async def resume(ctx: CommandContext, arg: str) -> None:
-    path: Path | None
-    if arg:
-        from agentsh.session.catalog import Catalog
+async def name(ctx: CommandContext, arg: str) -> None:
+    """``/name NAME`` names the session (``agentsh -r NAME`` resumes it); ``/name`` says it."""
+    session = ctx.current.current_session()
+    if session is None:
+        return
+    if not arg.strip():
+        current = session.name
+        await ctx.view.note(
+            f"This session is named {current!r}; /name NAME renames it."
+            if current
+            else "This session has no name yet: /name NAME names it (agentsh -r NAME resumes it)."
+        )
+        return
+    stored = session.set_name(arg)
+    await ctx.view.note(f"Named this session {stored!r} (agentsh -r {stored!r} resumes it).")
 
-        env = ctx.current.env
-        try:
-            info = Catalog(env.user).find(arg, env.project.root)
-        except (LookupError, ValueError, OSError) as exc:
-            await ctx.view.note(str(exc), "error")
-            return
-        path = Path(info.path)
+
+async def resume(ctx: CommandContext, arg: str) -> None:
+    """``/resume`` opens the picker; ``/resume X`` the session named X or whose id starts with
+    X, else the sessions whose transcript holds X (one: opened; several: picked from)."""
+    path: Path | None
+    if arg.strip():
+        path = await _find_or_search(ctx, arg.strip())
     else:
         path = await ctx.pick_session()
     if path is None:
         return
     await ctx.open_path(path)
+
+
+async def _find_or_search(ctx: CommandContext, text: str) -> Path | None:
+    from agentsh.session.catalog import Catalog, SessionNotFound
+    from agentsh.session.search import search_sessions
+
+    env = ctx.current.env
+    catalog = Catalog(env.user)
+    try:
+        return Path((await asyncio.to_thread(catalog.find, text, env.project.root)).path)
+    except SessionNotFound:
+        pass  # not a name or an id: the words of a past conversation
+    except (LookupError, ValueError, OSError) as exc:
+        await ctx.view.note(str(exc), "error")
+        return None
+    try:
+        hits = await asyncio.to_thread(search_sessions, catalog, text, env.project.root)
+    except OSError as exc:
+        await ctx.view.note(f"Sessions could not be searched: {exc}", "error")
+        return None
+    if not hits:
+        await ctx.view.note(
+            f"No session of this project is named {text!r}, has an id starting with it, or "
+            "holds it.",
+            "warning",
+        )
+        return None
+    if len(hits) == 1:
+        return Path(hits[0].info.path)
+    from agentsh.tui.screens.session_picker import SessionPicker, session_row
+
+    width = ctx.app.size.width
+    items = [session_row(hit.info, width=width) for hit in hits]
+    title = f"Sessions holding {text!r} ({len(hits)})"
+    value = await ctx.app.push_screen_wait(SessionPicker(items, title=title))
+    return Path(value) if value else None
 
 
 async def new(ctx: CommandContext, arg: str) -> None:

@@ -47,10 +47,17 @@ COMMANDS: tuple[SlashCommand, ...] = (
         needs=frozenset({IDLE, WRITABLE}),
     ),
     SlashCommand(
+        "name",
+        "Name this session (agentsh -r NAME resumes it); no argument: say its name",
+        conversation.name,
+        "[name]",
+        needs=frozenset({IDLE, WRITABLE}),
+    ),
+    SlashCommand(
         "resume",
-        "Open another session of this project",
+        "Open another session: by name, id prefix, or words its transcript holds",
         conversation.resume,
-        "[id-prefix]",
+        "[name|id|text]",
         needs=frozenset({IDLE}),
     ),
     SlashCommand(
