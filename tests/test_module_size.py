@@ -23,7 +23,6 @@ KNOWN_LARGE = frozenset(
     {
         "agent.py",
         "tools/files.py",
-        "session/catalog.py",
         "memory/curated.py",  # grew past the limit with the trust checks (issue 12)
     }
 )
