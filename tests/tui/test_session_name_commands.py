@@ -75,10 +75,12 @@ async def test_resume_offers_a_picker_when_several_transcripts_hold_the_words(
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(pilot, app)
         await pilot.press(*"/resume release", "enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
-        picker = app.screen
-        assert isinstance(picker, PickerScreen)
-        assert len(picker.shown) == 2
+        # Mounted (its rows filled in) before anything is typed into it.
+        await wait_for(
+            pilot,
+            lambda: isinstance(app.screen, PickerScreen) and len(app.screen.shown) == 2,
+        )
+        await pilot.pause()
         await pilot.press(*"changelog", "enter")
         await wait_for(
             pilot, lambda: [m.text for m in app.query(UserMessage)] == ["write the changelog"]
