@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,24 @@ def test_name_option_names_a_new_session_and_renames_a_resumed_one(project: Path
     assert again.id == session.id
     [info] = Catalog(user_paths()).list(project)
     assert info.name == "second name"
+
+
+def test_a_schema_2_catalog_is_rebuilt_and_then_knows_the_names(project: Path) -> None:
+    """A catalog written before names (schema 2) has up-to-date rows without a name column:
+    kept, a named session would list without its name forever (its file does not change)."""
+    made = new_project_session(project)
+    assert made.path is not None
+    reopened = Session.open(made.path)
+    reopened.set_name("old catalog")
+    reopened.close()
+    paths = user_paths()
+    assert Catalog(paths).list(project)  # the catalog file exists, rows are current
+    with sqlite3.connect(paths.catalog_db) as db:  # what schema 2 left: no name column
+        db.execute("DROP INDEX sessions_by_name")
+        db.execute("ALTER TABLE sessions DROP COLUMN name")
+        db.execute("PRAGMA user_version = 2")
+    [info] = Catalog(paths).list(project)
+    assert info.name == "old catalog"
+    with sqlite3.connect(paths.catalog_db) as db:  # the file itself was rebuilt, not bypassed
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert db.execute("SELECT name FROM sessions").fetchall() == [("old catalog",)]
