@@ -113,7 +113,7 @@ async def resume(ctx: CommandContext, arg: str) -> None:
 
 async def _find_or_search(ctx: CommandContext, text: str) -> Path | None:
     from agentsh.session.catalog import Catalog, SessionNotFound
-    from agentsh.session.search import search_sessions
+    from agentsh.session.transcript_search import search_sessions
 
     env = ctx.current.env
     catalog = Catalog(env.user)
