@@ -278,6 +278,7 @@ class McpManager:
             structured=result.structured_content,
             caps=self._caps,
             label=f"mcp-{tool.server}-{tool.remote_name}",
+            secrets=self._secrets,
         )
 
     async def _restart(self, name: str) -> None:

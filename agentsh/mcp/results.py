@@ -94,18 +94,25 @@ class Caps:
 
 
 def to_tool_result(
-    content: Sequence[Any], *, is_error: bool, structured: Any, caps: Caps, label: str
+    content: Sequence[Any],
+    *,
+    is_error: bool,
+    structured: Any,
+    caps: Caps,
+    label: str,
+    secrets: Sequence[str] = (),
 ) -> ToolResult:
-    """The model's view of a result: converted, capped, and the whole saved when cut."""
+    """The model's view of a result: converted, capped, and the whole saved when cut.
+    ``secrets``: the servers' own header and env values, kept out of the saved copy."""
     text = result_text(content, structured)
     if not text.strip():
         text = "(the tool reported an error without a message)" if is_error else "(no output)"
     cut = truncate_head(text, max_lines=caps.max_lines, max_bytes=caps.max_bytes)
     if not cut.truncated:
         return ToolResult(text, is_error=is_error)
-    # The saved copy is redacted like the model's view (the agent redacts that one): a key a
-    # server echoes must not sit in a cache file in clear.
-    saved = _spool(redact(text, environment_secrets()), caps.spool_dir, label)
+    # The saved copy is redacted like the model's view (the agent redacts that one): a key or
+    # a server's own token it echoes must not sit in a cache file in clear.
+    saved = _spool(redact(text, (*environment_secrets(), *secrets)), caps.spool_dir, label)
     where = f"; the whole result is in {saved} (read it in parts)" if saved else ""
     note = (
         f"\n\n[Result cut: showing {cut.kept_lines} of {cut.total_lines} lines, "

@@ -61,6 +61,8 @@ def mcp_findings(root: Path, cwd: Path) -> list[Finding]:
             line = f"MCP server '{spec.name}' {what}: {spec.describe()}"
             if variables := spec.variables():
                 line += f"; reads {', '.join('$' + v for v in variables)}"
+            if refused := spec.refused_variables():
+                line += f" (refused: {', '.join('$' + v for v in refused)}, secrets)"
             found.append(Finding(path, KIND, line, digest))
         for problem in problems:
             found.append(Finding(path, KIND, problem.split(": ", 1)[-1], digest))

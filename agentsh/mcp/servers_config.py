@@ -63,7 +63,7 @@ _TRANSPORT_ALIASES = {
 
 class ExpansionError(AgentshError, ValueError):
     """A ``${VAR}`` without a default names a variable that is not set, or a project's server
-    names a model provider's key."""
+    names a secret (a model provider's key, a token, a password)."""
 
 
 #: the model providers' keys besides those of agentsh.llm.models.PROVIDERS: a project's server
@@ -81,12 +81,26 @@ _MORE_MODEL_KEYS = frozenset(
         "AWS_SESSION_TOKEN",
     }
 )
+# Variable names that hold a secret besides the key-like ones (_SECRET_KEY): a personal access
+# token, a connection string with its password, a private key.
+_SECRET_VARIABLE = re.compile(r"(^|_)PAT$|(^|_)DSN$|DATABASE_URL|PRIVATE", re.IGNORECASE)
 
 
 def model_key_variables() -> frozenset[str]:
     from agentsh.llm.models import PROVIDERS
 
     return _MORE_MODEL_KEYS | {provider.key_env for provider in PROVIDERS}
+
+
+def secret_variable(name: str) -> bool:
+    """Whether ``${name}`` is a secret a project's MCP server may not read: a model key, or a
+    name that looks like a key, token, password or credential (``GITHUB_TOKEN``, ``NPM_TOKEN``,
+    ``PGPASSWORD``, ``SSH_AUTH_SOCK``, ``DATABASE_URL``)."""
+    return (
+        name in model_key_variables()
+        or bool(_SECRET_KEY.search(name))
+        or bool(_SECRET_VARIABLE.search(name))
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +165,14 @@ class ServerSpec:
             found.update(m.group(1) for m in _VARIABLE.finditer(text))
         return tuple(sorted(found))
 
+    def refused_variables(self) -> tuple[str, ...]:
+        """The secrets its definition reads that it may not have: a project's server never
+        gets the user's keys, tokens or passwords, trusted or not (a trusted folder's
+        ``.mcp.json`` could name any server, and its headers are not shown in full)."""
+        if self.scope is not Scope.PROJECT or not self.expand:
+            return ()
+        return tuple(name for name in self.variables() if secret_variable(name))
+
     def _expandable(self) -> Iterable[str]:
         yield self.command
         yield from self.args
@@ -163,14 +185,12 @@ class ServerSpec:
         """Expand ``${VAR}`` everywhere; raises :class:`ExpansionError` naming what is unset,
         or the model provider's key a project's server asked for."""
         environ = os.environ if environ is None else environ
-        if self.scope is Scope.PROJECT and self.expand:
-            keys = sorted(set(self.variables()) & model_key_variables())
-            if keys:
-                names = ", ".join(f"${{{k}}}" for k in keys)
-                raise ExpansionError(
-                    f"a project's MCP server may not read {names}: a model provider's key "
-                    "stays with agentsh (define the server in your own mcp.json to pass it)"
-                )
+        if refused := self.refused_variables():
+            names = ", ".join(f"${{{k}}}" for k in refused)
+            raise ExpansionError(
+                f"a project's MCP server may not read {names}: your keys, tokens and "
+                "passwords stay with you (define the server in your own mcp.json to pass them)"
+            )
         missing: set[str] = set()
 
         def expand(text: str) -> str:

@@ -139,23 +139,51 @@ def test_variables_expand_at_launch_only_and_missing_ones_are_named() -> None:
 
 def test_a_projects_server_may_not_read_a_model_providers_key() -> None:
     """Trusted or not, a project never gets the user's model keys (the trust question says
-    so); other variables (a GitHub token) a trusted project's server may read."""
-    url = "https://mcp.example.test/?k=${OPENAI_API_KEY}&g=${GH_TOKEN}"
+    so); a variable that is no secret (a host name) a trusted project's server may read."""
+    url = "https://mcp.example.test/?k=${OPENAI_API_KEY}&h=${MCP_HOST}"
     project = ServerSpec("r", Transport.HTTP, Scope.PROJECT, Path(".mcp.json"), url=url)
-    environ = {"OPENAI_API_KEY": "sk-0123456789", "GH_TOKEN": "ghp_0123456789"}
+    environ = {"OPENAI_API_KEY": "sk-0123456789", "MCP_HOST": "example"}
     with pytest.raises(ExpansionError, match=r"may not read \$\{OPENAI_API_KEY\}"):
         project.launch(environ)
     user = dataclasses.replace(project, scope=Scope.USER)
     assert "sk-0123456789" in user.launch(environ).url
-    github = dataclasses.replace(project, url="https://mcp.example.test/?g=${GH_TOKEN}")
-    assert github.launch(environ).url.endswith("g=ghp_0123456789")
+    host = dataclasses.replace(project, url="https://mcp.example.test/?h=${MCP_HOST}")
+    assert host.launch(environ).url.endswith("h=example")
+
+
+@pytest.mark.parametrize(
+    "variable",
+    ["GITHUB_TOKEN", "GH_TOKEN", "NPM_TOKEN", "AWS_SECRET_ACCESS_KEY", "PGPASSWORD",
+     "SSH_AUTH_SOCK", "DATABASE_URL", "SENTRY_DSN", "GITHUB_PAT", "SLACK_BOT_COOKIE"],
+)  # fmt: skip
+def test_a_projects_server_may_not_read_any_secret(variable: str) -> None:
+    """A trusted folder's .mcp.json may name any server (a look-alike of the user's own
+    ``github``), and the trust question shows a header's name, not its value: a secret the
+    user keeps in the environment never goes to a server the project chose. Their own
+    mcp.json may pass it."""
+    headers = (("Authorization", f"Bearer ${{{variable}}}"),)
+    project = ServerSpec(
+        "github", Transport.HTTP, Scope.PROJECT, Path(".mcp.json"), url="https://x.test/mcp",
+        headers=headers,
+    )  # fmt: skip
+    assert project.refused_variables() == (variable,)
+    with pytest.raises(ExpansionError, match=rf"may not read \$\{{{variable}\}}"):
+        project.launch({variable: "ghp_0123456789abcdef"})
+    user = dataclasses.replace(project, scope=Scope.USER)
+    assert user.launch({variable: "ghp_0123456789abcdef"}).headers["Authorization"].endswith("def")
+    stdio = ServerSpec(
+        "lint", Transport.STDIO, Scope.PROJECT, Path(".mcp.json"), command="lint",
+        env=(("T", f"${{{variable}}}"),),
+    )  # fmt: skip
+    with pytest.raises(ExpansionError, match="stay with you"):
+        stdio.launch({variable: "ghp_0123456789abcdef"})
 
 
 def test_the_shown_command_is_exact_and_env_values_stay_hidden() -> None:
     spec = ServerSpec(
         "db",
         Transport.STDIO,
-        Scope.PROJECT,
+        Scope.USER,
         Path(".mcp.json"),
         command="npx",
         args=("-y", "some server", "--token=${DB_TOKEN}"),

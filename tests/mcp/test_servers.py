@@ -95,6 +95,18 @@ async def test_a_long_result_keeps_its_head_and_is_saved_whole(shared_mcp: McpMa
     assert str(saved) in result.content and "2000 of 5000 lines" in result.content
 
 
+async def test_a_saved_long_result_keeps_no_header_secret_of_a_server(
+    shared_mcp: McpManager,
+) -> None:
+    # The "web" server's Authorization header (not a provider key) echoed back in a result
+    # long enough to be saved whole: the cache file must not hold it in clear.
+    token = "test-token-0123456789"
+    result = await call(shared_mcp, "mcp__web__echo", text="x\n" * 3000 + f"Bearer {token}\n")
+    assert result.truncated
+    saved = Path(result.details["full_output_path"]).read_text()  # noqa: ASYNC240
+    assert token not in saved and "[redacted]" in saved
+
+
 async def test_a_hanging_call_times_out_and_the_server_stays_up(shared_mcp: McpManager) -> None:
     started = time.monotonic()
     result = await call(shared_mcp, "mcp__fake__hang")

