@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentsh.config import SearchSettings
+from agentsh.fsutil import LinkRefused, read_beneath
 from agentsh.memory.chunking import Chunk, chunk_entries, chunk_text
 from agentsh.memory.embeddings import (
     Embedder,
@@ -325,10 +326,13 @@ class MemoryIndex:
             self._remove(src.path)
             return f"skipped larger than {MAX_FILE_BYTES // (1024 * 1024)} MB"
         try:
-            data = Path(src.path).read_bytes()
+            data = self._read(src)
         except FileNotFoundError:
             self._remove(src.path)
             return "removed"
+        except LinkRefused as exc:
+            self._remove(src.path)  # what it held before it became a link is not kept either
+            return f"skipped {exc.reason}"
         except OSError as exc:
             return f"skipped {exc.strerror}"
         digest = hashlib.sha256(data).hexdigest()
@@ -350,6 +354,17 @@ class MemoryIndex:
         )
         self._write_chunks(src, digest, chunks)
         return "indexed"
+
+    def _read(self, src: SourceFile) -> bytes:
+        """A source's bytes. A project's memory file is someone else's: read as the prompt
+        and ``memory_get`` read it (:func:`~agentsh.fsutil.read_beneath`), so a hard link to a
+        file elsewhere, a symlink swapped in after the listing, or a FIFO is never read."""
+        if src.kind is not SourceKind.MEMORY:
+            return Path(src.path).read_bytes()
+        data = read_beneath(self.sources.project_root, Path(src.path), max_bytes=MAX_FILE_BYTES + 1)
+        if data is None:
+            raise FileNotFoundError(src.path)
+        return data
 
     def _write_chunks(self, src: SourceFile, digest: str, chunks: list[Chunk]) -> None:
         with self._lock:

@@ -553,6 +553,24 @@ def test_shared_index_is_one_per_project_and_settings(paths: Paths) -> None:
         index_module.close_shared()
 
 
+def test_a_hard_linked_project_doc_is_not_indexed(
+    memory_dir: Path, make_index: IndexFactory, tmp_path: Path
+) -> None:
+    # The prompt and memory_get refuse a project memory file with other hard links (its
+    # other name may be ~/.aws/credentials); search must not serve its text either.
+    secret = write(tmp_path / "outside" / "credentials.md", "aws_secret_access_key = wJalr")
+    os.link(secret, memory_dir / "notes.md")
+    write(memory_dir / "ok.md", "The deploy runs on Fridays.")
+    index = make_index()
+    report = index.sync()
+    assert [Path(p).name for p in report.indexed] == ["ok.md"]
+    assert any("notes.md" in s and "hard links" in s for s in report.skipped)
+    found = index.search("aws_secret_access_key", min_score=0.0).results
+    assert all("wJalr" not in r.text for r in found)
+    assert index.index_file(memory_dir / "notes.md")
+    assert all("wJalr" not in r.text for r in index.search("wJalr", min_score=0.0).results)
+
+
 def test_a_symlinked_user_md_is_searched_like_the_file_it_stands_for(
     paths: Paths, memory_dir: Path, make_index: IndexFactory, tmp_path: Path
 ) -> None:
