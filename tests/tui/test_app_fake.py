@@ -763,7 +763,10 @@ async def test_a_session_open_elsewhere_is_shown_read_only_and_fork_continues_it
             await wait_for(
                 pilot, lambda: [m.text for m in app.query(UserMessage)] == ["shared work"]
             )
-            assert any("shown read-only" in n.text for n in app.query(NoteLine))
+            # the note follows the switch that paints the messages: wait for it too
+            await wait_for(
+                pilot, lambda: any("shown read-only" in n.text for n in app.query(NoteLine))
+            )
             await pilot.press(*"continue", "enter")
             await pilot.pause(0.1)
             assert not app.controller.turn_running
