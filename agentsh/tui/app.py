@@ -31,7 +31,7 @@ from agentsh.tui.screens.help import HelpScreen
 from agentsh.tui.slash import registry as slash
 from agentsh.tui.themes import DEFAULT_THEME, load_themes, shipped_themes_dir
 from agentsh.tui.widgets.activity_line import ActivityLine
-from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
+from agentsh.tui.widgets.approval_prompt import ApprovalNotice, ApprovalPrompt
 from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.composer import Composer, PromptInput
 from agentsh.tui.widgets.status_bar import StatusBar
@@ -109,6 +109,7 @@ class AgentshApp(App[None]):
                     id="chat",
                 )
                 yield Vertical(id="queue")
+                yield ApprovalNotice(answer_key=self._key_for("focus_chat").split(" / ")[0])
                 yield ActivityLine(cancel_key=self._key_for("cancel").split(" / ")[0])
                 yield Composer(id="composer")
             yield SidePanel(self.controller)
@@ -309,6 +310,10 @@ class AgentshApp(App[None]):
     @on(ApprovalPrompt.Decided)
     def _decided(self, event: ApprovalPrompt.Decided) -> None:
         self.controller.approval_decided(event.prompt, event.decision)
+
+    @on(ApprovalPrompt.Below)
+    def _approval_below(self, event: ApprovalPrompt.Below) -> None:
+        self.query_one(ApprovalNotice).track(event.prompt)
 
     @on(ChatView.EditRequested)
     def _edit_requested(self, event: ChatView.EditRequested) -> None:

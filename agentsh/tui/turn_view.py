@@ -93,7 +93,8 @@ class TurnView:
                 if (running := self.blocks.get(event.call_id)) is not None:
                     running.append_output(event.text)
             case ApprovalRequest():
-                prompt = ApprovalPrompt(event, self.view.keymap)
+                # Asked before it is added: a user who scrolled up to read is not moved.
+                prompt = ApprovalPrompt(event, self.view.keymap, follow=chat.following)
                 await chat.append(NoteItem("", f"approval asked: {event.summary}"), prompt)
             case StatusChanged():
                 self.view.show_status(event.status)

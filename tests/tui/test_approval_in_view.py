@@ -1,16 +1,23 @@
 """Approvals stay in view (issue 14, item 2): after a long reply, the short ``? Allow bash``
 prompt, its answer and the turn's end (a result, or "turn cancelled" after Esc) are all on
-screen, at both sizes a new user tries."""
+screen, at both sizes a new user tries; a user who scrolled up is not moved, but told."""
 
 from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
 
 import pytest
 
 from agentsh.config import ApprovalMode
-from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
+from agentsh.events import ApprovalRequest, Event, TurnEnded, TurnOutcome
+from agentsh.session.entries import Role
+from agentsh.tui.widgets.approval_prompt import ApprovalNotice, ApprovalPrompt
 from agentsh.tui.widgets.chat import ChatView
+from agentsh.tui.widgets.composer import PromptInput
 from tests.fakes.server import ScriptedServer, text, tool_call
-from tests.tui.conftest import MakeApp, idle, ready, screen_text, wait_for
+from tests.tui.conftest import MakeApp, fake_factory, idle, ready, screen_text, wait_for
+from tests.tui.fake_agent import FakeAgent, echo_script
 from tests.tui.test_app_real_agent import real  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.asyncio
@@ -46,3 +53,98 @@ async def test_a_short_approval_its_answer_and_the_end_of_the_turn_stay_in_view(
         assert expected in screen, screen
         chat = app.query_one(ChatView)
         assert chat.scroll_y >= chat.max_scroll_y - 1
+
+
+async def test_an_approval_never_moves_a_chat_scrolled_up_and_a_notice_says_it_waits(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user scrolled up to read: the approval arrives below without moving the chat or
+    taking the keys (a `y` typed for the editor answers nothing unseen); a line at the bottom
+    says it waits, and Ctrl+Up brings it into view to be answered."""
+    monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 0.0)
+    go = asyncio.Event()
+    decisions: list[str] = []
+
+    async def long_then_asks(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        if text == "first":
+            async for event in echo_script(agent, LONG):
+                yield event
+            return
+        agent.session.append_message(Role.USER, text)
+        await go.wait()
+        request = ApprovalRequest("c1", "bash", "bash: make", "make", "ask mode")
+        yield request
+        decisions.append((await request.decision).value)
+        yield TurnEnded(TurnOutcome.DONE)
+
+    app = make_app(factory=fake_factory(script=long_then_asks))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        await pilot.press(*"first", "enter")
+        await idle(pilot, app)
+        await pilot.press(*"build it", "enter")
+        await wait_for(pilot, lambda: app.controller.turn_running)
+        await pilot.pause()
+        chat = app.query_one(ChatView)
+        await pilot.press("pageup", "pageup")
+        await wait_for(pilot, lambda: chat.scroll_y < chat.max_scroll_y - 10)
+        notice = app.query_one(ApprovalNotice)
+        assert not notice.display
+        reading = chat.scroll_y
+        go.set()
+        await wait_for(pilot, lambda: bool(app.query(ApprovalPrompt)))
+        await pilot.pause(0.2)
+        prompt = app.query_one(ApprovalPrompt)
+        assert chat.scroll_y == reading  # not yanked to the prompt
+        assert not prompt.in_view() and app.focused is not prompt
+        assert notice.display
+        assert "approval waiting below: bash: make" in screen_text(app)
+        assert "Ctrl+Up to answer" in screen_text(app)
+        await pilot.press("y")  # typed: it goes to the editor, it answers nothing
+        assert decisions == [] and app.query_one(PromptInput).text == "y"
+        await pilot.press("ctrl+u", "ctrl+up")
+        await wait_for(pilot, lambda: app.focused is prompt and prompt.in_view())
+        await wait_for(pilot, lambda: not notice.display)
+        await pilot.press("y")
+        await wait_for(pilot, lambda: decisions == ["allow_once"])
+        await idle(pilot, app)
+
+
+async def test_scrolling_down_to_a_waiting_approval_hands_it_the_keys(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 0.0)
+    go = asyncio.Event()
+    decisions: list[str] = []
+
+    async def long_then_asks(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        if text == "first":
+            async for event in echo_script(agent, LONG):
+                yield event
+            return
+        await go.wait()
+        request = ApprovalRequest("c1", "bash", "bash: make", "make", "ask mode")
+        yield request
+        decisions.append((await request.decision).value)
+        yield TurnEnded(TurnOutcome.DONE)
+
+    app = make_app(factory=fake_factory(script=long_then_asks))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        await pilot.press(*"first", "enter")
+        await idle(pilot, app)
+        await pilot.press(*"build it", "enter")
+        await wait_for(pilot, lambda: app.controller.turn_running)
+        await pilot.pause()
+        chat = app.query_one(ChatView)
+        await pilot.press("pageup", "pageup")
+        await wait_for(pilot, lambda: chat.scroll_y < chat.max_scroll_y - 10)
+        go.set()
+        await wait_for(pilot, lambda: app.query_one(ApprovalNotice).display)
+        prompt = app.query_one(ApprovalPrompt)
+        for _ in range(6):
+            await pilot.press("pagedown")
+        await wait_for(pilot, lambda: app.focused is prompt)
+        assert prompt.in_view() and not app.query_one(ApprovalNotice).display
+        await pilot.press("n")
+        await wait_for(pilot, lambda: decisions == ["deny"])

@@ -8,6 +8,11 @@ while it waits, the future is cancelled by the agent and the prompt says so.
 Keys typed for something else must not answer it: it takes focus only when the editor is
 empty (otherwise Ctrl+Up reaches it), and it ignores keys for :attr:`GRACE_S` after it appears.
 
+It never moves a chat the user scrolled up to read: it waits below, unfocused (a key pressed
+for the text being read answers nothing unseen), and :class:`ApprovalNotice` says so at the
+bottom of the chat until the prompt is scrolled into view (Ctrl+Up, PgDn, the wheel, a click on
+the notice), when it takes the focus as it would have on arrival.
+
 The detail (the command, or the diff of a write or edit, which can run to thousands of lines)
 is shown in a box of at most :data:`DETAIL_ROWS` rows that Up/Down (and the mouse wheel)
 scroll while the prompt has the focus: what is approved can be read to its end first.
@@ -54,12 +59,26 @@ class ApprovalPrompt(Vertical, can_focus=True):
         prompt: ApprovalPrompt
         decision: ApprovalDecision
 
-    def __init__(self, request: ApprovalRequest, keymap: dict[str, str] | None = None) -> None:
+    @dataclass
+    class Below(Message):
+        """``prompt`` started or stopped waiting out of view (see ``prompt.waiting_below``)."""
+
+        prompt: ApprovalPrompt
+
+    def __init__(
+        self,
+        request: ApprovalRequest,
+        keymap: dict[str, str] | None = None,
+        *,
+        follow: bool = True,
+    ) -> None:
         super().__init__(classes="approval")
         self.request = request
         self.decision: ApprovalDecision | None = None
         self._keymap = keymap or {}
         self._shown_at = 0.0
+        self.follow = follow  # False: the user had scrolled up; the chat is not moved
+        self.waiting_below = False
 
     def _key(self, binding_id: str) -> str:
         return display_key(self._keymap.get(binding_id, spec(binding_id).key))
@@ -104,15 +123,55 @@ class ApprovalPrompt(Vertical, can_focus=True):
         # Toasts sit over the bottom right, where the question's keys are: they go (a
         # project's config problems, shown at start for 10 s, hid "[n] deny").
         self.app.clear_notifications()
+        chat = self.parent
+        if not self.follow and isinstance(chat, Widget):
+            # The user is reading further up: the notice at the bottom says it waits.
+            self.waiting_below = True
+            self.post_message(self.Below(self))
+            self.watch(chat, "scroll_y", self._chat_scrolled, init=False)
+            self.call_after_refresh(self._chat_scrolled)  # laid out where it shows after all
+            return
+        self._take_focus()
+        self.call_after_refresh(self._into_view)
+
+    def _take_focus(self) -> None:
         focused = self.app.focused
         if isinstance(focused, TextArea) and focused.text.strip():
-            self.notify("A tool is waiting for approval: Ctrl+Up to answer.", severity="warning")
+            key = self._first_key("focus_chat")
+            self.notify(f"A tool is waiting for approval: {key} to answer.", severity="warning")
         else:
             # Not scrolled to now: before its first layout the prompt has no place yet, and
             # scrolling to it sent the chat to the top and released its anchor (issue 14,
             # item 2: a short prompt below the fold, its result hidden after it).
             self.focus(scroll_visible=False)
-        self.call_after_refresh(self._into_view)
+
+    def in_view(self) -> bool:
+        """Some of the prompt shows in the chat's viewport."""
+        chat = self.parent
+        if not isinstance(chat, Widget) or not self.is_mounted:
+            return False
+        top = chat.scroll_offset.y
+        region = self.virtual_region
+        return region.y < top + chat.scrollable_content_region.height and region.bottom > top
+
+    def _chat_scrolled(self) -> None:
+        if self.waiting_below and self.decision is None and self.in_view():
+            self._not_below()
+            self._take_focus()
+
+    def on_focus(self) -> None:
+        # Ctrl+Up (or a click on the notice) focused it: Textual scrolled it into view.
+        self._not_below()
+
+    def on_unmount(self) -> None:
+        if self.waiting_below:  # the chat dropped it (a reload): the notice goes too
+            self.waiting_below = False
+            self.app.post_message(self.Below(self))
+
+    def _not_below(self) -> None:
+        if self.waiting_below:
+            self.waiting_below = False
+            self.post_message(self.Below(self))
 
     def _into_view(self) -> None:
         """Laid out: the chat follows its bottom again (the prompt is its newest row, and what
@@ -156,8 +215,43 @@ class ApprovalPrompt(Vertical, can_focus=True):
         return _DECISION_TEXT[decision].format(group=self.request.group)
 
     def _collapse(self, outcome: str) -> None:
+        self._not_below()
         self.remove_children()
         self.can_focus = False
         self.add_class("decided")
         self.set_class(outcome == "denied", "denied")
         self.mount(Static(Content(f"{self.request.summary}: {outcome}"), classes="approval-title"))
+
+
+class ApprovalNotice(Static):
+    """A line at the bottom of the chat while an approval waits out of view (the user had
+    scrolled up to read): ``▼ approval waiting below: bash: make · Ctrl+Up to answer``.
+    A click brings the prompt into view and focuses it."""
+
+    def __init__(self, *, answer_key: str = "Ctrl+Up", id: str | None = "approval-notice") -> None:
+        super().__init__(id=id)
+        self.answer_key = answer_key
+        self.prompt: ApprovalPrompt | None = None
+        self.display = False
+
+    def track(self, prompt: ApprovalPrompt) -> None:
+        """``prompt`` waits below (shown), or no longer does (hidden if it was the one)."""
+        if prompt.waiting_below and prompt.is_attached:
+            self.prompt = prompt
+            summary = " ".join(prompt.request.summary.split())
+            self.update(
+                Content.assemble(
+                    ("▼ approval waiting below: ", "bold"),
+                    summary,
+                    (f"  ·  {self.answer_key} to answer", "bold"),
+                )
+            )
+            self.display = True
+        elif self.prompt is prompt or self.prompt is None:
+            self.prompt = None
+            self.display = False
+
+    def on_click(self) -> None:
+        prompt = self.prompt
+        if prompt is not None and prompt.is_attached and prompt.decision is None:
+            prompt.focus()  # scrolled into view with it

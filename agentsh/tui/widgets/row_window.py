@@ -68,6 +68,14 @@ class RowWindow(VerticalScroll):
         self.watch(self, "scroll_y", self._on_scrolled, init=False)
 
     @property
+    def following(self) -> bool:
+        """The view follows the newest rows: the user has not scrolled up (or jumped) away
+        from the end to read something (Textual releases the anchor when they do, and
+        restores it when they scroll back to the bottom)."""
+        at_end = self.scroll_y >= self.max_scroll_y  # e.g. PgUp in a chat that fits
+        return self.is_anchored and (not self._anchor_released or at_end)
+
+    @property
     def mounted_rows(self) -> int:
         return self.last - self.first
 
