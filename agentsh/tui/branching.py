@@ -263,9 +263,14 @@ class BranchNavigator:
             panel.hide()
         self.view.prompt.focus()
 
-    async def open_tree(self) -> None:
+    async def open_tree(self, search: str = "") -> None:
+        """Open the tree pane; with ``search``, showing the entries that match it."""
+        from agentsh.tui.panes.tree_pane import TreePane
+
         panel = self.panel
-        await panel.show(PaneName.TREE, transient=not panel.is_open)
+        pane = await panel.show(PaneName.TREE, transient=not panel.is_open)
+        if search and isinstance(pane, TreePane):
+            pane.search(search)
 
     def escape(self) -> None:
         """Esc that cancelled nothing: twice within ``tui.esc_esc_ms`` on an empty editor

@@ -46,7 +46,15 @@ from agentsh.tui.widgets.messages import (
 )
 from agentsh.tui.widgets.status_bar import StatusBar
 from agentsh.tui.widgets.tool_block import ToolBlock
-from tests.tui.conftest import MakeApp, agent_of, fake_factory, fake_of, ready, wait_for
+from tests.tui.conftest import (
+    MakeApp,
+    agent_of,
+    fake_factory,
+    fake_of,
+    ready,
+    screen_text,
+    wait_for,
+)
 from tests.tui.fake_agent import FakeAgent, echo_script
 
 pytestmark = pytest.mark.asyncio
@@ -175,6 +183,30 @@ async def test_slash_completion_offers_commands_and_enter_runs_one(make_app: Mak
         await pilot.press("down", "enter")  # /cost takes no argument: it runs
         await wait_for(pilot, lambda: bool(app.query(NoteMarkdown)))
         assert "| Cost |" in app.query_one(NoteMarkdown).text
+
+
+async def test_a_command_s_space_offers_its_words_and_enter_still_runs_it_as_typed(
+    make_app: MakeApp,
+) -> None:
+    """Seen: "/compact " offered nothing until a letter was typed, so the tiers went unseen."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        await pilot.press("/", "c", "o", "enter")  # the menu's /compact: its space, no run
+        prompt = app.query_one(PromptInput)
+        menu = app.query_one(CompletionMenu)
+        assert prompt.text == "/compact "
+        offered = ["move_to_workspace", "summarize", "truncate", "undo"]
+        assert menu.display and [c.insert for c in menu.completions] == offered
+        assert menu.current is None  # none chosen: Enter would run /compact as typed
+        await pilot.press("down", "down", "tab")
+        assert prompt.text == "/compact summarize"
+        await pilot.press("ctrl+u", *"/compact ")
+        assert menu.display and menu.current is None
+        await pilot.press("enter")
+        agent = agent_of(app)
+        assert isinstance(agent, FakeAgent)
+        await wait_for(pilot, lambda: agent.compactions == [None])
 
 
 async def test_at_completion_inserts_a_project_path(make_app: MakeApp, project: Path) -> None:
@@ -366,21 +398,41 @@ async def test_unknown_command_is_reported_in_place(make_app: MakeApp) -> None:
         assert "Unknown command /frobnicate" in app.query_one(NoteLine).text
 
 
-@pytest.mark.parametrize("command", ["/tree", "/memory"])
-async def test_tree_and_memory_say_what_their_argument_means(
-    make_app: MakeApp, command: str
-) -> None:
-    # "/tree [text]" reads like "any text": an unknown word is explained, not ignored.
+async def test_memory_says_what_its_argument_means(make_app: MakeApp) -> None:
+    # "/memory [text]" reads like "any text": an unknown word is explained, not ignored.
     from agentsh.tui.panes.panel import SidePanel
 
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot, app)
-        await pilot.press(*f"{command} parser", "enter")
+        await pilot.press(*"/memory parser", "enter")
         await wait_for(pilot, lambda: bool(app.query(NoteLine)))
         note = app.query_one(NoteLine).text
-        assert f"{command} text lists it in the chat" in note and "'parser'" in note
+        assert "/memory text lists it in the chat" in note and "'parser'" in note
         assert not app.query_one(SidePanel).is_open
+
+
+async def test_tree_with_words_opens_the_tree_searching_for_them(make_app: MakeApp) -> None:
+    """Seen: `/tree checkpoint` was an error, though README read `/tree [text]`."""
+    from agentsh.tui.panes.tree_pane import TreePane, TreeView
+
+    app = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await ready(pilot, app)
+        session = agent_of(app).session
+        for word in ("parser", "checkpoint", "lexer"):
+            session.append_message(Role.USER, f"about the {word}")
+            session.append_message(Role.ASSISTANT, "ok", stop_reason=StopReason.STOP)
+        await pilot.press(*"/tree checkpoint", "enter")
+        await wait_for(
+            pilot, lambda: bool(app.query(TreeView)) and app.query_one(TreeView).has_focus
+        )
+        await pilot.pause()
+        pane = app.query_one(TreePane)
+        assert pane.model.query == "checkpoint"
+        screen = screen_text(app)
+        assert "search: checkpoint" in screen and "about the checkpoint" in screen
+        assert "about the parser" not in screen and not app.query(NoteLine)
 
 
 async def test_a_command_run_while_scrolled_up_shows_its_answer(

@@ -353,6 +353,12 @@ class TreePane(Vertical):
     def focus_target(self) -> None:
         self.view.focus()
 
+    def search(self, query: str) -> None:
+        """Show the entries matching ``query``, as if it were typed in the tree (``/tree
+        WORDS``)."""
+        self.model.query = query
+        self._rebuild()
+
     def _rebuild(self, *, keep: str | None = None) -> None:
         keep = keep if keep is not None else self.view.current_id
         self.model.rebuild()

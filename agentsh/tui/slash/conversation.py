@@ -26,17 +26,15 @@ async def unknown_argument(ctx: CommandContext, name: str, arg: str, what: str) 
 
 
 async def tree(ctx: CommandContext, arg: str) -> None:
-    """Open the tree pane; ``/tree text`` lists the tree in the chat instead."""
+    """Open the tree pane; ``/tree text`` lists the tree in the chat instead; any other
+    words open it searching for them (``/tree checkpoint``), as typing in the tree does."""
     session = ctx.current.current_session()
     if session is None:
         return
     if arg.strip().lower() == "text":
         await ctx.view.markdown_note(tree_markdown(session))
         return
-    if arg.strip():
-        await unknown_argument(ctx, "tree", arg, "the session tree")
-        return
-    await ctx.branching.open_tree()
+    await ctx.branching.open_tree(" ".join(arg.split()))
 
 
 async def fork(ctx: CommandContext, arg: str) -> None:

@@ -28,9 +28,9 @@ COMMANDS: tuple[SlashCommand, ...] = (
     ),
     SlashCommand(
         "tree",
-        "Open the session tree (text: list it in the chat)",
+        "Open the session tree (text: list it in the chat; other words: search it)",
         conversation.tree,
-        "[text]",
+        "[text|words]",
         choices=("text",),
     ),
     SlashCommand(

@@ -69,13 +69,15 @@ class CompletionMenu(OptionList):
         super().__init__(id="completion-menu")
         self.completions: list[Completion] = []
 
-    def show(self, completions: list[Completion]) -> None:
+    def show(self, completions: list[Completion], *, highlight: bool = True) -> None:
+        """Offer ``completions``; without ``highlight`` none is chosen yet (Enter sends the
+        text as it is, Up/Down or Tab choose)."""
         self.completions = completions
         self.clear_options()
         self.add_options([Option(c.label) for c in completions])
         self.display = bool(completions)
         if completions:
-            self.highlighted = 0
+            self.highlighted = 0 if highlight else None
 
     def hide(self) -> None:
         self.completions = []
@@ -150,8 +152,11 @@ class PromptInput(TextArea):
         self._replace_via_keyboard("\n", start, end)
 
     def action_complete(self) -> None:
-        if self.menu is not None and self.menu.current is not None:
-            self.accept(self.menu.current)
+        menu = self.menu
+        if menu is not None and menu.current is None and menu.display and menu.completions:
+            menu.highlighted = 0  # offered with none chosen: Tab takes the first
+        if menu is not None and menu.current is not None:
+            self.accept(menu.current)
         else:
             self.screen.focus_next()
 
@@ -235,8 +240,10 @@ class PromptInput(TextArea):
         menu = self.menu
         if menu is None or not menu.display or not menu.completions:
             return False
-        current = menu.highlighted or 0
-        menu.highlighted = (current + step) % len(menu.completions)
+        if menu.highlighted is None:  # offered with none chosen: Down the first, Up the last
+            menu.highlighted = 0 if step > 0 else len(menu.completions) - 1
+            return True
+        menu.highlighted = (menu.highlighted + step) % len(menu.completions)
         return True
 
     def _keys(self, binding_id: str) -> tuple[str, ...]:
@@ -266,7 +273,10 @@ class PromptInput(TextArea):
     def _update_completions(self) -> None:
         if self.menu is None:
             return
-        self.menu.show(self.completions())
+        completions = self.completions()
+        # "/compact " shows the words it takes, none chosen: Enter runs it as typed.
+        chosen = not completions or completions[0].replace_from < self.cursor_location[1]
+        self.menu.show(completions, highlight=chosen)
 
     def completions(self) -> list[Completion]:
         """What to offer for the text before the cursor."""
@@ -286,10 +296,10 @@ class PromptInput(TextArea):
                 for c in self.commands(word)
             ]
         if row == 0 and line.startswith("/") and "\n" not in self.text:
-            # A command's argument, once its first letters are typed (Enter on "/compact "
-            # still runs the command as it is).
+            # A command's argument: the words it takes are offered after its space, and
+            # narrowed as letters are typed (Enter on "/compact " runs the command as it is).
             word, _, typed = line[1:].partition(" ")
-            if typed and " " not in typed:
+            if " " not in typed:
                 start = len(line) - len(typed)
                 return [
                     Completion(start, choice, Content(choice))
