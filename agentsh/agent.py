@@ -200,7 +200,7 @@ class Agent:
         self.nested = self._new_nested()
 
     def _new_nested(self) -> NestedInstructions:
-        budget = self.env.settings.memory.agents_md_max_bytes
+        budget = self.prompt.budget.instructions_bytes  # scaled with the window
         return NestedInstructions(self.env.project.root, self.cwd, budget, enabled=self.env.trusted)
 
     # -- public API -------------------------------------------------------------------------
@@ -299,6 +299,8 @@ class Agent:
         self._window = info.window
         self._max_output = info.max_output_tokens
         self.context.set_model(model, self._window, self._max_output)
+        self.prompt.set_window(self._window)
+        self.tools.terse = self.prompt.budget.terse
         if self.session.leaf_id is not None:
             self.session.append(
                 ModelChangeEntry(
@@ -318,9 +320,7 @@ class Agent:
         self.session = session
         session.on_append = self._entry_appended
         if fresh_prompt:
-            appended, replaced = self.prompt.appended, self.prompt.replaced_base
-            self.prompt = SystemPrompt(self.env, self.cwd, memory=self.memory)
-            self.prompt.appended, self.prompt.replaced_base = appended, replaced
+            self.prompt = self.prompt.fresh()
         self.context = self._new_context(session, self._window)
         self.nested = self._new_nested()  # the new conversation has not seen them
 
@@ -1034,7 +1034,8 @@ def build_agent(
 
     mode = approval or ApprovalMode(settings.tools.approval)
     approver = Approver(mode, env.project.root, interactive=interactive, rules=rules, plan=plan)
-    prompt = SystemPrompt(env, cwd, memory=memory)
+    prompt = SystemPrompt(env, cwd, memory=memory, window=window)
+    registry.terse = prompt.budget.terse  # a small window gets terse tool definitions
     prompt.appended = appended_prompt
     prompt.replaced_base = system_prompt  # --system-prompt; "" keeps agentsh's own
     mcp_config = load_mcp_config(env.user, env.project)

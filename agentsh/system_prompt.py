@@ -11,6 +11,9 @@ are read without following a link out of the project (an ``AGENTS.md`` symlink t
 ``~/.ssh/id_ed25519`` is refused, not read), and only when the folder is trusted
 (:mod:`agentsh.trust`); so is the project's memory. Files further down come later, with the
 tool results that touch their folders (same module), so this prompt stays frozen.
+
+On a small window every part is budgeted (:mod:`agentsh.context.prompt_budget`): the short base
+instructions, a memory snapshot, AGENTS.md files and prior-knowledge docs cut to their share.
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ from datetime import date
 from pathlib import Path
 
 from agentsh.config import Environment
+from agentsh.context.prompt_budget import PromptBudget, fit_memory
 from agentsh.instructions import USER_FILE_NAME, load_project_instructions
-from agentsh.memory.curated import CuratedMemory, MemorySnapshot
+from agentsh.memory.curated import ENTRY_SEPARATOR, CuratedMemory, MemorySnapshot
 from agentsh.memory.docs import best_docs, load_docs, prior_knowledge
 from agentsh.memory.guard import fence_project
 
@@ -51,23 +55,39 @@ QUOTED_DATA_RULE = """\
 """
 BASE_INSTRUCTIONS = BASE_INSTRUCTIONS + QUOTED_DATA_RULE
 
+#: the same rules in a third of the tokens, for a small window
+SHORT_INSTRUCTIONS = f"""\
+You are agentsh, a coding agent in the user's terminal, working in their project; be concise.
+- Read before you edit; prefer small `edit`s; run the tests that prove a change and report the
+  result honestly. Do not retry a denied call unchanged.
+- Paths are relative to the working folder; never write outside the project unless asked.
+- Save durable project facts with `memory`.
+{QUOTED_DATA_RULE}"""
+
 PRIOR_KNOWLEDGE_CANDIDATES = 4  # docs ranked per place, so withheld ones can be replaced
 
 
 class SystemPrompt:
     """Builds the frozen system prompt of one session."""
 
-    def __init__(self, env: Environment, cwd: Path, *, memory: CuratedMemory) -> None:
+    def __init__(
+        self, env: Environment, cwd: Path, *, memory: CuratedMemory, window: int = 0
+    ) -> None:
         self._env = env
         self._cwd = cwd
+        self._memory = memory
         settings = env.settings.memory
+        #: the share of the window each part may take (0: unknown window, full size)
+        self.budget = PromptBudget.for_window(
+            window, settings, env.settings.context.chars_per_token
+        )
         # An untrusted folder's instructions are not read at all (the front end said so once);
         # the user's own file in the config dir is read either way.
         user_file = env.user.config_dir / USER_FILE_NAME
         self.instructions = load_project_instructions(
             env.project.root,
             cwd if env.trusted else env.project.root,
-            settings.agents_md_max_bytes,
+            self.budget.instructions_bytes,
             user_file=user_file,
             project=env.trusted,
         )
@@ -81,6 +101,21 @@ class SystemPrompt:
         self.appended = ""
         #: the user's replacement for the base instructions (--system-prompt); "" keeps them
         self.replaced_base = ""
+
+    def fresh(self) -> SystemPrompt:
+        """A new prompt for another conversation: memory read again, the same window and the
+        user's own additions kept."""
+        prompt = SystemPrompt(self._env, self._cwd, memory=self._memory, window=self.budget.window)
+        prompt.appended, prompt.replaced_base = self.appended, self.replaced_base
+        return prompt
+
+    def set_window(self, window: int) -> None:
+        """Another model's window (``/model``): the instructions and memory budgets apply from
+        the next render; AGENTS.md files already loaded stay as they are."""
+        settings = self._env.settings
+        self.budget = PromptBudget.for_window(
+            window, settings.memory, settings.context.chars_per_token
+        )
 
     @property
     def notices(self) -> list[str]:
@@ -105,7 +140,9 @@ class SystemPrompt:
         docs, problems = load_docs(self._env.project.docs_dir, self._env.project.root)
         self.doc_notices.extend(problems)
         # More candidates than places: a doc the guard withholds gives its place to the next.
-        wanted = settings.prior_knowledge_docs
+        wanted = self.budget.prior_knowledge_docs
+        if wanted <= 0:
+            return
         scored = best_docs(docs, text, k=wanted * PRIOR_KNOWLEDGE_CANDIDATES)
         if scored:
             block = prior_knowledge(scored, max_chars=settings.prior_knowledge_chars, limit=wanted)
@@ -113,7 +150,7 @@ class SystemPrompt:
             self.doc_notices.extend(block.notices)
 
     def render(self) -> str:
-        base = BASE_INSTRUCTIONS
+        base = SHORT_INSTRUCTIONS if self.budget.terse else BASE_INSTRUCTIONS
         if self.replaced_base.strip():
             base = f"{self.replaced_base.strip()}\n\n{QUOTED_DATA_RULE}"
         parts = [base, self._environment]
@@ -121,12 +158,25 @@ class SystemPrompt:
             shown = _display_path(context_file.path, self._env.project.root)
             quoted = fence_project(context_file.text.strip(), shown)
             parts.append(f"# Project instructions ({shown})\n\n{quoted}\n")
-        parts.append(self.snapshot.render())
+        parts.append(self.memory_block())
         if self._prior_knowledge:
             parts.append(self._prior_knowledge)
         if self.appended:
             parts.append(self.appended)
         return "\n".join(part.rstrip() + "\n" for part in parts)
+
+    def memory_block(self) -> str:
+        """The memory snapshot as the prompt shows it (cut to the window's share)."""
+        if not self.budget.terse:
+            rendered = self.snapshot.render()
+        else:
+            rendered = (
+                "# Memory\nCurated notes as of this session's start (edit them with `memory`); "
+                f"entries are separated by lines holding only {ENTRY_SEPARATOR}.\n\n"
+                + "\n\n".join(file.render() for file in self.snapshot.files)
+                + "\n"
+            )
+        return fit_memory(rendered, self.budget.memory_chars, ENTRY_SEPARATOR)
 
     def _environment_block(self) -> str:
         return (

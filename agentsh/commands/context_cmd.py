@@ -114,14 +114,15 @@ def _prompt_parts(
 
     cwd = Path(session.header.cwd or ".")
     memory = CuratedMemory(env.project, env.user, env.settings.memory, project_trusted=env.trusted)
-    prompt = SystemPrompt(env, cwd, memory=memory)
+    prompt = SystemPrompt(env, cwd, memory=memory, window=window)
     # The same tool list as the agent (no index is opened: only the schemas are counted).
     registry = ToolRegistry(session_tools(MemoryTool(memory, env.settings.memory)))
+    registry.terse = prompt.budget.terse
     specs = load_mcp_config(env.user, env.project).servers(trusted=False)
     if specs and window:
         cached = CachedTools(specs, env.user.mcp_tools_cache)
         registry.add_source(McpToolSource(cached, env.settings, window=lambda: window))
-    return prompt.render(), registry.schemas(), prompt.snapshot.render()
+    return prompt.render(), registry.schemas(), prompt.memory_block()
 
 
 def _manager(

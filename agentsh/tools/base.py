@@ -157,6 +157,8 @@ class ToolRegistry:
     def __init__(self, tools: list[Tool] | None = None) -> None:
         self._tools: dict[str, Tool] = {}
         self._sources: list[ToolSource] = []
+        #: short descriptions for a small window (agentsh.context.prompt_budget)
+        self.terse = False
         for tool in tools or []:
             self.register(tool)
 
@@ -184,7 +186,12 @@ class ToolRegistry:
         return [tool.name for tool in self._offered()]
 
     def schemas(self) -> list[dict[str, Any]]:
-        return [tool.schema() for tool in self._offered()]
+        schemas = [tool.schema() for tool in self._offered()]
+        if self.terse:
+            from agentsh.context.prompt_budget import terse_schema
+
+            schemas = [terse_schema(schema) for schema in schemas]
+        return schemas
 
 
 # -- schema generation ----------------------------------------------------------------------

@@ -92,13 +92,14 @@ async def drive_turn(
     answer: str = "Done.",
     *,
     system: str = SYSTEM,
+    tools: Sequence[dict[str, Any]] = (),
 ) -> list[list[dict[str, Any]]]:
     """Play one turn the way the agent loop does: ``prepare`` before every model call (after
     the user message and after each tool result), and each reply carries the usage a provider
     would report for the request it answered. Returns the prepared requests."""
     requests = []
     session.append_message(Role.USER, request)
-    requests.append(await manager.prepare(system, []))
+    requests.append(await manager.prepare(system, list(tools)))
     for step in steps:
         call = ToolCall(id=call_id(), name=step.tool, arguments=json.dumps(step.args))
         session.append_message(
@@ -111,7 +112,7 @@ async def drive_turn(
         session.append_tool_result(
             call.id, step.tool, step.output, is_error=step.is_error, details=step.details
         )
-        requests.append(await manager.prepare(system, []))
+        requests.append(await manager.prepare(system, list(tools)))
     session.append_message(
         Role.ASSISTANT,
         answer,

@@ -4,6 +4,7 @@ and a pause holds until the user acts."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from agentsh.config import load_environment
 from agentsh.context import tiers
 from agentsh.context.manager import ContextManager
 from agentsh.context.preflight import budget_for, reply_reserve
@@ -22,9 +24,14 @@ from agentsh.events import (
     StatusChanged,
     Tier,
 )
+from agentsh.memory.curated import CuratedMemory, MemoryTarget
 from agentsh.paths import UserPaths
+from agentsh.prompt import SystemPrompt
 from agentsh.session.entries import CompactionEntry, Role, Usage
 from agentsh.session.session import Session
+from agentsh.tools.base import ToolRegistry
+from agentsh.tools.builtin import session_tools
+from agentsh.tools.memory import MemoryTool
 from tests.context.builders import Step, add_turn, drive_turn, unique_output
 from tests.context.conftest import FakeSummarizer, ManagerFactory, settings_with
 
@@ -172,12 +179,36 @@ async def test_a_compaction_that_would_not_shrink_the_context_is_not_applied(
 Sent = list[tuple[int, list[dict[str, Any]]]]
 
 
+def own_prompt(project: Path, window: int) -> tuple[str, list[dict[str, Any]]]:
+    """agentsh's own system prompt and tool definitions for ``window``, at their largest: a
+    trusted project with a 32 KB AGENTS.md and both curated-memory files full."""
+    (project / "AGENTS.md").write_text(
+        ("Use ruff and pytest; keep functions typed. " * 800)[:32_000]
+    )
+    env = dataclasses.replace(load_environment(project), trusted=True)
+    memory = CuratedMemory(env.project, env.user, env.settings.memory, project_trusted=True)
+    for target, limit in (
+        (MemoryTarget.MEMORY, env.settings.memory.memory_char_limit),
+        (MemoryTarget.USER, env.settings.memory.user_char_limit),
+    ):
+        n = 0
+        while memory.snapshot().get(target).chars < limit - 80:
+            n += 1
+            memory.add(target, f"fact {n}: the build uses make target t{n} with flag x{n}")
+    prompt = SystemPrompt(env, project, memory=memory, window=window)
+    registry = ToolRegistry(session_tools(MemoryTool(memory, env.settings.memory)))
+    registry.terse = prompt.budget.terse
+    return prompt.render(), registry.schemas()
+
+
 async def _replay(
-    window: int,
-) -> tuple[list[tuple[int, Tier, float, str]], ContextManager, int, Sent]:
-    """A scripted 60-turn session (reads, commands that fail, edits) on ``window``; returns
-    (turn, tier, usage fraction, reason) for every compaction that started, and every request
-    with the number of compactions started before it."""
+    window: int, project: Path
+) -> tuple[list[tuple[int, Tier, float, str]], ContextManager, int, Sent, int]:
+    """A scripted 60-turn session (reads, commands that fail, edits) on ``window``, with
+    agentsh's own prompt at its largest; returns (turn, tier, usage fraction, reason) for every
+    compaction that started, every request with the number of compactions started before it,
+    and the own prompt's tokens."""
+    system, tools = own_prompt(project, window)
     rng = random.Random(window)
     s = Session.create(None, Path("/tmp"))
     started: list[tuple[int, Tier, float, str]] = []
@@ -228,19 +259,27 @@ async def _replay(
                 steps.append(
                     Step("read", {"path": f"src/m{n}_{k}.py"}, unique_output(size, f"r{n}{k}"))
                 )
-        requests = await drive_turn(manager, s, f"task {n}: do step {n}", steps, f"done {n}")
+        requests = await drive_turn(
+            manager, s, f"task {n}: do step {n}", steps, f"done {n}", system=system, tools=tools
+        )
         largest = max(largest, manager.status().used)
         assert all(r for r in requests)
-    return started, manager, largest, sent
+    own = manager.accounting.count_text(system) + manager.accounting.count_tools(tools)
+    return started, manager, largest, sent, own
 
 
 @pytest.mark.parametrize("window", WINDOWS)
 @pytest.mark.asyncio
 async def test_no_tier_fires_below_its_threshold_and_no_two_turns_in_a_row_compact(
-    window: int,
+    window: int, project: Path
 ) -> None:
-    started, manager, largest, _sent = await _replay(window)
+    """With agentsh's own prompt at its largest: at full size it was 10,400 tokens (260 % of a
+    4k window, 130 % of an 8k one); scaled, it leaves the conversation over half the window
+    below the first tier."""
+    started, manager, largest, _sent, own = await _replay(window, project)
     cs = manager.settings.context
+    assert own <= 0.35 * window, (window, own)
+    assert cs.move_to_workspace_at * window - own >= 0.45 * window
     assert started, "the session should reach the tiers"
     for turn, tier, usage, reason in started:
         threshold = tiers.rule(tier, cs).threshold
@@ -265,12 +304,12 @@ def _cap_notes(request: list[dict[str, Any]]) -> list[str]:
 @pytest.mark.parametrize("window", WINDOWS)
 @pytest.mark.asyncio
 async def test_a_request_starts_with_the_previous_one_unless_a_compaction_ran(
-    window: int,
+    window: int, project: Path
 ) -> None:
     """The prefix a provider caches: nothing earlier in a request (system prompt, summary
     block, kept facts, old tool output) changes between two requests unless a compaction
     ran between them, or the message-count guard moved its cut (half its budget at a time)."""
-    _started, _manager, _largest, sent = await _replay(window)
+    _started, _manager, _largest, sent, _own = await _replay(window, project)
     compared = 0
     for (done_before, old), (done_after, new) in itertools.pairwise(sent):
         if done_after != done_before or _cap_notes(old) != _cap_notes(new):
