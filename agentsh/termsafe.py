@@ -45,15 +45,29 @@ def one_line(text: str) -> str:
     return printable(text).replace("\n", "\\n")
 
 
+# What JSON may carry raw but a terminal acts on: the C1 controls (U+009B is CSI, U+009D OSC)
+# and the bidirectional overrides. JSON escapes C0 itself.
+_JSON_UNSAFE = re.compile("[\x80-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def json_safe(text: str) -> str:
+    """JSON text with the characters above written as ``\\uXXXX`` escapes: the same JSON
+    to a parser (they can only occur inside strings), inert on a terminal."""
+    if text.isascii():
+        return text
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 class SafeWriter:
     """A text stream that makes control characters visible on the way to ``target``;
     ``buffer`` (raw bytes) and everything else are the target's own."""
 
-    def __init__(self, target: TextIO) -> None:
+    def __init__(self, target: TextIO, *, json: bool = False) -> None:
         self._target = target
+        self._safe = json_safe if json else printable
 
     def write(self, text: str) -> int:
-        self._target.write(printable(text))
+        self._target.write(self._safe(text))
         return len(text)
 
     def writelines(self, lines: Iterable[str]) -> None:
@@ -66,12 +80,12 @@ class SafeWriter:
 
 @contextlib.contextmanager
 def terminal_safe(*, stdout: bool = True) -> Iterator[None]:
-    """Within the block, what is printed to stderr (and stdout, unless it carries JSON that
-    must stay byte-exact) shows control characters instead of sending them."""
+    """Within the block, what is printed to stderr (and stdout) shows control characters
+    instead of sending them; with ``stdout=False`` stdout carries JSON, whose C0 controls
+    are escaped already and whose C1 controls and bidi overrides :func:`json_safe` escapes."""
     saved = sys.stdout, sys.stderr
     sys.stderr = SafeWriter(sys.stderr)
-    if stdout:
-        sys.stdout = SafeWriter(sys.stdout)
+    sys.stdout = SafeWriter(sys.stdout, json=not stdout)
     try:
         yield
     finally:

@@ -108,6 +108,10 @@ def export_session(args: argparse.Namespace) -> int:
             raise CliError(f"cannot write {target}: {exc.strerror}") from exc
         print(f"wrote {target}", file=sys.stderr)
     else:
+        if fmt in ("jsonl", "pi"):  # the same JSON, its C1 controls inert on a terminal
+            data = termsafe.json_safe(data.decode("utf-8", "surrogateescape")).encode(
+                "utf-8", "surrogateescape"
+            )
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()

@@ -10,8 +10,22 @@ from pathlib import Path
 from tests.agent.conftest import AgentshRunner
 from tests.fakes.server import ScriptedServer, text
 
-# An OSC 52 clipboard write, a screen clear, a C1 CSI and a carriage-return overwrite.
-HOSTILE = "Done.\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x9b31m\rall good"
+# An OSC 52 clipboard write, a screen clear, a C1 CSI, a carriage-return overwrite and a
+# right-to-left override (which reorders what a reader sees).
+HOSTILE = "Done.\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x9b31m\rall good\u202e"
+# What a terminal acts on that JSON carries raw unless escaped (JSON escapes C0 itself).
+RAW_IN_JSON = ("\x9b", "\u202e")
+
+
+def _strings(value: object) -> list[str]:
+    """Every string inside a parsed JSON value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
 
 
 def _agentsh(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -35,8 +49,9 @@ def test_print_mode_sessions_show_and_markdown_export_show_escapes(
         assert raw not in run.stdout
     assert "\\x1b]52;c;cm0gLXJmIH4=\\a\\x1b[2J\\x9b31m\\rall good" in run.stdout
 
-    as_json = run_agentsh("-p", "hi", "--output-format", "json")
-    assert json.loads(as_json.stdout)["result"] == HOSTILE  # JSON escapes them itself
+    as_json = run_agentsh("-p", "hi\u202e\x9b", "--output-format", "json")
+    assert json.loads(as_json.stdout)["result"] == HOSTILE  # the same text, once parsed
+    assert not any(raw in as_json.stdout for raw in RAW_IN_JSON)
 
     session_id = json.loads(as_json.stdout)["session_id"]
     shown = _agentsh(agentsh_home, project, "sessions", "show", session_id[:8])
@@ -45,3 +60,17 @@ def test_print_mode_sessions_show_and_markdown_export_show_escapes(
     exported = _agentsh(agentsh_home, project, "sessions", "export", session_id[:8])
     assert exported.returncode == 0, exported.stderr
     assert "\x1b" not in exported.stdout and "\\x1b[2J" in exported.stdout
+    # Machine-readable forms: the same JSON, nothing a terminal would act on.
+    for args in (("sessions", "--json"), ("sessions", "show", "--json", session_id[:8])):
+        listed = _agentsh(agentsh_home, project, *args)
+        assert listed.returncode == 0, listed.stderr
+        assert any("hi\u202e\x9b" in t for t in _strings(json.loads(listed.stdout)))
+        assert not any(raw in listed.stdout for raw in RAW_IN_JSON), args
+    for fmt in ("jsonl", "pi"):
+        exported = _agentsh(
+            agentsh_home, project, "sessions", "export", session_id[:8], "--format", fmt
+        )
+        assert exported.returncode == 0, exported.stderr
+        assert not any(raw in exported.stdout for raw in RAW_IN_JSON), fmt
+        lines = [json.loads(line) for line in exported.stdout.splitlines()]
+        assert any(HOSTILE in t for t in _strings(lines)), fmt
