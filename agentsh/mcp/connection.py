@@ -31,7 +31,7 @@ import anyio
 from agentsh.config import McpSettings
 from agentsh.errors import AgentshError
 from agentsh.mcp import groups
-from agentsh.mcp.schema import SchemaProblem, checked_input_schema
+from agentsh.mcp.schema import SchemaProblem, checked_input_schema, injection_in
 from agentsh.mcp.servers_config import ExpansionError, Launch, ServerSpec, Transport
 from agentsh.mcp.state import RemoteTool, ServerState, ServerStatus
 
@@ -282,13 +282,20 @@ class ServerConnection:
                 except SchemaProblem as exc:
                     problems.append(f"{tool.name}: left out: {exc}")
                     continue
+                description = _description(tool.description or tool.title or "")
+                if found := injection_in(description, schema):
+                    problems.append(
+                        f"{_description(tool.name)}: left out: its definition looks like a "
+                        f"prompt injection ({found})"
+                    )
+                    continue
                 hints = tool.annotations
                 tools.append(
                     RemoteTool(
                         server=self.spec.name,
                         remote_name=tool.name,
                         name="",  # assigned by the manager, across all servers
-                        description=_description(tool.description or tool.title or ""),
+                        description=description,
                         input_schema=schema,
                         read_only=bool(hints and hints.read_only_hint),
                     )

@@ -46,11 +46,18 @@ async def test_a_tool_with_an_invalid_schema_or_name_is_left_out_and_reported(
     fake = shared_mcp.status("fake")
     assert fake is not None
     assert not any(t.remote_name == "bad_schema" for t in fake.tools)
-    escape, bad = sorted(fake.tool_problems, key=lambda p: p.startswith("bad"))
+    problems = {p.split(":", 1)[0]: p for p in fake.tool_problems}
+    escape, bad = problems.pop("'clear\\x1b[2Jscreen'"), problems.pop("bad_schema")
     assert bad.startswith("bad_schema: left out: its input schema is not valid JSON Schema")
     assert "not-a-type" in bad
     assert escape == "'clear\\x1b[2Jscreen': left out: not a usable tool name"
     assert not any("\x1b" in t.name + t.remote_name for t in shared_mcp.tools())
+    # Tool poisoning: an order to the model in a description, or in an argument's.
+    assert problems == {
+        name: f"{name}: left out: its definition looks like a prompt injection (hide_from_user)"
+        for name in ("add", "notes")
+    }
+    assert not any(t.remote_name in ("add", "notes") for t in shared_mcp.tools())
 
 
 async def test_calls_over_stdio_http_and_sse_return_their_text(shared_mcp: McpManager) -> None:
