@@ -140,11 +140,17 @@ class _Child:
         return self.process.poll() is None
 
 
+#: ``-P``: ``python -m`` would put the current folder (the project, someone else's code) first
+#: on the worker's ``sys.path``, so a cloned repository's ``asyncio.py`` or ``litellm.py`` ran in
+#: place of the real module the moment agentsh started its worker, trusted or not.
+WORKER_COMMAND = (sys.executable, "-P", "-m", "agentsh.llm.worker")
+
+
 class ModelWorker:
     """One ``python -m agentsh.llm.worker`` child and the calls in flight to it. Thread-safe."""
 
     def __init__(self, command: Sequence[str] | None = None) -> None:
-        self._command = list(command or [sys.executable, "-m", "agentsh.llm.worker"])
+        self._command = list(command or WORKER_COMMAND)
         self._lock = threading.RLock()  # the child and the call table; never held while writing
         self._child: _Child | None = None
         self._calls: dict[int, _Call] = {}
