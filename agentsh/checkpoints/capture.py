@@ -103,8 +103,23 @@ class Recorder:
         if cache:
             fast = self._observe_by_git(cache)
             if fast is not None:
-                return fast
-        return self._observe_all(cache)
+                return self._beneath_links(fast)
+        return self._beneath_links(self._observe_all(cache))
+
+    def _beneath_links(self, observation: Observation) -> Observation:
+        """A path with a symbolic link among its folders is not the project's file (git says
+        the same): what it reaches (``~/.ssh/id_rsa`` through ``keys -> ~/.ssh``) is never
+        read into the store, and a file known there before counts as gone."""
+        real = scan.RealFolders(self.root)
+        kept: list[Seen] = []
+        for item in observation.seen:
+            if item.st is not None and not real.holds(item.path):
+                if item.row is None:
+                    continue
+                item = Seen(item.path, None, item.row, item.listed)
+            kept.append(item)
+        observation.seen = kept
+        return observation
 
     def _observe_paths(
         self, cache: dict[str, CacheRow], paths: Sequence[str]
@@ -253,9 +268,8 @@ class Recorder:
             cache = store.cache()
             if not store.has_baseline():
                 return self._baseline(started)
-            observation = (self._observe_paths(cache, paths) if paths else None) or self.observe(
-                cache
-            )
+            fast = self._observe_paths(cache, paths) if paths else None
+            observation = self._beneath_links(fast) if fast is not None else self.observe(cache)
             self._sweep(observation.strays)
             previous = max(self._last_ns, int(store.meta("last_capture_ns", "0") or 0))
             changes, updates = self._changes(observation, cache, previous)

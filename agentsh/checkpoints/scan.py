@@ -308,6 +308,31 @@ def read_content(root: Path, rel: str, st: os.stat_result, max_bytes: int) -> by
         os.close(fd)
 
 
+class RealFolders:
+    """Which folders of the project are real folders from the root down (no symbolic link on
+    the way), each looked at once: git's own rule for what a path in its index names."""
+
+    def __init__(self, root: Path) -> None:
+        self._root = str(root)
+        self._known: dict[str, bool] = {"": True}
+
+    def holds(self, rel: str) -> bool:
+        """Whether every folder of ``rel`` is a real folder (the file itself may be a link)."""
+        folder = rel.rpartition("/")[0]
+        known = self._known.get(folder)
+        if known is None:
+            known = self.holds(folder) and _is_folder(f"{self._root}{os.sep}{folder}")
+            self._known[folder] = known
+        return known
+
+
+def _is_folder(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def lstat(root: Path, rel: str) -> os.stat_result | None:
     """``lstat`` of a covered file: None when it is gone or is not a file or a link."""
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import time
 from collections.abc import Callable
@@ -20,6 +21,8 @@ from agentsh.checkpoints.store import (
     CheckpointStore,
     blob_hash,
 )
+from agentsh.config import CheckpointSettings
+from agentsh.paths import UserPaths
 from tests.checkpoints.conftest import git, write_files
 
 
@@ -126,6 +129,34 @@ def test_symlinks_are_captured_as_links_and_big_files_are_not_read(
     (repo / "big.bin").write_bytes(b"y" * 6000)
     checkpointer.capture()
     assert ("big.bin", "?", "?") in journal(store)
+
+
+def test_nothing_is_read_through_a_folder_that_became_a_symlink(
+    repo: Path, make_checkpointer: Callable[..., Checkpointer], tmp_path: Path
+) -> None:
+    # src/lib.py is tracked; src/ is then swapped for a link to the user's ~/.ssh, where a
+    # file of the same name exists. git calls src/lib.py deleted; the store must not take in
+    # the key, now or in a first capture of a project already in that state.
+    ssh = tmp_path / "ssh"
+    ssh.mkdir()
+    (ssh / "lib.py").write_text("PRIVATE KEY\n")
+    checkpointer = make_checkpointer(repo)
+    checkpointer.capture()
+    shutil.rmtree(repo / "src")
+    (repo / "src").symlink_to(ssh, target_is_directory=True)
+    other = tmp_path / "other-home"
+    first = Checkpointer(
+        UserPaths(other / "config", other / "data", other / "cache"), repo, CheckpointSettings()
+    )
+    try:
+        for each in (checkpointer, first):
+            assert each.capture() is not None
+            store = each.recorder.store
+            assert "src/lib.py" not in store.cache()
+            assert not any(b"PRIVATE KEY" in p.read_bytes() for p in store.path.parent.iterdir())
+    finally:
+        first.close()
+    assert ("src/lib.py", "blob", "absent") in journal(checkpointer.recorder.store)
 
 
 def test_a_file_that_becomes_ignored_is_forgotten_not_deleted(
