@@ -9,7 +9,7 @@ from pathlib import Path
 from agentsh.config import MemorySettings, load_environment
 from agentsh.context.prompt_budget import PromptBudget, first_sentence, fit_memory
 from agentsh.memory.curated import CuratedMemory, MemoryTarget
-from agentsh.prompt import QUOTED_DATA_RULE, SystemPrompt
+from agentsh.system_prompt import QUOTED_DATA_RULE, SystemPrompt
 from agentsh.tools.base import ToolRegistry
 from agentsh.tools.builtin import builtin_tools
 

@@ -26,7 +26,7 @@ from agentsh.events import (
 )
 from agentsh.memory.curated import CuratedMemory, MemoryTarget
 from agentsh.paths import UserPaths
-from agentsh.prompt import SystemPrompt
+from agentsh.system_prompt import SystemPrompt
 from agentsh.session.entries import CompactionEntry, Role, Usage
 from agentsh.session.session import Session
 from agentsh.tools.base import ToolRegistry
