@@ -4,8 +4,8 @@
 ``stream-json`` prints Claude Code's message lines (``system``/``init``, ``assistant``, ``user``,
 ``result``); ``events`` prints agentsh's own richer events, one JSON line each, and the same
 result object after each turn. Every writer tells a person on stderr what they should know
-while it works (retries, notices, compactions; with ``--verbose`` each tool call too), so
-stdout stays machine-readable or only the answer.
+while it works (retries, notices, compactions, refused tool calls; with ``--verbose`` each tool
+call too), so stdout stays machine-readable or only the answer.
 """
 
 from __future__ import annotations
@@ -59,6 +59,13 @@ class Output:
         elif self.fmt == "events":
             self._json({**event_to_json(event), "session_id": self.stream.session_id})
         progress(event, self.err, verbose=self.verbose)
+
+    def denied(self, summary: str, why: str) -> None:
+        """A tool call refused without asking (nobody can answer in ``-p``): one line on
+        stderr, in every format; the JSON formats also list it in ``permission_denials``."""
+        reason = f": {why}" if why else ""
+        self.err.write(f"agentsh: denied {one_line(summary)}{one_line(reason)}\n")
+        self.err.flush()
 
     def end_turn(self, denials: list[dict[str, Any]]) -> None:
         if self.fmt == "text":

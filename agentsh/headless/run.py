@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentsh.config import ApprovalMode, load_environment
 from agentsh.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError
-from agentsh.events import TurnOutcome
+from agentsh.events import ToolFinished, TurnOutcome
 from agentsh.headless.claude_code import ClaudeCodeStream
 from agentsh.headless.output import Output
 from agentsh.headless.stdin import PROMPT_FROM_STDIN, resolve_prompt
@@ -275,11 +275,15 @@ def _control(agent: AgentAPI, request: ControlRequest) -> dict[str, Any]:
 
 async def _turn(agent: AgentAPI, output: Output, prompt: str, args: argparse.Namespace) -> int:
     output.start_turn()
-    denied_before = len(agent.denials())
+    denied_before = told = len(agent.denials())
     async for event in agent.run(prompt):
         if isinstance(event, EntryAppended):
             continue  # the log's own lines; these outputs report the turn's progress instead
         output.event(event)
+        if isinstance(event, ToolFinished):  # the model is told of a refusal; so is the user
+            for denial in agent.denials()[told:]:
+                output.denied(denial.summary or denial.tool, denial.why)
+            told = len(agent.denials())
     denials = [
         {"tool_name": d.tool, "tool_use_id": d.call_id, "tool_input": _params_json(d.params)}
         for d in agent.denials()[denied_before:]

@@ -36,6 +36,8 @@ class Denial:
     tool: str
     call_id: str
     params: Any
+    summary: str = ""  # the call's header line, e.g. "bash: rm -rf build"
+    why: str = ""  # for the user, in a few words, with how to allow it where one can
 
 
 class Approver:
@@ -83,18 +85,22 @@ class Approver:
 
     async def authorize(self, tool: Tool, params: Any, ctx: ToolContext) -> str | None:
         """None if the call may run; otherwise the message the model gets as an error result."""
-        denial = await self._authorize(tool, params, ctx)
-        if denial is not None and not self.interactive:
-            self.denials.append(Denial(tool.name, ctx.call_id, params))
-        return denial
+        refusal = await self._authorize(tool, params, ctx)
+        if refusal is None:
+            return None
+        message, why = refusal
+        if not self.interactive:
+            self.denials.append(Denial(tool.name, ctx.call_id, params, tool.summary(params), why))
+        return message
 
-    async def _authorize(self, tool: Tool, params: Any, ctx: ToolContext) -> str | None:
+    async def _authorize(self, tool: Tool, params: Any, ctx: ToolContext) -> tuple[str, str] | None:
+        """None if the call may run; else what the model is told and, for the user, why."""
         verdict = self.rules.check(tool.name, params, ctx.cwd, self.project_root)
         if verdict is not None and not verdict.allowed:
             why = verdict.reason
             if verdict.rule is not None:
                 why = f"the user's rule {verdict.rule.text!r} (--disallowedTools) forbids it"
-            return f"Denied: {tool.summary(params)}: {why}. Do not retry it; tell the user."
+            return f"Denied: {tool.summary(params)}: {why}. Do not retry it; tell the user.", why
         effect = tool.effect(params, ctx)
         summary = tool.summary(params)
         reasons = self._outside(tool, params, ctx)
@@ -108,12 +114,12 @@ class Approver:
                 f"Denied: {summary} would write outside the project ({where}). This tool "
                 "only writes inside the project; nothing was written. Tell the user if it "
                 "matters."
-            )
+            ), f"it would write outside the project ({where})"
         if self.plan:
             return (
                 f"Denied: {tool.summary(params)}. This is plan mode: files are not changed "
                 "and commands are not run. Finish the plan; the user will carry it out."
-            )
+            ), "plan mode changes no file and runs no command"
         if outside:
             if not self.interactive:
                 return (
@@ -122,9 +128,9 @@ class Approver:
                     f"allowed in non-interactive mode (agentsh -p), whatever --approve says. "
                     f"Keep changes inside the project, or tell the user to do this in an "
                     f"interactive agentsh session, where they can approve it."
-                )
+                ), f"it writes outside the project ({where}), never allowed with -p"
             reason = f"it writes outside the project root ({self.project_root}): {where}"
-            return await self._ask(tool, params, ctx, reason, outside=True)
+            return _asked(await self._ask(tool, params, ctx, reason, outside=True))
         protected = self._protected(tool, params, ctx)
         if protected is not None:
             if not self.interactive:
@@ -132,9 +138,9 @@ class Approver:
                     f"Denied: {summary} would change {protected}, so it is never changed in "
                     f"non-interactive mode (agentsh -p), whatever --approve says. Tell the "
                     f"user what you wanted to change."
-                )
+                ), f"it would change {protected}, never allowed with -p"
             reason = f"it changes {protected}"
-            return await self._ask(tool, params, ctx, reason, outside=False, sticky=False)
+            return _asked(await self._ask(tool, params, ctx, reason, outside=False, sticky=False))
         if verdict is not None:  # an allow rule (never past the two guards above)
             return None
         if self.mode is ApprovalMode.ALL:
@@ -148,21 +154,24 @@ class Approver:
         if not self.interactive:
             return self._headless_denial(summary, effect, tool.name if group else "")
         reason = f"approval mode is '{self.mode}': {what} need your approval"
-        return await self._ask(tool, params, ctx, reason, outside=False)
+        return _asked(await self._ask(tool, params, ctx, reason, outside=False))
 
-    def _headless_denial(self, summary: str, effect: Effect, grouped: str = "") -> str:
+    def _headless_denial(self, summary: str, effect: Effect, grouped: str = "") -> tuple[str, str]:
         if grouped:  # an MCP server's tool: the rule names it (or, with a *, its server)
             what = "calls to MCP tools cannot be approved, so this one did not run"
             server = grouped.rsplit("__", 1)[0]
+            allow = f"--allowedTools {grouped} (or {server}__*)"
             how = f"the user can allow it with `--allowedTools {grouped}` (or `{server}__*`)"
         elif effect is Effect.EDIT:
             what = "file edits cannot be approved, so this edit was not made"
+            allow = "--approve edits"
             how = (
                 "the user can allow edits inside the project with `--approve edits`, or edits "
                 "and commands with `--approve all`"
             )
         else:
             what = "commands cannot be approved, so this one did not run"
+            allow = '--approve all, or a rule like --allowedTools "Bash(git:*)"'
             how = (
                 "the user can allow commands with `--approve all`, or some of them with an "
                 'allow rule such as `--allowedTools "Bash(git:*)"`'
@@ -171,7 +180,7 @@ class Approver:
             f"Denied: {summary}. This run is non-interactive (agentsh -p) with approval mode "
             f"'{self.mode}': {what}. Do not retry it; tell the user what you wanted to do. "
             f"To allow it, {how}."
-        )
+        ), f"nobody can approve it in -p; {allow} allows it"
 
     def _protected(self, tool: Tool, params: Any, ctx: ToolContext) -> str | None:
         """What protected path the call writes, in words, or None."""
@@ -238,6 +247,11 @@ class Approver:
                 )
             case _:
                 return f"Cancelled while waiting for the user's approval; {summary} was not run."
+
+
+def _asked(message: str | None) -> tuple[str, str] | None:
+    """The user's answer to :meth:`Approver._ask` (never a headless denial: nobody asked)."""
+    return None if message is None else (message, "")
 
 
 async def _wait_for_decision(request: ApprovalRequest, ctx: ToolContext) -> ApprovalDecision | None:

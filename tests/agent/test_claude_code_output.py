@@ -144,6 +144,12 @@ def test_plan_mode_neither_edits_nor_runs_and_reports_the_denials(
     (result,) = _parsed(run)
     assert [d["tool_use_id"] for d in result.permission_denials] == ["c1", "c2"]
     assert result.permission_denials[1]["tool_input"]["command"] == "touch ran.txt"
+    # A person watching stderr learns of each refusal and why (stdout stays one JSON object).
+    notes = [line for line in run.stderr.splitlines() if line.startswith("agentsh: denied")]
+    assert notes == [
+        "agentsh: denied write: plan.txt: plan mode changes no file and runs no command",
+        "agentsh: denied bash: touch ran.txt: plan mode changes no file and runs no command",
+    ]
     system = scripted_server.requests[0].messages[0]["content"]
     assert "plan mode" in system.lower()
 

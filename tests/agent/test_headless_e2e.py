@@ -145,6 +145,11 @@ def test_ask_mode_denies_in_headless_and_tells_the_model_why(
     assert not (project / "made.txt").exists()
     results = [m for m in scripted_server.requests[1].messages if m["role"] == "tool"]
     assert "--approve" in results[0]["content"]
+    # The user is told too, in one line on stderr (stdout keeps only the answer).
+    assert run.stdout == "denied, ok\n"
+    [note] = [line for line in run.stderr.splitlines() if "denied" in line]
+    assert note.startswith("agentsh: denied bash: touch made.txt: ")
+    assert "--approve all" in note
 
 
 def test_json_and_stream_json_output(
