@@ -265,10 +265,11 @@ def format_table(infos: list[SessionInfo], *, show_project: bool, width: int) ->
         "TITLE",
     ]
     right = {2, 3, 4}  # numbers line up on the right
+    name_column = 5 if show_name else -1  # a long name keeps its start, a folder its end
     columns = len(header)
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(columns - 1)]
     if show_name:
-        widths[5] = min(widths[5], 24)
+        widths[name_column] = min(widths[name_column], 24)
     if show_project:
         widths[-1] = min(widths[-1], 30)
     lines = []
@@ -276,7 +277,9 @@ def format_table(infos: list[SessionInfo], *, show_project: bool, width: int) ->
         cells = []
         for i in range(columns - 1):
             cell = row[i]
-            if len(cell) > widths[i]:
+            if len(cell) > widths[i] and i == name_column:
+                cell = cell[: widths[i] - 1] + "…"
+            elif len(cell) > widths[i]:
                 cell = "…" + cell[-(widths[i] - 1) :]
             cells.append(cell.rjust(widths[i]) if i in right else cell.ljust(widths[i]))
         used = sum(widths) + 2 * (columns - 1)

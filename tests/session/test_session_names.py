@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from agentsh.commands.sessions_cmd import format_table
 from agentsh.config import load_environment
 from agentsh.session.catalog import AmbiguousSession, Catalog
-from agentsh.session.entries import NameEntry, Role, UnknownEntry, entry_from_json
+from agentsh.session.entries import NameEntry, Role, UnknownEntry, clean_name, entry_from_json
 from agentsh.session.session import Session
 from agentsh.startup import session_for_args
 from tests.session.helpers import conversation, new_project_session, user_paths
@@ -26,7 +27,7 @@ def test_a_name_is_kept_in_the_log_and_the_newest_wins(project: Path) -> None:
     session = Session.create(user_paths().project_sessions_dir(project), project)
     conversation(session, 1)
     path_before = [e.id for e in session.current_path()]
-    assert session.set_name("  parser\n rewrite\x1b[31m ") == "parser rewrite [31m"
+    assert session.set_name("  parser\n rewrite\x1b[31m ") == "parser rewrite"
     session.set_name("parser rewrite v2")
     session.close()
     assert session.path is not None
@@ -100,3 +101,20 @@ def test_a_schema_2_catalog_is_rebuilt_and_then_knows_the_names(project: Path) -
     with sqlite3.connect(paths.catalog_db) as db:  # the file itself was rebuilt, not bypassed
         assert db.execute("PRAGMA user_version").fetchone()[0] == 3
         assert db.execute("SELECT name FROM sessions").fetchall() == [("old catalog",)]
+
+
+def test_a_name_from_someone_else_s_file_loses_its_escape_sequences_whole() -> None:
+    """A Pi file or a hand-edited log is someone's input: an OSC 52 clipboard write or a CSI
+    colour must not print, nor leave its payload ("]52;c;aGk=") behind in listings."""
+    hostile = "fix\x1b]52;c;aGk=\x07 the\x1b[31m parser\x1b[0m\u202e\r\nnow\x9b2J\x1b\\"
+    assert clean_name(hostile) == "fix the parser now"
+
+
+def test_the_listing_shows_the_start_of_a_long_name(project: Path) -> None:
+    session = Session.create(user_paths().project_sessions_dir(project), project)
+    conversation(session, 1)
+    session.set_name("refactor the session catalog into two modules")
+    session.close()
+    table = format_table(Catalog(user_paths()).list(project), show_project=False, width=120)
+    assert table[0].split()[5] == "NAME"
+    assert "refactor the session ca…" in table[1]
