@@ -75,7 +75,8 @@ def main(args: argparse.Namespace) -> int:
         # The TUI shows a picker for a bare -r; here nobody can pick, and starting a new
         # session instead would quietly drop the conversation the user asked for.
         raise CliError(
-            "-r needs a session id with -p (`agentsh sessions` lists them; -c resumes the newest)"
+            "-r needs a session name or id with -p (`agentsh sessions` lists them; -c resumes "
+            "the newest)"
         )
     rules = _rules(args)
     first: str | None = None

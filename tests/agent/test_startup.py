@@ -27,7 +27,7 @@ def test_headless_resume_without_an_id_says_one_is_needed(
 ) -> None:
     assert main(["-p", "hello", "-r"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("agentsh: -r needs a session id") and len(err.splitlines()) == 1
+    assert err.startswith("agentsh: -r needs a session name or id") and len(err.splitlines()) == 1
 
 
 @pytest.mark.parametrize(
