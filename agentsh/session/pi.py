@@ -325,8 +325,9 @@ def _iso(stamp: Any) -> str:
 def to_pi_lines(header: Header, records: list[AnyEntry], leaf_id: str | None) -> list[str]:
     """A Pi v3 file of the session: every branch, parents before children, labels as Pi's
     label entries, and the leaf last, so Pi (whose leaf is the last line) opens where agentsh
-    was. A leaf with entries below it (the user went back) cannot be last; Pi then opens at
-    the newest entry, as it would have itself."""
+    was; the session's name, as Pi's ``session_info``, comes after it, as its child. A leaf
+    with entries below it (the user went back) cannot be last: named, Pi opens there all the
+    same (through the name); unnamed, at the newest entry, as it would have itself."""
     out = [
         _dumps(
             {
@@ -359,6 +360,21 @@ def to_pi_lines(header: Header, records: list[AnyEntry], leaf_id: str | None) ->
             )
     if last is not None and (line := _pi_entry(last)):
         out.append(line)
+    names = [e for e in records if isinstance(e, NameEntry)]
+    if names and names[-1].name and leaf_id in known:
+        # Pi's /name appends a session_info entry at its leaf; as the last line here it also
+        # makes Pi open on agentsh's leaf when that leaf has entries below it.
+        out.append(
+            _dumps(
+                {
+                    "type": "session_info",
+                    "id": names[-1].id,
+                    "parentId": leaf_id,
+                    "timestamp": names[-1].timestamp,
+                    "name": names[-1].name,
+                }
+            )
+        )
     return out
 
 

@@ -26,9 +26,9 @@ from agentsh.events import (
 )
 from agentsh.memory.curated import CuratedMemory, MemoryTarget
 from agentsh.paths import UserPaths
-from agentsh.system_prompt import SystemPrompt
 from agentsh.session.entries import CompactionEntry, Role, Usage
 from agentsh.session.session import Session
+from agentsh.system_prompt import SystemPrompt
 from agentsh.tools.base import ToolRegistry
 from agentsh.tools.builtin import session_tools
 from agentsh.tools.memory import MemoryTool

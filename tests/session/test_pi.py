@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,27 @@ def test_export_to_pi_and_back_keeps_every_branch_and_the_leaf(
     assert rebuilt.label(first) == "here"
     contents = [getattr(e, "content", None) for e in rebuilt.current_path()]
     assert contents == [getattr(e, "content", None) for e in session.current_path()]
+
+
+def test_a_name_goes_to_pi_as_session_info_and_pi_opens_on_the_leaf(
+    project: Path, agentsh_home: Path
+) -> None:
+    session = new_project_session(project, turns=2)
+    assert session.path is not None
+    session = Session.open(session.path)
+    first = session.tree.roots[0]
+    session.set_name("parser fix")
+    session.move_leaf(first)  # the leaf has entries below it: it cannot be the last node
+    session.close()
+    session = Session.open(session.path, lock=False)
+    lines = to_pi_lines(session.header, session.tree.records, session.tree.leaf_id)
+    last = json.loads(lines[-1])  # Pi's leaf is its last line: the name, below our leaf
+    assert last["type"] == "session_info" and last["name"] == "parser fix"
+    assert last["parentId"] == first
+    back = read_pi("\n".join(lines).encode(), "export")
+    assert back.problems == [] and back.dropped == {}
+    rebuilt = Session.create(None, project)
+    for entry in back.entries:
+        rebuilt.append(entry)
+    assert rebuilt.name == "parser fix"
+    assert rebuilt.tree.path_ids() == session.tree.path_ids()
