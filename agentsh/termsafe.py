@@ -58,6 +58,31 @@ def json_safe(text: str) -> str:
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+# Colour, cursor and title sequences (CSI, terminated OSC, two-byte ESC): noise to the model
+# and garbage in a plain-text view. An unterminated OSC stays as text, so no output is lost.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+# Every escape sequence, whole, for a short field that someone else wrote (a session name):
+# CSI in its 7- and 8-bit forms, the string sequences (OSC 52 clipboard writes, OSC 8 links,
+# DCS...) up to their terminator or the end, and any other ESC sequence.
+_ANY_SEQUENCE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f]).*?(?:\x07|\x1b\\|\x9c|$)"
+    r"|\x1b[ -/]*[0-~]?",
+    re.DOTALL,
+)
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without the terminal sequences commands print (colours, cursor moves, titles)."""
+    return _ANSI.sub("", text)
+
+
+def without_sequences(text: str, replacement: str = " ") -> str:
+    """``text`` with every escape sequence and what it carried replaced by ``replacement``."""
+    return _ANY_SEQUENCE.sub(replacement, text)
+
+
 class SafeWriter:
     """A text stream that makes control characters visible on the way to ``target``;
     ``buffer`` (raw bytes) and everything else are the target's own."""

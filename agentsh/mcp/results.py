@@ -24,17 +24,17 @@ from typing import Any
 
 from agentsh.fsutil import atomic_write
 from agentsh.llm.client import environment_secrets, redact
+from agentsh.termsafe import strip_ansi
 from agentsh.tools.base import ToolResult, format_size, truncate_head
 
-# CSI/OSC/other escape sequences, then any C0/C1 control character except tab and newline.
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+# After the escape sequences: any C0/C1 control character except tab and newline.
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def clean_text(text: str) -> str:
     """``text`` without terminal escape sequences or control characters (``\\r\\n`` -> ``\\n``)."""
     text = text.replace("\r\n", "\n")
-    return _CONTROLS.sub("", _ESCAPES.sub("", text))
+    return _CONTROLS.sub("", strip_ansi(text))
 
 
 def _size_of_base64(data: Any) -> str:

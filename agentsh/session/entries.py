@@ -18,7 +18,6 @@ are re-exported here for the log's readers.
 from __future__ import annotations
 
 import json
-import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
@@ -28,6 +27,7 @@ from typing import Any, TypeVar
 from agentsh.errors import AgentshError
 from agentsh.events import Event
 from agentsh.paths import checked_session_id
+from agentsh.termsafe import without_sequences
 from agentsh.values import Role, StopReason, ToolCall, Usage
 
 _T = TypeVar("_T")
@@ -65,21 +65,12 @@ class EntryError(AgentshError, ValueError):
 
 NAME_CHARS = 80
 
-# Terminal escape sequences, whole: CSI (colours, screen clears), the string ones (OSC 52
-# clipboard writes, OSC 8 links, DCS...) up to their terminator, and any other ESC sequence.
-_ESCAPE = re.compile(
-    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
-    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f]).*?(?:\x07|\x1b\\|\x9c|$)"
-    r"|\x1b[ -/]*[0-~]?",
-    re.DOTALL,
-)
-
 
 def clean_name(name: str) -> str:
     """A session name as stored and shown: one line, at most :data:`NAME_CHARS` characters,
     no escape sequence (nor what it carried) and no control or bidi-override character: a
     name may come from a Pi file or a hand-edited log, which is someone's input."""
-    text = _ESCAPE.sub(" ", name)
+    text = without_sequences(name)
     flat = " ".join("".join(c if c.isprintable() else " " for c in text).split())
     return flat[:NAME_CHARS]
 

@@ -20,7 +20,6 @@ import codecs
 import contextlib
 import dataclasses
 import os
-import re
 import signal
 import subprocess
 import tempfile
@@ -32,6 +31,7 @@ from typing import IO, Any, ClassVar
 
 from agentsh.context.facts import FILES_CHANGED
 from agentsh.events import ToolOutput
+from agentsh.termsafe import strip_ansi
 from agentsh.tools import changes
 from agentsh.tools.base import (
     Effect,
@@ -57,9 +57,6 @@ _TERM_GRACE_CANCEL_S = 0.2
 # it open (``server &``) must not hold the tool until the timeout.
 _DRAIN_GRACE_S = 1.0
 
-# Colour and cursor sequences are noise to the model and garbage in a plain-text view.
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-
 # Commands run without a terminal: no pager may wait for a key, no prompt for a password.
 _ENV_OVERRIDES = {
     "PAGER": "cat",
@@ -68,10 +65,6 @@ _ENV_OVERRIDES = {
     "NO_COLOR": "1",
     "TERM": "dumb",
 }
-
-
-def strip_ansi(text: str) -> str:
-    return _ANSI.sub("", text)
 
 
 @dataclass(frozen=True, slots=True)
