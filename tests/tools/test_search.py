@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -118,6 +119,24 @@ async def test_grep_prints_path_line_text(project: Path, ctx: ToolContext, grep:
     assert not result.is_error
     assert result.content == "a.py:2: # TODO: fix\nsub/b.py:2: TODO later"
     assert result.details["matches"] == 2
+
+
+@pytest.mark.asyncio
+async def test_grep_never_runs_an_rg_from_the_project(
+    project: Path, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A user with "." (or an empty entry) in PATH: the repository's own "rg" must not run
+    # on the model's first grep (reads never ask).
+    marker = project.parent / "ran"
+    fake = project / "rg"
+    fake.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    fake.chmod(0o755)
+    tree(project, {"a.txt": "needle\n"})
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("PATH", os.pathsep.join([".", "", os.environ.get("PATH", "")]))
+    result = await call(GrepTool(), ctx, pattern="needle")
+    assert not marker.exists()
+    assert result.content == "a.txt:1: needle"
 
 
 @pytest.mark.asyncio
