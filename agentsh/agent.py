@@ -1,10 +1,12 @@
-"""The turn loop: user input -> context -> model -> tools -> log, as one stream of events.
+"""The agent: user input -> context -> model -> tools -> log, as one stream of events.
 
 ``Agent.run(text)`` is an async iterator of :mod:`agentsh.events`. Work happens in a task that
 pushes events into a queue the iterator drains, so tools (streaming bash output, approval
 requests) and the context manager (compaction progress) can emit events from anywhere in the
 turn. Every step is also an entry in the session log, written before the event that announces
-it, so whatever a front end shows is already durable.
+it, so whatever a front end shows is already durable. This module holds what lasts between
+turns (session, model, context, tools, MCP servers) and :func:`build_agent`; the loop of one
+turn is :mod:`agentsh.turn`, one tool call :mod:`agentsh.tool_calls`.
 
 Cancelling (Esc) keeps what was received: a cancelled stream becomes an assistant entry marked
 ``aborted`` holding the text so far; a cancelled tool run keeps its partial output; calls that
@@ -14,12 +16,10 @@ never ran get a result saying so, so the log never holds an orphan tool call.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,31 +27,13 @@ from agentsh.checkpoints.checkpointer import Checkpointer
 from agentsh.checkpoints.session_files import SessionFiles
 from agentsh.config import ApprovalMode, Environment
 from agentsh.context.engine import SummaryReply
-from agentsh.context.manager import ContextManager, ContextTooLarge
+from agentsh.context.manager import ContextManager
 from agentsh.context.undo import UndoResult, undo_compaction
 from agentsh.errors import AgentshError
-from agentsh.events import (
-    AssistantMessage,
-    ContextStatus,
-    ErrorKind,
-    ErrorOccurred,
-    Event,
-    Notice,
-    NoticeLevel,
-    StatusChanged,
-    TextDelta,
-    Tier,
-    ToolFinished,
-    ToolOutput,
-    ToolStarted,
-    TurnEnded,
-    TurnOutcome,
-    TurnStarted,
-    UsageReported,
-)
-from agentsh.instructions import TOUCHING_TOOLS, NestedInstructions
-from agentsh.llm.client import Completion, LLMClient, LLMError, environment_secrets, redact
-from agentsh.llm.models import api_base_for, model_info, no_model_help
+from agentsh.events import ContextStatus, ErrorKind, Event, Notice, NoticeLevel, StatusChanged, Tier
+from agentsh.instructions import NestedInstructions
+from agentsh.llm.client import LLMClient, LLMError, environment_secrets
+from agentsh.llm.models import api_base_for, model_info
 from agentsh.llm.tokens import TokenCounter, estimate_tokens
 from agentsh.mcp.mcp_manager import McpManager
 from agentsh.mcp.servers_config import ServerSpec
@@ -62,58 +44,27 @@ from agentsh.session.entries import (
     AnyEntry,
     BranchSummaryEntry,
     EntryAppended,
-    MessageEntry,
     ModelChangeEntry,
-    Role,
-    StopReason,
-    ToolCall,
     Usage,
 )
-from agentsh.session.log import SessionError
 from agentsh.session.session import Session
 from agentsh.system_prompt import SystemPrompt
+from agentsh.tool_calls import TurnState
 from agentsh.tools.approval import Approver, Denial
-from agentsh.tools.base import (
-    Effect,
-    Tool,
-    ToolArgumentError,
-    ToolContext,
-    ToolRegistry,
-    ToolResult,
-    resolve_path,
-)
+from agentsh.tools.base import ToolRegistry
 from agentsh.tools.builtin import session_tools
 from agentsh.tools.host import ToolHost
 from agentsh.tools.memory import MemoryTool
 from agentsh.tools.rules import ToolRules
+from agentsh.turn import Turn
 
 DEFAULT_MAX_STEPS = 200
-MAX_SUMMARY_CHARS = 300  # a tool call's header, as stored in the log
 
 _DONE = object()
-
-MEMORY_FLUSH_PROMPT = (
-    "The conversation above is about to be summarized and its details will leave your context. "
-    "If anything in it is worth keeping for future sessions (project facts, commands, "
-    "decisions, the user's preferences), save it now with the memory tool. Reply briefly."
-)
 
 
 class AgentBusy(AgentshError, RuntimeError):
     """A second turn was started while one is running (front ends queue instead)."""
-
-
-@dataclass(slots=True)
-class _TurnState:
-    """What the running turn has produced so far, for a clean abort."""
-
-    text: str = ""
-    streaming: bool = False
-    pending_calls: list[ToolCall] = field(default_factory=list)
-    answered_calls: set[str] = field(default_factory=set)
-    running_tool: bool = False
-    final_text: str = ""
-    limit: str = ""  # the limit that ended the turn early (see TurnEnded.limit)
 
 
 class Agent:
@@ -163,8 +114,8 @@ class Agent:
         self._notices = list(notices)  # told to the user at the start of the next turn
         self._emit: Callable[[Event], None] = lambda _event: None
         self._task: asyncio.Task[None] | None = None
-        self._state = _TurnState()
-        self._tool_cancel = asyncio.Event()
+        self._state = TurnState()  # the running turn's, for cancel
+        self.tool_cancel = asyncio.Event()
         self._window = window
         self._max_output = max_output
         self._branch_usage: dict[tuple[str, str], Usage] = {}  # written, not yet attached
@@ -177,7 +128,7 @@ class Agent:
         # turn or compaction loads it, counts are the CJK-aware estimate (flagged as such).
         self._tokenizer = tokenizer if count_tokens is None else None
         self._tokenizer_load: asyncio.Future[bool] | None = None
-        # MCP servers' tools join the registry as the servers come up (see _mcp_ready).
+        # MCP servers' tools join the registry as the servers come up (see agentsh.turn).
         self.mcp = mcp
         self.mcp_untrusted = tuple(mcp_untrusted)  # the project's servers, not started (/mcp)
         self.mcp_tools: McpToolSource | None = None
@@ -194,7 +145,7 @@ class Agent:
             tools.add_source(self.mcp_tools)
         # Provider keys the commands the model runs can see, and the tokens MCP servers are
         # given (headers, key-like env values); never echoed into the log.
-        self._secrets = environment_secrets() + (mcp.secrets() if mcp is not None else ())
+        self.secrets = environment_secrets() + (mcp.secrets() if mcp is not None else ())
         self.context = self._new_context(session, window)
         session.on_append = self._entry_appended
         self.nested = self._new_nested()
@@ -255,9 +206,10 @@ class Agent:
 
         if self.llm is not None:  # no model configured: nothing to call, nothing to load
             remote.prewarm()
-        await self._ensure_tokenizer()
+        await self.ensure_tokenizer()
 
-    async def _ensure_tokenizer(self) -> None:
+    async def ensure_tokenizer(self) -> None:
+        """Switch the counts to exact once the tokenizer loaded (loading it the first time)."""
         tokenizer = self._tokenizer
         if tokenizer is None:
             return
@@ -284,7 +236,7 @@ class Agent:
         if self._state.running_tool:
             # A running tool stops itself and returns its partial output; the loop then sees
             # the flag and ends the turn without another model call.
-            self._tool_cancel.set()
+            self.tool_cancel.set()
         else:
             assert self._task is not None
             self._task.cancel()
@@ -354,7 +306,7 @@ class Agent:
 
         if self.llm is None:
             raise LLMError(ErrorKind.NO_MODEL, "No model is configured to write a branch summary.")
-        await self._ensure_tokenizer()
+        await self.ensure_tokenizer()
         branch = abandoned_branch(self.session.tree, from_leaf, self.session.leaf_id)
         budget = budget_for(self._window, self.env.settings.context.reserve_tokens)
         entries = select_entries(branch.entries, budget, self.context.accounting.count)
@@ -451,7 +403,7 @@ class Agent:
             raise AgentBusy("a turn is already running")
         queue: asyncio.Queue[object] = asyncio.Queue()
         self._emit = queue.put_nowait
-        self._tool_cancel = asyncio.Event()
+        self.tool_cancel = asyncio.Event()
         task: asyncio.Task[None] = asyncio.ensure_future(work)
         self._task = task
         task.add_done_callback(lambda _t: queue.put_nowait(_DONE))
@@ -469,20 +421,13 @@ class Agent:
                 await asyncio.gather(task, return_exceptions=True)
             self._emit = lambda _event: None
 
-    def _emit_event(self, event: Event) -> None:
+    def emit(self, event: Event) -> None:
+        """Into the stream of the running turn or compaction (dropped when none runs)."""
         self._emit(event)
 
     def _entry_appended(self, entry: AnyEntry) -> None:
         """Every entry written during a turn is announced, in order, after it is durable."""
         self._emit(EntryAppended(entry))
-
-    def _end_turn(
-        self, outcome: TurnOutcome, text: str = "", error: str = "", limit: str = ""
-    ) -> None:
-        """The last two events of every turn: the status as the turn leaves it, then the end
-        (front ends take the status from the stream, never by asking after the turn)."""
-        self._emit(StatusChanged(self.context.status()))
-        self._emit(TurnEnded(outcome, text=text, error=error, limit=limit))
 
     def _new_context(self, session: Session, window: int) -> ContextManager:
         context = ContextManager(
@@ -493,7 +438,7 @@ class Agent:
             window=window,
             summarize=self._summarize,
             count_tokens=self._count_tokens,
-            emit=self._emit_event,
+            emit=self.emit,
             on_summary_written=self._on_summary_written,
             max_output=self._max_output,
         )
@@ -503,428 +448,31 @@ class Agent:
     # -- one turn ---------------------------------------------------------------------------
 
     async def _turn(self, text: str) -> None:
-        self._state = state = _TurnState()
-        emit = self._emit_event
-        try:
-            for notice in self._take_notices():
-                emit(Notice(NoticeLevel.WARNING, notice))
-            if self.llm is None:
-                emit(ErrorOccurred(ErrorKind.NO_MODEL, no_model_help(self.env.user.config_file)))
-                self._end_turn(TurnOutcome.ERROR, error="no model is configured")
-                return
-            await self._ensure_tokenizer()
-            is_first = not any(
-                isinstance(e, MessageEntry) and e.role is Role.USER
-                for e in self.session.current_path()
-            )
-            user = self.session.append_message(Role.USER, text)
-            await self._checkpoint("user")
-            if is_first:
-                self.prompt.set_first_message(text)
-                for notice in self._take_notices():
-                    emit(Notice(NoticeLevel.WARNING, notice))
-            emit(TurnStarted(user.id, text))
-            self.memory_tool.new_turn()
-            await self._mcp_ready()
-            outcome = await self._steps(state)
-            if outcome is TurnOutcome.ABORTED:
-                self._end_turn(TurnOutcome.ABORTED, text=state.final_text)
-            elif outcome is TurnOutcome.DONE:
-                self._end_turn(TurnOutcome.DONE, text=state.final_text, limit=state.limit)
-        except asyncio.CancelledError:
-            self._record_abort(state)
-            self._end_turn(TurnOutcome.ABORTED, text=state.text)
-        except SessionError as exc:
-            emit(ErrorOccurred(ErrorKind.OTHER, f"The session log could not be written: {exc}"))
-            self._end_turn(TurnOutcome.ERROR, error=str(exc))
-        except Exception as exc:  # noqa: BLE001 - last resort: a bug ends this turn, not the app
-            # Keep what was received and answer every call, so the log stays whole and the
-            # next turn can go on; the message names the exception so the bug can be found.
-            message = f"Internal error: {type(exc).__name__}: {exc}".rstrip(": ")
-            text = state.text
-            with contextlib.suppress(SessionError):
-                if state.streaming:
-                    self._record_error(state, message)
-                self._answer_unrun_calls(state, "not run: the turn stopped on an internal error")
-            emit(ErrorOccurred(ErrorKind.OTHER, message))
-            self._end_turn(TurnOutcome.ERROR, text=text, error=message)
-        finally:
-            self._sync_quietly()
+        self._state = state = TurnState()
+        await Turn(self, state).run(text)
 
-    async def _steps(self, state: _TurnState) -> TurnOutcome | None:
-        """Model calls and tool runs until the model stops; None when an error was emitted."""
-        emit = self._emit_event
-        overflow_retried = False
-        assert self.llm is not None
-        for _step in range(self.max_steps):
-            if self.max_cost_usd is not None and self.spent_usd >= self.max_cost_usd:
-                state.limit = "max_budget_usd"
-                emit(
-                    Notice(
-                        NoticeLevel.WARNING,
-                        f"Stopped: ${self.spent_usd:.4f} spent, the budget is "
-                        f"${self.max_cost_usd:.4f}.",
-                    )
-                )
-                return TurnOutcome.DONE
-            system = self.prompt.render()
-            schemas = self.tools.schemas()
-            if self.context.needs_memory_flush():
-                await self._memory_flush(system)
-            try:
-                messages = await self.context.prepare(system, schemas)
-            except ContextTooLarge as exc:
-                emit(ErrorOccurred(ErrorKind.CONTEXT_OVERFLOW, str(exc)))
-                emit(StatusChanged(self.context.status()))
-                emit(TurnEnded(TurnOutcome.ERROR, text=state.text, error=str(exc)))
-                return None
-            try:
-                completion = await self._stream(messages, schemas, state)
-            except LLMError as err:
-                if err.kind is ErrorKind.CONTEXT_OVERFLOW and not overflow_retried:
-                    overflow_retried = True
-                    state.text = ""
-                    if await self.context.on_overflow():
-                        continue
-                self._record_error(state, err.message)
-                emit(ErrorOccurred(err.kind, err.message))
-                self._end_turn(TurnOutcome.ERROR, text=state.text, error=err.message)
-                return None
-            entry = self.session.append_message(
-                Role.ASSISTANT,
-                completion.text,
-                tool_calls=tuple(self._summarized(c) for c in completion.tool_calls),
-                model=completion.model or self.llm.model,
-                usage=completion.usage,
-                stop_reason=completion.stop_reason,
-            )
-            state.text = ""
-            state.streaming = False
-            self.context.record_usage(entry)
-            emit(
-                AssistantMessage(
-                    entry.id,
-                    entry.content,
-                    tuple((c.id, c.name, c.arguments) for c in entry.tool_calls),
-                    completion.stop_reason.value,
-                )
-            )
-            usage = completion.usage
-            self.spent_usd += usage.cost
-            emit(
-                UsageReported(
-                    usage.input_tokens,
-                    usage.output_tokens,
-                    usage.cache_read_tokens,
-                    usage.cache_write_tokens,
-                    usage.cost,
-                )
-            )
-            emit(StatusChanged(self.context.status()))
-            if entry.content:
-                state.final_text = entry.content
-            if not entry.tool_calls:
-                return TurnOutcome.DONE
-            state.pending_calls = list(entry.tool_calls)
-            for call in entry.tool_calls:
-                await self._run_tool(call, state)
-                if self._tool_cancel.is_set():
-                    self._answer_unrun_calls(state, "not run: the user cancelled the turn")
-                    return TurnOutcome.ABORTED
-            state.pending_calls = []
-        state.limit = "max_turns"
-        emit(
-            Notice(
-                NoticeLevel.WARNING,
-                f"Stopped after {self.max_steps} model calls in one turn; send a message to go on.",
-            )
-        )
-        return TurnOutcome.DONE
-
-    async def _stream(
-        self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]], state: _TurnState
-    ) -> Completion:
-        assert self.llm is not None
-        emit = self._emit_event
-        state.text = ""
-        state.streaming = True
-        completion: Completion | None = None
-        max_tokens = self.env.settings.model.max_output_tokens or None
-        stream = self.llm.stream(messages, schemas or None, max_tokens=max_tokens)
-        async with contextlib.aclosing(stream):  # a cancel closes the HTTP stream at once
-            async for item in stream:
-                if isinstance(item, Completion):
-                    completion = item
-                else:
-                    if isinstance(item, TextDelta):
-                        state.text += item.text
-                    emit(item)
-        state.streaming = False
-        if completion is None:  # pragma: no cover - the client always ends with a Completion
-            raise LLMError(ErrorKind.OTHER, "The provider ended the reply without finishing it.")
-        return completion
-
-    async def _run_tool(self, call: ToolCall, state: _TurnState) -> None:
-        emit = self._emit_event
-        tool = self.tools.get(call.name)
-        arguments = _parse_arguments(call.arguments)
-        ctx = self._tool_context(call.id)
-        params: Any = None
-        problem = ""
-        if tool is None:
-            known = ", ".join(self.tools.names())
-            problem = f"Unknown tool '{call.name}'. Available tools: {known}."
-        elif isinstance(arguments, str):
-            problem = arguments
-        else:
-            try:
-                params = tool.parse(arguments)
-            except ToolArgumentError as exc:
-                problem = f"Invalid arguments for {call.name}: {exc}"
-        changes_files = tool is not None and not problem and _changes_files(tool, params, ctx)
-        emit(
-            ToolStarted(
-                call.id,
-                call.name,
-                arguments if isinstance(arguments, dict) else {},
-                call.summary or call.name,
-            )
-        )
-        if problem or tool is None:
-            result = ToolResult(problem, is_error=True)
-        else:
-            result = self._redacted(await self._authorized_run(tool, params, ctx))
-            result = self._with_nested_instructions(tool, params, result)
-        self._emit_mcp_notices()
-        entry = self.session.append_tool_result(
-            call.id,
-            call.name,
-            result.content,
-            is_error=result.is_error,
-            truncated=result.truncated,
-            details=result.details,
-        )
-        if changes_files:  # the files as this call left them (a write/edit: its targets only)
-            await self._checkpoint("tool", tool.target_paths(params, ctx) if tool else [])
-        state.answered_calls.add(call.id)
-        emit(
-            ToolFinished(
-                call_id=call.id,
-                name=call.name,
-                entry_id=entry.id,
-                content=result.content,
-                is_error=result.is_error,
-                truncated=result.truncated,
-                diff=str(result.details.get("diff", "")),
-                full_output_path=str(result.details.get("full_output_path", "")),
-            )
-        )
-
-    def _summarized(self, call: ToolCall) -> ToolCall:
-        """The call with the header its tool writes for it (the call's name when the tool is
-        unknown or the arguments do not parse), stored in the log with the call."""
-        tool = self.tools.get(call.name)
-        arguments = _parse_arguments(call.arguments)
-        summary = call.name
-        if tool is not None and isinstance(arguments, dict):
-            with contextlib.suppress(ToolArgumentError):
-                summary = tool.summary(tool.parse(arguments))
-        if len(summary) > MAX_SUMMARY_CHARS:
-            summary = summary[: MAX_SUMMARY_CHARS - 1] + "…"
-        return replace(call, summary=summary)
-
-    def _with_nested_instructions(self, tool: Tool, params: Any, result: ToolResult) -> ToolResult:
-        """A file read, written or edited for the first time under a folder with its own
-        AGENTS.md: that file joins the result, once (agentsh/instructions.py)."""
-        where = getattr(params, "path", None)
-        if result.is_error or tool.name not in TOUCHING_TOOLS or not isinstance(where, str):
-            return result
-        load = self.nested.after_touch(resolve_path(where, self.cwd))
-        for text in load.loaded:
-            self._emit_event(Notice(NoticeLevel.INFO, text))
-        for text in load.problems:
-            self._emit_event(Notice(NoticeLevel.WARNING, text))
-        if not load.block:
-            return result
-        return replace(result, content=f"{result.content}\n\n{load.block}")
-
-    def _tool_context(self, call_id: str) -> ToolContext:
-        return ToolContext(
-            project=self.env.project,
-            user=self.env.user,
-            settings=self.env.settings,
-            cwd=self.cwd,
-            call_id=call_id,
-            emit=self._emit_tool_event,
-            cancelled=self._tool_cancel,
-            session_id=self.session.id,
-            project_trusted=self.env.trusted,
-            secrets=self._secrets,
-            host=self.host,
-        )
-
-    async def _checkpoint(self, reason: str, paths: Sequence[Path] = ()) -> None:
-        """Capture the project's files at the leaf (agentsh/checkpoints); the capture runs in
-        a thread, the record is appended here. Never fails the turn: problems are notices."""
-        if self.checkpoints is None:
-            return
-        capture = await asyncio.to_thread(self.checkpoints.capture, paths)
-        if capture is not None:
-            self.checkpoints.record(self.session, reason, capture)
-        for text in self.checkpoints.take_notices():
-            self._emit_event(Notice(NoticeLevel.WARNING, text))
-
-    def _emit_tool_event(self, event: Event) -> None:
-        if isinstance(event, ToolOutput) and self._secrets:
-            event = ToolOutput(event.call_id, redact(event.text, self._secrets))
-        self._emit_event(event)
-
-    def _redacted(self, result: ToolResult) -> ToolResult:
-        """A command may print a provider key (``env``, a debug log): keep it out of the log,
-        the screen and the next request."""
-        if not self._secrets:
-            return result
-        details = dict(result.details)
-        if isinstance(details.get("diff"), str):
-            details["diff"] = redact(details["diff"], self._secrets)
-        return replace(result, content=redact(result.content, self._secrets), details=details)
-
-    async def _authorized_run(self, tool: Tool, params: Any, ctx: ToolContext) -> ToolResult:
-        try:
-            denial = await self.approver.authorize(tool, params, ctx)
-            if denial is not None:
-                return ToolResult(denial, is_error=True)
-            if _changes_files(tool, params, ctx):
-                await self._checkpoint("tool")  # the files before this call changes them
-            self._state.running_tool = True
-            return await tool.run(params, ctx)
-        except (OSError, ValueError) as exc:
-            return ToolResult(f"{tool.name} failed: {exc}", is_error=True)
-        except Exception as exc:  # noqa: BLE001 - a tool's bug must not end the turn
-            # (sqlite3.Error from a damaged index, a bug in a tool): the model reads what went
-            # wrong and can go on another way; the user sees the failed call.
-            kind = type(exc).__name__
-            return ToolResult(f"{tool.name} failed unexpectedly ({kind}: {exc})", is_error=True)
-        finally:
-            self._state.running_tool = False
-
-    # -- endings ----------------------------------------------------------------------------
-
-    def _record_abort(self, state: _TurnState) -> None:
-        """Keep what a cancelled turn received, and leave no tool call without a result."""
-        try:
-            if state.streaming:
-                self.session.append_message(
-                    Role.ASSISTANT,
-                    state.text,
-                    model=self.model,
-                    stop_reason=StopReason.ABORTED,
-                )
-                state.streaming = False
-            self._answer_unrun_calls(state, "not run: the user cancelled the turn")
-        except SessionError:
-            pass  # the log is unwritable; the turn is over either way
-
-    def _answer_unrun_calls(self, state: _TurnState, why: str) -> None:
-        for call in state.pending_calls:
-            if call.id not in state.answered_calls:
-                self.session.append_tool_result(call.id, call.name, why, is_error=True)
-                state.answered_calls.add(call.id)
-        state.pending_calls = []
-
-    def _record_error(self, state: _TurnState, message: str) -> None:
-        """The failed reply stays visible in the log, with what streamed before the error."""
-        self.session.append_message(
-            Role.ASSISTANT,
-            state.text,
-            model=self.model,
-            stop_reason=StopReason.ERROR,
-            error=message,
-        )
-        state.text = ""
-        state.streaming = False
-
-    def _sync_quietly(self) -> None:
-        try:
-            self.session.sync()
-        except OSError as exc:
-            self._emit_event(Notice(NoticeLevel.ERROR, f"Could not flush the session log: {exc}"))
-
-    async def _mcp_ready(self) -> None:
-        """Before the first request of a turn, servers still starting get their start-up time,
-        so the tool list the model sees does not change under it a moment later."""
-        if self.mcp is None:
-            return
-        starting = self.mcp.starting()
-        if starting:
-            names = ", ".join(starting)
-            plural = "s" if len(starting) > 1 else ""
-            self._emit_event(
-                Notice(NoticeLevel.INFO, f"Waiting for MCP server{plural} {names} to start")
-            )
-            await self.mcp.wait_until_started()
-        self._emit_mcp_notices()
-
-    def _emit_mcp_notices(self) -> None:
-        if self.mcp is None:
-            return
-        for notice in self.mcp.take_notices():
-            self._emit_event(Notice(NoticeLevel.WARNING, notice))
-
-    def _take_notices(self) -> list[str]:
+    def take_notices(self) -> list[str]:
         """What the user has not been told yet (start-up problems, AGENTS.md, docs), once."""
         taken = [*self._notices, *self.prompt.take_notices()]
         self._notices.clear()
         return taken
 
-    # -- compaction -------------------------------------------------------------------------
-
-    async def _memory_flush(self, system: str) -> None:
-        """Before a Summarize, one extra model turn with only the memory tool (opt-in), so what
-        matters can be saved before the details leave the context. The exchange itself is not
-        logged: only the memory writes it makes last."""
-        self.context.mark_memory_flushed()
-        assert self.llm is not None
-        # Without compacting: the point is to let the model see the turns about to leave.
-        messages = await self.context.prepare(system, [], compact=False)
-        messages.append({"role": "user", "content": MEMORY_FLUSH_PROMPT})
-        self._emit_event(
-            Notice(NoticeLevel.INFO, "Saving to memory before the context is summarized")
-        )
-        completion: Completion | None = None
+    def sync_quietly(self) -> None:
+        """Flush the log to disk; a failure is a notice, not the end of the turn."""
         try:
-            stream = self.llm.stream(messages, [self.memory_tool.schema()], max_tokens=1024)
-            async with contextlib.aclosing(stream):
-                async for item in stream:
-                    if isinstance(item, Completion):
-                        completion = item
-        except LLMError as err:
-            self._emit_event(Notice(NoticeLevel.WARNING, f"Memory save skipped: {err.message}"))
-            return
-        if completion is None:
-            return
-        self.context.add_side_usage(completion.usage)
-        for call in completion.tool_calls:
-            if call.name != self.memory_tool.name:
-                continue
-            arguments = _parse_arguments(call.arguments)
-            if isinstance(arguments, str):
-                continue
-            try:
-                params = self.memory_tool.parse(arguments)
-            except ToolArgumentError:
-                continue
-            ctx = self._tool_context(call.id)
-            result = await self.memory_tool.run(params, ctx)
-            self._emit_event(Notice(NoticeLevel.INFO, f"memory: {result.content.splitlines()[0]}"))
+            self.session.sync()
+        except OSError as exc:
+            self.emit(Notice(NoticeLevel.ERROR, f"Could not flush the session log: {exc}"))
+
+    # -- compaction -------------------------------------------------------------------------
 
     async def _manual_compaction(self, tier: Tier | None, instructions: str = "") -> None:
         try:
-            await self._ensure_tokenizer()
+            await self.ensure_tokenizer()
             await self.context.compact(tier, manual=True, instructions=instructions)
         finally:
-            self._emit_event(StatusChanged(self.context.status()))
-            self._sync_quietly()
+            self.emit(StatusChanged(self.context.status()))
+            self.sync_quietly()
 
     async def _summarize(self, messages: list[dict[str, Any]], max_tokens: int) -> SummaryReply:
         if self.llm is None:
@@ -932,27 +480,6 @@ class Agent:
         model = self.env.settings.model.summary_model or None
         completion = await self.llm.complete(messages, max_tokens=max_tokens, model=model)
         return SummaryReply(completion.text, completion.usage)
-
-
-def _parse_arguments(raw: str) -> dict[str, Any] | str:
-    """The call's arguments as a dict, or an error message for the model."""
-    try:
-        value = json.loads(raw or "{}")
-    except json.JSONDecodeError as exc:
-        return (
-            f"The tool arguments were not valid JSON ({exc.msg} at position {exc.pos}); "
-            "resend the call with a JSON object."
-        )
-    if isinstance(value, dict) and "_invalid_arguments" in value and len(value) == 1:
-        return "The tool arguments were not a valid JSON object; resend the call."
-    if not isinstance(value, dict):
-        return "The tool arguments must be a JSON object."
-    return value
-
-
-def _changes_files(tool: Tool, params: Any, ctx: ToolContext) -> bool:
-    """Calls that may change files (write, edit, bash) are checkpointed before and after."""
-    return tool.effect(params, ctx) in (Effect.EDIT, Effect.EXECUTE)
 
 
 def build_agent(

@@ -50,6 +50,8 @@ LAYERS: dict[str, int] = {
     "agent": 6,
     "frontend": 6,
     "system_prompt": 6,
+    "turn": 6,
+    "tool_calls": 6,
     "instructions": 6,
     "startup": 6,
     # 7 - front ends and the command line
@@ -85,6 +87,9 @@ NEVER: frozenset[tuple[str, str]] = frozenset(
         ("tools", "mcp"),  # the built-in tools know nothing of MCP (a ToolSource plugs it in)
         ("system_prompt", "agent"),
         ("startup", "agent"),
+        ("turn", "agent"),  # the turn and a tool call reach the agent through a protocol
+        ("tool_calls", "agent"),
+        ("tool_calls", "turn"),
     }
 )
 

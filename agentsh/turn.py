@@ -1,0 +1,341 @@
+"""One user turn: model calls and tool runs until the model stops, and every way a turn ends.
+
+The agent (:mod:`agentsh.agent`) owns what lasts between turns and drives a turn's events as a
+stream; :class:`Turn` is the loop itself. Each step prepares the context, streams the model's
+reply, appends it to the log and runs its tool calls (:mod:`agentsh.tool_calls`). A turn always
+ends with ``StatusChanged`` then ``TurnEnded``; whatever way it ends (done, a limit, the user's
+cancel, a model error, a bug) the log keeps what was received and no tool call is left without
+a result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agentsh.context.manager import ContextManager, ContextTooLarge
+from agentsh.events import (
+    AssistantMessage,
+    ErrorKind,
+    ErrorOccurred,
+    Notice,
+    NoticeLevel,
+    StatusChanged,
+    TextDelta,
+    TurnEnded,
+    TurnOutcome,
+    TurnStarted,
+    UsageReported,
+)
+from agentsh.llm.client import Completion, LLMClient, LLMError
+from agentsh.llm.models import no_model_help
+from agentsh.session.entries import MessageEntry, Role, StopReason
+from agentsh.session.log import SessionError
+from agentsh.tool_calls import (
+    ToolCallHost,
+    ToolCalls,
+    TurnState,
+    checkpoint,
+    emit_mcp_notices,
+    parse_arguments,
+    summarized,
+    tool_context,
+)
+from agentsh.tools.base import ToolArgumentError
+
+if TYPE_CHECKING:
+    from agentsh.system_prompt import SystemPrompt
+    from agentsh.tools.memory import MemoryTool
+
+MEMORY_FLUSH_PROMPT = (
+    "The conversation above is about to be summarized and its details will leave your context. "
+    "If anything in it is worth keeping for future sessions (project facts, commands, "
+    "decisions, the user's preferences), save it now with the memory tool. Reply briefly."
+)
+
+
+class TurnHost(ToolCallHost, Protocol):
+    """What a turn uses of its agent (:class:`agentsh.agent.Agent` is one)."""
+
+    llm: LLMClient | None
+    context: ContextManager
+    prompt: SystemPrompt
+    memory_tool: MemoryTool
+    max_steps: int
+    max_cost_usd: float | None
+    spent_usd: float
+
+    @property
+    def model(self) -> str | None: ...
+
+    def take_notices(self) -> list[str]: ...
+
+    async def ensure_tokenizer(self) -> None: ...
+
+    def sync_quietly(self) -> None: ...
+
+
+class Turn:
+    """One run of the loop for one user message; ``state`` is shared with the agent, whose
+    cancel looks at it to stop a running tool rather than the task."""
+
+    def __init__(self, host: TurnHost, state: TurnState) -> None:
+        self.host = host
+        self.state = state
+        self.calls = ToolCalls(host, state)
+
+    async def run(self, text: str) -> None:
+        """The whole turn for the user's ``text``; never raises but for a cancel's end."""
+        host, state = self.host, self.state
+        emit = host.emit
+        try:
+            for notice in host.take_notices():
+                emit(Notice(NoticeLevel.WARNING, notice))
+            if host.llm is None:
+                emit(ErrorOccurred(ErrorKind.NO_MODEL, no_model_help(host.env.user.config_file)))
+                self._end(TurnOutcome.ERROR, error="no model is configured")
+                return
+            await host.ensure_tokenizer()
+            is_first = not any(
+                isinstance(e, MessageEntry) and e.role is Role.USER
+                for e in host.session.current_path()
+            )
+            user = host.session.append_message(Role.USER, text)
+            await checkpoint(host, "user")
+            if is_first:
+                host.prompt.set_first_message(text)
+                for notice in host.take_notices():
+                    emit(Notice(NoticeLevel.WARNING, notice))
+            emit(TurnStarted(user.id, text))
+            host.memory_tool.new_turn()
+            await self._mcp_ready()
+            outcome = await self._steps()
+            if outcome is TurnOutcome.ABORTED:
+                self._end(TurnOutcome.ABORTED, text=state.final_text)
+            elif outcome is TurnOutcome.DONE:
+                self._end(TurnOutcome.DONE, text=state.final_text, limit=state.limit)
+        except asyncio.CancelledError:
+            self._record_abort()
+            self._end(TurnOutcome.ABORTED, text=state.text)
+        except SessionError as exc:
+            emit(ErrorOccurred(ErrorKind.OTHER, f"The session log could not be written: {exc}"))
+            self._end(TurnOutcome.ERROR, error=str(exc))
+        except Exception as exc:  # noqa: BLE001 - last resort: a bug ends this turn, not the app
+            # Keep what was received and answer every call, so the log stays whole and the
+            # next turn can go on; the message names the exception so the bug can be found.
+            message = f"Internal error: {type(exc).__name__}: {exc}".rstrip(": ")
+            received = state.text
+            with contextlib.suppress(SessionError):
+                if state.streaming:
+                    self._record_error(message)
+                self.calls.answer_unrun("not run: the turn stopped on an internal error")
+            emit(ErrorOccurred(ErrorKind.OTHER, message))
+            self._end(TurnOutcome.ERROR, text=received, error=message)
+        finally:
+            host.sync_quietly()
+
+    def _end(self, outcome: TurnOutcome, text: str = "", error: str = "", limit: str = "") -> None:
+        """The last two events of every turn: the status as the turn leaves it, then the end
+        (front ends take the status from the stream, never by asking after the turn)."""
+        self.host.emit(StatusChanged(self.host.context.status()))
+        self.host.emit(TurnEnded(outcome, text=text, error=error, limit=limit))
+
+    async def _steps(self) -> TurnOutcome | None:
+        """Model calls and tool runs until the model stops; None when an error was emitted."""
+        host, state = self.host, self.state
+        emit = host.emit
+        overflow_retried = False
+        assert host.llm is not None
+        for _step in range(host.max_steps):
+            if host.max_cost_usd is not None and host.spent_usd >= host.max_cost_usd:
+                state.limit = "max_budget_usd"
+                emit(
+                    Notice(
+                        NoticeLevel.WARNING,
+                        f"Stopped: ${host.spent_usd:.4f} spent, the budget is "
+                        f"${host.max_cost_usd:.4f}.",
+                    )
+                )
+                return TurnOutcome.DONE
+            system = host.prompt.render()
+            schemas = host.tools.schemas()
+            if host.context.needs_memory_flush():
+                await self._memory_flush(system)
+            try:
+                messages = await host.context.prepare(system, schemas)
+            except ContextTooLarge as exc:
+                emit(ErrorOccurred(ErrorKind.CONTEXT_OVERFLOW, str(exc)))
+                self._end(TurnOutcome.ERROR, text=state.text, error=str(exc))
+                return None
+            try:
+                completion = await self._stream(messages, schemas)
+            except LLMError as err:
+                if err.kind is ErrorKind.CONTEXT_OVERFLOW and not overflow_retried:
+                    overflow_retried = True
+                    state.text = ""
+                    if await host.context.on_overflow():
+                        continue
+                self._record_error(err.message)
+                emit(ErrorOccurred(err.kind, err.message))
+                self._end(TurnOutcome.ERROR, text=state.text, error=err.message)
+                return None
+            entry = host.session.append_message(
+                Role.ASSISTANT,
+                completion.text,
+                tool_calls=tuple(summarized(host.tools, c) for c in completion.tool_calls),
+                model=completion.model or host.llm.model,
+                usage=completion.usage,
+                stop_reason=completion.stop_reason,
+            )
+            state.text = ""
+            state.streaming = False
+            host.context.record_usage(entry)
+            emit(
+                AssistantMessage(
+                    entry.id,
+                    entry.content,
+                    tuple((c.id, c.name, c.arguments) for c in entry.tool_calls),
+                    completion.stop_reason.value,
+                )
+            )
+            usage = completion.usage
+            host.spent_usd += usage.cost
+            emit(
+                UsageReported(
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.cache_read_tokens,
+                    usage.cache_write_tokens,
+                    usage.cost,
+                )
+            )
+            emit(StatusChanged(host.context.status()))
+            if entry.content:
+                state.final_text = entry.content
+            if not entry.tool_calls:
+                return TurnOutcome.DONE
+            state.pending_calls = list(entry.tool_calls)
+            for call in entry.tool_calls:
+                await self.calls.run(call)
+                if host.tool_cancel.is_set():
+                    self.calls.answer_unrun("not run: the user cancelled the turn")
+                    return TurnOutcome.ABORTED
+            state.pending_calls = []
+        state.limit = "max_turns"
+        emit(
+            Notice(
+                NoticeLevel.WARNING,
+                f"Stopped after {host.max_steps} model calls in one turn; send a message to go on.",
+            )
+        )
+        return TurnOutcome.DONE
+
+    async def _stream(
+        self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]]
+    ) -> Completion:
+        host, state = self.host, self.state
+        assert host.llm is not None
+        state.text = ""
+        state.streaming = True
+        completion: Completion | None = None
+        max_tokens = host.env.settings.model.max_output_tokens or None
+        stream = host.llm.stream(messages, schemas or None, max_tokens=max_tokens)
+        async with contextlib.aclosing(stream):  # a cancel closes the HTTP stream at once
+            async for item in stream:
+                if isinstance(item, Completion):
+                    completion = item
+                else:
+                    if isinstance(item, TextDelta):
+                        state.text += item.text
+                    host.emit(item)
+        state.streaming = False
+        if completion is None:  # pragma: no cover - the client always ends with a Completion
+            raise LLMError(ErrorKind.OTHER, "The provider ended the reply without finishing it.")
+        return completion
+
+    # -- endings ----------------------------------------------------------------------------
+
+    def _record_abort(self) -> None:
+        """Keep what a cancelled turn received, and leave no tool call without a result."""
+        state = self.state
+        try:
+            if state.streaming:
+                self.host.session.append_message(
+                    Role.ASSISTANT,
+                    state.text,
+                    model=self.host.model,
+                    stop_reason=StopReason.ABORTED,
+                )
+                state.streaming = False
+            self.calls.answer_unrun("not run: the user cancelled the turn")
+        except SessionError:
+            pass  # the log is unwritable; the turn is over either way
+
+    def _record_error(self, message: str) -> None:
+        """The failed reply stays visible in the log, with what streamed before the error."""
+        self.host.session.append_message(
+            Role.ASSISTANT,
+            self.state.text,
+            model=self.host.model,
+            stop_reason=StopReason.ERROR,
+            error=message,
+        )
+        self.state.text = ""
+        self.state.streaming = False
+
+    # -- before the first request, before a summary ------------------------------------------
+
+    async def _mcp_ready(self) -> None:
+        """Before the first request of a turn, servers still starting get their start-up time,
+        so the tool list the model sees does not change under it a moment later."""
+        mcp = self.host.mcp
+        if mcp is None:
+            return
+        starting = mcp.starting()
+        if starting:
+            names = ", ".join(starting)
+            plural = "s" if len(starting) > 1 else ""
+            self.host.emit(
+                Notice(NoticeLevel.INFO, f"Waiting for MCP server{plural} {names} to start")
+            )
+            await mcp.wait_until_started()
+        emit_mcp_notices(self.host)
+
+    async def _memory_flush(self, system: str) -> None:
+        """Before a Summarize, one extra model turn with only the memory tool (opt-in), so what
+        matters can be saved before the details leave the context. The exchange itself is not
+        logged: only the memory writes it makes last."""
+        host = self.host
+        host.context.mark_memory_flushed()
+        assert host.llm is not None
+        # Without compacting: the point is to let the model see the turns about to leave.
+        messages = await host.context.prepare(system, [], compact=False)
+        messages.append({"role": "user", "content": MEMORY_FLUSH_PROMPT})
+        host.emit(Notice(NoticeLevel.INFO, "Saving to memory before the context is summarized"))
+        completion: Completion | None = None
+        memory_tool = host.memory_tool
+        try:
+            stream = host.llm.stream(messages, [memory_tool.schema()], max_tokens=1024)
+            async with contextlib.aclosing(stream):
+                async for item in stream:
+                    if isinstance(item, Completion):
+                        completion = item
+        except LLMError as err:
+            host.emit(Notice(NoticeLevel.WARNING, f"Memory save skipped: {err.message}"))
+            return
+        if completion is None:
+            return
+        host.context.add_side_usage(completion.usage)
+        for call in completion.tool_calls:
+            if call.name != memory_tool.name:
+                continue
+            arguments = parse_arguments(call.arguments)
+            if isinstance(arguments, str):
+                continue
+            try:
+                params = memory_tool.parse(arguments)
+            except ToolArgumentError:
+                continue
+            result = await memory_tool.run(params, tool_context(host, call.id))
+            host.emit(Notice(NoticeLevel.INFO, f"memory: {result.content.splitlines()[0]}"))
