@@ -21,7 +21,6 @@ DATA = frozenset({"memory/guard/patterns.py"})
 #: over the limit today, to be split along their seams (issue 15)
 KNOWN_LARGE = frozenset(
     {
-        "tools/files.py",
         "memory/curated.py",  # grew past the limit with the trust checks (issue 12)
     }
 )

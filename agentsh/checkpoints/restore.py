@@ -31,7 +31,7 @@ from agentsh.checkpoints.store import ABSENT, GIT_PREFIX, NOT_CAPTURED, CacheRow
 from agentsh.errors import AgentshError
 from agentsh.fsutil import LinkRefused, atomic_write, open_dir_beneath
 from agentsh.session.entries import CheckpointEntry
-from agentsh.tools.files import unified_diff
+from agentsh.tools.file_diff import unified_diff
 
 Ref = tuple[str, int]  # (content reference, mode)
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agentsh.tools.base import Tool
-from agentsh.tools.files import EditTool, ReadTool, WriteTool
+from agentsh.tools.file_read import ReadTool
+from agentsh.tools.files import EditTool, WriteTool
 from agentsh.tools.memory import MemoryTool
 from agentsh.tools.memory_search import MemoryGetTool, MemorySearchTool
 from agentsh.tools.search import FindTool, GrepTool, LsTool

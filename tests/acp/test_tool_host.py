@@ -12,7 +12,8 @@ import pytest
 from agentsh.config import Settings
 from agentsh.paths import ProjectPaths, UserPaths
 from agentsh.tools.base import ToolContext
-from agentsh.tools.files import EditTool, ReadTool, WriteTool
+from agentsh.tools.file_read import ReadTool
+from agentsh.tools.files import EditTool, WriteTool
 from agentsh.tools.host import CommandRun
 
 

@@ -27,7 +27,7 @@ from agentsh.acp.updates import (
     usage_update,
 )
 from agentsh.events import ContextStatus
-from agentsh.tools.files import unified_diff
+from agentsh.tools.file_diff import unified_diff
 
 
 def test_a_diff_becomes_one_acp_diff_per_hunk() -> None:

@@ -12,7 +12,8 @@ from agentsh.config import ApprovalMode
 from agentsh.events import ApprovalDecision, ApprovalRequest, Event
 from agentsh.tools.approval import Approver
 from agentsh.tools.base import Tool, ToolContext
-from agentsh.tools.files import EditTool, ReadTool, WriteTool
+from agentsh.tools.file_read import ReadTool
+from agentsh.tools.files import EditTool, WriteTool
 from agentsh.tools.shell import BashTool
 
 

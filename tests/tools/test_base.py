@@ -22,7 +22,8 @@ from agentsh.tools.base import (
     truncate_tail,
 )
 from agentsh.tools.builtin import builtin_tools
-from agentsh.tools.files import EditParams, EditTool, ReadParams, ReadTool
+from agentsh.tools.file_read import ReadParams, ReadTool
+from agentsh.tools.files import EditParams, EditTool
 from agentsh.tools.search import GrepParams, GrepTool
 from agentsh.tools.shell import BashParams, BashTool
 

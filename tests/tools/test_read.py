@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from agentsh.tools.base import ToolContext
-from agentsh.tools.files import ReadTool, sniff_binary
+from agentsh.tools.file_access import sniff_binary
+from agentsh.tools.file_read import ReadTool
 from tests.tools.conftest import MakeCtx, call
 
 

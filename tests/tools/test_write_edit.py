@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from agentsh.tools.base import ToolContext
-from agentsh.tools.files import EditTool, WriteTool, unified_diff
+from agentsh.tools.file_diff import unified_diff
+from agentsh.tools.files import EditTool, WriteTool
 from tests.tools.conftest import call
 
 # -- write ----------------------------------------------------------------------------------
