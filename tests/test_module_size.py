@@ -18,12 +18,8 @@ LIMIT = 650
 #: data, not logic: tables of patterns read by a small engine
 DATA = frozenset({"memory/guard/patterns.py"})
 
-#: over the limit today, to be split along their seams (issue 15)
-KNOWN_LARGE = frozenset(
-    {
-        "memory/curated.py",  # grew past the limit with the trust checks (issue 12)
-    }
-)
+#: over the limit, to be split along their seams (none left: issue 15 split the last ones)
+KNOWN_LARGE: frozenset[str] = frozenset()
 
 
 def _sizes() -> dict[str, int]:

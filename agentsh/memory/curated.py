@@ -11,10 +11,10 @@ and is written atomically: a temporary file in the same folder, fsync, ``os.repl
 the folder. Every write is scanned by the injection guard first.
 
 MEMORY.md lives in a project folder someone else may have written, so it is read, locked and
-written beneath the project root without following a link out of it (a ``MEMORY.md`` symlink
-to ``~/.ssh/authorized_keys`` is refused, existing or dangling, and so is a hard-linked one).
-USER.md lives in the user's own data dir and may stay a link (a dotfiles repository): it is
-written through the link. An untrusted project's MEMORY.md is neither loaded nor changed.
+written beneath the project root without following a link out of it; USER.md, in the user's
+own data dir, may stay a link (a dotfiles repository). How the bytes move is
+:mod:`agentsh.memory.curated_disk`. An untrusted project's MEMORY.md is neither loaded nor
+changed.
 
 At session start :meth:`CuratedMemory.snapshot` reads both files once into a frozen
 :class:`MemorySnapshot`, the memory rendered into the system prompt. Writes during the session
@@ -25,27 +25,33 @@ prefix cache) stays byte-identical for the whole session. An entry the guard fla
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import fcntl
-import os
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
 from agentsh.config import MemorySettings
-from agentsh.errors import AgentshError
-from agentsh.fsutil import LinkRefused, atomic_write, open_beneath, read_beneath, resolve_beneath
+from agentsh.fsutil import LinkRefused, resolve_beneath
+from agentsh.memory.curated_disk import CuratedMemoryError as CuratedMemoryError
+from agentsh.memory.curated_disk import MemoryFileError as MemoryFileError
+from agentsh.memory.curated_disk import MemoryLockError as MemoryLockError
+from agentsh.memory.curated_disk import (
+    check_memory_folder,
+    link_message,
+    locked,
+    read_lenient,
+    read_strict,
+    real_path,
+    write_memory_file,
+)
 from agentsh.memory.guard import Scope, Threat, blocked_note, fence_project, first_threat
 from agentsh.paths import ProjectPaths, UserPaths
 from agentsh.trust import record_own_write
 
 ENTRY_SEPARATOR = "§"
 DEFAULT_LOCK_TIMEOUT_S = 5.0
-_LOCK_POLL_S = 0.01
 PREVIEW_CHARS = 80
+UNTRUSTED_NOTE = "not loaded: this folder is not trusted"
 
 
 class MemoryTarget(StrEnum):
@@ -66,10 +72,6 @@ class MemoryTarget(StrEnum):
 
 
 # -- errors ----------------------------------------------------------------------------------
-
-
-class CuratedMemoryError(AgentshError):
-    """A memory change that cannot be made; the message says why and what to do instead."""
 
 
 class InvalidEntryError(CuratedMemoryError):
@@ -132,14 +134,6 @@ class AmbiguousMatchError(CuratedMemoryError):
             "piece of text that only the entry to change contains. Matching entries:\n"
             + format_entries(matches, preview=PREVIEW_CHARS)
         )
-
-
-class MemoryFileError(CuratedMemoryError):
-    """The file on disk cannot be read or written safely."""
-
-
-class MemoryLockError(CuratedMemoryError):
-    """Another process holds the file's lock for too long."""
 
 
 # -- values ----------------------------------------------------------------------------------
@@ -372,7 +366,7 @@ class CuratedMemory:
     def _read(self, target: MemoryTarget) -> tuple[str, str | None]:
         if target is MemoryTarget.MEMORY and not self.project_trusted:
             return "", UNTRUSTED_NOTE
-        return _read_lenient(self.path(target), self._roots[target])
+        return read_lenient(self.path(target), self._roots[target])
 
     def snapshot(self) -> MemorySnapshot:
         """Read both files once and freeze them, each entry scanned by the guard."""
@@ -452,7 +446,7 @@ class CuratedMemory:
     def _change(self, target: MemoryTarget, edit: Callable[[list[str]], list[str]]) -> WriteResult:
         root = self._roots[target]
         if root is None:
-            path = _real_path(self.path(target))
+            path = real_path(self.path(target))
         elif not self.project_trusted:
             raise MemoryFileError(
                 "This folder is not trusted, so its project memory (MEMORY.md) is neither "
@@ -463,13 +457,13 @@ class CuratedMemory:
             try:
                 path = resolve_beneath(root, self.path(target))
             except LinkRefused as exc:
-                raise MemoryFileError(_link_message(target, exc)) from None
-            _check_memory_folder(target, path, root, self.path(target).parent)
+                raise MemoryFileError(link_message(target.file_name, exc)) from None
+            check_memory_folder(target.file_name, path, root, self.path(target).parent)
         limit = self.limit(target)
-        with _locked(path, self._lock_timeout_s, root):
+        with locked(path, self._lock_timeout_s, root):
             # Re-read under the lock, right before the change: whatever is on disk now (a
             # hand edit, another session's write) is what the change applies to.
-            current = _read_strict(path, target, root)
+            current = read_strict(path, target.file_name, root)
             entries = parse_entries(current)
             updated = edit(entries)
             if updated == entries:
@@ -479,7 +473,7 @@ class CuratedMemory:
             # (consolidation must stay possible after a hand edit made it too big).
             if len(text) > limit and len(text) >= len(current):
                 raise MemoryFullError(target, len(text), len(current), limit, entries)
-            _atomic_write(path, text, private=target is MemoryTarget.USER, root=root)
+            write_memory_file(path, text, private=target is MemoryTarget.USER, root=root)
             if root is not None:
                 # A guarded write of agentsh's own in a trusted folder: the next start does
                 # not ask about it (agentsh.trust); a hand edit still does.
@@ -515,146 +509,3 @@ def _dedupe(entries: list[str]) -> list[str]:
             seen.add(entry)
             out.append(entry)
     return out
-
-
-# -- disk ------------------------------------------------------------------------------------
-
-
-UNTRUSTED_NOTE = "not loaded: this folder is not trusted"
-
-
-def _check_memory_folder(target: MemoryTarget, path: Path, root: Path, folder: Path) -> None:
-    """The memory tool never asks, so through a (committed) link it must not change another
-    project file, a script, a hook or the settings, that ``write``/``edit`` would have asked
-    about: a project memory file is written only inside ``.agentsh/memory/``, itself no link."""
-    real_folder = Path(os.path.realpath(root)) / folder.relative_to(root)
-    if path.is_relative_to(real_folder) and path != real_folder:
-        return
-    raise MemoryFileError(
-        f"{target.file_name} was left alone: it is a link to {path}, and project memory is "
-        "written only inside .agentsh/memory/; replace the link with a plain file to use it."
-    )
-
-
-def _link_message(target: MemoryTarget, exc: LinkRefused) -> str:
-    return (
-        f"{target.file_name} was left alone: {exc}. Project memory is only read and written "
-        "inside the project; replace the link with a plain file to use it."
-    )
-
-
-def _read_bytes(path: Path, root: Path | None) -> bytes | None:
-    """The file's bytes (None if missing); beneath ``root`` when given, never through a link
-    out of it."""
-    if root is not None:
-        return read_beneath(root, path)
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
-
-
-def _read_lenient(path: Path, root: Path | None = None) -> tuple[str, str | None]:
-    """The file's text for display; problems are reported, never raised."""
-    try:
-        data = _read_bytes(path, root)
-    except LinkRefused as exc:
-        return "", f"{path.name} not loaded: it {exc.reason}"
-    except OSError as exc:
-        return "", f"{path.name} could not be read: {exc.strerror or exc}"
-    if data is None:
-        return "", None
-    try:
-        return data.decode("utf-8"), None
-    except UnicodeDecodeError as exc:
-        return (
-            data.decode("utf-8", errors="replace"),
-            f"{path.name} is not valid UTF-8 (byte {exc.start:,}); shown with replacement "
-            "characters, and the memory tool will not change it until it is fixed by hand",
-        )
-
-
-def _read_strict(path: Path, target: MemoryTarget, root: Path | None = None) -> str:
-    """The file's text for a change; anything that could lose the user's bytes raises."""
-    try:
-        data = _read_bytes(path, root)
-    except LinkRefused as exc:
-        raise MemoryFileError(_link_message(target, exc)) from None
-    except OSError as exc:
-        raise MemoryFileError(
-            f"{target.file_name} could not be read ({exc.strerror or exc}): {path}"
-        ) from exc
-    if data is None:
-        return ""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise MemoryFileError(
-            f"{target.file_name} is not valid UTF-8 (byte {exc.start:,}), so it was left alone "
-            f"rather than rewritten; fix it by hand: {path}"
-        ) from exc
-
-
-def _real_path(path: Path) -> Path:
-    """Write through a symlink (a USER.md kept in a dotfiles repo stays a link); only ever
-    for the user's own data dir."""
-    return Path(os.path.realpath(path)) if path.is_symlink() else path
-
-
-def _lock_path(path: Path) -> Path:
-    return path.with_name(f".{path.name}.lock")
-
-
-@contextlib.contextmanager
-def _locked(path: Path, timeout_s: float, root: Path | None = None) -> Iterator[None]:
-    """An exclusive ``flock`` on the hidden sidecar ``.<name>.lock``, waiting up to the timeout.
-
-    Beneath ``root`` the sidecar is opened without following links: a lock file planted as a
-    symlink would otherwise create (empty) whatever file it names."""
-    lock_path = _lock_path(path)
-    try:
-        if root is not None:
-            flags = os.O_RDWR | os.O_CREAT
-            fd = open_beneath(root, lock_path, flags, 0o600, create_dirs=True)
-        else:
-            lock_path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    except OSError as exc:
-        raise MemoryFileError(
-            f"cannot create the lock file {lock_path}: {exc.strerror or exc}"
-        ) from exc
-    try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                    raise MemoryFileError(
-                        f"cannot lock {lock_path}: {exc.strerror or exc}"
-                    ) from exc
-                if time.monotonic() >= deadline:
-                    raise MemoryLockError(
-                        f"{path.name} is being changed by another agentsh process (lock held "
-                        f"for over {timeout_s:g} s: {lock_path}); try again in a moment"
-                    ) from exc
-                time.sleep(_LOCK_POLL_S)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(path: Path, text: str, *, private: bool, root: Path | None = None) -> None:
-    """Durable replace (temp file, fsync, rename, folder fsync); a new USER.md is private.
-    Beneath ``root`` nothing on the way may be a link (LinkRefused)."""
-    try:
-        if root is None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        mode = None if path.exists() or not private else 0o600
-        atomic_write(path, text.encode("utf-8"), mode=mode, root=root)
-    except OSError as exc:
-        raise MemoryFileError(f"cannot write {path}: {exc.strerror or exc}") from exc

@@ -231,7 +231,7 @@ def test_writes_are_atomic_and_leave_no_temporary_file(
     def failing_fsync(fd: int) -> None:
         raise OSError(errno.EIO, "disk on fire")
 
-    monkeypatch.setattr(curated.os, "fsync", failing_fsync)
+    monkeypatch.setattr(os, "fsync", failing_fsync)
     with pytest.raises(MemoryFileError, match="disk on fire"):
         store.add(MEMORY, "lost")
     assert path.read_text() == "kept\n"
@@ -242,7 +242,7 @@ def test_the_file_is_replaced_while_the_lock_is_held(
     store: CuratedMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[bool] = []
-    real_write = curated._atomic_write
+    real_write = curated.write_memory_file
 
     def checking_write(path: Path, text: str, *, private: bool, root: Path | None) -> None:
         fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR)
@@ -255,7 +255,7 @@ def test_the_file_is_replaced_while_the_lock_is_held(
             os.close(fd)
         real_write(path, text, private=private, root=root)
 
-    monkeypatch.setattr(curated, "_atomic_write", checking_write)
+    monkeypatch.setattr(curated, "write_memory_file", checking_write)
     store.add(MEMORY, "under the lock")
     assert seen == [True]
 
