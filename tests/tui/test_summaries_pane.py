@@ -33,6 +33,17 @@ from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer, text
 from tests.tui.conftest import MakeApp, fake_factory, idle, submit, wait_for
 
+
+@pytest.fixture(autouse=True)
+def lasting_highlight(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A jump highlights its target for 2 s. Mounting the rows a jump needs can hold the UI
+    loop that long on a loaded machine, so the highlight was gone before the test looked
+    and the test failed; the highlight's duration is not what these tests check."""
+    from agentsh.tui.widgets import chat
+
+    monkeypatch.setattr(chat, "HIGHLIGHT_S", 60.0)
+
+
 SUMMARY = (
     "## Active Task\nturn three: the config loader\n\n## Goal\nMake the parser tests pass\n\n"
     "## Completed Actions\n- read src/parser.py\n\n## Key Decisions\n- use dict.get for name\n"
