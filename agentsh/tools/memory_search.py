@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from agentsh.fsutil import LinkRefused, read_beneath
 from agentsh.memory.curated import ENTRY_SEPARATOR
 from agentsh.memory.guard import Scope, fence_recalled, scan
 from agentsh.memory.index import MemoryIndex, SearchIndexError, shared_index
 from agentsh.memory.ranking import SearchResponse
-from agentsh.memory.sources import MemorySources
+from agentsh.memory.sources import MemorySources, SourceKind
 from agentsh.tools.base import Tool, ToolArgumentError, ToolContext, ToolResult, param
 
 MAX_RESULTS_CAP = 20
@@ -231,6 +232,17 @@ class MemoryGetTool(_IndexUser, Tool):
         return await asyncio.to_thread(read_memory_lines, sources, params)
 
 
+def _read(sources: MemorySources, path: Path) -> bytes:
+    """A project's memory file is someone else's: read as the prompt and the index read it
+    (beneath the project; a file with other hard links is refused). The user's are theirs."""
+    if sources.classify(path) is not SourceKind.MEMORY:
+        return path.read_bytes()
+    data = read_beneath(sources.project_root, path)
+    if data is None:
+        raise FileNotFoundError(str(path))
+    return data
+
+
 def read_memory_lines(sources: MemorySources, params: MemoryGetParams) -> ToolResult:
     path = sources.resolve(params.path)
     if path is None:
@@ -243,9 +255,11 @@ def read_memory_lines(sources: MemorySources, params: MemoryGetParams) -> ToolRe
         )
     shown = sources.display(str(path))
     try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        text = _read(sources, path).decode("utf-8", errors="replace")
     except FileNotFoundError:
         return ToolResult(f"{shown} does not exist (any more).", is_error=True)
+    except LinkRefused as exc:
+        return ToolResult(f"{shown} was not read: it {exc.reason}.", is_error=True)
     except OSError as exc:
         return ToolResult(f"Cannot read {shown}: {exc.strerror}", is_error=True)
     lines = text.splitlines()

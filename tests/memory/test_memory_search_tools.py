@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -169,6 +170,19 @@ async def test_memory_get_refuses_anything_outside_memory(
     assert result.is_error
     assert "memory_get reads only memory files" in result.content
     assert "hunter2" not in result.content
+
+
+@pytest.mark.asyncio
+async def test_memory_get_refuses_a_hard_linked_project_file(
+    paths: Paths, memory_dir: Path, tmp_path: Path
+) -> None:
+    # Its other name may be ~/.aws/credentials: the prompt and the index refuse it too.
+    secret = write(tmp_path / "elsewhere" / "credentials.md", "aws_secret_access_key = wJalr")
+    os.link(secret, memory_dir / "notes.md")
+    tool = MemoryGetTool()
+    result = await tool.run(tool.parse({"path": ".agentsh/memory/notes.md"}), _ctx(paths))
+    assert result.is_error and "hard links" in result.content
+    assert "wJalr" not in result.content
 
 
 @pytest.mark.asyncio
