@@ -127,6 +127,11 @@ def test_a_hostile_repository_reaches_nothing(
         assert sorted(p.name for p in hostile.markers.iterdir()) in ([], ["mcp"])
         assert "may not read ${OPENAI_API_KEY}" in run.stderr
         assert "may not read ${GITHUB_TOKEN}" in run.stderr
+        # Its real server's tools are offered, but not the two whose definitions are orders.
+        offered = {t["function"]["name"] for t in scripted_server.requests[0].body["tools"]}
+        assert "mcp__tools__echo" in offered
+        assert not offered & {"mcp__tools__add", "mcp__tools__notes"}
+        assert "tool add: left out: its definition looks like a prompt injection" in run.stderr
     else:
         assert sorted(p.name for p in hostile.markers.iterdir()) == []
     assert attacker.connections == []
