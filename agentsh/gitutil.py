@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentsh.errors import AgentshError
+from agentsh.programs import find_program
 
 # Overrides that hold for every command; command-line scope outranks every config file.
 SAFE_CONFIG: tuple[tuple[str, str], ...] = (
@@ -170,14 +171,7 @@ class GitResult:
 
 def find_git(env: Mapping[str, str] | None = None) -> str | None:
     """The git executable on the absolute entries of PATH (never ``.`` or an empty entry)."""
-    env = os.environ if env is None else env
-    for entry in env.get("PATH", os.defpath).split(os.pathsep):
-        if not entry or not Path(entry).is_absolute():
-            continue
-        candidate = Path(entry) / "git"
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    return None
+    return find_program("git", env)
 
 
 def git_argv(

@@ -17,7 +17,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import stat
 import threading
 from collections import deque
@@ -28,6 +27,7 @@ from typing import Any, ClassVar
 
 from agentsh.config import ToolSettings
 from agentsh.errors import AgentshError
+from agentsh.programs import find_program
 from agentsh.tools.base import (
     Tool,
     ToolArgumentError,
@@ -143,7 +143,7 @@ class GrepTool(Tool):
             out = _GrepOut(
                 ctx.cwd, tools.grep_max_matches, tools.grep_max_line_chars, params.context
             )
-            rg = _ripgrep() if self.use_ripgrep else None
+            rg = find_program("rg") if self.use_ripgrep else None
             if rg is not None:
                 try:
                     await _grep_rg(rg, params, root, out, ctx)
@@ -259,13 +259,6 @@ def _grep_file(
                     before.append((number, text))
     except OSError:
         return
-
-
-def _ripgrep() -> str | None:
-    """``rg`` from the absolute entries of PATH only: a ``.`` or empty entry (some users have
-    one) would run the project's own ``rg`` on the model's first grep, which never asks."""
-    entries = os.environ.get("PATH", os.defpath).split(os.pathsep)
-    return shutil.which("rg", path=os.pathsep.join(e for e in entries if Path(e).is_absolute()))
 
 
 async def _grep_rg(

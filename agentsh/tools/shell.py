@@ -31,6 +31,7 @@ from typing import IO, Any, ClassVar
 
 from agentsh.context.facts import FILES_CHANGED
 from agentsh.events import ToolOutput
+from agentsh.programs import find_program
 from agentsh.termsafe import strip_ansi
 from agentsh.tools import changes
 from agentsh.tools.base import (
@@ -164,7 +165,7 @@ class BashTool(Tool):
         spawn = asyncio.ensure_future(
             loop.subprocess_exec(
                 lambda: _Protocol(loop, sink),
-                "bash",
+                find_program("bash") or "/bin/bash",  # never a ./bash of the project
                 "-c",
                 params.command,
                 cwd=ctx.cwd,

@@ -68,6 +68,22 @@ async def test_output_and_exit_code(project: Path, ctx: ToolContext) -> None:
 
 
 @pytest.mark.asyncio
+async def test_a_bash_in_the_project_never_runs_the_command(
+    project: Path, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A user with "." (or an empty entry) in PATH: the repository's own ./bash would get
+    # every command the user approved ("echo out") and run whatever it likes instead.
+    marker = project.parent / "ran"
+    fake = project / "bash"
+    fake.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", os.pathsep.join([".", "", os.environ.get("PATH", "")]))
+    result = await call(BashTool(), ctx, command="echo out")
+    assert not marker.exists()
+    assert result.content == "out"
+
+
+@pytest.mark.asyncio
 async def test_non_zero_exit_is_an_error_that_ends_with_the_code(ctx: ToolContext) -> None:
     result = await call(BashTool(), ctx, command="echo failing; exit 3")
     assert result.is_error
