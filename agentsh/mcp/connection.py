@@ -234,12 +234,13 @@ class ServerConnection:
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
             cwd = _working_dir(launch.cwd, self.cwd)
-            _check_command(launch.command, cwd, launch.env.get("PATH"))
+            env = _absolute_path_only(launch.env)
+            _check_command(launch.command, cwd, env["PATH"])
             errlog = stack.enter_context(self._open_log())
             command, args = launch.command, list(launch.args)
             if groups.supported():
                 command, args = groups.wrapped(command, args)
-            params = StdioServerParameters(command=command, args=args, env=launch.env, cwd=cwd)
+            params = StdioServerParameters(command=command, args=args, env=env, cwd=cwd)
             return stdio_client(params, errlog=errlog)
         if self.spec.transport is Transport.SSE:
             from mcp.client.sse import sse_client
@@ -490,6 +491,15 @@ def _check_command(command: str, cwd: Path, path: str | None) -> None:
         return
     if shutil.which(command, path=path) is None:
         raise _CommandProblem(f"cannot run {command!r}: command not found")
+
+
+def _absolute_path_only(env: dict[str, str]) -> dict[str, str]:
+    """The server's environment with only the absolute entries of its ``PATH`` (its own, else
+    agentsh's): a ``.`` there would run the folder's own ``npx`` or ``uvx`` (and ``sleep``, in
+    the watchdog) in place of the real one, and your servers start in untrusted folders."""
+    path = env.get("PATH") or os.environ.get("PATH", os.defpath)
+    kept = [entry for entry in path.split(os.pathsep) if Path(entry).is_absolute()]
+    return {**env, "PATH": os.pathsep.join(kept)}
 
 
 def _working_dir(configured: str, default: Path) -> Path:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -203,6 +204,28 @@ async def test_a_command_that_does_not_exist_fails_clearly(tmp_path: Path) -> No
         ]
     finally:
         manager.close()
+
+
+async def test_a_program_in_the_folder_never_stands_in_for_the_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Your own servers start in any folder, trusted or not. With "." in PATH, a cloned
+    # repository's ./sh (the server's command here, npx or uvx in life) and ./sleep (the
+    # watchdog's) must not run in place of the real ones.
+    for name in ("sh", "sleep"):
+        fake = tmp_path / name
+        fake.write_text(f"#!/bin/sh\ntouch {tmp_path / ('ran-' + name)}\n")
+        fake.chmod(0o755)
+    monkeypatch.setenv("PATH", os.pathsep.join([".", os.environ.get("PATH", "")]))
+    spec = replace(fake_spec("plain"), command="sh", args=("-c", "sleep 0.5"))
+    manager = make_manager([spec], tmp_path)
+    manager.start()
+    try:
+        await manager.wait_until_started()
+        await asyncio.sleep(2.5)  # the watchdog's first sleep, had it been the folder's
+    finally:
+        manager.close()
+    assert sorted(p.name for p in tmp_path.glob("ran-*")) == []  # noqa: ASYNC240
 
 
 async def test_close_kills_the_server_and_the_processes_it_started(tmp_path: Path) -> None:
