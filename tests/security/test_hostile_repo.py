@@ -88,6 +88,7 @@ def _run(h: Hostile, home: Path, *args: str) -> subprocess.CompletedProcess[str]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTSH_MODEL", "OPENAI"))}
     env |= {"AGENTSH_HOME": str(home), "OPENAI_API_KEY": FAKE_KEY}
     env["GITHUB_TOKEN"] = SECRET_GITHUB_TOKEN
+    env["PATH"] = os.pathsep.join([".", env.get("PATH", os.defpath)])  # some users have it
     env.pop("AGENTSH_API_BASE", None)
     return subprocess.run(
         [sys.executable, "-m", "agentsh", "-p", "what does main.py do?", *args],
