@@ -21,10 +21,32 @@ from agentsh.session.session import Session
 from agentsh.session.tree import SessionTree
 
 
-def record(target: str, seq: int, entry_id: str = "c0000001", **extra: object) -> CheckpointEntry:
+def record(
+    target: str,
+    seq: int,
+    entry_id: str = "c0000001",
+    *,
+    reason: str = "",
+    files: tuple[str, ...] = (),
+    changed: int = 0,
+) -> CheckpointEntry:
     return CheckpointEntry(
-        id=entry_id, parent_id=None, target_id=target, store="s1", seq=seq, **extra
-    )  # type: ignore[arg-type]
+        id=entry_id,
+        parent_id=None,
+        target_id=target,
+        store="s1",
+        seq=seq,
+        reason=reason,
+        files=files,
+        changed=changed,
+    )
+
+
+def _state(index: CheckpointIndex, entry_id: str) -> CheckpointEntry:
+    """The record ``entry_id`` stands for, which the test expects to exist."""
+    state = index.state_at(entry_id)
+    assert state is not None, f"no checkpoint at {entry_id}"
+    return state
 
 
 def test_a_record_round_trips_through_json() -> None:
@@ -64,16 +86,16 @@ def test_records_survive_resume_and_fork_and_keep_their_meaning(tmp_path: Path) 
     resumed = Session.open(path)
     index = CheckpointIndex(resumed.tree)
     assert [r.id for r in index.records()] == ["c1", "c2", "c9"]
-    assert index.state_at(user.id).id == "c9"  # type: ignore[union-attr]
+    assert _state(index, user.id).id == "c9"
     # `reply` was made when `user` stood for seq 1: the later record does not reach it.
-    assert index.state_at(reply.id).id == "c2"  # type: ignore[union-attr]
-    assert index.state_at(follow.id).id == "c2"  # type: ignore[union-attr]
+    assert _state(index, reply.id).id == "c2"
+    assert _state(index, follow.id).id == "c2"
     assert index.marks()[reply.id].files == ("x",)
 
     fork = resumed.fork(tmp_path, follow.id)
     copied = CheckpointIndex(fork.tree)
     assert [(r.target_id, r.seq) for r in copied.records()] == [(user.id, 1), (reply.id, 2)]
-    assert copied.state_at(follow.id).seq == 2  # type: ignore[union-attr]
+    assert _state(copied, follow.id).seq == 2
     fork.close()
     resumed.close()
 
@@ -90,7 +112,8 @@ def test_the_catalog_and_sessions_show_treat_records_as_annotations(
     session.close()
     (info,) = Catalog(user_paths).list(tmp_path)
     assert info.entries == 2 and info.messages == 2
-    shown = Session.open(session.path, lock=False)  # type: ignore[arg-type]
+    assert session.path is not None
+    shown = Session.open(session.path, lock=False)
     assert "checkpoint" not in "\n".join(export.transcript_lines(shown))
     data = export.session_json(shown, tree=True)
     assert [e["type"] for e in data["entries"]] == ["message", "message"]

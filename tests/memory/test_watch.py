@@ -3,7 +3,9 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,11 +18,11 @@ from tests.memory.conftest import IndexFactory, add_session, write
 Paths = tuple[UserPaths, ProjectPaths]
 
 
-async def _until(predicate: object, within: float) -> float:
+async def _until(predicate: Callable[[], object], within: float) -> float:
     """Seconds until ``predicate()`` is true; fails past ``within`` seconds."""
     started = time.monotonic()
     while time.monotonic() - started < within:
-        if predicate():  # type: ignore[operator]
+        if predicate():
             return time.monotonic() - started
         await asyncio.sleep(0.02)
     raise AssertionError(f"not true within {within} s")
@@ -122,11 +124,11 @@ async def test_the_watcher_survives_a_failing_reindex_and_a_failing_subscriber(
     real_sync = index.sync
     failures = {"left": 1}
 
-    def flaky_sync(**kwargs: object) -> object:
+    def flaky_sync(**kwargs: Any) -> object:
         if failures["left"]:
             failures["left"] -= 1
             raise SearchIndexError("disk is full")
-        return real_sync(**kwargs)  # type: ignore[arg-type]
+        return real_sync(**kwargs)
 
     def bad_subscriber(_event: IndexUpdated) -> None:
         raise RuntimeError("pane is gone")
@@ -167,11 +169,11 @@ async def test_the_watcher_survives_a_database_error_while_reconciling(
     real_sync = index.sync
     failures = {"left": 1}
 
-    def locked_sync(**kwargs: object) -> object:
+    def locked_sync(**kwargs: Any) -> object:
         if failures["left"]:
             failures["left"] -= 1
             raise sqlite3.OperationalError("database is locked")
-        return real_sync(**kwargs)  # type: ignore[arg-type]
+        return real_sync(**kwargs)
 
     monkeypatch.setattr(index, "sync", locked_sync)
     watcher = MemoryWatcher(index)

@@ -8,8 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 
 from agentsh.config import ApprovalMode
+from agentsh.tui.app import AgentshApp
 from agentsh.tui.options import LaunchOptions
 from agentsh.tui.screens.leave_branch import LeaveBranchScreen
 from agentsh.tui.screens.restore_files import RestoreFilesScreen
@@ -26,7 +28,7 @@ def real(
 ) -> MakeApp:
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
 
-    def make():  # type: ignore[no-untyped-def]
+    def make() -> AgentshApp:
         from agentsh.tui.lifecycle import build_real_agent
 
         options = LaunchOptions(
@@ -37,20 +39,20 @@ def real(
     return make
 
 
-async def _send(pilot, app, words: str, reply: str) -> None:  # type: ignore[no-untyped-def]
+async def _send(pilot: Pilot[None], app: AgentshApp, words: str, reply: str) -> None:
     await pilot.press(*words, "enter")
     await wait_for(pilot, lambda: reply in screen_text(app), limit_s=30)
     await wait_for(pilot, lambda: not app.controller.turn_running, limit_s=30)
 
 
-async def _switch(pilot, app, key: str) -> None:  # type: ignore[no-untyped-def]
+async def _switch(pilot: Pilot[None], app: AgentshApp, key: str) -> None:
     """Alt+Left/Right, answering "no summary" to the question about the branch left."""
     await pilot.press(key)
     await wait_for(pilot, lambda: isinstance(app.screen, LeaveBranchScreen), limit_s=10)
     await pilot.press("n")
 
 
-def _offer(app) -> RestoreFilesScreen | None:  # type: ignore[no-untyped-def]
+def _offer(app: AgentshApp) -> RestoreFilesScreen | None:
     screen = app.screen
     return screen if isinstance(screen, RestoreFilesScreen) else None
 

@@ -14,17 +14,25 @@ from textual.pilot import Pilot
 from agentsh.events import ContextStatus, Tier
 from agentsh.session.entries import Role, StopReason, ToolCall
 from agentsh.session.session import Session
+from agentsh.tui.app import AgentshApp
 from agentsh.tui.themes import load_themes, shipped_themes_dir
 from agentsh.tui.widgets.composer import PromptInput
 from agentsh.tui.widgets.status_bar import StatusBar
-from tests.tui.conftest import MakeApp, fake_factory, wait_for
+from tests.tui.conftest import MakeApp, fake_factory, idle, ready
 
 STATUS = ContextStatus(model="openai/test-model", window=128_000, used=0, pct=0.0)
 
 
-async def _settle(pilot: Pilot[Any]) -> None:
+def _agentsh(pilot: Pilot[Any]) -> AgentshApp:
     app = pilot.app
-    await wait_for(pilot, lambda: app.controller.ready and not app.controller.turn_running)  # type: ignore[attr-defined]
+    assert isinstance(app, AgentshApp)
+    return app
+
+
+async def _settle(pilot: Pilot[Any]) -> None:
+    app = _agentsh(pilot)
+    await ready(pilot, app)
+    await idle(pilot, app)
     app.query_one(PromptInput).cursor_blink = False
     await pilot.pause()
 
@@ -64,7 +72,7 @@ def test_conversation_with_a_tool_call(snap_compare: Any, make_app: MakeApp, pro
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await _settle(pilot)
-        await pilot.app.controller.switch_session(_conversation(project))  # type: ignore[attr-defined]
+        await _agentsh(pilot).controller.switch_session(_conversation(project))
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(80, 30), run_before=run_before)
