@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -141,6 +142,56 @@ async def test_every_tool_header_is_the_same_live_and_after_resume(
     assert len(live) == len(CALLS)
     assert resumed == live
     assert live["c1"] == "read: a.py:10-20" and live["c11"] == "grep: needle in src (*.py)"
+
+
+# An MCP server's tools write their own headers (server, tool, arguments): the same check.
+FAKE_MCP_SERVER = Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py"
+MCP_CALLS: list[tuple[str, dict[str, object] | str]] = [
+    ("mcp__fake__echo", {"text": "hello"}),
+    ("mcp__fake__echo", {"text": "a long line " * 30}),
+    ("mcp__fake__echo", {"text": 5}),  # fails the server's schema
+    ("mcp__fake__mixed", {}),
+    ("mcp__fake__lines", {"count": 3}),
+    ("mcp__fake__hang", {"seconds": 0}),
+]
+
+
+@pytest.mark.asyncio
+async def test_every_mcp_tool_header_is_the_same_live_and_after_resume(
+    scripted_server: ScriptedServer,
+    project: Path,
+    agentsh_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    config = agentsh_home / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    server = {"command": sys.executable, "args": [str(FAKE_MCP_SERVER)]}
+    (config / "mcp.json").write_text(json.dumps({"mcpServers": {"fake": server}}))
+    env = load_environment(project)
+    session = Session.create(env.user.project_sessions_dir(project), project)
+    scripted_server.script(
+        *(tool_call(name, arguments, id=f"m{i}") for i, (name, arguments) in enumerate(MCP_CALLS)),
+        text("done"),
+    )
+    agent = build_agent(
+        env,
+        session,
+        model=TEST_MODEL,
+        api_base=scripted_server.base_url,
+        approval=ApprovalMode.ALL,
+        cwd=project,
+    )
+    try:
+        live = {e.call_id: e.summary async for e in agent.run("go") if isinstance(e, ToolStarted)}
+    finally:
+        agent.close()
+    assert session.path is not None
+    with Session.open(session.path, lock=False) as reopened:
+        resumed = {i.call_id: i.summary for i in project_items(reopened) if isinstance(i, ToolItem)}
+    assert len(live) == len(MCP_CALLS)
+    assert resumed == live
+    assert live["m0"] == "fake: echo text=hello" and live["m3"] == "fake: mixed"
 
 
 def project_items(session: Session) -> list[ChatItem]:
