@@ -6,6 +6,8 @@ import argparse
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from agentsh.config import load_environment
 from agentsh.paths import UserPaths, first_commit, git_common_dir, project_slug
 from agentsh.session.catalog import Catalog
@@ -104,7 +106,7 @@ def test_sessions_kept_under_the_path_are_found_and_then_moved(
 
 
 def test_git_runs_once_per_repository_not_at_every_start(
-    tmp_path: Path, agentsh_home: Path, monkeypatch: object
+    tmp_path: Path, agentsh_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = _repo(tmp_path / "project")
     cache = tmp_path / "ids.json"
@@ -115,7 +117,7 @@ def test_git_runs_once_per_repository_not_at_every_start(
     def no_git(*_args: object, **_kwargs: object) -> object:
         raise AssertionError("git ran although the answer was cached")
 
-    monkeypatch.setattr(agentsh.gitutil, "run_git", no_git)  # type: ignore[attr-defined]
+    monkeypatch.setattr(agentsh.gitutil, "run_git", no_git)
     assert first_commit(repo, cache) == found
 
 
@@ -177,15 +179,18 @@ def test_this_folders_sessions_come_before_a_worktrees(tmp_path: Path, agentsh_h
 
 
 def test_the_listing_names_other_clones_without_showing_them(
-    tmp_path: Path, agentsh_home: Path, capsys: object, monkeypatch: object
+    tmp_path: Path,
+    agentsh_home: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from agentsh.cli import main
 
     a = _repo(tmp_path / "a")
     b = _clone(a, tmp_path / "b")
     _new_session_with(a, "a's private title")
-    monkeypatch.chdir(b)  # type: ignore[attr-defined]
+    monkeypatch.chdir(b)
     assert main(["sessions"]) == 0
-    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    out = capsys.readouterr().out
     assert "a's private title" not in out
     assert "1 more in other clones" in out
