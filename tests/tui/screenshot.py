@@ -54,6 +54,7 @@ async def render() -> str:
     from agentsh.tui.app import AgentshApp
     from agentsh.tui.options import LaunchOptions
     from agentsh.tui.widgets.composer import PromptInput
+    from tests.tui.conftest import ready
     from tests.tui.fake_agent import FakeAgent
 
     project = Path(tempfile.mkdtemp())
@@ -70,8 +71,7 @@ async def render() -> str:
         watch_themes=False,
     )
     async with app.run_test(size=(100, 34)) as pilot:
-        while not app.controller.ready:
-            await pilot.pause(0.05)
+        await ready(pilot, app)
         await app.controller.switch_session(conversation(project))
         app.query_one(PromptInput).cursor_blink = False
         await pilot.pause(0.3)
