@@ -61,6 +61,11 @@ class View(Protocol):
         """A toast that goes by itself (for what needs no place in the chat)."""
         ...
 
+    def uncover_chat(self) -> None:
+        """The chat must be seen (an approval waits in it): a side pane that has taken its
+        place (a narrow terminal) closes."""
+        ...
+
 
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else ""
@@ -112,3 +117,10 @@ class AppView:
 
     def notify(self, text: str, *, title: str = "", timeout: float = 3) -> None:
         self.app.notify(text, title=title, timeout=timeout)
+
+    def uncover_chat(self) -> None:
+        from agentsh.tui.panes.panel import SidePanel
+
+        panel = self.app.query_one(SidePanel)
+        if panel.is_open and panel.overlays_chat:
+            panel.hide()

@@ -93,6 +93,9 @@ class TurnView:
                 if (running := self.blocks.get(event.call_id)) is not None:
                     running.append_output(event.text)
             case ApprovalRequest():
+                # Seen: a narrow terminal's tree pane hid the question, and Esc meant to
+                # close the pane cancelled the turn instead.
+                self.view.uncover_chat()
                 # Asked before it is added: a user who scrolled up to read is not moved.
                 prompt = ApprovalPrompt(event, self.view.keymap, follow=chat.following)
                 await chat.append(NoteItem("", f"approval asked: {event.summary}"), prompt)

@@ -148,3 +148,39 @@ async def test_scrolling_down_to_a_waiting_approval_hands_it_the_keys(
         assert prompt.in_view() and not app.query_one(ApprovalNotice).display
         await pilot.press("n")
         await wait_for(pilot, lambda: decisions == ["deny"])
+
+
+async def test_an_approval_closes_a_pane_that_covers_the_narrow_chat(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen at 80x24: the tree pane (which takes the chat's place there) hid the question,
+    and Esc pressed to close the pane cancelled the turn."""
+    from agentsh.tui.panes.panel import SidePanel
+
+    monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 0.0)
+    go = asyncio.Event()
+    decisions: list[str] = []
+
+    async def asks(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        await go.wait()
+        request = ApprovalRequest("c1", "bash", "bash: make", "make", "ask mode")
+        yield request
+        decisions.append((await request.decision).value)
+        yield TurnEnded(TurnOutcome.DONE)
+
+    app = make_app(factory=fake_factory(script=asks))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        await pilot.press(*"build it", "enter")
+        await wait_for(pilot, lambda: app.controller.turn_running)
+        await pilot.press("f4")
+        panel = app.query_one(SidePanel)
+        await wait_for(pilot, lambda: panel.is_open and not app.query_one(ChatView).is_on_screen)
+        go.set()
+        await wait_for(pilot, lambda: bool(app.query(ApprovalPrompt)))
+        prompt = app.query_one(ApprovalPrompt)
+        await wait_for(pilot, lambda: app.focused is prompt)
+        assert not panel.is_open
+        assert "? Allow bash: make" in screen_text(app)
+        await pilot.press("y")
+        await wait_for(pilot, lambda: decisions == ["allow_once"])
