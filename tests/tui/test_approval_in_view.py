@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
-from agentsh.config import ApprovalMode
+from agentsh.config import ApprovalMode, load_environment
 from agentsh.events import ApprovalRequest, Event, TurnEnded, TurnOutcome
-from agentsh.session.entries import Role
+from agentsh.session.entries import Role, StopReason
+from agentsh.session.session import Session
 from agentsh.tui.widgets.approval_prompt import ApprovalNotice, ApprovalPrompt
 from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.composer import PromptInput
@@ -182,5 +184,53 @@ async def test_an_approval_closes_a_pane_that_covers_the_narrow_chat(
         await wait_for(pilot, lambda: app.focused is prompt)
         assert not panel.is_open
         assert "? Allow bash: make" in screen_text(app)
+        await pilot.press("y")
+        await wait_for(pilot, lambda: decisions == ["allow_once"])
+
+
+async def test_a_waiting_approval_is_never_dropped_by_the_chat_window(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch, project: Path
+) -> None:
+    """In a long chat the rows far from the viewport are unmounted; a waiting approval is
+    live (its row rebuilds as a plain line): scrolled far up, it must stay mounted, or the
+    question is gone and the turn waits for an answer nobody can give."""
+    env = load_environment(project)
+    env.user.config_file.parent.mkdir(parents=True, exist_ok=True)
+    env.user.config_file.write_text("[tui]\ntranscript_window = 30\n")
+    monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 0.0)
+    go = asyncio.Event()
+    decisions: list[str] = []
+
+    async def asks(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        await go.wait()
+        request = ApprovalRequest("c1", "bash", "bash: make", "make", "ask mode")
+        yield request
+        decisions.append((await request.decision).value)
+        yield TurnEnded(TurnOutcome.DONE)
+
+    app = make_app(factory=fake_factory(script=asks), environment=load_environment(project))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        session = Session.create(None, project)
+        for i in range(100):
+            session.append_message(Role.USER, f"question {i}")
+            session.append_message(Role.ASSISTANT, f"answer {i}", stop_reason=StopReason.STOP)
+        await app.controller.switch_session(session)
+        await pilot.press(*"build it", "enter")
+        await wait_for(pilot, lambda: app.controller.turn_running)
+        chat = app.query_one(ChatView)
+        await pilot.press("pageup", "pageup")
+        await wait_for(pilot, lambda: not chat.following)
+        go.set()
+        await wait_for(pilot, lambda: app.query_one(ApprovalNotice).display)
+        prompt = app.query_one(ApprovalPrompt)
+        first = chat.first
+        for _ in range(20):  # far up: older rows mount, rows far below are unmounted
+            chat.scroll_home(animate=False, immediate=True)
+            await pilot.pause()
+        assert chat.first < first - 2 * chat.window  # the window moved well up
+        assert prompt.is_attached and app.query_one(ApprovalNotice).display
+        await pilot.press("ctrl+up")
+        await wait_for(pilot, lambda: app.focused is prompt and prompt.in_view())
         await pilot.press("y")
         await wait_for(pilot, lambda: decisions == ["allow_once"])

@@ -211,7 +211,7 @@ class RowWindow(VerticalScroll):
             widget = row.widget
             if widget is None or widget.virtual_region.bottom >= limit:
                 break
-            if getattr(widget, "live", False):
+            if is_live(widget):
                 break
             count += 1  # noqa: SIM113 - counts only the leading run that qualifies
         if self.size.height == 0:  # not laid out yet (headless start): prune by count
@@ -241,8 +241,8 @@ class RowWindow(VerticalScroll):
         count = 0
         for row in reversed(self.rows[self.last - max(excess, self.batch_rows) : self.last]):
             widget = row.widget
-            if widget is None or widget.virtual_region.y <= limit or getattr(widget, "live", False):
-                break
+            if widget is None or widget.virtual_region.y <= limit or is_live(widget):
+                break  # a waiting approval or a running tool too: rebuilt, they would be lost
             count += 1
         if count <= 0:
             return
