@@ -145,6 +145,8 @@ class SessionLifecycle:
         try:
             if path is not None:
                 session = open_session_file(env, path, fork_if_locked=False)
+                if options.name:  # -r --name: the session picked is the one named
+                    session.set_name(options.name)
             else:
                 session = session_for_args(env, options.namespace(), current.cwd)
         except Exception as exc:  # noqa: BLE001 - worker boundary: shown in the chat, new session

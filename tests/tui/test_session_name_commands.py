@@ -10,6 +10,7 @@ from agentsh.config import Environment
 from agentsh.session.catalog import Catalog
 from agentsh.session.entries import Role, StopReason
 from agentsh.session.session import Session
+from agentsh.tui.options import LaunchOptions
 from agentsh.tui.screens.picker import PickerScreen
 from agentsh.tui.widgets.messages import NoteLine, UserMessage
 from tests.tui.conftest import MakeApp, agent_of, ready, wait_for
@@ -87,3 +88,19 @@ async def test_resume_offers_a_picker_when_several_transcripts_hold_the_words(
         )
         note = await _note_after(pilot, app, "/resume no such words anywhere")
         assert note.kind == "warning" and "holds it" in note.text
+
+
+async def test_name_flag_names_the_session_picked_at_start(
+    make_app: MakeApp, env: Environment, project: Path
+) -> None:
+    """``agentsh -r --name NAME``: the session chosen in the picker is the one named, as
+    ``-r ID --name NAME`` names the one it resumes."""
+    saved = _saved(env, project, "earlier work", "done")
+    app = make_app(options=LaunchOptions(resume="", name="earlier, named"))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
+        await pilot.press("enter")
+        await ready(pilot, app)
+        await wait_for(pilot, lambda: [m.text for m in app.query(UserMessage)] == ["earlier work"])
+        assert agent_of(app).session.id == saved.id
+        assert agent_of(app).session.name == "earlier, named"
