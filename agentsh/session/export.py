@@ -196,6 +196,8 @@ def transcript_lines(session: Session, *, tool_output_lines: int = TOOL_OUTPUT_L
     """A readable transcript of the current path, for a terminal or a pager."""
     t = session.tree
     out = [f"session {session.id}"]
+    if session.name:
+        out.append(f"name    {session.name}")
     if session.path:
         out.append(f"file    {session.path}")
     out.append(f"cwd     {session.header.cwd}")
@@ -337,6 +339,8 @@ def to_markdown(session: Session) -> str:
         f"- cwd: `{session.header.cwd}`",
         f"- created: {session.header.timestamp}",
     ]
+    if session.name:
+        out.append(f"- name: {session.name}")
     if session.header.parent_session:
         out.append(f"- forked from: `{session.header.parent_session}`")
     for entry in t.path():
@@ -432,7 +436,9 @@ def to_html(session: Session) -> str:
         f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
         f"<header><h1>{_e(title)}</h1>",
         f"<p>id {_e(session.id)}</p><p>cwd {_e(session.header.cwd)}</p>",
-        f"<p>created {_e(session.header.timestamp)}</p></header><main>",
+        f"<p>created {_e(session.header.timestamp)}</p>",
+        f"<p>name {_e(session.name)}</p>" if session.name else "",
+        "</header><main>",
     ]
     for entry in t.path():
         parts.append(_html_block(entry, t.labels.get(entry.id, "")))

@@ -11,6 +11,7 @@ import pytest
 
 from agentsh.commands.sessions_cmd import format_table
 from agentsh.config import load_environment
+from agentsh.session import export
 from agentsh.session.catalog import AmbiguousSession, Catalog
 from agentsh.session.entries import NameEntry, Role, UnknownEntry, clean_name, entry_from_json
 from agentsh.session.session import Session
@@ -118,3 +119,13 @@ def test_the_listing_shows_the_start_of_a_long_name(project: Path) -> None:
     table = format_table(Catalog(user_paths()).list(project), show_project=False, width=120)
     assert table[0].split()[5] == "NAME"
     assert "refactor the session ca…" in table[1]
+
+
+def test_show_and_the_exports_say_the_name(project: Path) -> None:
+    session = Session.create(user_paths().project_sessions_dir(project), project)
+    conversation(session, 1)
+    session.set_name("<b>parser</b> fix")
+    assert "name    <b>parser</b> fix" in export.transcript_lines(session)
+    assert "- name: <b>parser</b> fix" in export.to_markdown(session).splitlines()
+    assert "<p>name &lt;b&gt;parser&lt;/b&gt; fix</p>" in export.to_html(session)
+    session.close()
