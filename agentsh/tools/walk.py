@@ -15,56 +15,97 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+#: more ``{a,b}`` alternatives than this and the braces are taken literally: each group doubles
+#: the count, and ``{a,b}`` twenty times over is a million regexes
+MAX_BRACE_ALTERNATIVES = 64
+
 
 def _expand_braces(pattern: str) -> list[str]:
     """``*.{ts,tsx}`` -> ``*.ts``, ``*.tsx`` (innermost group first, so nesting works)."""
+    out = _expanded(pattern)
+    return out if len(out) <= MAX_BRACE_ALTERNATIVES else [pattern]
+
+
+def _expanded(pattern: str) -> list[str]:
     match = re.search(r"\{([^{}]*)\}", pattern)
     if match is None or "," not in match[1]:
         return [pattern]
     head, tail = pattern[: match.start()], pattern[match.end() :]
     out: list[str] = []
     for option in match[1].split(","):
-        out += _expand_braces(head + option + tail)
+        out += _expanded(head + option + tail)
+        if len(out) > MAX_BRACE_ALTERNATIVES:
+            break
     return out
 
 
 def _glob_body(pattern: str) -> str:
-    """The regex for a gitignore-style glob: ``*``/``?`` stay in one folder, ``**`` crosses."""
-    out: list[str] = []
+    """The regex for a gitignore-style glob: ``*``/``?`` stay in one folder, ``**`` crosses.
+
+    Globs come from files someone else wrote (a cloned repository's ``.gitignore``), so no
+    text may make a match slow: ``**/**/.../a`` or ``*a*a*...*b`` written plainly as regexes
+    backtrack for minutes on one path. So a run of ``**`` counts once, and what sits between
+    two wildcards is matched at the earliest place it can be, in an atomic group (fnmatch's
+    trick): a later place could never match more, as the wildcard after it can cover the gap.
+    """
+    parts: list[str] = []
+    for part in pattern.split("/"):
+        if not (part == "**" and parts and parts[-1] == "**"):
+            parts.append(part)
+    if "**" not in parts:
+        return "/".join(_component(part) for part in parts)
+    groups: list[list[str]] = [[]]
+    for part in parts:
+        if part == "**":
+            groups.append([])
+        else:
+            groups[-1].append(part)
+    head, *middle, tail = groups
+    out = "".join(_component(part) + "/" for part in head)
+    for group in middle:  # between two '**': the earliest folders that match
+        out += "(?>(?:[^/]*/)*?" + "/".join(_component(part) for part in group) + "/)"
+    if not tail:
+        return out + ".*"  # a trailing '**': everything below
+    return out + "(?:[^/]*/)*?" + "/".join(_component(part) for part in tail)
+
+
+def _component(part: str) -> str:
+    """One name of a glob (no ``/``): ``*`` and ``?`` never leave it; every ``*`` but the last
+    finds the earliest place the text up to the next one matches (see :func:`_glob_body`)."""
+    segments: list[list[str]] = [[]]
     i = 0
-    n = len(pattern)
+    n = len(part)
     while i < n:
-        c = pattern[i]
-        if pattern.startswith("**/", i) and (i == 0 or pattern[i - 1] == "/"):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i) and i + 2 == n and (i == 0 or pattern[i - 1] == "/"):
-            out.append(".*")
-            i += 2
-        elif c == "*":
-            out.append("[^/]*")
+        c = part[i]
+        if c == "*":
+            if segments[-1] or len(segments) == 1:
+                segments.append([])  # a run of '*' is one
             i += 1
         elif c == "?":
-            out.append("[^/]")
+            segments[-1].append("[^/]")
             i += 1
         elif c == "[":
-            negated = pattern[i + 1 : i + 2] in ("!", "^")
+            negated = part[i + 1 : i + 2] in ("!", "^")
             first = i + 2 if negated else i + 1
-            close = pattern.find("]", first + 1)  # a ']' right after '[' is a member
+            close = part.find("]", first + 1)  # a ']' right after '[' is a member
             if close < 0:
-                out.append(re.escape(c))
+                segments[-1].append(re.escape(c))
                 i += 1
                 continue
-            members = "".join(ch if ch == "-" else re.escape(ch) for ch in pattern[first:close])
-            out.append(f"[{'^' if negated else ''}{members}]")
+            members = "".join(ch if ch == "-" else re.escape(ch) for ch in part[first:close])
+            # A negated class never matches '/' either: '*' and '?' stay in one name.
+            segments[-1].append(f"[^/{members}]" if negated else f"[{members}]")
             i = close + 1
         elif c == "\\" and i + 1 < n:
-            out.append(re.escape(pattern[i + 1]))
+            segments[-1].append(re.escape(part[i + 1]))
             i += 2
         else:
-            out.append(re.escape(c))
+            segments[-1].append(re.escape(c))
             i += 1
-    return "".join(out)
+    if len(segments) == 1:
+        return "".join(segments[0])
+    lead, *between, last = ("".join(segment) for segment in segments)
+    return lead + "".join(f"(?>[^/]*?{text})" for text in between) + "[^/]*" + last
 
 
 def glob_regex(pattern: str) -> re.Pattern[str]:

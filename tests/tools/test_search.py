@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -55,10 +56,33 @@ def tree(root: Path, files: dict[str, str | bytes]) -> None:
         ("file[!0-9].txt", "file7.txt", False),
         ("docs", "docs", True),
         ("./docs/*.md", "docs/a.md", True),
+        ("a[!b]c", "a/c", False),  # a negated class never matches '/' either
+        ("**/**/x", "a/b/x", True),
+        ("a/**/**", "a/b/c", True),
+        ("*a*b", "xaxb", True),
+        ("*a*b", "xaxb/b", False),
     ],
 )
 def test_glob_semantics(pattern: str, path: str, matches: bool) -> None:
     assert bool(glob_regex(pattern).match(path)) is matches
+
+
+def test_no_glob_or_ignore_line_makes_a_match_slow() -> None:
+    # A cloned repository's .gitignore is read by find, ls and grep's own walk: lines like
+    # these backtracked for seconds per path (minutes with a few more stars), per file.
+    cases = [
+        ("**/" * 9 + "a", "x/" * 25 + "y"),
+        ("*a" * 7 + "b", "a" * 40),
+        ("x/" + "*a" * 7 + "b", "x/" + "a" * 40),
+        ("a/**/" * 8 + "b", "a/" * 30 + "c"),
+        ("{a,b}" * 20, "ab" * 10),
+    ]
+    for pattern, path in cases:
+        started = time.process_time()
+        rules = IgnoreFile.parse("", pattern)
+        assert rules.verdict(path, is_dir=False) is None
+        assert glob_regex(pattern).match(path) is None
+        assert time.process_time() - started < 0.5, pattern
 
 
 def test_gitignore_rules() -> None:
