@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -143,17 +144,26 @@ async def test_escape_cancels_mid_stream_and_the_log_marks_the_turn_aborted(
 async def test_input_typed_during_a_turn_is_queued_and_sent_after_it(
     real: MakeApp, scripted_server: ScriptedServer
 ) -> None:
-    scripted_server.script(
-        {"text": " ".join(f"w{i}" for i in range(60)), "delay": 0.1}, text("Second answer.")
-    )
+    # The first reply waits until "second" is queued: on a loaded machine typing it took
+    # longer (3.4 s) than a short stream, which ended first, so nothing was queued.
+    gate = threading.Event()
+
+    def held(_request: object) -> dict[str, object]:
+        gate.wait(60)
+        return {"text": " ".join(f"w{i}" for i in range(60)), "delay": 0.01}
+
+    scripted_server.script(held, text("Second answer."))
     app = real()
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(pilot, app)
         await pilot.press(*"first", "enter")
         await wait_for(pilot, lambda: app.controller.turn_running)
         await pilot.press(*"second", "enter")
-        await wait_for(pilot, lambda: bool(app.query(QueuedMessage)))
-        assert len(scripted_server.requests) == 1
+        try:
+            await wait_for(pilot, lambda: bool(app.query(QueuedMessage)))
+            assert len(scripted_server.requests) == 1
+        finally:
+            gate.set()
         await wait_for(pilot, lambda: len(scripted_server.requests) == 2, limit_s=30)
         await idle(pilot, app)
         assert not app.query(QueuedMessage)
