@@ -171,7 +171,7 @@ KEYS: tuple[KeySpec, ...] = (
         "complete",
         "tab",
         "complete",
-        "Accept the highlighted completion",
+        "Accept the highlighted completion (the first if none is)",
         KeyScope.INPUT,
         in_widget=True,
     ),
