@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -45,7 +45,7 @@ AgentFactory = Callable[..., Agent]
 @pytest.fixture
 def make_agent(
     scripted_server: ScriptedServer, project: Path, monkeypatch: pytest.MonkeyPatch
-) -> AgentFactory:
+) -> Iterator[AgentFactory]:
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     created: list[Agent] = []
 
@@ -73,13 +73,20 @@ def make_agent(
         created.append(agent)
         return agent
 
-    yield factory  # type: ignore[misc]
+    yield factory
     for agent in created:
         agent.close()
 
 
 async def collect(events: AsyncIterator[Event]) -> list[Event]:
     return [event async for event in events]
+
+
+def ended(events: list[Event]) -> TurnEnded:
+    """The turn's last event, which is always its end."""
+    last = events[-1]
+    assert isinstance(last, TurnEnded), last
+    return last
 
 
 @pytest.mark.asyncio
@@ -137,7 +144,8 @@ async def test_cancel_mid_stream_keeps_the_text_and_marks_the_turn_aborted(
     assert scripted_server.wait_for_disconnect(5.0)
     # The abort is durable: a reload sees it.
     agent.session.close()
-    reloaded = Session.open(agent.session.path, lock=False)  # type: ignore[arg-type]
+    assert agent.session.path is not None
+    reloaded = Session.open(agent.session.path, lock=False)
     assert reloaded.current_path()[-1].id == last.id
 
 

@@ -12,7 +12,7 @@ import pytest
 from agentsh.context.repair import pair_problems
 from agentsh.context.summary import SYSTEM_PROMPT as SUMMARY_SYSTEM_PROMPT
 from agentsh.events import CompactionFinished, Tier
-from tests.agent.test_agent_loop import AgentFactory, collect, make_agent
+from tests.agent.test_agent_loop import AgentFactory, collect, ended, make_agent
 from tests.context.conftest import GOOD_SUMMARY
 from tests.fakes.server import RecordedRequest, Reply, ScriptedServer, text, tool_call
 
@@ -78,7 +78,7 @@ async def test_every_request_after_ten_compactions_keeps_request_files_and_last_
             request = f"task {turn}: build widget {turn}, keep `spacing`  exact"
             mark = len(scripted_server.requests)
             events = await collect(agent.run(request))
-            assert events[-1].outcome.value == "done", events[-1]  # type: ignore[attr-defined]
+            assert ended(events).outcome.value == "done", events[-1]
             if not compacted:
                 continue
             # Every request of this turn, after at least one compaction.

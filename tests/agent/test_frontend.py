@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,11 +30,11 @@ def test_the_agent_has_every_member_of_the_protocol_with_compatible_parameters()
 
 
 @pytest.fixture
-def agent(project: Path) -> Agent:
+def agent(project: Path) -> Iterator[Agent]:
     env = load_environment(project)
     session = Session.create(None, project)  # not kept on disk: archives stay in memory
     made = build_agent(env, session, model=None, cwd=project)
-    yield made  # type: ignore[misc]
+    yield made
     made.close()
 
 

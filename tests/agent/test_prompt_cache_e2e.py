@@ -17,7 +17,7 @@ from agentsh.agent import Agent, build_agent
 from agentsh.config import ApprovalMode, load_environment
 from agentsh.session.session import Session
 from tests.agent.conftest import AgentshRunner
-from tests.agent.test_agent_loop import collect
+from tests.agent.test_agent_loop import collect, ended
 from tests.fakes.anthropic import cache_markers, without_markers
 from tests.fakes.server import RecordedRequest, Reply, ScriptedServer, text, tool_call
 
@@ -76,7 +76,7 @@ async def test_markers_on_every_request_a_stable_prefix_and_the_cache_share_in_t
     scripted_server.script(*([_responder] * 40))
     for n in range(4):
         events = await collect(claude_agent.run(f"turn {n}: run the two steps"))
-        assert events[-1].outcome.value == "done"  # type: ignore[attr-defined]
+        assert ended(events).outcome.value == "done"
     sent = scripted_server.requests
     assert len(sent) == 12 and all(r.anthropic for r in sent)
     assert all(cache_markers(r.body) >= 2 for r in sent)
