@@ -76,7 +76,8 @@ def make_checkpointer(user_paths: UserPaths) -> Iterator[Callable[..., Checkpoin
     made: list[Checkpointer] = []
 
     def make(root: Path, **settings: int | bool) -> Checkpointer:
-        checkpointer = Checkpointer(user_paths, root, CheckpointSettings(**settings))  # type: ignore[arg-type]
+        config = dataclasses.replace(CheckpointSettings(), **settings)
+        checkpointer = Checkpointer(user_paths, root, config)
         made.append(checkpointer)
         return checkpointer
 
