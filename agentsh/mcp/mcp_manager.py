@@ -28,6 +28,7 @@ from agentsh.mcp import cache
 from agentsh.mcp import loop as mcp_loop
 from agentsh.mcp.names import assign_names
 from agentsh.mcp.results import Caps, to_tool_result
+from agentsh.mcp.server_trust import told_by_trust_check
 from agentsh.mcp.servers_config import ExpansionError, McpConfig, ServerSpec, load_mcp_config
 from agentsh.mcp.state import RemoteTool, ServerState, ServerStatus
 from agentsh.tools.base import ToolResult
@@ -410,12 +411,13 @@ def manager_for(
 ) -> tuple[McpManager | None, list[str]]:
     """The manager for this environment's servers (None when there are none) and what the
     user should be told about the configuration. A project's servers are included only when
-    ``trusted``; otherwise the notice says they were left out and why. ``extra`` servers (an
-    ACP client's, :func:`~agentsh.mcp.servers_config.spec_from_acp`) join them and win a name
-    clash."""
+    ``trusted``; otherwise a notice says they were left out and why, unless the trust check
+    already named their files (the front end's one line about the untrusted folder says it).
+    ``extra`` servers (an ACP client's, :func:`~agentsh.mcp.servers_config.spec_from_acp`) join them
+    and win a name clash."""
     config = config or load_mcp_config(env.user, env.project)
     notices = [f"MCP configuration: {problem}" for problem in config.problems]
-    if config.project and not trusted:
+    if config.project and not trusted and not told_by_trust_check(env, config):
         names = ", ".join(sorted(config.project))
         notices.append(
             f"MCP servers of this project ({names}) were not started: the project is not "

@@ -74,6 +74,19 @@ def register() -> None:
     register_source(mcp_findings)
 
 
+def told_by_trust_check(env: Environment, config: McpConfig) -> bool:
+    """Whether the trust check already names every file the project's servers come from, so
+    a front end that told the user about the untrusted folder (``-p``'s line, the trust
+    screen, ACP's notice) said they were left out: no second line about them."""
+    told = {f.path for f in env.trust.findings if f.kind == KIND}
+    project = ProjectPaths(env.trust.root)
+    sources = {spec.source.name for spec in config.project_specs()}
+    paths = {
+        project.mcp_file if s == project.mcp_file.name else project.config_file for s in sources
+    }
+    return bool(paths) and paths <= told
+
+
 def project_servers_trusted(env: Environment, config: McpConfig) -> bool:
     """Whether the project's MCP servers may start in this run (see the module docstring)."""
     if not config.project:

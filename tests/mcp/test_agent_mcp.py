@@ -253,7 +253,10 @@ async def test_an_untrusted_projects_mcp_json_starts_nothing_an_acp_clients_serv
     agent = make_agent(mcp_servers=[client_server])
     events = await collect(agent.run("hi"))
     notices = [e.text for e in events if isinstance(e, Notice)]
-    assert any("(evil) were not started: the project is not trusted" in n for n in notices)
+    # The front end's line about the untrusted folder names .mcp.json (its trust check lists
+    # the file); the agent does not say it a second time.
+    assert ".mcp.json" in agent.env.trust.notice()
+    assert not any("were not started" in n for n in notices)
     assert agent.mcp is not None and agent.mcp.names == ("editor",)
     evil, editor = [e for e in agent.session.current_path() if isinstance(e, ToolResultEntry)]
     assert evil.is_error and evil.content.startswith("Unknown tool 'mcp__evil__echo'")

@@ -79,7 +79,11 @@ def test_print_mode_calls_git_log_and_starts_nothing_from_the_untrusted_project(
         e for e in Session.open(path, lock=False).current_path() if isinstance(e, ToolResultEntry)
     ]
     assert result.tool_name == "mcp__git__git_log" and not result.is_error
-    assert "MCP servers of this project (evil, fake) were not started" in run.stderr
+    # One line about the untrusted folder and its servers, not two (the trust notice and an
+    # MCP one naming the same servers).
+    about = [line for line in run.stderr.splitlines() if "MCP" in line or ".mcp.json" in line]
+    assert len(about) == 1, run.stderr
+    assert "not trusted" in about[0] and ".mcp.json" in about[0] and "--trust-project" in about[0]
     assert not marker.exists() and pids_in(pid_dir) == []
     assert not any(name.startswith(("mcp__evil", "mcp__fake")) for name in tools)
 

@@ -10,7 +10,13 @@ import pytest
 
 from agentsh import trust
 from agentsh.config import load_environment
-from agentsh.mcp.server_trust import KIND, mcp_findings, project_servers_trusted
+from agentsh.mcp.mcp_manager import manager_for
+from agentsh.mcp.server_trust import (
+    KIND,
+    mcp_findings,
+    project_servers_trusted,
+    told_by_trust_check,
+)
 from agentsh.mcp.servers_config import load_mcp_config
 from agentsh.paths import UserPaths
 from agentsh.trust import TrustState, check_project, grant
@@ -81,7 +87,13 @@ def test_without_the_mcp_source_nothing_is_trusted_by_default(
     grant(user, check_project(user, project))
     env = load_environment(project)
     assert env.trusted
-    assert not project_servers_trusted(env, load_mcp_config(env.user, env.project))
+    config = load_mcp_config(env.user, env.project)
+    assert not project_servers_trusted(env, config)
+    # Nobody named .mcp.json to the user, so the agent's own notice says its servers did not
+    # start (it is left out only when the trust check already named the file).
+    assert not told_by_trust_check(env, config)
+    _manager, notices = manager_for(env, project, trusted=False, config=config)
+    assert any("(git, web) were not started" in notice for notice in notices)
 
 
 def test_a_link_out_of_the_project_is_neither_followed_nor_trusted(
