@@ -127,7 +127,8 @@ class AgentshApp(App[None]):
         if not self.options.no_session:  # --no-session keeps nothing on disk
             prompt.history_file = self.env.user.prompt_history_file(self.env.project.root)
         prompt.commands = slash.complete
-        prompt.command_arguments = slash.complete_argument
+        current = self.controller.current
+        prompt.command_arguments = lambda word, typed: slash.complete_argument(word, typed, current)
         prompt.focus()
         for problem in self._startup_problems:
             self.notify(problem, title="Configuration", severity="warning", timeout=10)

@@ -88,6 +88,9 @@ def test_an_argument_completes_from_the_words_its_command_takes() -> None:
     assert slash.complete_argument("export", "h") == ["html"]
     assert slash.complete_argument("label", "x") == []
     assert slash.complete_argument("nonsense", "x") == []
+    # A later word is offered only by a command whose words depend on the earlier ones.
+    assert slash.complete_argument("compact", "summarize s") == []
+    assert slash.complete_argument("mcp", "re") == ["restart"]  # no session: its static words
 
 
 def _git(root: Path, *args: str) -> None:

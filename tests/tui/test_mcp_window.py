@@ -16,6 +16,7 @@ from agentsh.mcp.state import ServerState
 from agentsh.tui.app import AgentshApp
 from agentsh.tui.options import LaunchOptions
 from agentsh.tui.screens.mcp_screen import McpServersScreen
+from agentsh.tui.widgets.composer import CompletionMenu, PromptInput
 from agentsh.tui.widgets.messages import NoteMarkdown
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer
@@ -96,6 +97,14 @@ async def test_the_mcp_window_follows_the_servers_and_switches_one_off_and_on(
         await wait_for(pilot, lambda: "`echo`" in app.query(NoteMarkdown).last().text)
         await submit(pilot, app, "/mcp restart nosuch")
         await wait_for(pilot, lambda: "No MCP server named 'nosuch'" in screen_text(app))
+        # Completion offers the servers' names: as the first word, and after an action.
+        menu = app.query_one(CompletionMenu)
+        await pilot.press(*"/mcp f")
+        assert menu.display and [c.insert for c in menu.completions] == ["fake"]
+        await pilot.press("backspace", *"restart b")
+        assert [c.insert for c in menu.completions] == ["broken"]
+        await pilot.press("tab")
+        assert app.query_one(PromptInput).text == "/mcp restart broken"
     # Leaving the App stops the servers (the one switched off and on included): no process of
     # theirs outlives it, without waiting for the interpreter's exit.
     started = pids_in(agentsh_home / "pids")

@@ -15,7 +15,7 @@ completing it, Ctrl+P, ``/help`` and F1 all read the table.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
@@ -94,6 +94,9 @@ class SlashCommand:
     aliases: tuple[str, ...] = ()
     needs: frozenset[Need] = frozenset()
     choices: tuple[str, ...] = ()  # words the argument may be, offered while typing it
+    #: words that depend on the session (an MCP server's name), given the argument's words
+    #: typed before the one being completed; replaces ``choices`` in completion when set
+    words: Callable[[Current, list[str]], Sequence[str]] | None = None
 
     @property
     def usage(self) -> str:

@@ -13,11 +13,24 @@ from typing import TYPE_CHECKING
 from agentsh.mcp import report
 
 if TYPE_CHECKING:
+    from agentsh.tui.current import Current
     from agentsh.tui.slash.command import CommandContext
 
 ACTIONS = ("enable", "disable", "restart")
 #: what /mcp's first word may be (offered while typing it); a server's name works too
 MCP_CHOICES = ("text", *ACTIONS)
+
+
+def argument_words(current: Current, before: list[str]) -> list[str]:
+    """Completion: the first word (text, an action or a server's name), then after an action
+    the server names."""
+    agent = current.agent
+    names = [s.name for s in agent.mcp_overview().servers] if agent is not None else []
+    if not before:
+        return [*MCP_CHOICES, *names]
+    if len(before) == 1 and before[0].lower() in ACTIONS:
+        return names
+    return []
 
 
 async def mcp(ctx: CommandContext, arg: str) -> None:

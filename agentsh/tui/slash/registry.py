@@ -8,9 +8,15 @@ see :mod:`agentsh.tui.slash.command`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from agentsh.errors import AgentshError
 from agentsh.tui.slash import agent_cmds, app_cmds, conversation, file_cmds, mcp_cmds
 from agentsh.tui.slash.command import Need, SlashCommand
+
+if TYPE_CHECKING:
+    from agentsh.tui.current import Current
 
 IDLE, AGENT, WRITABLE = Need.IDLE, Need.AGENT, Need.WRITABLE
 
@@ -98,6 +104,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
         mcp_cmds.mcp,
         "[text|NAME|enable|disable|restart NAME]",
         choices=mcp_cmds.MCP_CHOICES,
+        words=mcp_cmds.argument_words,
     ),
     SlashCommand("quit", "Quit agentsh", app_cmds.quit_, aliases=("exit", "q")),
 )
@@ -152,13 +159,21 @@ def complete(prefix: str) -> list[SlashCommand]:
     ]
 
 
-def complete_argument(word: str, prefix: str) -> list[str]:
-    """The argument words of command ``word`` that start with ``prefix``."""
+def complete_argument(word: str, typed: str, current: Current | None = None) -> list[str]:
+    """What the last word of ``typed`` (command ``word``'s argument so far) may become: the
+    command's ``choices`` for its first word, or its session-dependent ``words`` (``/mcp
+    restart g`` -> the MCP servers whose names start with ``g``)."""
     command = find(word)
     if command is None:
         return []
+    *before, prefix = typed.split(" ")
+    before = [w for w in before if w]
+    if command.words is not None and current is not None:
+        offered: Sequence[str] = command.words(current, before)
+    else:
+        offered = () if before else command.choices
     prefix = prefix.lower()
-    return [choice for choice in command.choices if choice.startswith(prefix)]
+    return [choice for choice in offered if choice.lower().startswith(prefix)]
 
 
 def commands_table() -> str:

@@ -299,13 +299,17 @@ class PromptInput(TextArea):
             # A command's argument: the words it takes are offered after its space, and
             # narrowed as letters are typed (Enter on "/compact " runs the command as it is).
             word, _, typed = line[1:].partition(" ")
-            if " " not in typed:
-                start = len(line) - len(typed)
-                return [
-                    Completion(start, choice, Content(choice))
-                    for choice in self.command_arguments(word, typed)
-                    if choice != typed
-                ]
+            # The word being typed (empty right after a space); the words before it choose
+            # what it may be (/mcp restart -> the servers' names).
+            last = typed.rsplit(" ", 1)[-1]
+            start = len(line) - len(last)
+            offered = [
+                Completion(start, choice, Content(choice))
+                for choice in self.command_arguments(word, typed)
+                if choice != last
+            ]
+            if offered or " " not in typed:
+                return offered  # else an @file in the argument may still be completed
         at = _AT_WORD.search(line)
         if at:
             query = at.group(1)
