@@ -136,8 +136,9 @@ class ServerConnection:
 
     # -- start and supervision ----------------------------------------------------------------
 
-    def launch(self, task_group: anyio.abc.TaskGroup) -> None:
-        """Start the server's task if it is not running (returns at once)."""
+    def launch(self, task_group: anyio.abc.TaskGroup, *, restarted: bool = False) -> None:
+        """Start the server's task if it is not running (returns at once). A start after a
+        failure, or one the user asked for (``restarted``), counts as a restart."""
         if not self.spec.enabled or self.status.state is ServerState.DISABLED or self._running:
             return
         self._running = True
@@ -145,9 +146,20 @@ class ServerConnection:
         self._wake = anyio.Event()
         self._started = anyio.Event()
         self._finished = anyio.Event()
-        restarts = self.status.restarts + (1 if self.status.state is ServerState.FAILED else 0)
+        again = restarted or self.status.state is ServerState.FAILED
+        restarts = self.status.restarts + (1 if again else 0)
         self._set(state=ServerState.STARTING, reason="", restarts=restarts)
         task_group.start_soon(self._supervise)
+
+    async def restart(self, task_group: anyio.abc.TaskGroup) -> bool:
+        """Stop and start again, because the user asked (``/mcp``): at once, whatever backoff
+        a run of crashes had set, which starts over. False for a disabled server."""
+        if not self.spec.enabled or self.status.state is ServerState.DISABLED:
+            return False
+        await self.stop()
+        self._failures = 0
+        self.launch(task_group, restarted=True)
+        return True
 
     async def start(self, task_group: anyio.abc.TaskGroup) -> None:
         """Start the server (if it is not running) and wait until it is ready or failed."""
@@ -471,6 +483,15 @@ class ServerConnection:
         self._wake.set()
         with anyio.move_on_after(_CLOSE_GRACE_S):
             await self._finished.wait()
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    def process_group(self) -> int:
+        """The stdio server's process group (0: none, or not known yet)."""
+        self._learn_group()
+        return self._pgid
 
     def disable(self, reason: str) -> None:
         self._set(state=ServerState.DISABLED, reason=reason)

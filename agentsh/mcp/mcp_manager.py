@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from agentsh.config import Environment, McpSettings
-from agentsh.mcp import cache
+from agentsh.mcp import cache, groups
 from agentsh.mcp import loop as mcp_loop
 from agentsh.mcp.names import assign_names
 from agentsh.mcp.results import Caps, to_tool_result
@@ -32,6 +32,10 @@ from agentsh.mcp.server_trust import told_by_trust_check
 from agentsh.mcp.servers_config import ExpansionError, McpConfig, ServerSpec, load_mcp_config
 from agentsh.mcp.state import RemoteTool, ServerState, ServerStatus
 from agentsh.tools.base import ToolResult
+
+#: at exit, how long a server may take to leave after its stdin closed before it is signalled
+QUIT_GRACE_S = 0.3
+KILL_GRACE_S = 0.3  # then from SIGTERM to SIGKILL of the groups still running
 
 _CANCEL_GRACE_S = 2.0
 
@@ -243,10 +247,28 @@ class McpManager:
             self._changed(None)
             self._up_event().set()
             await self._stop.wait()
-            async with anyio.create_task_group() as stopping:
-                for conn in self._conns.values():
-                    stopping.start_soon(conn.stop)
+            await self._stop_all()
             task_group.cancel_scope.cancel()
+
+    async def _stop_all(self) -> None:
+        """Every server at once: each may leave on its own for :data:`QUIT_GRACE_S` (stdin
+        closed, as the SDK does), then the process groups of those still running are signalled
+        together (SIGTERM, SIGKILL after :data:`KILL_GRACE_S`) rather than given the SDK's 2 s
+        each; quitting with four servers took ~1.8 s more than with none."""
+        import anyio
+
+        conns = list(self._conns.values())
+        with anyio.move_on_after(QUIT_GRACE_S):
+            async with anyio.create_task_group() as stopping:
+                for conn in conns:
+                    stopping.start_soon(conn.stop)
+        left = [conn for conn in conns if conn.running]
+        if not left:
+            return
+        await groups.stop_groups((conn.process_group() for conn in left), KILL_GRACE_S)
+        async with anyio.create_task_group() as waiting:  # each bounded by its own stop
+            for conn in left:
+                waiting.start_soon(conn.stop)
 
     async def _settled(self) -> None:
         await self._up_event().wait()
@@ -287,8 +309,7 @@ class McpManager:
         conn = self._conns.get(name)
         if conn is None or self._task_group is None:
             return
-        await conn.stop()
-        conn.launch(self._task_group)
+        await conn.restart(self._task_group)
 
     async def _set_enabled(self, name: str, enabled: bool) -> None:
         await self._up_event().wait()

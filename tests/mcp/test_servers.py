@@ -13,7 +13,7 @@ import pytest
 
 from agentsh.mcp.mcp_manager import McpManager
 from agentsh.mcp.names import MAX_LENGTH
-from agentsh.mcp.state import ServerState
+from agentsh.mcp.state import ServerState, ServerStatus
 from tests.mcp.conftest import (
     alive,
     call,
@@ -167,6 +167,79 @@ async def test_a_crash_mid_call_is_reported_and_the_server_restarted_with_backof
     finally:
         manager.close()
     assert wait_gone(pids_in(pid_dir)) == []
+
+
+async def _ready_after(manager: McpManager, name: str, restarts: int) -> ServerStatus:
+    """The server's status once it is ready with ``restarts`` restarts (the restart itself
+    runs on the MCP loop); fails with the last status after a minute."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        status = manager.status(name)
+        ready = status is not None and status.state is ServerState.READY
+        if ready and status is not None and status.restarts >= restarts:
+            return status
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{name}: {manager.status(name)}")
+
+
+async def test_a_restart_the_user_asks_for_counts_and_skips_the_backoff(tmp_path: Path) -> None:
+    """/mcp's r: a ready server restarted showed no restart; a failed one in its backoff came
+    back without the restart counted, and its next crash waited out a longer backoff."""
+    pid_dir = tmp_path / "pids"
+    manager = make_manager(
+        [fake_spec("fake", "--pid-dir", str(pid_dir)), fake_spec("off", enabled=False)],
+        tmp_path,
+        restart_backoff_s=30.0,
+    )
+    manager.start()
+    try:
+        await manager.wait_until_started()
+        (first,) = pids_in(pid_dir)
+        manager.restart("fake")
+        status = await _ready_after(manager, "fake", 1)
+        assert status.restarts == 1 and status.ready_after_s is not None
+        assert wait_gone([first]) == [] and len(pids_in(pid_dir)) == 2
+        # Two crashes in a row: the second restart waits out the 30 s backoff...
+        for _ in range(2):
+            await call(manager, "mcp__fake__crash")
+        assert "2 failures in a row" in (await call(manager, "mcp__fake__echo", text="x")).content
+        # ...unless the user restarts it: at once, counted, and the backoff starts over.
+        manager.restart("fake")
+        status = await _ready_after(manager, "fake", 3)  # the user's, a crash's, the user's
+        assert status.restarts == 3
+        await call(manager, "mcp__fake__crash")
+        assert (await call(manager, "mcp__fake__echo", text="again")).content == "again"
+        # A disabled server is not started by a restart.
+        manager.restart("off")
+        await asyncio.sleep(0.5)
+        off = manager.status("off")
+        assert off is not None and off.state is ServerState.DISABLED
+    finally:
+        manager.close()
+    assert wait_gone(pids_in(pid_dir)) == []
+
+
+async def test_closing_stops_every_server_at_once_within_a_bounded_wait(tmp_path: Path) -> None:
+    """Four servers that do not leave when their stdin closes (a wrapper shell that goes on):
+    the SDK gave each 2 s before it signalled the group, so quitting waited at least 2 s; now
+    they get a short grace, then every group is signalled together."""
+    pid_dir = tmp_path / "pids"
+    specs = []
+    for n in range(4):
+        spec = fake_spec(f"s{n}", "--pid-dir", str(pid_dir))
+        script = f'"$0" "$@"; echo $$ > {pid_dir}/shell-$$; sleep 30'
+        specs.append(replace(spec, command="sh", args=("-c", script, spec.command, *spec.args)))
+    manager = make_manager(specs, tmp_path)
+    manager.start()
+    await manager.wait_until_started()
+    assert all(s.state is ServerState.READY for s in manager.statuses())
+    servers = pids_in(pid_dir)
+    assert len(servers) == 4
+    began = time.monotonic()
+    await asyncio.to_thread(manager.close)
+    elapsed = time.monotonic() - began
+    assert elapsed < 1.9, elapsed  # the SDK's own way: 2 s at least
+    assert wait_gone(pids_in(pid_dir), timeout=2.0) == []  # the shells and their sleeps too
 
 
 async def test_a_server_that_never_answers_fails_at_the_startup_timeout(tmp_path: Path) -> None:
