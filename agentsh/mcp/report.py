@@ -34,6 +34,17 @@ def share_text(overview: McpOverview, tokens: int) -> str:
     return f"{100 * tokens / overview.window:.1f}%"
 
 
+def restart_refusal(overview: McpOverview, name: str) -> str:
+    """Why a restart of ``name`` would do nothing ("" when it would restart it)."""
+    status = next((s for s in overview.servers if s.name == name), None)
+    if status is not None and status.state is ServerState.DISABLED:
+        return (
+            f"MCP server {one_line(name)} is {state_text(status)}: a restart does not start "
+            f"it; /mcp enable {one_line(name)} does."
+        )
+    return ""
+
+
 def state_text(status: ServerStatus) -> str:
     match status.state:
         case ServerState.READY:

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from agentsh.mcp.report import budget_text, overview_markdown, server_markdown, server_rows
+from agentsh.mcp.report import (
+    budget_text,
+    overview_markdown,
+    restart_refusal,
+    server_markdown,
+    server_rows,
+)
 from agentsh.mcp.servers_config import Scope, Transport
 from agentsh.mcp.state import McpOverview, RemoteTool, ServerState, ServerStatus
 
@@ -67,6 +73,14 @@ def test_a_server_switched_off_says_so_once_and_its_tools_are_not_offered() -> N
     text = server_markdown(off, 0)
     assert "disabled for this session" in text and "(disabled for" not in text
     assert "1 tools, not offered now:" in text
+
+
+def test_a_restart_of_a_disabled_server_is_refused_with_the_way_to_start_it() -> None:
+    """`/mcp restart NAME` said "restarting" and did nothing for a disabled server."""
+    off = dataclasses.replace(GIT, state=ServerState.DISABLED, reason="disabled for this session")
+    refusal = restart_refusal(McpOverview((off,)), "git")
+    assert "a restart does not start it" in refusal and "/mcp enable git" in refusal
+    assert restart_refusal(McpOverview((GIT,)), "git") == ""
 
 
 def test_the_servers_of_an_untrusted_project_are_named_not_forgotten() -> None:

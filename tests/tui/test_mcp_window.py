@@ -81,6 +81,11 @@ async def test_the_mcp_window_follows_the_servers_and_switches_one_off_and_on(
         await pilot.press("d")
         await wait_for(pilot, lambda: _state(app, "fake") is ServerState.DISABLED)
         await wait_for(pilot, lambda: "disabled" in screen_text(app))
+        await pilot.press("r")  # a restart does not start a disabled server, and says so
+        await wait_for(
+            pilot, lambda: any("does not start it" in str(n.message) for n in app._notifications)
+        )
+        assert _state(app, "fake") is ServerState.DISABLED
         assert not [n for n in agent_of(app).tool_names() if n.startswith("mcp__fake__")]
         assert app.controller.status_bar.status.mcp_tools == 0
         await pilot.press("e")

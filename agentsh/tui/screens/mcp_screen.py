@@ -134,6 +134,9 @@ class McpServersScreen(ModalScreen[None]):
         name = self.selected
         if name is None:
             return
+        if enabled is None and (problem := report.restart_refusal(self.overview, name)):
+            self.notify(problem, severity="warning")
+            return
         try:
             self.control.set_mcp_server(name, enabled=enabled)
         except KeyError:

@@ -56,6 +56,9 @@ async def mcp(ctx: CommandContext, arg: str) -> None:
             await _unknown(ctx, name, names)
             return
         enabled = {"enable": True, "disable": False}.get(first)
+        if enabled is None and (problem := report.restart_refusal(overview, name)):
+            await ctx.view.note(problem, "warning")
+            return
         agent.set_mcp_server(name, enabled=enabled)
         done = {"enable": "enabled", "disable": "disabled", "restart": "restarting"}[first]
         await ctx.view.note(f"MCP server {report.one_line(name)} {done} for this session.")
