@@ -77,7 +77,7 @@ def fit_memory(rendered: str, max_chars: int | None, separator: str) -> str:
     return head.rstrip() + "\n" + note
 
 
-_SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]'`])(?<!e\.g)(?<!i\.e)[.;](?=\s|$)|\s\((?=[a-z])")
+_SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]'`])(?<!e\.g)(?<!i\.e)[.;](?=\s|$)|\s\(")
 
 
 def first_sentence(text: str, limit: int) -> str:

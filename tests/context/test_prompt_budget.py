@@ -43,6 +43,10 @@ def test_first_sentence_cuts_at_a_sentence_not_at_an_abbreviation() -> None:
     assert first_sentence("Search saved memory (notes, summaries) by meaning", 100) == (
         "Search saved memory"
     )
+    # Seen in a 4k session: "Search saved memory (MEMORY.md, USER.md" (cut inside the parenthesis)
+    assert first_sentence("Search saved memory (MEMORY.md, USER.md, docs) by meaning", 40) == (
+        "Search saved memory"
+    )
     long = "Save facts to memory, which later sessions see in their prompt and use"
     assert first_sentence(long, 40) == "Save facts to memory"
 
