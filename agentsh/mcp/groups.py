@@ -123,7 +123,10 @@ async def stop_groups(pgids: Iterable[int], grace: float = _TERM_GRACE_S) -> Non
         deadline = time.monotonic() + grace
         # Nothing signals that a group has emptied; polling is the only way.
         while left:
-            alive = await anyio.to_thread.run_sync(alive_groups, left)
+            try:
+                alive = await anyio.to_thread.run_sync(alive_groups, left)
+            except RuntimeError:  # no new thread at interpreter shutdown (3.12+): scan here
+                alive = alive_groups(left)
             left = [pgid for pgid in left if pgid in alive]
             if not left or time.monotonic() >= deadline:
                 break
