@@ -26,6 +26,7 @@ from agentsh.tui.interrupt import QUIT_HINT, QUIT_WINDOW_S, DoublePress
 from agentsh.tui.keys import KeyScope, bindings_for, display_key, keymap_from_settings, spec
 from agentsh.tui.options import LaunchOptions
 from agentsh.tui.panes.panel import WIDE_COLUMNS, PaneName, SidePanel
+from agentsh.tui.quiet_gc import QuietCollector
 from agentsh.tui.quit_signals import QuitSignals
 from agentsh.tui.screens.help import HelpScreen
 from agentsh.tui.slash import registry as slash
@@ -92,6 +93,7 @@ class AgentshApp(App[None]):
         # A closed terminal (SIGHUP) or a kill (SIGTERM) quits like Ctrl+Q: the log is finished.
         self._quit_signals = QuitSignals(self._quit_on_signal)
         self._ctrl_c = DoublePress()
+        self._gc = QuietCollector()  # full collections wait for a quiet keyboard
         self._install_themes()
 
     # -- layout -------------------------------------------------------------------------------
@@ -136,13 +138,19 @@ class AgentshApp(App[None]):
         self.call_after_refresh(self._after_first_frame)
 
     def _after_first_frame(self) -> None:
+        self._gc.install()
+        self.set_interval(0.5, self._collect_garbage, name="quiet-gc")
         self.controller.start()
         self.controller.refresh_project_files()
         self.query_one(PromptInput).load_history()
         if self._watch_themes:
             self._watch_user_themes()
 
+    def _collect_garbage(self) -> None:
+        self._gc.tick(busy=self.controller.turn_running)
+
     def on_unmount(self) -> None:
+        self._gc.remove()
         self._quit_signals.remove()
         self.controller.shutdown()
 
@@ -301,6 +309,7 @@ class AgentshApp(App[None]):
 
     @on(PromptInput.Changed)
     def _typing(self, event: PromptInput.Changed) -> None:
+        self._gc.input_seen()  # no full collection while the user types
         if isinstance(event.text_area, PromptInput):
             self.controller.user_typing()
 

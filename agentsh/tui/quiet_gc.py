@@ -1,0 +1,73 @@
+"""Full garbage collections wait for a quiet keyboard, so none of them holds up a keystroke.
+
+CPython's full (oldest-generation) collection walks every object the collector tracks. In the
+TUI that is Textual, the chat's widgets and their render caches, a few hundred thousand objects:
+one collection held the UI loop for 70-150 ms of CPU (most of a second on a loaded machine), and
+while a reply streamed one came about twice a reply, each time a key echoed that much later.
+
+So, while the app runs: the objects that exist when the first frame is painted (modules,
+classes, the first screen; they live as long as the app) are frozen, so no collection walks
+them again; automatic full collections are off; and a full collection runs when the app is idle
+(no turn running, nothing typed into the editor for :data:`QUIET_S`) and as much has been
+allocated as would have started one automatically, or, whatever happens, when
+:data:`FORCE_AFTER` times that has.
+Young collections stay automatic: they are short. Where the collector works otherwise (CPython
+3.14's incremental collector) only the freeze applies.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+
+QUIET_S = 1.0  # nothing typed for this long (and no turn): a full collection may run
+FORCE_AFTER = 20  # ... and it runs anyway once this many times its due allocations are made
+_OFF = 1 << 30  # a full-collection threshold never reached
+
+
+class QuietCollector:
+    """Installed by the app at its first frame, removed when it unmounts."""
+
+    def __init__(self) -> None:
+        self.last_input = time.monotonic()
+        self._saved: tuple[int, int, int] | None = None
+        self._due = 10  # young collections between two full ones, as CPython counts them
+        self.collections = 0  # the full collections this object ran
+
+    @property
+    def installed(self) -> bool:
+        return self._saved is not None
+
+    def install(self) -> None:
+        if self._saved is not None or not gc.isenabled():
+            return
+        gen0, gen1, gen2 = gc.get_threshold()
+        self._saved = (gen0, gen1, gen2)
+        gc.freeze()
+        if sys.version_info < (3, 14):
+            self._due = max(1, gen2)
+            gc.set_threshold(gen0, gen1, _OFF)
+
+    def remove(self) -> None:
+        if self._saved is None:
+            return
+        gc.set_threshold(*self._saved)
+        self._saved = None
+        gc.unfreeze()  # the next full collection looks at them again
+
+    def input_seen(self) -> None:
+        self.last_input = time.monotonic()
+
+    def tick(self, *, busy: bool = False) -> bool:
+        """Run a full collection if one is due and allowed now (``busy``: a turn is running,
+        so the screen is painting); True if it ran."""
+        if self._saved is None or sys.version_info >= (3, 14):
+            return False
+        pending = gc.get_count()[2]  # young collections since the last full one
+        idle = not busy and time.monotonic() - self.last_input >= QUIET_S
+        if pending < self._due or (not idle and pending < self._due * FORCE_AFTER):
+            return False
+        gc.collect()
+        self.collections += 1
+        return True
