@@ -1161,3 +1161,39 @@ async def test_notifications_never_cover_the_editor(
         editor = app.query_one(PromptInput).region
         for toast in app.screen.query(Toast):
             assert not toast.region.overlaps(editor)
+
+
+async def test_a_new_turn_unmounts_old_rows_past_the_widget_budget(
+    project: Path, make_app: MakeApp
+) -> None:
+    """Every frame of a streaming reply lays out every mounted widget: long markdown replies
+    above the screen are unmounted when a turn starts, and come back when scrolled to."""
+    from agentsh.tui.widgets.row_window import WIDGET_BUDGET
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        session = Session.create(None, project)
+        items = "\n".join(f"- point {j} of the answer" for j in range(12))
+        for i in range(20):
+            session.append_message(Role.USER, f"question {i}")
+            session.append_message(
+                Role.ASSISTANT, f"answer {i}\n\n{items}", stop_reason=StopReason.STOP
+            )
+        await app.controller.switch_session(session)
+        chat = app.query_one(ChatView)
+        assert chat.mounted_rows == 40  # all of them: the row window is far from full
+        assert sum(1 for _ in chat.walk_children()) > 2 * WIDGET_BUDGET
+        await pilot.press(*"more", "enter")
+        await wait_for(pilot, lambda: not app.controller.turn_running
+                       and chat.rows[-1].widget is not None)  # fmt: skip
+        assert sum(1 for _ in chat.walk_children()) <= WIDGET_BUDGET + 60
+        assert chat.first > 0 and chat.rows[0].widget is None
+        assert isinstance(chat.children[-1], AssistantMessage)
+        for _ in range(40):
+            chat.scroll_home(animate=False, immediate=True)
+            await pilot.pause()
+            if chat.first == 0:
+                break
+        assert chat.first == 0
+        assert chat.rows[0].widget is not None  # built again from the log

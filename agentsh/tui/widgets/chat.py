@@ -289,6 +289,7 @@ class ChatView(RowWindow):
         await self.mount(self._widget_for(row))
         self.last = len(self.rows)
         await self._prune_far_above()
+        await self.prune_to_budget()
         return row.widget  # type: ignore[return-value]
 
     # -- archived turns -----------------------------------------------------------------------

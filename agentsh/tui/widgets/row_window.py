@@ -21,6 +21,10 @@ from agentsh.tui.widgets.tool_block import ToolBlock
 
 INITIAL_ROWS = 40  # rows mounted when a long session is opened
 BATCH_ROWS = 25  # rows mounted or unmounted at a time while scrolling
+# The Textual widgets a window keeps mounted, past which a new row unmounts the rows more than
+# a screen above the viewport: every frame of a streaming reply lays out every mounted widget
+# (tens of microseconds each), and a markdown reply is a hundred or more of them.
+WIDGET_BUDGET = 300
 
 
 @dataclass(slots=True)
@@ -216,8 +220,30 @@ class RowWindow(VerticalScroll):
             count += 1  # noqa: SIM113 - counts only the leading run that qualifies
         if self.size.height == 0:  # not laid out yet (headless start): prune by count
             count = excess
-        if count <= 0:
+        if count > 0:
+            await self._unmount_leading(count)
+
+    async def prune_to_budget(self) -> None:
+        """Unmount rows more than a screen above the viewport while the mounted widgets number
+        more than :data:`WIDGET_BUDGET`; they are built again when scrolled to, as always."""
+        total = sum(1 for _ in self.walk_children())
+        if total <= WIDGET_BUDGET or self.size.height == 0:
             return
+        limit = self.scroll_y - self.size.height
+        count = 0
+        for row in self.rows[self.first : self.last - 1]:
+            widget = row.widget
+            if widget is None or is_live(widget) or widget.virtual_region.bottom >= limit:
+                break
+            total -= 1 + sum(1 for _ in widget.walk_children())
+            count += 1
+            if total <= WIDGET_BUDGET:
+                break
+        if count > 0:
+            await self._unmount_leading(count)
+
+    async def _unmount_leading(self, count: int) -> None:
+        """Unmount the first ``count`` mounted rows, keeping what the user sees in place."""
         removed = self.rows[self.first : self.first + count]
         survivor = self.rows[self.first + count].widget if self.first + count < self.last else None
         before_y = survivor.virtual_region.y if survivor is not None else 0
