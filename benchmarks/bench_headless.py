@@ -30,10 +30,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchlib import ROOT, git_project
 
-from tests.e2e.tmux import ScriptedServerProcess  # noqa: E402
+from tests.e2e.tmux import ScriptedServerProcess
 
 ANSWER = "The answer is forty-two, and here is a short explanation of why that is so."
 
@@ -75,9 +74,7 @@ def main() -> int:
         with ScriptedServerProcess(script, root=ROOT) as server:
             for run in range(args.runs + 1):
                 home = tmp / f"home-{run}"
-                project = home / "project"
-                project.mkdir(parents=True)
-                subprocess.run(["git", "init", "-q", str(project)], check=True)
+                project = git_project(home / "project")
                 env = {**base_env, "HOME": str(home), "AGENTSH_HOME": str(home / "agentsh")}
                 b = _timed([python, "-c", "import litellm"], project, env)
                 command = [agentsh, "-p", "hello", "-m", "openai/test-model",

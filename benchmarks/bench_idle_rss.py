@@ -26,109 +26,39 @@ The last line is ``idle_rss_new_session: <tree MB> MB``.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchlib import (
+    BARE_APP,
+    agentsh_command,
+    bench_env,
+    git_project,
+    long_session,
+    rss_mb,
+    tree_rss_mb,
+    wait_agentsh_ready,
+)
 
-from agentsh.session.entries import Role, StopReason  # noqa: E402
-from agentsh.session.session import Session  # noqa: E402
-from tests.e2e.tmux import TmuxPane, tmux_available  # noqa: E402
-
-BARE_APP = """
-from textual.app import App, ComposeResult
-from textual.widgets import Footer, Header, TextArea
-
-
-class Bare(App[None]):
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield TextArea()
-        yield Footer()
-
-
-Bare().run()
-"""
-
-
-def _env(home: Path) -> dict[str, str]:
-    return {
-        "AGENTSH_HOME": str(home),
-        "HOME": str(home),
-        "PATH": os.environ.get("PATH", ""),
-        "TERM": "xterm-256color",
-        "PYTHONPATH": str(ROOT),
-        "AGENTSH_NO_OLLAMA_PROBE": "1",
-        "OPENAI_API_KEY": "sk-bench",
-    }
-
-
-def _rss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[1]) == pid:
-            child = int(stat.parent.name)
-            found += [child, *_children(child)]
-    return found
-
-
-def _tree(pid: int) -> tuple[float, float]:
-    """(RSS of ``pid``, RSS of ``pid`` and all its descendants), in MB."""
-    own = _rss_mb(pid)
-    return own, own + sum(_rss_mb(c) for c in _children(pid))
-
-
-def _session(folder: Path, cwd: Path, messages: int) -> Path:
-    session = Session.create(folder, cwd)
-    for i in range(messages // 2):
-        session.append_message(Role.USER, f"Question {i}: how does `module_{i}` work?")
-        session.append_message(
-            Role.ASSISTANT,
-            f"## Module {i}\n\nIt parses **input** and returns a `Result`.\n\n"
-            f"- step one\n- step two\n\n```python\nresult = module_{i}.run(data)\n```",
-            stop_reason=StopReason.STOP,
-        )
-    session.sync()
-    session.close()
-    assert session.path is not None
-    return session.path
-
+from tests.e2e.tmux import TmuxPane, tmux_available
 
 Tree = tuple[float, float]
 
 
 def _agentsh(command: list[str], project: Path, home: Path, settle: float,
              typed: bool = False) -> tuple[Tree, Tree | None]:  # fmt: skip
-    with TmuxPane(command, cwd=project, env=_env(home), width=120, height=40) as pane:
-        pane.wait_for(lambda s: "Message agentsh" in s, timeout=60)
-        pane.wait_for(lambda s: "loading…" not in s and "│" in s, timeout=120)
+    with TmuxPane(command, cwd=project, env=bench_env(home), width=120, height=40) as pane:
+        wait_agentsh_ready(pane)
         time.sleep(settle)
-        idle = _tree(pane.pid())
+        idle = tree_rss_mb(pane.pid())
         after = None
         if typed:
             pane.type("h")
             time.sleep(settle + 4)
-            after = _tree(pane.pid())
+            after = tree_rss_mb(pane.pid())
         return idle, after
 
 
@@ -140,7 +70,6 @@ def main() -> int:
     if not tmux_available():
         print("tmux is not installed", file=sys.stderr)
         return 2
-    python = sys.executable
     bare: list[float] = []
     new: list[tuple[float, float]] = []
     typed: list[tuple[float, float]] = []
@@ -149,25 +78,23 @@ def main() -> int:
         tmp = Path(tmp_name)
         bare_py = tmp / "bare.py"
         bare_py.write_text(BARE_APP)
-        project = tmp / "project"
-        project.mkdir()
-        subprocess.run(["git", "init", "-q", str(project)], check=True)
+        project = git_project(tmp / "project")
         big_home = tmp / "home-big"
-        big = _session(big_home / "data" / "sessions" / "bench", project, 10_000)
+        big = long_session(big_home / "data" / "sessions" / "bench", project, 10_000)
         home = tmp / "home"
         home.mkdir()
-        first, _ = _agentsh([python, "-m", "agentsh"], project, home, args.settle)
+        first, _ = _agentsh(agentsh_command(), project, home, args.settle)
         for _run in range(args.runs):
-            with TmuxPane([python, str(bare_py)], cwd=project, env=_env(home)) as pane:
+            with TmuxPane([sys.executable, str(bare_py)], cwd=project, env=bench_env(home)) as pane:
                 pane.wait_for(lambda s: "^p" in s, timeout=60)
                 time.sleep(args.settle)
-                bare.append(_rss_mb(pane.pid()))
-            idle, after = _agentsh([python, "-m", "agentsh"], project, home, args.settle, True)
+                bare.append(rss_mb(pane.pid()))
+            idle, after = _agentsh(agentsh_command(), project, home, args.settle, True)
             new.append(idle)
             assert after is not None
             typed.append(after)
-            resume, _ = _agentsh([python, "-m", "agentsh", "--session", str(big)], project,
-                                 big_home, args.settle)  # fmt: skip
+            resume, _ = _agentsh(agentsh_command("--session", str(big)), project, big_home,
+                                 args.settle)  # fmt: skip
             resumed.append(resume)
 
     def med(rows: list[tuple[float, float]], i: int) -> float:

@@ -19,17 +19,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchlib import ROOT, agentsh_command, bench_env, git_project
 
-from tests.e2e.tmux import TmuxPane, tmux_available  # noqa: E402
+from tests.e2e.tmux import TmuxPane, tmux_available
 
 FAKE = ROOT / "tests" / "fakes" / "mcp_server.py"
 SERVERS = {
@@ -58,18 +56,6 @@ print(f"{elapsed:.4f} {','.join(ready)}")
 """
 
 
-def _env(home: Path) -> dict[str, str]:
-    return {
-        "AGENTSH_HOME": str(home),
-        "HOME": str(home),
-        "PATH": os.environ.get("PATH", ""),
-        "TERM": "xterm-256color",
-        "PYTHONPATH": str(ROOT),
-        "AGENTSH_NO_OLLAMA_PROBE": "1",
-        "OPENAI_API_KEY": "sk-bench",
-    }
-
-
 def _home(base: Path, name: str, servers: dict[str, object] | None) -> Path:
     home = base / name
     (home / "config").mkdir(parents=True)
@@ -82,8 +68,9 @@ def _home(base: Path, name: str, servers: dict[str, object] | None) -> Path:
 
 
 def _frame(project: Path, home: Path) -> tuple[float, float]:
-    command = [sys.executable, "-m", "agentsh"]
-    with TmuxPane(command, cwd=project, env=_env(home), width=120, height=40) as pane:
+    with TmuxPane(
+        agentsh_command(), cwd=project, env=bench_env(home), width=120, height=40
+    ) as pane:
         first = pane.wait_for(lambda s: bool(s.strip()), timeout=30)
         ready = pane.wait_for(lambda s: "Message agentsh" in s and "│" in s, timeout=30)
     return first, ready
@@ -92,7 +79,7 @@ def _frame(project: Path, home: Path) -> tuple[float, float]:
 def _tools_ready(project: Path, home: Path) -> tuple[float, str]:
     done = subprocess.run(
         [sys.executable, "-c", READY_SCRIPT, str(project)],
-        env=_env(home),
+        env=bench_env(home),
         capture_output=True,
         text=True,
         timeout=300,
@@ -117,9 +104,7 @@ def main() -> int:
     ready: dict[str, list[float]] = {"three": [], **{name: [] for name in SERVERS}}
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
-        project = base / "project"
-        project.mkdir()
-        subprocess.run(["git", "init", "-q", str(project)], check=True)
+        project = git_project(base / "project")
         for run in range(args.runs + 1):
             none = _frame(project, _home(base, f"none-{run}", None))
             three = _frame(project, _home(base, f"three-{run}", SERVERS))

@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchlib import ROOT, git_project
 
-from tests.fakes.server import ScriptedServer  # noqa: E402
+from tests.fakes.server import ScriptedServer
 
 FAKE = ROOT / "tests" / "fakes" / "mcp_server.py"
 SERVERS = {
@@ -85,7 +83,7 @@ def main() -> int:
     os.environ["OPENAI_API_KEY"] = "sk-bench"
     with tempfile.TemporaryDirectory() as tmp, ScriptedServer() as model:
         base = Path(tmp)
-        subprocess.run(["git", "init", "-q", str(base / "project")], check=True)
+        git_project(base / "project")
         os.chdir(base / "project")
         measure(base, "none", {}, "", model.base_url)
         share = measure(base, "three", SERVERS, "", model.base_url)

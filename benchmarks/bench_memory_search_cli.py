@@ -25,14 +25,11 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_search import RandomEmbedder, _queries, make_corpus
+from benchlib import git_project
 
-from bench_search import RandomEmbedder, _queries, make_corpus  # noqa: E402
-
-from agentsh.config import SearchSettings, load_environment  # noqa: E402
-from agentsh.memory.index import MemoryIndex  # noqa: E402
+from agentsh.config import SearchSettings, load_environment
+from agentsh.memory.index import MemoryIndex
 
 
 def _build(project: Path, env: dict[str, str]) -> int:
@@ -70,9 +67,7 @@ def main() -> int:
     agentsh = str(Path(sys.executable).parent / "agentsh")
     with tempfile.TemporaryDirectory() as tmp_name:
         home = Path(tmp_name)
-        project = home / "project"
-        project.mkdir()
-        subprocess.run(["git", "init", "-q", str(project)], check=True)
+        project = git_project(home / "project")
         env = {
             "PATH": os.environ.get("PATH", ""),
             "HOME": str(home),

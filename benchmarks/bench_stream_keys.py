@@ -2,7 +2,7 @@
 
 Both programs run in a 120x40 tmux pane (a private tmux server) and stream the same Markdown
 (headings, paragraphs, lists, code blocks; ~2,000 tokens) from the same paced OpenAI-compatible
-endpoint (``PacedServer``, from ``bench_tui_keystroke``: chunk i leaves at its due time):
+endpoint (``benchlib.PacedServer``: chunk i leaves at its due time):
 
 - agentsh: the real ``agentsh -m openai/test-model --api-base <server>``; a message is sent with
   Enter and the reply streams into the chat;
@@ -27,10 +27,8 @@ The last line is ``stream_keystroke_p99: <agentsh p99> ms``.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,14 +36,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from benchlib import (
+    PacedServer,
+    agentsh_command,
+    bench_env,
+    git_project,
+    percentile,
+    tree_cpu_s,
+    wait_agentsh_ready,
+)
 
-from bench_tui_keystroke import PacedServer  # noqa: E402
-
-from tests.e2e.tmux import TmuxPane, tmux_available  # noqa: E402
-from tests.fakes.server import split_pieces  # noqa: E402
+from tests.e2e.tmux import TmuxPane, tmux_available
+from tests.fakes.server import split_pieces
 
 TOKENS = 2000
 TOKENS_PER_SECOND = 1000
@@ -165,42 +167,6 @@ class NumberedServer(PacedServer):
         return f"END{n:03d}"
 
 
-def _env(home: Path) -> dict[str, str]:
-    return {
-        "AGENTSH_HOME": str(home),
-        "HOME": str(home),
-        "PATH": os.environ.get("PATH", ""),
-        "TERM": "xterm-256color",
-        "PYTHONPATH": str(ROOT),
-        "AGENTSH_NO_OLLAMA_PROBE": "1",
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        "OPENAI_API_KEY": "sk-bench",
-    }
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU of ``pid`` and its descendants, in seconds."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    parents: dict[int, int] = {}
-    stats: dict[int, list[str]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        child = int(stat.parent.name)
-        parents[child] = int(fields[1])
-        stats[child] = fields
-    for candidate, fields in stats.items():
-        node = candidate
-        while node in parents and node != pid and node > 1:
-            node = parents[node]
-        if node == pid:
-            total += (int(fields[11]) + int(fields[12])) / ticks
-    return total
-
-
 class Program:
     """One program in its pane: start a reply, type, tell when the reply is done."""
 
@@ -228,11 +194,11 @@ def quiet_round(program: Program, server: NumberedServer, tokens: float) -> tupl
     pane = program.pane
     pid = pane.pid()
     end = server.end(server.count + 1)
-    cpu_before = _cpu_seconds(pid)
+    cpu_before = tree_cpu_s(pid)
     program.send_message("go")
     shown = _wait(pane, lambda s: end in s, timeout=120)
     time.sleep(0.5)  # let the turn finish what it does after the last chunk
-    cpu = _cpu_seconds(pid) - cpu_before
+    cpu = tree_cpu_s(pid) - cpu_before
     return cpu / tokens * 1000, shown - server.sent_last
 
 
@@ -268,11 +234,6 @@ def typing_round(program: Program, server: NumberedServer) -> list[float]:
     return samples
 
 
-def _percentile(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=4)
@@ -289,22 +250,18 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory() as tmp_name:
             tmp = Path(tmp_name)
-            project = tmp / "project"
-            project.mkdir()
-            subprocess.run(["git", "init", "-q", str(project)], check=True)
+            project = git_project(tmp / "project")
             bare_py = tmp / "bare.py"
             bare_py.write_text(BARE_APP)
-            env = _env(tmp / "home")
+            env = bench_env(tmp / "home")
             bare_cmd = [sys.executable, str(bare_py), server.base_url]
-            agentsh_cmd = [sys.executable, "-m", "agentsh", "-m", "openai/test-model",
-                           "--api-base", server.base_url]  # fmt: skip
+            agentsh_cmd = agentsh_command("-m", "openai/test-model", "--api-base", server.base_url)
             with (
                 TmuxPane(bare_cmd, cwd=project, env=env) as bare_pane,
                 TmuxPane(agentsh_cmd, cwd=project, env=env) as agent_pane,
             ):
                 bare_pane.wait_for(lambda s: "Message bare" in s, timeout=60)
-                agent_pane.wait_for(lambda s: "Message agentsh" in s, timeout=60)
-                agent_pane.wait_for(lambda s: "loading…" not in s and "│" in s, timeout=120)
+                wait_agentsh_ready(agent_pane)
                 programs = [Program("bare", bare_pane, 3), Program("agentsh", agent_pane, 4)]
                 # A warm-up round each: the first reply pays one-off costs (imports, caches).
                 for program in programs:
@@ -321,12 +278,12 @@ def main() -> int:
     for name in ("bare", "agentsh"):
         samples = [s * 1000 for s in keys[name]]
         print(f"{name:8s} keystroke p50 {statistics.median(samples):6.0f} ms   "
-              f"p99 {_percentile(samples, 99):6.0f} ms   max {max(samples):6.0f} ms   "
+              f"p99 {percentile(samples, 99):6.0f} ms   max {max(samples):6.0f} ms   "
               f"({len(samples)} keys)")  # fmt: skip
         print(f"{'':8s} CPU {statistics.median(cpu[name]):.2f} s per 1k tokens   last word "
               f"{statistics.median(lag[name]) * 1000:5.0f} ms after the last chunk")  # fmt: skip
-    a99 = _percentile([s * 1000 for s in keys["agentsh"]], 99)
-    b99 = _percentile([s * 1000 for s in keys["bare"]], 99)
+    a99 = percentile([s * 1000 for s in keys["agentsh"]], 99)
+    b99 = percentile([s * 1000 for s in keys["bare"]], 99)
     print(f"stream_keystroke_p99_ratio: {a99 / b99:.2f} x")
     print(f"stream_cpu_per_1k_tokens: {statistics.median(cpu['agentsh']):.2f} s")
     print(f"stream_last_paint_lag: {statistics.median(lag['agentsh']) * 1000:.0f} ms")

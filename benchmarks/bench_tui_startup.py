@@ -18,44 +18,14 @@ The last line is ``tui_ready_to_chat_ratio: <agentsh agent ready / bare ready> x
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchlib import BARE_APP, agentsh_command, bench_env, git_project
 
-from tests.e2e.tmux import TmuxPane, tmux_available  # noqa: E402
-
-BARE_APP = """
-from textual.app import App, ComposeResult
-from textual.widgets import Footer, Header, TextArea
-
-
-class Bare(App[None]):
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield TextArea()
-        yield Footer()
-
-
-Bare().run()
-"""
-
-
-def _env(home: Path) -> dict[str, str]:
-    return {
-        "AGENTSH_HOME": str(home),
-        "HOME": str(home),
-        "PATH": os.environ.get("PATH", ""),
-        "TERM": "xterm-256color",
-        "PYTHONPATH": str(ROOT),
-        "AGENTSH_NO_OLLAMA_PROBE": "1",
-        "OPENAI_API_KEY": "sk-bench",  # a model is chosen, so the agent loads litellm
-    }
+from tests.e2e.tmux import TmuxPane, tmux_available
 
 
 def _measure(command: list[str], cwd: Path, env: dict[str, str], ready_marks: tuple[str, ...],
@@ -81,9 +51,7 @@ def main() -> int:
         tmp_path = Path(tmp)
         bare = tmp_path / "bare.py"
         bare.write_text(BARE_APP)
-        project = tmp_path / "project"
-        project.mkdir()
-        subprocess.run(["git", "init", "-q", str(project)], check=True)
+        project = git_project(tmp_path / "project")
         results: dict[str, list[tuple[float, float, float | None]]] = {"bare": [], "agentsh": []}
         # agentsh keeps one home across runs, as a user does: the first run (not counted) is a
         # first start ever, and fills the caches later starts read (the model's facts).
@@ -93,8 +61,8 @@ def main() -> int:
         for run in range(args.runs + 1):
             home = tmp_path / f"home-{run}"
             home.mkdir()
-            b = _measure([python, str(bare)], project, _env(home), ("^p",), None)
-            a = _measure([python, "-m", "agentsh"], project, _env(agentsh_home),
+            b = _measure([python, str(bare)], project, bench_env(home), ("^p",), None)
+            a = _measure(agentsh_command(), project, bench_env(agentsh_home),
                          ("Message agentsh", "│"), "loading…")  # fmt: skip
             if run:  # the first run warms the file cache
                 results["bare"].append(b)

@@ -1,0 +1,239 @@
+"""What the process-level benchmarks share: their environment, the bare reference app, /proc
+readings (resident memory, CPU of a process tree), a git project, a long session, a paced
+streaming endpoint, and the statistics they quote.
+
+A benchmark imports it as ``from benchlib import ...`` (a script's own folder is on
+``sys.path``); importing it puts the repository on ``sys.path`` too, so ``agentsh`` and
+``tests`` import from this checkout. Nothing here imports litellm, Textual or agentsh's TUI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+if TYPE_CHECKING:
+    from tests.e2e.tmux import TmuxPane
+
+# The reference a TUI figure is measured against: a Textual app with a header, a text area and
+# a footer, and nothing else.
+BARE_APP = """
+from textual.app import App, ComposeResult
+from textual.widgets import Footer, Header, TextArea
+
+
+class Bare(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield TextArea()
+        yield Footer()
+
+
+Bare().run()
+"""
+
+
+def bench_env(home: Path, *, key: bool = True, **extra: str) -> dict[str, str]:
+    """The whole environment of a program under test: its own home, this checkout, no Ollama
+    probe, litellm's bundled cost map, and (``key``) an OpenAI key, so agentsh has a model and
+    loads its agent."""
+    env = {
+        "AGENTSH_HOME": str(home),
+        "HOME": str(home),
+        "PATH": os.environ.get("PATH", ""),
+        "TERM": "xterm-256color",
+        "PYTHONPATH": str(ROOT),
+        "AGENTSH_NO_OLLAMA_PROBE": "1",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+    if key:
+        env["OPENAI_API_KEY"] = "sk-bench"
+    return {**env, **extra}
+
+
+def git_project(folder: Path) -> Path:
+    """An empty git repository at ``folder`` (made with its parents)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    return folder
+
+
+def agentsh_command(*args: str) -> list[str]:
+    """``python -m agentsh ARGS`` with this interpreter."""
+    return [sys.executable, "-m", "agentsh", *args]
+
+
+def wait_agentsh_ready(pane: TmuxPane, timeout: float = 120) -> float:
+    """Wait until agentsh in ``pane`` shows its editor and its agent is up (the status bar's
+    "loading…" has gone); returns seconds since the pane started."""
+    pane.wait_for(lambda s: "Message agentsh" in s, timeout=60)
+    return pane.wait_for(lambda s: "loading…" not in s and "│" in s, timeout=timeout)
+
+
+# -- /proc ------------------------------------------------------------------------------------
+
+
+def _stats() -> dict[int, list[str]]:
+    """Every process's /proc stat fields after the command name, by pid."""
+    found: dict[int, list[str]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            found[int(stat.parent.name)] = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process under ``pid`` (children, their children, ...)."""
+    children: dict[int, list[int]] = {}
+    for child, fields in _stats().items():
+        children.setdefault(int(fields[1]), []).append(child)
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def rss_mb(pid: int) -> float:
+    """The resident set (VmRSS) of ``pid`` in MB; 0 if it has gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def tree_rss_mb(pid: int) -> tuple[float, float]:
+    """(RSS of ``pid``, RSS of ``pid`` and all its descendants), in MB."""
+    own = rss_mb(pid)
+    return own, own + sum(rss_mb(child) for child in descendants(pid))
+
+
+def tree_cpu_s(pid: int) -> float:
+    """User + system CPU of ``pid`` and its descendants, in seconds."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    stats = _stats()
+    total = 0.0
+    for member in (pid, *descendants(pid)):
+        fields = stats.get(member)
+        if fields is not None:
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+# -- statistics -------------------------------------------------------------------------------
+
+
+def percentile(values: list[float], pct: float) -> float:
+    """The ``pct`` percentile (nearest rank) of ``values``."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+# -- data -------------------------------------------------------------------------------------
+
+
+def long_session(folder: Path, cwd: Path, messages: int) -> Path:
+    """A session of ``messages`` messages: questions and short markdown answers (a heading, a
+    list, a code block), as a long real session has; returns its file."""
+    from agentsh.session.entries import Role, StopReason
+    from agentsh.session.session import Session
+
+    session = Session.create(folder, cwd)
+    for i in range(messages // 2):
+        session.append_message(Role.USER, f"Question {i}: how does `module_{i}` work?")
+        session.append_message(
+            Role.ASSISTANT,
+            f"## Module {i}\n\nIt parses **input** and returns a `Result`.\n\n"
+            f"- step one\n- step two\n\n```python\nresult = module_{i}.run(data)\n```",
+            stop_reason=StopReason.STOP,
+        )
+    session.sync()
+    session.close()
+    assert session.path is not None
+    return session.path
+
+
+class PacedServer:
+    """An OpenAI-compatible streaming endpoint that sends each chunk at its due time.
+
+    The scripted test server sleeps a fixed delay per chunk, and on a loaded machine every
+    sleep overshoots, so it cannot hold 1,000 tokens/s. This one paces against the clock (chunk
+    i is due at start + i * interval; a late chunk is sent at once), so the rate is what the
+    benchmark asks for, and it records when the first and last chunks left.
+    """
+
+    def __init__(self, pieces: list[str], interval: float) -> None:
+        self.pieces = pieces
+        self.interval = interval
+        self.sent_first = 0.0
+        self.sent_last = 0.0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                outer.stream(self.wfile)
+                self.close_connection = True
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def stream(self, out: BinaryIO) -> None:
+        def send(delta: dict[str, object], finish: str | None = None) -> None:
+            choice = {"index": 0, "delta": delta, "finish_reason": finish}
+            chunk = {"id": "bench", "object": "chat.completion.chunk", "created": 0,
+                     "model": "test-model", "choices": [choice]}  # fmt: skip
+            out.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            out.flush()
+
+        send({"role": "assistant", "content": ""})
+        start = time.perf_counter()
+        self.sent_first = start
+        for i, piece in enumerate(self.pieces):
+            due = start + i * self.interval
+            if (wait := due - time.perf_counter()) > 0:
+                time.sleep(wait)
+            send({"content": piece})
+        self.sent_last = time.perf_counter()
+        send({}, "stop")
+        out.write(b"data: [DONE]\n\n")
+        out.flush()
+
+    def close(self) -> None:
+        self.server.shutdown()
