@@ -76,6 +76,14 @@ class Activity:
         frame = SPINNER[int(elapsed * 8) % len(SPINNER)]
         return f"{frame} {self.doing} · {human_seconds(elapsed)} · {cancel_key} to cancel"
 
+    def compact(self, cancel_key: str = "Esc") -> str:
+        """``"⠙ working · 12s · Esc to cancel"`` for the status bar ("" when idle)."""
+        if self.started is None:
+            return ""
+        elapsed = self.elapsed()
+        frame = SPINNER[int(elapsed * 8) % len(SPINNER)]
+        return f"{frame} working · {human_seconds(elapsed)} · {cancel_key} to cancel"
+
 
 def human_seconds(seconds: float) -> str:
     """``7s``, ``1m 05s``, ``1h 02m``."""

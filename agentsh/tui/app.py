@@ -132,6 +132,9 @@ class AgentshApp(App[None]):
         current = self.controller.current
         prompt.command_arguments = lambda word, typed: slash.complete_argument(word, typed, current)
         prompt.focus()
+        status_bar = self.query_one(StatusBar)
+        # A pane over the narrow chat hides the working indicator: the status bar shows it.
+        self.query_one(ActivityLine).mirror = lambda text: setattr(status_bar, "working", text)
         for problem in self._startup_problems:
             self.notify(problem, title="Configuration", severity="warning", timeout=10)
         self.controller.show_initial_status()

@@ -5,9 +5,10 @@ the context itself; this module only decides how to *show* it. Fields are segmen
 rank; when the line is too wide the lowest-ranked segment goes first, in this fixed order: the
 bar graphic, the MCP tool definitions' share (``mcp 4.2k``), the compaction count and the
 prompt-cache share, the model's provider prefix (``anthropic/``), the session tokens, the
-branch position, the session cost, and last the model name (cut with an ellipsis). The current
-context figure, the tier name, "auto-compaction paused" and a problem are never dropped (a long
-problem is shortened).
+branch position, the session cost, and last the model name (cut with an ellipsis). The running
+turn (shown here only while a pane hides the working indicator), the current context figure,
+the tier name, "auto-compaction paused" and a problem are never dropped (a long problem is
+shortened).
 
 Styles are Textual style strings with theme variables (``$success``...), so every theme works.
 """
@@ -93,10 +94,12 @@ def context_bar(pct: float, cells: int = BAR_CELLS) -> tuple[str, str]:
     return "█" * filled, "░" * (cells - filled)
 
 
-def segments(status: ContextStatus, *, loading: bool = False) -> list[Segment]:
-    """Every field of the bar, in display order."""
+def segments(status: ContextStatus, *, loading: bool = False, working: str = "") -> list[Segment]:
+    """Every field of the bar, in display order (``working``: the running turn, first)."""
     tier_style = TIER_STYLE[status.tier]
     out: list[Segment] = []
+    if working:
+        out.append(Segment("working", (Part(working, "bold $accent"),), NEVER))
     model = status.model or "no model"
     short = model.rsplit("/", 1)[-1] if "/" in model else ""
     model_seg = Segment("model", (Part(short or model, "bold $primary"),), drop_rank=7)
@@ -153,9 +156,11 @@ def segments(status: ContextStatus, *, loading: bool = False) -> list[Segment]:
     return out
 
 
-def layout(status: ContextStatus, width: int, *, loading: bool = False) -> list[Segment]:
+def layout(
+    status: ContextStatus, width: int, *, loading: bool = False, working: str = ""
+) -> list[Segment]:
     """The segments that fit in ``width`` cells, dropping and shortening in the fixed order."""
-    segs = segments(status, loading=loading)
+    segs = segments(status, loading=loading, working=working)
 
     def total(items: list[Segment]) -> int:
         return sum(s.width for s in items) + len(SEPARATOR) * max(0, len(items) - 1) + 2

@@ -69,29 +69,35 @@ class TurnRunner:
         text = self.queue.popleft()
         if self._queued_widgets:
             self._queued_widgets.pop(0).remove()
-        self._start_turn(text)
+        # Sent a while ago: a user who scrolled up to read since is not moved (the working
+        # indicator shows it runs).
+        self._start_turn(text, reveal=self.view.chat.following)
 
-    def _start_turn(self, text: str) -> None:
+    def _start_turn(self, text: str, *, reveal: bool = True) -> None:
         agent = self.current.agent
         assert agent is not None
-        self.run_events(agent.run(text), user_text=text)
+        self.run_events(agent.run(text), user_text=text, reveal=reveal)
 
-    def run_events(self, events: AsyncIterator[Event], *, user_text: str = "") -> None:
-        """Show a stream of agent events (a turn, a compaction) in the chat, in a worker."""
+    def run_events(
+        self, events: AsyncIterator[Event], *, user_text: str = "", reveal: bool = True
+    ) -> None:
+        """Show a stream of agent events (a turn, a compaction) in the chat, in a worker
+        (``reveal``: the chat goes to its end first)."""
         self.current.turn_running = True
         self._turn_done = asyncio.Event()
         self.view.activity.begin()  # the clock runs from the key press, not the first token
         self.app.run_worker(
-            self._consume(events, user_text), name="turn", group="turn", exit_on_error=False
+            self._consume(events, user_text, reveal), name="turn", group="turn", exit_on_error=False
         )
 
-    async def _consume(self, events: AsyncIterator[Event], user_text: str) -> None:
+    async def _consume(self, events: AsyncIterator[Event], user_text: str, reveal: bool) -> None:
         view = self.view
         session = self.current.current_session()
         # What the chat shows now, continued entry by entry as the turn writes them.
         projector = projector_for(session) if session is not None else Projector()
         turn = TurnView(view, user_text, projector, self.current.path_changed)
-        await view.chat.reveal_end()
+        if reveal:
+            await view.chat.reveal_end()
         try:
             async for event in events:
                 view.activity.follow(event)

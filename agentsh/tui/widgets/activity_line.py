@@ -4,10 +4,14 @@ It reads ``⠙ running bash: pytest -q · 12s · Esc to cancel`` (:class:`agents
 Activity` holds the state; the running turn feeds it every event). It is cheap by design: one
 interval timer, paused while idle, redraws this one line and nothing else (the line keeps its
 size, so the chat above is not laid out again); it shows when work starts and hides the moment
-the work ends.
+the work ends. Where a side pane has taken the narrow chat column's place (and this line with
+it), each tick hands a compact ``⠙ working · 12s · Esc to cancel`` to :attr:`ActivityLine.mirror`
+(the status bar), so the running turn never looks idle.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from textual.content import Content
 from textual.timer import Timer
@@ -26,9 +30,23 @@ class ActivityLine(Widget):
         self.cancel_key = cancel_key
         self._timer: Timer | None = None
         self.display = False
+        # Shown elsewhere while a container above hides this line ("" once it shows again).
+        self.mirror: Callable[[str], None] | None = None
+        self._mirrored = ""
 
     def on_mount(self) -> None:
-        self._timer = self.set_interval(TICK_S, self.refresh, pause=True)
+        self._timer = self.set_interval(TICK_S, self._tick, pause=True)
+
+    def _tick(self) -> None:
+        self.refresh()
+        self._mirror()
+
+    def _mirror(self) -> None:
+        hidden = any(not node.display for node in self.ancestors if isinstance(node, Widget))
+        text = self.activity.compact(self.cancel_key) if hidden else ""
+        if text != self._mirrored and self.mirror is not None:
+            self._mirrored = text
+            self.mirror(text)
 
     @property
     def running(self) -> bool:
@@ -60,6 +78,7 @@ class ActivityLine(Widget):
             else:
                 self._timer.pause()
         self.refresh()
+        self._mirror()
 
     def render(self) -> Content:
         return Content(self.activity.line(self.cancel_key))

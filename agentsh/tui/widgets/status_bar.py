@@ -18,10 +18,12 @@ from agentsh.tui.status_format import SEPARATOR, layout
 class StatusBar(Widget):
     status: reactive[ContextStatus] = reactive(ContextStatus, layout=False)
     starting: reactive[bool] = reactive(True)  # "loading…" until the agent is built
+    # The running turn, while the working indicator is hidden (a pane over the narrow chat).
+    working: reactive[str] = reactive("", layout=False)
 
     def render(self) -> RenderResult:
         width = self.size.width or 80
-        segs = layout(self.status, width, loading=self.starting)
+        segs = layout(self.status, width, loading=self.starting, working=self.working)
         pieces: list[tuple[str, str] | str] = []
         for i, seg in enumerate(segs):
             if i:
