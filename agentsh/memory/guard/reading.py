@@ -49,7 +49,13 @@ def _first_invisible(raw: str) -> re.Match[str] | None:
     return None
 
 
-def _invisible(raw: str) -> Threat | None:
+def _invisible(raw: str, *, tags: bool | None = None) -> Threat | None:
+    """The first hidden character of ``raw`` as a threat, or ``None``.
+
+    ``tags`` says whether ``raw`` may hold tag characters (``None``: look). :func:`_prepare`
+    reads it off the UTF-8 bytes with one ``bytes.find``; the regex it spares walks the whole
+    text, which in a text with an emoji or two is most of what this function costs.
+    """
     found = _first_invisible(raw)
     if found is not None:
         char = found.group()
@@ -58,7 +64,9 @@ def _invisible(raw: str) -> Threat | None:
             f"an invisible character U+{ord(char):04X} ({unicodedata.name(char, 'unnamed')})",
             _excerpt(raw, found.start(), found.end(), show_invisible=True),
         )
-    if _ASTRAL.search(raw):
+    if tags is None:
+        tags = _ASTRAL.search(raw) is not None
+    if tags:
         for run in _TAG_RUN.finditer(raw):
             is_flag = (
                 run.start() > 0
@@ -129,6 +137,7 @@ _LATIN_BASE = _latin_bases()
 _LATIN_ACCENTED = re.compile("[\u00c0-\u024f]")
 _LATIN_LEADS = tuple(bytes([lead]) for lead in range(0xC3, 0xCA))
 _CYRILLIC_LEADS = tuple(bytes([lead]) for lead in range(0xD0, 0xD4))
+_TAG_LEAD = b"\xf3\xa0"  # how every character of U+E0000-U+E0FFF starts in UTF-8
 
 
 def project(line: str) -> str:
@@ -164,7 +173,10 @@ class _Prepared:
     projection of ``shown``, every other character a "?", one for one, so a span in one is the
     same span in the other. ``special`` says the text holds invisible, ignorable, astral or
     look-alike characters; ``cyrillic`` that it holds Cyrillic letters (the Russian rules read
-    only such texts).
+    only such texts); ``tags`` that it may hold Unicode tag characters (U+E0000-U+E0FFF).
+    ``foreign`` is the lines of ``shown`` that are not ASCII, joined by newlines: what the
+    Korean, Japanese, Chinese and Russian rules read. They are picked from the lines already
+    known not to be ASCII, so the whole text is not split into lines a second time.
     """
 
     scanned: str
@@ -173,6 +185,8 @@ class _Prepared:
     projected: str
     special: bool
     cyrillic: bool = False
+    tags: bool = False
+    foreign: str = ""
 
 
 def _prepare(raw: str, max_bytes: int) -> _Prepared:
@@ -228,8 +242,12 @@ def _prepare(raw: str, max_bytes: int) -> _Prepared:
             line = line.translate(_LATIN_BASE)
         projected_lines[index] = line.encode("ascii", "replace").decode("ascii")
     shown = "\n".join(shown_lines) if changed else raw
+    tags = special and _TAG_LEAD in data  # tag characters are astral, so special
     projected = "\n".join(projected_lines).lower()
-    return _Prepared(raw, truncated, shown, projected, special, cyrillic)
+    # Raw ASCII lines are left as they are, so the foreign lines are among the ``odd`` ones
+    # (no character's NFKC form holds a newline, so each stays one line).
+    foreign = "\n".join(itertools.filterfalse(str.isascii, map(shown_lines.__getitem__, odd)))
+    return _Prepared(raw, truncated, shown, projected, special, cyrillic, tags, foreign)
 
 
 def _non_ascii_lines(lines: list[str]) -> list[int]:

@@ -31,7 +31,7 @@ def _scan(text: str, scope: Scope, max_bytes: int, *, stop_at_first: bool) -> It
     threats: list[Threat] = []
     prepared = _prepare(text, max_bytes)
     if prepared.special:  # NFKC keeps invisible characters, so this also covers the raw text
-        hidden = _invisible(prepared.scanned)
+        hidden = _invisible(prepared.scanned, tags=prepared.tags)
         if hidden is not None:
             threats.append(hidden)
             if stop_at_first:
@@ -39,11 +39,7 @@ def _scan(text: str, scope: Scope, max_bytes: int, *, stop_at_first: bool) -> It
     doc = _Doc(prepared.projected)
     # The CJK rules read only the lines that are not ASCII (their gaps never cross a line), so
     # a few Korean lines in 64 KiB of source cost a search of those lines, not of everything.
-    cjk_lines = (
-        "\n".join(line for line in prepared.shown.split("\n") if not line.isascii())
-        if not prepared.shown.isascii()
-        else ""
-    )
+    cjk_lines = prepared.foreign
     if prepared.cyrillic:
         cjk_lines = cjk_lines.lower()  # the Russian rules are lowercase; CJK has no case
     for pattern in PATTERNS:
