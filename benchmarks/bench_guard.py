@@ -15,6 +15,10 @@ to it are printed beside the guard's. ``--against REV`` (a git revision) adds th
 was at REV, loaded under its own name (one ``guard.py`` file before the split into a package,
 the package after).
 
+A ``phases`` line splits the working tree's scan of the mixed text into preparing the text,
+building the blocks' word sets and running the patterns (CPU milliseconds, medians), so a
+change can be aimed at the phase that costs.
+
 Run: ``.venv/bin/python benchmarks/bench_guard.py [--against REV]``; the last line is the
 throughput of the working tree's guard.
 """
@@ -215,6 +219,39 @@ def _median(values: list[float]) -> float:
     return sorted(values)[len(values) // 2]
 
 
+def phases(chunks: list[str], rounds: int) -> dict[str, float]:
+    """Median CPU milliseconds of the scan's phases over ``chunks``: where the time goes.
+
+    Preparing (bounding, normalising, projecting, the invisible-character check), cutting the
+    projection into blocks and their word sets, and the patterns, timed window by window as
+    the scan runs them (all preparations first would measure a colder cache).
+    """
+    from agentsh.memory.guard import matching, reading
+
+    scope = guard.Scope.MEMORY_WRITE
+    patterns = [p for p in guard.PATTERNS if scope in p.scopes]
+    clock = time.process_time
+    times: dict[str, list[float]] = {"prepare": [], "words": [], "patterns": []}
+    for _ in range(rounds):
+        spent = dict.fromkeys(times, 0.0)
+        for chunk in chunks:
+            start = clock()
+            prepared = reading._prepare(chunk, guard.DEFAULT_MAX_SCAN_BYTES)
+            if prepared.special:
+                reading._invisible(prepared.scanned, tags=prepared.tags)
+            mid = clock()
+            doc = matching._Doc(prepared.projected)
+            end = clock()
+            for pattern in patterns:
+                pattern.search(doc)
+            spent["prepare"] += mid - start
+            spent["words"] += end - mid
+            spent["patterns"] += clock() - end
+        for name, value in spent.items():
+            times[name].append(value)
+    return {name: _median(values) * 1000 for name, values in times.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--against", metavar="REV", help="also time the guard of this revision")
@@ -239,6 +276,11 @@ def main() -> None:
         ("_cjk_only", cjk_text),
         ("_dense_notes", mixed_text(notes_every=1)),
         ("", text),
+    )
+    split = phases(windows(text), ROUNDS)
+    print(
+        "phases (mixed text, CPU ms, medians): "
+        + ", ".join(f"{k} {v:.1f}" for k, v in split.items())
     )
     for label, variant in variants:
         chunks = windows(variant)
