@@ -2,9 +2,7 @@
 
 A streaming assistant reply paints in frames: fragments are gathered and appended to its
 markdown body every :data:`FLUSH_S` (each frame relays out and repaints the screen, so fewer
-frames leave the keyboard more of the UI loop; the first text after a pause is painted at once,
-and a frame is never followed sooner than its own cost, so painting takes at most half of the
-loop on a slow machine), each frame a bounded share of what waits, so a
+frames leave the keyboard more of the UI loop), each frame a bounded share of what waits, so a
 burst or a backlog is painted over several frames with keys handled between them; each append
 re-parses only the growing last block (Textual's ``Markdown.append``, one shared parser). Message
 bodies are Textual ``Markdown`` whose blocks are built while the message is composed
@@ -35,7 +33,7 @@ FLUSH_S = 1 / 10  # streamed text reaches the screen in frames this often (10 a 
 # The most text one frame appends (a few blocks): a burst, or a reply the screen fell behind
 # on, is painted over several frames, with keys handled between them, not in one long stall.
 FRAME_CHARS = 1_600
-FRAME_GAP_S = 0.005  # the shortest wait for a frame (keys queued meanwhile go first)
+FRAME_GAP_S = 0.005  # between the frames that paint what is left when a reply ends
 
 if TYPE_CHECKING:
     from textual.timer import Timer
@@ -285,8 +283,6 @@ class AssistantMessage(Vertical):
         self._unsent: list[str] = []
         self._flush_timer: Timer | None = None
         self._painting = asyncio.Lock()  # one append at a time: each parses from the last
-        self._drawing = False  # a frame is appended and not yet on screen
-        self._next_frame = 0.0  # the monotonic time before which no frame starts
         self._thinking_chars = 0
 
     def compose(self) -> ComposeResult:
@@ -333,29 +329,19 @@ class AssistantMessage(Vertical):
         self._unsent.append(fragment)
         self._schedule()
 
-    def _schedule(self) -> None:
-        if self._flush_timer is not None or self._painting.locked() or self._drawing:
-            return
-        # The first text after a pause is painted at once; then frames keep their beat.
-        delay = max(FRAME_GAP_S, self._next_frame - time.monotonic())
-        self._flush_timer = self.set_timer(delay, self._frame)
+    def _schedule(self, delay: float = FLUSH_S) -> None:
+        if self._flush_timer is None and not self._painting.locked():
+            self._flush_timer = self.set_timer(delay, self._frame)
 
     async def _frame(self) -> None:
         self._flush_timer = None
         started = time.monotonic()
-        self._drawing = True
-        await self._paint_frame()
-        # The frame's cost is mostly the layout and the render that follow the append: the
-        # next frame waits at least as long as this one took, so keys get at least half of
-        # the UI loop however slow the machine, and otherwise frames start every FLUSH_S.
-        self.call_after_refresh(self._frame_done, started)
-
-    def _frame_done(self, started: float) -> None:
-        now = time.monotonic()
-        self._drawing = False
-        self._next_frame = max(started + FLUSH_S, now + (now - started))
+        behind = await self._paint_frame()
         if self._unsent:
-            self._schedule()
+            # Frames start every FLUSH_S; one that took longer (a slow or busy machine), or
+            # a backlog, is followed as soon as keys have had their turn.
+            wait = FLUSH_S - (time.monotonic() - started)
+            self._schedule(FRAME_GAP_S if behind else max(FRAME_GAP_S, wait))
 
     async def _paint_frame(self) -> bool:
         """Append (a bounded share of) what arrived since the last frame; True if some of
