@@ -212,8 +212,11 @@ def project(
     items: list[ChatItem] = []
     done = 0
     for span in spans:
+        archive = _archive(entries, span, results, marks)
+        if not archive.items:  # only results of calls archived before: nothing to fold
+            continue
         items.extend(_items(entries[done : span.start], results, marks))
-        items.append(_archive(entries, span, results, marks))
+        items.append(archive)
         done = span.end
     items.extend(_items(entries[done:], results, marks))
     return items
@@ -364,5 +367,7 @@ class Projector:
         changes: list[Change] = [Added(item) for item in items_for(entry, self._results)]
         if isinstance(entry, CompactionEntry) and self._kept_from > start:
             span = CompactionSpan(entry, len(self.path) - 1, start, self._kept_from)
-            changes.append(Folded(_archive(self.path, span, self._results, self.marks)))
+            archive = _archive(self.path, span, self._results, self.marks)
+            if archive.items:  # as project(): an archive with nothing to show is not one
+                changes.append(Folded(archive))
         return changes

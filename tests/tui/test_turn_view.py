@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from agentsh.config import Environment
@@ -210,6 +210,52 @@ async def _play(env: Environment, project: Path, turns: list[Turn]) -> None:
             assert live == project_session(session)
 
 
+# Found by the full suite: a compaction whose archive holds only results of calls an earlier
+# compaction archived (nothing to show) was an empty archive row on resume, none live.
+ARCHIVE_OF_NOTHING = [
+    Turn(
+        text="a\n",
+        steps=(
+            Step(
+                compaction="", kept=0.8154405698843985, deltas=(), thinking=False, text="a",
+                calls=(
+                    Call(command="echo one\necho two", output=("é \n", "aa漢a\n` 漢"), error=False),
+                    Call(command="grep -r x .", output=(), error=False),
+                    Call(command="ls", output=("éa_ 漢* `", "é"), error=True),
+                ),
+                end="abort_tool", notice=True,
+            ),
+        ),
+    ),
+    Turn(
+        text=" é ba  b",
+        steps=(
+            Step(
+                compaction="ok", kept=0.5953831981859975, deltas=("_a`__ \na", " `b`é_"),
+                thinking=True, text="_",
+                calls=(
+                    Call(command="ls", output=("", "a**_é_**", ""), error=False),
+                    Call(command="ls", output=(), error=False),
+                ),
+                end="reply", notice=True,
+            ),
+            Step(
+                compaction="fallback", kept=0.5679730992471975, deltas=("é",), thinking=False,
+                text=" b",
+                calls=(Call(command="echo one\necho two", output=("\nb*b",), error=True),),
+                end="reply", notice=True,
+            ),
+            Step(
+                compaction="ok", kept=0.5897949952536784, deltas=("é漢漢a  ", "漢__bé_*`", "````"),
+                thinking=False, text="`aaé__a",
+                calls=(Call(command="grep -r x .", output=("aab_\n", "\n"), error=False),),
+                end="abort_tool", notice=False,
+            ),
+        ),
+    ),
+]  # fmt: skip
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)  # ten runs of the App, on a loaded machine
 @settings(
@@ -221,6 +267,7 @@ async def _play(env: Environment, project: Path, turns: list[Turn]) -> None:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(turns=TURNS)
+@example(turns=ARCHIVE_OF_NOTHING)
 def test_the_live_chat_is_what_the_log_projects(
     turns: list[Turn], env: Environment, project: Path
 ) -> None:
