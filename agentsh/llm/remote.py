@@ -365,20 +365,9 @@ class RemoteLLMClient(LLMClient):
             "tools": tools,
             "max_tokens": max_tokens,
         }
-        call = _AsyncCall(asyncio.get_running_loop())
-        self._worker.open(request, call)
-        try:
-            while True:
-                answer = await call.next()
-                event = answer.get("ev")
-                if event == "done":
-                    yield wire.decode_completion(answer["value"])
-                    return
-                if event in _FINAL:
-                    raise _error(answer) from None
-                yield wire.decode_event(answer)
-        finally:
-            self._worker.cancel(call)
+        async with contextlib.aclosing(self._exchange(request)) as items:
+            async for item in items:
+                yield item
 
     async def complete(
         self,
@@ -395,6 +384,17 @@ class RemoteLLMClient(LLMClient):
             "max_tokens": max_tokens,
             "model": model,
         }
+        async with contextlib.aclosing(self._exchange(request)) as items:
+            async for item in items:
+                if isinstance(item, Completion):
+                    return item
+                if on_retry is not None and isinstance(item, Retrying):
+                    on_retry(item)
+        raise LLMError(ErrorKind.OTHER, "the model worker ended the call without an answer")
+
+    async def _exchange(self, request: dict[str, Any]) -> AsyncGenerator[StreamItem, None]:
+        """One call in the worker: its events as they come, the completion last; the call
+        is cancelled in the worker when the caller stops listening early."""
         call = _AsyncCall(asyncio.get_running_loop())
         self._worker.open(request, call)
         try:
@@ -402,12 +402,11 @@ class RemoteLLMClient(LLMClient):
                 answer = await call.next()
                 event = answer.get("ev")
                 if event == "done":
-                    return wire.decode_completion(answer["value"])
+                    yield wire.decode_completion(answer["value"])
+                    return
                 if event in _FINAL:
                     raise _error(answer) from None
-                note = wire.decode_event(answer)
-                if on_retry is not None and isinstance(note, Retrying):
-                    on_retry(note)
+                yield wire.decode_event(answer)
         finally:
             self._worker.cancel(call)
 
