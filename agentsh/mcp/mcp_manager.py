@@ -27,7 +27,7 @@ from agentsh.config import Environment, McpSettings
 from agentsh.mcp import cache, groups
 from agentsh.mcp import loop as mcp_loop
 from agentsh.mcp.names import assign_names
-from agentsh.mcp.results import Caps, to_tool_result
+from agentsh.mcp.results import Caps, guarded, to_tool_result
 from agentsh.mcp.server_trust import told_by_trust_check
 from agentsh.mcp.servers_config import ExpansionError, McpConfig, ServerSpec, load_mcp_config
 from agentsh.mcp.state import RemoteTool, ServerState, ServerStatus
@@ -292,17 +292,37 @@ class McpManager:
             return ToolResult(f"No MCP server named '{tool.server}'.", is_error=True)
         outcome = await conn.call(self._task_group, tool.remote_name, arguments)
         if outcome.result is None:
-            details = {"timed_out": True} if outcome.timed_out else {}
-            return ToolResult(outcome.error, is_error=True, details=details)
+            # The error can quote the server (its error message, its last stderr line).
+            error = guarded(outcome.error, tool=tool.name, server=tool.server)
+            details: dict[str, Any] = {"timed_out": True} if outcome.timed_out else {}
+            if error.flagged:
+                details["injection"] = list(error.flagged)
+            self._flagged(tool, error.flagged)
+            return ToolResult(error.text, is_error=True, details=details)
         result = outcome.result
-        return to_tool_result(
+        converted = to_tool_result(
             result.content,
             is_error=bool(result.is_error),
             structured=result.structured_content,
             caps=self._caps,
             label=f"mcp-{tool.server}-{tool.remote_name}",
+            tool=tool.name,
+            server=tool.server,
             secrets=self._secrets,
         )
+        self._flagged(tool, tuple(converted.details.get("injection", ())))
+        return converted
+
+    def _flagged(self, tool: RemoteTool, names: Sequence[str]) -> None:
+        """Tell the user when a result reached the model fenced as a suspected injection."""
+        if not names:
+            return
+        with self._lock:
+            self._notices.append(
+                f"MCP server '{tool.server}': the output of {tool.remote_name} looks like a "
+                f"prompt injection ({', '.join(names)}); the model got it fenced as "
+                "untrusted data"
+            )
 
     async def _restart(self, name: str) -> None:
         await self._up_event().wait()

@@ -66,11 +66,14 @@ def test_every_kind_of_content_becomes_text() -> None:
     ]
 
 
+_WHERE = {"label": "s-t", "tool": "mcp__s__t", "server": "s"}
+
+
 def test_structured_content_is_used_when_there_is_no_text(tmp_path: Path) -> None:
     caps = Caps(1024, 100, tmp_path)
-    result = to_tool_result([], is_error=False, structured={"n": 1}, caps=caps, label="s-t")
+    result = to_tool_result([], is_error=False, structured={"n": 1}, caps=caps, **_WHERE)
     assert result.content == '{\n  "n": 1\n}'
-    empty_error = to_tool_result([], is_error=True, structured=None, caps=caps, label="s-t")
+    empty_error = to_tool_result([], is_error=True, structured=None, caps=caps, **_WHERE)
     assert empty_error.is_error and "without a message" in empty_error.content
 
 

@@ -24,6 +24,8 @@ def test_a_long_mcp_result_is_saved_without_the_provider_key(
         structured=None,
         caps=caps,
         label="x",
+        tool="mcp__s__x",
+        server="s",
     )
     saved = Path(result.details["full_output_path"])
     assert "debug: key=" in saved.read_text()
