@@ -2,14 +2,20 @@
 
 The first thing done is claiming stdout for the protocol (:mod:`.stdio`); only then is anything
 else imported. The client starts this process and owns its lifetime: end of input ends it, and
-every session's log is closed and its MCP servers stopped on the way out; then the process
-exits at once, without the seconds a full interpreter teardown takes with litellm loaded.
+so do SIGINT, SIGTERM (an editor quitting) and SIGHUP (a closed terminal); either way every
+session's log is closed and its MCP servers and their process groups stopped on the way out
+(left to the signal's default, the servers lived on until their watchdogs noticed, seconds
+later); then the process exits at once, without the seconds a full interpreter teardown takes
+with litellm loaded.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import os
+import signal
 import sys
 from typing import TYPE_CHECKING, cast
 
@@ -25,8 +31,6 @@ def main(args: argparse.Namespace) -> int:
 
     pipes = claim_stdio()  # before any other import can print
 
-    import asyncio
-
     from agentsh.acp.server import AcpOptions, AcpServer
     from agentsh.config import ApprovalMode
 
@@ -37,9 +41,10 @@ def main(args: argparse.Namespace) -> int:
         trust_project=bool(getattr(args, "trust_project", False)),
     )
     server = AcpServer(options)
+    received: list[int] = []
     try:
-        asyncio.run(_serve(server, pipes))
-    except KeyboardInterrupt:
+        asyncio.run(_serve(server, pipes, received))
+    except (KeyboardInterrupt, asyncio.CancelledError):
         pass
     finally:
         server.close()
@@ -49,15 +54,31 @@ def main(args: argparse.Namespace) -> int:
     # Everything is closed and flushed. Tearing down the interpreter would only free memory,
     # which takes seconds with litellm loaded, while the editor waits for the process to end.
     sys.stderr.flush()
-    os._exit(EXIT_OK)
+    os._exit(128 + received[0] if received else EXIT_OK)
 
 
-async def _serve(server: AcpServer, pipes: ProtocolPipes) -> None:
+async def _serve(server: AcpServer, pipes: ProtocolPipes, received: list[int]) -> None:
     from acp import Agent, run_agent
 
     from agentsh.acp.stdio import open_streams
 
+    _end_on_signals(received)
     reader, writer = await open_streams(pipes)
     # The methods AcpServer does not define (fork, resume, config options) are answered
     # "method not found" by the package's router: it looks each one up by name.
     await run_agent(cast("Agent", server), writer, reader)
+
+
+def _end_on_signals(received: list[int]) -> None:
+    """SIGTERM and SIGHUP end the serving as end of input does (``received`` notes which)."""
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+
+    def end(signum: int) -> None:
+        received.append(signum)
+        if main is not None:
+            main.cancel()
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signum, end, signum)

@@ -38,6 +38,8 @@ _DECISIONS = {
     REJECT: ApprovalDecision.DENY,
 }
 
+_TELL_TIMEOUT_S = 5.0
+
 Say = Callable[[str], Awaitable[None]]
 """Sends a note to the user's thread."""
 
@@ -104,31 +106,43 @@ async def ask(
         return None  # withdrawn: the turn was cancelled meanwhile
     if not asking.done() or asking.cancelled():
         decision = ApprovalDecision.NO_ANSWER
-        await say(
+        told = (
             f"agentsh: nobody answered the request to approve `{request.summary}` within "
             f"{timeout_s:g} s, so it was refused."
         )
     else:
-        decision = await _decision(asking, request, say)
+        decision, told = _decision(asking, request)
+    if told:
+        await _tell(say, told)  # before the refusal's tool result, in the thread's order
     if request.decision.done():
         return None
     request.decision.set_result(decision)
     return decision
 
 
-async def _decision(
-    asking: asyncio.Future[RequestPermissionResponse], request: ApprovalRequest, say: Say
-) -> ApprovalDecision:
+async def _tell(say: Say, text: str) -> None:
+    """A note in the thread, if the client is still there to read it. The turn waits for the
+    decision after this, so a client that left (a closed connection) or stopped reading must
+    neither raise here nor hold it."""
+    try:
+        await asyncio.wait_for(say(text), _TELL_TIMEOUT_S)
+    except Exception as exc:  # noqa: BLE001 - a closed connection, a broken client
+        log.warning("could not tell the editor: %r", exc)
+
+
+def _decision(
+    asking: asyncio.Future[RequestPermissionResponse], request: ApprovalRequest
+) -> tuple[ApprovalDecision, str]:
+    """The client's answer as a decision, and what to tell the user ("" if nothing)."""
     exc = asking.exception()
     if exc is not None:
         log.warning("session/request_permission failed: %r", exc)
         why = str(exc) if isinstance(exc, RequestError) else type(exc).__name__
-        await say(
+        return ApprovalDecision.NO_ANSWER, (
             f"agentsh: the editor could not ask about `{request.summary}` ({why}), so it was "
             "refused."
         )
-        return ApprovalDecision.NO_ANSWER
     outcome = asking.result().outcome
     if isinstance(outcome, AllowedOutcome):
-        return _DECISIONS.get(outcome.option_id, ApprovalDecision.DENY)
-    return ApprovalDecision.DENY  # "cancelled": the client is cancelling the turn
+        return _DECISIONS.get(outcome.option_id, ApprovalDecision.DENY), ""
+    return ApprovalDecision.DENY, ""  # "cancelled": the client is cancelling the turn
