@@ -241,6 +241,9 @@ class Notice(Event):
 
     level: NoticeLevel
     text: str
+    #: set when the notice announces the limit that stops the turn ("max_turns",
+    #: "max_budget_usd"): a front end that reports the limit its own way (``-p``) skips it
+    limit: str = ""
 
 
 @dataclass(frozen=True, slots=True)

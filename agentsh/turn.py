@@ -155,6 +155,7 @@ class Turn:
                         NoticeLevel.WARNING,
                         f"Stopped: ${host.spent_usd:.4f} spent, the budget is "
                         f"${host.max_cost_usd:.4f}.",
+                        limit=state.limit,
                     )
                 )
                 return TurnOutcome.DONE
@@ -227,6 +228,7 @@ class Turn:
             Notice(
                 NoticeLevel.WARNING,
                 f"Stopped after {host.max_steps} model calls in one turn; send a message to go on.",
+                limit=state.limit,
             )
         )
         return TurnOutcome.DONE

@@ -93,7 +93,7 @@ def progress(event: Event, err: TextIO, *, verbose: bool = False) -> None:
                 f"agentsh: {event.reason}; retrying in {event.delay_s:.1f}s "
                 f"(attempt {event.attempt}/{event.max_attempts})\n"
             )
-        case Notice():
+        case Notice() if not event.limit:  # a reached limit is the run's one closing line
             err.write(f"agentsh: {event.level.value}: {one_line(event.text)}\n")
         case CompactionFinished():
             note = f"; {event.note}" if event.note else ""

@@ -124,15 +124,20 @@ def test_claude_code_argument_order_prompt_after_the_flags(
     assert scripted_server.requests[0].messages[-1]["content"] == "explain the layout"
 
 
-def test_max_turns_reached_is_an_error_with_exit_1(
-    run_agentsh: AgentshRunner, scripted_server: ScriptedServer
+def test_max_turns_reached_is_an_error_with_exit_1_and_one_line(
+    run_headless: AgentshRunner, scripted_server: ScriptedServer
 ) -> None:
     scripted_server.script(
         tool_call("ls", {"path": "."}), tool_call("ls", {"path": "."}), text("never")
     )
-    run = run_agentsh("-p", "keep listing", "--max-turns", "2")
+    run = run_headless("-p", "keep listing", "--max-turns", "2")
     assert run.code == 1, run.stderr
-    assert "--max-turns" in run.stderr
+    # One clear line, not the TUI's "send a message to go on" notice above it.
+    assert run.stderr.splitlines() == [
+        "agentsh: stopped after 2 model calls (--max-turns) before the model was done; "
+        "continue with -c to go on"
+    ]
+    assert run.stdout == ""
     assert len(scripted_server.requests) == 2
 
 
@@ -153,14 +158,14 @@ def test_a_second_prompt_is_refused_not_dropped(run_agentsh: AgentshRunner) -> N
 
 
 def test_max_budget_usd_stops_before_the_next_model_call_with_exit_1(
-    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, fast_retries: Path
+    run_headless: AgentshRunner, scripted_server: ScriptedServer, fast_retries: Path
 ) -> None:
     # A price a user can set for a model litellm does not know: every request costs dollars.
     fast_retries.write_text(fast_retries.read_text() + "input_cost_per_mtok = 1000000.0\n")
     scripted_server.script(tool_call("ls", {"path": "."}), text("never"))
-    run = run_agentsh("-p", "list", "--max-budget-usd", "0.5")
+    run = run_headless("-p", "list", "--max-budget-usd", "0.5")
     assert run.code == 1, run.stderr
-    assert "--max-budget-usd" in run.stderr
+    assert len(run.stderr.splitlines()) == 1 and "--max-budget-usd" in run.stderr
     assert len(scripted_server.requests) == 1
-    run = run_agentsh("-p", "list", "--max-budget-usd", "0")
+    run = run_headless("-p", "list", "--max-budget-usd", "0")
     assert run.code == 2 and "more than 0" in run.stderr
