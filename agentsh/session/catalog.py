@@ -33,11 +33,12 @@ from agentsh.errors import AgentshError
 from agentsh.paths import UserPaths
 from agentsh.session import log
 from agentsh.session.affinity import rank_sessions
-from agentsh.session.catalog_scan import COLUMNS, Scan
+from agentsh.session.catalog_scan import COLUMNS, Scan, name_key
 
 #: bump when the table changes; an older database is dropped and rebuilt from the files
-#: 2: tokens count cache reads, and summary calls on compaction entries; 3: the session's name
-SCHEMA_VERSION = 3
+#: 2: tokens count cache reads, and summary calls on compaction entries; 3: the session's name;
+#: 4: the name's casefolded key (-r NAME ignores case beyond ASCII)
+SCHEMA_VERSION = 4
 BUSY_TIMEOUT_MS = 10_000
 _CANDIDATES_SHOWN = 5
 
@@ -60,6 +61,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     cost REAL NOT NULL,
     model TEXT NOT NULL,
     name TEXT NOT NULL,
+    name_key TEXT NOT NULL,
     last_timestamp TEXT NOT NULL,
     last_activity REAL NOT NULL,
     size INTEGER NOT NULL,
@@ -69,7 +71,7 @@ CREATE TABLE IF NOT EXISTS sessions (
 );
 CREATE INDEX IF NOT EXISTS sessions_by_project ON sessions (project, last_activity);
 CREATE INDEX IF NOT EXISTS sessions_by_id ON sessions (id);
-CREATE INDEX IF NOT EXISTS sessions_by_name ON sessions (name COLLATE NOCASE);
+CREATE INDEX IF NOT EXISTS sessions_by_name ON sessions (name_key);
 """
 
 _INFO_COLUMNS = (
@@ -457,7 +459,7 @@ def _pick(prefix: str, matches: list[SessionInfo]) -> SessionInfo | None:
 
 
 def _named(name: str) -> tuple[str, list[Any]]:
-    return "valid = 1 AND name = ? COLLATE NOCASE", [name]
+    return "valid = 1 AND name_key = ?", [name_key(name)]
 
 
 def _pick_named(name: str, matches: list[SessionInfo]) -> SessionInfo | None:

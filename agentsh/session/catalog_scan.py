@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import re
+import unicodedata
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -25,8 +26,8 @@ FIRST_MESSAGE_CHARS = 500
 #: the catalog's columns, in order; a Scan holds every one but the path
 COLUMNS = (
     *("path", "project", "valid", "id", "cwd", "created", "parent_session", "title"),
-    *("first_message", "entries", "messages", "tokens", "cost", "model", "name", "last_timestamp"),
-    *("last_activity", "size", "mtime_ns", "scanned_offset", "header"),
+    *("first_message", "entries", "messages", "tokens", "cost", "model", "name", "name_key"),
+    *("last_timestamp", "last_activity", "size", "mtime_ns", "scanned_offset", "header"),
 )
 _MESSAGE = b'{"type":"message",'
 _NAME = b'{"type":"name",'
@@ -49,6 +50,12 @@ _USER = re.compile(
 )
 
 
+def name_key(name: str) -> str:
+    """What two session names must share to be the same name: cleaned, NFKC and casefolded,
+    so ``-r`` finds "Straße" as "STRASSE" and "Émile" as "émile", not only ASCII letters."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", clean_name(name)).casefold())
+
+
 class Scan:
     """The running totals of one file, continued from its stored offset."""
 
@@ -69,6 +76,7 @@ class Scan:
         self.cost = 0.0
         self.model = ""
         self.name = ""  # the newest name record's
+        self.name_key = ""  # its entries.name_key, what -r NAME looks up
         self.last_timestamp = ""
         self.last_activity = 0.0
         self.size = 0
@@ -206,6 +214,7 @@ class Scan:
         data = _json_object(line)
         if data is not None and isinstance(data.get("name"), str):
             self.name = clean_name(data["name"])
+            self.name_key = name_key(self.name)
 
     def _other(self, line: bytes) -> bool:
         """A line in a shape the prefixes do not cover (another writer, a hand edit): parse

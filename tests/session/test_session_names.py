@@ -12,7 +12,7 @@ import pytest
 from agentsh.commands.sessions_cmd import format_table
 from agentsh.config import load_environment
 from agentsh.session import export
-from agentsh.session.catalog import AmbiguousSession, Catalog
+from agentsh.session.catalog import SCHEMA_VERSION, AmbiguousSession, Catalog
 from agentsh.session.entries import NameEntry, Role, UnknownEntry, clean_name, entry_from_json
 from agentsh.session.session import Session
 from agentsh.startup import session_for_args
@@ -71,6 +71,26 @@ def test_resume_by_name_prefers_this_project_and_then_a_unique_name(
     assert catalog.find(older.id[:8], elsewhere).id == older.id
 
 
+@pytest.mark.parametrize(
+    ("stored", "asked"),
+    [("Straße", "STRASSE"), ("ÉMILE Ökonom", "émile ökonom"), ("ΣΟΦΊΑ", "σοφία"), ("ﬁx", "FIX")],
+)
+def test_a_name_is_found_whatever_its_case_beyond_ascii(
+    project: Path, stored: str, asked: str
+) -> None:
+    # SQLite's NOCASE folds A-Z only: "émile" did not find "ÉMILE".
+    made = new_project_session(project)
+    assert made.path is not None
+    reopened = Session.open(made.path)
+    reopened.set_name(stored)
+    reopened.close()
+    catalog = Catalog(user_paths())
+    assert catalog.find(asked, project).id == made.id
+    assert catalog.find(asked, project.parent).id == made.id  # from elsewhere: a unique name
+    [info] = catalog.list(project)
+    assert info.name == stored  # shown as the user wrote it
+
+
 def test_name_option_names_a_new_session_and_renames_a_resumed_one(project: Path) -> None:
     env = load_environment(project)
     session = session_for_args(env, _args(name="first name"), project)
@@ -100,7 +120,7 @@ def test_a_schema_2_catalog_is_rebuilt_and_then_knows_the_names(project: Path) -
     [info] = Catalog(paths).list(project)
     assert info.name == "old catalog"
     with sqlite3.connect(paths.catalog_db) as db:  # the file itself was rebuilt, not bypassed
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert db.execute("SELECT name FROM sessions").fetchall() == [("old catalog",)]
 
 
