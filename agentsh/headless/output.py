@@ -96,10 +96,12 @@ def progress(event: Event, err: TextIO, *, verbose: bool = False) -> None:
         case Notice() if not event.limit:  # a reached limit is the run's one closing line
             err.write(f"agentsh: {event.level.value}: {one_line(event.text)}\n")
         case CompactionFinished():
+            # A prune-only compaction archives nothing: no "archive" with an empty path.
+            archive = f"; archive {event.workspace_file}" if event.workspace_file else ""
             note = f"; {event.note}" if event.note else ""
             err.write(
                 f"agentsh: context compacted ({event.tier.label}): {event.tokens_before:,} -> "
-                f"{event.tokens_after:,} tokens; archive {event.workspace_file}{note}\n"
+                f"{event.tokens_after:,} tokens{archive}{note}\n"
             )
         case CompactionFailed():
             err.write(f"agentsh: warning: {event.tier.label} compaction failed: {event.reason}\n")

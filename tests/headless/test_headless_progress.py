@@ -17,6 +17,16 @@ def test_a_compaction_is_reported_on_stderr_with_its_tokens_and_archive() -> Non
     )
 
 
+def test_a_compaction_that_archived_nothing_names_no_archive() -> None:
+    # Seen in a -p run on an 8k window: "8,094 -> 6,470 tokens; archive ; pruned tool output".
+    err = io.StringIO()
+    note = "pruned tool output only (no model call): 3 old tool outputs shortened"
+    _progress(CompactionFinished("e1", Tier.TRUNCATE, 8_094, 6_470, "", note), err)
+    assert err.getvalue() == (
+        f"agentsh: context compacted (Truncate): 8,094 -> 6,470 tokens; {note}\n"
+    )
+
+
 def test_a_failed_compaction_is_a_warning_not_silence() -> None:
     err = io.StringIO()
     _progress(CompactionFailed(Tier.TRUNCATE, "cannot write the workspace file: disk full"), err)
