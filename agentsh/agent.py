@@ -141,6 +141,7 @@ class Agent:
                 # A bare deny rule (--disallowedTools mcp__git) takes them away, as it does
                 # a built-in tool.
                 hidden=approver.rules.hidden_tools,
+                terse=lambda: self.tools.terse,
             )
             tools.add_source(self.mcp_tools)
         # Provider keys the commands the model runs can see, and the tokens MCP servers are

@@ -121,7 +121,9 @@ def _prompt_parts(
     specs = load_mcp_config(env.user, env.project).servers(trusted=False)
     if specs and window:
         cached = CachedTools(specs, env.user.mcp_tools_cache)
-        registry.add_source(McpToolSource(cached, env.settings, window=lambda: window))
+        registry.add_source(
+            McpToolSource(cached, env.settings, window=lambda: window, terse=lambda: registry.terse)
+        )
     return prompt.render(), registry.schemas(), prompt.memory_block()
 
 

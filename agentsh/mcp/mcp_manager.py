@@ -437,9 +437,17 @@ def _secrets_of(specs: Sequence[ServerSpec], environ: Mapping[str, str] | None) 
     return tuple(dict.fromkeys(found))
 
 
-def tools_json(tools: Sequence[RemoteTool]) -> str:
-    """The schemas as one JSON text (what the context budget counts)."""
-    return json.dumps([t.schema() for t in tools], separators=(",", ":"), sort_keys=True)
+def tools_json(tools: Sequence[RemoteTool], *, terse: bool = False) -> str:
+    """The schemas as one JSON text (what the context budget counts); ``terse``: in the short
+    form a small window gets (:func:`agentsh.context.prompt_budget.terse_schema`)."""
+    if not tools:
+        return ""
+    schemas = [t.schema() for t in tools]
+    if terse:
+        from agentsh.context.prompt_budget import terse_schema
+
+        schemas = [terse_schema(schema) for schema in schemas]
+    return json.dumps(schemas, separators=(",", ":"), sort_keys=True)
 
 
 def manager_for(

@@ -183,18 +183,22 @@ class McpToolSource:
         window: Callable[[], int],
         count: Callable[[str], int] | None = None,
         hidden: Callable[[Iterable[str]], set[str]] | None = None,
+        terse: Callable[[], bool] = lambda: False,
     ) -> None:
         self.manager = manager
         self.settings = settings
         self._window = window
         self._count = count
         self._hidden = hidden
+        # Whether the registry sends terse definitions (a small window): the budget is weighed
+        # on what would be sent, not on the servers' full-size schemas.
+        self._terse = terse
         self._visible_of: tuple[tuple[RemoteTool, ...], tuple[RemoteTool, ...]] = ((), ())
         self._loaded: set[str] = set()
         self._made: dict[str, McpTool] = {}
         self._search = McpSearchTool(self)
-        self._cost_of: tuple[tuple[RemoteTool, ...], int] = ((), 0)
-        self._by_server_of: tuple[tuple[RemoteTool, ...], dict[str, int]] = ((), {})
+        self._cost_of: tuple[tuple[RemoteTool, ...], bool, int] = ((), False, 0)
+        self._by_server_of: tuple[tuple[RemoteTool, ...], bool, dict[str, int]] = ((), False, {})
 
     # -- what is offered -----------------------------------------------------------------------
 
@@ -207,23 +211,24 @@ class McpToolSource:
         return self._visible_of[1]
 
     def definition_tokens(self) -> int:
-        """Tokens of every MCP tool definition (counted once per tool list)."""
-        tools = self.tools()
-        if self._cost_of[0] is not tools:
-            self._cost_of = (tools, self._tokens(tools_json(tools) if tools else ""))
-        return self._cost_of[1]
+        """Tokens of every MCP tool definition as it would be sent (counted once per tool
+        list and form)."""
+        tools, terse = self.tools(), self._terse()
+        if self._cost_of[0] is not tools or self._cost_of[1] is not terse:
+            self._cost_of = (tools, terse, self._tokens(tools_json(tools, terse=terse)))
+        return self._cost_of[2]
 
     def tokens_by_server(self) -> dict[str, int]:
-        """Each server's share of the definitions (counted once per tool list)."""
-        tools = self.tools()
-        if self._by_server_of[0] is not tools:
+        """Each server's share of the definitions (counted once per tool list and form)."""
+        tools, terse = self.tools(), self._terse()
+        if self._by_server_of[0] is not tools or self._by_server_of[1] is not terse:
             servers = sorted({t.server for t in tools})
             counts = {
-                name: self._tokens(tools_json([t for t in tools if t.server == name]))
+                name: self._tokens(tools_json([t for t in tools if t.server == name], terse=terse))
                 for name in servers
             }
-            self._by_server_of = (tools, counts)
-        return dict(self._by_server_of[1])
+            self._by_server_of = (tools, terse, counts)
+        return dict(self._by_server_of[2])
 
     def _tokens(self, text: str) -> int:
         if not text:
