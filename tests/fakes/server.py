@@ -8,8 +8,9 @@ JSON body. It records every request (parsed body and headers) so a test can asse
 sent, notices when a client hangs up in the middle of a stream, and answers a clear 500 when the
 script runs out. It also speaks the Anthropic Messages API (``POST /v1/messages``, with a
 simulated prompt cache: :mod:`tests.fakes.anthropic`) from the same script, for a model string
-like ``anthropic/claude-...`` pointed at it. The same server runs as a process for end-to-end
-tests::
+like ``anthropic/claude-...`` pointed at it, and hands out an OAuth token (:data:`TOKEN`) at any
+``POST .../token``, so a Google service account can point its ``token_uri`` here. The same
+server runs as a process for end-to-end tests::
 
     python -m tests.fakes.server --script replies.json [--port 0] [--log requests.jsonl]
 
@@ -53,6 +54,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tests.fakes import anthropic
+
+#: the access token ``POST .../token`` hands out
+TOKEN = "ya29.agentsh-test-token"
 
 # ---------------------------------------------------------------------------------------------
 # Replies
@@ -403,6 +407,11 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 body=body,
             )
             number = server._record(request)
+            if self.path.split("?")[0].rstrip("/").endswith("/token"):
+                # An OAuth token endpoint (a Google service account's token_uri): Vertex AI
+                # requests carry the token it hands out.
+                self._json(200, {"access_token": TOKEN, "expires_in": 3600, "token_type": "Bearer"})
+                return
             if not request.anthropic and not self.path.rstrip("/").endswith("/chat/completions"):
                 self._json(404, {"error": {"message": f"no route {self.path}"}})
                 return

@@ -1,14 +1,16 @@
 """Prompt-cache markers beyond direct Anthropic, as litellm actually sends them.
 
-Claude through OpenRouter and Bedrock (Converse and Invoke) must carry the three markers
-(``cache_control`` blocks, or Bedrock Converse's ``cachePoint``s); DeepSeek and OpenAI cache a
-stable prefix by themselves and get a plain request. The scripted server records every request
-(Bedrock's paths get a 404 after being recorded: only the body matters here).
+Claude through OpenRouter, Bedrock (Converse and Invoke) and Vertex AI must carry the three
+markers (``cache_control`` blocks, or Bedrock Converse's ``cachePoint``s); DeepSeek, OpenAI and
+Gemini cache a stable prefix by themselves and get a plain request. The scripted server records
+every request (Bedrock's and Vertex's paths get a 404 after being recorded: only the body
+matters here); it also hands Vertex's service account its token.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +18,7 @@ import pytest
 from agentsh.llm.client import LLMError
 from agentsh.llm.models import needs_cache_markers
 from tests.fakes.fixtures import make_llm_client
-from tests.fakes.server import ScriptedServer
+from tests.fakes.server import TOKEN, ScriptedServer
 
 SYSTEM = {"role": "system", "content": "You are agentsh, a coding agent. " * 100}
 MESSAGES = [
@@ -94,3 +96,75 @@ async def test_claude_on_openrouter_carries_markers_and_deepseek_a_plain_prefix(
     assert "cache_control" not in json.dumps(second)
     assert second["tools"] == first["tools"]
     assert second["messages"][: len(first["messages"])] == first["messages"]
+
+
+@pytest.fixture
+def google_service_account(
+    scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Application default credentials as a user's service account, whose token_uri is the
+    scripted server: litellm's real Vertex AI path (google-auth signs a JWT, trades it for a
+    token) runs offline."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    account = {
+        "type": "service_account",
+        "project_id": "agentsh-test",
+        "private_key_id": "k1",
+        "private_key": pem,
+        "client_email": "agentsh@agentsh-test.iam.gserviceaccount.com",
+        "client_id": "1",
+        "token_uri": f"{scripted_server.base_url}/token",
+    }
+    path = tmp_path / "service-account.json"
+    path.write_text(json.dumps(account))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(path))
+    monkeypatch.setenv("VERTEXAI_PROJECT", "agentsh-test")
+    monkeypatch.setenv("VERTEXAI_LOCATION", "us-east5")
+
+
+def _marked(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("cache_control") == {"type": "ephemeral"}
+
+
+@pytest.mark.asyncio
+async def test_claude_on_vertex_ai_carries_three_cache_markers(
+    scripted_server: ScriptedServer, google_service_account: None
+) -> None:
+    model = "vertex_ai/claude-sonnet-4@20250514"
+    assert needs_cache_markers(model)
+    path, _body = await _sent(scripted_server, model, api_key=None)
+    request = scripted_server.requests[-1]
+    assert path.endswith(":streamRawPredict?alt=sse") and "/publishers/anthropic/" in path
+    assert request.headers["authorization"] == f"Bearer {TOKEN}"
+    body = request.body
+    assert body["anthropic_version"].startswith("vertex-")
+    # The system prompt, the end of the previous request, the end of this one; nothing else.
+    assert _marked(body["system"][-1])
+    first, answer, last = body["messages"]
+    assert first["content"][-1]["text"] == "first question" and _marked(first["content"][-1])
+    assert not any(_marked(b) for b in answer["content"])
+    assert last["content"][-1]["text"] == "second question" and _marked(last["content"][-1])
+    assert json.dumps(body).count("cache_control") == 3
+
+
+@pytest.mark.asyncio
+async def test_gemini_on_vertex_ai_gets_a_plain_request_and_no_cache_call(
+    scripted_server: ScriptedServer, google_service_account: None
+) -> None:
+    # Gemini 2.5 caches a stable prefix by itself; markers would make litellm create a
+    # cachedContents resource first (another call, billed storage).
+    model = "vertex_ai/gemini-2.5-pro"
+    assert not needs_cache_markers(model)
+    path, body = await _sent(scripted_server, model, api_key=None)
+    calls = [r.path for r in scripted_server.requests if not r.path.endswith("/token")]
+    assert calls == [path] and path.endswith(":streamGenerateContent?alt=sse")
+    assert "cache_control" not in body and "cachedContent" not in body
+    assert "first answer" in body and "function_declarations" in body
