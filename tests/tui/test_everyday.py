@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+from textual import events
 from textual.color import Color
 from textual.widget import Widget
 from textual.widgets import Static, TabbedContent
@@ -16,7 +17,7 @@ from agentsh.events import ErrorKind, ErrorOccurred, Event, TurnEnded, TurnOutco
 from agentsh.llm.models import HELP_COLUMNS, no_model_help
 from agentsh.tui.panes.panel import PaneName, SidePanel
 from agentsh.tui.widgets.chat import ChatView
-from agentsh.tui.widgets.composer import PromptInput
+from agentsh.tui.widgets.composer import CompletionMenu, PromptInput
 from agentsh.tui.widgets.messages import NoteMarkdown, UserMessage
 from tests.tui.conftest import MakeApp, fake_factory, screen_text, wait_for
 from tests.tui.fake_agent import FakeAgent
@@ -178,3 +179,33 @@ async def test_table_lines_are_visible_in_the_shipped_themes(make_app: MakeApp, 
         ratio = _contrast(background + line, background)
 
         assert ratio >= (3.0 if theme == "agentsh-contrast" else 1.3)
+
+
+async def test_a_command_typed_fast_runs_as_typed_not_as_the_menu_offered_it(
+    make_app: MakeApp,
+) -> None:
+    """Seen once: "/name" + Enter ran /help. The menu follows the text through Changed
+    messages, which queue behind keys already sent: Enter arrived while the menu still
+    offered what fits "/", with /help (the first command) chosen."""
+    app = make_app()
+    sent: list[str] = []
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        original = app.controller.submit
+
+        async def record(text: str) -> None:
+            sent.append(text)
+            await original(text)
+
+        app.controller.submit = record  # type: ignore[method-assign]
+        await pilot.press("/")
+        assert app.query_one(CompletionMenu).current is not None  # "/help", chosen
+        driver = app._driver
+        assert driver is not None
+        for key, char in [("n", "n"), ("a", "a"), ("m", "m"), ("e", "e"), ("enter", "\r")]:
+            event = events.Key(key, char)
+            event.set_sender(app)
+            driver.send_message(event)  # a burst: no pause between the keys
+        await wait_for(pilot, lambda: bool(sent))
+        assert sent == ["/name"]
+        await wait_for(pilot, lambda: "has no name yet" in screen_text(app))

@@ -119,6 +119,7 @@ class PromptInput(TextArea):
         self._history_index: int | None = None
         self._draft = ""
         self.menu: CompletionMenu | None = None
+        self._menu_for: tuple[str, tuple[int, int]] | None = None  # what the menu offers for
         self.files: Callable[[], list[str]] = list
         #: the commands whose name starts with a prefix, and the words an argument may be
         self.commands: Callable[[str], Sequence[CommandHint]] = _no_commands
@@ -127,6 +128,7 @@ class PromptInput(TextArea):
     # -- sending ------------------------------------------------------------------------------
 
     def action_submit(self) -> None:
+        self._sync_menu()
         completion = self.menu.current if self.menu is not None else None
         if completion is not None and completion.insert.strip() != self.text.strip():
             # Enter on a partial word completes it; a command without arguments also runs.
@@ -152,6 +154,7 @@ class PromptInput(TextArea):
         self._replace_via_keyboard("\n", start, end)
 
     def action_complete(self) -> None:
+        self._sync_menu()
         menu = self.menu
         if menu is not None and menu.current is None and menu.display and menu.completions:
             menu.highlighted = 0  # offered with none chosen: Tab takes the first
@@ -237,6 +240,7 @@ class PromptInput(TextArea):
     # -- completion ---------------------------------------------------------------------------
 
     def _menu_step(self, step: int) -> bool:
+        self._sync_menu()
         menu = self.menu
         if menu is None or not menu.display or not menu.completions:
             return False
@@ -269,10 +273,18 @@ class PromptInput(TextArea):
             return
         await super()._on_key(event)
 
+    def _sync_menu(self) -> None:
+        """Offer what fits the text as it is now. The menu follows the text through
+        ``Changed`` messages, which queue behind keys already sent: a fast "/name" + Enter
+        reached Enter while the menu still offered what fits "/" (with /help chosen first)."""
+        if self.menu is not None and self._menu_for != (self.text, self.cursor_location):
+            self._update_completions()
+
     @on(TextArea.Changed)
     def _update_completions(self) -> None:
         if self.menu is None:
             return
+        self._menu_for = (self.text, self.cursor_location)
         completions = self.completions()
         # "/compact " shows the words it takes, none chosen: Enter runs it as typed.
         chosen = not completions or completions[0].replace_from < self.cursor_location[1]
