@@ -42,11 +42,20 @@ def _measure(command: list[str], cwd: Path, env: dict[str, str], ready_marks: tu
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument(
+        "--first-starts",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead: N first starts ever (a new home each), beside the bare app",
+    )
     args = parser.parse_args()
     if not tmux_available():
         print("tmux is not installed", file=sys.stderr)
         return 2
     python = sys.executable
+    if args.first_starts:
+        return _first_starts(args.first_starts)
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
         bare = tmp_path / "bare.py"
@@ -86,6 +95,34 @@ def main() -> int:
     print(f"tui_startup_ready: {a_ready:.3f} s")
     print(f"tui_startup_ready_ratio: {a_ready / bare_ready:.2f} x")
     print(f"tui_ready_to_chat_ratio: {a_agent / bare_ready:.2f} x")
+    return 0
+
+
+def _first_starts(runs: int) -> int:
+    """Ready to chat on a first start ever (no remembered model facts), interleaved with the
+    bare app's ready; medians."""
+    bare_ready: list[float] = []
+    agent_ready: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        bare = tmp_path / "bare.py"
+        bare.write_text(BARE_APP)
+        project = git_project(tmp_path / "project")
+        for run in range(runs):
+            home, agentsh_home = tmp_path / f"home-{run}", tmp_path / f"home-agentsh-{run}"
+            home.mkdir()
+            agentsh_home.mkdir()
+            b = _measure([sys.executable, str(bare)], project, bench_env(home), ("^p",), None)
+            a = _measure(agentsh_command(), project, bench_env(agentsh_home),
+                         ("Message agentsh", "│"), "loading…")  # fmt: skip
+            bare_ready.append(b[1])
+            if a[2] is not None:
+                agent_ready.append(a[2])
+    bare_s, agent_s = statistics.median(bare_ready), statistics.median(agent_ready)
+    print(f"first starts: {runs}, each in a new home, interleaved with the bare app")
+    print(f"bare Textual app   ready to type {bare_s:.3f} s")
+    print(f"agentsh            ready to chat {agent_s:.3f} s ({agent_s / bare_s:.1f}x)")
+    print(f"tui_first_start_ready_to_chat: {agent_s:.3f} s")
     return 0
 
 

@@ -468,17 +468,23 @@ def prewarm() -> None:
 
 
 def model_facts(model: str) -> ModelInfo:
-    """litellm's facts about ``model``: remembered on disk, else asked of the worker (blocks).
+    """litellm's facts about ``model``: remembered on disk, else read from litellm's price list
+    when that is a plain lookup (:mod:`agentsh.llm.price_list`: a first start does not wait for
+    the worker's import of litellm), else asked of the worker (blocks).
 
     A worker that cannot answer (litellm does not import, it died) gives the facts of an
     unknown model, not remembered: the agent still comes up, and its first model call says
     what is wrong."""
-    from agentsh.llm import facts_cache
+    from agentsh.llm import facts_cache, price_list
     from agentsh.llm.models import unknown_model
 
     known = facts_cache.load(model)
     if known is not None:
         return known
+    listed = price_list.lookup(model)
+    if listed is not None:
+        facts_cache.store(listed)
+        return listed
     try:
         info = wire.decode_info(shared_worker().ask({"op": "facts", "model": model}))
     except (LLMError, ModelWorkerError):

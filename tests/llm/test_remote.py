@@ -319,10 +319,11 @@ def test_a_worker_that_cannot_answer_gives_unknown_facts_not_a_crash(
     )
     monkeypatch.setattr(remote, "_shared", broken)
     try:
-        info = remote.model_facts("openai/gpt-4o")
-        assert info.known is False and info.model == "openai/gpt-4o"
+        # A model the price list does not answer by itself (agentsh.llm.price_list).
+        info = remote.model_facts("openai/not-in-the-price-list")
+        assert info.known is False and info.model == "openai/not-in-the-price-list"
         assert (
-            facts_cache.load("openai/gpt-4o") is None
+            facts_cache.load("openai/not-in-the-price-list") is None
         )  # not remembered: the next start asks again
         assert remote.known_models(["openai"]) == []
     finally:
