@@ -16,8 +16,8 @@ was at REV, loaded under its own name (one ``guard.py`` file before the split in
 the package after).
 
 A ``phases`` line splits the working tree's scan of the mixed text into preparing the text,
-building the blocks' word sets and running the patterns (CPU milliseconds, medians), so a
-change can be aimed at the phase that costs.
+finding its words and anchors (the automata) and running the patterns (CPU milliseconds,
+medians), so a change can be aimed at the phase that costs.
 
 Run: ``.venv/bin/python benchmarks/bench_guard.py [--against REV]``; the last line is the
 throughput of the working tree's guard.
@@ -134,6 +134,9 @@ ADVERSARIAL: dict[str, str] = {
     ),
     'repeated "token=\'a"': _fit("token='a"),
     "one 64 KiB word after 'api_key='": "api_key=" + "a" * (WINDOW - 8),
+    # The automata hand every occurrence to Python: the densest anchor and the densest word.
+    "repeated 'nc '": _fit("nc "),
+    "repeated 'n '": _fit("n "),
     "12,000 distinct words after '.env' in every block": (
         "env print cat\n" + "\n".join(f"a.env{i}" for i in range(12_000))
     )[:WINDOW],
@@ -222,8 +225,8 @@ def _median(values: list[float]) -> float:
 def phases(chunks: list[str], rounds: int) -> dict[str, float]:
     """Median CPU milliseconds of the scan's phases over ``chunks``: where the time goes.
 
-    Preparing (bounding, normalising, projecting, the invisible-character check), cutting the
-    projection into blocks and their word sets, and the patterns, timed window by window as
+    Preparing (bounding, normalising, projecting, the invisible-character check), finding the
+    words and anchors with the automata, and the patterns, timed window by window as
     the scan runs them (all preparations first would measure a colder cache).
     """
     from agentsh.memory.guard import matching, reading
@@ -238,7 +241,7 @@ def phases(chunks: list[str], rounds: int) -> dict[str, float]:
             start = clock()
             prepared = reading._prepare(chunk, guard.DEFAULT_MAX_SCAN_BYTES)
             if prepared.special:
-                reading._invisible(prepared.scanned, tags=prepared.tags)
+                reading._hidden(prepared)
             mid = clock()
             doc = matching._Doc(prepared.projected)
             end = clock()

@@ -29,18 +29,21 @@ pattern's name. A zero-width joiner between two emoji (👩‍💻) is how emoji
 hidden character.
 
 Why it is fast and cannot hang. Python's regex engine is slow at trying a keyword pattern at
-every position, so nothing does that. A text is first cut into blocks of about 4 KiB at newlines
-and each block into its set of words (one ``translate`` and ``split``); each pattern names the
-words it cannot match without, and is skipped when one group of them is missing. Otherwise its
-rare *anchor* strings are located with ``str.find``, in the blocks whose words allow them
-(:class:`_Gate`), and the regex runs only there. Keywords are separated by a *bounded* number of
+every position, and a Python loop per keyword or per word is slow too, so nothing does that.
+Two Aho-Corasick automata (``ahocorasick-rs``, in Rust) read the projection once each: one
+finds every *anchor* of every pattern (its rare strings), the other which words of the
+patterns' vocabulary the text holds as whole words. Python then pays per occurrence, a few
+hundred in 64 KiB of a developer's text. Each pattern names the words it cannot match without,
+and is skipped when one group of them is missing; otherwise its regex runs only at or around
+its anchors' positions (:class:`_Doc`). Keywords are separated by a *bounded* number of
 filler words, ``(?:SEP WORD){0,n}? SEP`` with SEP and WORD disjoint classes, so a position can
 be matched only one way and no quantifier is nested in an unbounded one. A phrase anchored on a
 word in its middle is searched in windows around the anchors, and overlapping windows are
 merged, so dense anchors ("ignore ignore ignore ...") never make a character be read twice. "A
 command, then later on the same line a secret" is not one regex with a free run between (O(n x
 run) on "curl curl curl ..."): :class:`_Near` finds the rare side, then looks for the other side
-in the stretch of line next to it. HTML comments are walked with ``str.find``.
+in the stretch of line next to it. HTML comments are walked from one opening to the next. The
+Korean, Japanese, Chinese and Russian rules find their anchors with a third automaton.
 
 How much is read. At most ``max_bytes`` (64 KiB by default, ``memory.guard_max_scan_bytes``)
 of UTF-8 are scanned. A longer text is scanned on its first three quarters and its last

@@ -10,7 +10,7 @@ English pattern each mirrors; :mod:`.patterns` adds them to it.
 
 from __future__ import annotations
 
-from .matching import Matcher, _Doc, _rx, _words
+from .matching import Matcher, _Doc, _known_words, _rx, _words
 from .threats import Span
 
 _S = r"[\W_]+"  # a separator, as in the English patterns
@@ -254,7 +254,7 @@ _LANGUAGE_WORD_LIST = (
     "hast keine einschrankungen antworte ignoriere vergiss neuer neue "
     "tem restricoes responda finja esqueca novas hai restrizioni rispondi dimentica fingi nuove"
 )
-_LANGUAGE_WORDS = frozenset(_LANGUAGE_WORD_LIST.split())
+_LANGUAGE_WORDS = _known_words(frozenset(_LANGUAGE_WORD_LIST.split()))
 
 
 def _gated(*matchers: Matcher) -> Matcher:

@@ -7,237 +7,157 @@ The pattern tables (:mod:`.patterns`, :mod:`.phrases`) are written with these pa
 from __future__ import annotations
 
 import bisect
-import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
+
+from ahocorasick_rs import AhoCorasick, BytesAhoCorasick, Implementation
 
 from .threats import Scope, Span
 
 _WORD_SPLIT = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
 
 
-_BLOCK = 4096  # characters a block of the text holds at least (it ends at a newline)
-
-
 class _Doc:
-    """The ASCII projection of a normalised text, its words, and anchor positions.
+    """The ASCII projection of a normalised text, its words, and where every anchor occurs.
 
-    The text is cut into blocks of about ``_BLOCK`` characters at newlines, and the words of
-    each block are kept as well as those of the whole text. Anchors are then looked for only
-    in the blocks whose words allow a counted occurrence (see :class:`_Gate`): a keyword that
-    appears in three places of 64 KiB of source costs a read of three blocks, not of the whole
-    text. Positions are cached per anchor with the blocks they cover, so patterns share them.
+    Two passes of Aho-Corasick automata, in Rust, replace reading the text once per keyword:
+    one finds every anchor of every pattern (over the bytes: the projection is ASCII, so a
+    byte offset is a character offset), the other which words of the patterns' vocabulary
+    the text holds (" word " in the text with every character that is not a letter or digit
+    made a space). Python pays only for the occurrences, a few hundred in 64 KiB of a
+    developer's text, not for each character or each of the text's ten thousand words.
+
+    ``words`` holds only the vocabulary's words: the ``needs`` of every pattern, the anchors
+    of whole-word patterns and what :func:`_known_words` registered. A word outside it is
+    never in ``words``, whatever the text says.
     """
 
-    __slots__ = (
-        "_block_words",
-        "_bounds",
-        "_hits",
-        "_masks",
-        "_prefix_masks",
-        "_sorted_words",
-        "text",
-        "words",
-    )
+    __slots__ = ("_hits", "_starts", "text", "words")
 
     def __init__(self, text: str) -> None:
         self.text = text
-        spaced = text.translate(_WORD_SPLIT)
-        bounds: list[Span] = []
-        lo = 0
-        while lo < len(text):
-            newline = text.find("\n", lo + _BLOCK)
-            hi = len(text) if newline < 0 else newline + 1
-            bounds.append((lo, hi))
-            lo = hi
-        if len(bounds) <= 1:
-            self._bounds = [(0, len(text))]
-            self.words = frozenset(spaced.split())
-            self._block_words = [self.words]
-        else:
-            self._bounds = bounds
-            self._block_words = [frozenset(spaced[lo:hi].split()) for lo, hi in bounds]
-            self.words = frozenset().union(*self._block_words)
-        self._sorted_words: list[str] | None = None
-        self._masks: dict[str, int] = {}
-        self._prefix_masks: dict[str, int] = {}
-        self._hits: dict[str, tuple[int, list[int]]] = {}
+        engine = _engine()
+        spaced = f" {text.translate(_WORD_SPLIT)} "
+        if not spaced.isascii():  # never the scan's projection; "?" is a separator
+            spaced = spaced.encode("ascii", "replace").decode("ascii").replace("?", " ")
+        # Each occurrence comes back as " word "; the few distinct ones are then trimmed.
+        padded = frozenset(engine.words.find_matches_as_strings(spaced, overlapping=True))
+        self.words = frozenset(word[1:-1] for word in padded)
+        # A character that is not ASCII becomes one "?" byte, so offsets still line up (the
+        # scan's projection has none; no anchor holds a "?").
+        found = engine.anchors.find_matches_as_indexes(
+            text.encode("ascii", "replace"), overlapping=True
+        )
+        hits: dict[str, list[int]] = {}
+        names = engine.anchor_names
+        for index, start, _end in found:  # in order of their ends: each anchor's in order
+            positions = hits.get(names[index])
+            if positions is None:
+                hits[names[index]] = [start]
+            else:
+                positions.append(start)
+        self._hits = hits
+        self._starts: dict[str, list[int]] = {}
 
     def has_all(self, needs: tuple[frozenset[str], ...]) -> bool:
         """Whether every group of ``needs`` has at least one of its words in the text."""
         # map over a bound method: no Python frame per group (this runs for every pattern)
         return not any(map(self.words.isdisjoint, needs))
 
-    def blocks_for(self, gate: _Gate) -> int:
-        """The blocks that may hold a counted occurrence of an anchor with this gate, one bit
-        each; none when the text as a whole rules it out (see :class:`_Gate`)."""
-        if not gate.words <= self.words:
-            return 0
-        if len(self.text) < _BLOCK:
-            # One short block: reading it costs less than checking where not to read.
-            return 1
-        for prefix in gate.prefixes:
-            if not self._prefix_mask(prefix):
-                return 0
-        blocks = (1 << len(self._bounds)) - 1
-        for word in gate.block_words:
-            blocks &= self._word_mask(word)
-        for prefix in gate.block_prefixes:
-            blocks &= self._prefix_mask(prefix)
-        return blocks
+    def hits(self, anchor: str) -> list[int]:
+        """Every position of ``anchor``, in order."""
+        return self._hits.get(anchor, _NO_HITS)
 
-    def _word_mask(self, word: str) -> int:
-        """The blocks holding ``word``, one bit each."""
-        mask = self._masks.get(word)
-        if mask is None:
-            mask = 0
-            for index, words in enumerate(self._block_words):
-                if word in words:
-                    mask |= 1 << index
-            self._masks[word] = mask
-        return mask
-
-    def _prefix_mask(self, prefix: str) -> int:
-        """The blocks holding a word that starts with ``prefix``, one bit each."""
-        mask = self._prefix_masks.get(prefix)
-        if mask is None:
-            if self._sorted_words is None:
-                self._sorted_words = sorted(self.words)
-            ordered = self._sorted_words
-            # The words starting with the prefix are a run of the sorted words; each block is
-            # then one set operation in C, however many words the run holds.
-            start = bisect.bisect_left(ordered, prefix)
-            end = bisect.bisect_left(ordered, prefix[:-1] + chr(ord(prefix[-1]) + 1), start)
-            mask = 0
-            if end > start:
-                run = ordered[start:end]
-                for index, words in enumerate(self._block_words):
-                    if not words.isdisjoint(run):
-                        mask |= 1 << index
-            self._prefix_masks[prefix] = mask
-        return mask
-
-    def hits(self, anchor: str, need: int) -> list[int]:
-        """The positions of ``anchor`` in order: every one in the blocks of ``need``.
-
-        Occurrences in other blocks may be included (when cached for another gate); by the
-        gate that chose the blocks, none of them counts, which the caller's word-start check
-        sees.
-        """
-        cached = self._hits.get(anchor)
-        if cached is not None:
-            covered, found = cached
-            if need & ~covered == 0:
-                return found
-            need |= covered
-        if len(self.text) >= _BLOCK:
-            derived = self._derived_hits(anchor, need)
-            if derived is not None:
-                self._hits[anchor] = derived
-                return derived[1]
-        found = []
-        find = self.text.find
-        for lo, hi in self._stretches(need) if len(self._bounds) > 1 else self._bounds:
-            # An occurrence never spans two blocks: they end at newlines, anchors hold none.
-            pos = find(anchor, lo, hi)
-            while pos >= 0:
-                found.append(pos)
-                pos = find(anchor, pos + 1, hi)
-        self._hits[anchor] = (need, found)
+    def word_start_hits(self, anchor: str) -> list[int]:
+        """The positions of ``anchor`` where a word starts (not after a letter or digit)."""
+        found = self._starts.get(anchor)
+        if found is None:
+            text = self.text
+            found = [
+                pos
+                for pos in self._hits.get(anchor, _NO_HITS)
+                if pos == 0 or not text[pos - 1].isalnum()
+            ]
+            self._starts[anchor] = found
         return found
 
-    def _stretches(self, blocks: int) -> Iterator[Span]:
-        """The stretches of text the blocks of a mask cover, neighbouring blocks merged."""
-        start = end = -1
-        for index, (lo, hi) in enumerate(self._bounds):
-            if blocks >> index & 1:
-                if start < 0:
-                    start = lo
-                end = hi
-            elif start >= 0:
-                yield start, end
-                start = -1
-        if start >= 0:
-            yield start, end
 
-    def _derived_hits(self, anchor: str, need: int) -> tuple[int, list[int]] | None:
-        """The positions of ``anchor`` read off those of a located anchor inside it, if any.
-
-        "shows" occurs only where "show" does, "<|system" only where "system" does: checking
-        those few places is far cheaper than reading the text again. Not worth it when the
-        shorter anchor is everywhere (one check costs about as much as reading 64 characters),
-        so then the text is read. The result covers the blocks the shorter one covers.
-        """
-        best: tuple[str, int, list[int]] | None = None
-        for known in _inner_anchors(anchor):
-            cached = self._hits.get(known)
-            if cached is None:
-                continue
-            covered, positions = cached
-            if need & ~covered == 0 and (best is None or len(positions) < len(best[2])):
-                best = (known, covered, positions)
-        if best is None or len(best[2]) * 64 > len(self.text):
-            return None
-        known, covered, positions = best
-        offset = anchor.index(known)
-        starts = self.text.startswith
-        found = [
-            pos - offset for pos in positions if pos >= offset and starts(anchor, pos - offset)
-        ]
-        return covered, found
-
-
+_NO_HITS: list[int] = []  # shared, never appended to
 _ANCHORED: list[_Rx] = []  # every anchored regex of every pattern, as built
+_KNOWN_WORDS: set[str] = set()  # words matchers look up in _Doc.words besides the needs
+_KNOWN_ANCHORS: set[str] = set()  # strings matchers look up with _Doc.hits besides the anchors
 
 
-@functools.cache
-def _inner_anchors(anchor: str) -> tuple[str, ...]:
-    """The other anchors that occur inside ``anchor`` ("show" in "shows")."""
-    anchors = {other for rx in _ANCHORED for other in rx.anchors}
-    return tuple(other for other in anchors if other != anchor and other in anchor)
+def _known_words(words: frozenset[str]) -> frozenset[str]:
+    """Register ``words`` as looked up in :attr:`_Doc.words` by a matcher of its own."""
+    _KNOWN_WORDS.update(words)
+    return words
+
+
+def _known_anchors(*anchors: str) -> tuple[str, ...]:
+    """Register strings a matcher of its own finds with :meth:`_Doc.hits`."""
+    _KNOWN_ANCHORS.update(anchors)
+    return anchors
 
 
 @dataclass(frozen=True, slots=True)
-class _Gate:
-    """Words that every counted occurrence of an anchor puts in the text's word set.
+class _Engine:
+    """The two automata of :class:`_Doc`, for the patterns built when they were made."""
 
-    Reading the anchor's letter-and-digit runs against its own punctuation: a run with a
-    separator on both sides is a whole word of the text ("im" in "<|im_start"), a run with one
-    only on its left starts a word ("npmrc" in ".npmrc"). At the anchor's own start, the left
-    side is a separator when the anchor counts only at the start of a word. Checking these in
-    the word set (a lookup, a bisection) is far cheaper than a ``str.find`` through 64 KiB that
-    finds nothing, which is what most anchors do in most texts.
-
-    ``words`` and ``prefixes`` are checked on the whole text, ``block_words`` and
-    ``block_prefixes`` on each block. They differ for a whole-word anchor: the text must hold
-    the word itself ("show"), but its positions include every occurrence at the start of a
-    word ("shows" too), so a block needs only a word that starts with it.
-    """
-
-    words: frozenset[str]
-    prefixes: tuple[str, ...]
-    block_words: frozenset[str]
-    block_prefixes: tuple[str, ...]
+    built_for: tuple[int, int, int]  # how many patterns, known words and anchors there were
+    anchors: BytesAhoCorasick
+    anchor_names: tuple[str, ...]
+    words: AhoCorasick
 
     @classmethod
-    def of(cls, anchor: str, *, word_start: bool, whole_word: bool) -> _Gate:
-        if whole_word:
-            return cls(frozenset({anchor}), (), frozenset(), (anchor,) if word_start else ())
-        words: list[str] = []
-        prefixes: list[str] = []
-        for run in _ALNUM_RUN.finditer(anchor):
-            if run.start() == 0 and not word_start:
-                continue  # may be the end of a longer word: nothing to check
-            if run.end() < len(anchor):
-                words.append(run.group())
-            else:
-                prefixes.append(run.group())
-        return cls(frozenset(words), tuple(prefixes), frozenset(words), tuple(prefixes))
+    def build(cls) -> _Engine:
+        anchors = sorted({anchor for rx in _ANCHORED for anchor in rx.anchors} | _KNOWN_ANCHORS)
+        words = _engine_words()
+        return cls(
+            _built_for(),
+            BytesAhoCorasick(
+                [anchor.encode("ascii") for anchor in anchors], implementation=Implementation.DFA
+            ),
+            tuple(anchors),
+            AhoCorasick(
+                [f" {word} " for word in sorted(words)] + _NO_PREFILTER,
+                implementation=Implementation.DFA,
+                store_patterns=True,  # a match comes back as the pattern itself, not a copy
+            ),
+        )
 
 
-_ALNUM_RUN = re.compile("[a-z0-9]+")
+# Every word pattern starts with a space, so the automaton would use a prefilter that stops at
+# every space (every word) and restarts: reading a text takes half as long again as without.
+# Patterns that start with other bytes turn it off; these cannot match (the spaced text holds
+# no control character: the word split made them spaces).
+_NO_PREFILTER = [f"{chr(code)}\x00" for code in range(1, 9)]
+
+
+def _engine_words() -> frozenset[str]:
+    """The vocabulary: every word a pattern or matcher looks up in :attr:`_Doc.words`."""
+    words = set(_KNOWN_WORDS)
+    for rx in _ANCHORED:
+        words.update(*rx.needs)
+        if rx.whole_words:
+            words.update(rx.anchors)
+    return frozenset(words)
+
+
+_ENGINE: list[_Engine] = []
+
+
+def _engine() -> _Engine:
+    """The automata, built on first use (after the pattern tables), again after a change."""
+    if not _ENGINE or _ENGINE[0].built_for != _built_for():
+        _ENGINE[:] = [_Engine.build()]
+    return _ENGINE[0]
+
+
+def _built_for() -> tuple[int, int, int]:
+    return len(_ANCHORED), len(_KNOWN_WORDS), len(_KNOWN_ANCHORS)
 
 
 Matcher = Callable[[_Doc], Span | None]
@@ -292,7 +212,7 @@ class _Rx:
     anchor's line, once per line. With ``word_start`` an anchor counts only at the start of a
     word ("now" but not "know"); with ``whole_words`` anchors are whole words, skipped at once
     when the word set lacks them. The positions are every occurrence that counts by these two
-    rules; the gates only spare reading the blocks where none can be.
+    rules.
     """
 
     anchors: tuple[str, ...]
@@ -303,26 +223,18 @@ class _Rx:
     after: int
     word_start: bool
     whole_words: bool
-    gates: tuple[_Gate, ...]  # one per anchor, from word_start and whole_words
     line_has: str = ""  # LINE: a string the line must hold before the regex is tried
 
     def positions(self, doc: _Doc) -> list[int]:
         if not doc.has_all(self.needs):
             return []
-        text = doc.text
         words = doc.words
+        hits = doc.word_start_hits if self.word_start else doc.hits
         found: list[int] = []
-        for anchor, gate in zip(self.anchors, self.gates, strict=True):
-            if not gate.words <= words:  # most anchors, checked here without a call
+        for anchor in self.anchors:
+            if self.whole_words and anchor not in words:
                 continue
-            blocks = doc.blocks_for(gate)
-            if not blocks:
-                continue
-            hits = doc.hits(anchor, blocks)
-            if self.word_start:
-                found += [pos for pos in hits if pos == 0 or not text[pos - 1].isalnum()]
-            else:
-                found += hits
+            found += hits(anchor)
         if len(self.anchors) > 1:
             found.sort()
         return found
@@ -390,18 +302,12 @@ def _rx(
     ``after`` bounds how far past its anchor a WINDOW match may reach; ``window`` how far
     before it (or, for LINE, how far into its line the anchor may be).
     """
-    # Shorter anchors first, so that a longer one holding a shorter one ("shows", "show") is
-    # read off its positions (see _Doc.hits); the positions are sorted afterwards anyway.
-    anchors = tuple(sorted(anchors, key=len))
-    gates = tuple(
-        _Gate.of(anchor, word_start=word_start, whole_word=whole_words) for anchor in anchors
-    )
     if before is None:
         regex, mode, window, after = _compile(pattern), _Mode.AT, 0, 0
     else:
         regex = _compile(f"(?:{before})(?:{pattern})")
         mode = _Mode.LINE if line else _Mode.WINDOW
-    rx = _Rx(anchors, regex, needs, mode, window, after, word_start, whole_words, gates, line_has)
+    rx = _Rx(anchors, regex, needs, mode, window, after, word_start, whole_words, line_has)
     _ANCHORED.append(rx)
     return rx
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+
 from . import latin
 from .matching import (
     _SPACE,
@@ -11,6 +13,7 @@ from .matching import (
     _compile,
     _Doc,
     _forms,
+    _known_anchors,
     _near,
     _rx,
     _words,
@@ -602,18 +605,22 @@ _MD_COMMENT = _compile(r"\[(?://|comment|_|#)\]:[ \t]*(?:#|<>)[ \t]*[(\"']([^\n]
 _COMMENT_BODY_LIMIT = 2048
 
 
+_COMMENT_OPEN = _known_anchors("<!--")[0]
+_MD_MARKERS = _known_anchors("]: #", "]: <>", "]:#", "]:<>")
+
+
 def _hidden_html_comment(doc: _Doc) -> Span | None:
     """An HTML comment (invisible once rendered) that addresses the model or gives orders.
 
-    Walked with ``str.find``: a regex like ``<!--.*?-->`` is quadratic on "<!--<!--<!--...".
-    An unterminated comment hides everything after it, so its body runs to the end (capped).
+    Walked from one opening to the next: a regex like ``<!--.*?-->`` is quadratic on
+    "<!--<!--<!--...". An unterminated comment hides everything after it, so its body runs to
+    the end (capped). An opening inside a comment's body opens nothing.
     """
     text = doc.text
-    pos = 0
-    while True:
-        start = text.find("<!--", pos)
-        if start < 0:
-            return _markdown_comment(doc)
+    openings = doc.hits(_COMMENT_OPEN)
+    index = 0
+    while index < len(openings):
+        start = openings[index]
         body_start = start + 4
         end = text.find("-->", body_start)
         body_end = len(text) if end < 0 else end
@@ -621,20 +628,19 @@ def _hidden_html_comment(doc: _Doc) -> Span | None:
         if _COMMENT_INSTRUCTION.search(body):
             return (start, body_end + (3 if end >= 0 else 0))
         if end < 0:
-            return _markdown_comment(doc)
-        pos = end + 3
+            break
+        index = bisect.bisect_left(openings, end + 3, index + 1)
+    return _markdown_comment(doc)
 
 
 def _markdown_comment(doc: _Doc) -> Span | None:
     """A Markdown link-reference comment (never rendered) that gives the model orders."""
     text = doc.text
-    for marker in ("]: #", "]: <>", "]:#", "]:<>"):
-        pos = text.find(marker)
-        while pos >= 0:
+    for marker in _MD_MARKERS:
+        for pos in doc.hits(marker):
             found = _MD_COMMENT.match(text, max(0, text.rfind("[", max(0, pos - 10), pos)))
             if found is not None and _COMMENT_INSTRUCTION.search(found.group(1)):
                 return found.span()
-            pos = text.find(marker, pos + 2)
     return None
 
 

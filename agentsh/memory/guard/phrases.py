@@ -9,8 +9,12 @@ so a rule and the text it reads always agree.
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+
+from ahocorasick_rs import AhoCorasick, Implementation
 
 from .reading import _HOMOGLYPHS
 from .threats import Span
@@ -47,14 +51,14 @@ class _CjkRule:
     window: int = 64
     cyrillic: bool = False  # a Russian rule: read only texts that hold Cyrillic
 
-    def search(self, text: str) -> Span | None:
+    def search(self, text: str, hits: Mapping[str, list[int]] | None = None) -> Span | None:
+        """The first match in a window around an anchor; ``hits`` are where the anchors are
+        (:func:`phrase_hits`), else they are looked for here."""
         stretches: list[Span] = []
         for anchor in self.anchors:
-            at = text.find(anchor)
-            while at != -1:
+            for at in _find_all(text, anchor) if hits is None else hits.get(anchor, ()):
                 end = min(len(text), at + len(anchor) + self.window)
                 stretches.append((max(0, at - self.window), end))
-                at = text.find(anchor, at + len(anchor))
         if not stretches:
             return None
         stretches.sort()
@@ -69,6 +73,42 @@ class _CjkRule:
                 return found.span()
             lo, hi = next_lo, next_hi
         return None
+
+
+def _find_all(text: str, anchor: str) -> list[int]:
+    """The positions of ``anchor`` in ``text``, one after the other (none overlapping)."""
+    found: list[int] = []
+    at = text.find(anchor)
+    while at != -1:
+        found.append(at)
+        at = text.find(anchor, at + len(anchor))
+    return found
+
+
+def phrase_hits(text: str) -> dict[str, list[int]] | None:
+    """Where every rule's anchors are in ``text``, as :func:`_find_all` finds them, in one
+    pass of an Aho-Corasick automaton instead of one search of the text per anchor.
+
+    ``None`` when the text holds a lone surrogate, which the automaton cannot read (UTF-8
+    has no form for it): the rules then look for their anchors themselves.
+    """
+    automaton, anchors = _phrase_automaton()
+    try:
+        found = automaton.find_matches_as_indexes(text, overlapping=True)
+    except UnicodeEncodeError:
+        return None
+    hits: dict[str, list[int]] = {}
+    for index, start, end in found:  # each anchor's in order
+        positions = hits.setdefault(anchors[index], [])
+        if not positions or start >= positions[-1] + end - start:
+            positions.append(start)
+    return hits
+
+
+@functools.cache
+def _phrase_automaton() -> tuple[AhoCorasick, tuple[str, ...]]:
+    anchors = tuple(sorted({a for rules in _CJK_RULES.values() for r in rules for a in r.anchors}))
+    return AhoCorasick(anchors, implementation=Implementation.DFA), anchors
 
 
 def _gap(chars: int) -> str:

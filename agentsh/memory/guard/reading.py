@@ -7,7 +7,7 @@ import itertools
 import operator
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .threats import _INVISIBLE, Threat, _excerpt, _shorten
 
@@ -58,12 +58,42 @@ def _invisible(raw: str, *, tags: bool | None = None) -> Threat | None:
     """
     found = _first_invisible(raw)
     if found is not None:
-        char = found.group()
-        return Threat(
-            "invisible_unicode",
-            f"an invisible character U+{ord(char):04X} ({unicodedata.name(char, 'unnamed')})",
-            _excerpt(raw, found.start(), found.end(), show_invisible=True),
-        )
+        return _invisible_char(raw, found.start())
+    return _hidden_tags(raw, tags)
+
+
+def _hidden(prepared: _Prepared) -> Threat | None:
+    """:func:`_invisible` of the scanned text, reading only its lines that are not ASCII.
+
+    Every invisible character is outside ASCII, and a newline on each side of a line is the
+    same in the raw text as in its joined foreign lines, so the first one found there is the
+    first one of the text (an emoji's joiner looks only at its neighbours, never past one).
+    """
+    found = _first_invisible(prepared.raw_foreign)
+    if found is not None:
+        return _invisible_char(prepared.scanned, _raw_position(prepared, found.start()))
+    return _hidden_tags(prepared.scanned, prepared.tags)
+
+
+def _raw_position(prepared: _Prepared, at: int) -> int:
+    """Where position ``at`` of the joined foreign lines is in the scanned text."""
+    foreign = prepared.raw_foreign
+    line = prepared.odd[foreign.count("\n", 0, at)]
+    column = at - (foreign.rfind("\n", 0, at) + 1)
+    return sum(len(text) + 1 for text in prepared.scanned.split("\n")[:line]) + column
+
+
+def _invisible_char(raw: str, at: int) -> Threat:
+    char = raw[at]
+    return Threat(
+        "invisible_unicode",
+        f"an invisible character U+{ord(char):04X} ({unicodedata.name(char, 'unnamed')})",
+        _excerpt(raw, at, at + 1, show_invisible=True),
+    )
+
+
+def _hidden_tags(raw: str, tags: bool | None) -> Threat | None:
+    """Unicode tag characters spelling hidden text (a subdivision flag is not hidden)."""
     if tags is None:
         tags = _ASTRAL.search(raw) is not None
     if tags:
@@ -177,6 +207,7 @@ class _Prepared:
     ``foreign`` is the lines of ``shown`` that are not ASCII, joined by newlines: what the
     Korean, Japanese, Chinese and Russian rules read. They are picked from the lines already
     known not to be ASCII, so the whole text is not split into lines a second time.
+    ``raw_foreign`` is those lines as they were in ``scanned``, and ``odd`` their line numbers.
     """
 
     scanned: str
@@ -187,77 +218,92 @@ class _Prepared:
     cyrillic: bool = False
     tags: bool = False
     foreign: str = ""
+    raw_foreign: str = ""
+    odd: list[int] = field(default_factory=list)
 
 
 def _prepare(raw: str, max_bytes: int) -> _Prepared:
     """Bound, normalise and project ``raw`` (see :class:`_Prepared`).
 
-    The work is done line by line, and only on the lines that are not ASCII: an ASCII line is
-    already NFKC, has nothing to fold or project and takes one byte a character, and in a
-    developer's text (source, Markdown, notes with a few CJK lines or a stray "…") those are
-    nearly all of them. Finding them is one pass in C (``_non_ascii_lines``), so a text pays
-    in Python only for its non-ASCII lines, and one non-NFKC character ("…", "，") costs NFKC
-    of its line rather than of 64 KiB. That is the same as treating the whole text at once: a
-    newline is a starter that never composes or reorders with a neighbour, so NFKC never acts
-    across one, and folding and projecting act on one character at a time.
+    Only the lines that are not ASCII are worked on: an ASCII line is already NFKC, has
+    nothing to fold or project and takes one byte a character, and in a developer's text
+    (source, Markdown, notes with a few CJK lines or a stray "…") those are nearly all of
+    them. Finding them is one pass in C (``_non_ascii_lines``). They are then joined and
+    folded and projected as one text, each step one call in C however many lines there are,
+    and only a line that is not NFKC is normalised: one "…" costs NFKC of its line, not of
+    every foreign line. That is the same as treating the whole text at once: a newline is a
+    starter that never composes or reorders with a neighbour, so NFKC never acts across one
+    (and no character's NFKC form holds one), and folding and projecting act on one
+    character at a time.
     """
     if raw.isascii():
         if len(raw) > max_bytes:
             raw = _head_and_tail(raw, max_bytes)
             return _Prepared(raw, True, raw, raw.lower(), False)
         return _Prepared(raw, False, raw, raw.lower(), False)
-    truncated = True
+    data = b""
     if len(raw) <= max_bytes:  # else it is over the budget whatever its characters
-        lines = raw.split("\n")
-        odd = _non_ascii_lines(lines)
-        size = len(raw) + sum(_extra_utf8_bytes(lines[index]) for index in odd)
-        truncated = size > max_bytes
+        data = raw.encode("utf-8", "surrogatepass")
+    truncated = not data or len(data) > max_bytes
     if truncated:
         raw = _head_and_tail(raw, max_bytes)
-        lines = raw.split("\n")
-        odd = _non_ascii_lines(lines)
-    shown_lines = lines  # edited in place: the raw lines are not needed any more
-    projected_lines = lines.copy()
-    changed = special = False
-    # One search over the whole text says whether any line has accented Latin letters (CJK
-    # prose has none), so a line is only checked for them when some line has.
+        data = raw.encode("utf-8", "surrogatepass")
+    lines = raw.split("\n")
+    odd = _non_ascii_lines(lines)
+    if not odd:  # cut to its head and tail, the text became ASCII
+        return _Prepared(raw, truncated, raw, raw.lower(), False)
     # Which scripts are there, read off the UTF-8 lead bytes with memchr: accented Latin
     # (U+00C0-U+027F, leads C3-C9) and Cyrillic (U+0400-U+04FF, leads D0-D3). A regex over
     # 64 KiB of CJK would cost a millisecond; these cost microseconds.
-    data = raw.encode("utf-8", "surrogatepass")
     accents = any(lead in data for lead in _LATIN_LEADS)
     cyrillic = any(lead in data for lead in _CYRILLIC_LEADS)
-    for index in odd:
-        line = lines[index]
+    foreign_lines = list(map(lines.__getitem__, odd))
+    foreign = raw_foreign = "\n".join(foreign_lines)
+    changed = special = fresh = False
+    if not unicodedata.is_normalized("NFKC", foreign):
         # The quick check is far cheaper than normalising a line that is already NFKC.
-        fresh = False
-        if not unicodedata.is_normalized("NFKC", line):
-            line = unicodedata.normalize("NFKC", line)
-            changed = fresh = True
-        if _SPECIAL.search(line) is not None:
-            line = _fold(line)
-            changed = special = True
-        shown_lines[index] = line
-        if (accents or fresh) and _LATIN_ACCENTED.search(line) is not None:
-            line = line.translate(_LATIN_BASE)
-        projected_lines[index] = line.encode("ascii", "replace").decode("ascii")
-    shown = "\n".join(shown_lines) if changed else raw
+        foreign = "\n".join(
+            line if unicodedata.is_normalized("NFKC", line) else unicodedata.normalize("NFKC", line)
+            for line in foreign_lines
+        )
+        changed = fresh = True
+    if _SPECIAL.search(foreign) is not None:
+        foreign = _fold(foreign)
+        changed = special = True
+    shown_foreign = foreign
+    # Accented letters are looked for only where some may be: the raw text has some, or
+    # NFKC may have made some (CJK prose has none).
+    if (accents or fresh) and _LATIN_ACCENTED.search(foreign) is not None:
+        foreign = foreign.translate(_LATIN_BASE)
+    projected_foreign = foreign.encode("ascii", "replace").decode("ascii")
     tags = special and _TAG_LEAD in data  # tag characters are astral, so special
-    projected = "\n".join(projected_lines).lower()
-    # Raw ASCII lines are left as they are, so the foreign lines are among the ``odd`` ones
-    # (no character's NFKC form holds a newline, so each stays one line).
-    foreign = "\n".join(itertools.filterfalse(str.isascii, map(shown_lines.__getitem__, odd)))
-    return _Prepared(raw, truncated, shown, projected, special, cyrillic, tags, foreign)
+    if len(odd) == len(lines):
+        shown = shown_foreign if changed else raw
+        projected = projected_foreign.lower()
+        shown_lines = shown_foreign.split("\n")
+    else:
+        projected_lines = lines.copy()
+        for index, line in zip(odd, projected_foreign.split("\n"), strict=True):
+            projected_lines[index] = line
+        projected = "\n".join(projected_lines).lower()
+        shown_lines = shown_foreign.split("\n")
+        if changed:
+            for index, line in zip(odd, shown_lines, strict=True):
+                lines[index] = line
+            shown = "\n".join(lines)
+        else:
+            shown = raw
+    # The foreign lines are among the ``odd`` ones (raw ASCII lines are left as they are, and
+    # NFKC may make a line ASCII, never a line not ASCII).
+    foreign_shown = "\n".join(itertools.filterfalse(str.isascii, shown_lines))
+    return _Prepared(
+        raw, truncated, shown, projected, special, cyrillic, tags, foreign_shown, raw_foreign, odd
+    )
 
 
 def _non_ascii_lines(lines: list[str]) -> list[int]:
     """Indices of the lines that are not ASCII, found without a Python-level loop."""
     return list(itertools.compress(range(len(lines)), map(operator.not_, map(str.isascii, lines))))
-
-
-def _extra_utf8_bytes(line: str) -> int:
-    """How many more UTF-8 bytes than characters ``line`` takes."""
-    return len(line.encode("utf-8", "surrogatepass")) - len(line)
 
 
 def _head_and_tail(text: str, max_bytes: int) -> str:

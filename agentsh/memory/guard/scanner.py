@@ -6,8 +6,8 @@ from collections.abc import Iterable
 
 from .matching import _Doc
 from .patterns import PATTERNS
-from .phrases import _CJK_RULES
-from .reading import _invisible, _prepare
+from .phrases import _CJK_RULES, phrase_hits
+from .reading import _hidden, _prepare
 from .threats import DEFAULT_MAX_SCAN_BYTES, Scope, Threat, _excerpt, _shorten
 
 
@@ -31,7 +31,7 @@ def _scan(text: str, scope: Scope, max_bytes: int, *, stop_at_first: bool) -> It
     threats: list[Threat] = []
     prepared = _prepare(text, max_bytes)
     if prepared.special:  # NFKC keeps invisible characters, so this also covers the raw text
-        hidden = _invisible(prepared.scanned, tags=prepared.tags)
+        hidden = _hidden(prepared)
         if hidden is not None:
             threats.append(hidden)
             if stop_at_first:
@@ -42,19 +42,25 @@ def _scan(text: str, scope: Scope, max_bytes: int, *, stop_at_first: bool) -> It
     cjk_lines = prepared.foreign
     if prepared.cyrillic:
         cjk_lines = cjk_lines.lower()  # the Russian rules are lowercase; CJK has no case
+    # Where the rules' anchors are, looked up once a rule runs (None: the rules look).
+    hits: dict[str, list[int]] | None = None
+    looked = False
     for pattern in PATTERNS:
         if scope not in pattern.scopes:
             continue
         shown = prepared.shown
         span = pattern.search(doc)
-        if span is None and cjk_lines:
+        rules = _CJK_RULES.get(pattern.name, ()) if cjk_lines else ()
+        if span is None and rules:
             shown = cjk_lines
+            if not looked:
+                hits, looked = phrase_hits(cjk_lines), True
             span = next(
                 (
                     found
-                    for rule in _CJK_RULES.get(pattern.name, ())
+                    for rule in rules
                     if (prepared.cyrillic or not rule.cyrillic)
-                    and (found := rule.search(cjk_lines)) is not None
+                    and (found := rule.search(cjk_lines, hits)) is not None
                 ),
                 None,
             )
