@@ -19,12 +19,20 @@ from typing import Any
 
 from acp import RequestError
 from acp.interfaces import Client
-from acp.schema import ClientCapabilities, EnvVariable, WaitForTerminalExitResponse
+from acp.schema import (
+    ClientCapabilities,
+    EnvVariable,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
+)
 
 from agentsh.tools.host import CommandRun, HostError
 
 #: How long a terminal gets to answer kill and release before it is left to the client.
 _CLEANUP_S = 5.0
+#: How long the output of a stopped (killed or cancelled) command may take to arrive: the
+#: client holds it already; one still waiting for the command's pipes must not hold the turn.
+_OUTPUT_AFTER_STOP_S = 2.0
 
 log = logging.getLogger(__name__)
 
@@ -107,11 +115,19 @@ class ClientHost:
         try:
             await self._on_terminal(call_id, terminal)
             ending, status = await self._wait(terminal, time_limit_s, cancelled)
-            output = await client.terminal_output(session_id=sid, terminal_id=terminal)
+            output = await self._output(terminal, ending, cancelled)
         except (RequestError, ConnectionError) as exc:
             raise HostError(f"the editor's terminal failed ({_reason(exc)})") from exc
         finally:
             await _quietly(client.release_terminal(session_id=sid, terminal_id=terminal))
+        if output is None:
+            return CommandRun(
+                output=f"(the editor gave no output within {_OUTPUT_AFTER_STOP_S:g} s of the "
+                "command being stopped)",
+                exit_code=status.exit_code if status else None,
+                signal=(status.signal if status else None) or "",
+                ending="exited" if ending == "exited" and not cancelled.is_set() else "aborted",
+            )
         exit_status = output.exit_status
         code = status.exit_code if status else exit_status.exit_code if exit_status else None
         sig = status.signal if status else exit_status.signal if exit_status else None
@@ -122,6 +138,29 @@ class ClientHost:
             truncated=output.truncated,
             ending=ending,
         )
+
+    async def _output(
+        self, terminal: str, ending: str, cancelled: asyncio.Event
+    ) -> TerminalOutputResponse | None:
+        """The terminal's output (None when it did not come in time). Once the command was
+        stopped, or the user cancels while waiting, the client gets
+        :data:`_OUTPUT_AFTER_STOP_S` to give it."""
+        asking = asyncio.ensure_future(
+            self._client.terminal_output(session_id=self._session_id, terminal_id=terminal)
+        )
+        try:
+            if ending == "exited":
+                stop = asyncio.ensure_future(cancelled.wait())
+                try:
+                    await asyncio.wait({asking, stop}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    stop.cancel()
+            if not asking.done():
+                await asyncio.wait({asking}, timeout=_OUTPUT_AFTER_STOP_S)
+            return asking.result() if asking.done() else None
+        finally:
+            if not asking.done():
+                asking.cancel()
 
     async def _wait(
         self, terminal: str, limit_s: float, cancelled: asyncio.Event

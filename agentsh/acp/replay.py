@@ -106,7 +106,7 @@ def _tool_call(
         content.append(text_content(shown, tail=tail))
     return start_tool_call(
         tool_call_id(entry_id, call.id),
-        call_title(call.name, arguments),
+        call.summary or call_title(call.name, arguments),  # the live turn's title
         kind=tool_kind(call.name),
         status="failed" if status == "failed" else "completed",
         content=content,

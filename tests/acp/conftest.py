@@ -69,6 +69,7 @@ class _Terminal:
     output: bytearray = field(default_factory=bytearray)
     reader: asyncio.Task[None] | None = None
     released: bool = False
+    killed: bool = False
 
 
 class EditorClient:
@@ -86,6 +87,7 @@ class EditorClient:
         self.reads: list[str] = []
         self.writes: list[tuple[str, str]] = []
         self.terminals: dict[str, _Terminal] = {}
+        self.stall_output_after_kill = False  # a client that never answers terminal/output then
         self._ids = itertools.count(1)
         self.changed = asyncio.Condition()
 
@@ -195,6 +197,8 @@ class EditorClient:
         self, session_id: str, terminal_id: str, **kwargs: Any
     ) -> TerminalOutputResponse:
         terminal = self.terminals[terminal_id]
+        if terminal.killed and self.stall_output_after_kill:
+            await asyncio.Event().wait()
         code = terminal.process.returncode
         status = TerminalExitStatus(exit_code=code) if code is not None else None
         if terminal.reader is not None and code is not None:
@@ -214,6 +218,7 @@ class EditorClient:
     async def kill_terminal(
         self, session_id: str, terminal_id: str, **kwargs: Any
     ) -> KillTerminalResponse:
+        self.terminals[terminal_id].killed = True
         with contextlib.suppress(ProcessLookupError):
             self.terminals[terminal_id].process.kill()
         return KillTerminalResponse()

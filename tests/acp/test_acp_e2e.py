@@ -367,6 +367,30 @@ async def test_commands_run_in_the_editor_terminal(editor: AcpAgent) -> None:
     assert "from-terminal" in str(result["content"]) and "code 3" in str(result["content"])
 
 
+async def test_cancel_while_a_command_runs_in_the_editor_terminal(editor: AcpAgent) -> None:
+    # An editor that never answers terminal/output for the killed command: the cancelled turn
+    # must not wait for it (it waited forever).
+    client, server = editor.client, editor.server
+    sid = await editor.new_session()
+    await editor.conn.set_session_mode(session_id=sid, mode_id="all")
+    client.stall_output_after_kill = True
+    server.script(tool_call("bash", {"command": "echo started; exec sleep 20"}), text("never"))
+    known = set(client.terminals)
+    turn = asyncio.ensure_future(editor.prompt(sid, "run it"))
+    await client.wait_for(lambda: bool(set(client.terminals) - known))
+    (terminal_id,) = set(client.terminals) - known
+    await client.wait_for(lambda: b"started" in client.terminals[terminal_id].output)
+    await editor.conn.cancel(session_id=sid)
+    try:
+        response = await asyncio.wait_for(turn, 10)
+    finally:
+        client.stall_output_after_kill = False
+    assert response.stop_reason == "cancelled"
+    terminal = client.terminals[terminal_id]
+    assert terminal.process.returncode is not None and terminal.released
+    assert _finals(client, sid)[-1].status == "failed"
+
+
 # -- MCP servers the editor passes --------------------------------------------------------------
 
 

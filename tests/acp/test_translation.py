@@ -16,6 +16,7 @@ from acp.schema import (
 )
 
 from agentsh.acp.prompt import prompt_text
+from agentsh.acp.replay import replay
 from agentsh.acp.updates import (
     diff_contents,
     fenced,
@@ -27,7 +28,9 @@ from agentsh.acp.updates import (
     usage_update,
 )
 from agentsh.events import ContextStatus
+from agentsh.session.session import Session
 from agentsh.tools.file_diff import unified_diff
+from agentsh.values import Role, ToolCall
 
 
 def test_a_diff_becomes_one_acp_diff_per_hunk() -> None:
@@ -156,3 +159,22 @@ def test_the_host_serves_project_files_only(tmp_path: Path) -> None:
     assert hosted_path(linked, root, host, write=True) is None  # a new inode, locally
     assert hosted_path(linked, root, host, write=False) == linked
     assert hosted_path(inside, root, None, write=False) is None
+
+
+def test_a_replayed_tool_call_has_the_title_the_live_one_had(tmp_path: Path) -> None:
+    session = Session.create(tmp_path / "sessions", tmp_path)
+    session.append_message(Role.USER, "wait for it")
+    calls = (
+        ToolCall(id="c1", name="mcp__fake__hang", arguments="{}", summary="fake: hang"),
+        ToolCall(id="c2", name="bash", arguments='{"command": "ls -la"}'),  # an older log
+    )
+    session.append_message(Role.ASSISTANT, "", tool_calls=calls)
+    session.append_tool_result("c1", "mcp__fake__hang", "Cancelled by the user", is_error=True)
+    session.append_tool_result("c2", "bash", "total 0")
+    updates = list(replay(session.current_path(), tmp_path))
+    session.close()
+    started = [u for u in updates if u.session_update == "tool_call"]
+    assert [(u.title, u.status) for u in started] == [
+        ("fake: hang", "failed"),
+        ("bash: ls -la", "completed"),
+    ]
