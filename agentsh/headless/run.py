@@ -332,7 +332,8 @@ def limit_message(limit: str, args: argparse.Namespace) -> str:
 
 
 def _stop_on_signals(agent: AgentAPI) -> None:
-    """Ctrl+C and SIGTERM cancel the turn through the agent, like Esc in the TUI.
+    """Ctrl+C, SIGTERM and SIGHUP (a closed terminal) cancel the turn through the agent, like
+    Esc in the TUI: the log is finished and the MCP servers stopped on the way out.
 
     Left to asyncio, a Ctrl+C cancels the whole task: a command that was running is recorded
     as "not run" although it ran and may have changed files, and no result is printed. The
@@ -351,7 +352,7 @@ def _stop_on_signals(agent: AgentAPI) -> None:
         elif main is not None:
             main.cancel()
 
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         try:
             loop.add_signal_handler(signum, stop)
         except (NotImplementedError, RuntimeError, ValueError):
