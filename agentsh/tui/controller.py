@@ -257,13 +257,19 @@ class ChatController:
     def escape(self) -> None:
         """Esc (unless the focused widget takes it): cancel the running turn; else, from the
         chat (Ctrl+Up walks its blocks) or a side pane, back to the editor, where typing goes
-        (a pane that had taken the narrow chat's place closes); else, twice on an empty
-        editor, open the tree."""
+        (a pane that had taken the narrow chat's place closes); else, from the editor, close
+        the side pane beside the chat; else, twice on an empty editor, open the tree."""
         if self.cancel():
             return
         focused = self.app.focused
         if focused is self.prompt and self.branching.drop_edit():
             self.prompt.clear()  # the edit's draft goes (Ctrl+Z brings it back); nothing moved
+            return
+        panel = self.branching.panel
+        if focused is self.prompt and panel.is_open:
+            # Seen: Esc "did not close the pane" beside a wide chat; it only moved the focus
+            # back here. From the editor there is nowhere else to go back from: it closes.
+            panel.hide()
             return
         if focused is not None and any(
             isinstance(node, ChatView) for node in focused.ancestors_with_self

@@ -61,7 +61,8 @@ KEYS: tuple[KeySpec, ...] = (
         "cancel",
         "escape",
         "cancel_turn",
-        "Cancel the running turn (else from the chat or a pane, back to the editor)",
+        "Cancel the running turn (else from the chat or a pane, back to the editor; "
+        "from the editor, close the side pane)",
         KeyScope.APP,
     ),
     KeySpec(
