@@ -35,6 +35,7 @@ from agentsh.tui.widgets.activity_line import ActivityLine
 from agentsh.tui.widgets.approval_prompt import ApprovalNotice, ApprovalPrompt
 from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.composer import Composer, PromptInput
+from agentsh.tui.widgets.output_notice import OutputNotice
 from agentsh.tui.widgets.status_bar import StatusBar
 from agentsh.tui.widgets.tool_block import ToolBlock
 
@@ -111,6 +112,7 @@ class AgentshApp(App[None]):
                     id="chat",
                 )
                 yield Vertical(id="queue")
+                yield OutputNotice(page_key=self._key_for("page_down").split(" / ")[0])
                 yield ApprovalNotice(answer_key=self._key_for("focus_chat").split(" / ")[0])
                 yield ActivityLine(cancel_key=self._key_for("cancel").split(" / ")[0])
                 yield Composer(id="composer")
@@ -327,6 +329,18 @@ class AgentshApp(App[None]):
     @on(ApprovalPrompt.Below)
     def _approval_below(self, event: ApprovalPrompt.Below) -> None:
         self.query_one(ApprovalNotice).track(event.prompt)
+        self._show_output_notice()
+
+    @on(ChatView.OutputBelow)
+    def _show_output_notice(self) -> None:
+        """ "New output below" while the chat has some, unless an approval's notice says more."""
+        notice = self.query_one(OutputNotice)
+        below = self.query_one(ChatView).output_below
+        notice.display = below and not self.query_one(ApprovalNotice).display
+
+    @on(OutputNotice.Follow)
+    async def _follow_output(self) -> None:
+        await self.query_one(ChatView).reveal_end()
 
     @on(ChatView.EditRequested)
     def _edit_requested(self, event: ChatView.EditRequested) -> None:

@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
+from agentsh.config import load_environment
 from agentsh.events import Event, TurnEnded, TurnOutcome
-from agentsh.session.entries import Role
+from agentsh.session.entries import Role, StopReason
+from agentsh.session.session import Session
+from agentsh.tui.app import AgentshApp
 from agentsh.tui.widgets.activity_line import ActivityLine
 from agentsh.tui.widgets.chat import ChatView
+from agentsh.tui.widgets.output_notice import OutputNotice
 from agentsh.tui.widgets.status_bar import StatusBar
 from tests.tui.conftest import MakeApp, fake_factory, fake_of, idle, ready, screen_text, wait_for
 from tests.tui.fake_agent import FakeAgent, Script, echo_script
@@ -35,6 +40,11 @@ def held_until(go: asyncio.Event, *, first_long: bool = False) -> Script:
         yield TurnEnded(TurnOutcome.DONE)
 
     return script
+
+
+def _chat_top(app: AgentshApp) -> list[str]:
+    """The chat's first lines on screen, without the scrollbar (its thumb moves as rows come)."""
+    return [line[:76].rstrip() for line in screen_text(app).splitlines()[:8]]
 
 
 async def test_a_pane_over_the_narrow_chat_leaves_the_running_turn_in_the_status_bar(
@@ -86,4 +96,51 @@ async def test_a_queued_message_starting_its_turn_leaves_a_scrolled_up_chat_wher
         await wait_for(pilot, lambda: "queued" in fake_of(app).runs)
         await pilot.pause(0.2)
         assert chat.scroll_y == reading  # the reader is not yanked to the end
+        await idle(pilot, app)
+
+
+async def test_a_queued_turn_under_a_reader_far_up_stays_put_and_says_output_waits_below(
+    make_app: MakeApp, project: Path
+) -> None:
+    """Issue 14 leftovers: the queued turn's rows reached a chat whose newest rows the window
+    had unmounted (the reader far up), and ``append`` yanked the reader to the end; and
+    nothing said that output was arriving below."""
+    env = load_environment(project)
+    env.user.config_file.parent.mkdir(parents=True, exist_ok=True)
+    env.user.config_file.write_text("[tui]\ntranscript_window = 30\n")
+    go = asyncio.Event()
+    app = make_app(
+        factory=fake_factory(script=held_until(go)), environment=load_environment(project)
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        session = Session.create(None, project)
+        for i in range(60):
+            session.append_message(Role.USER, f"question {i}")
+            session.append_message(Role.ASSISTANT, f"answer {i}", stop_reason=StopReason.STOP)
+        await app.controller.switch_session(session)
+        await pilot.press(*"second", "enter")
+        await wait_for(pilot, lambda: app.controller.turn_running)
+        await pilot.press(*"queued", "enter")
+        await wait_for(pilot, lambda: bool(app.controller.turns.queue))
+        chat = app.query_one(ChatView)
+        for _ in range(12):  # far up, until the rows far below are unmounted
+            chat.scroll_home(animate=False, immediate=True)
+            await pilot.pause()
+            if chat.last < len(chat.rows):
+                break
+        assert chat.last < len(chat.rows) and not chat.following
+        notice = app.query_one(OutputNotice)
+        assert not notice.display
+        top = _chat_top(app)
+        go.set()  # "second" ends; "queued" starts its turn and logs its message
+        await wait_for(pilot, lambda: "queued" in fake_of(app).runs)
+        await wait_for(pilot, lambda: notice.display)
+        await pilot.pause(0.1)
+        assert _chat_top(app) == top  # the reader is where they were
+        assert "▼ new output below" in screen_text(app)
+        await pilot.click(OutputNotice)  # to the end, following it again
+        await wait_for(pilot, lambda: not notice.display and chat.following)
+        await wait_for(pilot, lambda: "▌ queued" in screen_text(app))
+        go.set()
         await idle(pilot, app)

@@ -255,6 +255,7 @@ class ChatView(RowWindow):
         for widget in fresh:
             widget.display = True
         self.rows, self.first, self.last = rows, first, last
+        self.set_output_below(False)  # shown from its end
         self.expanded_archives.clear()
         self.anchor()
         self.scroll_end(animate=False, immediate=True)
@@ -279,17 +280,25 @@ class ChatView(RowWindow):
     # -- live additions -----------------------------------------------------------------------
 
     async def append(self, item: ChatItem, widget: Widget | None = None) -> Widget:
-        """Add a row at the end and mount its widget (a live widget may be passed in)."""
+        """Add a row at the end and mount its widget (a live widget may be passed in).
+
+        A reader scrolled up stays where they are (the newest rows are mounted below them if
+        the window had dropped them), and :class:`RowWindow.OutputBelow` tells the App there
+        is output below."""
         for welcome in self.query(Welcome):
             await welcome.remove()
-        if self.last < len(self.rows):
-            await self.reveal_end()
+        following = self.following
+        if self.last < len(self.rows) and (following or not await self.mount_tail()):
+            await self.reveal_end()  # following the end, or too far up to join it cheaply
+            following = True
         row = Row(item, widget)
         self.rows.append(row)
         await self.mount(self._widget_for(row))
         self.last = len(self.rows)
         await self._prune_far_above()
         await self.prune_to_budget()
+        if not following:
+            self.set_output_below(True)
         return row.widget  # type: ignore[return-value]
 
     # -- archived turns -----------------------------------------------------------------------

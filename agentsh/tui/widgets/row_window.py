@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.widget import Widget
 
 from agentsh.tui.projection import ChatItem
@@ -48,6 +49,13 @@ def is_live(widget: Widget | None) -> bool:
 
 
 class RowWindow(VerticalScroll):
+    @dataclass
+    class OutputBelow(Message):
+        """Rows were added below a reader who had scrolled up (``below``), or the reader is
+        back at the end (not ``below``): a notice says so while there is output unseen."""
+
+        below: bool
+
     def __init__(self, *, window: int = 200, id: str | None = None) -> None:
         super().__init__(id=id)
         self.window = max(window, 10)
@@ -59,6 +67,7 @@ class RowWindow(VerticalScroll):
         self.last = 0
         self._adjusting = False
         self._loading = False  # a load is replacing the rows: scrolling must not mount any
+        self.output_below = False  # rows were added below the reader since they scrolled up
 
     def build(self, item: ChatItem) -> Widget:
         """The widget that shows ``item`` (the subclass knows how)."""
@@ -70,6 +79,16 @@ class RowWindow(VerticalScroll):
     def on_mount(self) -> None:
         self.anchor()
         self.watch(self, "scroll_y", self._on_scrolled, init=False)
+        self.watch(self, "scroll_y", self._check_following, init=False)
+
+    def _check_following(self) -> None:
+        if self.output_below and self.following:
+            self.set_output_below(False)
+
+    def set_output_below(self, below: bool) -> None:
+        if below != self.output_below:
+            self.output_below = below
+            self.post_message(self.OutputBelow(below))
 
     @property
     def following(self) -> bool:
@@ -108,6 +127,19 @@ class RowWindow(VerticalScroll):
                     self.last -= 1
                 widget.remove()
                 return
+
+    async def mount_tail(self) -> bool:
+        """Mount the rows below the window down to the newest, leaving the view where it is
+        (a reader scrolled up; new rows join the window below them). False, mounting nothing,
+        when they are more than a window of rows: building that many would stall the screen
+        for seconds."""
+        gap = len(self.rows) - self.last
+        if gap > self.window:
+            return False
+        if gap > 0:
+            await self.mount_all([self._widget_for(r) for r in self.rows[self.last :]])
+            self.last = len(self.rows)
+        return True
 
     async def reveal_end(self) -> None:
         """Mount the newest rows again if the user had scrolled far up (a new turn starts)."""
