@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from agentsh.context.repair import Message
 from agentsh.context.summary import (
     ACTIVE_TASK,
     LAST_ERROR,
@@ -204,6 +205,39 @@ def _passed_later(entries: Sequence[ContextEntry], index: int, failed: ToolCall)
             ):
                 return True
     return False
+
+
+# -- what the message cap leaves out ----------------------------------------------------------
+
+
+def dropped_facts(entries: Sequence[ContextEntry], dropped: Sequence[Message], root: str) -> str:
+    """What the message cap (:func:`agentsh.context.preflight.cap_messages`) took out of a
+    request, by code: the files its tool calls read and modified (``bash``'s changed files too)
+    and its newest failing command. The note stays the same while the same messages are out, so
+    the request's start does not change from one request to the next."""
+    ids = {m.get("tool_call_id") for m in dropped if m.get("role") == "tool"}
+    for message in dropped:
+        ids.update(c.get("id") for c in message.get("tool_calls") or () if isinstance(c, dict))
+    ids.discard(None)
+    if not ids:
+        return ""
+    out = [
+        e
+        for e in entries
+        if (isinstance(e, ToolResultEntry) and e.tool_call_id in ids)
+        or (isinstance(e, MessageEntry) and any(c.id in ids for c in e.tool_calls))
+    ]
+    read, modified = files_touched(out, root)
+    parts = []
+    if read or modified:
+        chosen = set(modified)
+        parts.append(
+            "Files they touched:\n" + files_text([p for p in read if p not in chosen], modified)
+        )
+    error = last_error(out, SummaryDoc())
+    if error:
+        parts.append(f"The newest failing command among them: {error}")
+    return "\n".join(parts)
 
 
 # -- archived turns ---------------------------------------------------------------------------

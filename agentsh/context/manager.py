@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agentsh.config import Settings
-from agentsh.context import tiers
+from agentsh.context import facts, tiers
 from agentsh.context.accounting import Accounting, Counter, Used
 from agentsh.context.engine import (
     CompactionOutcome,
@@ -257,9 +257,7 @@ class ContextManager:
         cs = self.settings.context
         self.note_prompt(system_prompt, tools)
         if self.window <= 0:  # an unknown window: nothing to measure against
-            messages, self.last_dropped = cap_messages(
-                self.engine.assemble(system_prompt), cs.max_messages
-            )
+            messages, self.last_dropped = self._cap(self.engine.assemble(system_prompt))
             return messages
         used = self._used()
         self._maybe_resume(used.tokens)
@@ -298,11 +296,20 @@ class ContextManager:
             messages, self.last_truncated = truncate_tool_results(messages, cap)
             if compact:  # a side request (the memory save) leaves the flag for the real one
                 self._force_truncate = False
-        messages, self.last_dropped = cap_messages(messages, cs.max_messages)
+        messages, self.last_dropped = self._cap(messages)
         self.emit(StatusChanged(self.status()))
         if compact:
             self._refuse_if_too_large(check, pending_input)
         return messages
+
+    def _cap(self, messages: Sequence[Message]) -> tuple[list[Message], int]:
+        """The message cap; its note names what the left-out messages did, by code."""
+        entries, root = self.accounting.view().entries, self.session.header.cwd
+        return cap_messages(
+            messages,
+            self.settings.context.max_messages,
+            describe=lambda gone: facts.dropped_facts(entries, gone, root),
+        )
 
     def _preflight(self, messages: Sequence[Message], pending: str, cap: int) -> Preflight:
         cs = self.settings.context

@@ -141,7 +141,11 @@ def truncate_tool_results(messages: Sequence[Message], cap: int) -> tuple[list[M
     return out, changed
 
 
-def cap_messages(messages: Sequence[Message], max_messages: int) -> tuple[list[Message], int]:
+def cap_messages(
+    messages: Sequence[Message],
+    max_messages: int,
+    describe: Callable[[Sequence[Message]], str] | None = None,
+) -> tuple[list[Message], int]:
     """At most ``max_messages`` after the system message; returns (messages, number dropped).
 
     The system message, the summary block and the newest user message are pinned (in one
@@ -149,7 +153,8 @@ def cap_messages(messages: Sequence[Message], max_messages: int) -> tuple[list[M
     working without its task); the oldest other groups go first, a group being an assistant
     message with its tool results (never split) or a single message, half the limit at a time
     (so the start of the request stays the same for many requests). When something was
-    dropped, a one-line user note says so, so the model knows the start is gone.
+    dropped, a user note says so, so the model knows the start is gone, and carries what
+    ``describe`` says of the dropped messages (the files they touched, their last error).
     """
     pinned: list[Message] = []
     rest = list(messages)
@@ -172,6 +177,7 @@ def cap_messages(messages: Sequence[Message], max_messages: int) -> tuple[list[M
         (i for i in range(len(groups) - 1, -1, -1) if groups[i][0].get("role") == "user"), None
     )
     held: list[Message] = []
+    gone: list[Message] = []
     dropped = 0
     budget -= 1  # room for the note
     # The cut moves in whole chunks of half the budget, so the requests that follow keep the
@@ -187,10 +193,13 @@ def cap_messages(messages: Sequence[Message], max_messages: int) -> tuple[list[M
                 held = group
                 continue
         dropped += len(group)
+        gone += group
+    facts = describe(gone) if describe is not None else ""
     note: Message = {
         "role": "user",
         "content": f"[Note: {dropped} earlier messages are left out of this request to stay "
-        f"under {max_messages} messages; they are still in the session log.]",
+        f"under {max_messages} messages; they are still in the session log.]"
+        + (f"\n{facts}" if facts else ""),
     }
     kept = [m for group in groups for m in group]
     return [*pinned, note, *held, *kept], dropped

@@ -112,3 +112,48 @@ async def test_the_last_error_survives_compactions_until_a_newer_one(
     assert entry is not None
     error = SummaryDoc.parse(entry.summary).sections["Last Error"]
     assert "make: *** [all] Error 2" in error and "A later run of the same call succeeded" in error
+
+
+@pytest.mark.asyncio
+async def test_the_message_cap_names_the_files_and_error_of_what_it_leaves_out(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    """On an 8k window with short turns the 100-message cap dropped 49 messages before any
+    compaction ran: files written (by tools and by bash) in them were named nowhere, and so
+    was the newest error when no later command failed."""
+    s = memory_session
+    for n in range(1, 13):
+        add_turn(
+            s,
+            f"task {n}",
+            [
+                Step("write", {"path": f"src/w{n}.py", "content": "x"}, "Created"),
+                Step(
+                    "bash",
+                    {"command": "sh gen.sh"},
+                    f"[Files changed by this command: gen/out_{n}.py]",
+                    details={"exit_code": 0, "files_changed": [f"gen/out_{n}.py"]},
+                ),
+                Step("read", {"path": f"docs/r{n}.txt"}, "text"),
+                Step(
+                    "bash",
+                    {"command": "make"},
+                    f"ERROR E{n}: broke",
+                    details={"exit_code": 1} if n == 2 else {"exit_code": 0},
+                ),
+            ],
+        )
+    manager = make_manager(s, window=1_000_000, max_messages=40)
+    messages = await manager.prepare(SYSTEM, [])
+    assert manager.last_dropped > 0
+    body = str(messages)
+    for n in range(1, 13):
+        assert f"src/w{n}.py" in body and f"gen/out_{n}.py" in body, n
+        assert f"docs/r{n}.txt" in body, n
+    assert "ERROR E2: broke" in body  # the only failure, left out with its turn
+    note = messages[1]["content"]
+    assert note.startswith("[Note: ") and "`src/w1.py`" in note and "`make` (bash)" in note
+    # The next request leaves out the same messages: its start is the same.
+    add_turn(s, "task 13", [])
+    again = await manager.prepare(SYSTEM, [])
+    assert again[:2] == messages[:2]
