@@ -16,6 +16,10 @@ program at all:
   ``GIT_CONFIG_KEY_<n>`` so a driver name holding ``=`` cannot bend the parsing;
 - the git binary is looked up on the absolute entries of ``PATH`` only, never the project folder.
 
+Commands that list untracked files read the repository's ignore patterns, which can make
+git's matcher spin: they go through :func:`run_listing`, which keeps git out of a repository
+with such a line and bounds the rest (see the section at the end).
+
 Diff-producing subcommands get ``--no-ext-diff --no-textconv`` as well, so they fall back to
 git's own diff instead of failing on a blanked driver. Commands that cannot run attribute
 drivers (``ls-files``, ``rev-parse``, plumbing on objects) skip the listing step; everything else
@@ -25,7 +29,9 @@ pays one extra short process for it.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
+import stat
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -158,6 +164,10 @@ DEFAULT_TIMEOUT = 30.0
 
 class GitError(AgentshError, RuntimeError):
     """git could not be run, timed out, or exited non-zero (when the caller asked to check)."""
+
+
+class GitTimeout(GitError):
+    """git ran past its timeout (and was killed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,7 +354,7 @@ def _run(
             check=False,
         )
     except subprocess.TimeoutExpired as exc:
-        raise GitError(f"git {argv[-1]} timed out after {timeout:g} s") from exc
+        raise GitTimeout(f"git {argv[-1]} timed out after {timeout:g} s") from exc
     except OSError as exc:
         raise GitError(f"git could not be run: {exc.strerror or exc}") from exc
     return GitResult(done.returncode, done.stdout, done.stderr)
@@ -373,10 +383,200 @@ async def _arun(
     except TimeoutError as exc:
         proc.kill()
         await proc.wait()
-        raise GitError(f"git {argv[-1]} timed out after {timeout:g} s") from exc
+        raise GitTimeout(f"git {argv[-1]} timed out after {timeout:g} s") from exc
     except BaseException:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
         raise
     return GitResult(proc.returncode or 0, stdout, stderr)
+
+
+# -- listings: commands that read the repository's ignore patterns ---------------------------
+#
+# git's own matcher (wildmatch) backtracks on a pattern with several ``**``: measured with git
+# 2.39, ``**/**/**/**/x`` takes 10 s to list one file 100 folders deep, twelve of them more
+# than a minute at 40 folders. Every command that lists untracked files (``ls-files --others
+# --exclude-standard``, ``status`` with untracked files) matches every .gitignore line against
+# every path on its way, so one line in a cloned repository made each of agentsh's own listings
+# (every checkpoint, before and after every ``bash`` command, ``@`` completion) wait out its
+# timeout. Two bounds: the ignore files git will surely read are looked at first, and a line
+# that can make it spin keeps git from listing that repository at all; and a listing that
+# still runs past its (shorter) timeout (a .gitignore in an untracked folder, a very deep tree)
+# marks the repository, so that for the rest of the process it is listed without git at once.
+# Callers fall back to agentsh's own walk (agentsh/tools/walk.py), whose matcher cannot
+# backtrack.
+
+LISTING_TIMEOUT_S = 10.0
+_IGNORE_FILE_LIMIT = 1 << 20  # bytes read of one ignore file (git reads no more than 100 MB)
+_IGNORE_FILES_LIMIT = 500  # tracked .gitignore files looked at; the timeout covers the rest
+
+
+def spinning_pattern(line: str) -> bool:
+    """Whether git's matcher may take exponential time on this ignore line: two ``**``
+    folders in a row, or more than two in all (``a/**/b/**/c`` is fine)."""
+    line = line.strip()
+    if not line or line.startswith("#"):
+        return False
+    parts = line.removeprefix("!").split("/")  # a negated line is matched all the same
+    stars = [len(part) > 1 and part.strip("*") == "" for part in parts]
+    return sum(stars) > 2 or any(a and b for a, b in itertools.pairwise(stars))
+
+
+def listing_refusal(root: Path) -> str | None:
+    """Why git must not list ``root``'s files (one line), or None when it may."""
+    key = os.path.realpath(root)
+    slow = _SLOW.get(key)
+    if slow is not None:
+        return slow
+    stamp = _ignore_stamp(root)
+    cached = _CHECKED.get(key)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    reason = _find_spinning_line(root)
+    _CHECKED[key] = (stamp, reason)
+    return reason
+
+
+def known_listing_refusal(root: Path) -> str | None:
+    """What :func:`listing_refusal` last said of ``root`` in this process (nothing is run)."""
+    key = os.path.realpath(root)
+    cached = _CHECKED.get(key)
+    return _SLOW.get(key) or (cached[1] if cached is not None else None)
+
+
+def run_listing(
+    args: Sequence[str],
+    *,
+    root: Path,
+    cwd: Path | None = None,
+    work_tree: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = LISTING_TIMEOUT_S,
+) -> GitResult:
+    """:func:`run_git` for a command that reads ``root``'s ignore patterns: GitError with the
+    reason when :func:`listing_refusal` says no; a timeout marks the repository."""
+    reason = listing_refusal(root)
+    if reason is not None:
+        raise GitError(reason)
+    try:
+        return run_git(args, cwd=cwd or root, work_tree=work_tree, env=env, timeout=timeout)
+    except GitTimeout:
+        raise GitError(_mark_slow(root, timeout)) from None
+
+
+async def arun_listing(
+    args: Sequence[str],
+    *,
+    root: Path,
+    cwd: Path | None = None,
+    timeout: float = LISTING_TIMEOUT_S,  # noqa: ASYNC109 - the same signature as run_listing
+) -> GitResult:
+    """:func:`run_listing` for the event loop."""
+    reason = await asyncio.to_thread(listing_refusal, root)
+    if reason is not None:
+        raise GitError(reason)
+    try:
+        return await arun_git(args, cwd=cwd or root, timeout=timeout)
+    except GitTimeout:
+        raise GitError(_mark_slow(root, timeout)) from None
+
+
+_SLOW: dict[str, str] = {}  # repositories whose listing timed out, and what to say
+_CHECKED: dict[str, tuple[tuple[object, ...], str | None]] = {}
+
+
+def _mark_slow(root: Path, timeout: float) -> str:
+    reason = (
+        f"git took over {timeout:g} s to apply the ignore patterns of {root} (a .gitignore line "
+        "like '**/**/**/x' makes its matcher spin): its files are listed without git"
+    )
+    _SLOW[os.path.realpath(root)] = reason
+    return reason
+
+
+def _git_dir(root: Path) -> Path | None:
+    dot_git = root / ".git"
+    if dot_git.is_dir():
+        return dot_git
+    head = _read_head(dot_git, 4096).decode("utf-8", "replace").strip()
+    if not head.startswith("gitdir:"):
+        return None
+    folder = Path(head[len("gitdir:") :].strip())
+    return folder if folder.is_absolute() else root / folder
+
+
+def _ignore_stamp(root: Path) -> tuple[object, ...]:
+    """What the ignore files at known places and the index look like (a change checks again)."""
+    git_dir = _git_dir(root)
+    places = [root / ".gitignore"]
+    if git_dir is not None:
+        places += [git_dir / "info" / "exclude", git_dir / "index", git_dir / "config"]
+    stamp: list[object] = []
+    for place in places:
+        try:
+            st = place.stat()
+        except OSError:
+            stamp.append(None)
+        else:
+            stamp.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return tuple(stamp)
+
+
+def _find_spinning_line(root: Path) -> str | None:
+    """The first ignore line git would read that can make it spin, as a refusal; or None.
+
+    Read: the top .gitignore, .git/info/exclude, the ``core.excludesFile`` the configuration
+    names (the repository's own config may name any file) and the .gitignore files the index
+    lists (``ls-files --cached`` reads no ignore pattern). A .gitignore in an untracked folder
+    is left to the timeout.
+    """
+    files: list[Path] = [root / ".gitignore"]
+    git_dir = _git_dir(root)
+    if git_dir is not None:
+        files.append(git_dir / "info" / "exclude")
+    try:
+        configured = run_git(
+            ["config", "--path", "--get", "core.excludesFile"], cwd=root, timeout=5, check=False
+        )
+        tracked = run_git(
+            ["ls-files", "-z", "--cached", "--", ":(glob)**/.gitignore"],
+            cwd=root,
+            timeout=LISTING_TIMEOUT_S,
+            check=False,
+        )
+    except GitError:
+        configured = tracked = GitResult(1, b"", b"")
+    name = configured.stdout.decode("utf-8", "surrogateescape").strip()
+    if configured.returncode == 0 and name:
+        files.append(root / Path(name).expanduser())
+    names = [n for n in tracked.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
+    files += [root / n for n in names[:_IGNORE_FILES_LIMIT] if n != ".gitignore"]
+    for file in files:
+        text = _read_head(file, _IGNORE_FILE_LIMIT).decode("utf-8", "replace")
+        for number, line in enumerate(text.splitlines(), 1):
+            if spinning_pattern(line):
+                shown = line.strip()
+                shown = shown if len(shown) <= 60 else shown[:59] + "…"
+                where = file.relative_to(root) if file.is_relative_to(root) else file
+                return (
+                    f"{where} line {number} ({shown!r}) would make git's matcher spin: this "
+                    "project's files are listed without git"
+                )
+    return None
+
+
+def _read_head(path: Path, limit: int) -> bytes:
+    """Up to ``limit`` bytes of a regular file; b"" for anything else (a FIFO never blocks)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        return os.read(fd, limit)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)

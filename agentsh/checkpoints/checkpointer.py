@@ -33,7 +33,7 @@ from agentsh.checkpoints.restore import (
 from agentsh.checkpoints.scan import ScanError
 from agentsh.checkpoints.store import CheckpointStore, StoreError
 from agentsh.config import CheckpointSettings
-from agentsh.gitutil import GitError
+from agentsh.gitutil import GitError, known_listing_refusal
 from agentsh.paths import UserPaths
 from agentsh.session.entries import CheckpointEntry
 from agentsh.session.log import SessionError
@@ -96,6 +96,9 @@ class Checkpointer:
             try:
                 capture = self.recorder.capture(self._relative(paths))
                 self.last_capture = capture
+                refused = known_listing_refusal(self.root)
+                if refused is not None:  # listed by the walk instead: say why, once
+                    self._tell(refused)
                 if capture.changed or capture.baseline:
                     self._enforce_budget()
                 return capture

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentsh.errors import AgentshError
-from agentsh.gitutil import GitError, run_git
+from agentsh.gitutil import GitError, run_git, run_listing
 from agentsh.tools.walk import Walker
 
 SKIP_DIRS = frozenset(
@@ -141,7 +141,7 @@ def git_changes(root: Path) -> Listing | None:
 def _ls_files(root: Path, which: list[str]) -> Listing:
     args = ["ls-files", "-z", "-t", *which, "--exclude-standard"]
     args += [f"--exclude={name}/" for name in sorted(SKIP_DIRS)]
-    done = run_git(args, cwd=root, timeout=GIT_TIMEOUT_S)
+    done = run_listing(args, root=root)  # reads the ignore patterns: bounded, may refuse
     paths: dict[str, None] = {}  # ordered and de-duplicated (a conflict lists a path 3 times)
     tracked: set[str] = set()
     strays: list[str] = []
@@ -170,7 +170,7 @@ def not_ignored(root: Path, paths: list[str]) -> set[str] | None:
         return set()
     args = ["ls-files", "-z", "--others", "--exclude-standard", "--", *paths]
     try:
-        done = run_git(args, cwd=root, env={"GIT_LITERAL_PATHSPECS": "1"}, timeout=GIT_TIMEOUT_S)
+        done = run_listing(args, root=root, env={"GIT_LITERAL_PATHSPECS": "1"})
     except GitError:
         return None
     return {raw.decode("utf-8", "replace") for raw in done.stdout.split(b"\0") if raw}

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentsh.gitutil import GitError, arun_git
+from agentsh.gitutil import GitError, arun_git, arun_listing, known_listing_refusal
 
 MAX_FILES = 20_000
 MAX_REPORTED = 200
@@ -49,7 +49,12 @@ async def snapshot(folder: Path) -> TreeSnapshot | None:
     try:
         top = await _git_top(folder)
         if top is not None:
-            return await _git_snapshot(folder, top)
+            try:
+                return await _git_snapshot(folder, top)
+            except GitError:
+                if known_listing_refusal(top) is None:
+                    raise
+                # git may not list this repository (an ignore line makes it spin): walk it
         return await asyncio.to_thread(_walk_snapshot, folder)
     except (OSError, GitError, UnicodeError):
         return None
@@ -89,7 +94,7 @@ async def _git_top(folder: Path) -> Path | None:
 
 
 async def _git_snapshot(folder: Path, top: Path) -> TreeSnapshot:
-    done = await arun_git(
+    done = await arun_listing(
         [
             "status",
             "--porcelain=v1",
@@ -98,6 +103,7 @@ async def _git_snapshot(folder: Path, top: Path) -> TreeSnapshot:
             "--no-renames",
             "--ignore-submodules=all",
         ],
+        root=top,
         cwd=folder,
         timeout=GIT_TIMEOUT_S,
     )

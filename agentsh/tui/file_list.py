@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentsh.gitutil import GitError, run_git
+from agentsh.gitutil import GitError, run_listing
 
 MAX_FILES = 50_000
 _SKIP_DIRS = frozenset(
@@ -24,12 +24,13 @@ _SKIP_DIRS = frozenset(
 def list_project_files(root: Path, *, limit: int = MAX_FILES) -> list[str]:
     """Relative POSIX paths of the project's files, gitignore respected when in a repo."""
     if (root / ".git").exists():
-        try:  # disarmed: a hostile .git/config must not run anything here (fsmonitor, ...)
-            done = run_git(
+        # Disarmed (a hostile .git/config runs nothing here) and bounded (an ignore line that
+        # makes git spin: the walk below instead).
+        try:
+            done = run_listing(
                 ["ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-                cwd=root,
+                root=root,
                 work_tree=root,
-                timeout=10,
             )
         except GitError:
             pass

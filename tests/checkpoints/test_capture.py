@@ -296,3 +296,18 @@ def test_a_targeted_capture_takes_a_new_file_unless_it_is_ignored(
     capture = checkpointer.capture([repo / "build" / "out.txt", repo / "made.txt"])
     assert capture is not None and capture.changed == ("made.txt",)
     assert cache_matches_disk(checkpointer, repo) == []
+
+
+def test_a_gitignore_line_that_makes_git_spin_is_told_once_and_the_walk_lists(
+    repo: Path, make_checkpointer: Callable[..., Checkpointer]
+) -> None:
+    # git's matcher spins on it (tests/security/test_git_ignore_spin.py): agentsh's walk lists
+    # the files instead, and the user learns why in one line, once.
+    (repo / ".gitignore").write_text("/".join(["**"] * 12) + "/x\n")
+    checkpointer = make_checkpointer(repo)
+    capture = checkpointer.capture()
+    assert capture is not None and capture.files > 1
+    (notice,) = checkpointer.take_notices()
+    assert notice.startswith(".gitignore line 1 (") and notice.endswith("listed without git")
+    assert checkpointer.capture() is not None
+    assert checkpointer.take_notices() == []

@@ -1,0 +1,146 @@
+"""A repository's ignore patterns cannot make agentsh's own git listings spin.
+
+git's matcher backtracks on lines with several ``**``: ``**/**/…/x`` (twelve) over a folder 40
+deep kept ``git ls-files --others --exclude-standard`` busy for more than a minute, so every
+checkpoint, every ``bash`` call's before/after snapshot and ``@`` completion waited out its
+timeout (30 s, 5 s twice, 10 s) in such a repository. Now a line git will surely read is
+looked at first and keeps git out; one it finds on its own (an untracked folder's .gitignore)
+costs one shorter timeout, after which the repository is listed without git at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from agentsh import gitutil
+from agentsh.checkpoints import scan
+from agentsh.gitutil import GitError, listing_refusal, run_listing, spinning_pattern
+from agentsh.tools import changes
+from agentsh.tui.file_list import list_project_files
+
+SPIN = "/".join(["**"] * 12) + "/x"
+DEEP = "/".join(["a"] * 40)
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+
+def _deep_repo(root: Path) -> Path:
+    """A repository with one file 40 folders deep (and a plain one at the top)."""
+    _git(root, "init", "-q")
+    (root / "top.txt").write_text("top\n")
+    folder = root / DEEP
+    folder.mkdir(parents=True)
+    (folder / "f.txt").write_text("deep\n")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("line", "spins"),
+    [
+        ("*.py", False),
+        ("/build/", False),
+        ("**/node_modules/**", False),
+        ("a/**/b/**", False),
+        ("**/x", False),
+        ("# **/**/**/x", False),
+        ("**/**/x", True),
+        ("***/**/x", True),
+        ("a/**/b/**/c/**", True),
+        ("!**/**/keep", True),
+        (SPIN, True),
+    ],
+)
+def test_lines_that_can_make_git_spin_are_told_from_ordinary_ones(line: str, spins: bool) -> None:
+    assert spinning_pattern(line) is spins
+
+
+def test_a_spinning_line_in_the_top_gitignore_keeps_git_from_listing(tmp_path: Path) -> None:
+    root = _deep_repo(tmp_path)
+    (root / ".gitignore").write_text(f"*.log\n{SPIN}\n")
+    started = time.monotonic()
+    listing = scan.list_files(root, max_files=1000)
+    assert time.monotonic() - started < 5  # was the 30 s timeout, then the walk
+    assert listing.source == "walk"
+    assert f"{DEEP}/f.txt" in listing.paths and "top.txt" in listing.paths
+    reason = listing_refusal(root)
+    assert reason is not None and reason.startswith(".gitignore line 2 (")
+    assert "\n" not in reason
+
+
+def test_the_config_can_name_an_excludes_file_and_it_is_read_too(tmp_path: Path) -> None:
+    root = _deep_repo(tmp_path)
+    (root / "ignores").write_text(f"{SPIN}\n")
+    _git(root, "config", "core.excludesFile", "ignores")
+    reason = listing_refusal(root)
+    assert reason is not None and reason.startswith("ignores line 1")
+
+
+def test_a_tracked_gitignore_in_a_folder_is_read_too(tmp_path: Path) -> None:
+    root = _deep_repo(tmp_path)
+    (root / "a" / ".gitignore").write_text(f"{SPIN}\n")
+    _git(root, "add", "a/.gitignore")
+    reason = listing_refusal(root)
+    assert reason is not None and reason.startswith("a/.gitignore line 1")
+
+
+def test_an_untracked_gitignore_costs_one_timeout_then_git_is_not_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Nothing at a known place: git finds the line itself, deep in an untracked folder.
+    root = _deep_repo(tmp_path)
+    (root / "a" / ".gitignore").write_text(f"{SPIN}\n")
+    assert listing_refusal(root) is None
+    args = ["ls-files", "-z", "--others", "--exclude-standard"]
+    with pytest.raises(GitError, match="took over 1 s to apply the ignore patterns"):
+        run_listing(args, root=root, timeout=1)
+    started = time.monotonic()
+    with pytest.raises(GitError, match="listed without git"):
+        run_listing(args, root=root, timeout=1)
+    assert time.monotonic() - started < 0.5
+    assert gitutil.known_listing_refusal(root) == listing_refusal(root)
+
+
+def test_the_bash_snapshot_walks_a_repository_git_may_not_list(tmp_path: Path) -> None:
+    root = _deep_repo(tmp_path)
+    (root / ".gitignore").write_text(f"{SPIN}\n")
+    started = time.monotonic()
+    before = asyncio.run(changes.snapshot(root))
+    assert time.monotonic() - started < 4  # was the 5 s timeout, and no snapshot at all
+    assert before is not None and not before.git
+    (root / "new.txt").write_text("new\n")
+    after = asyncio.run(changes.snapshot(root))
+    assert changes.changed_files(before, after) == ["new.txt"]
+
+
+def test_at_completion_walks_a_repository_git_may_not_list(tmp_path: Path) -> None:
+    root = _deep_repo(tmp_path)
+    (root / ".gitignore").write_text(f"{SPIN}\n")
+    started = time.monotonic()
+    files = list_project_files(root)
+    assert time.monotonic() - started < 4  # was the 10 s timeout
+    assert f"{DEEP}/f.txt" in files
+
+
+def test_an_ordinary_repository_is_still_listed_by_git(tmp_path: Path) -> None:
+    root = _deep_repo(tmp_path)
+    (root / ".gitignore").write_text("**/node_modules/**\n*.log\n")
+    (root / "x.log").write_text("log\n")
+    assert listing_refusal(root) is None
+    listing = scan.list_files(root, max_files=1000)
+    assert listing.source == "git"
+    assert "x.log" not in listing.paths and "top.txt" in listing.paths
+
+
+def test_a_fifo_named_as_the_excludes_file_does_not_block(tmp_path: Path) -> None:
+    root = _deep_repo(tmp_path)
+    os.mkfifo(root / "pipe")
+    _git(root, "config", "core.excludesFile", "pipe")
+    assert listing_refusal(root) is None
