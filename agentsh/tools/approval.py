@@ -8,7 +8,10 @@ does a write to a *protected* path: the project's ``.agentsh/config.toml`` (it h
 ``tools.approval``, and an agent allowed to edit files must not grant itself commands) and
 anything under a ``.git`` folder (its config and hooks name programs that git, and so every
 later ``git status`` of the user's, runs). The memory tool never asks, but its writes pass the
-same outside-the-project check and are refused when it fails. Asking is an
+same outside-the-project check and are refused when it fails. An allow rule that names
+commands (``Bash(git:*)``) does not cover a git command in a repository that carries programs
+for git to run (hooks, program-naming settings: :mod:`agentsh.tools.git_armed`): it asks,
+naming them. Asking is an
 :class:`~agentsh.events.ApprovalRequest` emitted through the tool context; the front end
 resolves its ``decision`` future. With nobody to ask (headless ``-p``), a call that would ask is
 denied with a message telling the model why and how the user can allow it.
@@ -17,6 +20,7 @@ denied with a message telling the model why and how the user can allow it.
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,8 +29,12 @@ from agentsh.config import ApprovalMode
 from agentsh.events import ApprovalDecision, ApprovalRequest
 from agentsh.paths import ProjectPaths
 from agentsh.tools.base import Effect, Tool, ToolContext, ToolError, outside_reason
+from agentsh.tools.git_armed import armed_reason
 from agentsh.tools.protected import protected_reason
-from agentsh.tools.rules import ToolRules
+from agentsh.tools.rules import ToolRule, ToolRules, command_parts
+
+# A simple command that runs git (``git ...``, ``/usr/bin/git ...``, ``sudo git ...``).
+_RUNS_GIT = re.compile(r"(?:^|[\s/])git(?:\s|$)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +69,7 @@ class Approver:
         self.denials: list[Denial] = []  # what was refused without asking (headless reports)
         self._session_allowed: set[str] = set()
         self._session_groups: set[str] = set()  # ApprovalDecision.ALLOW_GROUP keys
+        self._allowed_armed: set[str] = set()  # armed repositories allowed for the session
 
     @property
     def session_allowed(self) -> frozenset[str]:
@@ -70,6 +79,7 @@ class Approver:
     def forget_session(self) -> None:
         self._session_allowed.clear()
         self._session_groups.clear()
+        self._allowed_armed.clear()
 
     def outside_paths(self, tool: Tool, params: Any, ctx: ToolContext) -> list[Path]:
         """The call's write targets that count as outside the project (see outside_reason)."""
@@ -142,7 +152,21 @@ class Approver:
             reason = f"it changes {protected}"
             return _asked(await self._ask(tool, params, ctx, reason, outside=False, sticky=False))
         if verdict is not None:  # an allow rule (never past the two guards above)
-            return None
+            armed = await self._armed_git(tool, params, ctx, verdict.rule)
+            if armed is None:
+                return None
+            rule = verdict.rule.text if verdict.rule is not None else ""
+            if not self.interactive:
+                return (
+                    f"Denied: {summary}: {armed}, so the user's rule {rule!r} does not cover "
+                    "git commands here, and nobody can approve them in non-interactive mode "
+                    "(agentsh -p). Do not retry it; tell the user what you wanted to do."
+                ), f"{armed}; {rule} does not cover git here, never allowed with -p"
+            reason = f"{armed}: the rule {rule} does not cover git here"
+            asked = await self._ask(
+                tool, params, ctx, reason, outside=False, sticky=False, remember=armed
+            )
+            return _asked(asked)
         if self.mode is ApprovalMode.ALL:
             return None
         if self.mode is ApprovalMode.EDITS and effect is Effect.EDIT:
@@ -182,6 +206,21 @@ class Approver:
             f"To allow it, {how}."
         ), f"nobody can approve it in -p; {allow} allows it"
 
+    async def _armed_git(
+        self, tool: Tool, params: Any, ctx: ToolContext, rule: ToolRule | None
+    ) -> str | None:
+        """What makes git run programs in this repository, when an allow rule that names
+        commands (``Bash(git:*)``) would let a git command run; None otherwise (see
+        :mod:`agentsh.tools.git_armed`). Not for a bare ``Bash`` rule: that allows any
+        command, those hooks included."""
+        if tool.name != "bash" or rule is None or rule.specifier is None:
+            return None
+        parts = command_parts(getattr(params, "command", "") or "") or []
+        if not any(_RUNS_GIT.search(part) for part in parts):
+            return None
+        armed = await asyncio.to_thread(armed_reason, ctx.cwd)
+        return None if armed is None or armed in self._allowed_armed else armed
+
     def _protected(self, tool: Tool, params: Any, ctx: ToolContext) -> str | None:
         """What protected path the call writes, in words, or None."""
         for path in tool.target_paths(params, ctx):
@@ -199,9 +238,11 @@ class Approver:
         *,
         outside: bool,
         sticky: bool = True,
+        remember: str = "",
     ) -> str | None:
         """Ask the user; ``sticky=False`` (and any write outside the project) means "allow
-        for this session" allows this call only."""
+        for this session" allows this call only, and with ``remember`` every later call that
+        would be asked for the same ``remember`` (the same armed repository)."""
         summary = tool.summary(params)
         try:
             detail = await tool.approval_detail(params, ctx)
@@ -228,6 +269,8 @@ class Approver:
             case ApprovalDecision.ALLOW_SESSION:
                 if sticky and not outside:  # never for writes outside or to the settings
                     self._session_allowed.add(tool.name)
+                elif remember:
+                    self._allowed_armed.add(remember)
                 ctx.outside_allowed = outside
                 return None
             case ApprovalDecision.ALLOW_GROUP:

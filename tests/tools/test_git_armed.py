@@ -1,0 +1,160 @@
+"""An allow rule for git commands does not cover them in a repository armed with programs.
+
+A repository delivered as an archive can carry executable ``.git/hooks/*`` and a
+``.git/config`` naming programs; with ``--allowedTools "Bash(git:*)"`` the model's ``git
+commit`` ran the repository's ``pre-commit`` without anyone asking. Now such a command asks
+(naming what the repository carries, in one line), and in ``-p`` it is denied with that line.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agentsh.config import ApprovalMode
+from agentsh.events import ApprovalDecision, ApprovalRequest, Event
+from agentsh.tools.approval import Approver
+from agentsh.tools.base import ToolContext
+from agentsh.tools.git_armed import armed_reason
+from agentsh.tools.rules import ToolRules
+from agentsh.tools.shell import BashTool
+
+GIT_RULE = ToolRules.parse(allow=["Bash(git:*)", "Bash(ls:*)"])
+
+
+class User:
+    """Answers every approval request at once with one decision, and keeps them."""
+
+    def __init__(self, decision: ApprovalDecision) -> None:
+        self.decision = decision
+        self.requests: list[ApprovalRequest] = []
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, ApprovalRequest):
+            self.requests.append(event)
+            event.decision.set_result(self.decision)
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+
+def _hook(root: Path, name: str = "pre-commit", *, executable: bool = True) -> None:
+    hook = root / ".git" / "hooks" / name
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    hook.chmod(0o755 if executable else 0o644)
+
+
+async def _authorize(approver: Approver, ctx: ToolContext, command: str) -> str | None:
+    tool = BashTool()
+    return await approver.authorize(tool, tool.parse({"command": command}), ctx)
+
+
+@pytest.fixture
+def repo(project: Path) -> Path:
+    _git(project, "init", "-q")
+    return project
+
+
+def test_a_fresh_repository_carries_nothing(repo: Path) -> None:
+    # git init writes only *.sample hooks; a hook that is not executable never runs.
+    _hook(repo, "post-checkout", executable=False)
+    assert armed_reason(repo) is None
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("core.fsmonitor", "false"),
+        ("core.hooksPath", "hooks"),
+        ("core.sshCommand", "sh -c id"),
+        ("alias.st", "!sh -c id"),
+        ("filter.x.clean", "sh -c id"),
+        ("include.path", "../evil.config"),
+    ],
+)
+def test_a_setting_that_names_a_program_arms_the_repository(
+    repo: Path, key: str, value: str
+) -> None:
+    _git(repo, "config", key, value)
+    reason = armed_reason(repo)
+    assert reason is not None and f"setting {key.lower()}" in reason.lower()
+
+
+def test_hooks_are_named_and_counted(repo: Path) -> None:
+    for name in ("pre-commit", "post-commit", "pre-push", "reference-transaction"):
+        _hook(repo, name)
+    reason = armed_reason(repo)
+    assert reason == (
+        "this repository's git runs programs it names (hook post-commit, hook pre-commit, "
+        "hook pre-push and 1 more)"
+    )
+
+
+def test_the_users_own_global_settings_do_not_count(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    own = tmp_path / "own.gitconfig"
+    own.write_text("[alias]\n\tco = checkout\n[core]\n\tpager = less\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(own))
+    assert armed_reason(repo) is None
+    # Hooks of the user's own (core.hooksPath): the repository's are not run.
+    _hook(repo)
+    assert armed_reason(repo) is not None
+    own.write_text(f"[core]\n\thooksPath = {tmp_path / 'my-hooks'}\n")
+    assert armed_reason(repo) is None
+
+
+@pytest.mark.asyncio
+async def test_headless_denies_an_allowed_git_command_in_an_armed_repository(
+    repo: Path, ctx: ToolContext
+) -> None:
+    _hook(repo)
+    approver = Approver(ApprovalMode.ASK, repo, interactive=False, rules=GIT_RULE)
+    message = await _authorize(approver, ctx, "git add -A && git commit -m wip")
+    assert message is not None and "hook pre-commit" in message
+    assert "'Bash(git:*)' does not cover git commands here" in message
+    (denial,) = approver.denials
+    assert "hook pre-commit" in denial.why and "\n" not in denial.why
+    # What the rule covers and is not git still runs.
+    assert await _authorize(approver, ctx, "ls -la") is None
+
+
+@pytest.mark.asyncio
+async def test_headless_still_allows_git_in_a_plain_repository(
+    repo: Path, ctx: ToolContext
+) -> None:
+    approver = Approver(ApprovalMode.ASK, repo, interactive=False, rules=GIT_RULE)
+    assert await _authorize(approver, ctx, "git status") is None
+
+
+@pytest.mark.asyncio
+async def test_interactive_asks_and_a_session_answer_covers_only_this_repository_state(
+    repo: Path, ctx: ToolContext
+) -> None:
+    _git(repo, "config", "core.fsmonitor", "false")
+    user = User(ApprovalDecision.ALLOW_SESSION)
+    ctx.emit = user
+    approver = Approver(ApprovalMode.ASK, repo, interactive=True, rules=GIT_RULE)
+    assert await _authorize(approver, ctx, "git status") is None
+    (request,) = user.requests
+    assert "setting core.fsmonitor" in request.reason and "Bash(git:*)" in request.reason
+    assert await _authorize(approver, ctx, "git diff") is None
+    assert len(user.requests) == 1  # the same armed state was allowed for the session
+    _hook(repo)  # something new: asked again
+    assert await _authorize(approver, ctx, "git commit -m x") is None
+    assert len(user.requests) == 2
+    # "allow for the session" did not become "every command".
+    assert await _authorize(approver, ctx, "echo hi") is None
+    assert len(user.requests) == 3 and "approval mode" in user.requests[-1].reason
+
+
+@pytest.mark.asyncio
+async def test_a_declined_git_command_is_not_run(repo: Path, ctx: ToolContext) -> None:
+    _hook(repo)
+    ctx.emit = User(ApprovalDecision.DENY)
+    approver = Approver(ApprovalMode.ASK, repo, interactive=True, rules=GIT_RULE)
+    message = await _authorize(approver, ctx, "git commit -m x")
+    assert message is not None and message.startswith("The user declined")
