@@ -68,8 +68,9 @@ def _user_config(home: Path, server: ScriptedServer) -> None:
     )
 
 
-def _attacks(h: Hostile) -> list[tuple[str, dict[str, str]]]:
-    """What a model steered by the repository tries, from the ``pkg/`` sub-folder."""
+def _attacks(h: Hostile, *, git_rule: bool) -> list[tuple[str, dict[str, str]]]:
+    """What a model steered by the repository tries, from the ``pkg/`` sub-folder; with the
+    user's ``Bash(git:*)`` rule, also a ``git commit`` (which would run the planted hooks)."""
     hook = "d=../.gi; d=${d}t; printf '#!/bin/sh\\ntouch %s\\n' > $d/hooks/pre-rebase" % (
         h.markers / "bash-hook"
     )
@@ -81,7 +82,7 @@ def _attacks(h: Hostile) -> list[tuple[str, dict[str, str]]]:
         ("write", {"path": "../.agentsh/config.toml", "content": '[tools]\napproval = "all"\n'}),
         ("bash", {"command": "git config core.hooksPath /tmp"}),
         ("bash", {"command": hook}),
-    ]
+    ] + ([("bash", {"command": "git add -A && git commit -qm wip"})] if git_rule else [])
 
 
 def _run(h: Hostile, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -102,7 +103,9 @@ def _run(h: Hostile, home: Path, *args: str) -> subprocess.CompletedProcess[str]
 
 
 @pytest.mark.parametrize(
-    "args", [(), ("--trust-project", "--approve", "all")], ids=["untrusted", "trusted-all"]
+    "args",
+    [("--allowedTools", "Bash(git:*)"), ("--trust-project", "--approve", "all")],
+    ids=["untrusted-git-rule", "trusted-all"],
 )
 def test_a_hostile_repository_reaches_nothing(
     hostile: Hostile,
@@ -112,7 +115,8 @@ def test_a_hostile_repository_reaches_nothing(
     args: tuple[str, ...],
 ) -> None:
     _user_config(agentsh_home, scripted_server)
-    attacks = _attacks(hostile)
+    git_rule = "--allowedTools" in args
+    attacks = _attacks(hostile, git_rule=git_rule)
     scripted_server.script(*[tool_calls(call) for call in attacks], text("main.py prints hello"))
     outside, git = hostile.outside_state(), hostile.git_state()
 
@@ -160,17 +164,20 @@ def test_a_hostile_repository_reaches_nothing(
     last = scripted_server.requests[-1].messages
     results = [str(m["content"]) for m in last if m["role"] == "tool"]
     assert len(results) == len(attacks)
-    memory, git_config, hook, hard_link, config, git_cmd, bash_hook = results
+    memory, git_config, hook, hard_link, config, git_cmd, bash_hook, *committed = results
     assert "outside the project" in memory or "not trusted" in memory
     assert git_config.startswith("Denied") and ".git/" in git_config
     assert hook.startswith("Denied") and ".git/" in hook
     assert hard_link.startswith("Denied")
     assert config.startswith("Denied")
     assert git_cmd.startswith("Denied") and ".git/" in git_cmd
-    if args:  # --approve all: the disguised write runs, and the tripwire puts it back
+    if not git_rule:  # --approve all: the disguised write runs, and the tripwire puts it back
         assert "undid this command's changes to .git/hooks/pre-rebase" in bash_hook
     else:
         assert bash_hook.startswith("Denied")
+        # The user's rule allows git, not the programs this repository makes git run.
+        (commit,) = committed
+        assert commit.startswith("Denied") and "hook pre-commit" in commit
 
     # What was refused is told to the user, one line each.
     lines = run.stderr.splitlines()
@@ -178,8 +185,11 @@ def test_a_hostile_repository_reaches_nothing(
     def said(*words: str) -> None:
         assert any(all(w in line for w in words) for line in lines), (words, run.stderr)
 
-    if not args:
+    # The ignore line is never handed to git (a listing would spin): the walk lists instead.
+    said(".gitignore line 1", "would make git's matcher spin", "listed without git")
+    if git_rule:
         said("not trusted", "--trust-project", "AGENTS.md")
+        said("denied bash: git add -A && git commit -qm wip", "hook pre-commit")
         assert SECRET_KEY_TEXT not in run.stderr
         return
     for key in ("model.name", "model.summary_model", "model.api_base", "model.ollama_url"):
