@@ -20,7 +20,6 @@ denied with a message telling the model why and how the user can allow it.
 from __future__ import annotations
 
 import asyncio
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,12 +28,9 @@ from agentsh.config import ApprovalMode
 from agentsh.events import ApprovalDecision, ApprovalRequest
 from agentsh.paths import ProjectPaths
 from agentsh.tools.base import Effect, Tool, ToolContext, ToolError, outside_reason
-from agentsh.tools.git_armed import armed_reason
+from agentsh.tools.git_armed import armed_reason, git_folders
 from agentsh.tools.protected import protected_reason
 from agentsh.tools.rules import ToolRule, ToolRules, command_parts
-
-# A simple command that runs git (``git ...``, ``/usr/bin/git ...``, ``sudo git ...``).
-_RUNS_GIT = re.compile(r"(?:^|[\s/])git(?:\s|$)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,10 +212,14 @@ class Approver:
         if tool.name != "bash" or rule is None or rule.specifier is None:
             return None
         parts = command_parts(getattr(params, "command", "") or "") or []
-        if not any(_RUNS_GIT.search(part) for part in parts):
-            return None
-        armed = await asyncio.to_thread(armed_reason, ctx.cwd)
-        return None if armed is None or armed in self._allowed_armed else armed
+        folders = git_folders(parts, ctx.cwd)
+        if folders is None:
+            return "the command moves to a folder agentsh cannot follow before running git"
+        for folder in folders:
+            armed = await asyncio.to_thread(armed_reason, folder)
+            if armed is not None and armed not in self._allowed_armed:
+                return armed
+        return None
 
     def _protected(self, tool: Tool, params: Any, ctx: ToolContext) -> str | None:
         """What protected path the call writes, in words, or None."""

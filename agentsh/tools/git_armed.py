@@ -38,31 +38,94 @@ _PROGRAM_KEYS = re.compile(
 )
 _REPOSITORY_SCOPES = frozenset({"local", "worktree"})
 _MAX_HOOKS = 200  # entries of the hooks folder looked at
+_MAX_MODULES = 20  # submodules looked at
 _SHOWN = 3  # names quoted in the reason; the rest are counted
 
 
 def armed_reason(cwd: Path) -> str | None:
     """What the repository a git command in ``cwd`` would use carries that runs programs
-    (hooks, program-naming settings), in one line; None when nothing (or no repository)."""
+    (hooks, program-naming settings, also of its submodules, which ``git status`` and a
+    recursive checkout enter), in one line; None when nothing (or no repository)."""
     try:
-        listed = run_git(
-            ["config", "--list", "--show-scope", "-z"], cwd=cwd, timeout=5, check=False
-        )
         common = run_git(["rev-parse", "--git-common-dir"], cwd=cwd, timeout=5, check=False)
+        folder = common.stdout.decode("utf-8", "surrogateescape").strip()
+        git_dir = cwd / folder if common.returncode == 0 and folder else None
+        found = _armed(cwd, None, git_dir, "")
+        if git_dir is not None:
+            for module in _modules(git_dir):
+                name = module.relative_to(git_dir / "modules").as_posix()
+                found += _armed(cwd, module, module, f"submodule {name}: ")
     except GitError:
         return None  # no git: the command fails as well
-    keys, own_hooks = _program_keys(listed.stdout) if listed.returncode == 0 else ([], False)
-    hooks: list[str] = []
-    if common.returncode == 0 and not own_hooks:
-        folder = common.stdout.decode("utf-8", "surrogateescape").strip()
-        if folder:
-            hooks = _active_hooks(cwd / folder / "hooks")  # an absolute folder stays one
-    found = [f"hook {name}" for name in hooks] + [f"setting {key}" for key in keys]
     if not found:
         return None
     shown = ", ".join(found[:_SHOWN])
     more = f" and {len(found) - _SHOWN} more" if len(found) > _SHOWN else ""
     return f"this repository's git runs programs it names ({shown}{more})"
+
+
+def _armed(cwd: Path, git_dir: Path | None, hooks_of: Path | None, prefix: str) -> list[str]:
+    """The hooks (in ``hooks_of``) and program settings of one repository (``git_dir``: a
+    submodule's; None: the one git finds from ``cwd``)."""
+    listed = run_git(
+        ["config", "--list", "--show-scope", "-z"],
+        cwd=cwd,
+        git_dir=git_dir,
+        timeout=5,
+        check=False,
+    )
+    keys, own_hooks = _program_keys(listed.stdout) if listed.returncode == 0 else ([], False)
+    if git_dir is not None:  # a submodule's config names its work tree: that is how they work
+        keys = [key for key in keys if key.lower() != "core.worktree"]
+    hooks = _active_hooks(hooks_of / "hooks") if hooks_of is not None and not own_hooks else []
+    return [f"{prefix}hook {name}" for name in hooks] + [f"{prefix}setting {key}" for key in keys]
+
+
+def _modules(git_dir: Path) -> list[Path]:
+    """The submodules' repositories under ``git_dir/modules`` (nested ones too), a few."""
+    found: list[Path] = []
+    pending = [git_dir / "modules"]
+    while pending and len(found) < _MAX_MODULES:
+        folder = pending.pop(0)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            path = Path(entry.path)
+            if (path / "HEAD").is_file() or (path / "config").is_file():
+                found.append(path)
+                pending.append(path / "modules")
+            else:
+                pending.append(path)  # a submodule named "a/b" lives at modules/a/b
+    return found[:_MAX_MODULES]
+
+
+def git_folders(parts: list[str], cwd: Path) -> list[Path] | None:
+    """Where each git command of a command line runs, following ``cd``/``pushd`` parts
+    before it; None when a move cannot be followed (``cd -``, a variable, ``~user``)."""
+    here = cwd
+    folders: list[Path] = []
+    for part in parts:
+        words = part.split(" ")
+        if words[0] in ("cd", "pushd", "popd", "chdir"):
+            target = " ".join(words[1:]) or "~"
+            if target == "~":
+                target = str(Path.home())
+            if words[0] == "popd" or target.startswith(("-", "~")) or "$" in target:
+                return None
+            here = here / target  # an absolute target replaces ``here``
+            if not here.is_dir():
+                return None  # the move fails, and what runs next runs who knows where
+        elif _RUNS_GIT.search(part):
+            folders.append(here)
+    return list(dict.fromkeys(folders))
+
+
+# A simple command that runs git (``git ...``, ``/usr/bin/git ...``, ``sudo git ...``).
+_RUNS_GIT = re.compile(r"(?:^|[\s/])git(?:\s|$)")
 
 
 def _program_keys(output: bytes) -> tuple[list[str], bool]:

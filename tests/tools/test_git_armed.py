@@ -158,3 +158,50 @@ async def test_a_declined_git_command_is_not_run(repo: Path, ctx: ToolContext) -
     approver = Approver(ApprovalMode.ASK, repo, interactive=True, rules=GIT_RULE)
     message = await _authorize(approver, ctx, "git commit -m x")
     assert message is not None and message.startswith("The user declined")
+
+
+def test_a_submodules_settings_and_hooks_count(repo: Path, tmp_path: Path) -> None:
+    # git status enters submodules and runs their fsmonitor; a recursive checkout their hooks.
+    inner = tmp_path / "inner"
+    inner.mkdir()
+    _git(inner, "init", "-q")
+    _git(
+        inner,
+        "-c",
+        "user.email=a@b",
+        "-c",
+        "user.name=a",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "i",
+    )
+    _git(
+        repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(inner), "lib/inner"
+    )
+    assert armed_reason(repo) is None
+    module = repo / ".git" / "modules" / "lib" / "inner"
+    _git(repo, "config", "--file", str(module / "config"), "core.fsmonitor", "false")
+    assert armed_reason(repo) == (
+        "this repository's git runs programs it names (submodule lib/inner: setting core.fsmonitor)"
+    )
+
+
+@pytest.mark.asyncio
+async def test_a_git_command_after_cd_is_checked_where_it_runs(
+    repo: Path, ctx: ToolContext
+) -> None:
+    # A folder of the project that is a repository of its own (an archive can hold one).
+    nested = repo / "vendor"
+    nested.mkdir()
+    _git(nested, "init", "-q")
+    _hook(nested)
+    rules = ToolRules.parse(allow=["Bash(git:*)", "Bash(cd:*)"])
+    approver = Approver(ApprovalMode.ASK, repo, interactive=False, rules=rules)
+    assert await _authorize(approver, ctx, "git status") is None
+    message = await _authorize(approver, ctx, "cd vendor && git commit -m x")
+    assert message is not None and "hook pre-commit" in message
+    for hidden in ("cd -P vendor && git commit", "cd - && git commit", "cd nowhere; git commit"):
+        message = await _authorize(approver, ctx, hidden)
+        assert message is not None and "cannot follow" in message, hidden
