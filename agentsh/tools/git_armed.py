@@ -50,7 +50,14 @@ def armed_reason(cwd: Path) -> str | None:
         common = run_git(["rev-parse", "--git-common-dir"], cwd=cwd, timeout=5, check=False)
         folder = common.stdout.decode("utf-8", "surrogateescape").strip()
         git_dir = cwd / folder if common.returncode == 0 and folder else None
-        found = _armed(cwd, None, git_dir, "")
+        bare = _BARE.search(common.stderr.decode("utf-8", "surrogateescape"))
+        if bare is not None:
+            # agentsh's own git uses a bare repository only when named; the user's git finds
+            # one in the folder (or above it) and obeys its config and hooks.
+            git_dir = Path(bare.group(1))
+            found = _armed(cwd, git_dir, git_dir, "")
+        else:
+            found = _armed(cwd, None, git_dir, "")
         if git_dir is not None:
             for module in _modules(git_dir):
                 name = module.relative_to(git_dir / "modules").as_posix()
@@ -64,9 +71,12 @@ def armed_reason(cwd: Path) -> str | None:
     return f"this repository's git runs programs it names ({shown}{more})"
 
 
+_BARE = re.compile(r"cannot use bare repository '(.+?)' \(safe\.bareRepository")
+
+
 def _armed(cwd: Path, git_dir: Path | None, hooks_of: Path | None, prefix: str) -> list[str]:
     """The hooks (in ``hooks_of``) and program settings of one repository (``git_dir``: a
-    submodule's; None: the one git finds from ``cwd``)."""
+    submodule's or a bare one; None: the one git finds from ``cwd``)."""
     listed = run_git(
         ["config", "--list", "--show-scope", "-z"],
         cwd=cwd,
@@ -75,7 +85,7 @@ def _armed(cwd: Path, git_dir: Path | None, hooks_of: Path | None, prefix: str) 
         check=False,
     )
     keys, own_hooks = _program_keys(listed.stdout) if listed.returncode == 0 else ([], False)
-    if git_dir is not None:  # a submodule's config names its work tree: that is how they work
+    if prefix:  # a submodule's config names its work tree: that is how they work
         keys = [key for key in keys if key.lower() != "core.worktree"]
     hooks = _active_hooks(hooks_of / "hooks") if hooks_of is not None and not own_hooks else []
     return [f"{prefix}hook {name}" for name in hooks] + [f"{prefix}setting {key}" for key in keys]

@@ -205,3 +205,16 @@ async def test_a_git_command_after_cd_is_checked_where_it_runs(
     for hidden in ("cd -P vendor && git commit", "cd - && git commit", "cd nowhere; git commit"):
         message = await _authorize(approver, ctx, hidden)
         assert message is not None and "cannot follow" in message, hidden
+
+
+def test_a_bare_repository_the_users_git_would_find_counts(tmp_path: Path) -> None:
+    # agentsh's own git refuses a bare repository it is not named (safe.bareRepository); the
+    # user's git in that folder uses it, and its hooks.
+    bare = tmp_path / "bare"
+    _git(tmp_path, "init", "-q", "--bare", str(bare))
+    hook = bare / "hooks" / "reference-transaction"
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    hook.chmod(0o755)
+    assert armed_reason(bare) == (
+        "this repository's git runs programs it names (hook reference-transaction)"
+    )
