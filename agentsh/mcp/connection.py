@@ -265,12 +265,16 @@ class ServerConnection:
         return streamable_http_client(launch.url, http_client=http)
 
     def _open_log(self) -> TextIO:
-        """The server's stderr file: appended to, started afresh past 1 MiB."""
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        """The server's stderr file: appended to, started afresh past 1 MiB. Readable by the
+        user only: a server may print what it was given (a token in its arguments)."""
+        self.log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         with contextlib.suppress(OSError):
             if self.log_path.stat().st_size > LOG_MAX_BYTES:
                 self.log_path.replace(self.log_path.with_suffix(".log.1"))
-        handle = self.log_path.open("a", encoding="utf-8", errors="replace")
+        fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with contextlib.suppress(OSError):
+            os.fchmod(fd, 0o600)  # a file made by an earlier version
+        handle = os.fdopen(fd, "a", encoding="utf-8", errors="replace")
         handle.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {self.spec.describe()}\n")
         handle.flush()
         self._stderr_mark = handle.tell()

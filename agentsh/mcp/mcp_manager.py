@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -406,8 +407,10 @@ def _route_sdk_logs(log_dir: Path) -> None:
         return
     _routed = True
     try:
-        log_dir.mkdir(parents=True, exist_ok=True)
-        handler: logging.Handler = logging.FileHandler(log_dir / "agentsh-mcp-client.log")
+        log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = log_dir / "agentsh-mcp-client.log"
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))  # the user's alone
+        handler: logging.Handler = logging.FileHandler(path)
     except OSError:
         handler = logging.NullHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))

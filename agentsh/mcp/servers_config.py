@@ -113,11 +113,15 @@ class Launch:
     cwd: str
     url: str
     headers: dict[str, str]
+    #: what each ``${VAR}`` named like a secret expanded to, wherever it was (an argument, the
+    #: URL's query, an env value under any name)
+    expanded_secrets: tuple[str, ...] = ()
 
     def secrets(self) -> tuple[str, ...]:
-        """Values that must never reach the log or the screen: every header value and the
-        env values whose names look like keys, tokens or passwords."""
-        values = list(self.headers.values())
+        """Values that must never reach the log or the screen: every header value, the env
+        values whose names look like keys, tokens or passwords, and every secret ``${VAR}``'s
+        value."""
+        values = [*self.headers.values(), *self.expanded_secrets]
         values += [v for k, v in self.env.items() if _SECRET_KEY.search(k)]
         # "Bearer abc..." as a whole and the token alone, as either may be echoed.
         values += [v.split(None, 1)[1] for v in self.headers.values() if " " in v.strip()]
@@ -192,6 +196,7 @@ class ServerSpec:
                 "passwords stay with you (define the server in your own mcp.json to pass them)"
             )
         missing: set[str] = set()
+        hidden: list[str] = []
 
         def expand(text: str) -> str:
             if not self.expand:
@@ -205,6 +210,8 @@ class ServerSpec:
                         missing.add(name)
                         return ""
                     return default
+                if secret_variable(name):
+                    hidden.append(value)
                 return value
 
             return _VARIABLE.sub(one, text)
@@ -217,6 +224,7 @@ class ServerSpec:
             url=expand(self.url),
             headers={k: expand(v) for k, v in self.headers},
         )
+        launch = replace(launch, expanded_secrets=tuple(hidden))
         if missing:
             names = ", ".join(f"${{{n}}}" for n in sorted(missing))
             raise ExpansionError(f"{names} {'is' if len(missing) == 1 else 'are'} not set")

@@ -196,6 +196,30 @@ def test_the_shown_command_is_exact_and_env_values_stay_hidden() -> None:
     assert launch.secrets() == ("hunter2-hunter2",)  # MODE=ro is not a secret
 
 
+def test_a_secret_variable_is_a_secret_wherever_it_is_expanded() -> None:
+    # Claude Code configs pass tokens as arguments and in URLs, not only in env and headers.
+    environ = {"GH_TOKEN": "ghp-0123456789abcdef", "SERVICE_API_KEY": "sk-svc-0123456789"}
+    environ |= {"SHARED_PASSWORD": "correct horse battery", "REGION": "eu-west-1-region"}
+    stdio = ServerSpec(
+        "gh",
+        Transport.STDIO,
+        Scope.USER,
+        Path("mcp.json"),
+        command="gh-mcp",
+        args=("--token", "${GH_TOKEN}", "--region=${REGION}"),
+        env=(("LOGIN", "${SHARED_PASSWORD}"),),  # a name that does not look secret
+    )
+    assert set(stdio.launch(environ).secrets()) == {"ghp-0123456789abcdef", "correct horse battery"}
+    http = ServerSpec(
+        "svc",
+        Transport.HTTP,
+        Scope.USER,
+        Path("mcp.json"),
+        url="https://mcp.example.test/mcp?apiKey=${SERVICE_API_KEY}",
+    )
+    assert http.launch(environ).secrets() == ("sk-svc-0123456789",)
+
+
 def test_add_and_remove_keep_the_rest_of_the_file(tmp_path: Path) -> None:
     path = tmp_path / "mcp.json"
     path.write_text(json.dumps({"mcpServers": {"old": {"command": "o"}}, "other": 1}))

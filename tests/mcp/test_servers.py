@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from agentsh.config import McpSettings
 from agentsh.mcp.mcp_manager import McpManager
 from agentsh.mcp.names import MAX_LENGTH
 from agentsh.mcp.state import ServerState, ServerStatus
@@ -308,6 +309,34 @@ async def test_a_command_that_does_not_exist_fails_clearly(tmp_path: Path) -> No
         assert manager.take_notices() == [
             "MCP server 'ghost' failed: cannot run 'no-such-cmd-xyz': command not found"
         ]
+    finally:
+        manager.close()
+
+
+async def test_a_token_passed_as_an_argument_never_shows_in_the_failure(tmp_path: Path) -> None:
+    token = "tok-0123456789abcdef"
+    spec = replace(
+        fake_spec("echoes"),
+        command="/bin/sh",
+        args=("-c", 'echo "bad token: $0" >&2; exit 1', "${ECHOED_TOKEN}"),
+    )
+    manager = McpManager(
+        [spec],
+        McpSettings(),
+        cwd=tmp_path,
+        log_dir=tmp_path / "mcp-logs",
+        spool_dir=tmp_path / "spool",
+        environ={**os.environ, "ECHOED_TOKEN": token},
+    )
+    manager.start()
+    try:
+        await manager.wait_until_started()
+        status = manager.status("echoes")
+        assert status is not None and status.state is ServerState.FAILED
+        assert status.reason.endswith("it last said: bad token: [REDACTED]")
+        assert token in manager.secrets()  # kept out of the session log too
+        # The server's own stderr (which holds it) is the user's alone.
+        assert (tmp_path / "mcp-logs" / "echoes.log").stat().st_mode & 0o077 == 0
     finally:
         manager.close()
 
