@@ -27,7 +27,7 @@ from typing import Any
 from agentsh.config import Environment, McpSettings
 from agentsh.mcp import cache, groups
 from agentsh.mcp import loop as mcp_loop
-from agentsh.mcp.names import assign_names
+from agentsh.mcp.names import assign_names, server_prefix
 from agentsh.mcp.results import Caps, guarded, to_tool_result
 from agentsh.mcp.server_trust import told_by_trust_check
 from agentsh.mcp.servers_config import ExpansionError, McpConfig, ServerSpec, load_mcp_config
@@ -101,6 +101,25 @@ class McpManager:
 
     def spec(self, server: str) -> ServerSpec | None:
         return self._specs.get(server)
+
+    def why_missing(self, name: str) -> str:
+        """Why the model cannot call ``name``, a tool name of a server that is not up ("" when
+        no such server is down: the name is simply unknown). A server that failed to start
+        has no tools listed, so without this the model hears only "unknown tool"."""
+        for status in self._statuses:
+            if status.state is ServerState.READY or not name.startswith(server_prefix(status.name)):
+                continue
+            state = {
+                ServerState.FAILED: f"is down ({status.reason})",
+                ServerState.STARTING: "is still starting",
+                ServerState.DISABLED: f"is disabled ({status.reason})",
+                ServerState.STOPPED: "was stopped",
+            }.get(status.state, status.state.value)
+            return (
+                f"{name} cannot be called: MCP server '{status.name}' {state}, so its tools are "
+                "not available now. Do not retry it; tell the user."
+            )
+        return ""
 
     def starting(self) -> tuple[str, ...]:
         return tuple(s.name for s in self._statuses if s.state is ServerState.STARTING)

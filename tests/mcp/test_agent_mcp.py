@@ -173,6 +173,24 @@ async def test_without_approval_a_headless_mcp_call_is_denied(
     assert result.is_error and result.content.startswith("Denied: fake: echo text=x.")
 
 
+async def test_a_call_to_a_server_that_did_not_start_says_so(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, agentsh_home: Path
+) -> None:
+    # Its tools were never listed: the model heard only "Unknown tool", and could not tell
+    # the user that the server is down, nor why.
+    write_user_servers(agentsh_home, {"ghost": {"command": "no-such-cmd-xyz"}})
+    scripted_server.script(tool_call("mcp__ghost__lookup", {"q": "x"}), text("ok"))
+    agent = make_agent()
+    agent.settle_mcp(30)
+    await collect(agent.run("look it up"))
+    (result,) = [e for e in agent.session.current_path() if isinstance(e, ToolResultEntry)]
+    assert result.is_error and result.content == (
+        "mcp__ghost__lookup cannot be called: MCP server 'ghost' is down (cannot run "
+        "'no-such-cmd-xyz': command not found), so its tools are not available now. Do not "
+        "retry it; tell the user."
+    )
+
+
 async def test_allow_for_the_session_covers_that_tool_from_then_on(
     make_agent: AgentFactory, scripted_server: ScriptedServer, agentsh_home: Path
 ) -> None:
