@@ -174,7 +174,7 @@ class ToolCalls:
             known = ", ".join(host.tools.names())
             problem = f"Unknown tool '{call.name}'. Available tools: {known}."
             if host.mcp is not None:  # a tool of an MCP server that is down says so
-                problem = host.mcp.why_missing(call.name) or problem
+                problem = host.mcp.missing_tool(call.name) or problem
         elif isinstance(arguments, str):
             problem = arguments
         else:

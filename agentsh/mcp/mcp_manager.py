@@ -102,10 +102,12 @@ class McpManager:
     def spec(self, server: str) -> ServerSpec | None:
         return self._specs.get(server)
 
-    def why_missing(self, name: str) -> str:
+    def missing_tool(self, name: str) -> str:
         """Why the model cannot call ``name``, a tool name of a server that is not up ("" when
         no such server is down: the name is simply unknown). A server that failed to start
-        has no tools listed, so without this the model hears only "unknown tool"."""
+        has no tools listed, so without this the model heard only "unknown tool"; and as a
+        crashed server is at its next call, it is started again (in the background, within
+        its backoff), its tools offered once it is up."""
         for status in self._statuses:
             if status.state is ServerState.READY or not name.startswith(server_prefix(status.name)):
                 continue
@@ -115,10 +117,15 @@ class McpManager:
                 ServerState.DISABLED: f"is disabled ({status.reason})",
                 ServerState.STOPPED: "was stopped",
             }.get(status.state, status.state.value)
-            return (
-                f"{name} cannot be called: MCP server '{status.name}' {state}, so its tools are "
-                "not available now. Do not retry it; tell the user."
-            )
+            text = f"{name} cannot be called: MCP server '{status.name}' {state}, so its tools are "
+            if status.state is ServerState.FAILED and not self._closed:
+                self._ensure_running()
+                mcp_loop.submit(self._start_again(status.name))
+                return text + (
+                    "not available now. It is being started again in the background; do not "
+                    "retry the call in this reply, tell the user."
+                )
+            return text + "not available now. Do not retry it; tell the user."
         return ""
 
     def starting(self) -> tuple[str, ...]:
@@ -343,6 +350,15 @@ class McpManager:
                 f"prompt injection ({', '.join(names)}); the model got it fenced as "
                 "untrusted data"
             )
+
+    async def _start_again(self, name: str) -> None:
+        """A failed server, started again unless its backoff says to wait."""
+        await self._up_event().wait()
+        conn = self._conns.get(name)
+        if conn is None or self._task_group is None:
+            return
+        if conn.status.state is ServerState.FAILED and not conn.unavailable_reason():
+            conn.launch(self._task_group)
 
     async def _restart(self, name: str) -> None:
         await self._up_event().wait()

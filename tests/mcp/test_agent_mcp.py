@@ -186,9 +186,16 @@ async def test_a_call_to_a_server_that_did_not_start_says_so(
     (result,) = [e for e in agent.session.current_path() if isinstance(e, ToolResultEntry)]
     assert result.is_error and result.content == (
         "mcp__ghost__lookup cannot be called: MCP server 'ghost' is down (cannot run "
-        "'no-such-cmd-xyz': command not found), so its tools are not available now. Do not "
-        "retry it; tell the user."
+        "'no-such-cmd-xyz': command not found), so its tools are not available now. It is "
+        "being started again in the background; do not retry the call in this reply, tell "
+        "the user."
     )
+    # Started again, as a crashed server is at its next call (here it fails once more).
+    assert agent.mcp is not None
+    deadline = time.monotonic() + 10
+    while (status := agent.mcp.status("ghost")) is None or status.restarts < 1:
+        assert time.monotonic() < deadline, "the failed server was not started again"
+        await asyncio.sleep(0.05)
 
 
 async def test_allow_for_the_session_covers_that_tool_from_then_on(
