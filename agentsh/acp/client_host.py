@@ -126,7 +126,7 @@ class ClientHost:
                 "command being stopped)",
                 exit_code=status.exit_code if status else None,
                 signal=(status.signal if status else None) or "",
-                ending="exited" if ending == "exited" and not cancelled.is_set() else "aborted",
+                ending="aborted" if cancelled.is_set() else ending,
             )
         exit_status = output.exit_status
         code = status.exit_code if status else exit_status.exit_code if exit_status else None
