@@ -294,14 +294,15 @@ class AgentshApp(App[None]):
         """A character no focused widget took (the focus was left on the chat, a tab header,
         a tool block) is typed into the editor, which takes the focus: typing never goes
         nowhere. Widgets that take text (the editor, a search box, the tree) keep theirs, and
-        a waiting approval keeps the focus its y/a/n need."""
+        a waiting approval keeps the focus its y/a/n need. The editor itself never lets a
+        character through: one seen here with the editor focused was typed before it took the
+        focus (ahead of the first frame, seen lost in tmux) and goes in too."""
         prompt = self.query_one(PromptInput)
         focused = self.focused
         if (
             event.is_printable
             and event.character
             and self.screen is self.screen_stack[0]
-            and focused is not prompt
             and not isinstance(focused, ApprovalPrompt)
             and prompt.is_on_screen
             and event.key not in self.screen.active_bindings  # e.g. g and e in the summaries

@@ -209,3 +209,20 @@ async def test_a_command_typed_fast_runs_as_typed_not_as_the_menu_offered_it(
         await wait_for(pilot, lambda: bool(sent))
         assert sent == ["/name"]
         await wait_for(pilot, lambda: "has no name yet" in screen_text(app))
+
+
+async def test_characters_typed_before_the_editor_has_the_focus_are_kept(
+    make_app: MakeApp,
+) -> None:
+    """Seen in tmux: words typed right after starting agentsh were lost. Keys read before
+    the editor took the focus go to the screen, and reach the App after it has it."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        prompt = app.query_one(PromptInput)
+        app.set_focus(None)
+        for char in "hi":
+            key = events.Key(char, char)
+            key.set_sender(app)
+            app.screen._forward_event(key)  # as the App does with no widget focused
+        prompt.focus()  # what on_mount does, before the screen has handled them
+        await wait_for(pilot, lambda: prompt.text == "hi")
