@@ -50,7 +50,7 @@ from agentsh.session.entries import (
 from agentsh.session.session import Session
 from agentsh.system_prompt import SystemPrompt
 from agentsh.tool_calls import TurnState
-from agentsh.tools.approval import Approver, Denial
+from agentsh.tools.approval import Approver, Denial, appended_instructions
 from agentsh.tools.base import ToolRegistry
 from agentsh.tools.builtin import session_tools
 from agentsh.tools.host import ToolHost
@@ -564,7 +564,7 @@ def build_agent(
     approver = Approver(mode, env.project.root, interactive=interactive, rules=rules, plan=plan)
     prompt = SystemPrompt(env, cwd, memory=memory, window=window)
     registry.terse = prompt.budget.terse  # a small window gets terse tool definitions
-    prompt.appended = appended_prompt
+    prompt.appended = appended_instructions(appended_prompt, plan)  # + plan mode's rules
     prompt.replaced_base = system_prompt  # --system-prompt; "" keeps agentsh's own
     mcp_config = load_mcp_config(env.user, env.project)
     trusted = project_servers_trusted(env, mcp_config)

@@ -37,29 +37,17 @@ from agentsh.headless.stream_input import (
 )
 from agentsh.session.entries import EntryAppended
 from agentsh.startup import SessionChoiceError, session_for_args
+from agentsh.tools.approval import PERMISSION_MODES
 
 if TYPE_CHECKING:
     from agentsh.frontend import AgentAPI
     from agentsh.tools.rules import ToolRules
 
-#: Claude Code's permission modes -> agentsh's approval mode (``plan`` also forbids writes).
-PERMISSION_MODES = {
-    "default": ApprovalMode.ASK,
-    "dontAsk": ApprovalMode.ASK,
-    "acceptEdits": ApprovalMode.EDITS,
-    "bypassPermissions": ApprovalMode.ALL,
-    "plan": ApprovalMode.ASK,
-}
 CLAUDE_CODE_MODES = {
     ApprovalMode.ASK: "default",
     ApprovalMode.EDITS: "acceptEdits",
     ApprovalMode.ALL: "bypassPermissions",
 }
-PLAN_INSTRUCTIONS = (
-    "# Plan mode\n\nThis run is in plan mode: investigate with the reading tools and answer "
-    "with a plan. Files cannot be changed and commands cannot be run; calls that would do "
-    "either are refused."
-)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -120,7 +108,7 @@ def main(args: argparse.Namespace) -> int:
         max_cost_usd=getattr(args, "max_budget_usd", None),
         rules=rules,
         plan=permission == "plan",
-        appended_prompt=_appended_prompt(args, permission == "plan"),
+        appended_prompt=getattr(args, "append_system_prompt", None) or "",
         system_prompt=getattr(args, "system_prompt", None) or "",
     )
     if agent.model is None:
@@ -170,13 +158,6 @@ def _known_tools(agent: AgentAPI) -> list[str]:
 
     names = agent.tool_names()
     return [*names, *(n for group in CLAUDE_CODE_NAMES.values() for n in group)]
-
-
-def _appended_prompt(args: argparse.Namespace, plan: bool) -> str:
-    parts = [getattr(args, "append_system_prompt", None) or ""]
-    if plan:
-        parts.append(PLAN_INSTRUCTIONS)
-    return "\n\n".join(p.strip() for p in parts if p.strip())
 
 
 def _init_line(stream: ClaudeCodeStream, agent: AgentAPI, cwd: Path, mode: str) -> dict[str, Any]:

@@ -32,6 +32,28 @@ from agentsh.tools.git_armed import armed_reason, git_folders
 from agentsh.tools.protected import protected_reason
 from agentsh.tools.rules import ToolRule, ToolRules, command_parts
 
+#: Claude Code's permission modes (``--permission-mode``) -> agentsh's approval mode; ``plan``
+#: also forbids writes and commands (:data:`PLAN_INSTRUCTIONS` tells the model).
+PERMISSION_MODES = {
+    "default": ApprovalMode.ASK,
+    "dontAsk": ApprovalMode.ASK,
+    "acceptEdits": ApprovalMode.EDITS,
+    "bypassPermissions": ApprovalMode.ALL,
+    "plan": ApprovalMode.ASK,
+}
+PLAN_INSTRUCTIONS = (
+    "# Plan mode\n\nThis run is in plan mode: investigate with the reading tools and answer "
+    "with a plan. Files cannot be changed and commands cannot be run; calls that would do "
+    "either are refused."
+)
+
+
+def appended_instructions(appended: str, plan: bool) -> str:
+    """What goes at the end of the system prompt: ``--append-system-prompt``'s text, then the
+    plan-mode rules when ``plan``."""
+    parts = [appended.strip(), PLAN_INSTRUCTIONS if plan else ""]
+    return "\n\n".join(p for p in parts if p)
+
 
 @dataclass(frozen=True, slots=True)
 class Denial:

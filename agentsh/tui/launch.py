@@ -19,15 +19,15 @@ def main(args: argparse.Namespace) -> int:
     from agentsh.tui.app import AgentshApp
     from agentsh.tui.options import LaunchOptions
 
-    options = LaunchOptions.from_args(args)
-    if options.allowed_tools or options.disallowed_tools:
-        try:
+    try:
+        options = LaunchOptions.from_args(args)
+        if options.allowed_tools or options.disallowed_tools:
             options.tool_rules()  # a malformed rule: one line, before any frame
-        except ValueError as exc:
-            import sys
+    except ValueError as exc:
+        import sys
 
-            print(f"agentsh: {exc}", file=sys.stderr)
-            return 2
+        print(f"agentsh: {exc}", file=sys.stderr)
+        return 2
     prepare_environment()
     remote.activate()  # model calls in the model worker: litellm never loads in the UI process
     env = load_environment(trust_project=bool(getattr(args, "trust_project", False)))

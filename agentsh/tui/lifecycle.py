@@ -44,6 +44,9 @@ def build_real_agent(env: Environment, session: Session, options: LaunchOptions)
         approval=options.approval,
         interactive=True,
         rules=options.tool_rules(),  # --allowedTools / --disallowedTools, as with -p
+        plan=options.plan,  # --permission-mode, --append-system-prompt, --system-prompt too
+        appended_prompt=options.appended_prompt,
+        system_prompt=options.system_prompt,
     )
     return agent
 

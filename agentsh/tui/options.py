@@ -28,10 +28,19 @@ class LaunchOptions:
     allowed_tools: tuple[str, ...] = ()  # --allowedTools rules: run without asking
     disallowed_tools: tuple[str, ...] = ()  # --disallowedTools rules: always refused
     name: str | None = None  # --name: names the session opened
+    plan: bool = False  # --permission-mode plan: reads only
+    appended_prompt: str = ""  # --append-system-prompt
+    system_prompt: str = ""  # --system-prompt: replaces agentsh's base instructions
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> LaunchOptions:
+        """The options; a ValueError when --approve and --permission-mode are both given."""
+        from agentsh.tools.approval import PERMISSION_MODES
+
         approve = getattr(args, "approve", None)
+        permission = getattr(args, "permission_mode", None)
+        if approve and permission:
+            raise ValueError("--approve and --permission-mode cannot be used together")
         return cls(
             continue_session=bool(getattr(args, "continue_session", False)),
             resume=getattr(args, "resume", None),
@@ -39,10 +48,13 @@ class LaunchOptions:
             no_session=bool(getattr(args, "no_session", False)),
             model=getattr(args, "model", None),
             api_base=getattr(args, "api_base", None),
-            approval=ApprovalMode(approve) if approve else None,
+            approval=ApprovalMode(approve) if approve else PERMISSION_MODES.get(permission or ""),
             allowed_tools=tuple(getattr(args, "allowed_tools", None) or ()),
             disallowed_tools=tuple(getattr(args, "disallowed_tools", None) or ()),
             name=getattr(args, "name", None),
+            plan=permission == "plan",
+            appended_prompt=getattr(args, "append_system_prompt", None) or "",
+            system_prompt=getattr(args, "system_prompt", None) or "",
         )
 
     def tool_rules(self) -> ToolRules:

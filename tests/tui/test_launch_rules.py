@@ -1,5 +1,6 @@
-"""--allowedTools / --disallowedTools in the TUI: the same rules as with -p (they used to be
-read by -p only, so the TUI offered and ran what the user had forbidden)."""
+"""--allowedTools / --disallowedTools, --permission-mode, --append-system-prompt and
+--system-prompt in the TUI: the same meaning as with -p (they used to be read by -p only, so the
+TUI offered and ran what the user had forbidden, and asked where the user had said not to)."""
 
 from __future__ import annotations
 
@@ -47,3 +48,51 @@ def test_a_malformed_rule_stops_before_the_first_frame(
     assert launch.main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("agentsh: ") and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("mode", "approval", "plan"),
+    [
+        ("acceptEdits", ApprovalMode.EDITS, False),
+        ("bypassPermissions", ApprovalMode.ALL, False),
+        ("plan", ApprovalMode.ASK, True),
+    ],
+)
+def test_the_tui_agent_takes_claude_codes_permission_mode_and_prompts(
+    project: Path,
+    agentsh_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+    approval: ApprovalMode,
+    plan: bool,
+) -> None:
+    # `agentsh --permission-mode acceptEdits` started in ask mode, and --append-system-prompt
+    # and --system-prompt were dropped: the TUI read neither.
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    args = argparse.Namespace(
+        model=TEST_MODEL,
+        api_base="http://127.0.0.1:9/v1",
+        permission_mode=mode,
+        append_system_prompt="APPENDED-RULE-41",
+        system_prompt="You are the REPLACED-BASE-17 agent.",
+    )
+    options = LaunchOptions.from_args(args)
+    env = load_environment(project, trust_project=True)
+    agent = build_real_agent(env, Session.create(None, project), options)
+    try:
+        assert (agent.approval_mode, agent.plan_mode) == (approval, plan)
+        prompt = agent.system_prompt()
+        assert "APPENDED-RULE-41" in prompt and "REPLACED-BASE-17" in prompt
+        assert ("# Plan mode" in prompt) is plan
+    finally:
+        agent.close()
+
+
+def test_approve_and_permission_mode_together_stop_before_the_first_frame(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = argparse.Namespace(approve="all", permission_mode="plan")
+    assert launch.main(args) == 2
+    assert capsys.readouterr().err == (
+        "agentsh: --approve and --permission-mode cannot be used together\n"
+    )
