@@ -79,3 +79,53 @@ async def test_a_reply_streamed_in_small_pieces_ends_as_its_text_renders() -> No
         assert [type(b).__name__ for b in reply.body.children] == [
             type(b).__name__ for b in whole.children
         ]
+
+
+async def test_frames_leave_the_ui_loop_to_keys_however_slow_the_machine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first text after a pause waits for no beat; then frames start every FLUSH_S, and
+    after a frame that took long (a loaded machine: it waited for a core) the next one waits
+    PAINT_REST times as long, so painting takes at most PAINT_SHARE of the UI loop. Before,
+    a slow frame was followed 5 ms later: frames ran back to back and keys waited behind them
+    (p99 1.3 s while a reply streamed at load 9)."""
+    from types import SimpleNamespace
+
+    from agentsh.tui.widgets import messages
+
+    clock = [100.0]
+    monkeypatch.setattr(messages, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    app = Host()
+    async with app.run_test(size=(100, 30)) as pilot:
+        reply = app.query_one(AssistantMessage)
+        delays: list[float] = []
+        set_timer = reply.set_timer
+
+        def recording_timer(delay: float, callback: object) -> object:
+            delays.append(delay)
+            return set_timer(delay, callback)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(reply, "set_timer", recording_timer)
+        await reply.append("first words")
+        assert delays == [messages.FRAME_GAP_S]
+        await wait_for(pilot, lambda: reply.body.source == "first words" and not reply._drawing)
+        await reply.append(" more")  # in the same beat: it waits for the next one
+        assert delays[-1] == pytest.approx(messages.FLUSH_S)
+        await wait_for(pilot, lambda: reply.body.source.endswith("more") and not reply._drawing)
+
+        paint = reply._paint_frame
+
+        async def slow_paint() -> bool:
+            clock[0] += 0.3  # a frame that took 0.3 s, append to screen
+            return await paint()
+
+        monkeypatch.setattr(reply, "_paint_frame", slow_paint)
+        clock[0] += 1.0  # a pause: the next text is painted at once, slowly
+        await reply.append(" and then")
+        assert delays[-1] == messages.FRAME_GAP_S
+        await wait_for(pilot, lambda: reply.body.source.endswith("then") and not reply._drawing)
+        await reply.append(" some")
+        assert delays[-1] == pytest.approx(0.3 * messages.PAINT_REST)
+        assert messages.PAINT_REST >= 2  # frames take at most a third of the loop
+        await reply.finish(text="first words more and then some")
+        assert reply.body.source == "first words more and then some"

@@ -29,7 +29,11 @@ from textual.widgets import Static
 from agentsh.events import Tier
 from agentsh.tui.status_format import human_tokens
 
-FLUSH_S = 1 / 10  # streamed text reaches the screen in frames this often (10 a second)
+FLUSH_S = 1 / 10  # streamed text reaches the screen in frames at most this often (10 a second)
+# The most of the UI loop frames may take: after a frame, the loop is left to keys (and the
+# rest of the app) for PAINT_REST times as long as the frame took, append to screen.
+PAINT_SHARE = 1 / 4
+PAINT_REST = (1 - PAINT_SHARE) / PAINT_SHARE
 # The most text one frame appends (a few blocks): a burst, or a reply the screen fell behind
 # on, is painted over several frames, with keys handled between them, not in one long stall.
 FRAME_CHARS = 1_600
@@ -253,9 +257,10 @@ class UserMessage(Vertical):
 
 def _frame_cut(text: str) -> int:
     """Where one frame's share of ``text`` ends: all of it if short, else at a line break
-    before :data:`FRAME_CHARS`, or a quarter of it when far behind, so a long backlog is
-    painted in a few frames (any cut is correct: the last block is parsed again)."""
-    limit = max(FRAME_CHARS, len(text) // 4)
+    before :data:`FRAME_CHARS`, or half of it when further behind, so frames keep up with a
+    stream however few of them a slow machine paints, and a burst is painted in a few frames
+    (any cut is correct: the last block is parsed again)."""
+    limit = max(FRAME_CHARS, len(text) // 2)
     if len(text) <= limit:
         return len(text)
     line_end = text.rfind("\n", 0, limit)
@@ -283,6 +288,8 @@ class AssistantMessage(Vertical):
         self._unsent: list[str] = []
         self._flush_timer: Timer | None = None
         self._painting = asyncio.Lock()  # one append at a time: each parses from the last
+        self._drawing = False  # a frame is appended and not yet on screen
+        self._next_frame = 0.0  # the monotonic time before which no frame starts
         self._thinking_chars = 0
 
     def compose(self) -> ComposeResult:
@@ -329,19 +336,33 @@ class AssistantMessage(Vertical):
         self._unsent.append(fragment)
         self._schedule()
 
-    def _schedule(self, delay: float = FLUSH_S) -> None:
-        if self._flush_timer is None and not self._painting.locked():
-            self._flush_timer = self.set_timer(delay, self._frame)
+    def _schedule(self) -> None:
+        if self._flush_timer is not None or self._painting.locked() or self._drawing:
+            return
+        # The first text after a pause is painted at once; then frames keep their beat.
+        delay = max(FRAME_GAP_S, self._next_frame - time.monotonic())
+        self._flush_timer = self.set_timer(delay, self._frame)
 
     async def _frame(self) -> None:
         self._flush_timer = None
+        self._drawing = True
         started = time.monotonic()
-        behind = await self._paint_frame()
+        try:
+            await self._paint_frame()
+        finally:
+            # Most of a frame's cost is the layout and render that follow the append: the
+            # frame is timed up to the refresh that puts it on screen.
+            self.call_after_refresh(self._frame_done, started)
+
+    def _frame_done(self, started: float) -> None:
+        """The frame is on screen: the next one waits for the beat, and for long enough that
+        painting takes at most :data:`PAINT_SHARE` of the UI loop (a slow or busy machine
+        paints fewer, larger frames instead of leaving keys waiting behind a queue of them)."""
+        now = time.monotonic()
+        self._drawing = False
+        self._next_frame = max(started + FLUSH_S, now + (now - started) * PAINT_REST)
         if self._unsent:
-            # Frames start every FLUSH_S; one that took longer (a slow or busy machine), or
-            # a backlog, is followed as soon as keys have had their turn.
-            wait = FLUSH_S - (time.monotonic() - started)
-            self._schedule(FRAME_GAP_S if behind else max(FRAME_GAP_S, wait))
+            self._schedule()
 
     async def _paint_frame(self) -> bool:
         """Append (a bounded share of) what arrived since the last frame; True if some of
