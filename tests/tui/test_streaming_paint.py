@@ -7,6 +7,8 @@ between them; the finished body is the same blocks a resume composes from the lo
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from textual.app import App, ComposeResult
 from textual.widgets._markdown import MarkdownBlock
@@ -129,3 +131,37 @@ async def test_frames_leave_the_ui_loop_to_keys_however_slow_the_machine(
         assert messages.PAINT_REST >= 2  # frames take at most a third of the loop
         await reply.finish(text="first words more and then some")
         assert reply.body.source == "first words more and then some"
+
+
+async def test_what_is_left_when_a_reply_ends_is_painted_in_bounded_frames_each_on_screen() -> None:
+    """A backlog (a burst, a screen that fell behind) is painted when the reply ends in frames of
+    at most FRAME_CHARS, each laid out before the next is appended: a key waits for one frame at
+    most. Before, a frame took a quarter of the backlog (4,000 characters of a 16,000 one, about
+    30 blocks: seconds on a loaded machine), and the next was appended 5 ms later, whether or
+    not the screen had drawn the last."""
+    app = Host()
+    backlog = (REPLY * 2)[: 10 * FRAME_CHARS]
+    async with app.run_test(size=(100, 30)) as pilot:
+        reply = app.query_one(AssistantMessage)
+        layouts = [0]
+        app.screen.screen_layout_refresh_signal.subscribe(
+            reply, lambda _screen: layouts.__setitem__(0, layouts[0] + 1)
+        )
+        appended: list[tuple[int, int]] = []  # (characters, layouts done before the append)
+        body = reply.body
+        append = body.append
+
+        def recording_append(text: str) -> object:
+            appended.append((len(text), layouts[0]))
+            return append(text)
+
+        body.append = recording_append  # type: ignore[method-assign]
+        reply._unsent = [backlog]  # as if it all arrived before a frame could start
+        reply.text = backlog
+        await reply.finish()
+        await pilot.pause()
+        assert body.source == backlog
+        assert len(appended) >= 10
+        assert all(size <= FRAME_CHARS for size, _ in appended)
+        done_before = [count for _, count in appended]
+        assert all(b > a for a, b in pairwise(done_before)), done_before

@@ -1,10 +1,13 @@
 """Message widgets of the transcript: user and assistant messages, notes, compactions, queue.
 
 A streaming assistant reply paints in frames: fragments are gathered and appended to its
-markdown body every :data:`FLUSH_S` (each frame relays out and repaints the screen, so fewer
-frames leave the keyboard more of the UI loop), each frame a bounded share of what waits, so a
-burst or a backlog is painted over several frames with keys handled between them; each append
-re-parses only the growing last block (Textual's ``Markdown.append``, one shared parser). Message
+markdown body at most every :data:`FLUSH_S` (each frame mounts the new blocks, then relays out
+and repaints the screen: most of a frame's cost is Textual's), and after a frame the UI loop is
+left to keys for three times as long as the frame took, so painting takes at most a quarter of
+it however slow or busy the machine is. Each frame appends at most :data:`FRAME_CHARS`, so a
+burst or a backlog is painted over several frames, each on screen before the next, with keys
+handled between them; each append re-parses only the growing last block (Textual's
+``Markdown.append``, one shared parser). Message
 bodies are Textual ``Markdown`` whose blocks are built while the message is composed
 (:func:`_markdown`), so a screenful of messages mounts in one pass: a resume or a branch switch
 paints without a frame of empty bodies.
@@ -13,6 +16,7 @@ paints without a frame of empty bodies.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
 from dataclasses import dataclass
@@ -257,10 +261,10 @@ class UserMessage(Vertical):
 
 def _frame_cut(text: str) -> int:
     """Where one frame's share of ``text`` ends: all of it if short, else at a line break
-    before :data:`FRAME_CHARS`, or half of it when further behind, so frames keep up with a
-    stream however few of them a slow machine paints, and a burst is painted in a few frames
-    (any cut is correct: the last block is parsed again)."""
-    limit = max(FRAME_CHARS, len(text) // 2)
+    before :data:`FRAME_CHARS` (any cut is correct: the last block is parsed again). A frame's
+    cost, and so the longest a key waits for one, grows with the blocks it mounts: however far
+    behind the screen is, no frame appends more."""
+    limit = FRAME_CHARS
     if len(text) <= limit:
         return len(text)
     line_end = text.rfind("\n", 0, limit)
@@ -377,10 +381,15 @@ class AssistantMessage(Vertical):
             return cut < len(pending)
 
     async def _flush(self) -> None:
-        """Paint everything still unsent, frame by frame, letting keys in between frames."""
+        """Paint everything still unsent, frame by frame, letting keys in between frames:
+        each frame is on screen (laid out and rendered) before the next is appended, so no
+        two frames' layouts add up to one long stall."""
         while self._unsent:
             await self._paint_frame()
             if self._unsent:
+                if self.is_running:  # bounded: a widget being removed is not refreshed again
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.wait_for_refresh(), FLUSH_S * 5)
                 await asyncio.sleep(FRAME_GAP_S)
 
     def add_thinking(self, fragment: str) -> None:
