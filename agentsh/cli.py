@@ -544,7 +544,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             _check_session_options(args)
         handler = resolve_handler(key)
         if key == "tui":  # the screen draws with escape sequences of its own
-            return handler(args)
+            code = handler(args)
+            from agentsh.tui.launch import leave
+
+            leave(code)  # at once: everything is saved (no interpreter teardown)
         # Model text, file names and session contents may hold terminal control sequences
         # (OSC 52 clipboard writes, screen clears): shown, never sent (agentsh.termsafe).
         with terminal_safe(stdout=not _machine_readable(args)):

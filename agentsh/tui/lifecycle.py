@@ -1,16 +1,22 @@
 """The session's life in the TUI: opening it after the first frame, building the agent off
 the UI thread, switching to another session, and closing it on the way out.
 
-The first frame shows the cached model and "loading…"; then a thread worker opens the session
-the options name (as ``-p`` does), shows it, and builds the agent (the heavy imports happen
-there). A session another agentsh holds is shown read-only (``/fork`` continues it); one that
-cannot be opened is replaced by a new one, and the chat says why.
+The first frame shows the cached model and "loading…"; then a thread opens the session the
+options name (as ``-p`` does), shows it, and builds the agent (the heavy imports happen there).
+It is a daemon thread, not a Textual thread worker (those run in the event loop's default
+executor, and the App's exit waits for it: a quit while the agent loaded waited 8-20 s for the
+load, the model worker's litellm import included). A quit while it runs does not wait for it:
+what it opens after the quit it closes itself (:meth:`SessionLifecycle.shutdown`).
+
+A session another agentsh holds is shown read-only (``/fork`` continues it); one that cannot be
+opened is replaced by a new one, and the chat says why.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -98,6 +104,10 @@ class SessionLifecycle:
         self.agent_factory = agent_factory or build_real_agent
         self.on_agent_ready = on_agent_ready  # queued messages may go now
         self._typed = False  # the user has started writing: warm the agent up
+        # Between the load thread handing over what it built and the UI's shutdown.
+        self._handover = threading.Lock()
+        self._closing = False
+        self._built: AgentAPI | None = None
 
     # -- start-up -----------------------------------------------------------------------------
 
@@ -128,16 +138,12 @@ class SessionLifecycle:
         self._load_in_thread(path)
 
     def _load_in_thread(self, path: Path | None) -> None:
-        self.app.run_worker(
-            lambda: self._load(path),
-            thread=True,
-            name="load-agent",
-            group="agent",
-            exit_on_error=False,
-        )
+        threading.Thread(
+            target=self._load, args=(path,), name="agentsh-load-agent", daemon=True
+        ).start()
 
     def _load(self, path: Path | None) -> None:
-        """Thread worker: open the session, show it, build the agent (heavy imports here)."""
+        """The load thread: open the session, show it, build the agent (heavy imports here)."""
         # The same choice as headless -p makes (the catalog loads here, off the UI thread).
         from agentsh.startup import new_session, open_session_file, session_for_args
 
@@ -159,19 +165,35 @@ class SessionLifecycle:
             else:
                 problem = f"{_sentence(str(exc))} A new session was started instead."
                 session = new_session(env, current.cwd, persist=not options.no_session)
-        self._call_ui(self._session_opened, session)
+        if not self._call_ui(self._session_opened, session):
+            session.close()  # agentsh is quitting: the UI never had it
+            return
         if problem:  # after the transcript is loaded, which clears the chat
             self._call_ui(self.view.note, problem, "error")
         try:
             agent = self.agent_factory(env, session, options)
-        except Exception as exc:  # noqa: BLE001 - worker boundary: the UI keeps working
+        except Exception as exc:  # noqa: BLE001 - thread boundary: the UI keeps working
             self._call_ui(self._agent_failed, f"The agent could not start: {exc}")
+            return
+        with self._handover:
+            closing = self._closing
+            if not closing:
+                self._built = agent
+        if closing:
+            agent.close()  # built after the quit: its MCP servers stop, nothing is left
             return
         self._call_ui(self._agent_ready, agent)
 
-    def _call_ui(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Run ``fn(*args)`` (a coroutine function) on the UI loop from a thread worker."""
-        self.app.call_from_thread(fn, *args)
+    def _call_ui(self, fn: Callable[..., Any], *args: Any) -> bool:
+        """Run ``fn(*args)`` (a coroutine function) on the UI loop from the load thread; False
+        when agentsh is quitting (the App has stopped, or is stopping)."""
+        if self._closing:
+            return False
+        try:
+            self.app.call_from_thread(fn, *args)
+        except RuntimeError:  # the App is no longer running
+            return False
+        return True
 
     async def _session_opened(self, session: Session) -> None:
         self.current.session = session
@@ -299,11 +321,14 @@ class SessionLifecycle:
         """Sync and close the session; with the agent loaded, close it too: its MCP servers
         stop here, also when SIGHUP ends the process at once afterwards (no exit handler runs
         then, and only their watchdogs would be left to end them)."""
+        with self._handover:
+            self._closing = True  # the load thread, if still running, closes what it builds
+            built = self._built
         session = self.current.current_session()
         if session is not None:
             with contextlib.suppress(OSError):
                 session.sync()
-        agent = self.current.agent
+        agent = self.current.agent or built
         if agent is not None:
             agent.close()  # the session, the checkpoint store, the MCP servers
         elif session is not None:
