@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, replace
 
-from agentsh.memory.curated import ENTRY_SEPARATOR
+from agentsh.memory.curated_disk import ENTRY_SEPARATOR
 from agentsh.text import cjk_count, is_cjk_char
 
 # Weights are in "quarter tokens": a CJK character weighs 4, anything else 1, so a budget of

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from agentsh.config import MemorySettings
 from agentsh.fsutil import LinkRefused, resolve_beneath
+from agentsh.memory.curated_disk import ENTRY_SEPARATOR as ENTRY_SEPARATOR
 from agentsh.memory.curated_disk import CuratedMemoryError as CuratedMemoryError
 from agentsh.memory.curated_disk import MemoryFileError as MemoryFileError
 from agentsh.memory.curated_disk import MemoryLockError as MemoryLockError
@@ -48,7 +49,6 @@ from agentsh.memory.guard import Scope, Threat, blocked_note, fence_project, fir
 from agentsh.paths import ProjectPaths, UserPaths
 from agentsh.trust import record_own_write
 
-ENTRY_SEPARATOR = "§"
 DEFAULT_LOCK_TIMEOUT_S = 5.0
 PREVIEW_CHARS = 80
 UNTRUSTED_NOTE = "not loaded: this folder is not trusted"

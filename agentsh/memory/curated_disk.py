@@ -22,6 +22,9 @@ from pathlib import Path
 from agentsh.errors import AgentshError
 from agentsh.fsutil import LinkRefused, atomic_write, open_beneath, read_beneath
 
+# Between two entries of MEMORY.md / USER.md (the file format; the chunker cuts there too, and
+# imports it from here rather than from :mod:`.curated`, which loads the injection guard).
+ENTRY_SEPARATOR = "§"
 _LOCK_POLL_S = 0.01
 
 

@@ -59,7 +59,14 @@ from agentsh.memory.ranking import (
     weights,
 )
 from agentsh.memory.sources import CURATED_NAMES, MemorySources, SourceFile, SourceKind
-from agentsh.memory.vectors import VectorMatrix, VectorWorker, decode_rows
+from agentsh.memory.vectors import (
+    MatrixFile,
+    VectorMatrix,
+    VectorWorker,
+    decode_rows,
+    load_matrix,
+    saved_matrix_current,
+)
 from agentsh.paths import ProjectPaths, UserPaths
 
 if TYPE_CHECKING:
@@ -146,6 +153,7 @@ class MemoryIndex:
         self._closed = False
         self.rebuilt = ""
         self._query_cache: dict[str, NDArray[np.float32]] = {}
+        self._matrix_file = MatrixFile(db_path.with_name(f"{db_path.name}.vectors"))
         self._store = self._connect()
         self.vectors = VectorWorker(
             self._store,
@@ -156,6 +164,7 @@ class MemoryIndex:
             on_vectors=self._vectors_added,
             on_error=self._set_error,
         )
+        self._note_complete()
 
     # -- opening -------------------------------------------------------------------------
 
@@ -399,13 +408,21 @@ class MemoryIndex:
         """Block until the background embedding is idle; True if it is."""
         return self.vectors.wait(timeout)
 
+    def _note_complete(self) -> None:
+        """The saved matrix, made from the chunks there are now, says every chunk has its vector:
+        the first sync need not ask the database (a 0.3 s query at 10,000 chunks)."""
+        if self.embedder.enabled:
+            with self._lock, contextlib.suppress(sqlite3.Error):
+                if saved_matrix_current(self._store, self.embedder.model_id, self._matrix_file):
+                    self.vectors.complete = True
+
     def _ensure_matrix(self) -> VectorMatrix:
         with self._lock:
             if self._matrix is None:
-                matrix = VectorMatrix()
-                rows = self._store.vectors(self.embedder.model_id)
-                if rows:
-                    matrix.load(rows)
+                matrix, complete = load_matrix(
+                    self._store, self.embedder.model_id, self._matrix_file
+                )
+                self.vectors.complete = self.vectors.complete or complete
                 self._matrix = matrix
             return self._matrix
 
