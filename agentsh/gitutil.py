@@ -254,6 +254,10 @@ def driver_overrides(config_names: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def _needs_driver_listing(args: Sequence[str]) -> bool:
+    if args and args[0] == "cat-file":
+        # Raw objects (a checkpoint copies blobs out this way on every file-changing tool
+        # call): only --textconv and --filters run a driver; a listing is a process spawned.
+        return any(a.startswith(("--textconv", "--filters")) for a in args[1:])
     return not args or args[0] not in _NO_DRIVERS
 
 

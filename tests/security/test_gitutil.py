@@ -103,6 +103,33 @@ def test_commands_that_would_run_drivers_hooks_and_pagers_run_none(tmp_path: Pat
     assert _markers(marker) == []
 
 
+def test_raw_cat_file_skips_the_driver_listing_and_a_converting_one_is_disarmed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentsh import gitutil
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    _git(root, "init", "-q")
+    marker = tmp_path / "pwned"
+    _hostile_repo(root, marker)
+    spawned: list[list[str]] = []
+    real = gitutil._run
+
+    def counting(argv: list[str], *rest: object) -> gitutil.GitResult:
+        spawned.append(argv)
+        return real(argv, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(gitutil, "_run", counting)
+    raw = run_git(["cat-file", "--batch"], cwd=root, input=b"HEAD:a.txt\n")
+    assert raw.stdout.endswith(b"one\n\n") and len(spawned) == 1  # no config listing first
+    for option in ("--textconv", "--filters"):
+        spawned.clear()
+        run_git(["cat-file", option, "HEAD:a.txt"], cwd=root, check=False)
+        assert any("--get-regexp" in argv for argv in spawned)  # drivers listed, then blanked
+    assert _markers(marker) == []
+
+
 def test_the_async_runner_is_disarmed_alike(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     root.mkdir()
