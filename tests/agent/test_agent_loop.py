@@ -109,7 +109,10 @@ async def test_events_follow_the_log(
     # Every entry the turn wrote is announced once, in the order written, after the write.
     announced = [e.entry for e in events if isinstance(e, EntryAppended)]
     assert announced == agent.session.current_path()
-    assert checkpoints and all(c.entry.target_id for c in checkpoints)
+    assert checkpoints and all(
+        isinstance(c.entry, CheckpointEntry) and c.entry.target_id for c in checkpoints
+    )
+    assert isinstance(announced[1], MessageEntry)
     assert [c.summary for c in announced[1].tool_calls] == ["ls: ."]
     started = next(e for e in events if isinstance(e, ToolStarted))
     finished = next(e for e in events if isinstance(e, ToolFinished))

@@ -11,7 +11,7 @@ from agentsh.config import load_environment
 from agentsh.events import CompactionFinished, ErrorKind, ErrorOccurred, Tier, TurnEnded
 from agentsh.paths import UserPaths
 from agentsh.session.catalog import Catalog
-from agentsh.session.entries import BranchSummaryEntry, CompactionEntry, Role
+from agentsh.session.entries import BranchSummaryEntry, CompactionEntry, MessageEntry, Role
 from agentsh.session.session import Session
 from tests.agent.test_agent_loop import AgentFactory, collect, make_agent
 from tests.context.conftest import GOOD_SUMMARY
@@ -87,6 +87,7 @@ async def test_a_branch_summary_call_counts_in_session_tokens(
     assert after.session_input_tokens == before.session_input_tokens + 700
     assert after.session_output_tokens == before.session_output_tokens + 40
     # It survives a reload (the entry carries the usage).
+    assert agent.session.path is not None
     reopened = Session.open(agent.session.path, lock=False)
     found = [e for e in reopened.tree.nodes.values() if isinstance(e, BranchSummaryEntry)]
     assert found[0].usage == entry.usage
@@ -110,5 +111,7 @@ async def test_a_request_too_big_for_the_window_is_not_sent(
     assert scripted_server.requests == []
     # The request stays in the log, and the session can go on after /compact or /new.
     assert [
-        m.content for m in agent.session.current_path() if getattr(m, "role", None) is Role.USER
+        m.content
+        for m in agent.session.current_path()
+        if isinstance(m, MessageEntry) and m.role is Role.USER
     ] == [huge]
