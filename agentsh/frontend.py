@@ -130,8 +130,9 @@ class AgentAPI(Protocol):
         by headless ``-p``: it does not restore on its own."""
         ...
 
-    def memory_snapshot(self) -> MemorySnapshot:
-        """The curated memory as this session's system prompt holds it (taken at start)."""
+    def memory_snapshot(self) -> MemorySnapshot | None:
+        """The curated memory as this session's system prompt holds it (taken at start); None
+        when the agent holds none (the memory pane then lists the files without comparing)."""
         ...
 
     def tool_names(self) -> list[str]:

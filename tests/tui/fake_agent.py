@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from agentsh.checkpoints.session_files import SessionFiles
+from agentsh.config import ApprovalMode
 from agentsh.context.undo import UndoResult, undo_compaction
 from agentsh.events import (
     AssistantMessage,
@@ -30,6 +31,7 @@ from agentsh.mcp.state import McpOverview
 from agentsh.memory.curated import MemorySnapshot
 from agentsh.session.entries import AnyEntry, BranchSummaryEntry, EntryAppended, Role, StopReason
 from agentsh.session.session import Session
+from agentsh.tools.approval import Denial
 
 Script = Callable[["FakeAgent", str], AsyncIterator[Event]]
 
@@ -70,6 +72,8 @@ class FakeAgent:
         self.snapshot: MemorySnapshot | None = None
         # None: file checkpoints off (a test sets a real SessionFiles to see restores)
         self.session_files: SessionFiles | None = None
+        self._approval = ApprovalMode.ASK
+        self._plan = False
 
     @property
     def model(self) -> str | None:
@@ -80,6 +84,18 @@ class FakeAgent:
 
     def set_status(self, status: ContextStatus) -> None:
         self._status = status
+
+    @property
+    def approval_mode(self) -> ApprovalMode:
+        return self._approval
+
+    @property
+    def plan_mode(self) -> bool:
+        return self._plan
+
+    def set_approval_mode(self, mode: ApprovalMode, *, plan: bool = False) -> None:
+        self._approval = ApprovalMode(mode)
+        self._plan = plan
 
     async def run(self, text: str) -> AsyncIterator[Event]:
         self.runs.append(text)
@@ -113,6 +129,9 @@ class FakeAgent:
 
     def set_mcp_server(self, name: str, *, enabled: bool | None = None) -> None:
         raise KeyError(f"no MCP server named {name!r}")
+
+    def settle_mcp(self, timeout: float | None = None) -> None:
+        pass  # no MCP server to wait for
 
     def watch_mcp(self, callback: Callable[[], None]) -> None:
         pass
@@ -167,6 +186,12 @@ class FakeAgent:
 
     def files(self) -> SessionFiles | None:
         return self.session_files
+
+    def tool_names(self) -> list[str]:
+        return []  # the script answers; no tool is offered to a model
+
+    def denials(self) -> list[Denial]:
+        return []
 
     def close(self) -> None:
         self.session.close()

@@ -26,6 +26,11 @@ from tests.fakes.server import ScriptedServer, text, tool_call
 from tests.tui.conftest import MakeApp, idle, ready, screen_text, wait_for
 
 
+def _seconds(shown: re.Match[str] | None) -> int:
+    """The seconds the working line counts (-1 while it is not on screen)."""
+    return int(shown[2]) if shown is not None else -1
+
+
 def test_the_indicator_follows_what_the_turn_is_doing_and_stops_with_it() -> None:
     now = [100.0]
     activity = Activity(clock=lambda: now[0])
@@ -88,7 +93,7 @@ async def test_a_running_turn_shows_the_indicator_above_the_editor_until_it_ends
         assert "to cancel" not in screen_text(app)
         await pilot.press(*"go slowly", "enter")
         await wait_for(pilot, lambda: running.search(screen_text(app)) is not None)
-        await wait_for(pilot, lambda: int(running.search(screen_text(app))[2]) >= 1)  # type: ignore[index]
+        await wait_for(pilot, lambda: _seconds(running.search(screen_text(app))) >= 1)
         await idle(pilot, app)
         await pilot.pause()
         assert "to cancel" not in screen_text(app)

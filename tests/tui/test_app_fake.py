@@ -9,10 +9,12 @@ import io
 import re
 import threading
 import tomllib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.screen import Screen
 from textual.widgets import Static
 
 from agentsh.config import Environment, load_environment
@@ -27,6 +29,7 @@ from agentsh.events import (
 from agentsh.frontend import AgentAPI
 from agentsh.session.entries import Role, StopReason
 from agentsh.session.session import Session
+from agentsh.tui.app import AgentshApp
 from agentsh.tui.keys import KEYS
 from agentsh.tui.options import LaunchOptions
 from agentsh.tui.projection import ToolItem
@@ -55,9 +58,14 @@ from tests.tui.conftest import (
     screen_text,
     wait_for,
 )
-from tests.tui.fake_agent import FakeAgent, echo_script
+from tests.tui.fake_agent import FakeAgent, Script, echo_script
 
 pytestmark = pytest.mark.asyncio
+
+
+def _more_notes_than(app: AgentshApp, count: int) -> Callable[[], bool]:
+    """A wait condition bound to this count (a lambda in a loop would see the loop's last)."""
+    return lambda: len(app.query(NoteLine)) > count
 
 
 async def test_empty_start_screen_shows_the_welcome_and_focuses_the_editor(
@@ -284,11 +292,11 @@ async def test_f1_lists_every_binding_and_a_remapped_key_works(
             assert command.usage in shown and command.summary[:30] in shown
 
 
-def _help_screen_text(screen: object) -> str:
+def _help_screen_text(screen: Screen[Any]) -> str:
     from rich.console import Console
 
     console = Console(width=160, record=True, file=io.StringIO())
-    for static in screen.query(Static):  # type: ignore[attr-defined]
+    for static in screen.query(Static):
         console.print(static.content)
     return console.export_text()
 
@@ -357,7 +365,8 @@ async def test_a_long_transcript_keeps_a_bounded_window_mounted(
         assert len(chat.rows) == 300
         assert chat.mounted_rows <= 30
         assert len(chat.children) == chat.mounted_rows
-        assert chat.children[-1].text == "answer 149"  # type: ignore[attr-defined]
+        last = chat.children[-1]
+        assert isinstance(last, AssistantMessage) and last.text == "answer 149"
         first_before = chat.first
         for _ in range(3):
             chat.scroll_home(animate=False, immediate=True)
@@ -498,7 +507,8 @@ async def test_resume_picker_searches_by_first_message_and_opens_the_session(
             lambda: isinstance(app.screen, PickerScreen) and len(app.screen.shown) == 2,
         )
         await pilot.press(*"parser")
-        assert len(app.screen.shown) == 1  # type: ignore[attr-defined]
+        picker = app.screen
+        assert isinstance(picker, PickerScreen) and len(picker.shown) == 1
         await pilot.press("enter")
         await wait_for(
             pilot, lambda: [m.text for m in app.query(UserMessage)] == ["find the parser bug"]
@@ -586,8 +596,6 @@ async def test_fork_new_label_and_export_work_on_the_log(make_app: MakeApp, proj
 async def test_user_themes_load_reload_on_change_and_bad_ones_are_reported(
     project: Path, env: Environment
 ) -> None:
-    from agentsh.tui.app import AgentshApp
-
     themes = env.user.themes_dir
     themes.mkdir(parents=True)
     (themes / "mine.toml").write_text('name = "mine"\nprimary = "#112233"\n')
@@ -626,7 +634,7 @@ async def test_a_configured_theme_with_a_bad_variable_is_skipped_not_fatal(
         assert any("odd.toml" in m and "footer-background" in m for m in messages)
 
 
-def _approval_script(decisions: list[str]):  # type: ignore[no-untyped-def]
+def _approval_script(decisions: list[str]) -> Script:
     from agentsh.events import ApprovalRequest
 
     async def script(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
@@ -846,7 +854,7 @@ async def test_commands_that_write_say_a_read_only_session_is_read_only(
             for command in ("/label checkpoint", "/compact"):
                 before = len(app.query(NoteLine))
                 await pilot.press(*command, "enter")
-                await wait_for(pilot, lambda n=before: len(app.query(NoteLine)) > n)
+                await wait_for(pilot, _more_notes_than(app, before))
                 note = list(app.query(NoteLine))[-1]
                 assert note.kind == "warning" and "/fork continues it" in note.text
             agent = app.controller.agent
@@ -881,7 +889,7 @@ async def test_commands_that_need_the_agent_say_it_could_not_start(make_app: Mak
         for command in ("/cost", "/compact", "/model openai/gpt-4.1"):
             before = len(app.query(NoteLine))
             await pilot.press(*command, "enter")
-            await wait_for(pilot, lambda n=before: len(app.query(NoteLine)) > n)
+            await wait_for(pilot, _more_notes_than(app, before))
             note = list(app.query(NoteLine))[-1]
             assert "could not start" in note.text and "loading" not in note.text, command
 
@@ -895,7 +903,9 @@ async def test_model_picker_takes_a_typed_model_string(
         await ready(pilot, app)
         await pilot.press(*"/model", "enter")
         await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
-        values = [i.value for i in app.screen.shown]  # type: ignore[attr-defined]
+        picker = app.screen
+        assert isinstance(picker, PickerScreen)
+        values = [i.value for i in picker.shown]
         assert values[0] == "test/fake" and "anthropic/claude-sonnet-4-6" in values
         await pilot.press(*"ollama/qwen2.5-coder", "enter")
         await wait_for(pilot, lambda: agent_of(app).model == "ollama/qwen2.5-coder")
@@ -1107,9 +1117,12 @@ async def test_a_bare_slash_in_the_command_palette_lists_every_command(make_app:
         await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
         await pilot.pause(0.2)
         await pilot.press("/")
-        listed = lambda: {  # noqa: E731
-            str(o.prompt).split("\n")[0] for o in app.screen.query_one(CommandList)._options
-        }
+
+        def listed() -> set[str]:
+            return {
+                str(o.prompt).split("\n")[0] for o in app.screen.query_one(CommandList)._options
+            }
+
         wanted = {f"/{c.name}" for c in slash.COMMANDS}
         # The search results, not the list shown before typing (which also has "Keys", "Quit").
         await wait_for(pilot, lambda: wanted <= listed() and "Keys" not in listed(), limit_s=3)

@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -45,7 +44,8 @@ def real(
 
 
 def _log_entries(app: AgentshApp) -> list[dict[str, object]]:
-    path: Path = app.controller.agent.session.path
+    path = agent_of(app).session.path
+    assert path is not None
     return [json.loads(line) for line in path.read_text().splitlines()[1:]]
 
 
@@ -208,6 +208,7 @@ async def test_a_kill_or_a_closed_terminal_quits_like_ctrl_q_and_logs_the_partia
         hard_exits: list[tuple[int, bool]] = []
 
         def hard_exit(code: int) -> None:  # SIGHUP ends the process: here, only the App
+            assert path is not None  # read before the signal is sent
             hard_exits.append((code, not is_locked(path)))
             app.exit(return_code=code)
 

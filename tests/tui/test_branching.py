@@ -76,7 +76,9 @@ async def _edit_newest_into(
     chat = app.query_one(ChatView)
     await pilot.press("alt+up")
     await wait_for(pilot, lambda: chat.selected_id is not None and chat.has_focus)
-    old = chat.selected_item.text
+    selected = chat.selected_item
+    assert selected is not None
+    old = selected.text
     await pilot.press("enter")
     prompt = app.query_one(PromptInput)
     await wait_for(pilot, lambda: prompt.text == old and prompt.has_focus)

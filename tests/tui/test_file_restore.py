@@ -17,7 +17,7 @@ from agentsh.tui.screens.leave_branch import LeaveBranchScreen
 from agentsh.tui.screens.restore_files import RestoreFilesScreen
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer, text, tool_call
-from tests.tui.conftest import MakeApp, screen_text, wait_for
+from tests.tui.conftest import MakeApp, screen_text, session_of, wait_for
 
 pytestmark = pytest.mark.asyncio
 
@@ -118,7 +118,7 @@ async def test_moving_the_leaf_offers_the_files_and_y_n_d_answer(
 
         # To B: the files are B's already, so nothing is offered. Back to A, now restoring;
         # b.txt edited by hand meanwhile is kept unless the second question says yes.
-        session = app.controller.current_session()
+        session = session_of(app)
         at_a = session.leaf_id
         await _switch(pilot, app, "alt+right")
         # The whole move, not only the leaf: the files are compared after the chat is projected
@@ -159,7 +159,7 @@ async def test_rewind_brings_back_the_conversation_and_the_files_or_only_the_fil
         )
         await _send(pilot, app, "first", "first done")
         await _send(pilot, app, "second", "second done")
-        session = app.controller.current_session()
+        session = session_of(app)
         leaf = session.leaf_id
 
         async def rewind(choice: str) -> None:

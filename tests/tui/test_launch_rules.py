@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from agentsh.agent import Agent
 from agentsh.config import ApprovalMode, load_environment
 from agentsh.session.session import Session
 from agentsh.tui import launch
@@ -30,13 +31,14 @@ def test_the_tui_agent_takes_the_rule_flags(
     options = LaunchOptions.from_args(args)
     env = load_environment(project, trust_project=True)
     agent = build_real_agent(env, Session.create(None, project), options)
+    assert isinstance(agent, Agent)
     try:
         assert "write" not in agent.tool_names()  # a bare deny takes the tool away
         assert "bash" in agent.tool_names()
-        rules = agent.approver.rules  # type: ignore[attr-defined]
+        rules = agent.approver.rules
         assert [r.text for r in rules.allow] == ["Bash(git status:*)"]
         assert [r.text for r in rules.deny] == ["Bash(rm:*)", "write"]
-        assert agent.approver.mode is ApprovalMode(env.settings.tools.approval)  # type: ignore[attr-defined]
+        assert agent.approver.mode is ApprovalMode(env.settings.tools.approval)
     finally:
         agent.close()
 

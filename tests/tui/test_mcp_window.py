@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from textual.widgets import OptionList
 
 from agentsh.config import load_environment
 from agentsh.mcp.state import ServerState
@@ -76,7 +77,7 @@ async def test_the_mcp_window_follows_the_servers_and_switches_one_off_and_on(
         # The status line counts the definitions now that the tools are offered.
         assert app.controller.status_bar.status.mcp_tools > 0
         # The highlighted server's tools are listed below the rows.
-        window.query_one("#mcp-list").highlighted = window.names.index("fake")
+        window.query_one("#mcp-list", OptionList).highlighted = window.names.index("fake")
         await wait_for(pilot, lambda: "echo" in screen_text(app))
         await pilot.press("d")
         await wait_for(pilot, lambda: _state(app, "fake") is ServerState.DISABLED)

@@ -10,6 +10,7 @@ the preview reached an ANSI theme.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from textual.screen import Screen
@@ -22,7 +23,7 @@ from agentsh.tui.screens.session_picker import SessionPicker
 from agentsh.tui.widgets.status_bar import StatusBar
 from tests.tui.conftest import MakeApp, wait_for
 
-MODALS: dict[str, Callable[[], Screen[object]]] = {
+MODALS: dict[str, Callable[[], Screen[Any]]] = {
     "picker": lambda: PickerScreen("Theme", [PickerItem("a", "a")]),
     "sessions": lambda: SessionPicker([PickerItem("a", "a")]),
     "help": lambda: HelpScreen({}),

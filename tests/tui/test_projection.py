@@ -33,7 +33,7 @@ from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer, text, tool_call
 
 
-def test_a_tool_call_and_its_result_become_one_block_item(tmp_path) -> None:
+def test_a_tool_call_and_its_result_become_one_block_item(tmp_path: Path) -> None:
     s = Session.create(None, tmp_path)
     s.append_message(Role.USER, "run the tests")
     call = ToolCall("c1", "bash", json.dumps({"command": "pytest -q\nmore"}))
@@ -47,14 +47,14 @@ def test_a_tool_call_and_its_result_become_one_block_item(tmp_path) -> None:
     assert tool.summary == "bash: pytest -q" and tool.output == "3 passed" and tool.finished
 
 
-def test_an_aborted_reply_is_kept_and_marked(tmp_path) -> None:
+def test_an_aborted_reply_is_kept_and_marked(tmp_path: Path) -> None:
     s = Session.create(None, tmp_path)
     s.append_message(Role.USER, "hi")
     s.append_message(Role.ASSISTANT, "half an ans", stop_reason=StopReason.ABORTED)
     assert project(s.current_path())[-1] == AssistantItem(s.leaf_id or "", "half an ans", True)
 
 
-def test_a_compaction_is_one_item(tmp_path) -> None:
+def test_a_compaction_is_one_item(tmp_path: Path) -> None:
     s = Session.create(None, tmp_path)
     u = s.append_message(Role.USER, "hi")
     s.append(
@@ -200,17 +200,16 @@ def project_items(session: Session) -> list[ChatItem]:
 
 def test_a_call_logged_before_headers_were_kept_still_gets_one(tmp_path: Path) -> None:
     """Old logs have no stored header: the tool's name and its main argument stand in."""
+    call = {"id": "c1", "name": "grep", "arguments": json.dumps({"pattern": "x", "path": "s"})}
     line = {
         "type": "message", "id": "m1", "parentId": None, "timestamp": "", "role": "assistant",
-        "content": "", "toolCalls": [
-            {"id": "c1", "name": "grep", "arguments": json.dumps({"pattern": "x", "path": "s"})}
-        ],
+        "content": "", "toolCalls": [call],
     }  # fmt: skip
     entry = entry_from_json(line)
     assert isinstance(entry, MessageEntry) and entry.tool_calls[0].summary == ""
     (item,) = project([entry])
     assert isinstance(item, ToolItem) and item.summary == "grep: x" and not item.finished
-    stored = entry_from_json({**line, "toolCalls": [{**line["toolCalls"][0], "summary": "S"}]})  # type: ignore[dict-item]
+    stored = entry_from_json({**line, "toolCalls": [{**call, "summary": "S"}]})
     assert isinstance(stored, MessageEntry) and stored.tool_calls[0].summary == "S"
     assert stored.to_json()["toolCalls"][0]["summary"] == "S"
     assert "summary" not in entry.to_json()["toolCalls"][0]

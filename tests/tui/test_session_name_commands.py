@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 
 from agentsh.config import Environment
 from agentsh.session.catalog import Catalog
 from agentsh.session.entries import Role, StopReason
 from agentsh.session.session import Session
+from agentsh.tui.app import AgentshApp
 from agentsh.tui.options import LaunchOptions
 from agentsh.tui.screens.picker import PickerScreen
 from agentsh.tui.widgets.messages import NoteLine, UserMessage
@@ -26,7 +28,7 @@ def _saved(env: Environment, project: Path, first: str, reply: str) -> Session:
     return session
 
 
-async def _note_after(pilot, app, command: str) -> NoteLine:  # type: ignore[no-untyped-def]
+async def _note_after(pilot: Pilot[None], app: AgentshApp, command: str) -> NoteLine:
     before = len(app.query(NoteLine))
     await pilot.press(*command, "enter")
     await wait_for(pilot, lambda: len(app.query(NoteLine)) > before)

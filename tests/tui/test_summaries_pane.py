@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widget import Widget
 from textual.widgets import OptionList
 
 from agentsh.config import Environment, load_environment
@@ -149,7 +150,7 @@ async def _send(pilot: Any, app: AgentshApp, server: ScriptedServer, message: st
     await idle(pilot, app)
 
 
-def _visible(chat: ChatView, widget: Any) -> bool:
+def _visible(chat: ChatView, widget: Widget) -> bool:
     top = chat.scroll_offset.y
     return widget.is_mounted and top <= widget.virtual_region.y < top + chat.size.height
 
@@ -256,7 +257,8 @@ async def test_the_jump_mounts_an_entry_the_chat_window_had_dropped(
         await wait_for(pilot, lambda: app.controller.ready)
         await app.controller.switch_session(s)
         chat = app.query_one(ChatView)
-        assert chat.row_of(kept) is not None and chat.first > chat.row_of(kept)  # type: ignore[operator]
+        row = chat.row_of(kept)
+        assert row is not None and chat.first > row
         await pilot.press("f3")
         await wait_for(pilot, lambda: bool(app.query(SummariesPane)))
         pane = app.query_one(SummariesPane)

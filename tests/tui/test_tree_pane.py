@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from textual.color import Color
+from textual.widgets import Input
 
 from agentsh.session.entries import (
     CheckpointEntry,
@@ -227,6 +228,11 @@ def _pane(app: AgentshApp) -> TreePane:
     return app.query_one(TreePane)
 
 
+def _filter(pane: TreePane) -> TreeFilter:
+    """Read afresh after each key (mypy would keep an attribute narrowed across awaits)."""
+    return pane.model.filter
+
+
 def _footer(app: AgentshApp) -> str:
     return str(app.query_one("#tree-footer").render())
 
@@ -267,11 +273,11 @@ async def test_filter_keys_search_and_escape(make_app: MakeApp, project: Path) -
         ids = await _open_with(pilot, app, project)
         pane = _pane(app)
         await pilot.press("ctrl+u")
-        assert pane.model.filter is TreeFilter.USER and "[user only]" in _footer(app)
+        assert _filter(pane) is TreeFilter.USER and "[user only]" in _footer(app)
         await pilot.press("ctrl+l")
         assert [r.entry_id for r in pane.model.rows] == [ids["fix"]]
         await pilot.press("ctrl+o")
-        assert pane.model.filter is TreeFilter.ALL
+        assert _filter(pane) is TreeFilter.ALL
         await pilot.press("ctrl+d")
         await pilot.press(*"rewrite")
         assert pane.model.query == "rewrite"
@@ -310,16 +316,16 @@ async def test_l_labels_the_entry_and_an_empty_label_clears_it(
     async with app.run_test(size=(120, 36)) as pilot:
         await ready(pilot, app)
         ids = await _open_with(pilot, app, project)
-        session = app.controller.current_session()
+        session = session_of(app)
         await pilot.press("l")
         await pilot.press(*"rewrite v1", "enter")
         await wait_for(pilot, lambda: session.tree.labels.get(ids["alt_reply"]) == "rewrite v1")
         await wait_for(pilot, lambda: _pane(app).model.label(ids["alt_reply"]) == "rewrite v1")
         assert app.query_one(TreeView).has_focus
         await pilot.press("L")
-        editor = app.query_one("#tree-label-input")
-        assert editor.value == "rewrite v1"  # type: ignore[attr-defined]
-        editor.value = ""  # type: ignore[attr-defined]
+        editor = app.query_one("#tree-label-input", Input)
+        assert editor.value == "rewrite v1"
+        editor.value = ""
         await pilot.press("enter")
         await wait_for(pilot, lambda: ids["alt_reply"] not in session.tree.labels)
 
@@ -333,7 +339,7 @@ async def test_enter_moves_the_leaf_and_on_a_user_message_edits_it(
     async with app.run_test(size=(120, 36)) as pilot:
         await ready(pilot, app)
         ids = await _open_with(pilot, app, project)
-        session = app.controller.current_session()
+        session = session_of(app)
         view = app.query_one(TreeView)
         view.move_cursor(view.model.index_of(ids["fixed"]) or 0)
         await pilot.press("enter")
@@ -346,6 +352,7 @@ async def test_enter_moves_the_leaf_and_on_a_user_message_edits_it(
         await wait_for(pilot, lambda: session.leaf_id == ids["model"])
         assert app.query_one(PromptInput).text == "rewrite the parser instead"
         # The move is a leaf record in the file: a resume lands here.
+        assert session.path is not None
         reopened = Session.open(session.path, lock=False)
         assert reopened.leaf_id == ids["model"]
 
@@ -398,7 +405,7 @@ async def test_escape_leaves_the_memory_and_summaries_panes_like_the_tree(
         panel = app.query_one(SidePanel)
         await pilot.press(key)
         await wait_for(pilot, lambda: panel.is_open and app.focused is not None)
-        await wait_for(pilot, lambda: panel in app.focused.ancestors)  # type: ignore[union-attr]
+        await wait_for(pilot, lambda: app.focused is not None and panel in app.focused.ancestors)
         assert not app.query_one("#chat-column").display
         await pilot.press("escape")
         await pilot.pause(0.1)
@@ -416,7 +423,7 @@ async def test_escape_leaves_the_memory_and_summaries_panes_like_the_tree(
         panel = app.query_one(SidePanel)
         await pilot.press(key)
         await wait_for(pilot, lambda: panel.is_open and app.focused is not None)
-        await wait_for(pilot, lambda: panel in app.focused.ancestors)  # type: ignore[union-attr]
+        await wait_for(pilot, lambda: app.focused is not None and panel in app.focused.ancestors)
         await pilot.press("escape")
         await pilot.pause(0.1)
         assert panel.is_open and isinstance(app.focused, PromptInput)

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
+from agentsh.config import Environment
 from agentsh.paths import UserPaths
-from agentsh.trust import TrustState, check_project
+from agentsh.trust import TrustCheck, TrustState, check_project
 from agentsh.tui import launch
 from agentsh.tui.screens.trust_screen import TrustApp, TrustScreen
 
@@ -64,15 +65,15 @@ def test_the_launcher_asks_first_and_stores_a_yes(
     asked: list[TrustState] = []
     started: list[bool] = []
 
-    def fake_ask(check: object) -> bool:
-        asked.append(check.state)  # type: ignore[attr-defined]
+    def fake_ask(check: TrustCheck) -> bool:
+        asked.append(check.state)
         return True
 
     class FakeApp:
         return_code = 0
 
-        def __init__(self, env: object, _options: object) -> None:
-            started.append(env.trusted)  # type: ignore[attr-defined]
+        def __init__(self, env: Environment, _options: object) -> None:
+            started.append(env.trusted)
 
         def run(self) -> None:
             return None

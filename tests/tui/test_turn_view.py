@@ -44,6 +44,7 @@ from agentsh.events import (
     TurnStarted,
 )
 from agentsh.session.entries import CompactionEntry, Role, StopReason, ToolCall
+from agentsh.session.session import Session
 from agentsh.tui.app import AgentshApp
 from agentsh.tui.options import LaunchOptions
 from agentsh.tui.projection import BranchItem, ChatItem, item_entry_ids, project_session
@@ -104,8 +105,8 @@ TURNS = st.lists(
 class PlayingAgent(FakeAgent):
     """Plays the generated turns one per message, the way the real agent writes and tells."""
 
-    def __init__(self, session: object, turns: list[Turn]) -> None:
-        super().__init__(session, script=self.play)  # type: ignore[arg-type]
+    def __init__(self, session: Session, turns: list[Turn]) -> None:
+        super().__init__(session, script=self.play)
         self.turns = list(turns)
 
     async def play(self, _agent: FakeAgent, text: str) -> AsyncIterator[Event]:
