@@ -61,7 +61,7 @@ def test_a_session_is_listed_with_its_title_counts_tokens_and_cost(
     assert (info.entries, info.messages) == (8, 6)
     assert info.tokens == 2 * (110 + 220) and info.cost == pytest.approx(2.0)
     assert info.model == "openai/test-model" and info.parent_session is None
-    assert info.size_bytes == session.path.stat().st_size  # type: ignore[union-attr]
+    assert info.size_bytes == session.path.stat().st_size
     assert abs(info.last_activity - time.time()) < 60
 
 
@@ -74,7 +74,8 @@ def test_listing_is_newest_activity_first_and_per_project(
     new = new_project_session(project, title="new")
     elsewhere = new_project_session(other_project, title="elsewhere")
     # Activity, not creation, orders the list: touching the old one makes it the newest.
-    reopened = Session.open(old.path)  # type: ignore[arg-type]
+    assert old.path is not None
+    reopened = Session.open(old.path)
     time.sleep(0.01)
     reopened.append_message(Role.USER, "back again")
     reopened.close()
@@ -170,7 +171,8 @@ def test_a_deleted_file_is_dropped(project: Path, paths: UserPaths) -> None:
     kept = new_project_session(project)
     catalog = Catalog(paths)
     assert len(catalog.list(project)) == 2
-    gone.path.unlink()  # type: ignore[union-attr]
+    assert gone.path is not None
+    gone.path.unlink()
     assert [i.id for i in catalog.list(project)] == [kept.id]
     assert catalog.refresh(project).removed == 0
 
@@ -329,7 +331,8 @@ def test_shorten_makes_one_line_with_an_ellipsis() -> None:
 
 def test_the_block_scanner_agrees_with_the_line_by_line_scanner(project: Path) -> None:
     session = new_project_session(project, turns=3, title="")
-    session = Session.open(session.path)  # type: ignore[arg-type]
+    assert session.path is not None
+    session = Session.open(session.path)
     first = session.tree.roots[0]
     session.set_label(first, "x")
     session.move_leaf(first)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentsh.session import entries as E
-from agentsh.session.entries import Role, UnknownEntry
+from agentsh.session.entries import MessageEntry, Role, UnknownEntry
 from agentsh.session.log import SessionError, SessionReadOnly, read_log
 from agentsh.session.session import Session
 from tests.session.helpers import header, line, message
@@ -47,7 +47,8 @@ def test_every_kind_of_damage_loads_the_rest_with_one_warning_each(tmp_path: Pat
     path = write(tmp_path / "s.jsonl", *every_kind_of_damage())
     session = Session.open(path, lock=False)
     assert list(session.tree.nodes) == ["m1", "m2", "u1", "m3"]
-    assert session.tree.nodes["m2"].content == "text of m2"  # type: ignore[union-attr]
+    m2 = session.tree.nodes["m2"]
+    assert isinstance(m2, MessageEntry) and m2.content == "text of m2"
     assert session.leaf_id == "m3"
     assert [e.id for e in session.current_path()] == ["m1", "m2", "u1", "m3"]
     found = problems_of(session)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
 import pytest
 
@@ -125,7 +126,7 @@ def test_an_unknown_stop_reason_does_not_cost_the_message() -> None:
 
 
 def test_content_as_text_blocks_is_joined() -> None:
-    raw = {"type": "message", "id": "m", "parentId": None, "role": "user"}
+    raw: dict[str, object] = {"type": "message", "id": "m", "parentId": None, "role": "user"}
     raw["content"] = [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]
     entry = entry_from_json(raw)
     assert isinstance(entry, MessageEntry) and entry.content == "ab"
@@ -146,15 +147,15 @@ def test_content_as_text_blocks_is_joined() -> None:
         {"type": "compaction", "id": "m", "parentId": None, "tier": "x"},
     ],
 )
-def test_malformed_known_entries_raise_entry_error(raw: object) -> None:
+def test_malformed_known_entries_raise_entry_error(raw: dict[str, Any]) -> None:
     with pytest.raises(EntryError):
-        entry_from_json(raw)  # type: ignore[arg-type]
+        entry_from_json(raw)
 
 
 @pytest.mark.parametrize(
     "cls", [MessageEntry, ToolResultEntry, Usage, ToolCall], ids=lambda c: c.__name__
 )
-def test_fast_constructors_build_the_same_object_as_the_dataclass(cls: type) -> None:
+def test_fast_constructors_build_the_same_object_as_the_dataclass(cls: type[object]) -> None:
     # The loader builds entries with direct slot stores; they must equal (and hash like) what
     # the regular constructor builds, field for field.
     sample = {
@@ -164,7 +165,7 @@ def test_fast_constructors_build_the_same_object_as_the_dataclass(cls: type) -> 
         ToolCall: ToolCall(id="c", name="n", arguments="{}"),
     }[cls]
     values = {f.name: getattr(sample, f.name) for f in dataclasses.fields(sample)}
-    built = E._fast_constructor(cls)(**values)
+    built: object = E._fast_constructor(cls)(**values)
     assert type(built) is cls and built == sample
     first = dataclasses.fields(sample)[0].name
     with pytest.raises(dataclasses.FrozenInstanceError):

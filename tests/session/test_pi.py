@@ -83,6 +83,7 @@ def test_export_to_pi_and_back_keeps_every_branch_and_the_leaf(
     session.move_leaf(first)
     session.append_message(Role.ASSISTANT, "another answer")
     session.close()
+    assert session.path is not None
     session = Session.open(session.path, lock=False)
     lines = to_pi_lines(session.header, session.tree.records, session.tree.leaf_id)
     back = read_pi("\n".join(lines).encode(), "export")
@@ -107,6 +108,7 @@ def test_a_name_goes_to_pi_as_session_info_and_pi_opens_on_the_leaf(
     session.set_name("parser fix")
     session.move_leaf(first)  # the leaf has entries below it: it cannot be the last node
     session.close()
+    assert session.path is not None
     session = Session.open(session.path, lock=False)
     lines = to_pi_lines(session.header, session.tree.records, session.tree.leaf_id)
     last = json.loads(lines[-1])  # Pi's leaf is its last line: the name, below our leaf

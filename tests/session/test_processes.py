@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agentsh.session.entries import Role
+from agentsh.session.entries import MessageEntry, Role
 from agentsh.session.log import SessionLocked, is_locked
 from agentsh.session.session import Session
 
@@ -63,7 +63,10 @@ def _spawn(script: str, *args: str) -> subprocess.Popen[str]:
 
 
 def _numbers(session: Session) -> list[int]:
-    return [int(e.content.split()[0][1:]) for e in session.current_path()]  # type: ignore[union-attr]
+    # The writer appends messages only: anything else on the path fails the isinstance.
+    messages = [e for e in session.current_path() if isinstance(e, MessageEntry)]
+    assert len(messages) == len(session.current_path())
+    return [int(e.content.split()[0][1:]) for e in messages]
 
 
 def _kill_series(folder: Path, rng: random.Random, kills: int) -> tuple[int, int]:

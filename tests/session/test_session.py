@@ -132,7 +132,8 @@ def test_labels_set_change_clear_and_survive_a_reload(folder: Path) -> None:
     session.set_label(ids[1], "call")
     assert session.label(ids[0]) == "the start"  # one line, trimmed
     session.close()
-    again = Session.open(session.path)  # type: ignore[arg-type]
+    assert session.path is not None
+    again = Session.open(session.path)
     assert again.tree.labels == {ids[0]: "the start", ids[1]: "call"}
     again.set_label(ids[1], "")
     again.set_label(ids[0], "renamed")
@@ -213,7 +214,12 @@ def test_fsync_happens_per_turn_by_default_and_per_entry_when_asked(
 ) -> None:
     calls: list[int] = []
     real_fsync = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real_fsync(fd))[1])
+
+    def counting_fsync(fd: int) -> None:
+        calls.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
     per_turn = Session.create(folder, Path("/work"))
     per_turn.append_message(Role.USER, "one")
     after_create = len(calls)  # creating the file syncs the header and the folder
@@ -242,7 +248,12 @@ def test_close_syncs_what_was_appended(folder: Path, monkeypatch: pytest.MonkeyP
     session.append_message(Role.ASSISTANT, "two")
     synced: list[int] = []
     real_fsync = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
     session.close()
     assert len(synced) == 1
 
@@ -254,9 +265,12 @@ def test_each_entry_is_written_with_one_write_call(
     session.append_message(Role.USER, "first")  # creates the file (header write)
     writes: list[bytes] = []
     real_write = os.write
-    monkeypatch.setattr(
-        os, "write", lambda fd, data: (writes.append(bytes(data)), real_write(fd, data))[1]
-    )
+
+    def recording_write(fd: int, data: bytes | memoryview) -> int:
+        writes.append(bytes(data))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", recording_write)
     session.append_message(Role.ASSISTANT, "x" * 100_000)
     session.move_leaf(session.tree.roots[0])
     assert len(writes) == 2
