@@ -40,23 +40,27 @@ class HostError(AgentshError, OSError):
     """The host could not do what it was asked; the message says what and why."""
 
 
-class ToolHost(Protocol):
-    """What a front end serves in place of the local file system and processes."""
+class HostCapabilities(Protocol):
+    """Which of the three a host serves (all that :func:`hosted_path` needs to know)."""
 
     @property
     def reads_files(self) -> bool:
-        """Reads of project files go through :meth:`read_text`."""
+        """Reads of project files go through :meth:`ToolHost.read_text`."""
         ...
 
     @property
     def writes_files(self) -> bool:
-        """Writes of project files go through :meth:`write_text`."""
+        """Writes of project files go through :meth:`ToolHost.write_text`."""
         ...
 
     @property
     def runs_commands(self) -> bool:
-        """``bash`` runs through :meth:`run_command`."""
+        """``bash`` runs through :meth:`ToolHost.run_command`."""
         ...
+
+
+class ToolHost(HostCapabilities, Protocol):
+    """What a front end serves in place of the local file system and processes."""
 
     async def read_text(self, path: Path) -> str:
         """The file's text as the host holds it; raises :class:`HostError`."""
@@ -82,7 +86,9 @@ class ToolHost(Protocol):
         ...
 
 
-def hosted_path(path: Path, root: Path, host: ToolHost | None, *, write: bool) -> Path | None:
+def hosted_path(
+    path: Path, root: Path, host: HostCapabilities | None, *, write: bool
+) -> Path | None:
     """Where ``host`` knows ``path``, when it serves it: a file inside ``root`` (the session's
     folder), links resolved, spelt under ``root`` as the front end gave it. None: the disk, as
     without a host (outside ``root``, or a hard-linked file, whose write must get a new inode

@@ -332,7 +332,9 @@ async def spawn_acp(
         feed.feed_eof()
 
     recorder = asyncio.ensure_future(record(process.stdout))
-    conn = connect_to_agent(client, process.stdin, feed)
+    # The SDK's Client protocol lists every optional handler (elicitation, extensions), which it
+    # looks up with getattr; this editor leaves them out, as a real one may.
+    conn = connect_to_agent(client, process.stdin, feed)  # type: ignore[arg-type]
     try:
         initialized = await asyncio.wait_for(
             conn.initialize(protocol_version=1, client_capabilities=client.capabilities), 30

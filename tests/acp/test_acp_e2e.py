@@ -16,19 +16,33 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from acp import RequestError, text_block
-from acp.schema import McpServerStdio
+from acp.schema import (
+    ContentToolCallContent,
+    FileEditToolCallContent,
+    McpServerStdio,
+    TextContentBlock,
+)
 
 from agentsh.paths import UserPaths
 from agentsh.session.entries import MessageEntry, ToolCall
 from agentsh.session.session import Session
 from agentsh.values import Role, StopReason
-from tests.acp.conftest import AcpAgent, EditorClient, spawn_acp
+from tests.acp.conftest import AcpAgent, Asked, EditorClient, spawn_acp
 from tests.fakes.server import ErrorReply, Reply, text, tool_call
 
 #: A real MCP server (the SDK's), run as a script as an editor would start it.
 FAKE_MCP_SERVER = Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py"
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
+
+
+def _reason(asked: Asked) -> str:
+    """Why the agent asks: the text it puts last in the permission request."""
+    content = asked.tool_call.content
+    assert content is not None
+    last = content[-1]
+    assert isinstance(last, ContentToolCallContent) and isinstance(last.content, TextContentBlock)
+    return last.content.text
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -135,7 +149,8 @@ async def test_rejected_edit_is_not_made_and_the_model_is_told(plain: AcpAgent) 
     assert (await plain.prompt(sid, "change it")).stop_reason == "end_turn"
     assert target.read_text() == "keep me\n"
     (asked,) = [a for a in client.asked if a.session_id == sid]
-    diffs = [c for c in asked.tool_call.content if c.type == "diff"]
+    assert asked.tool_call.content is not None
+    diffs = [c for c in asked.tool_call.content if isinstance(c, FileEditToolCallContent)]
     assert diffs and diffs[0].old_text == "keep me\n" and diffs[0].new_text == "gone\n"
     assert diffs[0].path == str(target)
     (final,) = _finals(client, sid)
@@ -344,7 +359,7 @@ async def test_writes_the_editor_must_not_see_stay_guarded(
     )
     assert (await editor.prompt(sid, "write")).stop_reason == "end_turn"
     # Both asked although the mode allows everything, and nothing reached the editor or disk.
-    reasons = [a.tool_call.content[-1].content.text for a in client.asked if a.session_id == sid]
+    reasons = [_reason(a) for a in client.asked if a.session_id == sid]
     assert len(reasons) == 2
     assert "outside the project" in reasons[0] and ".git/" in reasons[1]
     assert len(client.writes) == writes_before
