@@ -113,7 +113,9 @@ def test_a_single_huge_newest_entry_is_cut_not_dropped(project: Path) -> None:
     s.append_message(Role.USER, "paste: " + "x " * 50_000)
     picked = select_entries(s.current_path(), 1_000, _words)
     assert len(picked) == 1
-    content = picked[0].content  # type: ignore[union-attr]
+    (newest,) = picked
+    assert isinstance(newest, MessageEntry)
+    content = newest.content
     assert "more chars]" in content and len(content) < 20_000
 
 

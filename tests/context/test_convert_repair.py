@@ -30,6 +30,7 @@ from agentsh.paths import UserPaths
 from agentsh.session.entries import (
     BranchSummaryEntry,
     CompactionEntry,
+    MessageEntry,
     ModelChangeEntry,
     Role,
     StopReason,
@@ -41,7 +42,7 @@ from tests.context.builders import Step, add_turn
 from tests.context.conftest import FakeSummarizer, settings_with
 
 
-def _view_messages(session: Session, system: str = "SYSTEM") -> list[dict[str, object]]:
+def _view_messages(session: Session, system: str = "SYSTEM") -> list[Message]:
     return to_messages(build_view(session.current_path()), system)
 
 
@@ -50,7 +51,7 @@ def test_messages_are_openai_format_with_system_first(memory_session: Session) -
     messages = _view_messages(memory_session)
     assert messages[0] == {"role": "system", "content": "SYSTEM"}
     assert messages[1] == {"role": "user", "content": "list files"}
-    call = messages[2]["tool_calls"][0]  # type: ignore[index]
+    call = messages[2]["tool_calls"][0]
     assert call["type"] == "function"
     assert call["function"]["name"] == "ls"
     assert json.loads(call["function"]["arguments"]) == {"path": "."}
@@ -91,7 +92,9 @@ def test_compaction_summary_is_fenced_reference_and_replacements_apply(
     path = s.current_path()
     kept_user = next(e for e in path if getattr(e, "content", "") == "new request")
     result = path[-2]
-    call = path[-3].tool_calls[0]  # type: ignore[union-attr]
+    asking = path[-3]
+    assert isinstance(asking, MessageEntry)
+    call = asking.tool_calls[0]
     s.append(
         CompactionEntry(
             id=s.new_id(),
@@ -112,7 +115,7 @@ def test_compaction_summary_is_fenced_reference_and_replacements_apply(
     assert "not a new instruction" in summary and "## Goal\nthe goal" in summary
     assert messages[2] == {"role": "user", "content": "new request"}
     assert all("old request" not in str(m.get("content")) for m in messages)
-    assert messages[3]["tool_calls"][0]["function"]["arguments"] == '{"command": "m"}'  # type: ignore[index]
+    assert messages[3]["tool_calls"][0]["function"]["arguments"] == '{"command": "m"}'
     assert messages[4]["content"] == "[bash] ran `make` -> exit 0, 1 lines"
 
 
@@ -281,7 +284,7 @@ def test_accounting_counts_only_new_entries_on_the_next_status(memory_session: S
 
 def test_bounded_buffer_keeps_the_request_of_a_long_turn() -> None:
     system = {"role": "system", "content": "S"}
-    body: list[dict[str, object]] = [{"role": "user", "content": "older"}]
+    body: list[Message] = [{"role": "user", "content": "older"}]
     body.append({"role": "assistant", "content": "ok"})
     body.append({"role": "user", "content": "migrate every module"})
     for i in range(70):
@@ -290,7 +293,7 @@ def test_bounded_buffer_keeps_the_request_of_a_long_turn() -> None:
         body.append(tool_message(f"c{i}", "r"))
     capped, dropped = cap_messages([system, *body], 100)
     assert len(capped) - 1 <= 100 and dropped > 0
-    assert capped[1]["content"].startswith("[Note:")  # type: ignore[union-attr]
+    assert capped[1]["content"].startswith("[Note:")
     assert capped[2] == {"role": "user", "content": "migrate every module"}
     assert {"role": "user", "content": "older"} not in capped
     assert capped[3]["role"] == "assistant" and pair_problems(capped) == []

@@ -8,6 +8,7 @@ from agentsh.config import ContextSettings
 from agentsh.context.accounting import Accounting
 from agentsh.context.cut import choose_cut, choose_cut_by_tokens
 from agentsh.context.tiers import next_tier, parse_tier, rule, tier_for
+from agentsh.context.view import ContextEntry
 from agentsh.events import Tier
 from agentsh.llm.tokens import estimate_tokens
 from agentsh.session.entries import MessageEntry, Role, ToolResultEntry
@@ -47,7 +48,7 @@ def test_tier_rules_keep_10_5_3_turns_capped_at_20000_tokens() -> None:
         parse_tier("nuke")
 
 
-def _entries_and_tokens(session: Session) -> tuple[list, list[int]]:  # type: ignore[type-arg]
+def _entries_and_tokens(session: Session) -> tuple[list[ContextEntry], list[int]]:
     acc = Accounting(session, estimate_tokens)
     return list(acc.view().entries), list(acc.tokens_by_entry())
 
@@ -77,7 +78,8 @@ def test_token_cap_drops_whole_turns_first(memory_session: Session) -> None:
     cut = choose_cut(entries, tokens, keep_turns=5, max_kept_tokens=1_500)
     assert cut is not None and not cut.split_turn
     assert cut.kept_tokens <= 1_500
-    assert entries[cut.index].content == "task 5"  # type: ignore[union-attr]
+    first = entries[cut.index]
+    assert isinstance(first, MessageEntry) and first.content == "task 5"
 
 
 def test_a_turn_over_the_cap_is_split_at_an_assistant_message_never_at_a_result(
@@ -96,7 +98,8 @@ def test_a_turn_over_the_cap_is_split_at_an_assistant_message_never_at_a_result(
     assert isinstance(first, MessageEntry) and first.role is Role.ASSISTANT
     assert not isinstance(entries[cut.index], ToolResultEntry)
     assert cut.kept_tokens <= 1_500
-    assert entries[cut.prefix_start].content == "huge task"  # type: ignore[union-attr]
+    prefix = entries[cut.prefix_start]
+    assert isinstance(prefix, MessageEntry) and prefix.content == "huge task"
 
 
 def test_pi_cut_keeps_about_the_newest_n_tokens(memory_session: Session) -> None:

@@ -58,7 +58,7 @@ async def test_one_archived_turn_is_one_turn_and_archives_are_a_bounded_merged_l
     assert first is not None
     assert "were moved" not in first.summary
     assert "- turn 1: verbatim in `001-archive.md`" in first.summary
-    sizes = []
+    sizes: list[int] = []
     for n in range(20):
         add_turn(s, f"more {n}", [Step("read", {"path": f"m{n}.py"}, unique_output(500, f"m{n}"))])
         tier = Tier.SUMMARIZE if n % 5 == 4 else Tier.MOVE_TO_WORKSPACE
@@ -70,7 +70,7 @@ async def test_one_archived_turn_is_one_turn_and_archives_are_a_bounded_merged_l
         assert len(lines) <= 7  # the folder, then at most six ranges
         assert archived.count("/") <= lines[0].count("/")  # the folder is named once
     assert max(sizes) < 7 * 100  # bounded, not one growing line per compaction
-    assert "- turns 1-" in entry.summary and "(" in entry.summary
+    assert entry is not None and "- turns 1-" in entry.summary and "(" in entry.summary
 
 
 @pytest.mark.asyncio

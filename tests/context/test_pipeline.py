@@ -5,9 +5,11 @@ from __future__ import annotations
 import errno
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from agentsh.config import Settings
 from agentsh.context.convert import SUMMARY_HEADER
 from agentsh.context.manager import ContextManager
 from agentsh.context.preflight import Route
@@ -22,7 +24,7 @@ from agentsh.events import (
     Tier,
 )
 from agentsh.paths import UserPaths
-from agentsh.session.entries import CompactionEntry, MessageEntry, Role, Usage
+from agentsh.session.entries import AnyEntry, CompactionEntry, MessageEntry, Role, Usage
 from agentsh.session.log import SessionError
 from agentsh.session.session import Session
 from tests.context.builders import SYSTEM, Step, add_turn, drive_turn, unique_output
@@ -112,7 +114,7 @@ async def test_a_long_tool_heavy_session_crosses_80_85_and_95_percent_with_each_
     summarize = _finished(events)[1]
     assert summarize.tier is Tier.SUMMARIZE and len(summarizer.calls) == 1
     assert summarize.workspace_file.endswith("002-summary.md")
-    summary = s.get(summarize.entry_id).summary  # type: ignore[union-attr]
+    summary = _compaction(s, summarize.entry_id).summary
     assert summary.startswith("## Active Task\nreach eighty-eight, verbatim `please`")
     assert "`src/a1.py`" in summary and "`src/b1.py`" in summary  # merged across compactions
     assert "## Archived Turns\nTurns that left the context are in files under" in summary
@@ -131,7 +133,7 @@ async def test_a_long_tool_heavy_session_crosses_80_85_and_95_percent_with_each_
     truncate = _finished(events)[2]
     assert truncate.tier is Tier.TRUNCATE and len(summarizer.calls) == 1
     assert truncate.workspace_file.endswith("003-archive.md")
-    summary = s.get(truncate.entry_id).summary  # type: ignore[union-attr]
+    summary = _compaction(s, truncate.entry_id).summary
     assert "verbatim in `003-archive.md`" in summary and "marker-1" in summary
     assert "## Active Task\nreach ninety-six" in summary
     kept_users = _users_in(manager.engine.assemble(SYSTEM))[1:]
@@ -144,7 +146,13 @@ async def test_a_long_tool_heavy_session_crosses_80_85_and_95_percent_with_each_
     ]
 
 
-def _settings(**context: object):  # type: ignore[no-untyped-def]
+def _compaction(session: Session, entry_id: str) -> CompactionEntry:
+    entry = session.get(entry_id)
+    assert isinstance(entry, CompactionEntry), entry
+    return entry
+
+
+def _settings(**context: Any) -> Settings:
     from tests.context.conftest import settings_with
 
     return settings_with(**context)
@@ -286,7 +294,7 @@ async def test_a_log_that_cannot_be_appended_keeps_the_context_and_removes_the_f
     before = manager.engine.assemble(SYSTEM)
     original = s.append
 
-    def failing_append(entry):  # type: ignore[no-untyped-def]
+    def failing_append(entry: AnyEntry) -> AnyEntry:
         if isinstance(entry, CompactionEntry):
             raise SessionError("disk full while appending")
         return original(entry)
@@ -684,7 +692,7 @@ async def test_tokens_after_stay_on_the_providers_scale_when_it_counts_less(
     for i in range(12):
         add_turn(s, f"turn {i}", [Step("bash", {"command": "make"}, unique_output(3_000, f"o{i}"))])
     manager = make_manager(s, window=W)
-    estimate = manager.engine.deps.accounting.messages_tokens()
+    estimate = manager.deps.accounting.messages_tokens()
     s.append_message(Role.USER, "and now?")
     s.append_message(Role.ASSISTANT, "Done.", usage=Usage(input_tokens=estimate // 10))
     entry = await manager.compact(Tier.MOVE_TO_WORKSPACE)

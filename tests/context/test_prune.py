@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -19,14 +20,14 @@ from tests.context.builders import Step, add_turn
 from tests.context.conftest import FakeSummarizer, ManagerFactory
 
 
-def _result(tool: str, content: str, **kw: object) -> ToolResultEntry:
+def _result(tool: str, content: str, **kw: Any) -> ToolResultEntry:
     return ToolResultEntry(
         id="r",
         parent_id=None,
         tool_call_id="c",
         tool_name=tool,
         content=content,
-        **kw,  # type: ignore[arg-type]
+        **kw,
     )
 
 

@@ -139,13 +139,14 @@ async def test_undo_is_durable_and_a_reload_lands_on_the_restored_leaf(
     disk_session.append_message(Role.USER, "one more")
     result = undo_compaction(disk_session)
     disk_session.sync()
-    path: Path = disk_session.path  # type: ignore[assignment]
+    path = disk_session.path
+    assert path is not None
     disk_session.close()
     reopened = Session.open(path)
     try:
         assert reopened.leaf_id == result.leaf_id
         assert not any(isinstance(e, CompactionEntry) for e in reopened.current_path())
-        raw = path.read_text()  # noqa: ASYNC240 - a test reads the file it just wrote
+        raw = path.read_text()
         lines = [json.loads(x) for x in raw.splitlines()[1:]]
         assert sum(1 for x in lines if x.get("content") == "one more") == 2  # original + copy
     finally:

@@ -16,6 +16,8 @@ from agentsh.config import load_environment
 from agentsh.context import tiers
 from agentsh.context.manager import ContextManager
 from agentsh.context.preflight import budget_for, reply_reserve
+from agentsh.context.repair import Message
+from agentsh.context.workspace import MemoryWorkspace
 from agentsh.events import (
     CompactionFailed,
     CompactionStarted,
@@ -170,7 +172,7 @@ async def test_a_compaction_that_would_not_shrink_the_context_is_not_applied(
     assert s.current_path() == path
     (failed,) = [e for e in events if isinstance(e, CompactionFailed)]
     assert "no smaller" in failed.reason
-    assert manager.workspace.files == {}  # type: ignore[attr-defined]
+    assert isinstance(manager.workspace, MemoryWorkspace) and manager.workspace.files == {}
 
 
 # -- the property test ---------------------------------------------------------------------------
@@ -219,7 +221,24 @@ async def _replay(
         if isinstance(event, CompactionStarted):
             started.append((turn[0], event.tier, manager.status().used / window, event.reason))
 
-    manager = ContextManager(
+    sent: Sent = []
+
+    class RecordingManager(ContextManager):
+        """Keeps every request it prepares, with the compactions started before it."""
+
+        async def prepare(
+            self,
+            system_prompt: str,
+            tools: list[dict[str, Any]],
+            pending_input: str = "",
+            *,
+            compact: bool = True,
+        ) -> list[Message]:
+            request = await super().prepare(system_prompt, tools, pending_input, compact=compact)
+            sent.append((len(started), request))
+            return request
+
+    manager = RecordingManager(
         s,
         settings_with(),
         UserPaths.from_env(),
@@ -228,15 +247,6 @@ async def _replay(
         summarize=FakeSummarizer(),
         emit=emit,
     )
-    sent: Sent = []
-    prepare = manager.prepare
-
-    async def recorded(system: str, tools: Any) -> list[dict[str, Any]]:
-        request = await prepare(system, tools)
-        sent.append((len(started), request))
-        return request
-
-    manager.prepare = recorded  # type: ignore[method-assign]
     largest = 0
     for n in range(60):
         turn[0] = n
