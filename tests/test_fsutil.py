@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import errno
+import os
 from pathlib import Path
 
 import pytest
 
-from agentsh import fsutil
 from agentsh.fsutil import atomic_write
 
 
@@ -45,7 +45,7 @@ def test_exclusive_write_works_where_hard_links_are_not_supported(
     def no_links(_src: object, _dst: object) -> None:
         raise OSError(errno.EPERM, "Operation not permitted")
 
-    monkeypatch.setattr(fsutil.os, "link", no_links)
+    monkeypatch.setattr(os, "link", no_links)  # the os module fsutil calls
     target = folder / "doc.md"
     atomic_write(target, b"new", exclusive=True)
     assert target.read_bytes() == b"new"

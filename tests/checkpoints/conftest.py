@@ -8,6 +8,7 @@ import dataclasses
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,7 +76,7 @@ def user_paths(agentsh_home: Path) -> UserPaths:
 def make_checkpointer(user_paths: UserPaths) -> Iterator[Callable[..., Checkpointer]]:
     made: list[Checkpointer] = []
 
-    def make(root: Path, **settings: int | bool) -> Checkpointer:
+    def make(root: Path, **settings: Any) -> Checkpointer:
         config = dataclasses.replace(CheckpointSettings(), **settings)
         checkpointer = Checkpointer(user_paths, root, config)
         made.append(checkpointer)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from agentsh.checkpoints import budget
@@ -16,10 +17,8 @@ from tests.checkpoints.conftest import Driver
 def test_over_budget_the_oldest_history_is_dropped_and_reported(driver: Driver, repo: Path) -> None:
     first = driver.user("go")
     for round_ in range(6):
-        driver.tool(
-            "write",
-            lambda r=round_: (repo / "data.bin").write_bytes(os.urandom(60_000) + bytes([r])),
-        )
+        data = os.urandom(60_000) + bytes([round_])
+        driver.tool("write", partial((repo / "data.bin").write_bytes, data))
     last = driver.tool("write", lambda: (repo / "notes.md").write_text("last\n"))
     store = driver.checkpointer.recorder.store
     size = budget.total_bytes(driver.checkpointer.user)

@@ -17,7 +17,12 @@ def test_listing_and_a_dry_run_show_the_files_and_change_nothing(
     driver: Driver, repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     start = driver.user("go")
-    driver.tool("bash", lambda: ((repo / "old.txt").unlink(), (repo / "n.txt").write_text("n\n")))
+
+    def remove_one_add_one() -> None:
+        (repo / "old.txt").unlink()
+        (repo / "n.txt").write_text("n\n")
+
+    driver.tool("bash", remove_one_add_one)
     driver.tool("write", lambda: (repo / "app.py").write_text("v2\n"))
     driver.session.close()
     sid = driver.session.id[:8]

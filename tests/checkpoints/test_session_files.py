@@ -10,7 +10,7 @@ import pytest
 
 from agentsh.checkpoints.restore import RestoreError
 from agentsh.checkpoints.session_files import SessionFiles
-from agentsh.session.entries import CheckpointEntry, Entry
+from agentsh.session.entries import AnyEntry, CheckpointEntry
 from tests.checkpoints.conftest import INITIAL, AgentFactory, Driver, files_of
 
 
@@ -27,7 +27,7 @@ async def test_a_restore_appends_to_the_log_only_on_the_callers_thread(
     threads: list[int] = []
     append = driver.session.append
 
-    def watched(entry: Entry) -> None:
+    def watched(entry: AnyEntry) -> None:
         threads.append(threading.get_ident())
         append(entry)
 

@@ -103,7 +103,7 @@ async def test_a_summary_call_and_other_providers_carry_no_marker(
 
 
 def test_markers_go_on_the_system_prompt_the_previous_end_and_the_last_message() -> None:
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "system", "content": "s"},
         {"role": "user", "content": "u1"},
         {"role": "assistant", "content": "a1"},

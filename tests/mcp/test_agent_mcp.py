@@ -223,7 +223,11 @@ async def test_allow_for_the_session_covers_that_tool_from_then_on(
     assert overview.tokens["fake"] > 0 and not overview.deferred
     changed = asyncio.Event()
     loop = asyncio.get_running_loop()
-    agent.watch_mcp(lambda: loop.call_soon_threadsafe(changed.set))
+
+    def on_change() -> None:
+        loop.call_soon_threadsafe(changed.set)
+
+    agent.watch_mcp(on_change)
     for enabled, state in ((False, ServerState.DISABLED), (True, ServerState.READY)):
         agent.set_mcp_server("fake", enabled=enabled)
         while agent.mcp_overview().servers[0].state is not state:

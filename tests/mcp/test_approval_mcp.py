@@ -12,7 +12,7 @@ import pytest
 from agentsh.config import ApprovalMode, Settings
 from agentsh.events import ApprovalDecision, ApprovalRequest, Event
 from agentsh.mcp.servers_config import ServerSpec
-from agentsh.mcp.state import RemoteTool
+from agentsh.mcp.state import RemoteTool, ServerStatus
 from agentsh.mcp.tools import McpTool, make_tool
 from agentsh.paths import ProjectPaths, UserPaths
 from agentsh.tools.approval import Approver
@@ -32,6 +32,9 @@ class Provider:
 
     def spec(self, server: str) -> ServerSpec | None:
         return None
+
+    def statuses(self) -> tuple[ServerStatus, ...]:
+        return ()
 
     async def call(
         self, tool: RemoteTool, arguments: Mapping[str, Any], cancelled: asyncio.Event

@@ -89,7 +89,7 @@ def test_every_non_blank_line_lands_in_some_chunk(
 ) -> None:
     text = "\n".join(lines)
     chunks = chunk_text(text, "p.md", chunk_tokens=tokens, overlap_tokens=overlap)
-    covered = set()
+    covered: set[int] = set()
     for chunk in chunks:
         assert 1 <= chunk.start_line <= chunk.end_line <= len(text.splitlines())
         covered.update(range(chunk.start_line, chunk.end_line + 1))

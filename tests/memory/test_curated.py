@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agentsh.config import MemorySettings
-from agentsh.memory import curated
+from agentsh.memory import curated, curated_disk
 from agentsh.memory.curated import (
     AmbiguousMatchError,
     CuratedMemory,
@@ -242,7 +242,7 @@ def test_the_file_is_replaced_while_the_lock_is_held(
     store: CuratedMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[bool] = []
-    real_write = curated.write_memory_file
+    real_write = curated_disk.write_memory_file
 
     def checking_write(path: Path, text: str, *, private: bool, root: Path | None) -> None:
         fd = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR)

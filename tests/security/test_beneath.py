@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from agentsh import fsutil
 from agentsh.fsutil import LinkRefused, atomic_write, read_beneath, resolve_beneath
 
 
@@ -102,7 +101,7 @@ def test_a_full_disk_leaves_the_old_file_whole(root: Path, monkeypatch: pytest.M
             return real_write(fd, bytes(data)[:100])  # type: ignore[call-overload]
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(fsutil.os, "write", short_then_full)
+    monkeypatch.setattr(os, "write", short_then_full)  # the os module fsutil calls
     for confined in (root, None):
         calls = 0
         with pytest.raises(OSError, match="No space"):

@@ -158,7 +158,7 @@ def test_padding_cannot_push_a_setting_out_of_sight_and_refused_ones_are_said(
 def test_a_hard_linked_agents_md_is_named_in_clean_one_line_messages(
     project: Path, user: UserPaths, tmp_path: Path
 ) -> None:
-    from agentsh.system_prompt import load_project_instructions
+    from agentsh.instructions import load_project_instructions
 
     other = tmp_path / "elsewhere.md"
     other.write_text("rules\n")

@@ -310,7 +310,11 @@ async def test_task_cancel_while_waiting_propagates(project: Path, ctx: ToolCont
 
 @pytest.mark.asyncio
 async def test_a_withdrawn_prompt_counts_as_not_approved(project: Path, ctx: ToolContext) -> None:
-    ctx.emit = lambda e: e.decision.cancel() if isinstance(e, ApprovalRequest) else None
+    def withdraw(event: Event) -> None:
+        if isinstance(event, ApprovalRequest):
+            event.decision.cancel()
+
+    ctx.emit = withdraw
     approver = Approver(ApprovalMode.ASK, project, interactive=True)
     message = await authorize(approver, BashTool(), ctx, command="ls")
     assert message is not None and "was not run" in message

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from agentsh import fsutil
 from agentsh.config import ApprovalMode, MemorySettings
 from agentsh.events import ApprovalDecision, ApprovalRequest, Event
 from agentsh.memory.curated import CuratedMemory
@@ -155,7 +154,7 @@ async def test_edit_on_a_full_disk_leaves_the_file_whole(
             return real_write(fd, bytes(data)[:4096])
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(fsutil.os, "write", disk_full)
+    monkeypatch.setattr(os, "write", disk_full)  # the os module fsutil calls
     result = await call(EditTool(), ctx, path="big.txt", old_text="line 3999\n", new_text="end\n")
     assert result.is_error and "No space left" in result.content
     assert target.read_text() == "".join(lines)
