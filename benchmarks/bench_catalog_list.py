@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from agentsh.paths import UserPaths
@@ -76,11 +77,11 @@ def write_sessions(paths: UserPaths, project: Path, count: int, size: int) -> li
     return files
 
 
-def timed(action: object, runs: int) -> float:
+def timed(action: Callable[[], object], runs: int) -> float:
     samples = []
     for _ in range(runs):
         start = time.perf_counter()
-        action()  # type: ignore[operator]
+        action()
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
 

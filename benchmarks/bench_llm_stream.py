@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,7 +81,7 @@ async def client_run(client: LLMClient) -> tuple[float, int]:
     return time.perf_counter() - started, deltas
 
 
-def assembly_per_chunk(chunks: list[object]) -> float:
+def assembly_per_chunk(chunks: Sequence[object]) -> float:
     started = time.perf_counter()
     assembler = _Assembler()
     for chunk in chunks:

@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from benchlib import ROOT, agentsh_command, bench_env, git_project
@@ -56,7 +57,7 @@ print(f"{elapsed:.4f} {','.join(ready)}")
 """
 
 
-def _home(base: Path, name: str, servers: dict[str, object] | None) -> Path:
+def _home(base: Path, name: str, servers: Mapping[str, object] | None) -> Path:
     home = base / name
     (home / "config").mkdir(parents=True)
     if servers:

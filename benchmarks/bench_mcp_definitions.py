@@ -20,6 +20,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from benchlib import ROOT, git_project
@@ -34,7 +35,9 @@ SERVERS = {
 }
 
 
-def measure(base: Path, name: str, servers: dict[str, object], toml: str, api_base: str) -> float:
+def measure(
+    base: Path, name: str, servers: Mapping[str, object], toml: str, api_base: str
+) -> float:
     """Print one configuration's figures; return the MCP definitions' share of the window."""
     from agentsh.agent import build_agent
     from agentsh.config import ApprovalMode, load_environment

@@ -17,6 +17,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,7 +45,7 @@ def _fill(project: Path) -> None:
             memory.add(target, f"fact {n}: the build uses make target t{n} with flag x{n}")
 
 
-def _own(project: Path, window: int, count: object) -> int:
+def _own(project: Path, window: int, count: Callable[[str], int]) -> int:
     from agentsh.config import load_environment
     from agentsh.memory.curated import CuratedMemory
     from agentsh.system_prompt import SystemPrompt
@@ -58,7 +59,7 @@ def _own(project: Path, window: int, count: object) -> int:
     registry = ToolRegistry(session_tools(MemoryTool(memory, env.settings.memory)))
     registry.terse = prompt.budget.terse
     schemas = json.dumps(registry.schemas(), separators=(",", ":"), sort_keys=True)
-    return int(count(prompt.render())) + int(count(schemas))  # type: ignore[operator]
+    return count(prompt.render()) + count(schemas)
 
 
 def main() -> int:

@@ -20,6 +20,10 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agentsh.session.session import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -35,7 +39,7 @@ def median_ms(fn: Callable[[], object], runs: int = RUNS) -> float:
     return statistics.median(times)
 
 
-def big_session(home: Path, entries: int = 10_000, compactions: int = 20):  # type: ignore[no-untyped-def]
+def big_session(home: Path, entries: int = 10_000, compactions: int = 20) -> Session:
     from agentsh.session.entries import CompactionEntry, Role, StopReason
     from agentsh.session.session import Session
 
@@ -97,9 +101,9 @@ def main() -> None:
 
     memory_ms = median_ms(lambda: build_model(memory, snapshot, docs, lambda t: t.file_name))
     session = big_session(home)
-    path = session.current_path()
+    current = session.current_path()
     rows_ms = median_ms(lambda: compaction_views(session.current_path()))
-    project_ms = median_ms(lambda: project(path))
+    project_ms = median_ms(lambda: project(current))
     for n in range(100):
         session.append_message(Role.USER, f"after {n}")
         session.append_message(Role.ASSISTANT, f"reply {n}")

@@ -33,8 +33,8 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from io import BufferedIOBase
 from pathlib import Path
-from typing import BinaryIO
 
 from benchlib import (
     PacedServer,
@@ -151,7 +151,7 @@ class NumberedServer(PacedServer):
         pieces = split_pieces(text, random.Random(0))
         super().__init__(pieces, len(text) / 4 / TOKENS_PER_SECOND / len(pieces))
 
-    def stream(self, out: BinaryIO) -> None:
+    def stream(self, out: BufferedIOBase) -> None:
         self.count += 1
         text = self.text.replace("STREAMSTART", self.begin(self.count))
         self.pieces = split_pieces(text.replace("STREAMEND", self.end(self.count)),

@@ -103,7 +103,7 @@ def _app(cwd: Path) -> AgentshApp:
     return AgentshApp(
         load_environment(cwd),
         LaunchOptions(no_session=True),
-        agent_factory=lambda _e, s, _o: FakeAgent(s, model=None, status=status),  # type: ignore[arg-type,return-value]
+        agent_factory=lambda _e, s, _o: FakeAgent(s, model=None, status=status),
         cwd=cwd,
         watch_themes=False,
     )

@@ -80,7 +80,7 @@ def main() -> int:
                 first_start = a
 
     def med(name: str, index: int) -> float:
-        return statistics.median(r[index] for r in results[name] if r[index] is not None)  # type: ignore[misc]
+        return statistics.median(v for r in results[name] if (v := r[index]) is not None)
 
     bare_first, bare_ready = med("bare", 0), med("bare", 1)
     a_first, a_ready, a_agent = med("agentsh", 0), med("agentsh", 1), med("agentsh", 2)

@@ -17,8 +17,9 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from io import BufferedIOBase
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -214,7 +215,7 @@ class PacedServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
-    def stream(self, out: BinaryIO) -> None:
+    def stream(self, out: BufferedIOBase) -> None:
         def send(delta: dict[str, object], finish: str | None = None) -> None:
             choice = {"index": 0, "delta": delta, "finish_reason": finish}
             chunk = {"id": "bench", "object": "chat.completion.chunk", "created": 0,
