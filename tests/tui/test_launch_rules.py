@@ -82,6 +82,7 @@ def test_the_tui_agent_takes_claude_codes_permission_mode_and_prompts(
     env = load_environment(project, trust_project=True)
     agent = build_real_agent(env, Session.create(None, project), options)
     try:
+        assert isinstance(agent, Agent)
         assert (agent.approval_mode, agent.plan_mode) == (approval, plan)
         prompt = agent.system_prompt()
         assert "APPENDED-RULE-41" in prompt and "REPLACED-BASE-17" in prompt

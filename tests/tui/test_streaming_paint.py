@@ -11,6 +11,7 @@ from itertools import pairwise
 
 import pytest
 from textual.app import App, ComposeResult
+from textual.await_complete import AwaitComplete
 from textual.widgets._markdown import MarkdownBlock
 
 from agentsh.tui.widgets.messages import FRAME_CHARS, AssistantMessage, _markdown
@@ -151,11 +152,11 @@ async def test_what_is_left_when_a_reply_ends_is_painted_in_bounded_frames_each_
         body = reply.body
         append = body.append
 
-        def recording_append(text: str) -> object:
+        def recording_append(text: str) -> AwaitComplete:
             appended.append((len(text), layouts[0]))
             return append(text)
 
-        body.append = recording_append  # type: ignore[method-assign]
+        body.append = recording_append  # type: ignore[method-assign,assignment]
         reply._unsent = [backlog]  # as if it all arrived before a frame could start
         reply.text = backlog
         await reply.finish()
