@@ -34,10 +34,13 @@ async def test_a_quit_while_the_agent_loads_leaves_the_load_behind_and_it_closes
         release.wait(30)  # a model worker still importing litellm, say
         return ClosingAgent(s)
 
+    earlier = set(threading.enumerate())  # another test's load may still be finishing
     app = make_app(factory=slow_factory)
     async with app.run_test(size=(100, 24)) as pilot:
         await wait_for(pilot, lambda: app.controller.current_session() is not None)
-        (loader,) = [t for t in threading.enumerate() if t.name == "agentsh-load-agent"]
+        (loader,) = [
+            t for t in threading.enumerate() if t.name == "agentsh-load-agent" and t not in earlier
+        ]
         # Not in the event loop's executor, which the App's exit (asyncio.run) joins.
         assert loader.daemon and loader.is_alive()
         await pilot.press("ctrl+q")
