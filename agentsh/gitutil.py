@@ -28,7 +28,6 @@ pays one extra short process for it.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import os
 import stat
@@ -371,6 +370,10 @@ async def _arun(
     input: bytes | None,
     timeout: float,  # noqa: ASYNC109
 ) -> GitResult:
+    # Here, not at the top: a command-line run (``memory search``, ``sessions``) that only
+    # calls :func:`run_git` would pay asyncio's import (70-150 ms) for nothing.
+    import asyncio
+
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv,
@@ -477,6 +480,8 @@ async def arun_listing(
     timeout: float = LISTING_TIMEOUT_S,  # noqa: ASYNC109 - the same signature as run_listing
 ) -> GitResult:
     """:func:`run_listing` for the event loop."""
+    import asyncio  # lazily, as in arun_git: command-line callers never get here
+
     reason = await asyncio.to_thread(listing_refusal, root)
     if reason is not None:
         raise GitError(reason)

@@ -135,3 +135,9 @@ def test_the_search_index_does_not_load_the_injection_guard() -> None:
     program = "import sys, agentsh.memory.index\nprint('agentsh.memory.guard' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_git_commands_run_from_the_command_line_do_not_load_asyncio() -> None:
+    program = "import sys, agentsh.gitutil\nprint('asyncio' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert done.stdout.strip() == "False", done.stderr
