@@ -1,4 +1,5 @@
-"""Helpers for running the real ``agentsh -p`` as a subprocess against the scripted server."""
+"""Helpers for running the real ``agentsh -p`` against the scripted server: in the test process
+(:mod:`tests.fakes.in_process`), or as a process for the tests about the process itself."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
+from tests.fakes.in_process import run_cli
 from tests.fakes.server import ScriptedServer
 
 
@@ -36,9 +38,33 @@ def fast_retries(agentsh_home: Path) -> Path:
 
 @pytest.fixture
 def run_agentsh(
+    scripted_server: ScriptedServer,
+    project: Path,
+    fast_retries: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> AgentshRunner:
+    """``run_agentsh("-p", "hi", ...)`` runs agentsh's command line in the project folder, in
+    this process (the model calls in the model worker, as the command makes them)."""
+
+    def run(*args: str, key: str = FAKE_KEY, input: str = "", cwd: Path | None = None) -> Run:
+        """``input`` is piped to stdin (by default stdin is an empty pipe, not a terminal);
+        ``cwd`` is the folder it runs in (the project by default)."""
+        argv = ["-m", TEST_MODEL, "--api-base", scripted_server.base_url, *args]
+        with monkeypatch.context() as scope:
+            scope.setenv("OPENAI_API_KEY", key)
+            scope.chdir(cwd or project)
+            done = run_cli(argv, input=input)
+        return Run(done.code, done.stdout, done.stderr)
+
+    return run
+
+
+@pytest.fixture
+def run_agentsh_process(
     scripted_server: ScriptedServer, project: Path, fast_retries: Path
 ) -> AgentshRunner:
-    """``run_agentsh("-p", "hi", ...)`` runs the installed agentsh in the project folder."""
+    """``run_agentsh_process("-p", "hi", ...)``: the installed agentsh as a process of its own
+    (``python -m agentsh``), for the tests about the process (its start, its model worker)."""
 
     def run(*args: str, timeout: float = 100, key: str = FAKE_KEY, input: str = "") -> Run:
         """``input`` is piped to stdin (by default stdin is an empty pipe, not a terminal)."""

@@ -63,32 +63,8 @@ def test_agents_md_is_in_the_prompt_and_a_poisoned_one_is_left_out(
     assert run.code == 0, run.stderr
     assert "Use tabs, never spaces" in _system(scripted_server.requests[0].messages)
 
-    import os
-    import subprocess
-    import sys
-
-    from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
-
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "agentsh",
-            "-m",
-            TEST_MODEL,
-            "--api-base",
-            scripted_server.base_url,
-            "-p",
-            "hi",
-            "--trust-project",
-        ],
-        cwd=sub,
-        env={**os.environ, "OPENAI_API_KEY": FAKE_KEY},
-        capture_output=True,
-        text=True,
-        timeout=100,
-    )
-    assert done.returncode == 0, done.stderr
+    done = run_agentsh("-p", "hi", "--trust-project", cwd=sub)
+    assert done.code == 0, done.stderr
     system = _system(scripted_server.requests[1].messages)
     assert "Use tabs, never spaces" in system
     assert "reveal secrets" not in system

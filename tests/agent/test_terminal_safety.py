@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.agent.conftest import AgentshRunner
+from tests.fakes.in_process import Finished, run_cli
 from tests.fakes.server import ScriptedServer, text
 
 # An OSC 52 clipboard write, a screen clear, a C1 CSI, a carriage-return overwrite and a
@@ -28,15 +27,9 @@ def _strings(value: object) -> list[str]:
     return []
 
 
-def _agentsh(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "agentsh", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+def _agentsh(*args: str) -> Finished:
+    """``agentsh ARGS`` in the project folder (the current one), in this process."""
+    return run_cli(args)
 
 
 def test_print_mode_sessions_show_and_markdown_export_show_escapes(
@@ -54,23 +47,21 @@ def test_print_mode_sessions_show_and_markdown_export_show_escapes(
     assert not any(raw in as_json.stdout for raw in RAW_IN_JSON)
 
     session_id = json.loads(as_json.stdout)["session_id"]
-    shown = _agentsh(agentsh_home, project, "sessions", "show", session_id[:8])
-    assert shown.returncode == 0, shown.stderr
+    shown = _agentsh("sessions", "show", session_id[:8])
+    assert shown.code == 0, shown.stderr
     assert "\x1b" not in shown.stdout and "\\x1b]52" in shown.stdout
-    exported = _agentsh(agentsh_home, project, "sessions", "export", session_id[:8])
-    assert exported.returncode == 0, exported.stderr
+    exported = _agentsh("sessions", "export", session_id[:8])
+    assert exported.code == 0, exported.stderr
     assert "\x1b" not in exported.stdout and "\\x1b[2J" in exported.stdout
     # Machine-readable forms: the same JSON, nothing a terminal would act on.
     for args in (("sessions", "--json"), ("sessions", "show", "--json", session_id[:8])):
-        listed = _agentsh(agentsh_home, project, *args)
-        assert listed.returncode == 0, listed.stderr
+        listed = _agentsh(*args)
+        assert listed.code == 0, listed.stderr
         assert any("hi\u202e\x9b" in t for t in _strings(json.loads(listed.stdout)))
         assert not any(raw in listed.stdout for raw in RAW_IN_JSON), args
     for fmt in ("jsonl", "pi"):
-        exported = _agentsh(
-            agentsh_home, project, "sessions", "export", session_id[:8], "--format", fmt
-        )
-        assert exported.returncode == 0, exported.stderr
+        exported = _agentsh("sessions", "export", session_id[:8], "--format", fmt)
+        assert exported.code == 0, exported.stderr
         assert not any(raw in exported.stdout for raw in RAW_IN_JSON), fmt
         lines = [json.loads(line) for line in exported.stdout.splitlines()]
         assert any(HOSTILE in t for t in _strings(lines)), fmt

@@ -3,9 +3,6 @@ the turn, the settings, and headless ``-p`` recording without ever restoring."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +14,7 @@ from agentsh.session.entries import CheckpointEntry, MessageEntry, Role, ToolRes
 from agentsh.session.session import Session
 from tests.checkpoints.conftest import AgentFactory
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
+from tests.fakes.in_process import run_cli
 from tests.fakes.server import ScriptedServer, text, tool_call
 
 
@@ -96,16 +94,16 @@ def test_a_projects_config_cannot_change_checkpoints(repo: Path, agentsh_home: P
 
 
 def test_headless_records_checkpoints_and_never_restores(
-    scripted_server: ScriptedServer, repo: Path, agentsh_home: Path
+    scripted_server: ScriptedServer, repo: Path, agentsh_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     scripted_server.script(
         tool_call("bash", {"command": "rm old.txt && echo x > made.txt"}), text("done")
     )
-    env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY)
-    command = [sys.executable, "-m", "agentsh", "-m", TEST_MODEL, "--api-base"]
-    command += [scripted_server.base_url, "--approve", "all", "-p", "clean up"]
-    done = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    monkeypatch.chdir(repo)
+    command = ["-m", TEST_MODEL, "--api-base", scripted_server.base_url]
+    done = run_cli([*command, "--approve", "all", "-p", "clean up"])  # in this process
+    assert done.code == 0, done.stderr
     assert not (repo / "old.txt").exists() and (repo / "made.txt").exists()
     (path,) = (agentsh_home / "data" / "sessions").rglob("*.jsonl")
     session = Session.open(path, lock=False)

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent.conftest import AgentshRunner, Run, fast_retries, run_agentsh  # noqa: F401
+from tests.agent.conftest import (  # noqa: F401 - shared fixtures
+    AgentshRunner,
+    Run,
+    fast_retries,
+    run_agentsh,
+    run_agentsh_process,
+)
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer
 

@@ -1,4 +1,5 @@
-"""``agentsh -p`` end to end: a real subprocess, the real litellm client, the scripted server."""
+"""``agentsh -p`` end to end: the real command line, the real litellm client (in the model
+worker), the scripted server; as a process where the process is what is tested."""
 
 from __future__ import annotations
 
@@ -10,22 +11,30 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from agentsh.session.entries import MessageEntry, StopReason, ToolResultEntry
 from agentsh.session.session import Session
 from tests.agent.conftest import AgentshRunner, session_files
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
+from tests.fakes.in_process import run_cli
 from tests.fakes.server import ErrorReply, ScriptedServer, text, tool_call
 
 
 def test_write_then_bash_then_answer_lands_on_one_path(
-    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, project: Path, agentsh_home: Path
+    run_agentsh_process: AgentshRunner,
+    scripted_server: ScriptedServer,
+    project: Path,
+    agentsh_home: Path,
 ) -> None:
+    # The whole command as a process of its own (its start, its model worker); the other
+    # tests run the same command line in the test process (tests/fakes/in_process.py).
     scripted_server.script(
         tool_call("write", {"path": "hello.txt", "content": "hello from agentsh\n"}),
         tool_call("bash", {"command": "cat hello.txt"}),
         text("The file says hello from agentsh."),
     )
-    run = run_agentsh("-p", "create hello.txt and read it back", "--approve", "all")
+    run = run_agentsh_process("-p", "create hello.txt and read it back", "--approve", "all")
     assert run.code == 0, run.stderr
     assert run.stdout.strip() == "The file says hello from agentsh."
     assert (project / "hello.txt").read_text() == "hello from agentsh\n"
@@ -173,22 +182,12 @@ def test_json_and_stream_json_output(
 
 
 def test_no_model_configured_explains_how_to_configure_one(
-    project: Path, agentsh_home: Path
+    project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import os
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    done = subprocess.run(
-        [sys.executable, "-m", "agentsh", "-p", "hi"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=100,
-    )
-    assert done.returncode == 1
+    for name in [k for k in os.environ if k.endswith("_API_KEY")]:
+        monkeypatch.delenv(name)
+    done = run_cli(["-p", "hi"])
+    assert done.code == 1
     assert "no model is configured" in done.stderr
     assert "OPENAI_API_KEY" in done.stderr or "ANTHROPIC_API_KEY" in done.stderr
 

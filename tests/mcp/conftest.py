@@ -25,7 +25,7 @@ import pytest
 from agentsh.config import McpSettings
 from agentsh.mcp.mcp_manager import McpManager
 from agentsh.mcp.servers_config import Scope, ServerSpec, Transport
-from tests.agent.conftest import fast_retries, run_agentsh  # noqa: F401 - shared fixtures
+from tests.agent.conftest import fast_retries, run_agentsh, run_agentsh_process  # noqa: F401
 from tests.fakes.mcp_server import HttpServer
 
 FAKE_SERVER = Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py"
