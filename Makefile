@@ -24,10 +24,12 @@ install: .venv/.synced
 run: install
 	.venv/bin/agentsh $(ARGS)
 
+# worksteal: each worker starts on a contiguous half (a module's fixtures are set up once, not
+# on both workers) and takes tests from the other's end when it runs out (no idle tail).
 test: install
 	.venv/bin/ruff check agentsh tests benchmarks
 	.venv/bin/mypy
-	.venv/bin/pytest -n 2 $(PYTEST_ARGS)
+	.venv/bin/pytest -n 2 --dist worksteal $(PYTEST_ARGS)
 
 bench: install
 	for b in benchmarks/bench_*.py; do echo "== $$b"; .venv/bin/python $$b || exit 1; done
