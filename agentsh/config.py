@@ -109,6 +109,9 @@ class ContextSettings:
     summarize_keep_turns: int = _num(5, lo=1, doc="turns kept verbatim")
     truncate_keep_turns: int = _num(3, lo=1, doc="turns kept verbatim")
     kept_turns_max_tokens: int = _num(20_000, lo=1000, doc="cap on the kept turns")
+    compact_target: float = _num(
+        0.60, lo=0.05, hi=1.0, doc="usage a compaction leaves at most (caps the kept turns)"
+    )
     prune_dedupe_min_chars: int = _num(
         200, lo=1, doc="identical outputs this long are deduplicated"
     )

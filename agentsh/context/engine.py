@@ -263,7 +263,9 @@ class TieredEngine:
             and self._out_of_tiers(used_before - prune_frees)
         ):
             return Plan(tier, None, pruned, work_view, tokens, prune_frees)
-        cut = self._choose_cut(work_view, tokens, rule)
+        # What stays beside the kept turns: agentsh's own prompt, the tools, the summary.
+        fixed = max(0, used_before - before) + self._summary_guess(tier, summary_now)
+        cut = self._choose_cut(work_view, tokens, rule, fixed)
         if cut is None:
             blocker = "" if prune_frees else self._nothing_to_free(tier, work_view)
             return Plan(tier, None, pruned, work_view, tokens, prune_frees, blocker)
@@ -374,9 +376,10 @@ class TieredEngine:
         return window > 0 and used / window < self.deps.settings.move_to_workspace_at
 
     def _choose_cut(
-        self, view: ContextView, tokens: Sequence[int], rule: tiers.TierRule
+        self, view: ContextView, tokens: Sequence[int], rule: tiers.TierRule, fixed: int
     ) -> Cut | None:
-        return choose_cut(view.entries, tokens, rule.keep_turns, rule.max_kept_tokens)
+        cap = tiers.kept_tokens_cap(rule, self.deps.settings, self.deps.window, fixed)
+        return choose_cut(view.entries, tokens, rule.keep_turns, cap)
 
     def summary_max_tokens(self) -> int:
         """The longest summary: ``summary_max_tokens``, at most a tenth of a small window."""
@@ -548,7 +551,7 @@ class PiEngine(TieredEngine):
         return Tier.SUMMARIZE if used > budget else Tier.NONE
 
     def _choose_cut(
-        self, view: ContextView, tokens: Sequence[int], rule: tiers.TierRule
+        self, view: ContextView, tokens: Sequence[int], rule: tiers.TierRule, fixed: int
     ) -> Cut | None:
         return choose_cut_by_tokens(view.entries, tokens, self.deps.settings.pi_keep_recent_tokens)
 

@@ -8,7 +8,8 @@
 | >= 95 %  | Truncate        | last 3 turns   | dropped (archived first); emergency only     |
 
 Every number is a :class:`agentsh.config.ContextSettings` field. Kept turns are also capped at
-``kept_turns_max_tokens``; the cut itself is chosen in :mod:`agentsh.context.cut`.
+``kept_turns_max_tokens``, and to what leaves the context at ``compact_target`` of a small
+window; the cut itself is chosen in :mod:`agentsh.context.cut`.
 """
 
 from __future__ import annotations
@@ -54,6 +55,18 @@ def rule(tier: Tier, settings: ContextSettings) -> TierRule:
                 settings.kept_turns_max_tokens,
             )
     return TierRule(Tier.NONE, 0.0, 1 << 30, 1 << 62)
+
+
+def kept_tokens_cap(rule: TierRule, settings: ContextSettings, window: int, fixed: int) -> int:
+    """The most tokens ``rule``'s kept turns may hold: ``kept_turns_max_tokens``, and no more
+    than leaves the context at ``compact_target`` of the window with the ``fixed`` part (own
+    prompt, tool definitions, the summary) beside them. Below ~60k tokens the token cap alone
+    (20k) is most of the window: on 4k-32k windows ten or five kept turns filled it,
+    MoveToWorkspace and Summarize had nothing to free, and every compaction was a Truncate."""
+    if window <= 0:
+        return rule.max_kept_tokens
+    room = int(window * settings.compact_target) - fixed
+    return min(rule.max_kept_tokens, max(1, room))
 
 
 def tier_for(fraction: float, settings: ContextSettings) -> Tier:

@@ -352,7 +352,9 @@ async def test_two_weak_compactions_pause_automatic_compaction_until_a_manual_on
     # A pasted log fills the window: only the small turns around it can leave.
     add_turn(s, "why does this fail?\n" + unique_output(int(0.84 * W), "log"), [], "Looking.")
     events: list[Event] = []
-    manager = make_manager(s, window=W, events=events, kept_turns_max_tokens=10**6)
+    manager = make_manager(
+        s, window=W, events=events, kept_turns_max_tokens=10**6, compact_target=1.0
+    )
     # The provider says the request is too long, twice: each compaction frees under 10 %.
     assert await manager.on_overflow()
     finished = _finished(events)
@@ -646,7 +648,12 @@ async def test_a_pause_holds_when_the_provider_counts_more_than_the_estimate(
     s.append_message(Role.ASSISTANT, "Looking.", usage=Usage(input_tokens=int(0.82 * W)))
     events: list[Event] = []
     manager = make_manager(
-        s, window=W, events=events, kept_turns_max_tokens=10**6, prune_old_output_min_chars=10**9
+        s,
+        window=W,
+        events=events,
+        kept_turns_max_tokens=10**6,
+        compact_target=1.0,
+        prune_old_output_min_chars=10**9,
     )
     await manager.on_overflow()
     (first,) = _finished(events)

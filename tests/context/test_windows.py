@@ -74,6 +74,26 @@ async def test_small_windows_do_not_compact_below_the_tiers(
     assert manager.last_preflight is not None and manager.last_preflight.route == "fits"
 
 
+@pytest.mark.parametrize("window", [4_000, 8_000, 32_768])
+@pytest.mark.asyncio
+async def test_on_small_windows_the_first_tiers_make_room_before_truncate(
+    memory_session: Session, make_manager: ManagerFactory, window: int
+) -> None:
+    """Turns of ~15 % of the window: ten (or five) kept turns of up to 20k tokens were the
+    whole of a 4k-32k window, so MoveToWorkspace and Summarize had nothing to free and said so,
+    and every compaction was a Truncate at 95-100 % (measured with `agentsh -p -c`)."""
+    s = memory_session
+    events: list[Event] = []
+    manager = make_manager(s, window=window, events=events)
+    for n in range(24):
+        output = unique_output(int(window * 0.12), f"r{n}")
+        await drive_turn(manager, s, f"request {n}", [Step("read", {"path": f"r{n}.py"}, output)])
+    tiers_run = [e.tier for e in _started(events)]
+    assert tiers_run and Tier.TRUNCATE not in tiers_run, tiers_run
+    skipped = [e.text for e in events if isinstance(e, Notice) and "skipped" in e.text]
+    assert len(skipped) <= 2, skipped
+
+
 @pytest.mark.parametrize("window", [4_000, 32_768])
 @pytest.mark.asyncio
 async def test_a_tier_that_cannot_free_enough_does_not_run_and_says_so_once(
@@ -83,7 +103,9 @@ async def test_a_tier_that_cannot_free_enough_does_not_run_and_says_so_once(
     It used to start, fail with "nothing to free" and say so at every call of every turn."""
     s = memory_session
     events: list[Event] = []
-    manager = make_manager(s, window=window, events=events, kept_turns_max_tokens=10**6)
+    manager = make_manager(
+        s, window=window, events=events, kept_turns_max_tokens=10**6, compact_target=1.0
+    )
     for n in range(3):
         size = int((0.81 * window - manager.status().used) / (3 - n)) - 40
         await drive_turn(
