@@ -33,7 +33,8 @@ from typing import Any
 from agentsh.errors import AgentshError
 from agentsh.fsutil import fsync_dir
 from agentsh.session import entries as _entries
-from agentsh.session.entries import AnyEntry, EntryError, Header, encode_line, entry_from_json
+from agentsh.session.entries import AnyEntry, EntryError, Header, encode_line
+from agentsh.session.entry_parse import entry_from_json
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 

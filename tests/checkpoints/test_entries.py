@@ -15,8 +15,8 @@ from agentsh.session.entries import (
     Role,
     UnknownEntry,
     encode_line,
-    entry_from_json,
 )
+from agentsh.session.entry_parse import entry_from_json
 from agentsh.session.session import Session
 from agentsh.session.tree import SessionTree
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from agentsh.session import entries as E
+from agentsh.session import entry_parse
 from agentsh.session.entries import (
     BranchSummaryEntry,
     CompactionEntry,
@@ -25,8 +26,8 @@ from agentsh.session.entries import (
     UnknownEntry,
     Usage,
     encode_line,
-    entry_from_json,
 )
+from agentsh.session.entry_parse import entry_from_json
 
 SAMPLES: list[E.AnyEntry] = [
     MessageEntry(id="a1", parent_id=None, timestamp="t1", role=Role.USER, content="héllo 漢字"),
@@ -165,7 +166,7 @@ def test_fast_constructors_build_the_same_object_as_the_dataclass(cls: type[obje
         ToolCall: ToolCall(id="c", name="n", arguments="{}"),
     }[cls]
     values = {f.name: getattr(sample, f.name) for f in dataclasses.fields(sample)}
-    built: object = E._fast_constructor(cls)(**values)
+    built: object = entry_parse._fast_constructor(cls)(**values)
     assert type(built) is cls and built == sample
     first = dataclasses.fields(sample)[0].name
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -13,7 +13,8 @@ from agentsh.commands.sessions_cmd import format_table
 from agentsh.config import load_environment
 from agentsh.session import export
 from agentsh.session.catalog import SCHEMA_VERSION, AmbiguousSession, Catalog
-from agentsh.session.entries import NameEntry, Role, UnknownEntry, clean_name, entry_from_json
+from agentsh.session.entries import NameEntry, Role, UnknownEntry, clean_name
+from agentsh.session.entry_parse import entry_from_json
 from agentsh.session.session import Session
 from agentsh.startup import session_for_args
 from tests.session.helpers import conversation, new_project_session, user_paths

@@ -17,8 +17,8 @@ from agentsh.session.entries import (
     Role,
     StopReason,
     ToolCall,
-    entry_from_json,
 )
+from agentsh.session.entry_parse import entry_from_json
 from agentsh.session.session import Session
 from agentsh.tui.projection import (
     AssistantItem,
