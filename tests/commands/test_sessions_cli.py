@@ -28,7 +28,8 @@ def branched_session(project: Path) -> Session:
     """user -> assistant(call) -> tool -> assistant, then a second answer to the first question,
     a label on the question, and unsafe text for the HTML export to escape."""
     session = new_project_session(project, turns=1, title="Fix <b>the</b> `parser`")
-    session = Session.open(session.path)  # type: ignore[arg-type]
+    assert session.path is not None
+    session = Session.open(session.path)
     question = session.tree.roots[0]
     session.set_label(question, "start")
     session.move_leaf(question)
@@ -154,7 +155,8 @@ def test_streamed_show_json_is_the_same_document_as_in_memory(
     made = branched_session(project)
     (project / "damaged.jsonl").write_bytes(damaged_session(project).read_bytes())
     for path in (made.path, project / "damaged.jsonl"):
-        session = Session.open(path, lock=False)  # type: ignore[arg-type]
+        assert path is not None
+        session = Session.open(path, lock=False)
         out = io.StringIO()
         export.write_session_json(session, out, tree=tree)
         assert json.loads(out.getvalue()) == export.session_json(session, tree=tree)
@@ -281,7 +283,8 @@ def test_export_jsonl_of_a_healthy_session_is_the_file_itself(
 ) -> None:
     session = branched_session(project)
     assert main(["sessions", "export", session.id[:6], "--format", "jsonl"]) == 0
-    assert capsysbinary.readouterr().out == session.path.read_bytes()  # type: ignore[union-attr]
+    assert session.path is not None
+    assert capsysbinary.readouterr().out == session.path.read_bytes()
 
 
 def test_export_to_an_unwritable_place_is_a_one_line_error(
