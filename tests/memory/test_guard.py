@@ -293,16 +293,16 @@ def test_adversarial_64k_text_is_scanned_in_milliseconds(text: str) -> None:
     # Measured at 0.3-40 ms each; the bound leaves room for a loaded CI machine while still
     # failing by orders of magnitude on any catastrophic backtracking.
     for scope in Scope:
-        start = time.process_time()
+        start = time.thread_time()
         scan(text, scope)
-        assert time.process_time() - start < 0.5
+        assert time.thread_time() - start < 0.5
 
 
 def test_nested_fence_tags_are_stripped_quickly() -> None:
-    start = time.process_time()
+    start = time.thread_time()
     fence_recalled("<memory-" * 4000 + "context>" * 4000)
     fence_recalled(_fit("＜ｍｅｍｏｒｙ－ｃｏｎｔｅｘｔ＞"))
-    assert time.process_time() - start < 0.5
+    assert time.thread_time() - start < 0.5
 
 
 # -- the fence -----------------------------------------------------------------------------------

@@ -102,6 +102,6 @@ CJK_ADVERSARIAL = {
 @pytest.mark.parametrize("text", CJK_ADVERSARIAL.values(), ids=CJK_ADVERSARIAL.keys())
 def test_adversarial_64k_cjk_text_is_scanned_in_milliseconds(text: str) -> None:
     for scope in Scope:
-        start = time.process_time()
+        start = time.thread_time()
         scan(text, scope)
-        assert time.process_time() - start < 0.5
+        assert time.thread_time() - start < 0.5

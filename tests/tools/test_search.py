@@ -78,11 +78,11 @@ def test_no_glob_or_ignore_line_makes_a_match_slow() -> None:
         ("{a,b}" * 20, "ab" * 10),
     ]
     for pattern, path in cases:
-        started = time.process_time()
+        started = time.thread_time()
         rules = IgnoreFile.parse("", pattern)
         assert rules.verdict(path, is_dir=False) is None
         assert glob_regex(pattern).match(path) is None
-        assert time.process_time() - started < 0.5, pattern
+        assert time.thread_time() - started < 0.5, pattern
 
 
 def test_gitignore_rules() -> None:
