@@ -20,7 +20,7 @@ import math
 import os
 import shutil
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,6 +34,7 @@ from agentsh.mcp import groups
 from agentsh.mcp.schema import SchemaProblem, checked_input_schema, injection_in
 from agentsh.mcp.servers_config import ExpansionError, Launch, ServerSpec, Transport
 from agentsh.mcp.state import RemoteTool, ServerState, ServerStatus
+from agentsh.mcp.watched_transport import WatchedTransport
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -233,7 +234,7 @@ class ServerConnection:
         from mcp import Client
         from mcp.types import Implementation
 
-        transport = _Watched(await self._transport(stack, launch), self._connection_ended)
+        transport = WatchedTransport(await self._transport(stack, launch), self._connection_ended)
         return Client(
             transport,
             client_info=Implementation(name="agentsh", version=_version()),
@@ -566,56 +567,3 @@ def _version() -> str:
         return version("agentsh")
     except PackageNotFoundError:
         return "0"
-
-
-class _Watched:
-    """A transport whose read stream reports its end: how a crash is seen while idle."""
-
-    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
-        self._inner = inner
-        self._on_end = on_end
-
-    async def __aenter__(self) -> tuple[Any, Any]:
-        read, write = await self._inner.__aenter__()
-        return _WatchedRead(read, self._on_end), write
-
-    async def __aexit__(self, *exc: Any) -> bool | None:
-        result: bool | None = await self._inner.__aexit__(*exc)
-        return result
-
-
-class _WatchedRead:
-    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
-        self._inner = inner
-        self._on_end = on_end
-
-    @property
-    def last_context(self) -> Any:
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> Any:
-        return await self._ended_on(self._inner.receive())
-
-    async def _ended_on(self, step: Awaitable[Any]) -> Any:
-        try:
-            return await step
-        except (StopAsyncIteration, anyio.EndOfStream, anyio.ClosedResourceError):
-            self._on_end()
-            raise
-
-    def __aiter__(self) -> _WatchedRead:
-        return self
-
-    async def __anext__(self) -> Any:
-        return await self._ended_on(self._inner.__anext__())
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _WatchedRead:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> bool | None:
-        result: bool | None = await self._inner.__aexit__(*exc)
-        return result
