@@ -26,7 +26,7 @@ from typing import Any
 from agentsh.checkpoints.checkpointer import Checkpointer
 from agentsh.checkpoints.session_files import SessionFiles
 from agentsh.config import ApprovalMode, Environment
-from agentsh.context.engine import SummaryReply
+from agentsh.context.engine_protocol import SummaryReply
 from agentsh.context.manager import ContextManager
 from agentsh.context.undo import UndoResult, undo_compaction
 from agentsh.errors import AgentshError

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agentsh.config import Environment, load_environment
-from agentsh.context.engine import SummaryReply
+from agentsh.context.engine_protocol import SummaryReply
 from agentsh.context.manager import ContextBreakdown, ContextManager
 from agentsh.context.tiers import parse_tier
 from agentsh.errors import EXIT_OK, CliError

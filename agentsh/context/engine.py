@@ -1,11 +1,11 @@
 """The context policy as a pluggable engine: what is sent, and how the context shrinks.
 
-:class:`ContextEngine` is the seam (``ingest``, ``assemble``, ``plan``, ``compact``): the config
-chooses the engine by name. ``tiered`` (the default) runs SPEC §4's pipeline at the 80/85/95 %
-tiers: prune tool output without a model call (and stop there when that is enough), cut at a
-turn boundary, summarize (Summarize) or archive (MoveToWorkspace, Truncate), repair tool pairs
-on assembly. ``pi`` proves the seam: it compacts only at window minus reserve, keeps the newest
-20,000 tokens and writes a six-section summary.
+:class:`ContextEngine` (:mod:`.engine_protocol`) is the seam (``ingest``, ``assemble``, ``plan``,
+``compact``): the config chooses the engine by name. ``tiered`` (the default) runs SPEC §4's
+pipeline at the 80/85/95 % tiers: prune tool output without a model call (and stop there when
+that is enough), cut at a turn boundary, summarize (Summarize) or archive (MoveToWorkspace,
+Truncate), repair tool pairs on assembly. ``pi`` proves the seam: it compacts only at window
+minus reserve, keeps the newest 20,000 tokens and writes a six-section summary.
 
 A compaction is planned first (:class:`Plan`: what would leave, what it would free, or why
 nothing can), so the manager can decline a plan that frees nothing without starting anything.
@@ -21,16 +21,22 @@ The agent loop never talks to an engine directly: :mod:`agentsh.context.manager`
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol
 
-from agentsh.config import ContextSettings
 from agentsh.context import facts, tiers
-from agentsh.context.accounting import Accounting
 from agentsh.context.convert import to_messages
 from agentsh.context.cut import Cut, choose_cut, choose_cut_by_tokens
+from agentsh.context.engine_protocol import (
+    PROVISIONAL,
+    CompactionOutcome,
+    ContextEngine,
+    EngineDeps,
+    Plan,
+    SummaryReply,
+    TierPreview,
+)
 from agentsh.context.preflight import budget_for
 from agentsh.context.prune import PruneResult, prune
 from agentsh.context.repair import Message
@@ -47,7 +53,6 @@ from agentsh.context.summary import (
 )
 from agentsh.context.view import ContextEntry, ContextView, turn_starts
 from agentsh.context.workspace import (
-    Workspace,
     WorkspaceError,
     render_archive,
     render_summary_file,
@@ -55,138 +60,13 @@ from agentsh.context.workspace import (
 from agentsh.events import Tier
 from agentsh.session.entries import AnyEntry, CompactionEntry, MessageEntry
 from agentsh.session.log import SessionError
-from agentsh.session.session import Session
 from agentsh.values import Usage
-
-
-@dataclass(frozen=True, slots=True)
-class SummaryReply:
-    """A summary model's answer with the usage of the call (counted in the session totals)."""
-
-    text: str
-    usage: Usage | None = None
-
-
-Summarize = Callable[[list[dict[str, Any]], int], Awaitable[str | SummaryReply]]
 
 # Characters of transcript per token of summary-model window we dare send (conservative: code
 # and JSON run nearer 3 characters a token than 4).
 _TRANSCRIPT_CHARS_PER_TOKEN = 3
 _POINTER_STEPS_CHARS = 400
-_PROVISIONAL = "(provisional)"
 _FACTS_GUESS = 200  # tokens the code-kept facts add to a summary, for the estimate
-
-
-# -- results -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionOutcome:
-    """What one compaction attempt did; ``entry`` is None when the context did not change."""
-
-    tier: Tier  # the tier applied (a failed summary reports MoveToWorkspace)
-    entry: CompactionEntry | None = None
-    tokens_before: int = 0
-    tokens_after: int = 0
-    workspace_file: str = ""
-    note: str = ""
-    error: str = ""  # why nothing changed, when something went wrong
-
-    @property
-    def saved_fraction(self) -> float:
-        if self.entry is None or self.tokens_before <= 0:
-            return 0.0
-        return max(0.0, (self.tokens_before - self.tokens_after) / self.tokens_before)
-
-
-@dataclass(frozen=True, slots=True)
-class TierPreview:
-    """What compacting at ``tier`` would do right now (no model call, nothing written)."""
-
-    tier: Tier
-    keep_turns: int
-    kept_entries: int
-    removed_entries: int
-    kept_tokens: int
-    frees_tokens: int  # estimate; a summary's own size is estimated too
-    prune_only: bool
-    note: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """A compaction before it is written: what leaves, and roughly what it frees."""
-
-    tier: Tier
-    cut: Cut | None  # None: prune only
-    pruned: PruneResult | None
-    view: ContextView  # with the pruning applied
-    tokens: list[int]  # parallel to view.entries, pruning applied
-    frees: int  # estimated tokens freed (a summary's own size estimated)
-    blocker: str = ""  # why it frees nothing, when it does not
-
-    @property
-    def previous(self) -> CompactionEntry | None:
-        """The compaction in force now (the view's own is a provisional copy when pruned)."""
-        return (
-            self.view.compaction
-            if self.view.compaction and self.view.compaction.id != _PROVISIONAL
-            else None
-        )
-
-    @property
-    def changes(self) -> bool:
-        """Whether applying it would change the context at all."""
-        return self.cut is not None or (self.pruned is not None and self.pruned.changed)
-
-
-# -- the engine seam ---------------------------------------------------------------------------
-
-
-class ContextEngine(Protocol):
-    """A context policy: what is sent, and how the context shrinks."""
-
-    name: str
-
-    def ingest(self, entry: AnyEntry) -> None:
-        """An entry was appended to the session (engines may index it)."""
-        ...
-
-    def assemble(self, system_prompt: str) -> list[Message]:
-        """The messages of the next request (repaired: no orphan tool call or result)."""
-        ...
-
-    def auto_tier(self, used: int, window: int) -> Tier:
-        """The tier automatic compaction should run at for this usage (NONE: do nothing)."""
-        ...
-
-    def plan(self, tier: Tier, *, used_before: int, stop_at_prune: bool) -> Plan:
-        """What compacting at ``tier`` would do; ``stop_at_prune``: pruning alone may do."""
-        ...
-
-    async def compact(
-        self, plan: Plan, *, used_before: int, manual: bool, instructions: str = ""
-    ) -> CompactionOutcome:
-        """Apply ``plan`` (made just before); writes before it forgets."""
-        ...
-
-    def preview(self, tier: Tier, used_before: int) -> TierPreview: ...
-
-
-@dataclass(slots=True)
-class EngineDeps:
-    """What an engine works with; shared with the manager, which owns the model facts."""
-
-    session: Session
-    settings: ContextSettings
-    accounting: Accounting
-    workspace: Workspace
-    summarize: Summarize
-    window: int
-    reserve: int = 0  # the reply reserve (preflight.reply_reserve)
-    on_file_written: Callable[[Path], None] | None = None
-    files_written: list[str] = field(default_factory=list)
-    side_usage: Usage | None = None  # model calls to carry on the next compaction entry
 
 
 class TieredEngine:
@@ -591,7 +471,7 @@ def _prune_note(pruned: PruneResult) -> str:
 def _with_pruning(view: ContextView, pruned: PruneResult) -> ContextView:
     """A copy of ``view`` whose compaction carries the new pruning (not written anywhere)."""
     base = view.compaction or CompactionEntry(
-        id=_PROVISIONAL,
+        id=PROVISIONAL,
         parent_id=None,
         tier="",
         summary="",

@@ -18,15 +18,14 @@ from typing import Any
 from agentsh.config import Settings
 from agentsh.context import facts, tiers
 from agentsh.context.accounting import Accounting, Counter, Used
-from agentsh.context.engine import (
+from agentsh.context.engine import add_usage, make_engine
+from agentsh.context.engine_protocol import (
     CompactionOutcome,
     ContextEngine,
     EngineDeps,
     Plan,
     Summarize,
     TierPreview,
-    add_usage,
-    make_engine,
 )
 from agentsh.context.preflight import (
     Preflight,
