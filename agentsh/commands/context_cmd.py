@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from agentsh.config import Environment, load_environment
+from agentsh.context.breakdown import ContextBreakdown
 from agentsh.context.engine_protocol import SummaryReply
-from agentsh.context.manager import ContextBreakdown, ContextManager
+from agentsh.context.manager import ContextManager
 from agentsh.context.tiers import parse_tier
 from agentsh.errors import EXIT_OK, CliError
 from agentsh.events import CompactionFailed, CompactionFinished, Event, Notice, Tier

@@ -11,13 +11,13 @@ policy itself (what to keep, how to shrink) is the engine's: :mod:`agentsh.conte
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentsh.config import Settings
 from agentsh.context import facts, tiers
 from agentsh.context.accounting import Accounting, Counter, Used
+from agentsh.context.breakdown import ContextBreakdown
 from agentsh.context.engine import add_usage, make_engine
 from agentsh.context.engine_protocol import (
     CompactionOutcome,
@@ -25,7 +25,6 @@ from agentsh.context.engine_protocol import (
     EngineDeps,
     Plan,
     Summarize,
-    TierPreview,
 )
 from agentsh.context.preflight import (
     Preflight,
@@ -59,42 +58,6 @@ from agentsh.paths import UserPaths
 from agentsh.session.entries import CompactionEntry, MessageEntry, Role
 from agentsh.session.session import Session
 from agentsh.values import Usage
-
-
-@dataclass(frozen=True, slots=True)
-class ContextBreakdown:
-    """``agentsh context``: where the tokens of the current context go."""
-
-    model: str
-    window: int
-    engine: str
-    system: int
-    tools: int
-    memory: int
-    summary: int
-    messages: int  # user and assistant messages (tool-call arguments included)
-    tool_results: int
-    estimated_total: int
-    used: int
-    estimated: bool
-    pct: float
-    tier: Tier
-    entries: int
-    turns: int
-    compactions: int
-    paused: bool
-    problem: str
-    previews: tuple[TierPreview, ...] = ()
-    mcp_tools: int = 0  # of ``tools``: the MCP servers' definitions
-
-    def to_json(self) -> dict[str, Any]:
-        data = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "previews"}
-        data["tier"] = self.tier.value
-        data["previews"] = [
-            {**{k: getattr(p, k) for k in p.__dataclass_fields__}, "tier": p.tier.value}
-            for p in self.previews
-        ]
-        return data
 
 
 class ContextTooLarge(AgentshError, RuntimeError):
