@@ -513,7 +513,8 @@ def build_agent(
     from agentsh.mcp.mcp_manager import manager_for
     from agentsh.mcp.server_trust import project_servers_trusted
     from agentsh.mcp.servers_config import load_mcp_config
-    from agentsh.memory.index import MemoryIndex, SearchIndexError, shared_index
+    from agentsh.memory.index import MemoryIndex, SearchIndexError
+    from agentsh.memory.index_registry import shared_index
 
     cwd = cwd or Path.cwd()
     settings = env.settings

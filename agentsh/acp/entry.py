@@ -48,7 +48,7 @@ def main(args: argparse.Namespace) -> int:
         pass
     finally:
         server.close()
-        from agentsh.memory.index import close_shared
+        from agentsh.memory.index_registry import close_shared
 
         close_shared()
     # Everything is closed and flushed. Tearing down the interpreter would only free memory,

@@ -135,7 +135,7 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     finally:
         agent.close()
-        from agentsh.memory.index import close_shared
+        from agentsh.memory.index_registry import close_shared
 
         close_shared()
     return code

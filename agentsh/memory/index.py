@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentsh.config import SearchSettings
-from agentsh.fsutil import LinkRefused, read_beneath
+from agentsh.fsutil import LinkRefused
 from agentsh.memory.chunking import Chunk, chunk_entries, chunk_text
 from agentsh.memory.embeddings import (
     Embedder,
@@ -78,9 +78,7 @@ __all__ = [
     "MemoryIndex",
     "SearchIndexError",
     "SyncReport",
-    "close_shared",
     "index_db_path",
-    "shared_index",
 ]
 
 RECONCILE_INTERVAL_S = 2.0
@@ -124,7 +122,7 @@ class MemoryIndex:
     """Hybrid search over the memory files of one project.
 
     Thread-safe: the watcher, the embedding worker and searches may run on different threads.
-    Open with :meth:`open` (or :func:`shared_index` to share one per project in a process);
+    Open with :meth:`open` (or share one per project in a process: :mod:`.index_registry`);
     :meth:`close` when done.
     """
 
@@ -205,6 +203,10 @@ class MemoryIndex:
             # How files are cut; a new rule rebuilds indexes made with the old one.
             "chunking": CHUNKING_VERSION,
         }
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def close(self) -> None:
         self._closed = True
@@ -335,7 +337,7 @@ class MemoryIndex:
             self._remove(src.path)
             return f"skipped larger than {MAX_FILE_BYTES // (1024 * 1024)} MB"
         try:
-            data = self._read(src)
+            data = self.sources.read(Path(src.path), src.kind, max_bytes=MAX_FILE_BYTES + 1)
         except FileNotFoundError:
             self._remove(src.path)
             return "removed"
@@ -363,17 +365,6 @@ class MemoryIndex:
         )
         self._write_chunks(src, digest, chunks)
         return "indexed"
-
-    def _read(self, src: SourceFile) -> bytes:
-        """A source's bytes. A project's memory file is someone else's: read as the prompt
-        and ``memory_get`` read it (:func:`~agentsh.fsutil.read_beneath`), so a hard link to a
-        file elsewhere, a symlink swapped in after the listing, or a FIFO is never read."""
-        if src.kind is not SourceKind.MEMORY:
-            return Path(src.path).read_bytes()
-        data = read_beneath(self.sources.project_root, Path(src.path), max_bytes=MAX_FILE_BYTES + 1)
-        if data is None:
-            raise FileNotFoundError(src.path)
-        return data
 
     def _write_chunks(self, src: SourceFile, digest: str, chunks: list[Chunk]) -> None:
         with self._lock:
@@ -607,42 +598,3 @@ class MemoryIndex:
             if self._hay is None:
                 self._hay = Haystack(self._store.texts())
             return self._hay
-
-
-# -- sharing one index per project in a process ----------------------------------------------
-
-_shared: dict[str, MemoryIndex] = {}
-_shared_lock = threading.Lock()
-
-
-def shared_index(
-    user: UserPaths,
-    project: ProjectPaths,
-    settings: SearchSettings,
-    *,
-    api_base: str | None = None,
-    include_project: bool = True,
-) -> MemoryIndex:
-    """One :class:`MemoryIndex` per project and process (tool, pane and watcher share it).
-
-    Opening does not sync; the first search reconciles.
-    """
-    key = str(index_db_path(user, project))
-    with _shared_lock:
-        index = _shared.get(key)
-        wanted = MemorySources.for_project(user, project, include_project=include_project)
-        if index is None or index._closed or index.settings != settings or index.sources != wanted:
-            if index is not None and not index._closed:
-                index.close()
-            index = MemoryIndex.open(
-                user, project, settings, api_base=api_base, include_project=include_project
-            )
-            _shared[key] = index
-        return index
-
-
-def close_shared() -> None:
-    with _shared_lock:
-        for index in _shared.values():
-            index.close()
-        _shared.clear()

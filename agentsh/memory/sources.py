@@ -18,6 +18,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agentsh.fsutil import read_beneath
+
 if TYPE_CHECKING:
     from agentsh.paths import ProjectPaths, UserPaths
 
@@ -47,6 +49,18 @@ class MemorySources:
     user_memory_dir: Path
     workspace_dir: Path
     project_sessions_dir: Path
+
+    def read(self, path: Path, kind: SourceKind | None, *, max_bytes: int | None = None) -> bytes:
+        """A source's bytes (FileNotFoundError when it is gone). A project's memory file is
+        someone else's: read beneath the project as the prompt reads it
+        (:func:`~agentsh.fsutil.read_beneath`), so a hard link to a file elsewhere, a symlink
+        swapped in after the listing, or a FIFO is never read. The user's files are theirs."""
+        if kind is not SourceKind.MEMORY:
+            return path.read_bytes()
+        data = read_beneath(self.project_root, path, max_bytes=max_bytes)
+        if data is None:
+            raise FileNotFoundError(str(path))
+        return data
 
     @classmethod
     def for_project(

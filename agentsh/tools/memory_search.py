@@ -7,22 +7,22 @@ poisoned memory never reaches the model while the user can still find it by path
 When no embedding model runs the result says the search was keyword-only. ``memory_get`` reads
 a line range of a file the index covers (the memory folders and this project's compaction
 summaries) and nothing else, fenced and scanned the same way. Both share one index per project
-(:func:`~agentsh.memory.index.shared_index`) unless one is given.
+(:func:`~agentsh.memory.index_registry.shared_index`) unless one is given.
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
-from agentsh.fsutil import LinkRefused, read_beneath
+from agentsh.fsutil import LinkRefused
 from agentsh.memory.curated import ENTRY_SEPARATOR
 from agentsh.memory.guard import Scope, fence_recalled, scan
-from agentsh.memory.index import MemoryIndex, SearchIndexError, shared_index
+from agentsh.memory.index import MemoryIndex, SearchIndexError
+from agentsh.memory.index_registry import shared_index
 from agentsh.memory.ranking import SearchResponse
-from agentsh.memory.sources import MemorySources, SourceKind
+from agentsh.memory.sources import MemorySources
 from agentsh.tools.base import Tool, ToolArgumentError, ToolContext, ToolResult, param
 
 MAX_RESULTS_CAP = 20
@@ -232,17 +232,6 @@ class MemoryGetTool(_IndexUser, Tool):
         return await asyncio.to_thread(read_memory_lines, sources, params)
 
 
-def _read(sources: MemorySources, path: Path) -> bytes:
-    """A project's memory file is someone else's: read as the prompt and the index read it
-    (beneath the project; a file with other hard links is refused). The user's are theirs."""
-    if sources.classify(path) is not SourceKind.MEMORY:
-        return path.read_bytes()
-    data = read_beneath(sources.project_root, path)
-    if data is None:
-        raise FileNotFoundError(str(path))
-    return data
-
-
 def read_memory_lines(sources: MemorySources, params: MemoryGetParams) -> ToolResult:
     path = sources.resolve(params.path)
     if path is None:
@@ -255,7 +244,7 @@ def read_memory_lines(sources: MemorySources, params: MemoryGetParams) -> ToolRe
         )
     shown = sources.display(str(path))
     try:
-        text = _read(sources, path).decode("utf-8", errors="replace")
+        text = sources.read(path, sources.classify(path)).decode("utf-8", errors="replace")
     except FileNotFoundError:
         return ToolResult(f"{shown} does not exist (any more).", is_error=True)
     except LinkRefused as exc:

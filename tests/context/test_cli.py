@@ -12,7 +12,7 @@ from agentsh.cli import main
 from agentsh.config import load_environment
 from agentsh.context.accounting import Accounting
 from agentsh.llm.tokens import TokenCounter
-from agentsh.memory.index import close_shared
+from agentsh.memory.index_registry import close_shared
 from agentsh.paths import UserPaths
 from agentsh.session.entries import CompactionEntry
 from agentsh.session.session import Session

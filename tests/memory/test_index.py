@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from agentsh.config import SearchSettings
 from agentsh.memory import index as index_module
 from agentsh.memory.embeddings import LocalMiniLM, NoEmbedder
-from agentsh.memory.index import MemoryIndex, index_db_path, shared_index
+from agentsh.memory.index import MemoryIndex, index_db_path
+from agentsh.memory.index_registry import close_shared, shared_index
 from agentsh.memory.query import parse_query
 from agentsh.memory.ranking import MatchKind, SearchMode
 from agentsh.memory.sources import MemorySources, SourceKind
@@ -550,7 +551,7 @@ def test_shared_index_is_one_per_project_and_settings(paths: Paths) -> None:
         other = shared_index(user, project, SearchSettings(embedding="none", max_results=3))
         assert other is not first and first._closed
     finally:
-        index_module.close_shared()
+        close_shared()
 
 
 def test_a_hard_linked_project_doc_is_not_indexed(

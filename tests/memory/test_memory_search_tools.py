@@ -96,7 +96,7 @@ async def test_memory_search_says_keyword_only_and_when_nothing_matched(
 async def test_memory_search_uses_the_projects_shared_index_by_default(
     paths: Paths, memory_dir: Path
 ) -> None:
-    from agentsh.memory.index import close_shared
+    from agentsh.memory.index_registry import close_shared
 
     write(memory_dir / "MEMORY.md", "The frontend uses pnpm.")
     user, project = paths

@@ -24,7 +24,7 @@ STATUS = ContextStatus(model="openai/test-model", window=128_000, used=2_300, pc
 @pytest.fixture(autouse=True)
 def _close_indexes() -> Iterator[None]:
     yield
-    from agentsh.memory.index import close_shared
+    from agentsh.memory.index_registry import close_shared
 
     close_shared()
 

@@ -484,7 +484,7 @@ class MemoryPane(Widget):
     def _open_index(self) -> MemoryIndex:
         """The project's shared index (the agent's memory tools use the same one)."""
         if self._index is None:
-            from agentsh.memory.index import shared_index
+            from agentsh.memory.index_registry import shared_index
 
             env = self._env()
             assert env is not None
