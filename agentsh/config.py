@@ -3,7 +3,8 @@
 Every number in SPEC.md is a field here with the SPEC value as its default. Loading never fails
 on a bad value: each problem becomes a :class:`ConfigProblem` naming the file, the dotted key and
 what is allowed, and the default is used in its place. Field bounds and choices are declared
-next to the field (``_num``/``_choice``) so the validation and the documentation cannot drift.
+next to the field (``_num``/``_choice``) so the validation (:mod:`agentsh.config_values`) and the
+documentation cannot drift.
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ from __future__ import annotations
 import dataclasses
 import re
 import tomllib
-import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, get_type_hints
 
+from agentsh.config_values import Bad, check_value
 from agentsh.fsutil import LinkRefused, read_beneath
 from agentsh.paths import ProjectPaths, UserPaths
 from agentsh.termsafe import one_line
@@ -496,8 +497,8 @@ def _merge(
                 continue
             changes[key] = _merge(old, value, path, f"{dotted}.", problems)
             continue
-        checked = _check_value(hint, spec.metadata, value)
-        if isinstance(checked, _Bad):
+        checked = check_value(hint, spec.metadata, value)
+        if isinstance(checked, Bad):
             problems.append(
                 ConfigProblem(path, dotted, f"{checked.reason}; got {value!r}, using {old!r}")
             )
@@ -506,69 +507,6 @@ def _merge(
             checked = {**old, **checked}
         changes[key] = checked
     return dataclasses.replace(current, **changes) if changes else current
-
-
-@dataclass(frozen=True, slots=True)
-class _Bad:
-    reason: str
-
-
-def _check_value(hint: Any, meta: Mapping[str, Any], value: Any) -> Any:
-    choices = meta.get("choices")
-    if hint is bool:
-        return value if isinstance(value, bool) else _Bad("must be true or false")
-    if hint is int or hint is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return _Bad(f"must be {'an integer' if hint is int else 'a number'}")
-        if hint is int and isinstance(value, float):
-            if not value.is_integer():
-                return _Bad("must be an integer")
-            value = int(value)
-        lo, hi = meta.get("lo"), meta.get("hi")
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
-            return _Bad(_range_text(lo, hi))
-        return float(value) if hint is float else value
-    if hint is str:
-        if not isinstance(value, str):
-            return _Bad("must be a string")
-        if choices and value not in choices:
-            return _Bad(f"must be one of {', '.join(choices)}")
-        return value
-    if meta.get("tables"):
-        # Each table is read and checked by its owner (agentsh.mcp.servers_config), which also
-        # needs to know which file it came from.
-        if not isinstance(value, Mapping) or not all(
-            isinstance(v, Mapping) for v in value.values()
-        ):
-            return _Bad("must be a table of tables")
-        return dict(value)
-    if _is_str_dict(hint):
-        if not isinstance(value, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-        ):
-            return _Bad("must be a table of strings")
-        return dict(value)
-    return _Bad("has an unsupported type")  # pragma: no cover - a programming error
-
-
-def _is_str_dict(hint: Any) -> bool:
-    origin = getattr(hint, "__origin__", None)
-    return origin is dict or (isinstance(hint, types.GenericAlias) and hint.__origin__ is dict)
-
-
-def _range_text(lo: float | None, hi: float | None) -> str:
-    """What a bounded number must be, in words ("at least 1", not "between 1 and any")."""
-    if lo is not None and hi is not None:
-        return f"must be between {_fmt(lo)} and {_fmt(hi)}"
-    if lo is not None:
-        return f"must be at least {_fmt(lo)}"
-    return f"must be at most {_fmt(hi)}"
-
-
-def _fmt(bound: float | None) -> str:
-    if bound is None:
-        return "any"
-    return str(int(bound)) if float(bound).is_integer() else str(bound)
 
 
 def documented_settings() -> list[tuple[str, Any, str]]:
