@@ -52,7 +52,7 @@ def main() -> None:
 
 
 async def _run(base_url: str, project: Path) -> tuple[float, int, float]:
-    from agentsh.agent import build_agent
+    from agentsh.agent_assembly import build_agent
     from agentsh.config import ApprovalMode, load_environment
     from agentsh.session.session import Session
 

@@ -39,7 +39,7 @@ def measure(
     base: Path, name: str, servers: Mapping[str, object], toml: str, api_base: str
 ) -> float:
     """Print one configuration's figures; return the MCP definitions' share of the window."""
-    from agentsh.agent import build_agent
+    from agentsh.agent_assembly import build_agent
     from agentsh.config import ApprovalMode, load_environment
     from agentsh.session.session import Session
 

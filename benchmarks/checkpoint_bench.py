@@ -87,7 +87,7 @@ def run_agent(
 async def _run(
     base_url: str, root: Path, prompts: list[str], timings: Timings
 ) -> tuple[Any, float]:
-    from agentsh.agent import build_agent
+    from agentsh.agent_assembly import build_agent
     from agentsh.checkpoints.checkpointer import Checkpointer
     from agentsh.config import ApprovalMode, load_environment
     from agentsh.session.session import Session

@@ -50,6 +50,7 @@ LAYERS: dict[str, int] = {
     # 6 - the core: one turn, the system prompt, which session to open, and the protocol the
     # front ends drive it through
     "agent": 6,
+    "agent_assembly": 6,
     "frontend": 6,
     "system_prompt": 6,
     "turn": 6,
@@ -117,10 +118,10 @@ ONLY_IN: dict[str, frozenset[str]] = {
     "acp": frozenset({"acp"}),  # the Agent Client Protocol package: the ACP front end only
 }
 
-# The front ends drive the agent through agentsh.frontend.AgentAPI; from agentsh.agent they
-# take only the function that builds one.
+# The front ends drive the agent through agentsh.frontend.AgentAPI (built by
+# agentsh.agent_assembly.build_agent); from agentsh.agent they take only the busy error.
 FRONT_ENDS = frozenset({"tui", "headless", "acp"})
-FROM_AGENT = frozenset({"build_agent", "AgentBusy"})
+FROM_AGENT = frozenset({"AgentBusy"})
 
 BASE = frozenset(room for room, layer in LAYERS.items() if layer == 0)
 

@@ -288,7 +288,7 @@ class AcpServer:
         host: ClientHost,
         mcp_servers: list[ServerSpec],
     ) -> AgentAPI:
-        from agentsh.agent import build_agent
+        from agentsh.agent_assembly import build_agent
 
         agent: AgentAPI = build_agent(
             env,
@@ -306,7 +306,7 @@ class AcpServer:
 
 def _warm_up() -> None:
     try:
-        from agentsh.agent import build_agent  # noqa: F401 - imported for its cost
+        from agentsh.agent_assembly import build_agent  # noqa: F401 - imported for its cost
         from agentsh.llm.env import import_litellm
 
         import_litellm()

@@ -90,7 +90,7 @@ def main(args: argparse.Namespace) -> int:
     if remote.activate():
         remote.prewarm()  # litellm loads in the model worker while the agent is built here
 
-    from agentsh.agent import build_agent
+    from agentsh.agent_assembly import build_agent
 
     permission = getattr(args, "permission_mode", None)
     approval = PERMISSION_MODES.get(permission or "")

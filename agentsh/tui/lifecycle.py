@@ -40,7 +40,7 @@ AgentFactory = Callable[["Environment", Session, "LaunchOptions"], "AgentAPI"]
 
 def build_real_agent(env: Environment, session: Session, options: LaunchOptions) -> AgentAPI:
     """The default factory: the real agent (imports litellm; call it in a thread)."""
-    from agentsh.agent import build_agent
+    from agentsh.agent_assembly import build_agent
 
     agent: AgentAPI = build_agent(
         env,

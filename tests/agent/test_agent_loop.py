@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agentsh.agent import Agent, build_agent
+from agentsh.agent import Agent
+from agentsh.agent_assembly import build_agent
 from agentsh.config import ApprovalMode, load_environment
 from agentsh.events import (
     ApprovalDecision,

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agentsh.agent import Agent, build_agent
+from agentsh.agent import Agent
+from agentsh.agent_assembly import build_agent
 from agentsh.config import load_environment
 from agentsh.frontend import AgentAPI
 from agentsh.session.session import Session

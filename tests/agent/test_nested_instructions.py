@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agentsh.agent import build_agent
+from agentsh.agent_assembly import build_agent
 from agentsh.config import ApprovalMode, load_environment
 from agentsh.events import Event, Notice
 from agentsh.instructions import NestedInstructions

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from agentsh.agent import Agent, build_agent
+from agentsh.agent import Agent
+from agentsh.agent_assembly import build_agent
 from agentsh.config import ApprovalMode, load_environment
 from agentsh.session.session import Session
 from tests.agent.conftest import AgentshRunner

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from agentsh.agent import Agent, build_agent
+from agentsh.agent import Agent
+from agentsh.agent_assembly import build_agent
 from agentsh.checkpoints.checkpointer import Checkpointer
 from agentsh.config import ApprovalMode, CheckpointSettings, load_environment
 from agentsh.paths import UserPaths

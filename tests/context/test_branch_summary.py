@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentsh.agent import build_agent
+from agentsh.agent_assembly import build_agent
 from agentsh.config import load_environment
 from agentsh.context.branch_summary import (
     MIN_BUDGET_TOKENS,

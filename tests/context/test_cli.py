@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentsh.agent import build_agent
+from agentsh.agent_assembly import build_agent
 from agentsh.cli import main
 from agentsh.config import load_environment
 from agentsh.context.accounting import Accounting

@@ -278,7 +278,7 @@ def test_a_front_end_turn_never_imports_litellm(
 def test_only_a_front_end_that_asks_uses_the_worker_and_it_can_be_switched_off(
     project: Path, agentsh_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agentsh.agent import build_agent
+    from agentsh.agent_assembly import build_agent
     from agentsh.config import load_environment
     from agentsh.session.session import Session
 

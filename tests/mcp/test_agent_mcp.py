@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from agentsh import trust
-from agentsh.agent import Agent, build_agent
+from agentsh.agent import Agent
+from agentsh.agent_assembly import build_agent
 from agentsh.cli import main
 from agentsh.config import ApprovalMode, load_environment
 from agentsh.events import (

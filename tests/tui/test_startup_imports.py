@@ -37,6 +37,6 @@ MCP_SDK = ("mcp", "mcp_types", "anyio", "httpx2", "jsonschema", "pydantic")
 def test_the_mcp_sdk_stays_off_the_first_frame_and_the_agent_module() -> None:
     # The SDK costs seconds to import: it loads on the MCP thread when a server starts, never
     # with the TUI, and not with the agent module either (built when no server is configured).
-    for module in ("agentsh.tui.app", "agentsh.tui.launch", "agentsh.agent"):
+    for module in ("agentsh.tui.app", "agentsh.tui.launch", "agentsh.agent_assembly"):
         loaded = _modules_after_import(module)
         assert not loaded & set(MCP_SDK), f"{module} imports {loaded & set(MCP_SDK)}"
