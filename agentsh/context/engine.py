@@ -172,6 +172,7 @@ class TieredEngine:
                 previous_doc=previous_doc,
                 pending=None,
                 root=root,
+                window=deps.window,
             )
             known.apply(previous_doc, self.template)
             return self._commit(
@@ -188,6 +189,7 @@ class TieredEngine:
             pending=None,
             root=root,
             kept_from=cut.index,
+            window=deps.window,
         )
         note = ""
         applied = plan.tier

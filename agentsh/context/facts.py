@@ -7,7 +7,9 @@ Summarize, Truncate, and a prune-only one) rewrites them from the session itself
   one that stays in the context verbatim anyway is named, not copied;
 - **Relevant Files**: every file read and modified so far, from the tool calls and from the
   files a ``bash`` command changed (``details["files_changed"]``, see
-  :mod:`agentsh.tools.changes`), merged across compactions;
+  :mod:`agentsh.tools.changes`), merged across compactions. The compaction entry records the
+  whole lists (oldest first, by last touch); the context shows them newest first within a share
+  of the window (:func:`agentsh.context.prompt_budget.files_chars`), counting the rest;
 - **Last Error**: the most recent failing command and the tail of its output, verbatim and
   bounded (carried over from the previous summary while no newer failure happens);
 - **Archived Turns**: which turns left the context and where they are, as turn ranges with
@@ -23,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from agentsh.context.prompt_budget import files_chars
 from agentsh.context.repair import Message
 from agentsh.context.summary import (
     ACTIVE_TASK,
@@ -56,6 +59,7 @@ class Facts:
     last_error: str
     archived: str
     request_kept: bool = False  # the request stays in the context verbatim
+    files_chars: int | None = None  # the file lists' room in the context (None: 100 paths each)
 
     def apply(self, doc: SummaryDoc, template: Template) -> None:
         """Write the facts into ``doc`` (over whatever a model wrote under their headings)."""
@@ -68,7 +72,9 @@ class Facts:
         elif self.request.strip():
             doc.sections[ACTIVE_TASK] = active_task_text(self.request)
         if RELEVANT_FILES in template.headings:
-            doc.sections[RELEVANT_FILES] = files_text(self.files_read, self.files_modified)
+            doc.sections[RELEVANT_FILES] = files_text(
+                self.files_read, self.files_modified, self.files_chars
+            )
         if self.last_error:
             doc.sections[LAST_ERROR] = self.last_error
         else:
@@ -91,7 +97,8 @@ def relative(path: str, root: str) -> str:
 
 def files_touched(entries: Iterable[ContextEntry], root: str = "") -> tuple[list[str], list[str]]:
     """(read, modified) paths from the tool calls in ``entries`` and the files their ``bash``
-    commands changed; failed calls do not count (a failed command's changes do)."""
+    commands changed, oldest first by their last touch; failed calls do not count (a failed
+    command's changes do)."""
     entries = list(entries)
     failed = {e.tool_call_id for e in entries if isinstance(e, ToolResultEntry) and e.is_error}
     read: list[str] = []
@@ -115,10 +122,17 @@ def files_touched(entries: Iterable[ContextEntry], root: str = "") -> tuple[list
 
 
 def _add(target: list[str], paths: Iterable[str], root: str) -> None:
+    """Append each path, moving one already there to the end (its newest touch)."""
     for path in paths:
         shown = relative(path, root)
-        if shown not in target:
-            target.append(shown)
+        if shown in target:
+            target.remove(shown)
+        target.append(shown)
+
+
+def _by_last_touch(paths: Iterable[str]) -> tuple[str, ...]:
+    """``paths`` without repeats, each where it last occurs (oldest first, newest last)."""
+    return tuple(reversed(dict.fromkeys(reversed(list(paths)))))
 
 
 def merge_files(
@@ -127,10 +141,11 @@ def merge_files(
     new_read: Sequence[str],
     new_modified: Sequence[str],
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Cumulative lists; a file both read and modified is listed as modified only."""
-    modified = tuple(dict.fromkeys([*previous_modified, *new_modified]))
+    """Cumulative lists, oldest first by last touch (the new ones are the newer); a file both
+    read and modified is listed as modified only."""
+    modified = _by_last_touch([*previous_modified, *new_modified])
     chosen = set(modified)
-    read = tuple(p for p in dict.fromkeys([*previous_read, *new_read]) if p not in chosen)
+    read = tuple(p for p in _by_last_touch([*previous_read, *new_read]) if p not in chosen)
     return read, modified
 
 
@@ -210,10 +225,13 @@ def _passed_later(entries: Sequence[ContextEntry], index: int, failed: ToolCall)
 # -- what the message cap leaves out ----------------------------------------------------------
 
 
-def dropped_facts(entries: Sequence[ContextEntry], dropped: Sequence[Message], root: str) -> str:
+def dropped_facts(
+    entries: Sequence[ContextEntry], dropped: Sequence[Message], root: str, window: int = 0
+) -> str:
     """What the message cap (:func:`agentsh.context.preflight.cap_messages`) took out of a
-    request, by code: the files its tool calls read and modified (``bash``'s changed files too)
-    and its newest failing command. The note stays the same while the same messages are out, so
+    request, by code: the files its tool calls read and modified (``bash``'s changed files too,
+    newest first within the same share of ``window`` as after a compaction) and its newest
+    failing command. The note stays the same while the same messages are out, so
     the request's start does not change from one request to the next."""
     ids = {m.get("tool_call_id") for m in dropped if m.get("role") == "tool"}
     for message in dropped:
@@ -232,7 +250,8 @@ def dropped_facts(entries: Sequence[ContextEntry], dropped: Sequence[Message], r
     if read or modified:
         chosen = set(modified)
         parts.append(
-            "Files they touched:\n" + files_text([p for p in read if p not in chosen], modified)
+            "Files they touched:\n"
+            + files_text([p for p in read if p not in chosen], modified, files_chars(window))
         )
     error = last_error(out, SummaryDoc())
     if error:
@@ -350,10 +369,12 @@ def gather(
     pending: tuple[str, str, bool] | None,
     root: str,
     kept_from: int = 0,
+    window: int = 0,
 ) -> Facts:
     """The facts for a compaction about to be written. ``entries`` is the whole context as it
     stands (what leaves and what stays), ``entries[kept_from:]`` what stays; ``pending`` is the
-    new cut (see :func:`archived_spans`), None for a prune-only compaction."""
+    new cut (see :func:`archived_spans`), None for a prune-only compaction; ``window`` (tokens,
+    0: unknown) bounds the file lists shown."""
     read, modified = files_touched(entries, root)
     files_read, files_modified = merge_files(
         previous.files_read if previous else (),
@@ -369,4 +390,5 @@ def gather(
         last_error=last_error(entries, previous_doc),
         archived=render_archived(archived_spans(path, pending)),
         request_kept=kept,
+        files_chars=files_chars(window),
     )

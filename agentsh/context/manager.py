@@ -270,7 +270,7 @@ class ContextManager:
         return cap_messages(
             messages,
             self.settings.context.max_messages,
-            describe=lambda gone: facts.dropped_facts(entries, gone, root),
+            describe=lambda gone: facts.dropped_facts(entries, gone, root, self.window),
         )
 
     def _preflight(self, messages: Sequence[Message], pending: str, cap: int) -> Preflight:

@@ -10,6 +10,9 @@ conversation a quarter of the window. So the parts scale with the window instead
 - the curated-memory snapshot, the AGENTS.md files (nested ones included) and the
   prior-knowledge docs each get a share of the window, never more than their own settings allow.
 
+The file lists a compaction keeps by code (:mod:`agentsh.context.facts`) get a share of the window
+too: on a 4k window 100 paths each took 19-30 % of it, depending on their length.
+
 Everything is decided once per window, so the prompt stays byte-stable between requests (the
 provider's prefix cache) and only a model change with another window changes it.
 """
@@ -27,6 +30,7 @@ SMALL_WINDOW = 16_000  # tokens; below it the terse tool definitions and short i
 MEMORY_SHARE = 0.04  # of the window, for the curated-memory snapshot
 INSTRUCTIONS_SHARE = 0.05  # for the AGENTS.md files of the whole session
 PRIOR_KNOWLEDGE_SHARE = 0.04  # for the prior-knowledge docs of the first message
+FILES_SHARE = 0.04  # for the read and modified file lists kept by code after a compaction
 _DOC_OVERHEAD_CHARS = 120  # a prior-knowledge doc's heading and fence
 _DESCRIPTION_CHARS = 110  # a terse tool description at most
 
@@ -59,6 +63,14 @@ class PromptBudget:
                 memory.prior_knowledge_docs, int(chars * PRIOR_KNOWLEDGE_SHARE) // per_doc
             ),
         )
+
+
+def files_chars(window: int, chars_per_token: float = 3.0) -> int | None:
+    """The characters both code-kept file lists may take together on ``window`` tokens; None
+    (an unknown window): only their own cap of paths applies. Paths are dense (~3.3 characters
+    a token with ``o200k_base``), hence 3 by default. From ~128k tokens up ordinary paths never
+    reach it, so a large window lists as many as before (100 a list)."""
+    return int(window * chars_per_token * FILES_SHARE) if window > 0 else None
 
 
 def fit_memory(rendered: str, max_chars: int | None, separator: str) -> str:

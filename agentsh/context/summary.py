@@ -18,6 +18,7 @@ archiving, never to losing turns).
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +36,7 @@ CODE_SECTIONS = frozenset({ACTIVE_TASK, RELEVANT_FILES, LAST_ERROR})
 TOOL_RESULT_CHARS = 2_000
 TOOL_ARGS_CHARS = 500
 ACTIVE_TASK_MAX_CHARS = 8_000
-FILES_SHOWN = 100
+FILES_SHOWN = 100  # paths a file list names at most, whatever the window
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,13 +175,41 @@ def active_task_text(request: str) -> str:
     )
 
 
-def files_text(files_read: Sequence[str], files_modified: Sequence[str]) -> str:
-    def listing(label: str, paths: Sequence[str]) -> str:
-        shown = ", ".join(f"`{p}`" for p in paths[:FILES_SHOWN])
-        more = f" (+{len(paths) - FILES_SHOWN} more)" if len(paths) > FILES_SHOWN else ""
-        return f"- {label}: {shown}{more}" if paths else f"- {label}: (none)"
+def files_text(
+    files_read: Sequence[str], files_modified: Sequence[str], max_chars: int | None = None
+) -> str:
+    """The Relevant Files body: modified files, then read ones, each newest first (both lists
+    come oldest first, by their last touch). At most :data:`FILES_SHOWN` paths a list and
+    ``max_chars`` for both (:func:`agentsh.context.prompt_budget.files_chars`): modified files
+    take the room first and the newest one is always named. What does not fit is counted on an
+    "… and N more" line, never dropped silently."""
+    modified, read = list(reversed(files_modified)), list(reversed(files_read))
+    room = max_chars if max_chars is not None else sys.maxsize
+    first = _listing("Modified", modified, room - len(_listing("Read", read, 0, False)) - 1, True)
+    return first + "\n" + _listing("Read", read, room - len(first) - 1, False)
 
-    return listing("Modified", files_modified) + "\n" + listing("Read", files_read)
+
+def _more(count: int) -> str:
+    return f"  … and {count} more, touched earlier"
+
+
+def _listing(label: str, paths: Sequence[str], room: int, name_newest: bool) -> str:
+    """One list, newest first, within ``room`` characters (its head always stays)."""
+    if not paths:
+        return f"- {label}: (none)"
+    head = f"- {label} (newest first): " if len(paths) > 1 else f"- {label}: "
+    more = len(_more(len(paths))) + 1  # the longest "… and N more" line, with its newline
+    used, shown = len(head), 0
+    while shown < min(len(paths), FILES_SHOWN):
+        used += len(paths[shown]) + 2 + (2 if shown else 0)
+        left = more if shown + 1 < len(paths) else 0
+        if used + left > room and not (name_newest and shown == 0):
+            break
+        shown += 1
+    if not shown:
+        return f"- {label}: {len(paths)} files, not listed (no room on this window)"
+    text = head + ", ".join(f"`{p}`" for p in paths[:shown])
+    return text + ("\n" + _more(len(paths) - shown) if shown < len(paths) else "")
 
 
 def accept_summary(text: str, template: Template) -> SummaryDoc | None:

@@ -3,9 +3,12 @@ bounded list of archived turns."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from agentsh.context.summary import SummaryDoc
+from agentsh.context.prompt_budget import files_chars
+from agentsh.context.summary import SummaryDoc, files_text
 from agentsh.events import Tier
 from agentsh.session.entries import CompactionEntry, Usage
 from agentsh.session.session import Session
@@ -157,3 +160,110 @@ async def test_the_message_cap_names_the_files_and_error_of_what_it_leaves_out(
     add_turn(s, "task 13", [])
     again = await manager.prepare(SYSTEM, [])
     assert again[:2] == messages[:2]
+
+
+def _many_files(s: Session) -> tuple[list[str], list[str]]:
+    """30 turns touching 120 modified files (by write, edit and bash) and 60 read ones; the
+    last turn edits the oldest file again. Returns (modified, read), each oldest first."""
+    modified: list[str] = []
+    read: list[str] = []
+    for n in range(30):
+        w, e, g1, g2 = (f"src/pkg/mod_{4 * n + k:03d}.py" for k in range(4))
+        r1, r2 = f"docs/ref_{2 * n:03d}.md", f"docs/ref_{2 * n + 1:03d}.md"
+        add_turn(
+            s,
+            f"step {n}",
+            [
+                Step("read", {"path": r1}, f"text {n}"),
+                Step("write", {"path": w, "content": "x"}, "Created"),
+                Step("edit", {"path": e, "old": "a", "new": "b"}, "ok"),
+                Step("read", {"path": r2}, f"more {n}"),
+                Step(
+                    "bash",
+                    {"command": "sh gen.sh"},
+                    "generated",
+                    details={"exit_code": 0, "files_changed": [g1, g2]},
+                ),
+            ],
+        )
+        modified += [w, e, g1, g2]
+        read += [r1, r2]
+    add_turn(
+        s, "fix the first one", [Step("edit", {"path": modified[0], "old": "b", "new": "c"}, "ok")]
+    )
+    modified = [*modified[1:], modified[0]]
+    return modified, read
+
+
+def _listed(section: str, label: str) -> list[str]:
+    line = next(x for x in section.splitlines() if x.startswith(f"- {label}"))
+    return re.findall(r"`([^`]+)`", line)
+
+
+def _more(section: str, label: str) -> int:
+    """The paths of a list counted, not named: its "… and N more" line, or all of them."""
+    lines = section.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith(f"- {label}"))
+    unlisted = re.fullmatch(
+        rf"- {label}: (\d+) files, not listed \(no room on this window\)", lines[at]
+    )
+    if unlisted is not None:
+        return int(unlisted.group(1))
+    found = re.fullmatch(r"  … and (\d+) more, touched earlier", lines[at + 1])
+    assert found is not None, lines[at + 1]
+    return int(found.group(1))
+
+
+@pytest.mark.asyncio
+async def test_on_a_4k_window_the_file_lists_are_newest_first_within_their_share(
+    disk_session: Session, make_manager: ManagerFactory
+) -> None:
+    """Each list showed up to 100 paths, oldest first: ~19 % of a 4k window each, and the
+    files touched last (the relevant ones) were the ones cut."""
+    s = disk_session
+    modified, read = _many_files(s)
+    entry = await make_manager(s, window=4_000).compact(Tier.MOVE_TO_WORKSPACE)
+    assert entry is not None
+    section = SummaryDoc.parse(entry.summary).sections["Relevant Files"]
+    budget = files_chars(4_000)
+    assert budget is not None and len(section) <= budget
+    shown = _listed(section, "Modified")
+    assert shown[0] == "src/pkg/mod_000.py"  # edited last, though it was the first touched
+    assert shown == modified[::-1][: len(shown)]
+    assert len(shown) + _more(section, "Modified") == len(modified)
+    shown_read = _listed(section, "Read")
+    assert shown_read == read[::-1][: len(shown_read)]
+    assert len(shown_read) + _more(section, "Read") == len(read)
+    # The log keeps the whole lists (oldest first, by last touch), the summary only a share.
+    assert s.path is not None
+    logged = _newest_compaction(Session.open(s.path, lock=False))
+    assert logged.files_modified == tuple(modified) and logged.files_read == tuple(read)
+
+
+@pytest.mark.asyncio
+async def test_a_large_window_still_lists_100_paths_a_list(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    s = memory_session
+    modified, read = _many_files(s)
+    for n in range(60):  # 120 read files in all, over the 100 a list names
+        read.append(f"docs/extra_{n:03d}.md")
+    add_turn(s, "read more", [Step("read", {"path": p}, "t") for p in read[60:]])
+    entry = await make_manager(s, window=200_000).compact(Tier.MOVE_TO_WORKSPACE)
+    assert entry is not None
+    section = SummaryDoc.parse(entry.summary).sections["Relevant Files"]
+    assert _listed(section, "Modified") == modified[::-1][:100]
+    assert _more(section, "Modified") == 20
+    assert _listed(section, "Read") == read[::-1][:100]
+    assert _more(section, "Read") == 20
+
+
+def test_the_file_lists_share_the_room_modified_first() -> None:
+    modified = [f"m{n}.py" for n in range(50)]
+    read = [f"r{n}.py" for n in range(50)]
+    text = files_text(read, modified, 200)
+    assert len(text) <= 200
+    assert text.startswith("- Modified (newest first): `m49.py`, `m48.py`")
+    assert "- Read: 50 files, not listed (no room on this window)" in text
+    assert files_text([], ["a" * 300 + ".py"], 100).startswith("- Modified: `aaa")  # always named
+    assert files_text(read, modified) == files_text(read, modified, 10**9)
