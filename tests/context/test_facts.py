@@ -7,9 +7,13 @@ import re
 
 import pytest
 
+from agentsh.context.accounting import Accounting
+from agentsh.context.convert import to_messages
+from agentsh.context.facts import dropped_facts
 from agentsh.context.prompt_budget import files_chars
 from agentsh.context.summary import SummaryDoc, files_text
 from agentsh.events import Tier
+from agentsh.llm.tokens import estimate_tokens
 from agentsh.session.entries import CompactionEntry, Usage
 from agentsh.session.session import Session
 from tests.context.builders import SYSTEM, Step, add_turn, unique_output
@@ -267,3 +271,17 @@ def test_the_file_lists_share_the_room_modified_first() -> None:
     assert "- Read: 50 files, not listed (no room on this window)" in text
     assert files_text([], ["a" * 300 + ".py"], 100).startswith("- Modified: `aaa")  # always named
     assert files_text(read, modified) == files_text(read, modified, 10**9)
+
+
+def test_the_message_cap_note_lists_files_newest_first_within_the_same_share(
+    memory_session: Session,
+) -> None:
+    """The note naming what the message cap left out listed every path, oldest first."""
+    modified, _read = _many_files(memory_session)
+    view = Accounting(memory_session, estimate_tokens).view()
+    note = dropped_facts(view.entries, to_messages(view, SYSTEM)[1:], "", 4_000)
+    files = note.removeprefix("Files they touched:\n")
+    budget = files_chars(4_000)
+    assert budget is not None and len(files) <= budget
+    assert _listed(files, "Modified")[0] == modified[-1] == "src/pkg/mod_000.py"
+    assert len(_listed(files, "Modified")) + _more(files, "Modified") == len(modified)
