@@ -266,8 +266,8 @@ class AgentshApp(App[None]):
     def action_chat_page_up(self) -> None:
         self.query_one(ChatView).scroll_page_up()
 
-    def action_chat_page_down(self) -> None:
-        self.query_one(ChatView).scroll_page_down()
+    async def action_chat_page_down(self) -> None:
+        await self.query_one(ChatView).page_down()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # PgUp/PgDn are priority keys for the chat; inside the side panel they page the pane.

@@ -132,6 +132,8 @@ async def test_a_queued_turn_under_a_reader_far_up_stays_put_and_says_output_wai
         assert chat.last < len(chat.rows) and not chat.following
         notice = app.query_one(OutputNotice)
         assert not notice.display
+        await chat.wait_for_refresh()  # rows mounted above shift the view back after a frame
+        await pilot.pause()
         top = _chat_top(app)
         go.set()  # "second" ends; "queued" starts its turn and logs its message
         await wait_for(pilot, lambda: "queued" in fake_of(app).runs)
@@ -144,3 +146,37 @@ async def test_a_queued_turn_under_a_reader_far_up_stays_put_and_says_output_wai
         await wait_for(pilot, lambda: "▌ queued" in screen_text(app))
         go.set()
         await idle(pilot, app)
+
+
+@pytest.mark.slow
+async def test_back_down_from_far_up_a_long_chat_pgdn_reaches_its_end(
+    make_app: MakeApp, project: Path
+) -> None:
+    """Seen walking a long chat: back down from far up, PgDn stopped at the bottom of the
+    rows mounted (Textual anchored the reader there, so no more were ever mounted), or
+    crawled a few rows a press: how far depended on the frames its animation took."""
+    env = load_environment(project)
+    env.user.config_file.parent.mkdir(parents=True, exist_ok=True)
+    env.user.config_file.write_text("[tui]\ntranscript_window = 30\n")
+    app = make_app(environment=load_environment(project))
+    async with app.run_test(size=(80, 50)) as pilot:
+        await ready(pilot, app)
+        session = Session.create(None, project)
+        for i in range(60):
+            session.append_message(Role.USER, f"question {i}")
+            session.append_message(Role.ASSISTANT, f"answer {i}", stop_reason=StopReason.STOP)
+        await app.controller.switch_session(session)
+        chat = app.query_one(ChatView)
+        for _ in range(12):  # far up: the newest rows are unmounted
+            await pilot.press("pageup")
+            await pilot.pause()
+            if chat.last < len(chat.rows) and chat.first < 30:
+                break
+        assert chat.last < len(chat.rows)
+        for _ in range(8):  # a page at a time: some five presses (it crawled, or stalled)
+            await pilot.press("pagedown")
+            await pilot.pause()
+            if "answer 59" in screen_text(app):
+                break
+        assert "answer 59" in screen_text(app)
+        assert chat.following  # at the end again: new output follows

@@ -214,6 +214,24 @@ class RowWindow(VerticalScroll):
         finally:
             self._adjusting = False
 
+    async def page_down(self) -> None:
+        """Scroll a page down, mounting the rows below first when the page reaches past those
+        mounted. Textual clamps a scroll to the end of the rows mounted, and how far past it
+        more rows were mounted then depended on how many frames the scroll took: back down
+        from far up, PgDn could crawl or stall short of the end (issue 14). Call it from
+        another task than this widget's (it waits for the layout of the rows it mounts)."""
+        await self.wait_for_refresh()  # a pending keep_position first: it moves scroll_y
+        target = self.scroll_y + self.scrollable_content_region.height
+        self._adjusting = True  # the mounting here, not the scroll watcher's
+        try:
+            while target > self.max_scroll_y and self.last < len(self.rows) and self.is_mounted:
+                await self._extend_bottom()
+                if not await self.wait_for_refresh():
+                    break
+        finally:
+            self._adjusting = False
+        self.scroll_to(y=target, animate=False, immediate=True)
+
     async def _extend_top(self) -> None:
         anchor_widget = self.rows[self.first].widget
         start = max(0, self.first - self.batch_rows)
