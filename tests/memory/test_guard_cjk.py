@@ -99,6 +99,7 @@ CJK_ADVERSARIAL = {
 }
 
 
+@pytest.mark.usefixtures("collector_off")
 @pytest.mark.parametrize("text", CJK_ADVERSARIAL.values(), ids=CJK_ADVERSARIAL.keys())
 def test_adversarial_64k_cjk_text_is_scanned_in_milliseconds(text: str) -> None:
     for scope in Scope:

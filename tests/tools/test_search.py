@@ -67,6 +67,7 @@ def test_glob_semantics(pattern: str, path: str, matches: bool) -> None:
     assert bool(glob_regex(pattern).match(path)) is matches
 
 
+@pytest.mark.usefixtures("collector_off")
 def test_no_glob_or_ignore_line_makes_a_match_slow() -> None:
     # A cloned repository's .gitignore is read by find, ls and grep's own walk: lines like
     # these backtracked for seconds per path (minutes with a few more stars), per file.
