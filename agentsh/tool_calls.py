@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agentsh.events import Event, Notice, NoticeLevel, ToolFinished, ToolOutput, ToolStarted
 from agentsh.instructions import TOUCHING_TOOLS
 from agentsh.llm.client import redact
+from agentsh.memory.guard.threats import Scope
 from agentsh.session.entries import ToolCall
 from agentsh.tools.base import (
     Effect,
@@ -31,6 +32,7 @@ from agentsh.tools.base import (
     ToolResult,
     resolve_path,
 )
+from agentsh.tools.untrusted import guarded
 
 if TYPE_CHECKING:
     from agentsh.checkpoints.checkpointer import Checkpointer
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
     from agentsh.tools.host import ToolHost
 
 MAX_SUMMARY_CHARS = 300  # a tool call's header, as stored in the log
+_NOTICE_HEADER_CHARS = 80  # the call's header in a one-line notice
 
 
 @dataclass(slots=True)
@@ -195,6 +198,7 @@ class ToolCalls:
             result = ToolResult(problem, is_error=True)
         else:
             result = self._redacted(await self._authorized_run(tool, params, ctx))
+            result = self._guarded(tool, params, call, result)
             result = self._with_nested_instructions(tool, params, result)
         emit_mcp_notices(host)
         entry = host.session.append_tool_result(
@@ -245,6 +249,37 @@ class ToolCalls:
         if not load.block:
             return result
         return replace(result, content=f"{result.content}\n\n{load.block}")
+
+    def _guarded(self, tool: Tool, params: Any, call: ToolCall, result: ToolResult) -> ToolResult:
+        """Output that carries others' words (a cloned file, a command's output) as the model
+        may read it: fenced as data when the injection guard flags it, and the user told in
+        one line (agentsh/tools/untrusted.py)."""
+        if not tool.output_origin:
+            return result
+        where = getattr(params, "path", None)
+        shown = guarded(
+            result.content,
+            tool=tool.name,
+            origin=tool.output_origin,
+            source=f"{tool.name}:{where}" if isinstance(where, str) and where else tool.name,
+            scope=Scope.TOOL_OUTPUT,
+            # The tool capped its output already: read all of it (no "oversized").
+            max_bytes=len(result.content.encode("utf-8", "surrogatepass")),
+        )
+        if not shown.flagged:
+            return result
+        header = call.summary or call.name
+        if len(header) > _NOTICE_HEADER_CHARS:
+            header = header[: _NOTICE_HEADER_CHARS - 1] + "…"
+        self.host.emit(
+            Notice(
+                NoticeLevel.WARNING,
+                f"{header}: the output looks like a prompt injection "
+                f"({', '.join(shown.flagged)}); the model got it fenced as untrusted data",
+            )
+        )
+        details = {**result.details, "injection": list(shown.flagged)}
+        return replace(result, content=shown.text, details=details)
 
     def _redacted(self, result: ToolResult) -> ToolResult:
         """A command may print a provider key (``env``, a debug log): keep it out of the log,

@@ -91,6 +91,10 @@ class Tool(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
     Params: ClassVar[type[Any]]  # a frozen dataclass built with param()
+    # Whose words the output carries, following "data" ("read from a file"): the call loop
+    # has the injection guard read it (agentsh/tools/untrusted.py). Empty: the tool writes
+    # its own words, or guards its output itself (MCP tools).
+    output_origin: ClassVar[str] = ""
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI-style function schema litellm passes to every provider."""

@@ -55,6 +55,7 @@ class _Page:
 
 class ReadTool(Tool):
     name: ClassVar[str] = "read"
+    output_origin: ClassVar[str] = "read from a file"
     description: ClassVar[str] = (
         "Read a text file with line numbers. Long files come in pages: the result says which "
         "offset reads on. Use offset/limit for a range."

@@ -115,6 +115,7 @@ class _GrepOut:
 
 class GrepTool(Tool):
     name: ClassVar[str] = "grep"
+    output_origin: ClassVar[str] = "found in files by grep"
     description: ClassVar[str] = (
         "Search file contents for a regex; prints path:line: text. Honours .gitignore, skips "
         "binary files."
@@ -348,6 +349,7 @@ class FindParams:
 
 class FindTool(Tool):
     name: ClassVar[str] = "find"
+    output_origin: ClassVar[str] = "listed by find (file names)"
     description: ClassVar[str] = (
         "Find files and folders by glob (names at any depth, or paths with '/'). Honours "
         ".gitignore; folders end with '/'."
@@ -419,6 +421,7 @@ class LsParams:
 
 class LsTool(Tool):
     name: ClassVar[str] = "ls"
+    output_origin: ClassVar[str] = "listed by ls (file names)"
     description: ClassVar[str] = (
         "List a folder's entries, sorted, dotfiles included; folders end with '/'."
     )

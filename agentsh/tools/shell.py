@@ -79,6 +79,7 @@ _CHANGED_SHOWN = 20  # files named in the output; the details keep up to 200
 
 class BashTool(Tool):
     name: ClassVar[str] = "bash"
+    output_origin: ClassVar[str] = "printed by a command"
     description: ClassVar[str] = (
         "Run a shell command (bash -c) in the working folder; stdout and stderr together. "
         "Long output keeps the tail and saves the rest to a file."

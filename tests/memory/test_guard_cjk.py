@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from agentsh.memory.guard import Scope, scan
+from agentsh.memory.guard import PATTERNS, Scope, scan
 
 
 def names(text: str, scope: Scope = Scope.MEMORY_WRITE) -> set[str]:
@@ -53,7 +53,8 @@ CJK_INJECTIONS = [
 def test_cjk_injections_are_blocked_under_the_english_pattern_names(
     pattern: str, text: str
 ) -> None:
-    for scope in Scope:
+    scopes = next(p.scopes for p in PATTERNS if p.name == pattern)
+    for scope in scopes:
         assert pattern in names(text, scope), (scope, text)
 
 

@@ -18,7 +18,7 @@ from .matching import (
     _rx,
     _words,
 )
-from .threats import ALL_SCOPES, MEMORY_SCOPES, Span
+from .threats import ALL_SCOPES, MEMORY_SCOPES, PROSE_SCOPES, Span
 
 # -- the patterns ----------------------------------------------------------------------------
 
@@ -799,7 +799,7 @@ PATTERNS: tuple[ThreatPattern, ...] = (
     ThreatPattern(
         "system_prompt_override",
         "claims to replace or override the system prompt",
-        ALL_SCOPES,
+        PROSE_SCOPES,
         _any_of(_system_prompt_override, latin.MATCHERS["system_prompt_override"]),
     ),
     ThreatPattern(
@@ -817,19 +817,19 @@ PATTERNS: tuple[ThreatPattern, ...] = (
     ThreatPattern(
         "curl_secret_var",
         "curl or wget with a secret variable ($..._KEY, _TOKEN, _SECRET, _PASSWORD)",
-        ALL_SCOPES,
+        PROSE_SCOPES,
         _curl_secret_var,
     ),
     ThreatPattern(
         "secret_file_read",
         "dumps a credentials file (.env, credentials, .netrc, .pgpass, .npmrc, .pypirc)",
-        ALL_SCOPES,
+        PROSE_SCOPES,
         _secret_file_read,
     ),
     ThreatPattern(
         "authorized_keys",
         "touches ssh authorized_keys",
-        ALL_SCOPES,
+        PROSE_SCOPES,
         _authorized_keys,
     ),
     ThreatPattern(
@@ -841,13 +841,13 @@ PATTERNS: tuple[ThreatPattern, ...] = (
     ThreatPattern(
         "agentsh_config",
         "reads, copies or rewrites agentsh's own config or key files",
-        ALL_SCOPES,
+        PROSE_SCOPES,
         _agentsh_config,
     ),
     ThreatPattern(
         "send_to_url",
         "sends data to a URL or pipes it to a network tool",
-        ALL_SCOPES,
+        PROSE_SCOPES,
         _send_to_url,
     ),
     ThreatPattern(

@@ -16,9 +16,15 @@ class Scope(StrEnum):
     SNAPSHOT = "snapshot"  # an entry of MEMORY.md / USER.md loaded into the system prompt
     CONTEXT_FILE = "context_file"  # AGENTS.md / CLAUDE.md project instructions
     RECALL = "recall"  # recalled memory: search results, prior-knowledge docs
+    TOOL_OUTPUT = "tool_output"  # what read, bash, grep, find and ls hand the model
 
 
 ALL_SCOPES = frozenset(Scope)
+# Tool output is source code, docs and command output: it names curl, .env files, ~/.ssh,
+# agentsh's config and system prompts all the time (an install line, a Makefile, an LLM
+# library's prompt templates), so there only the patterns that are orders to the model count
+# (those of ALL_SCOPES in patterns.py, and hidden text in tag characters).
+PROSE_SCOPES = ALL_SCOPES - {Scope.TOOL_OUTPUT}
 # Memory is held to the strictest set. Project instruction files are the user's own prose about
 # their setup and legitimately name an ~/.ssh key, show an example key or a CI command line, so
 # those patterns do not block a whole AGENTS.md.
