@@ -27,6 +27,7 @@ from agentsh.system_prompt import SystemPrompt
 from agentsh.tools.approval import Approver, appended_instructions
 from agentsh.tools.base import ToolRegistry
 from agentsh.tools.builtin import session_tools
+from agentsh.tools.git_armed import trusted_programs
 from agentsh.tools.host import ToolHost
 from agentsh.tools.memory import MemoryTool
 from agentsh.tools.rules import ToolRules
@@ -111,7 +112,14 @@ def build_agent(
             index.mark_dirty()
 
     mode = approval or ApprovalMode(settings.tools.approval)
-    approver = Approver(mode, env.project.root, interactive=interactive, rules=rules, plan=plan)
+    approver = Approver(
+        mode,
+        env.project.root,
+        interactive=interactive,
+        rules=rules,
+        plan=plan,
+        trusted_programs=trusted_programs(env),
+    )
     prompt = SystemPrompt(env, cwd, memory=memory, window=window)
     registry.terse = prompt.budget.terse  # a small window gets terse tool definitions
     prompt.appended = appended_instructions(appended_prompt, plan)  # + plan mode's rules

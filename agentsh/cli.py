@@ -534,8 +534,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Before any front end checks the folder's trust: a project's .mcp.json is one of the files
     # it must be trusted with (agentsh.mcp.server_trust; light, no MCP SDK).
     from agentsh.mcp.server_trust import register as register_mcp_trust
+    from agentsh.tools.git_armed import register as register_git_trust
 
     register_mcp_trust()
+    register_git_trust()  # and the project repository's hooks and program settings
     try:
         if key is None:
             if words and args.prompt is None and terminal_session():

@@ -532,6 +532,7 @@ class Environment:
     config: LoadedConfig
     trust: TrustCheck
     trusted: bool  # the check's verdict, or the user's --trust-project for this run
+    trust_project: bool = False  # --trust-project: the folder as it is, for this run
 
     @property
     def settings(self) -> Settings:
@@ -551,7 +552,14 @@ def load_environment(
     check = check_project(user, project.root, cwd or Path.cwd())
     trusted = trust_project or check.trusted
     config = load_config(user, project if trusted else None)
-    return Environment(user=user, project=project, config=config, trust=check, trusted=trusted)
+    return Environment(
+        user=user,
+        project=project,
+        config=config,
+        trust=check,
+        trusted=trusted,
+        trust_project=trust_project,
+    )
 
 
 def settings_markdown() -> str:

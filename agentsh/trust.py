@@ -51,6 +51,9 @@ class Finding:
     kind: str  # "settings", "instructions", "memory", "mcp", ...
     description: str  # one line, e.g. "changes 3 settings: tools.approval, tui.theme, ..."
     digest: str  # what was seen: a content hash, or where a refused link leads
+    # False: agentsh loads nothing of it (a repository's git hooks): it is shown and hashed,
+    # and trusted with the rest, but never keeps the folder's settings or memory out.
+    loads: bool = True
 
     def key(self, root: Path) -> str:
         """The name the trust record keeps: project-relative, POSIX."""
@@ -86,8 +89,9 @@ class TrustCheck:
 
     @property
     def asks(self) -> bool:
-        """Whether a front end must ask before loading the folder's files."""
-        return not self.trusted
+        """Whether a front end that can ask should: a file to load is not trusted, or
+        something new or changed that loads nothing (a git hook) wants trusting."""
+        return not self.trusted or bool(self.changed)
 
     def lines(self, *, limit: int = 12) -> list[str]:
         """One line per finding, at most ``limit`` plus a count: the changed ones first, and
@@ -103,8 +107,9 @@ class TrustCheck:
 
     def notice(self) -> str:
         """The one line ``-p`` prints when it runs without the folder's files."""
-        kinds = sorted({f.kind for f in self.findings})
-        names = sorted({one_line(_short_key(f, self.root)) for f in self.findings})
+        loading = [f for f in self.findings if f.loads]
+        kinds = sorted({f.kind for f in loading})
+        names = sorted({one_line(_short_key(f, self.root)) for f in loading})
         files = ", ".join(names[:4])
         what = "changed since you trusted it" if self.state is TrustState.CHANGED else "not trusted"
         return (
@@ -333,17 +338,22 @@ def trust_file(user: UserPaths) -> Path:
 
 
 def check_project(user: UserPaths, root: Path, cwd: Path | None = None) -> TrustCheck:
-    """What ``root`` holds, compared with what the user trusted (if ever)."""
+    """What ``root`` holds, compared with what the user trusted (if ever). The state is that
+    of the files agentsh would load; ``changed`` also names what loads nothing."""
     root = Path(os.path.realpath(root))
     found = findings(root, cwd)
-    if not found:
-        return TrustCheck(root, (), TrustState.NOTHING, ())
-    record = _load(user).get(str(root))
+    record = _load(user).get(str(root)) if found else None
     if record is None:
-        return TrustCheck(root, found, TrustState.NEW, found)
-    seen = record.get("files", {})
-    changed = tuple(f for f in found if seen.get(f.key(root)) != f.digest)
-    state = TrustState.CHANGED if changed else TrustState.TRUSTED
+        changed = found
+    else:
+        seen = record.get("files", {})
+        changed = tuple(f for f in found if seen.get(f.key(root)) != f.digest)
+    if not any(f.loads for f in found):
+        state = TrustState.NOTHING
+    elif record is None:
+        state = TrustState.NEW
+    else:
+        state = TrustState.CHANGED if any(f.loads for f in changed) else TrustState.TRUSTED
     return TrustCheck(root, found, state, changed)
 
 

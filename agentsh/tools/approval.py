@@ -11,7 +11,8 @@ later ``git status`` of the user's, runs). The memory tool never asks, but its w
 same outside-the-project check and are refused when it fails. An allow rule that names
 commands (``Bash(git:*)``) does not cover a git command in a repository that carries programs
 for git to run (hooks, program-naming settings: :mod:`agentsh.tools.git_armed`): it asks,
-naming them. Asking is an
+naming them, unless they are the project's, as the user trusted them with the folder. Asking
+is an
 :class:`~agentsh.events.ApprovalRequest` emitted through the tool context; the front end
 resolves its ``decision`` future. With nobody to ask (headless ``-p``), a call that would ask is
 denied with a message telling the model why and how the user can allow it.
@@ -28,7 +29,7 @@ from agentsh.config import ApprovalMode
 from agentsh.events import ApprovalDecision, ApprovalRequest
 from agentsh.paths import ProjectPaths
 from agentsh.tools.base import Effect, Tool, ToolContext, ToolError, outside_reason
-from agentsh.tools.git_armed import armed_reason, git_folders
+from agentsh.tools.git_armed import armed_programs, git_folders
 from agentsh.tools.protected import protected_reason
 from agentsh.tools.rules import ToolRule, ToolRules, command_parts
 
@@ -77,6 +78,7 @@ class Approver:
         interactive: bool,
         rules: ToolRules | None = None,
         plan: bool = False,
+        trusted_programs: str | None = None,
     ) -> None:
         self.mode = ApprovalMode(mode)
         self.project_root = project_root.resolve()
@@ -84,10 +86,13 @@ class Approver:
         self.interactive = interactive
         self.rules = rules or ToolRules()  # --allowedTools / --disallowedTools (tools/rules.py)
         self.plan = plan  # plan mode: nothing but reads, whatever the mode or the rules say
+        # The digest of the project repository's hooks and settings the user trusted with the
+        # folder (git_armed.trusted_programs): allow rules cover exactly those.
+        self.trusted_programs = trusted_programs
         self.denials: list[Denial] = []  # what was refused without asking (headless reports)
         self._session_allowed: set[str] = set()
         self._session_groups: set[str] = set()  # ApprovalDecision.ALLOW_GROUP keys
-        self._allowed_armed: set[str] = set()  # armed repositories allowed for the session
+        self._allowed_armed: set[str] = set()  # digests of repositories' programs allowed
 
     @property
     def session_allowed(self) -> frozenset[str]:
@@ -170,19 +175,25 @@ class Approver:
             reason = f"it changes {protected}"
             return _asked(await self._ask(tool, params, ctx, reason, outside=False, sticky=False))
         if verdict is not None:  # an allow rule (never past the two guards above)
-            armed = await self._armed_git(tool, params, ctx, verdict.rule)
-            if armed is None:
+            found = await self._armed_git(tool, params, ctx, verdict.rule)
+            if found is None:
                 return None
+            armed, programs = found
             rule = verdict.rule.text if verdict.rule is not None else ""
             if not self.interactive:
                 return (
                     f"Denied: {summary}: {armed}, so the user's rule {rule!r} does not cover "
                     "git commands here, and nobody can approve them in non-interactive mode "
-                    "(agentsh -p). Do not retry it; tell the user what you wanted to do."
-                ), f"{armed}; {rule} does not cover git here, never allowed with -p"
+                    "(agentsh -p). Do not retry it; tell the user what you wanted to do. "
+                    "The user can trust this folder with them (open agentsh here: the trust "
+                    "screen lists them) or pass --trust-project."
+                ), (
+                    f"{armed}; {rule} covers them once the folder is trusted (agentsh's "
+                    "trust screen, or --trust-project)"
+                )
             reason = f"{armed}: the rule {rule} does not cover git here"
             asked = await self._ask(
-                tool, params, ctx, reason, outside=False, sticky=False, remember=armed
+                tool, params, ctx, reason, outside=False, sticky=False, remember=programs
             )
             return _asked(asked)
         if self.mode is ApprovalMode.ALL:
@@ -226,21 +237,24 @@ class Approver:
 
     async def _armed_git(
         self, tool: Tool, params: Any, ctx: ToolContext, rule: ToolRule | None
-    ) -> str | None:
+    ) -> tuple[str, str] | None:
         """What makes git run programs in this repository, when an allow rule that names
-        commands (``Bash(git:*)``) would let a git command run; None otherwise (see
-        :mod:`agentsh.tools.git_armed`). Not for a bare ``Bash`` rule: that allows any
-        command, those hooks included."""
+        commands (``Bash(git:*)``) would let a git command run, and the digest of those
+        programs (what "allow for this session" remembers; "": nothing to remember); None
+        otherwise (see :mod:`agentsh.tools.git_armed`). Not for a bare ``Bash`` rule: that
+        allows any command, those hooks included."""
         if tool.name != "bash" or rule is None or rule.specifier is None:
             return None
         parts = command_parts(getattr(params, "command", "") or "") or []
         folders = git_folders(parts, ctx.cwd)
         if folders is None:
-            return "the command moves to a folder agentsh cannot follow before running git"
+            return "the command moves to a folder agentsh cannot follow before running git", ""
         for folder in folders:
-            armed = await asyncio.to_thread(armed_reason, folder)
-            if armed is not None and armed not in self._allowed_armed:
-                return armed
+            armed = await asyncio.to_thread(armed_programs, folder)
+            if armed is None or armed.digest == self.trusted_programs:
+                continue  # nothing, or what the user trusted with the folder
+            if armed.digest not in self._allowed_armed:  # the same programs, not the same names
+                return armed.reason(), armed.digest
         return None
 
     def _protected(self, tool: Tool, params: Any, ctx: ToolContext) -> str | None:

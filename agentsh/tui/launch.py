@@ -37,7 +37,7 @@ def main(args: argparse.Namespace) -> int:
     prepare_environment()
     remote.activate()  # model calls in the model worker: litellm never loads in the UI process
     env = load_environment(trust_project=bool(getattr(args, "trust_project", False)))
-    if not env.trusted:
+    if env.trust.asks and not env.trust_project:
         # Asked before the main app exists, so nothing of the folder's is loaded until then.
         from agentsh.trust import grant
         from agentsh.tui.screens.trust_screen import ask_trust

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentsh.paths import UserPaths
+from agentsh.trust import check_project, grant
 from tests.agent.conftest import AgentshRunner
-from tests.fakes.server import ScriptedServer, text
+from tests.fakes.server import ScriptedServer, text, tool_call
 
 
 def _system(scripted_server: ScriptedServer, index: int = 0) -> str:
@@ -74,3 +76,24 @@ def test_a_key_in_the_api_base_query_string_stays_out_of_errors_and_the_session(
     for path in (agentsh_home / "data").rglob("*"):
         if path.is_file():
             assert secret not in path.read_text(errors="replace"), path
+
+
+def test_headless_commits_in_a_trusted_pre_commit_repository(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, project: Path
+) -> None:
+    hook = project / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho hook ran >> hook.log\n")
+    hook.chmod(0o755)
+    (project / "a.txt").write_text("a\n")
+    commit = "git add a.txt && git -c user.email=a@b -c user.name=a commit -qm a"
+    scripted_server.script(tool_call("bash", {"command": commit}), text("done"))
+    run = run_agentsh("-p", "commit", "--allowedTools", "Bash(git:*)")
+    assert run.code == 0, run.stderr
+    assert not (project / "hook.log").exists()
+    assert "covers them once the folder is trusted" in run.stderr
+    assert "this folder is not trusted" not in run.stderr  # no line for hooks alone
+    grant(UserPaths.from_env(), check_project(UserPaths.from_env(), project))
+    scripted_server.script(tool_call("bash", {"command": commit}), text("done"))
+    run = run_agentsh("-p", "commit", "--allowedTools", "Bash(git:*)")
+    assert run.code == 0, run.stderr
+    assert (project / "hook.log").read_text() == "hook ran\n"

@@ -73,13 +73,21 @@ class TrustScreen(ModalScreen[bool | None]):
             with VerticalScroll(id="trust-files"):
                 for line in check.lines(limit=40):
                     yield Static(Content("  • " + one_line(line)), classes="trust-file")
+            programs = any(not f.loads for f in check.findings)
             yield Static(
                 Content(
                     "Whoever wrote this folder wrote these files; a cloned repository is "
-                    "someone else's. Trusting loads its settings, instructions and memory, and "
-                    "remembers your answer for exactly these files: a change asks again. Not "
-                    "trusting starts without them; your own settings and USER.md still work. "
-                    "Either way a project can never choose the model, its server, or your keys."
+                    "someone else's. Trusting loads its settings, instructions and memory"
+                    + (
+                        ", lets your allow rules (such as Bash(git:*)) run the git hooks and "
+                        "settings listed,"
+                        if programs
+                        else ","
+                    )
+                    + " and remembers your answer for exactly these files: a change asks "
+                    "again. Not trusting starts without them; your own settings and USER.md "
+                    "still work. Either way a project can never choose the model, its server, "
+                    "or your keys."
                 ),
                 id="trust-explain",
             )
