@@ -109,8 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--trust-project",
         action="store_true",
-        help="load this folder's .agentsh/config.toml, AGENTS.md and memory for this run "
-        "even if it is not trusted yet (nothing is stored)",
+        help="load this folder's .agentsh/config.toml, AGENTS.md and memory (and let allow "
+        "rules cover its git hooks) for this run even if it is not trusted yet (nothing is "
+        "stored)",
     )
     parser.add_argument(
         "--max-turns",
