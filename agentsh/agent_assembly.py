@@ -9,6 +9,7 @@ the rest does.
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -50,19 +51,25 @@ def build_agent(
     mcp_servers: Sequence[ServerSpec] = (),
     host: ToolHost | None = None,
     system_prompt: str = "",
+    added_dirs: Sequence[Path] = (),
+    strict_mcp: bool = False,
+    fallback_model: str | None = None,
+    notices: Sequence[str] = (),
 ) -> Agent:
     """Assemble an agent with every real part: run it off the UI thread. In a front end that
     uses the model worker (:func:`agentsh.llm.remote.activate`), its model calls run there, and
     litellm never loads in this process. ``model=None`` builds an agent that explains how to
     configure one. ``mcp_servers`` are started besides the configured ones (an ACP client's:
     agentsh.mcp.servers_config.spec_from_acp). ``host``: an editor's file buffers and terminals the
-    tools use in place of local ones (ACP).
+    tools use in place of local ones (ACP). ``added_dirs`` may be written like the project;
+    ``strict_mcp`` starts ``mcp_servers`` only; ``fallback_model`` takes over when the model
+    stays overloaded (agentsh.run_options: the Claude Code flags).
     """
     from agentsh.llm import remote
     from agentsh.llm.models import choose_model, chosen_api_base
     from agentsh.mcp.mcp_manager import manager_for
     from agentsh.mcp.server_trust import project_servers_trusted
-    from agentsh.mcp.servers_config import load_mcp_config
+    from agentsh.mcp.servers_config import McpConfig, load_mcp_config
     from agentsh.memory.index import MemoryIndex, SearchIndexError
     from agentsh.memory.index_registry import shared_index
 
@@ -74,6 +81,8 @@ def build_agent(
         remote.RemoteLLMClient if remote.in_use() else LLMClient
     )
     llm: LLMClient | None = None
+    if fallback_model:  # --fallback-model: both clients take it (the worker's too)
+        client_factory = functools.partial(client_factory, fallback_model=fallback_model)
     window = 128_000
     max_output = 0
     tokenizer: TokenCounter | None = None
@@ -86,7 +95,7 @@ def build_agent(
 
     memory = CuratedMemory(env.project, env.user, settings.memory, project_trusted=env.trusted)
     memory_tool = MemoryTool(memory, settings.memory)
-    notices: list[str] = []
+    told: list[str] = list(notices)
     index: MemoryIndex | None
     try:
         index = shared_index(env.user, env.project, settings.search, include_project=env.trusted)
@@ -94,7 +103,7 @@ def build_agent(
         # The index is a cache: without it the agent still works, and the memory tools open
         # the shared index at each call and tell the model why they cannot search.
         index = None
-        notices.append(f"Memory search is unavailable: {exc}")
+        told.append(f"Memory search is unavailable: {exc}")
     tools = session_tools(memory_tool, index)
     if rules:  # a bare deny rule ("Bash") takes the tool away: the model is not offered it
         hidden = rules.hidden_tools(tool.name for tool in tools)
@@ -119,15 +128,17 @@ def build_agent(
         rules=rules,
         plan=plan,
         trusted_programs=trusted_programs(env),
+        added_dirs=added_dirs,
     )
     prompt = SystemPrompt(env, cwd, memory=memory, window=window)
     registry.terse = prompt.budget.terse  # a small window gets terse tool definitions
     prompt.appended = appended_instructions(appended_prompt, plan)  # + plan mode's rules
     prompt.replaced_base = system_prompt  # --system-prompt; "" keeps agentsh's own
-    mcp_config = load_mcp_config(env.user, env.project)
+    # --strict-mcp-config: the servers given on the command line (or by the editor) only
+    mcp_config = McpConfig() if strict_mcp else load_mcp_config(env.user, env.project)
     trusted = project_servers_trusted(env, mcp_config)
     mcp, mcp_notices = manager_for(env, cwd, trusted=trusted, extra=mcp_servers, config=mcp_config)
-    notices += mcp_notices
+    told += mcp_notices
     if mcp is not None:
         mcp.start()  # in the background: the servers start while the rest loads
     checkpoints = (
@@ -151,7 +162,7 @@ def build_agent(
         max_output=max_output,
         max_steps=max_steps,
         on_summary_written=on_summary,
-        notices=notices,
+        notices=told,
         api_base=chosen_api_base(settings.model, os.environ, api_base),
         max_cost_usd=max_cost_usd,
         mcp=mcp,

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agentsh import __version__
+from agentsh import __version__, run_options
 from agentsh.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError
 from agentsh.headless.stdin import PROMPT_FROM_STDIN, terminal  # standard library only
 from agentsh.termsafe import printable, terminal_safe
@@ -121,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="headless: stop after N model calls (default: 50); reaching it is an error",
     )
     _add_claude_code_options(parser)
+    run_options.add_arguments(parser)  # --add-dir, --mcp-config, --settings, ... (own module)
     parser.add_argument(
         "--max-budget-usd",
         type=_positive_float,

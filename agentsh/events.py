@@ -211,6 +211,7 @@ class Retrying(Event):
     max_attempts: int
     delay_s: float
     reason: str
+    fallback_model: str = ""  # the next attempt goes to this model (--fallback-model)
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,6 +57,7 @@ LAYERS: dict[str, int] = {
     "tool_calls": 6,
     "instructions": 6,
     "startup": 6,
+    "run_options": 6,
     # 7 - front ends and the command line
     "headless": 7,
     "tui": 7,

@@ -171,7 +171,7 @@ class ClaudeCodeStream:
             case ToolFinished():
                 out.append(self._tool_result(event))
                 self._step_started = time.monotonic()
-            case Retrying():
+            case Retrying(fallback_model=fallback):
                 out.append(
                     self._line(
                         {
@@ -181,6 +181,8 @@ class ClaudeCodeStream:
                             "max_retries": event.max_attempts,
                             "retry_delay_ms": round(event.delay_s * 1000),
                             "error": event.reason,
+                            # the next attempt's model, when it is --fallback-model's
+                            **({"fallback_model": fallback} if fallback else {}),
                         }
                     )
                 )

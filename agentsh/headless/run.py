@@ -41,6 +41,7 @@ from agentsh.tools.approval import PERMISSION_MODES
 
 if TYPE_CHECKING:
     from agentsh.frontend import AgentAPI
+    from agentsh.run_options import RunExtras
     from agentsh.tools.rules import ToolRules
 
 CLAUDE_CODE_MODES = {
@@ -57,6 +58,7 @@ def main(args: argparse.Namespace) -> int:
         raise CliError(
             "--input-format stream-json needs --output-format stream-json (or events)", EXIT_USAGE
         )
+    extras = _run_extras(args)
     if args.approve and getattr(args, "permission_mode", None):
         raise CliError("--approve and --permission-mode cannot be used together", EXIT_USAGE)
     if getattr(args, "resume", None) == "":
@@ -108,8 +110,12 @@ def main(args: argparse.Namespace) -> int:
         max_cost_usd=getattr(args, "max_budget_usd", None),
         rules=rules,
         plan=permission == "plan",
-        appended_prompt=getattr(args, "append_system_prompt", None) or "",
+        appended_prompt=extras.appended(getattr(args, "append_system_prompt", None) or ""),
         system_prompt=getattr(args, "system_prompt", None) or "",
+        added_dirs=extras.added_dirs,
+        mcp_servers=extras.mcp_servers,
+        strict_mcp=extras.strict_mcp,
+        fallback_model=extras.fallback_model,
     )
     if agent.model is None:
         from agentsh.llm.models import no_model_help
@@ -139,6 +145,18 @@ def main(args: argparse.Namespace) -> int:
 
         close_shared()
     return code
+
+
+def _run_extras(args: argparse.Namespace) -> RunExtras:
+    """The Claude Code flags of :mod:`agentsh.run_options`, read before anything else (the
+    ``--settings`` env is set before the environment is read); their warnings on stderr."""
+    from agentsh.run_options import apply_environment, resolve
+
+    extras = resolve(args, Path.cwd(), headless=True)
+    apply_environment(extras)
+    for warning in extras.warnings:
+        print(f"agentsh: {warning}", file=sys.stderr)
+    return extras
 
 
 def _rules(args: argparse.Namespace) -> ToolRules:

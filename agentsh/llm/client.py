@@ -232,8 +232,12 @@ class LLMClient:
         api_key: str | None = None,
         sleep: Sleep = asyncio.sleep,
         rng: random.Random | None = None,
+        fallback_model: str | None = None,
     ) -> None:
         self.model = model
+        #: --fallback-model: takes over when ``model`` stays overloaded or unavailable after
+        #: its retries, and keeps the rest of the run (see :meth:`_fall_back`)
+        self.fallback_model = fallback_model if fallback_model != model else None
         self.settings = settings
         self.api_base = api_base or settings.api_base or None
         self._api_key = api_key
@@ -256,12 +260,9 @@ class LLMClient:
         Raises :class:`LLMError`. Use ``contextlib.aclosing`` (or ``async for`` to the end) so
         that breaking out early closes the HTTP stream at once.
         """
-        ctx = self._context(self.model)
-        kwargs = self._kwargs(self.model, messages, tools, max_tokens)
-        if needs_cache_markers(self.model):
-            kwargs["cache_control_injection_points"] = cache_points(messages)
-        kwargs["stream"] = True
-        kwargs["stream_options"] = {"include_usage": True}
+        use = self.model
+        ctx = self._context(use)
+        kwargs = self._stream_kwargs(use, messages, tools, max_tokens)
         litellm = await _load_litellm()
         attempt = 0
         while True:
@@ -287,13 +288,24 @@ class LLMClient:
                 if assembler.started:
                     raise error from None
                 delay = self._retry_delay(error, attempt)
+                if delay is None and use != self.fallback_model and self._fall_back(error):
+                    assert self.fallback_model is not None
+                    use = self.fallback_model
+                    reason = self._reason(error)
+                    yield Retrying(attempt, self.settings.max_retries, 0.0, reason, use)
+                    ctx = self._context(use)
+                    kwargs = self._stream_kwargs(use, messages, tools, max_tokens)
+                    attempt = 0
+                    continue
                 if delay is None:
                     raise self._final(error, attempt) from None
                 attempt += 1
                 yield Retrying(attempt, self.settings.max_retries, delay, self._reason(error))
                 await self._sleep(delay)
                 continue
-            yield self._completion(self.model, assembler)
+            if use != self.model:  # after a fallback, the fallback model answers from now on
+                self.model, self.fallback_model = use, None
+            yield self._completion(use, assembler)
             return
 
     async def complete(
@@ -384,6 +396,27 @@ class LLMClient:
             # SDK refuses to send a request without one. A server that does want one says 401.
             kwargs["api_key"] = NO_KEY
         return kwargs
+
+    def _stream_kwargs(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        max_tokens: int | None,
+    ) -> dict[str, Any]:
+        kwargs = self._kwargs(model, messages, tools, max_tokens)
+        if needs_cache_markers(model):
+            kwargs["cache_control_injection_points"] = cache_points(messages)
+        kwargs["stream"] = True
+        kwargs["stream_options"] = {"include_usage": True}
+        return kwargs
+
+    def _fall_back(self, error: LLMError) -> bool:
+        """Whether a final ``error`` hands the call to the fallback model: the provider is
+        overloaded or unavailable (a 5xx such as Anthropic's 529 or a 503, after the retries).
+        Not for a rate limit, a bad key or a bad request: another model would not help, or
+        would hide the user's mistake, as in Claude Code."""
+        return self.fallback_model is not None and error.kind is ErrorKind.SERVER
 
     def _retry_delay(self, error: LLMError, attempt: int) -> float | None:
         """Seconds before the next attempt, or None when ``error`` is final."""

@@ -341,15 +341,24 @@ class RemoteLLMClient(LLMClient):
         api_base: str | None = None,
         api_key: str | None = None,
         worker: ModelWorker | None = None,
+        fallback_model: str | None = None,
     ) -> None:
-        super().__init__(model, settings=settings, api_base=api_base, api_key=api_key)
+        super().__init__(
+            model,
+            settings=settings,
+            api_base=api_base,
+            api_key=api_key,
+            fallback_model=fallback_model,
+        )
         self._worker = worker or shared_worker()
 
     def __repr__(self) -> str:  # never show the key
         return f"RemoteLLMClient(model={self.model!r}, api_base={self.api_base!r})"
 
     def _client_spec(self) -> dict[str, Any]:
-        return wire.encode_client(self.model, self.settings, self.api_base, self._api_key)
+        return wire.encode_client(
+            self.model, self.settings, self.api_base, self._api_key, self.fallback_model
+        )
 
     async def stream(
         self,
@@ -367,6 +376,9 @@ class RemoteLLMClient(LLMClient):
         }
         async with contextlib.aclosing(self._exchange(request)) as items:
             async for item in items:
+                if isinstance(item, Completion) and item.model == self.fallback_model:
+                    # The worker fell back (--fallback-model): so does every later call.
+                    self.model, self.fallback_model = item.model, None
                 yield item
 
     async def complete(

@@ -105,13 +105,18 @@ def failure(call_id: int, kind: str, text: str) -> dict[str, Any]:
 
 
 def encode_client(
-    model: str, settings: ModelSettings, api_base: str | None, api_key: str | None
+    model: str,
+    settings: ModelSettings,
+    api_base: str | None,
+    api_key: str | None,
+    fallback_model: str | None = None,
 ) -> dict[str, Any]:
     return {
         "model": model,
         "settings": _fields(settings),
         "api_base": api_base,
         "api_key": api_key,
+        "fallback_model": fallback_model,
     }
 
 

@@ -179,6 +179,7 @@ def _client(spec: dict[str, Any]) -> LLMClient:
         settings=wire.decode_settings(spec["settings"]),
         api_base=spec.get("api_base"),
         api_key=spec.get("api_key"),
+        fallback_model=spec.get("fallback_model"),
     )
 
 

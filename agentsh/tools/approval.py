@@ -21,6 +21,7 @@ denied with a message telling the model why and how the user can allow it.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,9 +80,13 @@ class Approver:
         rules: ToolRules | None = None,
         plan: bool = False,
         trusted_programs: str | None = None,
+        added_dirs: Sequence[Path] = (),
     ) -> None:
         self.mode = ApprovalMode(mode)
         self.project_root = project_root.resolve()
+        # --add-dir: folders the user gave on the command line, written like the project
+        # (the same guards: links followed before the check, hard links, .git/ protected)
+        self.added_dirs = tuple(d.resolve() for d in added_dirs)
         self.project_config = ProjectPaths(self.project_root).config_file
         self.interactive = interactive
         self.rules = rules or ToolRules()  # --allowedTools / --disallowedTools (tools/rules.py)
@@ -111,10 +116,18 @@ class Approver:
     def _outside(self, tool: Tool, params: Any, ctx: ToolContext) -> list[tuple[Path, str]]:
         found = []
         for path in tool.target_paths(params, ctx):
-            why = outside_reason(path, self.project_root)
+            why = outside_reason(path, self.root_of(path))
             if why is not None:
                 found.append((path, why))
         return found
+
+    def root_of(self, path: Path) -> Path:
+        """The added folder ``path`` resolves into, else the project root."""
+        resolved = path.resolve()
+        if resolved.is_relative_to(self.project_root):  # the project's own rules first
+            return self.project_root
+        inside = (d for d in self.added_dirs if resolved.is_relative_to(d))
+        return next(inside, self.project_root)
 
     async def authorize(self, tool: Tool, params: Any, ctx: ToolContext) -> str | None:
         """None if the call may run; otherwise the message the model gets as an error result."""
@@ -158,9 +171,10 @@ class Approver:
                 return (
                     f"Denied: {summary} would write outside the project root "
                     f"({self.project_root}): {where}. Writing outside the project is never "
-                    f"allowed in non-interactive mode (agentsh -p), whatever --approve says. "
-                    f"Keep changes inside the project, or tell the user to do this in an "
-                    f"interactive agentsh session, where they can approve it."
+                    f"allowed in non-interactive mode (agentsh -p), whatever --approve says, "
+                    f"unless the user names the folder with --add-dir. Keep changes inside the "
+                    f"project, or tell the user to do this in an interactive agentsh session, "
+                    f"where they can approve it."
                 ), f"it writes outside the project ({where}), never allowed with -p"
             reason = f"it writes outside the project root ({self.project_root}): {where}"
             return _asked(await self._ask(tool, params, ctx, reason, outside=True))
@@ -260,7 +274,7 @@ class Approver:
     def _protected(self, tool: Tool, params: Any, ctx: ToolContext) -> str | None:
         """What protected path the call writes, in words, or None."""
         for path in tool.target_paths(params, ctx):
-            what = protected_reason(path, self.project_root)
+            what = protected_reason(path, self.root_of(path))
             if what is not None:
                 return what
         return tool.protected_target(params, ctx)

@@ -71,6 +71,9 @@ class ToolContext:
     # Set by the approval when the user allowed this call to write outside the project; a
     # write that only leads outside by the time it runs (a link swapped in) is refused.
     outside_allowed: bool = False
+    # Folders the user added on the command line (--add-dir), resolved: written like the
+    # project, beneath them without following links.
+    added_dirs: tuple[Path, ...] = ()
     # Provider keys from the environment: what a tool saves on its own (bash's full output)
     # is written without them, as the log and the screen are.
     secrets: tuple[str, ...] = ()

@@ -85,15 +85,16 @@ async def _save(change: _Change, ctx: ToolContext) -> None:
 def _write_change(change: _Change, ctx: ToolContext) -> None:
     """Replace the file whole or not at all (temp file, fsync, rename: :func:`atomic_write`).
 
-    Inside the project no link on the way is followed (a folder swapped for a symlink after
-    the approval makes the write fail, not land elsewhere). The mode is kept; a hard-linked
-    file (asked about first) gets a new inode, so its other names keep their content. A
-    write outside the project happens only when the user approved exactly that."""
+    Inside the project (and an --add-dir folder) no link on the way is followed (a folder
+    swapped for a symlink after the approval makes the write fail, not land elsewhere). The
+    mode is kept; a hard-linked file (asked about first) gets a new inode, so its other names
+    keep their content. A write outside happens only when the user approved exactly that."""
     real = Path(os.path.realpath(change.path))
-    real_root = Path(os.path.realpath(ctx.project.root))
-    if real != real_root and real.is_relative_to(real_root):
-        atomic_write(real, change.new, root=real_root)
-        return
+    for root in (ctx.project.root, *ctx.added_dirs):  # the project, then --add-dir folders
+        real_root = Path(os.path.realpath(root))
+        if real != real_root and real.is_relative_to(real_root):
+            atomic_write(real, change.new, root=real_root)
+            return
     if not ctx.outside_allowed:
         raise ToolError(
             f"{change.shown} now leads outside the project ({real}), which was not approved; "

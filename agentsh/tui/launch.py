@@ -19,19 +19,27 @@ from typing import NoReturn
 
 
 def main(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from agentsh.config import load_environment
+    from agentsh.errors import CliError
     from agentsh.llm import remote
     from agentsh.llm.env import prepare_environment
+    from agentsh.run_options import apply_environment, resolve
     from agentsh.tui.app import AgentshApp
     from agentsh.tui.options import LaunchOptions
 
     try:
-        options = LaunchOptions.from_args(args)
+        extras = resolve(args, Path.cwd(), headless=False)  # --settings, --add-dir, ...
+    except CliError as exc:
+        print(f"agentsh: {exc}", file=sys.stderr)
+        return exc.code
+    apply_environment(extras)
+    try:
+        options = LaunchOptions.from_args(args, extras)
         if options.allowed_tools or options.disallowed_tools:
             options.tool_rules()  # a malformed rule: one line, before any frame
     except ValueError as exc:
-        import sys
-
         print(f"agentsh: {exc}", file=sys.stderr)
         return 2
     prepare_environment()

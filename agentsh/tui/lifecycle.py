@@ -51,8 +51,12 @@ def build_real_agent(env: Environment, session: Session, options: LaunchOptions)
         interactive=True,
         rules=options.tool_rules(),  # --allowedTools / --disallowedTools, as with -p
         plan=options.plan,  # --permission-mode, --append-system-prompt, --system-prompt too
-        appended_prompt=options.appended_prompt,
+        appended_prompt=options.extras.appended(options.appended_prompt),
         system_prompt=options.system_prompt,
+        added_dirs=options.extras.added_dirs,  # --add-dir, --mcp-config, --settings: as -p
+        mcp_servers=options.extras.mcp_servers,
+        strict_mcp=options.extras.strict_mcp,
+        notices=options.extras.warnings,  # --dangerously-skip-permissions' warning among them
     )
     return agent
 

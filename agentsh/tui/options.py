@@ -7,10 +7,11 @@ App and the controller take this value instead of the namespace, so tests can co
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from agentsh.config import ApprovalMode
+from agentsh.run_options import RunExtras
 
 if TYPE_CHECKING:
     from agentsh.tools.rules import ToolRules
@@ -31,9 +32,12 @@ class LaunchOptions:
     plan: bool = False  # --permission-mode plan: reads only
     appended_prompt: str = ""  # --append-system-prompt
     system_prompt: str = ""  # --system-prompt: replaces agentsh's base instructions
+    extras: RunExtras = field(
+        default_factory=RunExtras
+    )  # --add-dir, --mcp-config, --settings (run_options)
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> LaunchOptions:
+    def from_args(cls, args: argparse.Namespace, extras: RunExtras | None = None) -> LaunchOptions:
         """The options; a ValueError when --approve and --permission-mode are both given."""
         from agentsh.tools.approval import PERMISSION_MODES
 
@@ -55,6 +59,7 @@ class LaunchOptions:
             plan=permission == "plan",
             appended_prompt=getattr(args, "append_system_prompt", None) or "",
             system_prompt=getattr(args, "system_prompt", None) or "",
+            extras=extras or RunExtras(),
         )
 
     def tool_rules(self) -> ToolRules:

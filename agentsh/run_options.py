@@ -1,0 +1,301 @@
+"""Claude Code's flags that shape what a run may do: ``--dangerously-skip-permissions``,
+``--add-dir``, ``--mcp-config`` / ``--strict-mcp-config``, ``--settings`` and
+``--fallback-model`` (README: "Headless use").
+
+Everything here is chosen by the user on the command line, so it is trusted as the user's own
+configuration is: an added folder may be written like the project, an ``--mcp-config`` server
+starts like one in the user's ``mcp.json``, a ``--settings`` file's rules are the user's rules.
+The approval layer's own guards stay (:mod:`agentsh.tools.approval`): writes to ``.git/`` and
+``.agentsh/config.toml``, to a hard-linked file, or (followed through links) outside the project
+and the added folders are never let through without the user.
+
+:func:`add_arguments` registers the flags (standard library only: ``agentsh --help`` stays
+fast); :func:`resolve` reads them once, folds what the TUI and ``-p`` already understand into
+the namespace (``--settings``' model, mode and rules; ``--dangerously-skip-permissions`` as
+``--permission-mode bypassPermissions``) and returns the rest as :class:`RunExtras`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentsh.errors import EXIT_USAGE, CliError
+
+if TYPE_CHECKING:
+    from agentsh.mcp.servers_config import ServerSpec
+
+#: what a ``--settings`` value may hold before it is refused (a settings file is small)
+MAX_SETTINGS_BYTES = 1024 * 1024
+#: the ``permissions`` keys agentsh understands; everything else is named as ignored
+_PERMISSION_KEYS = ("allow", "deny", "defaultMode", "additionalDirectories")
+_MODES = ("default", "acceptEdits", "bypassPermissions", "plan", "dontAsk")
+
+SKIP_WARNING = (
+    "warning: --dangerously-skip-permissions: edits and commands run without asking; "
+    "still refused: --disallowedTools rules, writes to .git/ and .agentsh/config.toml, to "
+    "hard-linked files and outside the project and its --add-dir folders"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RunExtras:
+    """What :func:`resolve` found that the front ends hand to ``build_agent`` as it is."""
+
+    added_dirs: tuple[Path, ...] = ()  # --add-dir and permissions.additionalDirectories
+    mcp_servers: tuple[ServerSpec, ...] = ()  # --mcp-config
+    strict_mcp: bool = False  # --strict-mcp-config: no other MCP servers
+    fallback_model: str | None = None  # --fallback-model (-p only)
+    warnings: tuple[str, ...] = ()  # one line each, for the user, before the run starts
+    settings_env: Mapping[str, str] = field(default_factory=dict)  # applied to os.environ
+
+    def appended(self, text: str) -> str:
+        """``--append-system-prompt``'s ``text``, then what the model is told about the added
+        folders."""
+        if not self.added_dirs:
+            return text
+        listed = "\n".join(f"- {d}" for d in self.added_dirs)
+        note = (
+            "# Additional folders\n\nBesides the project, the user gave these folders "
+            f"(--add-dir); files in them may be read and changed like the project's:\n{listed}"
+        )
+        return f"{text.strip()}\n\n{note}" if text.strip() else note
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags, on the top-level parser (the TUI and ``-p`` both read them)."""
+    parser.add_argument(
+        "--dangerously-skip-permissions",
+        dest="skip_permissions",
+        action="store_true",
+        help="run every edit and command without asking (= --permission-mode "
+        "bypassPermissions); .git/, agentsh's settings and writes outside the project and "
+        "--add-dir folders still are not",
+    )
+    parser.add_argument(
+        "--add-dir",
+        dest="add_dirs",
+        action="extend",
+        nargs="+",
+        metavar="DIR",
+        help="more folders the tools may write, like the project (links out of them are not "
+        "followed)",
+    )
+    parser.add_argument(
+        "--mcp-config",
+        dest="mcp_configs",
+        action="extend",
+        nargs="+",
+        metavar="FILE|JSON",
+        help='MCP servers from JSON files or strings ({"mcpServers": {...}}), trusted like '
+        "the user's mcp.json",
+    )
+    parser.add_argument(
+        "--strict-mcp-config",
+        action="store_true",
+        help="use only the --mcp-config servers, none from mcp.json, .mcp.json or config.toml",
+    )
+    parser.add_argument(
+        "--settings",
+        dest="settings_json",
+        action="append",
+        metavar="FILE|JSON",
+        help="Claude Code settings (a file or a JSON string): permissions allow/deny/"
+        "defaultMode/additionalDirectories, model and env are used; the rest is named as "
+        "ignored",
+    )
+    parser.add_argument(
+        "--fallback-model",
+        metavar="MODEL",
+        help="-p: when the model stays overloaded or unavailable after its retries, go on "
+        "with this one",
+    )
+
+
+def resolve(args: argparse.Namespace, cwd: Path, *, headless: bool) -> RunExtras:
+    """Read the flags; the namespace is updated with what the front ends already take
+    (model, permission mode, tool rules). Raises :class:`CliError` (exit 2) for a value that
+    cannot be used: a folder that is not one, a file that cannot be read, JSON that is not
+    an object of the documented shape."""
+    warnings: list[str] = []
+    added: list[Path] = []
+    env: dict[str, str] = {}
+    for value in getattr(args, "settings_json", None) or ():
+        doc = _json_object("--settings", value)
+        ignored = _apply_settings(args, doc, cwd, added, env)
+        if ignored:
+            warnings.append(f"warning: --settings: agentsh ignores {', '.join(ignored)}")
+    if getattr(args, "skip_permissions", False):
+        if getattr(args, "approve", None):
+            raise CliError(
+                "--dangerously-skip-permissions and --approve cannot be used together",
+                EXIT_USAGE,
+            )
+        mode = getattr(args, "permission_mode", None)
+        if mode not in (None, "bypassPermissions") and not getattr(args, "_mode_from", ""):
+            raise CliError(
+                f"--dangerously-skip-permissions and --permission-mode {mode} cannot be used "
+                "together",
+                EXIT_USAGE,
+            )
+        args.permission_mode = "bypassPermissions"
+        warnings.insert(0, SKIP_WARNING)
+    if getattr(args, "_bypass_disabled", False) and args.permission_mode == "bypassPermissions":
+        raise CliError(
+            "--settings disables bypassPermissions (permissions.disableBypassPermissionsMode)",
+            EXIT_USAGE,
+        )
+    added += [_folder(text, cwd) for text in getattr(args, "add_dirs", None) or ()]
+    servers = tuple(
+        spec
+        for value in getattr(args, "mcp_configs", None) or ()
+        for spec in _mcp_servers(value, warnings)
+    )
+    strict = bool(getattr(args, "strict_mcp_config", False))
+    fallback = getattr(args, "fallback_model", None) or None
+    if fallback is not None and not headless:
+        raise CliError("--fallback-model works with -p only, as in Claude Code", EXIT_USAGE)
+    if fallback is not None and fallback == getattr(args, "model", None):
+        raise CliError("--fallback-model must name another model than -m", EXIT_USAGE)
+    return RunExtras(
+        added_dirs=tuple(dict.fromkeys(added)),
+        mcp_servers=servers,
+        strict_mcp=strict,
+        fallback_model=fallback,
+        warnings=tuple(warnings),
+        settings_env=env,
+    )
+
+
+def apply_environment(extras: RunExtras) -> None:
+    """``--settings``' ``env``, as Claude Code applies it: set for this run (the model calls,
+    the commands the agent runs, MCP servers), before anything reads the environment."""
+    os.environ.update(extras.settings_env)
+
+
+# -- --settings -------------------------------------------------------------------------------
+
+
+def _apply_settings(
+    args: argparse.Namespace,
+    doc: Mapping[str, Any],
+    cwd: Path,
+    added: list[Path],
+    env: dict[str, str],
+) -> list[str]:
+    """Fold one settings object into ``args``/``added``/``env``; the keys left unused."""
+    ignored = [key for key in doc if key not in ("permissions", "model", "env")]
+    model = doc.get("model")
+    if model is not None:
+        if not isinstance(model, str) or not model.strip():
+            raise _bad("--settings", "model must be a model string")
+        if not getattr(args, "model", None):  # -m wins, as a flag wins over settings
+            args.model = model.strip()
+    raw_env = doc.get("env", {})
+    if not isinstance(raw_env, Mapping):
+        raise _bad("--settings", "env must be an object of names and strings")
+    for name, value in raw_env.items():
+        if not isinstance(value, str | int | float | bool) or not name or "=" in name:
+            raise _bad("--settings", f"env {name!r} must be a string")
+        env[name] = str(value).lower() if isinstance(value, bool) else str(value)
+    permissions = doc.get("permissions", {})
+    if not isinstance(permissions, Mapping):
+        raise _bad("--settings", "permissions must be an object")
+    for key in permissions:
+        if key not in (*_PERMISSION_KEYS, "disableBypassPermissionsMode"):
+            ignored.append(f"permissions.{key}")
+    allow = _strings(permissions, "allow")
+    deny = _strings(permissions, "deny")
+    if allow:
+        args.allowed_tools = [*(getattr(args, "allowed_tools", None) or ()), *allow]
+    if deny:
+        args.disallowed_tools = [*(getattr(args, "disallowed_tools", None) or ()), *deny]
+    added += [_folder(text, cwd) for text in _strings(permissions, "additionalDirectories")]
+    mode = permissions.get("defaultMode")
+    if mode is not None:
+        if mode not in _MODES:
+            raise _bad("--settings", f"permissions.defaultMode must be one of {', '.join(_MODES)}")
+        # The flags win: --permission-mode, --approve and --dangerously-skip-permissions.
+        if not (getattr(args, "permission_mode", None) or getattr(args, "approve", None)):
+            args.permission_mode = mode
+            args._mode_from = "--settings"
+    if permissions.get("disableBypassPermissionsMode") == "disable":
+        args._bypass_disabled = True
+    return ignored
+
+
+def _strings(permissions: Mapping[str, Any], key: str) -> list[str]:
+    value = permissions.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _bad("--settings", f"permissions.{key} must be a list of strings")
+    return list(value)
+
+
+# -- --mcp-config -----------------------------------------------------------------------------
+
+
+def _mcp_servers(value: str, warnings: list[str]) -> list[ServerSpec]:
+    """The servers of one ``--mcp-config`` value, in the user's scope (the user chose them);
+    a bad entry is a warning (as in the user's mcp.json), a bad file an error."""
+    from agentsh.mcp.servers_config import Scope, parse_servers
+
+    doc = _json_object("--mcp-config", value)
+    servers = doc.get("mcpServers")
+    if not isinstance(servers, Mapping):
+        raise _bad("--mcp-config", f"{_shown(value)} has no mcpServers object")
+    source = Path(value) if not value.lstrip().startswith("{") else Path("--mcp-config")
+    problems: list[str] = []
+    specs = parse_servers(servers, scope=Scope.USER, source=source, problems=problems)
+    warnings += [f"warning: --mcp-config: {problem}" for problem in problems]
+    return specs
+
+
+# -- shared -----------------------------------------------------------------------------------
+
+
+def _json_object(flag: str, value: str) -> Mapping[str, Any]:
+    """A JSON object given inline (it starts with ``{``) or as a file's path."""
+    text = value
+    if not value.lstrip().startswith("{"):
+        try:
+            with open(value, "rb") as handle:
+                data = handle.read(MAX_SETTINGS_BYTES + 1)
+        except OSError as exc:
+            raise _bad(flag, f"cannot read {_shown(value)}: {exc.strerror or exc}") from None
+        if len(data) > MAX_SETTINGS_BYTES:
+            raise _bad(flag, f"{_shown(value)} is larger than {MAX_SETTINGS_BYTES // 1024} KiB")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _bad(flag, f"{_shown(value)} is not UTF-8 text") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        problem = f"{_shown(value)} is not valid JSON ({exc.msg}, line {exc.lineno})"
+        raise _bad(flag, problem) from None
+    if not isinstance(doc, dict):
+        raise _bad(flag, f"{_shown(value)} must be a JSON object")
+    return doc
+
+
+def _folder(text: str, cwd: Path) -> Path:
+    """An added folder, resolved (links followed once, here: what the user named)."""
+    path = (cwd / Path(text).expanduser()).resolve()
+    if not path.is_dir():
+        raise _bad("--add-dir", f"{_shown(text)} is not a folder")
+    return path
+
+
+def _shown(value: str) -> str:
+    if value.lstrip().startswith("{"):
+        return "the JSON given"
+    return repr(value) if len(value) < 200 else repr(value[:200] + "...")
+
+
+def _bad(flag: str, what: str) -> CliError:
+    return CliError(f"{flag}: {what}", EXIT_USAGE)

@@ -1,0 +1,252 @@
+"""Claude Code's run-shaping flags with ``-p`` (agentsh.run_options): --dangerously-skip-
+permissions, --add-dir, --mcp-config / --strict-mcp-config, --settings and --fallback-model,
+each run through the command line in this process against the scripted model server."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.agent.conftest import AgentshRunner, Run
+from tests.fakes.server import ErrorReply, ScriptedServer, text, tool_call
+from tests.mcp.conftest import FAKE_SERVER
+
+
+def _lines(run: Run) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in run.stdout.splitlines() if line.strip()]
+
+
+def _tool_results(server: ScriptedServer, request: int) -> list[str]:
+    return [m["content"] for m in server.requests[request].messages if m["role"] == "tool"]
+
+
+# -- --dangerously-skip-permissions ---------------------------------------------------------------
+
+
+def test_skip_permissions_runs_commands_with_one_warning_and_keeps_the_rails(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, project: Path
+) -> None:
+    scripted_server.script(
+        tool_call("bash", {"command": "touch made.txt"}, id="c1"),
+        tool_call("write", {"path": ".git/hooks/pre-commit", "content": "evil"}, id="c2"),
+        text("done"),
+    )
+    run = run_agentsh("-p", "go", "--dangerously-skip-permissions", "--output-format", "json")
+    assert run.code == 0, run.stderr
+    assert (project / "made.txt").exists()  # asked nothing: ran
+    assert not (project / ".git" / "hooks" / "pre-commit").exists()  # .git/ stays guarded
+    [warning] = [line for line in run.stderr.splitlines() if "skip-permissions" in line]
+    assert warning.startswith("agentsh: warning: --dangerously-skip-permissions: ")
+    assert ".git/" in warning
+    result = _lines(run)[-1]
+    assert [d["tool_use_id"] for d in result["permission_denials"]] == ["c2"]
+
+
+def test_skip_permissions_conflicts_with_another_mode(run_agentsh: AgentshRunner) -> None:
+    run = run_agentsh("-p", "go", "--dangerously-skip-permissions", "--permission-mode", "plan")
+    assert run.code == 2
+    assert "--permission-mode plan" in run.stderr
+
+
+# -- --add-dir ------------------------------------------------------------------------------------
+
+
+def test_add_dir_lets_edits_land_in_another_folder_but_not_through_a_link_out_of_it(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    shared = tmp_path / "shared"
+    elsewhere = tmp_path / "elsewhere"
+    shared.mkdir()
+    elsewhere.mkdir()
+    (shared / "out").symlink_to(elsewhere)
+    scripted_server.script(
+        tool_call("write", {"path": str(shared / "notes.txt"), "content": "hi\n"}, id="c1"),
+        tool_call("write", {"path": str(shared / "out" / "x.txt"), "content": "x"}, id="c2"),
+        text("done"),
+    )
+    run = run_agentsh("-p", "write", "--approve", "edits", "--add-dir", str(shared))
+    assert run.code == 0, run.stderr
+    assert (shared / "notes.txt").read_text() == "hi\n"
+    assert not (elsewhere / "x.txt").exists()
+    _written, refused = _tool_results(scripted_server, 2)
+    assert "outside" in refused and "--add-dir" in refused
+    # The model is told which folders it may use besides the project.
+    system = scripted_server.requests[0].messages[0]["content"]
+    assert str(shared) in system
+
+
+def test_without_add_dir_the_same_write_is_refused(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    scripted_server.script(
+        tool_call("write", {"path": str(shared / "notes.txt"), "content": "hi\n"}), text("ok")
+    )
+    assert run_agentsh("-p", "write", "--approve", "edits").code == 0
+    assert not (shared / "notes.txt").exists()
+
+
+def test_add_dir_must_name_a_folder(run_agentsh: AgentshRunner, tmp_path: Path) -> None:
+    run = run_agentsh("-p", "go", "--add-dir", str(tmp_path / "missing"))
+    assert run.code == 2
+    assert "--add-dir" in run.stderr and "is not a folder" in run.stderr
+
+
+# -- --mcp-config / --strict-mcp-config ---------------------------------------------------------
+
+
+def _fake_servers(name: str) -> dict[str, Any]:
+    return {"mcpServers": {name: {"command": sys.executable, "args": [str(FAKE_SERVER)]}}}
+
+
+def test_mcp_config_from_a_string_and_a_file_and_strict_leaves_out_the_users(
+    run_agentsh: AgentshRunner,
+    scripted_server: ScriptedServer,
+    agentsh_home: Path,
+    tmp_path: Path,
+) -> None:
+    # The user's own mcp.json names a server that --strict-mcp-config leaves out.
+    user_mcp = agentsh_home / "config" / "mcp.json"
+    user_mcp.parent.mkdir(parents=True, exist_ok=True)
+    user_mcp.write_text(json.dumps(_fake_servers("mine")))
+    from_file = tmp_path / "servers.json"
+    from_file.write_text(json.dumps(_fake_servers("filed")))
+    scripted_server.script(tool_call("mcp__given__echo", {"text": "hello"}), text("done"))
+    run = run_agentsh(
+        "-p",
+        "echo",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--mcp-config",
+        json.dumps(_fake_servers("given")),
+        str(from_file),
+        "--strict-mcp-config",
+        "--allowedTools",
+        "mcp__given__*",
+    )
+    assert run.code == 0, run.stderr
+    init = _lines(run)[0]
+    assert sorted(s["name"] for s in init["mcp_servers"]) == ["filed", "given"]
+    assert all(s["status"] == "connected" for s in init["mcp_servers"])
+    assert "mcp__given__echo" in init["tools"]
+    [result] = _tool_results(scripted_server, 1)
+    assert "hello" in result
+
+
+def test_mcp_config_that_is_not_json_is_a_usage_error(run_agentsh: AgentshRunner) -> None:
+    run = run_agentsh("-p", "go", "--mcp-config", "{not json")
+    assert run.code == 2
+    assert "--mcp-config" in run.stderr and "not valid JSON" in run.stderr
+
+
+# -- --settings -----------------------------------------------------------------------------------
+
+
+def test_settings_rules_mode_and_env_apply_and_the_rest_is_named_once(
+    run_agentsh: AgentshRunner,
+    scripted_server: ScriptedServer,
+    project: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AGENTSH_SETTINGS_PROBE", "before")  # restored after the test
+    settings = tmp_path / "settings.json"
+    settings.write_text(
+        json.dumps(
+            {
+                "permissions": {
+                    "allow": ["Bash(touch:*)"],
+                    "deny": ["Bash(rm:*)"],
+                    "defaultMode": "acceptEdits",
+                    "ask": ["Bash(npm publish)"],
+                },
+                "env": {"AGENTSH_SETTINGS_PROBE": "after"},
+                "hooks": {"PreToolUse": []},
+                "statusLine": {"type": "command"},
+            }
+        )
+    )
+    scripted_server.script(
+        tool_call("bash", {"command": "touch ruled.txt"}, id="c1"),  # the allow rule
+        tool_call("write", {"path": "edited.txt", "content": "e"}, id="c2"),  # acceptEdits
+        tool_call("bash", {"command": "rm ruled.txt"}, id="c3"),  # the deny rule
+        text("done"),
+    )
+    run = run_agentsh("-p", "go", "--settings", str(settings))
+    assert run.code == 0, run.stderr
+    assert (project / "ruled.txt").exists()
+    assert (project / "edited.txt").read_text() == "e"
+    assert "Bash(rm:*)" in _tool_results(scripted_server, 3)[-1]
+    assert os.environ["AGENTSH_SETTINGS_PROBE"] == "after"
+    [ignored] = [line for line in run.stderr.splitlines() if "--settings" in line]
+    assert ignored == (
+        "agentsh: warning: --settings: agentsh ignores hooks, statusLine, permissions.ask"
+    )
+
+
+def test_settings_as_a_json_string_and_flags_win(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, project: Path
+) -> None:
+    scripted_server.script(tool_call("write", {"path": "x.txt", "content": "x"}), text("ok"))
+    given = json.dumps({"permissions": {"defaultMode": "acceptEdits"}, "model": "openai/other"})
+    run = run_agentsh("-p", "go", "--settings", given, "--permission-mode", "default")
+    assert run.code == 0, run.stderr
+    assert not (project / "x.txt").exists()  # --permission-mode default won over the settings
+    assert scripted_server.requests[0].body["model"] == "test-model"  # -m won over "model"
+
+
+def test_settings_can_forbid_skipping_permissions(run_agentsh: AgentshRunner) -> None:
+    given = json.dumps({"permissions": {"disableBypassPermissionsMode": "disable"}})
+    run = run_agentsh("-p", "go", "--settings", given, "--dangerously-skip-permissions")
+    assert run.code == 2
+    assert "disableBypassPermissionsMode" in run.stderr
+
+
+# -- --fallback-model -----------------------------------------------------------------------------
+
+
+def test_fallback_model_takes_over_when_the_model_stays_overloaded(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer
+) -> None:
+    overloaded = ErrorReply(529, "Overloaded", type="overloaded_error")
+    # the first call and its 3 retries, then the fallback answers both calls of the turn
+    scripted_server.script(
+        *[overloaded] * 4, tool_call("read", {"path": "missing.txt"}), text("from the fallback")
+    )
+    run = run_agentsh("-p", "hi", "--fallback-model", "openai/spare-model")
+    assert run.code == 0, run.stderr
+    assert run.stdout == "from the fallback\n"
+    models = [r.body["model"] for r in scripted_server.requests]
+    assert models == ["test-model"] * 4 + ["spare-model"] * 2  # and stays there
+    assert "going on with openai/spare-model (--fallback-model)" in run.stderr
+
+
+def test_fallback_model_is_not_used_for_a_rate_limit(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer
+) -> None:
+    scripted_server.script(*[ErrorReply(429, "slow down")] * 4)
+    run = run_agentsh("-p", "hi", "--fallback-model", "openai/spare-model")
+    assert run.code == 1
+    assert {r.body["model"] for r in scripted_server.requests} == {"test-model"}
+
+
+def test_fallback_model_must_be_another_model_and_is_for_print_mode(
+    run_agentsh: AgentshRunner, tmp_path: Path
+) -> None:
+    run = run_agentsh("-p", "hi", "--fallback-model", "openai/test-model")
+    assert run.code == 2
+    assert "another model" in run.stderr
+    from agentsh.cli import build_parser
+    from agentsh.errors import CliError
+    from agentsh.run_options import resolve
+
+    args = build_parser().parse_args(["--fallback-model", "openai/spare"])
+    with pytest.raises(CliError, match="with -p only"):
+        resolve(args, tmp_path, headless=False)  # the TUI's call
