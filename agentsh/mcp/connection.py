@@ -10,7 +10,8 @@ crashed is not retried: it may have had effects.
 
 The server's stderr goes to a log file, never to the terminal (it would tear the TUI), and
 nothing written there or shown comes from an expanded ``${VAR}``: the header of each start is
-the command as configured, and messages are scrubbed of the expanded secrets.
+the command as configured, what the server prints is redacted on its way to the file
+(:mod:`agentsh.mcp.stderr_log`), and messages are scrubbed of the expanded secrets.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -34,6 +35,7 @@ from agentsh.mcp import groups
 from agentsh.mcp.schema import SchemaProblem, checked_input_schema, injection_in
 from agentsh.mcp.servers_config import ExpansionError, Launch, ServerSpec, Transport
 from agentsh.mcp.state import RemoteTool, ServerState, ServerStatus
+from agentsh.mcp.stderr_log import StderrLog, scrubbed
 from agentsh.mcp.watched_transport import WatchedTransport
 
 if TYPE_CHECKING:
@@ -44,8 +46,8 @@ if TYPE_CHECKING:
 MAX_TOOL_PAGES = 50
 MAX_DESCRIPTION_CHARS = 2048
 MAX_TOOL_NAME = 128  # the spec's limit; a longer or unprintable name is left out
-LOG_MAX_BYTES = 1024 * 1024
 _CLOSE_GRACE_S = 8.0  # the SDK's own shutdown: stdin closed, 2 s, SIGTERM, 2 s, SIGKILL
+_LOG_WAIT_S = 1.0  # for the stderr log to catch up with what a server wrote (stderr_log)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +90,7 @@ class ServerConnection:
         self._failures = 0  # in a row; a successful call resets it
         self._failed_at = 0.0
         self._ever_ready = False
-        self._stderr_mark = 0
+        self._log: StderrLog | None = None  # this start's stderr log (stdio servers)
         self._pgid = 0  # the stdio server's process group, once known
         self._secrets: tuple[str, ...] = ()
         self.status = ServerStatus(
@@ -123,9 +125,7 @@ class ServerConnection:
         self._set(state=ServerState.FAILED, reason=self._scrub(reason))
 
     def _scrub(self, text: str) -> str:
-        for secret in sorted(self._secrets, key=len, reverse=True):
-            text = text.replace(secret, "[REDACTED]")
-        return text
+        return scrubbed(text, self._secrets)
 
     def restart_wait_s(self) -> float:
         """Seconds until a crashed server may be started again (0: at its next use)."""
@@ -186,6 +186,7 @@ class ServerConnection:
                     self._secrets = launch.secrets()
                     client = await self._connect(stack, launch)
                     await stack.enter_async_context(client)
+                    await self._log_started()
                     self._learn_group()
                     tools, problems = await self._list_tools(client)
                     deadline.deadline = math.inf
@@ -249,7 +250,8 @@ class ServerConnection:
             cwd = _working_dir(launch.cwd, self.cwd)
             env = _absolute_path_only(launch.env)
             _check_command(launch.command, cwd, env["PATH"])
-            errlog = stack.enter_context(self._open_log())
+            self._log = StderrLog(self.log_path, self._secrets)
+            errlog = stack.enter_context(self._log.opened(self.spec.describe()))
             command, args = launch.command, list(launch.args)
             if groups.supported():
                 command, args = groups.wrapped(command, args)
@@ -265,21 +267,15 @@ class ServerConnection:
         http = await stack.enter_async_context(create_mcp_http_client(headers=launch.headers))
         return streamable_http_client(launch.url, http_client=http)
 
-    def _open_log(self) -> TextIO:
-        """The server's stderr file: appended to, started afresh past 1 MiB. Readable by the
-        user only: a server may print what it was given (a token in its arguments)."""
-        self.log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with contextlib.suppress(OSError):
-            if self.log_path.stat().st_size > LOG_MAX_BYTES:
-                self.log_path.replace(self.log_path.with_suffix(".log.1"))
-        fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        with contextlib.suppress(OSError):
-            os.fchmod(fd, 0o600)  # a file made by an earlier version
-        handle = os.fdopen(fd, "a", encoding="utf-8", errors="replace")
-        handle.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {self.spec.describe()}\n")
-        handle.flush()
-        self._stderr_mark = handle.tell()
-        return handle
+    async def _log_started(self) -> None:
+        """Once the server runs: agentsh's copy of its stderr pipe is closed, and the launch
+        shell's first line (its pid: :meth:`_learn_group`) is waited for in the log."""
+        log = self._log
+        if log is None:
+            return
+        log.release()
+        if groups.supported():
+            await anyio.to_thread.run_sync(log.first_output.wait, _LOG_WAIT_S)
 
     async def _list_tools(self, client: Client) -> tuple[tuple[RemoteTool, ...], tuple[str, ...]]:
         tools: list[RemoteTool] = []
@@ -355,10 +351,17 @@ class ServerConnection:
             self._pgid = pid
             groups.track(pid)
 
-    def _log_since_start(self) -> str:
+    def _log_since_start(self, *, ended: bool = False) -> str:
+        """This start's stderr, as logged; ``ended``: the server is gone, so what it wrote
+        last is waited for (bounded: a child it left behind may hold the pipe)."""
+        log = self._log
+        if log is None:
+            return ""
+        if ended:
+            log.drained.wait(_LOG_WAIT_S)
         try:
             with self.log_path.open("rb") as handle:
-                handle.seek(self._stderr_mark)
+                handle.seek(log.mark)
                 return handle.read(1 << 20).decode("utf-8", "replace")
         except OSError:
             return ""
@@ -368,25 +371,25 @@ class ServerConnection:
 
     # -- errors as people read them -------------------------------------------------------------
 
-    def _stderr_tail(self) -> str:
+    def _stderr_tail(self, *, ended: bool = False) -> str:
         """The last line the server wrote on stderr since this start (scrubbed, short)."""
         if self.spec.transport is not Transport.STDIO:
             return ""
         from agentsh.mcp.results import clean_text
 
-        text = clean_text(self._log_since_start()[-4096:])
+        text = clean_text(self._log_since_start(ended=ended)[-4096:])
         lines = [line.strip() for line in text.splitlines()]
         lines = [line for line in lines if line and not line.startswith(groups.MARKER)]
         return self._scrub(lines[-1][:300]) if lines else ""
 
-    def _stderr_hint(self, lead: str) -> str:
-        tail = self._stderr_tail()
+    def _stderr_hint(self, lead: str, *, ended: bool = False) -> str:
+        tail = self._stderr_tail(ended=ended)
         return f"{lead}{tail}" if tail else ""
 
     def _ended_reason(self, what: str) -> str:
         if self.spec.transport is Transport.STDIO:
             return f"the server process {what.replace('stopped', 'exited')}" + self._stderr_hint(
-                "; it last said: "
+                "; it last said: ", ended=True
             )
         return f"the connection {what.replace('stopped', 'closed')}"
 

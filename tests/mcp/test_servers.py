@@ -338,8 +338,11 @@ async def test_a_token_passed_as_an_argument_never_shows_in_the_failure(tmp_path
         assert status is not None and status.state is ServerState.FAILED
         assert status.reason.endswith("it last said: bad token: [REDACTED]")
         assert token in manager.secrets()  # kept out of the session log too
-        # The server's own stderr (which holds it) is the user's alone.
-        assert (tmp_path / "mcp-logs" / "echoes.log").stat().st_mode & 0o077 == 0
+        # The server's own stderr log is the user's alone, and does not hold it either.
+        log = tmp_path / "mcp-logs" / "echoes.log"
+        assert log.stat().st_mode & 0o077 == 0
+        assert "bad token: [REDACTED]" in log.read_text()
+        assert token not in log.read_text()
     finally:
         manager.close()
 
