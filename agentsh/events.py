@@ -175,6 +175,11 @@ class ApprovalRequest(Event):
     # What ALLOW_GROUP would allow for the session, e.g. "every tool of MCP server 'git'";
     # empty when the tool is not part of a group (the prompt then does not offer it).
     group: str = ""
+    # What ALLOW_SESSION keeps allowed after this call: "tool" (this tool's later calls),
+    # "repository" (git commands in this repository that runs programs), or "" (nothing: it
+    # allows this call only, e.g. a write outside the project or to .git/), so a front end
+    # offers "always" only where it is remembered.
+    session_scope: str = "tool"
 
 
 class ApprovalDecision(StrEnum):

@@ -1,4 +1,5 @@
-"""Approvals as ``session/request_permission``: allow once, allow for the session, reject.
+"""Approvals as ``session/request_permission``: allow once, allow for the session (where
+agentsh remembers it), every tool of the call's MCP server for the session, reject.
 
 The agent waits on an :class:`~agentsh.events.ApprovalRequest`'s future; this module asks the
 client and resolves it. A client that never shows the request (or never answers it) must not
@@ -30,29 +31,46 @@ log = logging.getLogger(__name__)
 
 ALLOW_ONCE = "allow_once"
 ALLOW_ALWAYS = "allow_always"
+ALLOW_GROUP = "allow_group"
 REJECT = "reject"
 
 _DECISIONS = {
     ALLOW_ONCE: ApprovalDecision.ALLOW_ONCE,
     ALLOW_ALWAYS: ApprovalDecision.ALLOW_SESSION,
+    ALLOW_GROUP: ApprovalDecision.ALLOW_GROUP,
     REJECT: ApprovalDecision.DENY,
 }
 
 _TELL_TIMEOUT_S = 5.0
+
+# ApprovalRequest.session_scope -> the "always" option's name
+_ALWAYS = {
+    "tool": "Always allow {tool} in this session",
+    "repository": "Always allow git commands in this repository in this session",
+}
 
 Say = Callable[[str], Awaitable[None]]
 """Sends a note to the user's thread."""
 
 
 def options(request: ApprovalRequest) -> list[PermissionOption]:
-    """The choices; "always" is not offered where agentsh would not keep it (a write outside
-    the project allows that one call only)."""
+    """The choices; "always" only where agentsh keeps it (a write outside the project or to
+    ``.git/`` allows that one call only, whatever the answer), and named for what it keeps."""
     choices = [PermissionOption(option_id=ALLOW_ONCE, name="Allow once", kind="allow_once")]
-    if not request.outside_project:
+    always = _ALWAYS.get(request.session_scope, "")
+    if always and not request.outside_project:
         choices.append(
             PermissionOption(
                 option_id=ALLOW_ALWAYS,
-                name=f"Always allow {request.tool} in this session",
+                name=always.format(tool=request.tool),
+                kind="allow_always",
+            )
+        )
+    if request.group:  # an MCP tool: every tool of its server
+        choices.append(
+            PermissionOption(
+                option_id=ALLOW_GROUP,
+                name=f"Always allow {request.group} in this session",
                 kind="allow_always",
             )
         )

@@ -309,6 +309,7 @@ class Approver:
             reason=reason,
             outside_project=outside,
             group=group[1] if group else "",
+            session_scope="tool" if sticky and not outside else "repository" if remember else "",
         )
         ctx.emit(request)
         decision = await _wait_for_decision(request, ctx)

@@ -66,3 +66,66 @@ async def test_a_wedged_client_cannot_hold_the_refusal(monkeypatch: pytest.Monke
     )
     assert decision is ApprovalDecision.NO_ANSWER
     assert request.decision.result() is ApprovalDecision.NO_ANSWER
+
+
+def _kinds(request: ApprovalRequest) -> dict[str, str]:
+    return {o.option_id: o.name for o in permissions.options(request)}
+
+
+async def test_always_is_offered_only_where_it_is_remembered_and_named_for_what() -> None:
+    tool = _request()
+    assert _kinds(tool) == {
+        "allow_once": "Allow once",
+        "allow_always": "Always allow bash in this session",
+        "reject": "Reject",
+    }
+    protected = _request()
+    protected.session_scope = ""  # a write to .git/: "always" would allow this call only
+    assert "allow_always" not in _kinds(protected)
+    armed = _request()
+    armed.session_scope = "repository"
+    assert _kinds(armed)["allow_always"] == (
+        "Always allow git commands in this repository in this session"
+    )
+
+
+class Answering:
+    """An editor that picks one option."""
+
+    def __init__(self, option_id: str) -> None:
+        self.option_id = option_id
+        self.options: list[str] = []
+
+    async def request_permission(self, **kwargs: Any) -> Any:
+        from acp.schema import AllowedOutcome, RequestPermissionResponse
+
+        self.options = [o.option_id for o in kwargs["options"]]
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(option_id=self.option_id, outcome="selected")
+        )
+
+
+async def test_an_mcp_tool_offers_every_tool_of_its_server() -> None:
+    request = ApprovalRequest(
+        call_id="c1",
+        tool="mcp__git__git_log",
+        summary="git_log",
+        detail="",
+        reason="ask mode",
+        group="every tool of MCP server 'git'",
+    )
+    assert _kinds(request)["allow_group"] == (
+        "Always allow every tool of MCP server 'git' in this session"
+    )
+    client = Answering("allow_group")
+    decision = await permissions.ask(
+        client,  # type: ignore[arg-type]
+        "s1",
+        "e1/c1",
+        request,
+        path=None,
+        timeout_s=5,
+        say=_closed,
+    )
+    assert decision is ApprovalDecision.ALLOW_GROUP
+    assert "allow_group" in client.options

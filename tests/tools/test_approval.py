@@ -116,6 +116,7 @@ async def test_allow_for_the_session_is_remembered_per_tool(
     assert await authorize(approver, BashTool(), ctx, command="pwd") is None
     assert len(user.requests) == 1
     assert approver.session_allowed == {"bash"}
+    assert user.requests[0].session_scope == "tool"
     # The grant is for bash only: a write still asks.
     assert await authorize(approver, WriteTool(), ctx, path="x.txt", content="x") is None
     assert len(user.requests) == 2
@@ -152,6 +153,7 @@ async def test_session_grant_never_covers_outside_writes(
         await authorize(approver, WriteTool(), ctx, path=str(tmp_path / "out.txt"), content="x")
     assert len(user.requests) == 2
     assert approver.session_allowed == frozenset()
+    assert {r.session_scope for r in user.requests} == {""}
     # A session grant made inside the project does not leak outside either.
     await authorize(approver, WriteTool(), ctx, path="in.txt", content="x")
     await authorize(approver, WriteTool(), ctx, path="in2.txt", content="x")
@@ -263,6 +265,8 @@ async def test_the_project_settings_file_always_asks_and_no_grant_covers_it(
     assert len(user.requests) == 2
     assert "project settings" in user.requests[0].reason
     assert approver.session_allowed == frozenset()
+    # The front ends are told "for this session" keeps nothing here (ACP offers no "always").
+    assert {r.session_scope for r in user.requests} == {""}
     # Other files inside .agentsh/ are ordinary edits.
     await authorize(approver, WriteTool(), ctx, path=".agentsh/notes.md", content="x")
     assert len(user.requests) == 2
