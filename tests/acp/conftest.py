@@ -18,6 +18,7 @@ import contextlib
 import itertools
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections import defaultdict
@@ -111,15 +112,20 @@ class EditorClient:
         ]
 
     async def wait_for(self, check: Callable[[], bool], within_s: float = 30) -> None:
+        """Until ``check()`` holds; it is re-checked whenever anything a test can read changed
+        (an update, a question, a terminal made, its output grew, its command ended)."""
         async with self.changed:
             await asyncio.wait_for(self.changed.wait_for(check), within_s)
+
+    async def _changed(self) -> None:
+        async with self.changed:
+            self.changed.notify_all()
 
     # -- the protocol -----------------------------------------------------------------------
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates[session_id].append(update)
-        async with self.changed:
-            self.changed.notify_all()
+        await self._changed()
 
     async def request_permission(
         self,
@@ -129,8 +135,7 @@ class EditorClient:
         **kwargs: Any,
     ) -> RequestPermissionResponse:
         self.asked.append(Asked(session_id, tool_call, options))
-        async with self.changed:
-            self.changed.notify_all()
+        await self._changed()
         answer = self.answer
         choice = answer(tool_call, options) if callable(answer) else answer
         if choice == "never":
@@ -184,13 +189,19 @@ class EditorClient:
         terminal = _Terminal(process)
 
         async def pump() -> None:
+            # A test waiting for the command's output is woken by it (it waited for the next
+            # session/update instead: the command's end, after the test's 20 s sleep).
             assert process.stdout is not None
             while chunk := await process.stdout.read(4096):
                 terminal.output += chunk
+                await self._changed()
+            await process.wait()
+            await self._changed()
 
         terminal.reader = asyncio.ensure_future(pump())
         terminal_id = f"term-{next(self._ids)}"
         self.terminals[terminal_id] = terminal
+        await self._changed()
         return CreateTerminalResponse(terminal_id=terminal_id)
 
     async def terminal_output(
@@ -211,8 +222,8 @@ class EditorClient:
         self, session_id: str, terminal_id: str, **kwargs: Any
     ) -> WaitForTerminalExitResponse:
         code = await self.terminals[terminal_id].process.wait()
-        if code < 0:
-            return WaitForTerminalExitResponse(signal=f"SIG{-code}")
+        if code < 0:  # as a terminal reports it: the signal's name
+            return WaitForTerminalExitResponse(signal=signal.Signals(-code).name)
         return WaitForTerminalExitResponse(exit_code=code)
 
     async def kill_terminal(
@@ -221,7 +232,16 @@ class EditorClient:
         self.terminals[terminal_id].killed = True
         with contextlib.suppress(ProcessLookupError):
             self.terminals[terminal_id].process.kill()
+        await self._changed()
         return KillTerminalResponse()
+
+    async def close(self) -> None:
+        """The editor closes: no command a failed test left running outlives it."""
+        for terminal in self.terminals.values():
+            if terminal.process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    terminal.process.kill()
+            await terminal.process.wait()
 
     async def release_terminal(
         self, session_id: str, terminal_id: str, **kwargs: Any
@@ -352,3 +372,4 @@ async def spawn_acp(
             await process.wait()
         await recorder
         server.stop()
+        await client.close()

@@ -385,12 +385,13 @@ async def test_commands_run_in_the_editor_terminal(editor: AcpAgent) -> None:
 
 async def test_cancel_while_a_command_runs_in_the_editor_terminal(editor: AcpAgent) -> None:
     # An editor that never answers terminal/output for the killed command: the cancelled turn
-    # must not wait for it (it waited forever).
+    # must not wait for it (it waited forever). The cancel is sent once the command printed
+    # (the editor wakes the test on output); the command cannot end by itself first.
     client, server = editor.client, editor.server
     sid = await editor.new_session()
     await editor.conn.set_session_mode(session_id=sid, mode_id="all")
     client.stall_output_after_kill = True
-    server.script(tool_call("bash", {"command": "echo started; exec sleep 20"}), text("never"))
+    server.script(tool_call("bash", {"command": "echo started; exec sleep 300"}), text("never"))
     known = set(client.terminals)
     turn = asyncio.ensure_future(editor.prompt(sid, "run it"))
     await client.wait_for(lambda: bool(set(client.terminals) - known))
@@ -398,13 +399,16 @@ async def test_cancel_while_a_command_runs_in_the_editor_terminal(editor: AcpAge
     await client.wait_for(lambda: b"started" in client.terminals[terminal_id].output)
     await editor.conn.cancel(session_id=sid)
     try:
-        response = await asyncio.wait_for(turn, 10)
+        response = await asyncio.wait_for(turn, 30)  # bounded: it waited forever
     finally:
         client.stall_output_after_kill = False
     assert response.stop_reason == "cancelled"
     terminal = client.terminals[terminal_id]
+    assert terminal.killed, "the agent did not kill the cancelled command"
     assert terminal.process.returncode is not None and terminal.released
     assert _finals(client, sid)[-1].status == "failed"
+    assert server.pending == 1  # no model call after the cancel; the reply is dropped
+    server.drop_pending()
 
 
 # -- MCP servers the editor passes --------------------------------------------------------------

@@ -330,6 +330,12 @@ class ScriptedServer:
             self._queue.extend(_coerce(r) for r in replies)
         return self
 
+    def drop_pending(self) -> None:
+        """Forget the replies not asked for (a test whose turn was cancelled), so the next
+        test sharing this server gets its own."""
+        with self._lock:
+            self._queue.clear()
+
     @property
     def pending(self) -> int:
         with self._lock:
