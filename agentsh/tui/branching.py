@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING
 from agentsh.session.entries import MessageEntry, Role
 from agentsh.session.log import SessionError
 from agentsh.tui.file_restore import FileRestorer
+from agentsh.tui.interrupt import DoublePress
 from agentsh.tui.keys import display_key, spec
 from agentsh.tui.panes.panel import PaneName, SidePanel
 from agentsh.tui.projection import BranchItem, NoteItem, branch_marks, project_session
@@ -57,7 +57,9 @@ class BranchNavigator:
         self.current = current
         self.view = view
         self.resume_queue = resume_queue
-        self._last_escape = 0.0
+        #: Esc Esc's window (its clock is what a test drives: Pilot's presses can land
+        #: further apart than a person's on a loaded machine).
+        self.escapes = DoublePress()
         self._summary_task: asyncio.Task[None] | None = None
         self._told_no_model = False
         self.files = FileRestorer(app, current, view)
@@ -275,16 +277,12 @@ class BranchNavigator:
     def escape(self) -> None:
         """Esc that cancelled nothing: twice within ``tui.esc_esc_ms`` on an empty editor
         opens the tree."""
-        now = time.monotonic()
-        window = self.current.env.settings.tui.esc_esc_ms / 1000
         if self.current.turn_running or self.view.prompt.text.strip():
-            self._last_escape = 0.0
+            self.escapes.reset()
             return
-        if now - self._last_escape <= window:
-            self._last_escape = 0.0
+        self.escapes.window_s = self.current.env.settings.tui.esc_esc_ms / 1000
+        if self.escapes.press():
             self.run(self.open_tree(), "Opening the tree")
-        else:
-            self._last_escape = now
 
     # -- moving the leaf ----------------------------------------------------------------------
 

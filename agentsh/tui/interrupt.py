@@ -16,18 +16,19 @@ QUIT_HINT = "Ctrl+C again to quit"
 
 
 class DoublePress:
-    """Remembers a first press for :data:`QUIT_WINDOW_S`; the second press inside it counts."""
+    """Remembers a first press for ``window_s``; the second press inside it counts. ``clock``
+    is public so a test can hold the time still (two Pilot presses are not a person's)."""
 
     def __init__(
         self, window_s: float = QUIT_WINDOW_S, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self.window_s = window_s
-        self._clock = clock
+        self.clock = clock
         self._first: float | None = None
 
     def press(self) -> bool:
         """True when this press completes a double press (and the window starts over)."""
-        now = self._clock()
+        now = self.clock()
         if self._first is not None and now - self._first <= self.window_s:
             self._first = None
             return True

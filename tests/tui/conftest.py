@@ -89,6 +89,21 @@ async def submit(pilot: Pilot[None], app: AgentshApp, text: str) -> None:
     await pilot.press("enter")
 
 
+async def esc_esc(pilot: Pilot[None], app: AgentshApp) -> None:
+    """Esc twice as a person presses it: within ``tui.esc_esc_ms`` whatever the load. The
+    window's clock stands still for the two presses (Pilot presses the second only once the
+    first was handled: 120-330 ms later at load 9, past the 500 ms window at load 17)."""
+    import time
+
+    presses = app.controller.branching.escapes
+    now = time.monotonic()
+    presses.clock = lambda: now
+    try:
+        await pilot.press("escape", "escape")
+    finally:
+        presses.clock = time.monotonic
+
+
 def agent_of(app: AgentshApp) -> AgentAPI:
     agent = app.controller.agent
     assert agent is not None, "the agent has not loaded"

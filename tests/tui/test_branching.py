@@ -23,7 +23,7 @@ from agentsh.tui.widgets.composer import PromptInput
 from agentsh.tui.widgets.messages import AssistantMessage, UserMessage
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer, text
-from tests.tui.conftest import MakeApp, ready, session_of, wait_for
+from tests.tui.conftest import MakeApp, esc_esc, ready, session_of, wait_for
 
 if TYPE_CHECKING:
     from textual.pilot import Pilot
@@ -155,7 +155,7 @@ async def test_esc_esc_opens_the_tree_a_label_survives_a_reload_and_filters_find
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(pilot, app)
         await _send(pilot, app, scripted_server, "hello")
-        await pilot.press("escape", "escape")
+        await esc_esc(pilot, app)
         await wait_for(
             pilot, lambda: bool(app.query(TreeView)) and app.query_one(TreeView).has_focus
         )

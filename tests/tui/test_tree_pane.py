@@ -29,7 +29,15 @@ from agentsh.tui.panes.tree_pane import TreePane, TreeView
 from agentsh.tui.themes import shipped_themes_dir
 from agentsh.tui.widgets.composer import PromptInput
 from agentsh.tui.widgets.messages import UserMessage
-from tests.tui.conftest import MakeApp, fake_factory, ready, screen_text, session_of, wait_for
+from tests.tui.conftest import (
+    MakeApp,
+    esc_esc,
+    fake_factory,
+    ready,
+    screen_text,
+    session_of,
+    wait_for,
+)
 
 if TYPE_CHECKING:
     from textual.pilot import Pilot
@@ -366,7 +374,7 @@ async def test_escape_twice_on_an_empty_editor_opens_the_tree_in_place_of_a_narr
         await ready(pilot, app)
         session, _ = _session(project, app.env.user.project_sessions_dir(project))
         await app.controller.switch_session(session)
-        await pilot.press("escape", "escape")
+        await esc_esc(pilot, app)
         await wait_for(
             pilot, lambda: bool(app.query(TreeView)) and app.query_one(TreeView).has_focus
         )
@@ -375,9 +383,30 @@ async def test_escape_twice_on_an_empty_editor_opens_the_tree_in_place_of_a_narr
         assert not app.query_one(SidePanel).is_open
         assert app.query_one("#chat-column").display and isinstance(app.focused, PromptInput)
         # Not with text in the editor: Esc there must never throw a draft's context away.
-        await pilot.press(*"draft", "escape", "escape")
+        await pilot.press(*"draft")
+        await esc_esc(pilot, app)
         await pilot.pause(0.1)
         assert not app.query_one(SidePanel).is_open
+
+
+@pytest.mark.asyncio
+async def test_two_escapes_further_apart_than_the_window_do_not_open_the_tree(
+    make_app: MakeApp,
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await ready(pilot, app)
+        window_s = app.env.settings.tui.esc_esc_ms / 1000
+        now = [1000.0]
+        app.controller.branching.escapes.clock = lambda: now[0]
+        await pilot.press("escape")
+        now[0] += window_s + 0.01
+        await pilot.press("escape")  # too late: a first press again
+        await pilot.pause(0.1)
+        assert not app.query_one(SidePanel).is_open
+        now[0] += window_s - 0.01  # inside the window
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.query_one(SidePanel).is_open)
 
 
 @pytest.mark.asyncio
