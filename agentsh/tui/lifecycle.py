@@ -169,15 +169,16 @@ class SessionLifecycle:
             else:
                 problem = f"{_sentence(str(exc))} A new session was started instead."
                 session = new_session(env, current.cwd, persist=not options.no_session)
-        if not self._call_ui(self._session_opened, session):
+        if not self._call_ui(self._session_opened, session, what="Showing the session"):
             session.close()  # agentsh is quitting: the UI never had it
             return
         if problem:  # after the transcript is loaded, which clears the chat
-            self._call_ui(self.view.note, problem, "error")
+            self._call_ui(self.view.note, problem, "error", what="Saying why a new session began")
         try:
             agent = self.agent_factory(env, session, options)
         except Exception as exc:  # noqa: BLE001 - thread boundary: the UI keeps working
-            self._call_ui(self._agent_failed, f"The agent could not start: {exc}")
+            message = f"The agent could not start: {exc}"
+            self._call_ui(self._agent_failed, message, what="Telling the agent failed")
             return
         with self._handover:
             closing = self._closing
@@ -186,18 +187,32 @@ class SessionLifecycle:
         if closing:
             agent.close()  # built after the quit: its MCP servers stop, nothing is left
             return
-        self._call_ui(self._agent_ready, agent)
+        self._call_ui(self._agent_ready, agent, what="Showing the agent")
 
-    def _call_ui(self, fn: Callable[..., Any], *args: Any) -> bool:
+    def _call_ui(self, fn: Callable[..., Any], *args: Any, what: str) -> bool:
         """Run ``fn(*args)`` (a coroutine function) on the UI loop from the load thread; False
-        when agentsh is quitting (the App has stopped, or is stopping)."""
-        if self._closing:
+        when agentsh is quitting (the App has stopped, or is stopping).
+
+        A step that raises is never a thread's traceback: while the App closes (its widgets
+        going: NoMatches 'ChatView') it means quitting; while it runs, the user reads one line
+        saying ``what`` failed, and the load goes on."""
+        if self._quitting():
             return False
         try:
             self.app.call_from_thread(fn, *args)
-        except RuntimeError:  # the App is no longer running
-            return False
+        except Exception as exc:  # noqa: BLE001 - thread boundary: nothing may escape it
+            if self._quitting():
+                return False
+            detail = (str(exc).strip().splitlines() or [""])[0]
+            line = f"{what} failed ({type(exc).__name__}{': ' if detail else ''}{detail})."
+            with contextlib.suppress(Exception):  # the App stopped meanwhile
+                self.app.call_from_thread(self.app.notify, line, severity="error", timeout=30)
         return True
+
+    def _quitting(self) -> bool:
+        """The App stops or has stopped (Textual clears is_running before it takes the
+        screens down), or agentsh's own shutdown has begun."""
+        return self._closing or not self.app.is_running
 
     async def _session_opened(self, session: Session) -> None:
         self.current.session = session
