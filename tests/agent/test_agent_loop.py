@@ -165,7 +165,7 @@ async def test_cancel_during_a_tool_stops_it_and_leaves_no_orphan_call(
         events.append(event)
         if isinstance(event, ToolStarted):
             asyncio.get_running_loop().call_later(0.3, agent.cancel)
-    assert time.monotonic() - began < 10
+    assert time.monotonic() - began < 20  # the 30 s sleep was stopped
     end = events[-1]
     assert isinstance(end, TurnEnded) and end.outcome is TurnOutcome.ABORTED
     results = [e for e in agent.session.current_path() if isinstance(e, ToolResultEntry)]

@@ -28,7 +28,7 @@ def _env() -> dict[str, str]:
     return dict(os.environ, OPENAI_API_KEY=FAKE_KEY)
 
 
-def test_plain_agentsh_without_a_terminal_exits_within_5s_with_one_line(
+def test_plain_agentsh_without_a_terminal_exits_at_once_with_one_line(
     scripted_server: ScriptedServer, project: Path, agentsh_home: Path
 ) -> None:
     # `agentsh < /dev/null > out` used to start the TUI into the pipe and never end.
@@ -42,7 +42,9 @@ def test_plain_agentsh_without_a_terminal_exits_within_5s_with_one_line(
             env=_env(),
             timeout=30,
         )
-    assert time.monotonic() - started < 5
+    # It never ended before (the 30 s timeout fails it); a Python start is all it takes, which
+    # on a loaded 2-core machine is seconds (5.04 s seen for the test below).
+    assert time.monotonic() - started < 20
     assert done.returncode == 2
     assert done.stdout == b""  # no escape codes into the pipe
     lines = done.stderr.decode().splitlines()
@@ -68,8 +70,9 @@ def test_a_stdin_left_open_and_silent_does_not_hang_plain_agentsh(
     finally:
         os.close(read_end)
         os.close(write_end)
-    # the wait for a first byte, plus a Python start on a loaded 2-core machine (5.04 s seen)
-    assert elapsed < FIRST_BYTE_WAIT_S + 3, elapsed
+    # the wait for a first byte, plus a Python start on a loaded 2-core machine (5.04 s seen);
+    # it never ended before (the 30 s timeout)
+    assert FIRST_BYTE_WAIT_S <= elapsed < FIRST_BYTE_WAIT_S + 15, elapsed
     assert done.returncode == 2
     assert b"nothing arrived on stdin" in done.stderr
 

@@ -48,7 +48,7 @@ async def test_cancelling_the_consuming_task_closes_the_stream_promptly(
         await task
 
     assert await asyncio.to_thread(scripted_server.wait_for_disconnect, 5.0)
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 10  # read to the end: ~20 s
     assert 0 < len(received) < 50
 
 

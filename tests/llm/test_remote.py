@@ -236,8 +236,8 @@ def test_a_worker_ends_when_its_front_end_closes_the_pipe() -> None:
     pid = own.pid
     assert pid is not None
     started = time.monotonic()
-    own.close(10.0)  # closes the pipe, waits up to 10 s before a kill
-    assert time.monotonic() - started < 5  # at once, even in the middle of the litellm import
+    own.close(60.0)  # closes the pipe, waits up to 60 s before a kill
+    assert time.monotonic() - started < 20  # at once, even in the middle of the litellm import
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
     assert not Path(f"/proc/{pid}").exists()

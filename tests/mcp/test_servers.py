@@ -156,7 +156,7 @@ async def test_a_hanging_call_times_out_and_the_server_stays_up(shared_mcp: McpM
     started = time.monotonic()
     result = await call(shared_mcp, "mcp__fake__hang")
     assert result.is_error and "timed out after 2 s" in result.content
-    assert time.monotonic() - started < 6
+    assert time.monotonic() - started < 30  # the 2 s timeout, not the hour-long hang
     assert (await call(shared_mcp, "mcp__fake__echo", text="still here")).content == "still here"
 
 
@@ -167,7 +167,7 @@ async def test_esc_cancels_a_hanging_call(shared_mcp: McpManager) -> None:
     asyncio.get_running_loop().call_later(0.3, cancelled.set)
     started = time.monotonic()
     result = await shared_mcp.call(tool, {"seconds": 60}, cancelled)
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 20  # cancelled after 0.3 s, not the 60 s hang
     assert result.is_error and result.content.startswith("Cancelled by the user")
     assert (await call(shared_mcp, "mcp__web__echo", text="next")).content == "next"
 
@@ -256,10 +256,17 @@ async def test_a_restart_the_user_asks_for_counts_and_skips_the_backoff(tmp_path
     assert wait_gone(pids_in(pid_dir)) == []
 
 
-async def test_closing_stops_every_server_at_once_within_a_bounded_wait(tmp_path: Path) -> None:
+async def test_closing_stops_every_server_at_once_within_a_bounded_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Four servers that do not leave when their stdin closes (a wrapper shell that goes on):
     the SDK gave each 2 s before it signalled the group, so quitting waited at least 2 s; now
-    they get a short grace, then every group is signalled together."""
+    they get a short grace, then every group is signalled together. The SDK's wait is made
+    20 s here, so its way would take the 8 s agentsh allows it: far from the 0.6 s grace,
+    whatever the machine's load (the bound was 1.9 s against the SDK's 2)."""
+    import mcp.client.stdio
+
+    monkeypatch.setattr(mcp.client.stdio, "PROCESS_TERMINATION_TIMEOUT", 20.0)
     pid_dir = tmp_path / "pids"
     specs = []
     for n in range(4):
@@ -275,8 +282,8 @@ async def test_closing_stops_every_server_at_once_within_a_bounded_wait(tmp_path
     began = time.monotonic()
     await asyncio.to_thread(manager.close)
     elapsed = time.monotonic() - began
-    assert elapsed < 1.9, elapsed  # the SDK's own way: 2 s at least
-    assert wait_gone(pids_in(pid_dir), timeout=2.0) == []  # the shells and their sleeps too
+    assert elapsed < 6, elapsed  # the SDK's own way: 8 s (its 20 s, cut at _CLOSE_GRACE_S)
+    assert wait_gone(pids_in(pid_dir)) == []  # the shells and their sleeps too
 
 
 async def test_a_server_that_never_answers_fails_at_the_startup_timeout(tmp_path: Path) -> None:
@@ -291,7 +298,7 @@ async def test_a_server_that_never_answers_fails_at_the_startup_timeout(tmp_path
         assert status is not None and status.state is ServerState.FAILED
         assert status.reason.startswith("did not start within 1 s")
         assert manager.tools() == ()
-        assert time.monotonic() - started < 10  # 1 s, then the SDK's stop: EOF, TERM, KILL
+        assert time.monotonic() - started < 30  # 1 s, then the SDK's stop (not the 60 s delay)
     finally:
         manager.close()
     assert wait_gone(pids_in(pid_dir)) == []
@@ -378,6 +385,6 @@ async def test_close_kills_the_server_and_the_processes_it_started(tmp_path: Pat
     pids = pids_in(pid_dir)
     assert child in pids and len(pids) == 2 and all(alive(pid) for pid in pids)
     manager.close()
-    assert wait_gone(pids, timeout=2) == []
+    assert wait_gone(pids) == []
     status = manager.status("fake")
     assert status is not None and status.state is ServerState.STOPPED

@@ -1125,7 +1125,7 @@ async def test_a_bare_slash_in_the_command_palette_lists_every_command(make_app:
 
         wanted = {f"/{c.name}" for c in slash.COMMANDS}
         # The search results, not the list shown before typing (which also has "Keys", "Quit").
-        await wait_for(pilot, lambda: wanted <= listed() and "Keys" not in listed(), limit_s=3)
+        await wait_for(pilot, lambda: wanted <= listed() and "Keys" not in listed())
         await pilot.press("escape")
 
 
