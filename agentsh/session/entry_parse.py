@@ -127,81 +127,76 @@ def entry_from_json(data: dict[str, Any]) -> AnyEntry:
                     truncated=bool(data.get("truncated", False)),
                     details=dict(data.get("details") or {}),
                 )
-            case "compaction":
-                return CompactionEntry(
-                    id=entry_id,
-                    parent_id=parent,
-                    timestamp=timestamp,
-                    tier=str(data["tier"]),
-                    summary=str(data.get("summary", "")),
-                    first_kept_id=str(data["firstKeptId"]),
-                    tokens_before=int(data.get("tokensBefore", 0)),
-                    tokens_after=int(data.get("tokensAfter", 0)),
-                    workspace_file=str(data.get("workspaceFile", "")),
-                    files_read=tuple(map(str, data.get("filesRead") or ())),
-                    files_modified=tuple(map(str, data.get("filesModified") or ())),
-                    replacements={
-                        str(k): str(v) for k, v in (data.get("replacements") or {}).items()
-                    },
-                    argument_replacements={
-                        str(k): str(v) for k, v in (data.get("argumentReplacements") or {}).items()
-                    },
-                    manual=bool(data.get("manual", False)),
-                    usage=_usage(data["usage"]) if data.get("usage") else None,
-                )
-            case "branchSummary":
-                return BranchSummaryEntry(
-                    id=entry_id,
-                    parent_id=parent,
-                    timestamp=timestamp,
-                    from_id=str(data["fromId"]),
-                    summary=str(data.get("summary", "")),
-                    usage=_usage(data["usage"]) if data.get("usage") else None,
-                )
-            case "modelChange":
-                return ModelChangeEntry(
-                    id=entry_id, parent_id=parent, timestamp=timestamp, model=str(data["model"])
-                )
-            case "name":
-                return NameEntry(
-                    id=entry_id,
-                    parent_id=parent,
-                    timestamp=timestamp,
-                    name=clean_name(str(data.get("name") or "")),
-                )
-            case "label":
-                return LabelEntry(
-                    id=entry_id,
-                    parent_id=parent,
-                    timestamp=timestamp,
-                    target_id=_target(data),
-                    label=str(data.get("label") or ""),
-                )
-            case "leaf":
-                target = data["targetId"]  # present; null means "start over from nothing"
-                return LeafEntry(
-                    id=entry_id,
-                    parent_id=parent,
-                    timestamp=timestamp,
-                    target_id=None if target is None else _target(data),
-                )
-            case "checkpoint":
-                files = data.get("files") or ()
-                return CheckpointEntry(
-                    id=entry_id,
-                    parent_id=parent,
-                    timestamp=timestamp,
-                    target_id=_target(data),
-                    store=str(data["store"]),
-                    seq=int(data["seq"]),
-                    reason=str(data.get("reason") or ""),
-                    files=tuple(map(str, files)),
-                    changed=int(data.get("changed") or 0),
-                )
+            case str() if kind in _OTHER_KINDS:
+                cls, read = _OTHER_KINDS[kind]
+                return cls(id=entry_id, parent_id=parent, timestamp=timestamp, **read(data))
             case _:
                 return UnknownEntry(id=entry_id, parent_id=parent, timestamp=timestamp, raw=data)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise EntryError(f"entry {entry_id} ({kind}): {exc!r}") from exc
+
+
+# -- the other kinds: rarer, so one table of (type, field reader) serves them --------------------
+
+
+def _compaction(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "tier": str(data["tier"]),
+        "summary": str(data.get("summary", "")),
+        "first_kept_id": str(data["firstKeptId"]),
+        "tokens_before": int(data.get("tokensBefore", 0)),
+        "tokens_after": int(data.get("tokensAfter", 0)),
+        "workspace_file": str(data.get("workspaceFile", "")),
+        "files_read": tuple(map(str, data.get("filesRead") or ())),
+        "files_modified": tuple(map(str, data.get("filesModified") or ())),
+        "replacements": {str(k): str(v) for k, v in (data.get("replacements") or {}).items()},
+        "argument_replacements": {
+            str(k): str(v) for k, v in (data.get("argumentReplacements") or {}).items()
+        },
+        "manual": bool(data.get("manual", False)),
+        "usage": _usage(data["usage"]) if data.get("usage") else None,
+    }
+
+
+def _branch_summary(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "from_id": str(data["fromId"]),
+        "summary": str(data.get("summary", "")),
+        "usage": _usage(data["usage"]) if data.get("usage") else None,
+    }
+
+
+def _leaf(data: dict[str, Any]) -> dict[str, Any]:
+    target = data["targetId"]  # present; null means "start over from nothing"
+    return {"target_id": None if target is None else _target(data)}
+
+
+def _checkpoint(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "target_id": _target(data),
+        "store": str(data["store"]),
+        "seq": int(data["seq"]),
+        "reason": str(data.get("reason") or ""),
+        "files": tuple(map(str, data.get("files") or ())),
+        "changed": int(data.get("changed") or 0),
+    }
+
+
+_OTHER_KINDS: dict[str, tuple[Callable[..., AnyEntry], Callable[[dict[str, Any]], dict[str, Any]]]]
+_OTHER_KINDS = {
+    "compaction": (CompactionEntry, _compaction),
+    "branchSummary": (BranchSummaryEntry, _branch_summary),
+    "modelChange": (ModelChangeEntry, lambda d: {"model": str(d["model"])}),
+    "name": (NameEntry, lambda d: {"name": clean_name(str(d.get("name") or ""))}),
+    "label": (
+        LabelEntry,
+        lambda d: {"target_id": _target(d), "label": str(d.get("label") or "")},
+    ),
+    "leaf": (LeafEntry, _leaf),
+    "checkpoint": (CheckpointEntry, _checkpoint),
+}
+"""Entry kinds other than messages and tool results (built with the fast constructors
+above): each one's type and the reader of its own fields; id, parent and time are common."""
 
 
 def _usage(data: dict[str, Any]) -> Usage:
