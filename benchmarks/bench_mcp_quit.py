@@ -16,18 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchlib import ROOT, bench_env, descendants, git_project, median, print_medians, quit_pane
 
-from tests.e2e.tmux import TmuxPane, tmux_available  # noqa: E402
+from tests.e2e.tmux import TmuxPane, tmux_available
 
 FAKE = ROOT / "tests" / "fakes" / "mcp_server.py"
 SETTLE_S = 1.0
@@ -43,72 +39,21 @@ def _servers(pid_dir: Path) -> dict[str, object]:
     }
 
 
-def _env(home: Path) -> dict[str, str]:
-    return {
-        "AGENTSH_HOME": str(home),
-        "HOME": str(home),
-        "PATH": os.environ.get("PATH", ""),
-        "TERM": "xterm-256color",
-        "PYTHONPATH": str(ROOT),
-        "AGENTSH_NO_OLLAMA_PROBE": "1",
-        "OPENAI_API_KEY": "sk-bench",
-    }
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    try:
-        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
-def _descendants(pid: int) -> set[int]:
-    """Every process below ``pid`` (servers, their launch shells and watchdogs)."""
-    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True)
-    children: dict[int, list[int]] = {}
-    for line in out.stdout.splitlines():
-        child, parent = (int(x) for x in line.split())
-        children.setdefault(parent, []).append(child)
-    found: set[int] = set()
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found
-
-
 def _quit(project: Path, home: Path, servers: int) -> float:
     command = [sys.executable, "-m", "agentsh"]
-    with TmuxPane(command, cwd=project, env=_env(home), width=120, height=40) as pane:
+    with TmuxPane(command, cwd=project, env=bench_env(home), width=120, height=40) as pane:
         pane.wait_for(lambda s: "Message agentsh" in s and "│" in s, timeout=60)
         # The agent has loaded (quitting while it loads waits for the model worker instead).
         pane.wait_for(lambda s: "loading…" not in s and "%" in s, timeout=120)
         pid = pane.pid()
         if servers:
             deadline = time.monotonic() + 120
-            while len(_descendants(pid)) < 2 * servers and time.monotonic() < deadline:
+            while len(descendants(pid)) < 2 * servers and time.monotonic() < deadline:
                 time.sleep(0.1)
             pane.wait_for(lambda s: "mcp " in s, timeout=120)
         time.sleep(SETTLE_S)  # what loads in the background after the first frame is done
-        below = _descendants(pid)
         pane.type("/quit")
-        began = time.perf_counter()
-        pane.send("Enter")
-        while _alive(pid):
-            time.sleep(0.005)
-        elapsed = time.perf_counter() - began
-        time.sleep(0.5)
-        left = [p for p in below if _alive(p)]
-        if left:
-            raise RuntimeError(f"processes left behind: {left}")
-    return elapsed
+        return quit_pane(pane, "Enter")
 
 
 def main() -> int:
@@ -121,9 +66,7 @@ def main() -> int:
     times: dict[str, list[float]] = {"none": [], "four": []}
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
-        project = base / "project"
-        project.mkdir()
-        subprocess.run(["git", "init", "-q", str(project)], check=True)
+        project = git_project(base / "project")
         for run in range(args.runs + 1):
             for name, count in (("none", 0), ("four", 4)):
                 home = base / f"{name}-{run}"
@@ -134,10 +77,10 @@ def main() -> int:
                 seconds = _quit(project, home, count)
                 if run:
                     times[name].append(seconds)
-    none, four = statistics.median(times["none"]), statistics.median(times["four"])
-    print(f"quit, no MCP server:    median {none:.3f} s  {[round(t, 3) for t in times['none']]}")
-    print(f"quit, four MCP servers: median {four:.3f} s  {[round(t, 3) for t in times['four']]}")
-    print(f"mcp_quit_seconds: {four:.3f} s")
+    print_medians(
+        [("quit, no MCP server", times["none"]), ("quit, four MCP servers", times["four"])]
+    )
+    print(f"mcp_quit_seconds: {median(times['four']):.3f} s")
     return 0
 
 

@@ -22,47 +22,29 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchlib import BARE_APP, agentsh_command, bench_env, descendants, git_project, median
+from benchlib import (
+    BARE_APP,
+    agentsh_command,
+    bench_env,
+    git_project,
+    median,
+    print_medians,
+    quit_pane,
+)
 
 from tests.e2e.tmux import TmuxPane, tmux_available
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
-def _quit(pane: TmuxPane, key: str = "C-q") -> float:
-    pid = pane.pid()
-    below = descendants(pid)
-    pane.send(key)
-    began = time.perf_counter()
-    while _alive(pid):
-        if time.perf_counter() - began > 60:
-            raise RuntimeError("the program did not exit within 60 s")
-        time.sleep(0.002)
-    elapsed = time.perf_counter() - began
-    deadline = time.monotonic() + 2
-    while (left := [p for p in below if _alive(p)]) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if left:
-        raise RuntimeError(f"processes left behind: {left}")
-    return elapsed
 
 
 def _bare(bare: Path, project: Path, home: Path) -> float:
     with TmuxPane([sys.executable, str(bare)], cwd=project, env=bench_env(home)) as pane:
         pane.wait_for(lambda s: "^p" in s, timeout=30)
-        return _quit(pane)
+        return quit_pane(pane, "C-q")
 
 
 def _loading(project: Path, home: Path) -> float:
     with TmuxPane(agentsh_command(), cwd=project, env=bench_env(home)) as pane:
         pane.wait_for(lambda s: "loading…" in s, timeout=30, poll=0.005)
-        return _quit(pane)
+        return quit_pane(pane, "C-q")
 
 
 def _ready(project: Path, home: Path) -> float:
@@ -71,7 +53,7 @@ def _ready(project: Path, home: Path) -> float:
         pane.wait_for(lambda s: "loading…" not in s and "│" in s, timeout=120)
         pane.type("a draft kept in the prompt history")  # starts the model worker
         time.sleep(1.0)
-        return _quit(pane)
+        return quit_pane(pane, "C-q")
 
 
 def main() -> int:
@@ -99,13 +81,13 @@ def main() -> int:
             if run:  # the first run warms the file cache
                 for name, seconds in measured.items():
                     times[name].append(seconds)
-    for name, label in (
-        ("bare", "bare Textual app, Ctrl+Q"),
-        ("loading", "agentsh, Ctrl+Q while the agent loads"),
-        ("ready", "agentsh, Ctrl+Q with the agent and worker up"),
-    ):
-        values = ", ".join(f"{t:.3f}" for t in times[name])
-        print(f"{label:46s} median {median(times[name]):.3f} s  [{values}]")
+    print_medians(
+        [
+            ("bare Textual app, Ctrl+Q", times["bare"]),
+            ("agentsh, Ctrl+Q while the agent loads", times["loading"]),
+            ("agentsh, Ctrl+Q with the agent and worker up", times["ready"]),
+        ]
+    )
     print(f"tui_quit_ready_seconds: {median(times['ready']):.3f} s")
     print(f"tui_quit_loading_seconds: {median(times['loading']):.3f} s")
     return 0

@@ -83,7 +83,37 @@ def wait_agentsh_ready(pane: TmuxPane, timeout: float = 120) -> float:
     return pane.wait_for(lambda s: "loading…" not in s and "│" in s, timeout=timeout)
 
 
+def quit_pane(pane: TmuxPane, key: str, within_s: float = 60) -> float:
+    """Send ``key`` (Ctrl+Q, the Enter of a typed ``/quit``) and time until the pane's process
+    has exited; every process that was under it (model worker, MCP servers, their shells) must
+    be gone within 2 s after, or this raises."""
+    pid = pane.pid()
+    below = descendants(pid)
+    pane.send(key)
+    began = time.perf_counter()
+    while alive(pid):
+        if time.perf_counter() - began > within_s:
+            raise RuntimeError(f"the program did not exit within {within_s:g} s")
+        time.sleep(0.002)
+    elapsed = time.perf_counter() - began
+    deadline = time.monotonic() + 2
+    while (left := [p for p in below if alive(p)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if left:
+        raise RuntimeError(f"processes left behind: {left}")
+    return elapsed
+
+
 # -- /proc ------------------------------------------------------------------------------------
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting to be reaped counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def _stats() -> dict[int, list[str]]:
@@ -151,6 +181,14 @@ def percentile(values: list[float], pct: float) -> float:
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+def print_medians(rows: list[tuple[str, list[float]]], unit: str = "s") -> None:
+    """One line per case: ``label  median M unit  [run, run, ...]`` (labels aligned)."""
+    width = max(len(label) for label, _ in rows)
+    for label, values in rows:
+        runs = ", ".join(f"{v:.3f}" for v in values)
+        print(f"{label:{width}s}  median {median(values):.3f} {unit}  [{runs}]")
 
 
 # -- data -------------------------------------------------------------------------------------
