@@ -84,6 +84,21 @@ class LoadedLog:
     migrated_from: int | None = None
 
 
+_program_froze = False  # see keep_frozen()
+
+
+def keep_frozen(frozen: bool) -> None:
+    """The program froze objects for good (``gc.freeze``; ``False``: it unfroze them), so
+    :func:`gc_paused` must not promote: its unfreeze would thaw them too.
+
+    Said, not asked: ``gc.get_freeze_count()`` walks every frozen object (50 ms per 3 million,
+    a heap the TUI freezes), and the tree pane pauses the collector at each entry of a turn:
+    seen in CI as 287 ms of the UI thread in one go.
+    """
+    global _program_froze
+    _program_froze = frozen
+
+
 @contextmanager
 def gc_paused(*, promote: bool = False) -> Iterator[None]:
     """Pause the cyclic garbage collector while a log loads.
@@ -93,14 +108,15 @@ def gc_paused(*, promote: bool = False) -> Iterator[None]:
     is allocated meanwhile is moved straight to the oldest generation on the way out (freeze
     then unfreeze: no traversal), instead of being traversed by the next three collections as
     it ages; young garbage of the rest of the program waits for the next full collection, as
-    it would after any collection. Skipped when the program froze objects itself.
+    it would after any collection. Skipped when the program froze objects itself
+    (:func:`keep_frozen`).
     """
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        if promote and gc.get_freeze_count() == 0:
+        if promote and not _program_froze:
             gc.freeze()
             gc.unfreeze()
         if enabled:

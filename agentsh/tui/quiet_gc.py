@@ -21,6 +21,8 @@ import gc
 import sys
 import time
 
+from agentsh.session.log import keep_frozen
+
 QUIET_S = 1.0  # nothing typed for this long (and no turn): a full collection may run
 FORCE_AFTER = 20  # ... and it runs anyway once this many times its due allocations are made
 _OFF = 1 << 30  # a full-collection threshold never reached
@@ -45,6 +47,7 @@ class QuietCollector:
         gen0, gen1, gen2 = gc.get_threshold()
         self._saved = (gen0, gen1, gen2)
         gc.freeze()
+        keep_frozen(True)  # a log load's or the tree's promotion would thaw them
         if sys.version_info < (3, 14):
             self._due = max(1, gen2)
             gc.set_threshold(gen0, gen1, _OFF)
@@ -55,6 +58,7 @@ class QuietCollector:
         gc.set_threshold(*self._saved)
         self._saved = None
         gc.unfreeze()  # the next full collection looks at them again
+        keep_frozen(False)
 
     def input_seen(self) -> None:
         self.last_input = time.monotonic()
