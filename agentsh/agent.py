@@ -52,7 +52,7 @@ from agentsh.tools.approval import Approver, Denial
 from agentsh.tools.base import ToolRegistry
 from agentsh.tools.host import ToolHost
 from agentsh.tools.memory import MemoryTool
-from agentsh.turn import Turn
+from agentsh.turn import LoopShare, Turn
 
 DEFAULT_MAX_STEPS = 200
 
@@ -404,6 +404,7 @@ class Agent:
         task: asyncio.Task[None] = asyncio.ensure_future(work)
         self._task = task
         task.add_done_callback(lambda _t: queue.put_nowait(_DONE))
+        share = LoopShare()  # a front end handling a backlog of events leaves room for keys
         try:
             while True:
                 item = await queue.get()
@@ -411,6 +412,7 @@ class Agent:
                     break
                 assert isinstance(item, Event)
                 yield item
+                await share.step()
             task.result()
         finally:
             if not task.done():

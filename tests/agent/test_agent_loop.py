@@ -256,3 +256,51 @@ async def test_switching_the_model_keeps_the_server_chosen_on_the_command_line(
         "another-model",
         TEST_MODEL.split("/", 1)[1],
     ]
+
+
+@pytest.mark.asyncio
+async def test_a_backlog_of_chunks_leaves_the_event_loop_room_between_them(
+    make_agent: AgentFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunks that are all there already (a burst, or what the model worker queued while the
+    process waited for a core) are drained without a suspension point: 800 of them held the
+    UI's event loop for 290 ms in CI. Other work (keys, frames) runs between every few."""
+    from agentsh.llm.client import Completion
+    from agentsh.turn import SHARE_ITEMS
+    from agentsh.values import Usage
+
+    chunks = 800
+    reply = [f"w{i % 10} " for i in range(chunks)]
+
+    async def backlog(*_args: object, **_kwargs: object) -> AsyncIterator[object]:
+        for piece in reply:
+            yield TextDelta(piece)  # no await between them: all already received
+        yield Completion("".join(reply), (), Usage(), StopReason.STOP, TEST_MODEL)
+
+    agent = make_agent()
+    assert agent.llm is not None
+    monkeypatch.setattr(agent.llm, "stream", backlog)
+    turns_elsewhere = 0
+    streaming = False
+
+    async def elsewhere() -> None:  # what the UI loop has to do meanwhile
+        nonlocal turns_elsewhere
+        while True:
+            await asyncio.sleep(0)
+            turns_elsewhere += streaming
+
+    other = asyncio.ensure_future(elsewhere())
+    deltas = 0
+    try:
+        async for event in agent.run("write a lot"):
+            if isinstance(event, TextDelta):
+                deltas += 1
+                streaming = deltas < chunks
+    finally:
+        other.cancel()
+    assert deltas == chunks
+    logged = agent.session.current_path()[-1]
+    assert isinstance(logged, MessageEntry) and logged.content == "".join(reply)
+    # Both the turn (draining the model's stream) and the front end (draining the turn's
+    # events) let the loop run at least every SHARE_ITEMS items.
+    assert turns_elsewhere >= chunks // SHARE_ITEMS, turns_elsewhere
