@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import sys
 import time
+import weakref
 from collections.abc import Iterator
 
 import pytest
@@ -78,6 +79,81 @@ def test_a_far_overdue_collection_runs_whatever_happens(collector: QuietCollecto
     _young_collections(10 * quiet_gc.FORCE_AFTER)
     collector.input_seen()
     assert collector.tick(busy=True)
+
+
+class Node:
+    """A cycle's member that a weak reference can watch."""
+
+    def __init__(self) -> None:
+        self.other: Node | None = None
+
+
+def _quiet_for(collector: QuietCollector, seconds: float) -> None:
+    collector.last_input = time.monotonic() - seconds
+
+
+@needs_generational
+def test_what_survives_an_idle_collection_is_frozen(collector: QuietCollector) -> None:
+    """A reply leaves ~90,000 objects in the chat: each made every later full collection longer,
+    the forced ones in the middle of a stream included. Survivors are walked no more."""
+    collector.install()
+    gc.collect()
+    survivor = Node()
+    frozen = gc.get_freeze_count()
+    _young_collections(10)
+    _quiet_for(collector, quiet_gc.QUIET_S + 0.1)
+    assert collector.tick()
+    assert gc.get_freeze_count() > frozen
+    assert not any(o is survivor for o in gc.get_objects()), "still walked by every collection"
+    # A collection forced while busy is not an idle one: what the turn made is not frozen.
+    during_turn = Node()
+    _young_collections(10 * quiet_gc.FORCE_AFTER)
+    assert collector.tick(busy=True)
+    assert any(o is during_turn for o in gc.get_objects())
+
+
+@needs_generational
+def test_frozen_garbage_is_reclaimed_by_a_thaw_when_nobody_types(
+    collector: QuietCollector,
+) -> None:
+    """Freezing survivors must not keep their cyclic garbage for good (a chat replaced by a
+    session switch): a long quiet moment after a few idle collections unfreezes and collects."""
+    collector.install()
+    gc.collect()
+    cycle = Node()
+    cycle.other = Node()
+    cycle.other.other = cycle
+    watch = weakref.ref(cycle)
+    _young_collections(10)
+    _quiet_for(collector, quiet_gc.QUIET_S + 0.1)
+    assert collector.tick()  # the cycle is alive: frozen with the survivors
+    del cycle
+    for _ in range(quiet_gc.THAW_AFTER - 1):
+        _young_collections(10)
+        assert collector.tick()
+    assert watch() is not None, "frozen: no idle collection walks it"
+    assert collector.thaws == 0
+    _young_collections(10)
+    _quiet_for(collector, quiet_gc.THAW_QUIET_S + 0.1)
+    assert collector.tick()
+    assert collector.thaws == 1
+    assert watch() is None, "the thaw reclaimed it"
+
+
+@needs_generational
+def test_frozen_garbage_stays_bounded_without_long_quiet_moments(
+    collector: QuietCollector,
+) -> None:
+    collector.install()
+    for _ in range(quiet_gc.THAW_FORCE):
+        gc.collect()
+        _young_collections(10)
+        _quiet_for(collector, quiet_gc.QUIET_S + 0.1)
+        assert collector.tick()
+    assert collector.thaws == 0
+    _quiet_for(collector, quiet_gc.QUIET_S + 0.1)
+    assert collector.tick(), "a thaw does not wait for a due collection"
+    assert collector.thaws == 1
 
 
 @pytest.mark.asyncio
