@@ -106,9 +106,12 @@ class ApprovalPrompt(Vertical, can_focus=True):
         keys: list[str | tuple[str, str]] = [
             (f"[{self._key('approve_once')}]", "bold $success"),
             " allow once   ",
-            (f"[{self._key('approve_session')}]", "bold $success"),
-            " allow for this session   ",
         ]
+        if req.session_scope:  # not offered where it would allow this call only (.git/, ...)
+            keys += [
+                (f"[{self._key('approve_session')}]", "bold $success"),
+                " allow for this session   ",
+            ]
         if req.group:  # e.g. every tool of the MCP server
             keys += [(f"[{self._key('approve_group')}]", "bold $success"), f" {req.group}   "]
         keys += [(f"[{self._key('deny')}]", "bold $error"), " deny"]
@@ -195,6 +198,8 @@ class ApprovalPrompt(Vertical, can_focus=True):
         decision = ApprovalDecision(value)
         if decision is ApprovalDecision.ALLOW_GROUP and not self.request.group:
             return  # not offered for this tool
+        if decision is ApprovalDecision.ALLOW_SESSION and not self.request.session_scope:
+            return  # not offered: agentsh would keep nothing (a write to .git/, outside, ...)
         future = self.request.decision
         if not future.done():
             future.set_result(decision)
