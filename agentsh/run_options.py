@@ -37,9 +37,9 @@ _PERMISSION_KEYS = ("allow", "deny", "defaultMode", "additionalDirectories")
 _MODES = ("default", "acceptEdits", "bypassPermissions", "plan", "dontAsk")
 
 SKIP_WARNING = (
-    "warning: --dangerously-skip-permissions: edits and commands run without asking; "
-    "still refused: --disallowedTools rules, writes to .git/ and .agentsh/config.toml, to "
-    "hard-linked files and outside the project and its --add-dir folders"
+    "--dangerously-skip-permissions: edits and commands run without asking, but for "
+    "--disallowedTools rules (refused) and writes to .git/, .agentsh/config.toml, hard-linked "
+    "files or outside the project and its --add-dir folders (asked; refused with -p)"
 )
 
 
@@ -51,7 +51,7 @@ class RunExtras:
     mcp_servers: tuple[ServerSpec, ...] = ()  # --mcp-config
     strict_mcp: bool = False  # --strict-mcp-config: no other MCP servers
     fallback_model: str | None = None  # --fallback-model (-p only)
-    warnings: tuple[str, ...] = ()  # one line each, for the user, before the run starts
+    warnings: tuple[str, ...] = ()  # one line each, for the user, as the run starts
     settings_env: Mapping[str, str] = field(default_factory=dict)  # applied to os.environ
 
     def appended(self, text: str) -> str:
@@ -129,7 +129,7 @@ def resolve(args: argparse.Namespace, cwd: Path, *, headless: bool) -> RunExtras
         doc = _json_object("--settings", value)
         ignored = _apply_settings(args, doc, cwd, added, env)
         if ignored:
-            warnings.append(f"warning: --settings: agentsh ignores {', '.join(ignored)}")
+            warnings.append(f"--settings: agentsh ignores {', '.join(ignored)}")
     if getattr(args, "skip_permissions", False):
         if getattr(args, "approve", None):
             raise CliError(
@@ -251,7 +251,7 @@ def _mcp_servers(value: str, warnings: list[str]) -> list[ServerSpec]:
     source = Path(value) if not value.lstrip().startswith("{") else Path("--mcp-config")
     problems: list[str] = []
     specs = parse_servers(servers, scope=Scope.USER, source=source, problems=problems)
-    warnings += [f"warning: --mcp-config: {problem}" for problem in problems]
+    warnings += [f"--mcp-config: {problem}" for problem in problems]
     return specs
 
 

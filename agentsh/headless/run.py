@@ -155,7 +155,7 @@ def _run_extras(args: argparse.Namespace) -> RunExtras:
     extras = resolve(args, Path.cwd(), headless=True)
     apply_environment(extras)
     for warning in extras.warnings:
-        print(f"agentsh: {warning}", file=sys.stderr)
+        print(f"agentsh: warning: {warning}", file=sys.stderr)
     return extras
 
 
