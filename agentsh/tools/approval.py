@@ -113,10 +113,13 @@ class Approver:
         """The call's write targets that count as outside the project (see outside_reason)."""
         return [p for p, _why in self._outside(tool, params, ctx)]
 
-    def _outside(self, tool: Tool, params: Any, ctx: ToolContext) -> list[tuple[Path, str]]:
+    def _outside(
+        self, tool: Tool, params: Any, ctx: ToolContext, *, added: bool = True
+    ) -> list[tuple[Path, str]]:
+        """``added=False``: the project alone counts as inside (the memory tool's writes)."""
         found = []
         for path in tool.target_paths(params, ctx):
-            why = outside_reason(path, self.root_of(path))
+            why = outside_reason(path, self.root_of(path) if added else self.project_root)
             if why is not None:
                 found.append((path, why))
         return found
@@ -149,7 +152,8 @@ class Approver:
             return f"Denied: {tool.summary(params)}: {why}. Do not retry it; tell the user.", why
         effect = tool.effect(params, ctx)
         summary = tool.summary(params)
-        reasons = self._outside(tool, params, ctx)
+        # A tool that writes without asking (memory) stays in the project, --add-dir or not.
+        reasons = self._outside(tool, params, ctx, added=effect is not Effect.READ)
         outside = [path for path, _why in reasons]
         where = "; ".join(why for _path, why in reasons)
         if effect is Effect.READ:

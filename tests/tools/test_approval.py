@@ -328,3 +328,31 @@ def test_mode_may_be_given_as_text(project: Path) -> None:
     assert Approver("edits", project, interactive=True).mode is ApprovalMode.EDITS
     with pytest.raises(ValueError):
         Approver("sometimes", project, interactive=True)
+
+
+@pytest.mark.asyncio
+async def test_an_added_folder_is_written_like_the_project_with_its_guards(
+    project: Path, ctx: ToolContext, tmp_path: Path
+) -> None:
+    # --add-dir: the folder counts as inside; .git/ in it stays protected, a link out of it
+    # still leads outside, and the memory tool (writes without asking) stays in the project.
+    from agentsh.tools.base import Effect
+
+    shared = tmp_path / "shared"
+    (shared / ".git").mkdir(parents=True)
+    (shared / "out").symlink_to(tmp_path)
+    approver = Approver(ApprovalMode.EDITS, project, interactive=False, added_dirs=[shared])
+    assert (
+        await authorize(approver, WriteTool(), ctx, path=str(shared / "a.txt"), content="x") is None
+    )
+    git = await authorize(approver, WriteTool(), ctx, path=str(shared / ".git/config"), content="x")
+    assert git is not None and ".git/" in git
+    out = await authorize(approver, WriteTool(), ctx, path=str(shared / "out/b.txt"), content="x")
+    assert out is not None and "outside the project" in out
+
+    class Remembering(WriteTool):  # writes without asking, as the memory tool does
+        def effect(self, params: Any, ctx: ToolContext) -> Effect:
+            return Effect.READ
+
+    kept = await authorize(approver, Remembering(), ctx, path=str(shared / "m.md"), content="x")
+    assert kept is not None and "only writes inside the project" in kept
