@@ -27,7 +27,7 @@ from acp.helpers import (
 from acp.interfaces import Client
 from acp.schema import PromptResponse, StopReason
 
-from agentsh.acp import permissions
+from agentsh.acp import commands, permissions
 from agentsh.acp.prompt import PromptBlock, prompt_text
 from agentsh.acp.updates import (
     SessionUpdate,
@@ -93,6 +93,7 @@ class AcpSession:
         self._notes = list(notes or [])  # told at the start of the next turn
         self._turn: _Turn | None = None
         self._lock = asyncio.Lock()
+        self._offering: asyncio.Future[None] | None = None  # the commands' update being sent
 
     @property
     def id(self) -> str:
@@ -125,6 +126,9 @@ class AcpSession:
                 await self.say(f"agentsh takes text only; left out of this prompt: {kinds}.")
             if not given.text:
                 raise RequestError.invalid_params({"prompt": "the prompt holds no text"})
+            command = commands.parse(given.text)
+            if command is not None:
+                return await self._command(command)
             turn = _Turn(self)
             self._turn = turn
             try:
@@ -134,6 +138,29 @@ class AcpSession:
                 self._turn = None
                 await turn.withdraw()
             return turn.response()
+
+    def offer_commands(self) -> None:
+        """Tell the editor the slash commands, once the session/new answer is on its way."""
+        self._offering = asyncio.ensure_future(self.send(commands.available()))
+
+    async def _command(self, command: commands.Command) -> PromptResponse:
+        """``/context`` as a note; ``/compact [what to keep]`` as the TUI runs it."""
+        if command.name == "context":
+            await self.say(commands.context_text(self.agent.status()))
+            return PromptResponse(stop_reason="end_turn")
+        turn = _Turn(self)
+        self._turn = turn
+        try:
+            async for event in self.agent.compact(None, command.arguments):
+                await turn.event(event)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
+            return PromptResponse(stop_reason="cancelled")  # session/cancel stopped it
+        finally:
+            self._turn = None
+        return PromptResponse(stop_reason="end_turn")
 
     def cancel(self) -> None:
         """``session/cancel``: stop the turn as Esc does (what arrived is kept)."""

@@ -47,6 +47,7 @@ from acp.schema import (
 from agentsh import __version__
 from agentsh.acp.acp_session import AcpSession
 from agentsh.acp.client_host import ClientHost
+from agentsh.acp.commands import available as available_commands
 from agentsh.acp.mcp_servers import client_servers
 from agentsh.acp.prompt import PromptBlock
 from agentsh.acp.replay import replay
@@ -158,6 +159,7 @@ class AcpServer:
         env = await asyncio.to_thread(self._environment, folder)
         session = new_session(env, folder)
         opened = await self._open(env, folder, session, mcp_servers or [])
+        opened.offer_commands()  # sent after this answer: the editor knows the session then
         return NewSessionResponse(session_id=opened.id, modes=_modes(opened.agent))
 
     async def load_session(
@@ -181,6 +183,7 @@ class AcpServer:
                     "agentsh: there is no saved conversation with this id (it may have ended "
                     "before anything was said); it goes on from here as a new one."
                 )
+        await opened.send(available_commands())
         for update in replay(opened.agent.session.current_path(), opened.cwd):
             await opened.send(update)
         await opened.send(usage_update(opened.agent.status()))

@@ -223,6 +223,30 @@ async def test_mode_all_runs_commands_without_asking(plain: AcpAgent) -> None:
     assert "plan mode" in str(server.requests[-1].messages[-1]["content"])
 
 
+async def test_slash_commands_are_offered_and_run(plain: AcpAgent) -> None:
+    client, server = plain.client, plain.server
+    sid = await plain.new_session()
+    await client.wait_for(lambda: "available_commands_update" in client.kinds(sid))
+    offered = next(
+        u for u in client.updates[sid] if u.session_update == "available_commands_update"
+    )
+    assert [c.name for c in offered.available_commands] == ["compact", "context"]
+
+    requests = len(server.requests)
+    assert (await plain.prompt(sid, "/context")).stop_reason == "end_turn"
+    assert "agentsh: context " in client.text(sid) and "not compacted" in client.text(sid)
+    assert len(server.requests) == requests  # answered by agentsh, not the model
+
+    # Summarize keeps the last 5 turns: 6 make one to summarize.
+    long = " ".join(["words"] * 300)
+    server.script(*(text(f"Answer {n}: {long}") for n in range(6)), text("The summary."))
+    for n in range(6):
+        assert (await plain.prompt(sid, f"question {n}")).stop_reason == "end_turn"
+    assert (await plain.prompt(sid, "/compact keep the numbers")).stop_reason == "end_turn"
+    assert "context compacted" in client.text(sid)
+    assert "keep the numbers" in json.dumps(server.requests[-1].body)
+
+
 # -- session/load ---------------------------------------------------------------------------------
 
 
@@ -257,6 +281,8 @@ async def test_load_replays_the_saved_branch_and_continues_it(plain: AcpAgent) -
     assert response is not None and response.modes is not None
     sid = saved.id
     kinds = client.kinds(sid)
+    assert kinds[0] == "available_commands_update"  # the slash commands first, then the replay
+    kinds = kinds[1:]
     assert kinds[0] == "user_message_chunk"
     assert client.text(sid, "user_message_chunk") == "fix the greeting"
     assert "Fixing it." in client.text(sid) and "Done: it says hello now." in client.text(sid)
