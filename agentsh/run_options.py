@@ -18,16 +18,15 @@ the namespace (``--settings``' model, mode and rules; ``--dangerously-skip-permi
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agentsh.errors import EXIT_USAGE, CliError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # json, pathlib and dataclasses load when a flag is used, not for --help
+    from pathlib import Path
+
     from agentsh.mcp.servers_config import ServerSpec
 
 #: what a ``--settings`` value may hold before it is refused (a settings file is small)
@@ -43,8 +42,7 @@ SKIP_WARNING = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class RunExtras:
+class RunExtras(NamedTuple):
     """What :func:`resolve` found that the front ends hand to ``build_agent`` as it is."""
 
     added_dirs: tuple[Path, ...] = ()  # --add-dir and permissions.additionalDirectories
@@ -52,7 +50,7 @@ class RunExtras:
     strict_mcp: bool = False  # --strict-mcp-config: no other MCP servers
     fallback_model: str | None = None  # --fallback-model (-p only)
     warnings: tuple[str, ...] = ()  # one line each, for the user, as the run starts
-    settings_env: Mapping[str, str] = field(default_factory=dict)  # applied to os.environ
+    settings_env: tuple[tuple[str, str], ...] = ()  # --settings' env, for os.environ
 
     def appended(self, text: str) -> str:
         """``--append-system-prompt``'s ``text``, then what the model is told about the added
@@ -168,14 +166,14 @@ def resolve(args: argparse.Namespace, cwd: Path, *, headless: bool) -> RunExtras
         strict_mcp=strict,
         fallback_model=fallback,
         warnings=tuple(warnings),
-        settings_env=env,
+        settings_env=tuple(env.items()),
     )
 
 
 def apply_environment(extras: RunExtras) -> None:
     """``--settings``' ``env``, as Claude Code applies it: set for this run (the model calls,
     the commands the agent runs, MCP servers), before anything reads the environment."""
-    os.environ.update(extras.settings_env)
+    os.environ.update(dict(extras.settings_env))
 
 
 # -- --settings -------------------------------------------------------------------------------
@@ -242,6 +240,8 @@ def _strings(permissions: Mapping[str, Any], key: str) -> list[str]:
 def _mcp_servers(value: str, warnings: list[str]) -> list[ServerSpec]:
     """The servers of one ``--mcp-config`` value, in the user's scope (the user chose them);
     a bad entry is a warning (as in the user's mcp.json), a bad file an error."""
+    from pathlib import Path
+
     from agentsh.mcp.servers_config import Scope, parse_servers
 
     doc = _json_object("--mcp-config", value)
@@ -260,6 +260,8 @@ def _mcp_servers(value: str, warnings: list[str]) -> list[ServerSpec]:
 
 def _json_object(flag: str, value: str) -> Mapping[str, Any]:
     """A JSON object given inline (it starts with ``{``) or as a file's path."""
+    import json
+
     text = value
     if not value.lstrip().startswith("{"):
         try:
@@ -285,6 +287,8 @@ def _json_object(flag: str, value: str) -> Mapping[str, Any]:
 
 def _folder(text: str, cwd: Path) -> Path:
     """An added folder, resolved (links followed once, here: what the user named)."""
+    from pathlib import Path
+
     path = (cwd / Path(text).expanduser()).resolve()
     if not path.is_dir():
         raise _bad("--add-dir", f"{_shown(text)} is not a folder")
