@@ -47,7 +47,11 @@ MAX_TOOL_PAGES = 50
 MAX_DESCRIPTION_CHARS = 2048
 MAX_TOOL_NAME = 128  # the spec's limit; a longer or unprintable name is left out
 _CLOSE_GRACE_S = 8.0  # the SDK's own shutdown: stdin closed, 2 s, SIGTERM, 2 s, SIGKILL
-_LOG_WAIT_S = 1.0  # for the stderr log to catch up with what a server wrote (stderr_log)
+# How long the stderr log (stderr_log) may take to catch up with what a server wrote: its
+# launch shell's pid line (always there at once), and the last words of one that ended (a child
+# it left behind may hold the pipe open: the group is stopped after this).
+_PID_LINE_WAIT_S = 5.0
+_LAST_WORDS_WAIT_S = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,7 +279,7 @@ class ServerConnection:
             return
         log.release()
         if groups.supported():
-            await anyio.to_thread.run_sync(log.first_output.wait, _LOG_WAIT_S)
+            await anyio.to_thread.run_sync(log.first_output.wait, _PID_LINE_WAIT_S)
 
     async def _list_tools(self, client: Client) -> tuple[tuple[RemoteTool, ...], tuple[str, ...]]:
         tools: list[RemoteTool] = []
@@ -358,7 +362,7 @@ class ServerConnection:
         if log is None:
             return ""
         if ended:
-            log.drained.wait(_LOG_WAIT_S)
+            log.drained.wait(_LAST_WORDS_WAIT_S)
         try:
             with self.log_path.open("rb") as handle:
                 handle.seek(log.mark)

@@ -109,8 +109,11 @@ def test_mcp_config_from_a_string_and_a_file_and_strict_leaves_out_the_users(
     run_agentsh: AgentshRunner,
     scripted_server: ScriptedServer,
     agentsh_home: Path,
+    fast_retries: Path,
     tmp_path: Path,
 ) -> None:
+    with fast_retries.open("a") as config:  # a loaded machine starts two servers slowly
+        config.write("[mcp]\nstartup_timeout_s = 60\n")
     # The user's own mcp.json names a server that --strict-mcp-config leaves out.
     user_mcp = agentsh_home / "config" / "mcp.json"
     user_mcp.parent.mkdir(parents=True, exist_ok=True)
