@@ -35,8 +35,8 @@ MAX_SETTINGS_BYTES = 1024 * 1024
 _PERMISSION_KEYS = ("allow", "deny", "defaultMode", "additionalDirectories")
 _MODES = ("default", "acceptEdits", "bypassPermissions", "plan", "dontAsk")
 
-SKIP_WARNING = (
-    "--dangerously-skip-permissions: edits and commands run without asking, but for "
+BYPASS_WARNING = (
+    "{what}: edits and commands run without asking, but for "
     "--disallowedTools rules (refused) and writes to .git/, .agentsh/config.toml, hard-linked "
     "files or outside the project and its --add-dir folders (asked; refused with -p)"
 )
@@ -142,8 +142,13 @@ def resolve(args: argparse.Namespace, cwd: Path, *, headless: bool) -> RunExtras
                 EXIT_USAGE,
             )
         args.permission_mode = "bypassPermissions"
-        warnings.insert(0, SKIP_WARNING)
-    if getattr(args, "_bypass_disabled", False) and args.permission_mode == "bypassPermissions":
+        warnings.insert(0, BYPASS_WARNING.format(what="--dangerously-skip-permissions"))
+    elif getattr(args, "_mode_from", "") and args.permission_mode == "bypassPermissions":
+        # as loud as the flag: a settings file can switch every prompt off too
+        what = "--settings' permissions.defaultMode bypassPermissions"
+        warnings.insert(0, BYPASS_WARNING.format(what=what))
+    bypass = getattr(args, "permission_mode", None) == "bypassPermissions"
+    if getattr(args, "_bypass_disabled", False) and bypass:
         raise CliError(
             "--settings disables bypassPermissions (permissions.disableBypassPermissionsMode)",
             EXIT_USAGE,

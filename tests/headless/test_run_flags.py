@@ -205,6 +205,19 @@ def test_settings_as_a_json_string_and_flags_win(
     assert scripted_server.requests[0].body["model"] == "test-model"  # -m won over "model"
 
 
+def test_settings_that_skip_permissions_say_so_as_loudly_as_the_flag(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, project: Path
+) -> None:
+    scripted_server.script(tool_call("bash", {"command": "touch bypassed.txt"}), text("ok"))
+    given = json.dumps({"permissions": {"defaultMode": "bypassPermissions"}})
+    run = run_agentsh("-p", "go", "--settings", given)
+    assert run.code == 0, run.stderr
+    assert (project / "bypassed.txt").exists()
+    [warning] = [line for line in run.stderr.splitlines() if "bypassPermissions" in line]
+    assert warning.startswith("agentsh: warning: --settings' permissions.defaultMode ")
+    assert "without asking" in warning
+
+
 def test_settings_can_forbid_skipping_permissions(run_agentsh: AgentshRunner) -> None:
     given = json.dumps({"permissions": {"disableBypassPermissionsMode": "disable"}})
     run = run_agentsh("-p", "go", "--settings", given, "--dangerously-skip-permissions")
