@@ -1,5 +1,5 @@
 """Claude Code's flags that shape what a run may do: ``--dangerously-skip-permissions``,
-``--add-dir``, ``--mcp-config`` / ``--strict-mcp-config``, ``--settings`` and
+``--add-dir``, ``--mcp-config`` / ``--strict-mcp-config``, ``--settings``, ``--tools`` and
 ``--fallback-model`` (README: "Headless use").
 
 Everything here is chosen by the user on the command line, so it is trusted as the user's own
@@ -108,6 +108,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "ignored",
     )
     parser.add_argument(
+        "--tools",
+        nargs="+",
+        metavar="TOOL",
+        help='only these built-in tools ("Bash,Edit,Read" or agentsh names; "" none, '
+        '"default" all); MCP tools are not affected',
+    )
+    parser.add_argument(
         "--fallback-model",
         metavar="MODEL",
         help="-p: when the model stays overloaded or unavailable after its retries, go on "
@@ -153,6 +160,10 @@ def resolve(args: argparse.Namespace, cwd: Path, *, headless: bool) -> RunExtras
             "--settings disables bypassPermissions (permissions.disableBypassPermissionsMode)",
             EXIT_USAGE,
         )
+    tools = getattr(args, "tools", None)
+    if tools is not None:  # the others are taken away as a bare deny rule takes a tool away
+        left_out = _tools_left_out(tools)
+        args.disallowed_tools = [*(getattr(args, "disallowed_tools", None) or ()), *left_out]
     added += [_folder(text, cwd) for text in getattr(args, "add_dirs", None) or ()]
     servers = tuple(
         spec
@@ -237,6 +248,31 @@ def _strings(permissions: Mapping[str, Any], key: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise _bad("--settings", f"permissions.{key} must be a list of strings")
     return list(value)
+
+
+# -- --tools ------------------------------------------------------------------------------------
+
+
+def _tools_left_out(values: list[str]) -> list[str]:
+    """The built-in tools ``--tools`` does not name (Claude Code's names cover agentsh's as the
+    rules do: ``Read`` is read, grep, find and ls). agentsh's memory tools go unless named."""
+    from agentsh.tools.builtin import builtin_tools
+    from agentsh.tools.memory import MemoryTool
+    from agentsh.tools.memory_search import MemoryGetTool, MemorySearchTool
+    from agentsh.tools.rules import CLAUDE_CODE_NAMES, split_rules
+
+    names = [tool.name for tool in builtin_tools()]
+    names += [MemoryTool.name, MemorySearchTool.name, MemoryGetTool.name]
+    wanted = split_rules(values)
+    if wanted == ["default"]:
+        return []
+    keep: set[str] = set()
+    for name in wanted:
+        if name not in CLAUDE_CODE_NAMES and name not in names:
+            known = ", ".join([*CLAUDE_CODE_NAMES, *names])
+            raise _bad("--tools", f"no built-in tool {name!r} (known: {known})")
+        keep.update(CLAUDE_CODE_NAMES.get(name, (name,)))
+    return [name for name in names if name not in keep]
 
 
 # -- --mcp-config -----------------------------------------------------------------------------

@@ -225,6 +225,39 @@ def test_settings_can_forbid_skipping_permissions(run_agentsh: AgentshRunner) ->
     assert "disableBypassPermissionsMode" in run.stderr
 
 
+# -- --tools --------------------------------------------------------------------------------------
+
+
+def _offered(server: ScriptedServer) -> list[str]:
+    return [t["function"]["name"] for t in server.requests[0].body.get("tools") or []]
+
+
+@pytest.mark.parametrize(
+    ("given", "offered"),
+    [
+        ("Read,memory", ["read", "grep", "find", "ls", "memory"]),
+        ("", []),
+        ("default", ["read", "write", "edit", "bash", "grep", "find", "ls"]),
+    ],
+)
+def test_tools_restricts_the_built_in_tools(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, given: str, offered: list[str]
+) -> None:
+    scripted_server.script(text("ok"))
+    run = run_agentsh("-p", "hi", "--tools", given)
+    assert run.code == 0, run.stderr
+    names = _offered(scripted_server)
+    assert names[: len(offered)] == offered
+    if given != "default":
+        assert names == offered
+
+
+def test_tools_names_an_unknown_tool_clearly(run_agentsh: AgentshRunner) -> None:
+    run = run_agentsh("-p", "hi", "--tools", "WebFetch")
+    assert run.code == 2
+    assert "--tools: no built-in tool 'WebFetch'" in run.stderr
+
+
 # -- --fallback-model -----------------------------------------------------------------------------
 
 
