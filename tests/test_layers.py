@@ -31,6 +31,7 @@ LAYERS: dict[str, int] = {
     "paths": 1,
     "fsutil": 1,
     "gitutil": 1,
+    "git_listing": 1,
     "programs": 1,
     "trust": 1,
     "config": 1,

@@ -33,7 +33,8 @@ from agentsh.checkpoints.restore import (
 from agentsh.checkpoints.scan import ScanError
 from agentsh.checkpoints.store import CheckpointStore, StoreError
 from agentsh.config import CheckpointSettings
-from agentsh.gitutil import GitError, known_listing_refusal
+from agentsh.git_listing import known_listing_refusal
+from agentsh.gitutil import GitError
 from agentsh.paths import UserPaths
 from agentsh.session.entries import CheckpointEntry
 from agentsh.session.log import SessionError

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentsh.errors import AgentshError
-from agentsh.gitutil import GitError, run_git, run_listing
+from agentsh.git_listing import run_listing
+from agentsh.gitutil import GitError, run_git
 from agentsh.tools.walk import Walker
 
 SKIP_DIRS = frozenset(

@@ -23,7 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentsh.gitutil import GitError, arun_git, arun_listing, known_listing_refusal
+from agentsh.git_listing import arun_listing, known_listing_refusal
+from agentsh.gitutil import GitError, arun_git
 
 MAX_FILES = 20_000
 MAX_REPORTED = 200

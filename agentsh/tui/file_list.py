@@ -13,7 +13,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentsh.gitutil import GitError, run_listing
+from agentsh.git_listing import run_listing
+from agentsh.gitutil import GitError
 
 MAX_FILES = 50_000
 _SKIP_DIRS = frozenset(

@@ -4,8 +4,8 @@ git's matcher backtracks on lines with several ``**``: ``**/**/…/x`` (twelve) 
 deep kept ``git ls-files --others --exclude-standard`` busy for more than a minute, so every
 checkpoint, every ``bash`` call's before/after snapshot and ``@`` completion waited out its
 timeout (30 s, 5 s twice, 10 s) in such a repository. Now a line git will surely read is
-looked at first and keeps git out; one it finds on its own (an untracked folder's .gitignore)
-costs one shorter timeout, after which the repository is listed without git at once.
+looked at first (an untracked folder's .gitignore too) and keeps git out; one that appears
+later costs one shorter timeout, after which the repository is listed without git at once.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from agentsh import gitutil
+from agentsh import git_listing
 from agentsh.checkpoints import scan
-from agentsh.gitutil import GitError, listing_refusal, run_listing, spinning_pattern
+from agentsh.git_listing import listing_refusal, run_listing, spinning_pattern
+from agentsh.gitutil import GitError
 from agentsh.tools import changes
 from agentsh.tui.file_list import list_project_files
 
@@ -92,23 +93,61 @@ def test_a_tracked_gitignore_in_a_folder_is_read_too(tmp_path: Path) -> None:
     assert reason is not None and reason.startswith("a/.gitignore line 1")
 
 
-def test_an_untracked_gitignore_costs_one_timeout_then_git_is_not_asked(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Nothing at a known place: git finds the line itself, deep in an untracked folder.
+def test_an_untracked_folders_gitignore_is_read_too(tmp_path: Path) -> None:
+    # git reads it on its way through the untracked folder: each new process waited out one
+    # 10 s timeout before. Now it is found by a listing that reads only the top-level ignore
+    # files (checked first), which cannot spin.
     root = _deep_repo(tmp_path)
+    (root / "a" / "a" / ".gitignore").write_text(f"*.tmp\n{SPIN}\n")
+    reason = listing_refusal(root)
+    assert reason is not None and reason.startswith("a/a/.gitignore line 2")
+
+
+def test_an_untracked_gitignore_in_an_ignored_folder_is_not_read(tmp_path: Path) -> None:
+    # git never enters a folder the top .gitignore ignores, so its files do not count.
+    root = _deep_repo(tmp_path)
+    (root / ".gitignore").write_text("/a/\n")
     (root / "a" / ".gitignore").write_text(f"{SPIN}\n")
     assert listing_refusal(root) is None
+    listing = scan.list_files(root, max_files=1000)
+    assert listing.source == "git" and sorted(listing.paths) == [".gitignore", "top.txt"]
+
+
+def test_a_folder_a_tracked_nested_gitignore_ignores_is_not_walked(tmp_path: Path) -> None:
+    # web/.gitignore (tracked) ignores node_modules: git never enters web/node_modules, so
+    # neither does the check (nor reads a .gitignore a package ships there).
+    root = _deep_repo(tmp_path)
+    (root / "web" / "node_modules" / "pkg").mkdir(parents=True)
+    (root / "web" / ".gitignore").write_text("node_modules/\n")
+    (root / "web" / "node_modules" / "pkg" / ".gitignore").write_text(f"{SPIN}\n")
+    _git(root, "add", "web/.gitignore")
+    assert listing_refusal(root) is None
+    # Anchored and nested patterns are rewritten from the top; negations and ** are left out.
+    assert git_listing._from_top("web", "/dist/") == "web/dist/"
+    assert git_listing._from_top("web", "a/b") == "web/a/b"
+    assert git_listing._from_top("web", "*.log") == "web/**/*.log"
+    assert git_listing._from_top("web", "!keep") == ""
+    assert git_listing._from_top("web", "**/x") == ""
+
+
+def test_a_line_that_appears_later_costs_one_timeout_then_git_is_not_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Checked once per state of the top-level files: a file written in an untracked folder
+    # afterwards is caught by the (shorter) listing timeout, then git is not asked again.
+    root = _deep_repo(tmp_path)
+    assert listing_refusal(root) is None
+    (root / "a" / ".gitignore").write_text(f"{SPIN}\n")
     args = ["ls-files", "-z", "--others", "--exclude-standard"]
     with pytest.raises(GitError, match="took over 1 s to apply the ignore patterns"):
         run_listing(args, root=root, timeout=1)
     # Git is not asked again (counted, not timed: a loaded machine took 0.5 s to say no).
     asked: list[Sequence[str]] = []
-    monkeypatch.setattr(gitutil, "run_git", lambda args, **_kw: asked.append(args))
+    monkeypatch.setattr(git_listing, "run_git", lambda args, **_kw: asked.append(args))
     with pytest.raises(GitError, match="listed without git"):
         run_listing(args, root=root, timeout=1)
     assert asked == []
-    assert gitutil.known_listing_refusal(root) == listing_refusal(root)
+    assert git_listing.known_listing_refusal(root) == listing_refusal(root)
 
 
 def test_the_bash_snapshot_walks_a_repository_git_may_not_list(tmp_path: Path) -> None:
