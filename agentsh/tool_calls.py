@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 MAX_SUMMARY_CHARS = 300  # a tool call's header, as stored in the log
 _NOTICE_HEADER_CHARS = 80  # the call's header in a one-line notice
+_SCAN_MAX = 1 << 20  # bytes of one tool output the injection guard reads at most
 
 
 @dataclass(slots=True)
@@ -264,8 +265,9 @@ class ToolCalls:
             origin=tool.output_origin,
             source=f"{tool.name}:{where}" if isinstance(where, str) and where else tool.name,
             scope=Scope.TOOL_OUTPUT,
-            # The tool capped its output already: read all of it (no "oversized").
-            max_bytes=len(result.content.encode("utf-8", "surrogatepass")),
+            # The tool capped its output already (50 KB by default): read all of it, up to a
+            # bound a project's settings cannot raise (past it: head, tail and "oversized").
+            max_bytes=min(len(result.content.encode("utf-8", "surrogatepass")), _SCAN_MAX),
         )
         if not shown.flagged:
             return result

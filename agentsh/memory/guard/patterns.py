@@ -18,7 +18,7 @@ from .matching import (
     _rx,
     _words,
 )
-from .threats import ALL_SCOPES, MEMORY_SCOPES, PROSE_SCOPES, Span
+from .threats import ALL_SCOPES, MEMORY_SCOPES, PROSE_SCOPES, Scope, Span
 
 # -- the patterns ----------------------------------------------------------------------------
 
@@ -227,18 +227,27 @@ _hide_from_user = _any_of(
     ),
 )
 
+# Markers: "### SYSTEM PROMPT OVERRIDE ###", "[admin override]", "BEGIN SYSTEM PROMPT",
+# "<<SYS>>", "=== END OF SYSTEM PROMPT ===".
+_override_marker = _rx(
+    ("override",),
+    r"override\b",
+    needs=_words("override", "system admin administrator developer root sudo prompt"),
+    before=rf"\b(?:system(?:{_SEP}prompt)?|admin(?:istrator)?|developer|root|sudo|prompt)"
+    rf"{_SEP}",
+    window=40,
+    whole_words=True,
+)
+_new_instructions = _rx(
+    ("instructions", "rules", "directives", "orders"),
+    rf"(?:instructions|rules|directives|orders){_SEP}(?:are|follow)\b",
+    needs=_words("your", "new real actual updated true", "are follow"),
+    before=r"\byour[\W_]+(?:new|real|actual|updated|true)[\W_]+",
+    window=40,
+    whole_words=True,
+)
 _system_prompt_override = _any_of(
-    # Markers: "### SYSTEM PROMPT OVERRIDE ###", "[admin override]", "BEGIN SYSTEM PROMPT",
-    # "<<SYS>>", "=== END OF SYSTEM PROMPT ===".
-    _rx(
-        ("override",),
-        r"override\b",
-        needs=_words("override", "system admin administrator developer root sudo prompt"),
-        before=rf"\b(?:system(?:{_SEP}prompt)?|admin(?:istrator)?|developer|root|sudo|prompt)"
-        rf"{_SEP}",
-        window=40,
-        whole_words=True,
-    ),
+    _override_marker,
     _rx(
         ("<<sys>>",),
         r"<<sys>>",
@@ -267,14 +276,7 @@ _system_prompt_override = _any_of(
         window=80,
         whole_words=True,
     ),
-    _rx(
-        ("instructions", "rules", "directives", "orders"),
-        rf"(?:instructions|rules|directives|orders){_SEP}(?:are|follow)\b",
-        needs=_words("your", "new real actual updated true", "are follow"),
-        before=r"\byour[\W_]+(?:new|real|actual|updated|true)[\W_]+",
-        window=40,
-        whole_words=True,
-    ),
+    _new_instructions,
     _rx(
         ("<|im_start", "<im_start", "<|system"),
         rf"<\|?im_start\|?>{_SPACE}*system|<\|system\|>",
@@ -801,6 +803,15 @@ PATTERNS: tuple[ThreatPattern, ...] = (
         "claims to replace or override the system prompt",
         PROSE_SCOPES,
         _any_of(_system_prompt_override, latin.MATCHERS["system_prompt_override"]),
+    ),
+    # In tool output only its explicit forms ("SYSTEM PROMPT OVERRIDE", "[admin override]",
+    # "your new instructions are"): an LLM library's code and docs speak of "a new system
+    # prompt", "the end of the system prompt", <<SYS>> and <|system|> as a matter of course.
+    ThreatPattern(
+        "system_prompt_override",
+        "claims to replace or override the system prompt",
+        frozenset({Scope.TOOL_OUTPUT}),
+        _any_of(_override_marker, _new_instructions, latin.MATCHERS["system_prompt_override"]),
     ),
     ThreatPattern(
         "disregard_rules",
