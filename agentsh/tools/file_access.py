@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import os
 import stat
 from pathlib import Path
 
@@ -85,6 +86,23 @@ def error_result(exc: ToolError | OSError, shown: str) -> ToolResult:
     """A failed check or OS error as the error result the model reads."""
     text = str(exc) if isinstance(exc, ToolError) else os_error_message(exc, shown)
     return ToolResult(text, is_error=True)
+
+
+def no_link_out(path: Path, root: Path, cwd: Path) -> None:
+    """A ToolError when ``path`` names a place inside the project ``root`` but a symlink on
+    the way leads out of it: a cloned repository's ``docs/setup.md`` linked to
+    ``~/.ssh/id_ed25519`` must not pass for a project file. The message names the target, so
+    a file the user wants is read by its own path, visibly."""
+    if not path.is_relative_to(root):
+        return  # asked for by a path outside the project: what it says is what it is
+    real = Path(os.path.realpath(path))
+    if real.is_relative_to(Path(os.path.realpath(root))):
+        return
+    shown = display_path(path, cwd)
+    raise ToolError(
+        f"{shown} leads out of the project through a symlink (to {real}): not followed. If "
+        "the user wants that file or folder, name it by its own path."
+    )
 
 
 def regular_file(path: Path, cwd: Path) -> Path:

@@ -28,7 +28,13 @@ from agentsh.tools.base import (
     param,
     resolve_path,
 )
-from agentsh.tools.file_access import error_result, held_bytes, regular_file, sniff_binary
+from agentsh.tools.file_access import (
+    error_result,
+    held_bytes,
+    no_link_out,
+    regular_file,
+    sniff_binary,
+)
 
 _BOM = codecs.BOM_UTF8
 
@@ -86,6 +92,7 @@ class ReadTool(Tool):
         offset = params.offset or 1
         want = min(params.limit or tools.read_max_lines, tools.read_max_lines)
         try:
+            no_link_out(path, ctx.project.root, ctx.cwd)
             regular_file(path, ctx.cwd)
             held = await held_bytes(path, ctx)
             page = await asyncio.to_thread(

@@ -41,6 +41,7 @@ from agentsh.tools.base import (
     resolve_path,
     truncate_head,
 )
+from agentsh.tools.file_access import no_link_out
 from agentsh.tools.walk import Walker, glob_regex
 
 
@@ -48,6 +49,7 @@ def _search_root(raw: str | None, ctx: ToolContext) -> Path:
     path = resolve_path(raw or ".", ctx.cwd)
     if not path.exists():
         raise ToolError(missing_path_message(path, ctx.cwd, what="Path"))
+    no_link_out(path, ctx.project.root, ctx.cwd)  # as read: a link out is named, not entered
     return path
 
 

@@ -203,3 +203,27 @@ async def test_unreadable_file(project: Path, ctx: ToolContext) -> None:
     secret.chmod(0)
     result = await call(ReadTool(), ctx, path="secret.txt")
     assert result.is_error and result.content == "Permission denied: secret.txt."
+
+
+@pytest.mark.asyncio
+async def test_a_link_out_of_the_project_is_not_read_through(
+    project: Path, ctx: ToolContext, tmp_path: Path
+) -> None:
+    # A cloned repository's docs/setup.md linked to a key: "see docs/setup.md" in its README
+    # read the key into the conversation as if it were a project file.
+    secret = tmp_path / "home" / ".ssh" / "id_ed25519"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    (project / "docs").mkdir()
+    (project / "docs" / "setup.md").symlink_to(secret)
+    (project / "shared").symlink_to(secret.parent)  # a linked folder too
+    for path in ("docs/setup.md", "shared/id_ed25519"):
+        result = await call(ReadTool(), ctx, path=path)
+        assert result.is_error and "PRIVATE KEY" not in result.content
+        assert f"through a symlink (to {secret}): not followed" in result.content
+    # Asked for by its own path, it is what it says (shown in the call's header).
+    assert "PRIVATE KEY" in (await call(ReadTool(), ctx, path=str(secret))).content
+    # A link that stays inside the project is read as before.
+    (project / "notes.md").write_text("notes\n")
+    (project / "docs" / "notes.md").symlink_to(project / "notes.md")
+    assert (await call(ReadTool(), ctx, path="docs/notes.md")).content == "1\tnotes"

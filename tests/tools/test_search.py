@@ -351,3 +351,18 @@ async def test_search_tools_do_not_ask_for_approval(ctx: ToolContext) -> None:
     for tool in (GrepTool(), FindTool(), LsTool()):
         params = tool.parse({"pattern": "x"} if tool.name != "ls" else {})
         assert tool.effect(params, ctx) is Effect.READ
+
+
+@pytest.mark.asyncio
+async def test_grep_and_ls_do_not_follow_a_link_out_of_the_project(
+    project: Path, ctx: ToolContext, tmp_path: Path
+) -> None:
+    outside = tmp_path / "home" / ".aws"
+    outside.mkdir(parents=True)
+    (outside / "credentials").write_text("aws_secret_access_key = SECRET-0123\n")
+    (project / "config").symlink_to(outside)
+    grepped = await call(GrepTool(use_ripgrep=False), ctx, pattern="secret", path="config")
+    assert grepped.is_error and "SECRET-0123" not in grepped.content
+    assert f"(to {outside}): not followed" in grepped.content
+    listed = await call(LsTool(), ctx, path="config")
+    assert listed.is_error and "credentials" not in listed.content
