@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentsh.config import Environment
-from agentsh.gitutil import GitError, run_git
+from agentsh.gitutil import GitError, GitTimeout, run_git
 from agentsh.trust import Finding, register_source
 
 # Repository settings that name a program git runs (or another file of settings, another work
@@ -79,13 +79,14 @@ def armed_reason(cwd: Path) -> str | None:
     return armed.reason() if armed is not None else None
 
 
-def armed_programs(cwd: Path) -> Armed | None:
+def armed_programs(cwd: Path, *, timeout: float = 5.0) -> Armed | None:
     """What the repository a git command in ``cwd`` would use carries that runs programs
     (hooks, program-naming settings, also of its submodules, which ``git status`` and a
-    recursive checkout enter); None when nothing (or no repository)."""
+    recursive checkout enter); None when nothing (or no repository). ``timeout``: for each
+    git call (a configuration git cannot read in time counts as carrying programs)."""
     found = _Found()
     try:
-        common = run_git(["rev-parse", "--git-common-dir"], cwd=cwd, timeout=5, check=False)
+        common = run_git(["rev-parse", "--git-common-dir"], cwd=cwd, timeout=timeout, check=False)
         folder = common.stdout.decode("utf-8", "surrogateescape").strip()
         git_dir = cwd / folder if common.returncode == 0 and folder else None
         bare = _BARE.search(common.stderr.decode("utf-8", "surrogateescape"))
@@ -93,16 +94,20 @@ def armed_programs(cwd: Path) -> Armed | None:
             # agentsh's own git uses a bare repository only when named; the user's git finds
             # one in the folder (or above it) and obeys its config and hooks.
             git_dir = Path(bare.group(1))
-            _armed(found, cwd, git_dir, git_dir, "")
+            _armed(found, cwd, git_dir, git_dir, "", timeout)
         else:
-            _armed(found, cwd, None, git_dir, "")
+            _armed(found, cwd, None, git_dir, "", timeout)
         if git_dir is not None:
             modules = _modules(git_dir)
             for module in modules[:_MAX_MODULES]:
                 name = module.relative_to(git_dir / "modules").as_posix()
-                _armed(found, cwd, module, module, f"submodule {name}: ")
+                _armed(found, cwd, module, module, f"submodule {name}: ", timeout)
             if len(modules) > _MAX_MODULES:
                 found.unchecked(f"more than {_MAX_MODULES} submodules (not checked)")
+    except GitTimeout:
+        # A configuration git cannot read in time (an include.path naming a FIFO): what it
+        # would make git run is unknown, so it counts, and is never covered without asking.
+        found.unchecked("settings git could not read in time (not checked)")
     except GitError:
         return None  # no git: the command fails as well
     if not found.items:
@@ -132,7 +137,12 @@ _BARE = re.compile(r"cannot use bare repository '(.+?)' \(safe\.bareRepository")
 
 
 def _armed(
-    found: _Found, cwd: Path, git_dir: Path | None, hooks_of: Path | None, prefix: str
+    found: _Found,
+    cwd: Path,
+    git_dir: Path | None,
+    hooks_of: Path | None,
+    prefix: str,
+    timeout: float,
 ) -> None:
     """The hooks (in ``hooks_of``) and program settings of one repository (``git_dir``: a
     submodule's or a bare one; None: the one git finds from ``cwd``), into ``found``."""
@@ -140,7 +150,7 @@ def _armed(
         ["config", "--list", "--show-scope", "-z"],
         cwd=cwd,
         git_dir=git_dir,
-        timeout=5,
+        timeout=timeout,
         check=False,
     )
     settings, own_hooks = _program_keys(listed.stdout) if listed.returncode == 0 else ({}, False)
@@ -153,7 +163,7 @@ def _armed(
         if key.lower() == "core.hookspath" and not prefix:
             # The hooks live where the setting says (often tracked files: .husky/): what
             # they run is in the digest, so a pull that changes them is new.
-            _add_hooks(found, _hooks_path(value, cwd), "", f" ({value})")
+            _add_hooks(found, _hooks_path(value, cwd, timeout), "", f" ({value})")
 
 
 def _add_hooks(found: _Found, folder: Path, prefix: str, where: str) -> None:
@@ -165,12 +175,12 @@ def _add_hooks(found: _Found, folder: Path, prefix: str, where: str) -> None:
         found.add(f"{prefix}hook {name}{where}", _content(folder / name))
 
 
-def _hooks_path(value: str, cwd: Path) -> Path:
+def _hooks_path(value: str, cwd: Path, timeout: float) -> Path:
     """Where a ``core.hooksPath`` points: relative to the top of the work tree."""
     path = Path(value).expanduser()
     if path.is_absolute():
         return path
-    top = run_git(["rev-parse", "--show-toplevel"], cwd=cwd, timeout=5, check=False)
+    top = run_git(["rev-parse", "--show-toplevel"], cwd=cwd, timeout=timeout, check=False)
     base = top.stdout.decode("utf-8", "surrogateescape").strip() if top.returncode == 0 else ""
     return Path(base or cwd) / path
 
@@ -291,6 +301,7 @@ _ARMING_WORDS = (
     b"[url", b"[submodule", b"[commit",
 )  # fmt: skip
 _MAX_CONFIG_BYTES = 256 * 1024
+_TRUST_CHECK_TIMEOUT_S = 2.0
 
 
 def git_findings(root: Path, cwd: Path) -> list[Finding]:
@@ -298,7 +309,7 @@ def git_findings(root: Path, cwd: Path) -> list[Finding]:
     what they run; none for a repository that carries nothing (most: seen without git)."""
     if not os.path.lexists(root / ".git") or _plainly_unarmed(root / ".git"):
         return []
-    armed = armed_programs(root)
+    armed = armed_programs(root, timeout=_TRUST_CHECK_TIMEOUT_S)  # at every start: short
     if armed is None:
         return []
     shown = ", ".join(armed.items[:_LISTED])

@@ -10,6 +10,7 @@ so a folder holding only hooks still loads its memory and prints no untrusted-fo
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 from pathlib import Path
 
@@ -21,7 +22,13 @@ from agentsh.events import ApprovalDecision
 from agentsh.paths import UserPaths
 from agentsh.tools.approval import Approver
 from agentsh.tools.base import ToolContext
-from agentsh.tools.git_armed import KIND, armed_reason, git_findings, trusted_programs
+from agentsh.tools.git_armed import (
+    KIND,
+    armed_programs,
+    armed_reason,
+    git_findings,
+    trusted_programs,
+)
 from agentsh.tools.rules import ToolRules
 from agentsh.tools.shell import BashTool
 from agentsh.trust import TrustCheck, TrustState, check_project, grant
@@ -251,3 +258,15 @@ def test_a_linked_work_tree_is_seen_through_its_common_folder(
     _hook(repo)  # the hooks of the common folder run in every work tree
     (finding,) = git_findings(linked, linked)
     assert "hook pre-commit" in finding.description
+
+
+def test_a_configuration_git_cannot_read_in_time_counts(repo: Path) -> None:
+    # include.path naming a FIFO: "git config --list" waits for a writer that never comes.
+    # Before, the timeout read as "carries nothing" and Bash(git:*) covered the repository.
+    os.mkfifo(repo / "evil.cfg")
+    _git(repo, "config", "include.path", "../evil.cfg")
+    armed = armed_programs(repo, timeout=0.5)
+    assert armed is not None
+    assert armed.items == ("settings git could not read in time (not checked)",)
+    again = armed_programs(repo, timeout=0.5)
+    assert again is not None and again.digest != armed.digest  # never covered as it is
