@@ -85,6 +85,7 @@ class TurnView:
             case TextDelta():
                 reply = await self._reply()
                 await reply.append(event.text)
+                chat.output_grew()
             case ThinkingDelta():
                 (await self._reply()).add_thinking(event.text)
             case ToolStarted():
@@ -92,6 +93,7 @@ class TurnView:
             case ToolOutput():
                 if (running := self.blocks.get(event.call_id)) is not None:
                     running.append_output(event.text)
+                    chat.output_grew()
             case ApprovalRequest():
                 # Seen: a narrow terminal's tree pane hid the question, and Esc meant to
                 # close the pane cancelled the turn instead.

@@ -293,8 +293,8 @@ class ChatView(RowWindow):
             following = True
         row = Row(item, widget)
         self.rows.append(row)
+        self.last = len(self.rows)  # before the mount yields: the window has its newest row
         await self.mount(self._widget_for(row))
-        self.last = len(self.rows)
         await self._prune_far_above()
         await self.prune_to_budget()
         if not following:
@@ -551,23 +551,34 @@ class ChatView(RowWindow):
             if await self.select_user_message(+1) is None:
                 self.post_message(self.SelectionCleared())
             return
-        self._step_focus(+1)
+        await self._step_focus(+1)
 
     async def action_focus_previous_block(self) -> None:
         if self.selected_id is not None:
             await self.select_user_message(-1)
             return
-        self._step_focus(-1)
+        await self._step_focus(-1)
 
-    def _step_focus(self, step: int) -> None:
+    async def _step_focus(self, step: int) -> None:
         blocks = self._focusable_blocks()
+        focused = self.screen.focused
+        last_block = not blocks or focused is blocks[-1]
+        if step > 0 and last_block and self.last < len(self.rows) and not self._adjusting:
+            # Past the last block mounted: the rows below are mounted first (issue 14: Down
+            # stopped at the end of the window, short of the chat's end).
+            self._adjusting = True
+            try:
+                await self._extend_bottom()
+            finally:
+                self._adjusting = False
+            later = self._focusable_blocks()
+            blocks = later if len(later) > len(blocks) else []
         if not blocks:  # nothing to walk: the keys scroll instead
             if step > 0:
                 self.scroll_down()
             else:
                 self.scroll_up()
             return
-        focused = self.screen.focused
         if focused in blocks:
             index = blocks.index(focused) + step
         else:

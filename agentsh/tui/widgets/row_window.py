@@ -51,8 +51,9 @@ def is_live(widget: Widget | None) -> bool:
 class RowWindow(VerticalScroll):
     @dataclass
     class OutputBelow(Message):
-        """Rows were added below a reader who had scrolled up (``below``), or the reader is
-        back at the end (not ``below``): a notice says so while there is output unseen."""
+        """Output arrived below a reader who had scrolled up (``below``: new rows, or more in
+        a row shown), or the reader is back at the end (not ``below``): a notice says so
+        while there is output unseen."""
 
         below: bool
 
@@ -67,7 +68,7 @@ class RowWindow(VerticalScroll):
         self.last = 0
         self._adjusting = False
         self._loading = False  # a load is replacing the rows: scrolling must not mount any
-        self.output_below = False  # rows were added below the reader since they scrolled up
+        self.output_below = False  # output arrived below the reader since they scrolled up
 
     def build(self, item: ChatItem) -> Widget:
         """The widget that shows ``item`` (the subclass knows how)."""
@@ -78,12 +79,29 @@ class RowWindow(VerticalScroll):
 
     def on_mount(self) -> None:
         self.anchor()
+        self.watch(self, "scroll_y", self._hold_anchor, init=False)
         self.watch(self, "scroll_y", self._on_scrolled, init=False)
         self.watch(self, "scroll_y", self._check_following, init=False)
+
+    def _hold_anchor(self) -> None:
+        """Textual anchors a scrolled-up chat again when a scroll reaches the end of what is
+        mounted, and an anchored chat is pinned to its bottom at every layout. With newer
+        rows unmounted below, that end is not the chat's: mounting them would then jump the
+        view past them, and the next wheel or key had nowhere to go (issue 14: Down, End and
+        the wheel stopped short of the end). The reader keeps their place instead."""
+        if self.last < len(self.rows) and self.is_anchored and not self._anchor_released:
+            self.release_anchor()
 
     def _check_following(self) -> None:
         if self.output_below and self.following:
             self.set_output_below(False)
+
+    def output_grew(self) -> None:
+        """Output was added to a row already shown (a reply streaming, a tool's output): a
+        reader scrolled up is told it waits below, as for new rows (issue 14: only new rows
+        said so, and the usual case is reading back while the answer is written)."""
+        if not self.output_below and not self.following:
+            self.set_output_below(True)
 
     def set_output_below(self, below: bool) -> None:
         if below != self.output_below:
@@ -95,6 +113,8 @@ class RowWindow(VerticalScroll):
         """The view follows the newest rows: the user has not scrolled up (or jumped) away
         from the end to read something (Textual releases the anchor when they do, and
         restores it when they scroll back to the bottom)."""
+        if self.last < len(self.rows):  # the newest rows are not even mounted
+            return False
         at_end = self.scroll_y >= self.max_scroll_y  # e.g. PgUp in a chat that fits
         return self.is_anchored and (not self._anchor_released or at_end)
 
@@ -207,7 +227,9 @@ class RowWindow(VerticalScroll):
         try:
             if new <= 1 and self.first > 0:
                 await self._extend_top()
-            elif new >= self.max_scroll_y - 1 and self.last < len(self.rows):
+            elif new >= self.max_scroll_y - self.size.height and self.last < len(self.rows):
+                # Within a screen of the rows mounted: the next batch is mounted ahead, so
+                # the wheel and Down scroll on into it instead of stopping at its edge.
                 await self._extend_bottom()
             await self._prune_far_above()
             await self._prune_far_below()
@@ -231,6 +253,10 @@ class RowWindow(VerticalScroll):
         finally:
             self._adjusting = False
         self.scroll_to(y=target, animate=False, immediate=True)
+
+    def action_scroll_end(self) -> None:
+        """End: the chat's end, not the end of the rows mounted (issue 14)."""
+        self.call_next(self.reveal_end)
 
     async def _extend_top(self) -> None:
         anchor_widget = self.rows[self.first].widget

@@ -1,0 +1,152 @@
+"""A reader far up a long chat (its newest rows unmounted by the window) gets back to the end
+with any key or the wheel, keeps their place while output arrives, and is told when it does
+(issue 14, session 5 leftovers).
+
+The setup (a 60-question session in a 30-row window, scrolled to its top) is
+:func:`far_up_chat`; it is meant to fold into the shared fixture of ``tests/tui/conftest.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from textual import events
+from textual.pilot import Pilot
+
+from agentsh.config import Environment, load_environment
+from agentsh.events import Event, TextDelta, TurnEnded, TurnOutcome, TurnStarted
+from agentsh.session.entries import Role, StopReason
+from agentsh.session.session import Session
+from agentsh.tui.app import AgentshApp
+from agentsh.tui.widgets.chat import ChatView
+from agentsh.tui.widgets.output_notice import OutputNotice
+from tests.tui.conftest import MakeApp, fake_factory, idle, ready, screen_text, wait_for
+from tests.tui.fake_agent import FakeAgent, Script
+
+pytestmark = pytest.mark.asyncio
+
+QUESTIONS = 60
+
+
+def small_window(project: Path) -> Environment:
+    """An environment whose chat mounts at most 30 rows (the default 200 needs a longer
+    session to unmount anything)."""
+    env = load_environment(project)
+    env.user.config_file.parent.mkdir(parents=True, exist_ok=True)
+    env.user.config_file.write_text("[tui]\ntranscript_window = 30\n")
+    return load_environment(project)
+
+
+async def open_long_session(pilot: Pilot[None], app: AgentshApp, project: Path) -> ChatView:
+    """Open a session of :data:`QUESTIONS` questions (shown from its end)."""
+    await ready(pilot, app)
+    session = Session.create(None, project)
+    for i in range(QUESTIONS):
+        session.append_message(Role.USER, f"question {i}")
+        session.append_message(Role.ASSISTANT, f"answer {i}", stop_reason=StopReason.STOP)
+    await app.controller.switch_session(session)
+    return app.query_one(ChatView)
+
+
+async def far_up_chat(pilot: Pilot[None], app: AgentshApp, project: Path) -> ChatView:
+    """Open a session of :data:`QUESTIONS` questions and scroll to its top."""
+    return await scroll_far_up(pilot, await open_long_session(pilot, app, project))
+
+
+async def scroll_far_up(pilot: Pilot[None], chat: ChatView) -> ChatView:
+    """Scroll to the top, until the window has unmounted the newest rows (more than a
+    window of them: the reader is too far up for new rows to join the window cheaply)."""
+    for _ in range(40):
+        chat.scroll_home(animate=False, immediate=True)
+        await pilot.pause()
+        if chat.first == 0 and chat.last < len(chat.rows):
+            break
+    assert chat.first == 0 and len(chat.rows) - chat.last > chat.window
+    assert not chat.following
+    await chat.wait_for_refresh()  # rows mounted above shift the view back after a frame
+    return chat
+
+
+def at_the_end(app: AgentshApp, chat: ChatView) -> bool:
+    return f"answer {QUESTIONS - 1}" in screen_text(app) and chat.following
+
+
+async def test_end_from_far_up_goes_to_the_chats_end_at_once(
+    make_app: MakeApp, project: Path
+) -> None:
+    """End scrolled to the end of the rows mounted, where Textual anchored the chat again:
+    a second End was needed, and output then followed a reader who was not at the end."""
+    app = make_app(environment=small_window(project))
+    async with app.run_test(size=(80, 24)) as pilot:
+        chat = await far_up_chat(pilot, app, project)
+        chat.focus()
+        await pilot.press("end")
+        await wait_for(pilot, lambda: at_the_end(app, chat))
+
+
+async def test_the_wheel_from_far_up_scrolls_on_to_the_chats_end(
+    make_app: MakeApp, project: Path
+) -> None:
+    """The wheel stopped for good at the end of the rows mounted: Textual anchored the chat
+    there, each batch mounted below pinned the view to the new bottom, and the next notch
+    had nowhere to go."""
+    app = make_app(environment=small_window(project))
+    async with app.run_test(size=(80, 24)) as pilot:
+        chat = await far_up_chat(pilot, app, project)
+        lines = QUESTIONS * 2 * 4  # far more notches than the chat has lines
+        for _ in range(lines):
+            if at_the_end(app, chat):
+                break
+            chat.post_message(events.MouseScrollDown(chat, 5, 5, 0, 1, 0, False, False, False))
+            await pilot.pause()
+        assert at_the_end(app, chat)
+        assert chat.last == len(chat.rows)
+
+
+LONG = "\n\n".join(f"Paragraph {i}: " + "words " * 12 for i in range(12))
+
+
+def growing_reply(go: asyncio.Event) -> Script:
+    """A reply that streams LONG, waits for ``go``, then streams more into the same reply."""
+
+    async def script(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        user = agent.session.append_message(Role.USER, text)
+        yield TurnStarted(user.id, text)
+        yield TextDelta(LONG)
+        await go.wait()
+        rest = "\n\nThe rest of the reply, written while the reader was up."
+        yield TextDelta(rest)
+        agent.session.append_message(Role.ASSISTANT, LONG + rest, stop_reason=StopReason.STOP)
+        yield TurnEnded(TurnOutcome.DONE)
+
+    return script
+
+
+async def test_a_reply_growing_below_a_reader_scrolled_up_shows_the_notice(
+    make_app: MakeApp,
+) -> None:
+    """The notice came only for new rows: more text streaming into the reply already shown
+    (the usual case: the reader scrolls up while the answer is written) said nothing."""
+    go = asyncio.Event()
+    app = make_app(factory=fake_factory(script=growing_reply(go)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        await pilot.press(*"long one", "enter")
+        await wait_for(pilot, lambda: "Paragraph 11" in screen_text(app))
+        chat = app.query_one(ChatView)
+        await pilot.press("pageup")
+        await wait_for(pilot, lambda: not chat.following)
+        reading = chat.scroll_y
+        notice = app.query_one(OutputNotice)
+        assert not notice.display
+        go.set()
+        await wait_for(pilot, lambda: notice.display)
+        assert chat.scroll_y == reading  # the reader is not moved
+        assert "▼ new output below" in screen_text(app)
+        await pilot.press("pagedown", "pagedown")
+        await wait_for(pilot, lambda: not notice.display and chat.following)
+        assert "written while the reader was up" in screen_text(app)
+        await idle(pilot, app)
