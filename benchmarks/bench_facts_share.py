@@ -12,11 +12,7 @@ The last line is ``facts_files_share_4k: <share of a 4k window> %``.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchlib import window_shares
 
 WINDOWS = (4_000, 8_000, 32_768, 128_000, 200_000)
 _PACKAGES = ("context", "session", "tools", "tui/panes", "memory", "llm")
@@ -37,19 +33,13 @@ def main() -> int:
     counter.warm()
     modified, read = _paths("changed", 150), _paths("seen", 150)
     baseline = counter.count(files_text(read, modified))
-    last = 0.0
-    for window in WINDOWS:
+
+    def measure(window: int) -> tuple[int, str]:
         section = files_text(read, modified, files_chars(window))
-        tokens = counter.count(section)
-        named = section.count("`") // 2
-        before, after = 100 * baseline / window, 100 * tokens / window
-        print(
-            f"  {window:>9,}: {baseline:>5,} tokens ({before:5.1f} %) -> {tokens:>5,} "
-            f"({after:5.1f} %), {named} of 300 paths named"
-        )
-        if window == WINDOWS[0]:
-            last = after
-    print(f"facts_files_share_4k: {last:.1f} %")
+        return counter.count(section), f", {section.count('`') // 2} of 300 paths named"
+
+    shares = window_shares(WINDOWS, baseline, measure)
+    print(f"facts_files_share_4k: {shares[0]:.1f} %")
     return 0
 
 

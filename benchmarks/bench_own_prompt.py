@@ -12,54 +12,22 @@ The last line is ``own_prompt_share_4k_full: <share of a 4k window, full memory>
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchlib import window_shares
+
+from tests.context.builders import fill_project, own_prompt
 
 WINDOWS = (4_000, 8_000, 32_768, 128_000, 1_000_000)
 
 
-def _fill(project: Path) -> None:
-    from agentsh.config import load_environment
-    from agentsh.memory.curated import CuratedMemory, MemoryTarget
-
-    (project / "AGENTS.md").write_text(
-        ("Use ruff and pytest; keep functions typed. " * 800)[:32_000]
-    )
-    env = load_environment(project)
-    memory = CuratedMemory(env.project, env.user, env.settings.memory, project_trusted=True)
-    for target, limit in (
-        (MemoryTarget.MEMORY, env.settings.memory.memory_char_limit),
-        (MemoryTarget.USER, env.settings.memory.user_char_limit),
-    ):
-        n = 0
-        while memory.snapshot().get(target).chars < limit - 80:
-            n += 1
-            memory.add(target, f"fact {n}: the build uses make target t{n} with flag x{n}")
-
-
 def _own(project: Path, window: int, count: Callable[[str], int]) -> int:
-    from agentsh.config import load_environment
-    from agentsh.memory.curated import CuratedMemory
-    from agentsh.system_prompt import SystemPrompt
-    from agentsh.tools.base import ToolRegistry
-    from agentsh.tools.builtin import session_tools
-    from agentsh.tools.memory import MemoryTool
-
-    env = dataclasses.replace(load_environment(project), trusted=True)
-    memory = CuratedMemory(env.project, env.user, env.settings.memory, project_trusted=True)
-    prompt = SystemPrompt(env, project, memory=memory, window=window)
-    registry = ToolRegistry(session_tools(MemoryTool(memory, env.settings.memory)))
-    registry.terse = prompt.budget.terse
-    schemas = json.dumps(registry.schemas(), separators=(",", ":"), sort_keys=True)
-    return count(prompt.render()) + count(schemas)
+    system, tools = own_prompt(project, window)
+    return count(system) + count(json.dumps(tools, separators=(",", ":"), sort_keys=True))
 
 
 def main() -> int:
@@ -75,18 +43,14 @@ def main() -> int:
             project.mkdir()
             os.chdir(project)
             if case == "full":
-                _fill(project)
+                fill_project(project)
             full_size = _own(project, 0, counter.count)
             print(f"{case} memory: own prompt at full size {full_size:,} tokens")
-            for window in WINDOWS:
-                own = _own(project, window, counter.count)
-                before, after = 100 * full_size / window, 100 * own / window
-                print(
-                    f"  {window:>9,}: {full_size:>6,} ({before:5.1f} %)"
-                    f" -> {own:>6,} ({after:5.1f} %)"
-                )
-                if window == WINDOWS[0]:
-                    last = after
+
+            def measure(window: int, project: Path = project) -> tuple[int, str]:
+                return _own(project, window, counter.count), ""
+
+            last = window_shares(WINDOWS, full_size, measure)[0]
     print(f"own_prompt_share_4k_full: {last:.1f} %")
     return 0
 

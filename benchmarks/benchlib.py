@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from io import BufferedIOBase
 from pathlib import Path
@@ -181,6 +182,23 @@ def percentile(values: list[float], pct: float) -> float:
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+def window_shares(
+    windows: Sequence[int], baseline: int, measure: Callable[[int], tuple[int, str]]
+) -> list[float]:
+    """For each window, print the baseline's tokens and share of it beside what ``measure``
+    gives for it (tokens, and a note to append); returns the measured shares (%)."""
+    shares = []
+    for window in windows:
+        tokens, note = measure(window)
+        before, after = 100 * baseline / window, 100 * tokens / window
+        print(
+            f"  {window:>9,}: {baseline:>6,} tokens ({before:5.1f} %) -> {tokens:>6,} "
+            f"({after:5.1f} %){note}"
+        )
+        shares.append(after)
+    return shares
 
 
 def print_medians(rows: list[tuple[str, list[float]]], unit: str = "s") -> None:

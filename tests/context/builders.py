@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agentsh.session.entries import MessageEntry, Role, StopReason, ToolCall, Usage
@@ -127,3 +129,45 @@ def unique_output(tokens: int, tag: str) -> str:
     line = f"{tag} " + "o" * 70 + "\n"
     count = max(1, tokens * 4 // len(line))
     return "".join(f"{i:06d}{line}" for i in range(count))[: tokens * 4]
+
+
+# -- agentsh's own prompt ------------------------------------------------------------------------
+
+
+def fill_project(project: Path) -> None:
+    """What makes agentsh's own prompt largest: a 32 KB AGENTS.md and both curated-memory
+    files full (``project`` is trusted by :func:`own_prompt`)."""
+    from agentsh.config import load_environment
+    from agentsh.memory.curated import CuratedMemory, MemoryTarget
+
+    (project / "AGENTS.md").write_text(
+        ("Use ruff and pytest; keep functions typed. " * 800)[:32_000]
+    )
+    env = load_environment(project)
+    memory = CuratedMemory(env.project, env.user, env.settings.memory, project_trusted=True)
+    for target, limit in (
+        (MemoryTarget.MEMORY, env.settings.memory.memory_char_limit),
+        (MemoryTarget.USER, env.settings.memory.user_char_limit),
+    ):
+        n = 0
+        while memory.snapshot().get(target).chars < limit - 80:
+            n += 1
+            memory.add(target, f"fact {n}: the build uses make target t{n} with flag x{n}")
+
+
+def own_prompt(project: Path, window: int) -> tuple[str, list[dict[str, Any]]]:
+    """agentsh's own system prompt and tool definitions for ``window`` (0: full size) in
+    ``project``, trusted, as it is on disk."""
+    from agentsh.config import load_environment
+    from agentsh.memory.curated import CuratedMemory
+    from agentsh.system_prompt import SystemPrompt
+    from agentsh.tools.base import ToolRegistry
+    from agentsh.tools.builtin import session_tools
+    from agentsh.tools.memory import MemoryTool
+
+    env = dataclasses.replace(load_environment(project), trusted=True)
+    memory = CuratedMemory(env.project, env.user, env.settings.memory, project_trusted=True)
+    prompt = SystemPrompt(env, project, memory=memory, window=window)
+    registry = ToolRegistry(session_tools(MemoryTool(memory, env.settings.memory)))
+    registry.terse = prompt.budget.terse
+    return prompt.render(), registry.schemas()

@@ -4,7 +4,6 @@ and a pause holds until the user acts."""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import random
 from pathlib import Path
@@ -12,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from agentsh.config import load_environment
 from agentsh.context import tiers
 from agentsh.context.manager import ContextManager
 from agentsh.context.preflight import budget_for, reply_reserve
@@ -26,15 +24,17 @@ from agentsh.events import (
     StatusChanged,
     Tier,
 )
-from agentsh.memory.curated import CuratedMemory, MemoryTarget
 from agentsh.paths import UserPaths
 from agentsh.session.entries import CompactionEntry, Role, Usage
 from agentsh.session.session import Session
-from agentsh.system_prompt import SystemPrompt
-from agentsh.tools.base import ToolRegistry
-from agentsh.tools.builtin import session_tools
-from agentsh.tools.memory import MemoryTool
-from tests.context.builders import Step, add_turn, drive_turn, unique_output
+from tests.context.builders import (
+    Step,
+    add_turn,
+    drive_turn,
+    fill_project,
+    own_prompt,
+    unique_output,
+)
 from tests.context.conftest import FakeSummarizer, ManagerFactory, settings_with
 
 WINDOWS = (4_000, 8_000, 32_768, 128_000, 1_000_000)
@@ -203,28 +203,6 @@ async def test_a_compaction_that_would_not_shrink_the_context_is_not_applied(
 Sent = list[tuple[int, list[dict[str, Any]]]]
 
 
-def own_prompt(project: Path, window: int) -> tuple[str, list[dict[str, Any]]]:
-    """agentsh's own system prompt and tool definitions for ``window``, at their largest: a
-    trusted project with a 32 KB AGENTS.md and both curated-memory files full."""
-    (project / "AGENTS.md").write_text(
-        ("Use ruff and pytest; keep functions typed. " * 800)[:32_000]
-    )
-    env = dataclasses.replace(load_environment(project), trusted=True)
-    memory = CuratedMemory(env.project, env.user, env.settings.memory, project_trusted=True)
-    for target, limit in (
-        (MemoryTarget.MEMORY, env.settings.memory.memory_char_limit),
-        (MemoryTarget.USER, env.settings.memory.user_char_limit),
-    ):
-        n = 0
-        while memory.snapshot().get(target).chars < limit - 80:
-            n += 1
-            memory.add(target, f"fact {n}: the build uses make target t{n} with flag x{n}")
-    prompt = SystemPrompt(env, project, memory=memory, window=window)
-    registry = ToolRegistry(session_tools(MemoryTool(memory, env.settings.memory)))
-    registry.terse = prompt.budget.terse
-    return prompt.render(), registry.schemas()
-
-
 async def _replay(
     window: int, project: Path
 ) -> tuple[list[tuple[int, Tier, float, str]], ContextManager, int, Sent, int]:
@@ -232,6 +210,7 @@ async def _replay(
     agentsh's own prompt at its largest; returns (turn, tier, usage fraction, reason) for every
     compaction that started, every request with the number of compactions started before it,
     and the own prompt's tokens."""
+    fill_project(project)  # agentsh's own prompt at its largest
     system, tools = own_prompt(project, window)
     rng = random.Random(window)
     s = Session.create(None, Path("/tmp"))
