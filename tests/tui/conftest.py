@@ -28,6 +28,16 @@ def env(project: Path) -> Environment:
 
 
 @pytest.fixture
+def windowed_env(project: Path) -> Environment:
+    """The project's environment with a chat that keeps 30 rows mounted (tui.transcript_window):
+    in a long session the rows far from the view are unmounted within a page or two."""
+    user = load_environment(project).user
+    user.config_file.parent.mkdir(parents=True, exist_ok=True)
+    user.config_file.write_text("[tui]\ntranscript_window = 30\n")
+    return load_environment(project)
+
+
+@pytest.fixture
 def make_app(env: Environment, project: Path) -> MakeApp:
     """``make_app(factory=..., options=...)``: an App that does not watch theme files."""
 
@@ -102,6 +112,19 @@ async def esc_esc(pilot: Pilot[None], app: AgentshApp) -> None:
         await pilot.press("escape", "escape")
     finally:
         presses.clock = time.monotonic
+
+
+async def open_long_session(app: AgentshApp, project: Path, questions: int) -> Session:
+    """Switch the App to a new session of ``questions`` short question/answer pairs
+    ("question i" / "answer i"), as a long chat has."""
+    from agentsh.session.entries import Role, StopReason
+
+    session = Session.create(None, project)
+    for i in range(questions):
+        session.append_message(Role.USER, f"question {i}")
+        session.append_message(Role.ASSISTANT, f"answer {i}", stop_reason=StopReason.STOP)
+    await app.controller.switch_session(session)
+    return session
 
 
 def agent_of(app: AgentshApp) -> AgentAPI:

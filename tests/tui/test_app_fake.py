@@ -54,6 +54,7 @@ from tests.tui.conftest import (
     agent_of,
     fake_factory,
     fake_of,
+    open_long_session,
     ready,
     screen_text,
     wait_for,
@@ -348,19 +349,12 @@ async def test_tool_blocks_collapse_to_their_last_lines_and_toggle(make_app: Mak
 
 
 async def test_a_long_transcript_keeps_a_bounded_window_mounted(
-    project: Path, make_app: MakeApp
+    project: Path, make_app: MakeApp, windowed_env: Environment
 ) -> None:
-    env = load_environment(project)
-    env.user.config_file.parent.mkdir(parents=True, exist_ok=True)
-    env.user.config_file.write_text("[tui]\ntranscript_window = 30\n")
-    app = make_app(environment=load_environment(project))
+    app = make_app(environment=windowed_env)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot, app)
-        session = Session.create(None, project)
-        for i in range(150):
-            session.append_message(Role.USER, f"question {i}")
-            session.append_message(Role.ASSISTANT, f"answer {i}", stop_reason=StopReason.STOP)
-        await app.controller.switch_session(session)
+        await open_long_session(app, project, 150)
         chat = app.query_one(ChatView)
         assert len(chat.rows) == 300
         assert chat.mounted_rows <= 30

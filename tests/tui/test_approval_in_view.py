@@ -10,15 +10,22 @@ from pathlib import Path
 
 import pytest
 
-from agentsh.config import ApprovalMode, load_environment
+from agentsh.config import ApprovalMode, Environment
 from agentsh.events import ApprovalRequest, Event, TurnEnded, TurnOutcome
-from agentsh.session.entries import Role, StopReason
-from agentsh.session.session import Session
+from agentsh.session.entries import Role
 from agentsh.tui.widgets.approval_prompt import ApprovalNotice, ApprovalPrompt
 from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.composer import PromptInput
 from tests.fakes.server import ScriptedServer, text, tool_call
-from tests.tui.conftest import MakeApp, fake_factory, idle, ready, screen_text, wait_for
+from tests.tui.conftest import (
+    MakeApp,
+    fake_factory,
+    idle,
+    open_long_session,
+    ready,
+    screen_text,
+    wait_for,
+)
 from tests.tui.fake_agent import FakeAgent, echo_script
 from tests.tui.test_app_real_agent import real  # noqa: F401 - the fixture
 
@@ -190,14 +197,11 @@ async def test_an_approval_closes_a_pane_that_covers_the_narrow_chat(
 
 
 async def test_a_waiting_approval_is_never_dropped_by_the_chat_window(
-    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch, project: Path
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch, project: Path, windowed_env: Environment
 ) -> None:
     """In a long chat the rows far from the viewport are unmounted; a waiting approval is
     live (its row rebuilds as a plain line): scrolled far up, it must stay mounted, or the
     question is gone and the turn waits for an answer nobody can give."""
-    env = load_environment(project)
-    env.user.config_file.parent.mkdir(parents=True, exist_ok=True)
-    env.user.config_file.write_text("[tui]\ntranscript_window = 30\n")
     monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 0.0)
     go = asyncio.Event()
     decisions: list[str] = []
@@ -209,14 +213,10 @@ async def test_a_waiting_approval_is_never_dropped_by_the_chat_window(
         decisions.append((await request.decision).value)
         yield TurnEnded(TurnOutcome.DONE)
 
-    app = make_app(factory=fake_factory(script=asks), environment=load_environment(project))
+    app = make_app(factory=fake_factory(script=asks), environment=windowed_env)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot, app)
-        session = Session.create(None, project)
-        for i in range(100):
-            session.append_message(Role.USER, f"question {i}")
-            session.append_message(Role.ASSISTANT, f"answer {i}", stop_reason=StopReason.STOP)
-        await app.controller.switch_session(session)
+        await open_long_session(app, project, 100)
         await pilot.press(*"build it", "enter")
         await wait_for(pilot, lambda: app.controller.turn_running)
         chat = app.query_one(ChatView)

@@ -10,16 +10,24 @@ from pathlib import Path
 
 import pytest
 
-from agentsh.config import load_environment
+from agentsh.config import Environment
 from agentsh.events import Event, TurnEnded, TurnOutcome
-from agentsh.session.entries import Role, StopReason
-from agentsh.session.session import Session
+from agentsh.session.entries import Role
 from agentsh.tui.app import AgentshApp
 from agentsh.tui.widgets.activity_line import ActivityLine
 from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.output_notice import OutputNotice
 from agentsh.tui.widgets.status_bar import StatusBar
-from tests.tui.conftest import MakeApp, fake_factory, fake_of, idle, ready, screen_text, wait_for
+from tests.tui.conftest import (
+    MakeApp,
+    fake_factory,
+    fake_of,
+    idle,
+    open_long_session,
+    ready,
+    screen_text,
+    wait_for,
+)
 from tests.tui.fake_agent import FakeAgent, Script, echo_script
 
 pytestmark = pytest.mark.asyncio
@@ -100,25 +108,16 @@ async def test_a_queued_message_starting_its_turn_leaves_a_scrolled_up_chat_wher
 
 
 async def test_a_queued_turn_under_a_reader_far_up_stays_put_and_says_output_waits_below(
-    make_app: MakeApp, project: Path
+    make_app: MakeApp, project: Path, windowed_env: Environment
 ) -> None:
     """Issue 14 leftovers: the queued turn's rows reached a chat whose newest rows the window
     had unmounted (the reader far up), and ``append`` yanked the reader to the end; and
     nothing said that output was arriving below."""
-    env = load_environment(project)
-    env.user.config_file.parent.mkdir(parents=True, exist_ok=True)
-    env.user.config_file.write_text("[tui]\ntranscript_window = 30\n")
     go = asyncio.Event()
-    app = make_app(
-        factory=fake_factory(script=held_until(go)), environment=load_environment(project)
-    )
+    app = make_app(factory=fake_factory(script=held_until(go)), environment=windowed_env)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot, app)
-        session = Session.create(None, project)
-        for i in range(60):
-            session.append_message(Role.USER, f"question {i}")
-            session.append_message(Role.ASSISTANT, f"answer {i}", stop_reason=StopReason.STOP)
-        await app.controller.switch_session(session)
+        await open_long_session(app, project, 60)
         await pilot.press(*"second", "enter")
         await wait_for(pilot, lambda: app.controller.turn_running)
         await pilot.press(*"queued", "enter")
@@ -150,22 +149,15 @@ async def test_a_queued_turn_under_a_reader_far_up_stays_put_and_says_output_wai
 
 @pytest.mark.slow
 async def test_back_down_from_far_up_a_long_chat_pgdn_reaches_its_end(
-    make_app: MakeApp, project: Path
+    make_app: MakeApp, project: Path, windowed_env: Environment
 ) -> None:
     """Seen walking a long chat: back down from far up, PgDn stopped at the bottom of the
     rows mounted (Textual anchored the reader there, so no more were ever mounted), or
     crawled a few rows a press: how far depended on the frames its animation took."""
-    env = load_environment(project)
-    env.user.config_file.parent.mkdir(parents=True, exist_ok=True)
-    env.user.config_file.write_text("[tui]\ntranscript_window = 30\n")
-    app = make_app(environment=load_environment(project))
+    app = make_app(environment=windowed_env)
     async with app.run_test(size=(80, 50)) as pilot:
         await ready(pilot, app)
-        session = Session.create(None, project)
-        for i in range(60):
-            session.append_message(Role.USER, f"question {i}")
-            session.append_message(Role.ASSISTANT, f"answer {i}", stop_reason=StopReason.STOP)
-        await app.controller.switch_session(session)
+        await open_long_session(app, project, 60)
         chat = app.query_one(ChatView)
         for _ in range(12):  # far up: the newest rows are unmounted
             await pilot.press("pageup")
