@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -34,17 +35,24 @@ def _request() -> ApprovalRequest:
     )
 
 
-async def test_a_closed_connection_refuses_the_call_without_raising() -> None:
-    request = _request()
-    decision = await permissions.ask(
-        GoneClient(),  # type: ignore[arg-type]
+async def _ask(
+    client: object, request: ApprovalRequest, say: Callable[[str], Awaitable[None]]
+) -> ApprovalDecision | None:
+    """``permissions.ask`` for call e1/c1 of session s1 (5 s to answer), as a turn asks."""
+    return await permissions.ask(
+        client,  # type: ignore[arg-type]  # an editor as a test needs it, not a Client
         "s1",
         "e1/c1",
         request,
         path=None,
         timeout_s=5,
-        say=_closed,
+        say=say,
     )
+
+
+async def test_a_closed_connection_refuses_the_call_without_raising() -> None:
+    request = _request()
+    decision = await _ask(GoneClient(), request, _closed)
     assert decision is ApprovalDecision.NO_ANSWER
     assert request.decision.result() is ApprovalDecision.NO_ANSWER
 
@@ -52,18 +60,7 @@ async def test_a_closed_connection_refuses_the_call_without_raising() -> None:
 async def test_a_wedged_client_cannot_hold_the_refusal(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(permissions, "_TELL_TIMEOUT_S", 0.1)
     request = _request()
-    decision = await asyncio.wait_for(
-        permissions.ask(
-            GoneClient(),  # type: ignore[arg-type]
-            "s1",
-            "e1/c1",
-            request,
-            path=None,
-            timeout_s=5,
-            say=_wedged,
-        ),
-        5,
-    )
+    decision = await asyncio.wait_for(_ask(GoneClient(), request, _wedged), 5)
     assert decision is ApprovalDecision.NO_ANSWER
     assert request.decision.result() is ApprovalDecision.NO_ANSWER
 
@@ -118,14 +115,6 @@ async def test_an_mcp_tool_offers_every_tool_of_its_server() -> None:
         "Always allow every tool of MCP server 'git' in this session"
     )
     client = Answering("allow_group")
-    decision = await permissions.ask(
-        client,  # type: ignore[arg-type]
-        "s1",
-        "e1/c1",
-        request,
-        path=None,
-        timeout_s=5,
-        say=_closed,
-    )
+    decision = await _ask(client, request, _closed)
     assert decision is ApprovalDecision.ALLOW_GROUP
     assert "allow_group" in client.options

@@ -16,7 +16,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,8 @@ import pytest
 from agentsh.config import McpSettings
 from agentsh.mcp.mcp_manager import McpManager
 from agentsh.mcp.servers_config import Scope, ServerSpec, Transport
+from agentsh.mcp.state import RemoteTool, ServerStatus
+from agentsh.tools.base import ToolResult
 from tests.agent.conftest import fast_retries, run_agentsh, run_agentsh_process  # noqa: F401
 from tests.fakes.mcp_server import HttpServer
 
@@ -157,3 +159,28 @@ async def call(manager: McpManager, name: str, **arguments: Any) -> Any:
     tool = manager.find(name)
     assert tool is not None, f"{name} not among {[t.name for t in manager.tools()]}"
     return await manager.call(tool, arguments, asyncio.Event())
+
+
+class ListedTools:
+    """A tool provider that only lists ``tools`` (no server, nothing is ever called): enough
+    to build MCP tools (approval tests) or count their definitions (budget tests)."""
+
+    def __init__(self, tools: tuple[RemoteTool, ...] = ()) -> None:
+        self._tools = tools
+
+    def tools(self) -> tuple[RemoteTool, ...]:
+        return self._tools
+
+    def find(self, name: str) -> RemoteTool | None:
+        return next((t for t in self._tools if t.name == name), None)
+
+    def spec(self, server: str) -> ServerSpec | None:
+        return None
+
+    def statuses(self) -> tuple[ServerStatus, ...]:
+        return ()
+
+    async def call(
+        self, tool: RemoteTool, arguments: Mapping[str, Any], cancelled: asyncio.Event
+    ) -> ToolResult:
+        raise AssertionError("not called")

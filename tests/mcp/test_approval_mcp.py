@@ -2,49 +2,25 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from agentsh.config import ApprovalMode, Settings
 from agentsh.events import ApprovalDecision, ApprovalRequest, Event
-from agentsh.mcp.servers_config import ServerSpec
-from agentsh.mcp.state import RemoteTool, ServerStatus
+from agentsh.mcp.state import RemoteTool
 from agentsh.mcp.tools import McpTool, make_tool
 from agentsh.paths import ProjectPaths, UserPaths
 from agentsh.tools.approval import Approver
-from agentsh.tools.base import ToolContext, ToolResult
+from agentsh.tools.base import ToolContext
+from tests.mcp.conftest import ListedTools
 
 pytestmark = pytest.mark.asyncio
 
 
-class Provider:
-    """Just enough of a tool provider to build tools (nothing is called)."""
-
-    def tools(self) -> tuple[RemoteTool, ...]:
-        return ()
-
-    def find(self, name: str) -> RemoteTool | None:
-        return None
-
-    def spec(self, server: str) -> ServerSpec | None:
-        return None
-
-    def statuses(self) -> tuple[ServerStatus, ...]:
-        return ()
-
-    async def call(
-        self, tool: RemoteTool, arguments: Mapping[str, Any], cancelled: asyncio.Event
-    ) -> ToolResult:
-        return ToolResult("")
-
-
 def tool(server: str, name: str) -> McpTool:
     remote = RemoteTool(server, name, f"mcp__{server}__{name}", "d", {"type": "object"})
-    return make_tool(Provider(), remote)
+    return make_tool(ListedTools(), remote)
 
 
 def context(

@@ -3,16 +3,13 @@ sent: terse on a small window (agentsh.context.prompt_budget), full size on a la
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Mapping
-from typing import Any
 
 from agentsh.config import Settings
-from agentsh.mcp.servers_config import ServerSpec
-from agentsh.mcp.state import RemoteTool, ServerStatus
+from agentsh.mcp.state import RemoteTool
 from agentsh.mcp.tools import SEARCH_TOOL, McpToolSource
-from agentsh.tools.base import ToolRegistry, ToolResult
+from agentsh.tools.base import ToolRegistry
+from tests.mcp.conftest import ListedTools
 
 LONG = "Looks up an issue in the tracker and returns it with its comments. " * 8
 TOOLS = tuple(
@@ -34,27 +31,6 @@ TOOLS = tuple(
 )
 
 
-class Listed:
-    """A server's tool list as the source sees it (counting only: nothing is called)."""
-
-    def tools(self) -> tuple[RemoteTool, ...]:
-        return TOOLS
-
-    def find(self, name: str) -> RemoteTool | None:
-        return next((t for t in TOOLS if t.name == name), None)
-
-    def spec(self, server: str) -> ServerSpec | None:
-        return None
-
-    def statuses(self) -> tuple[ServerStatus, ...]:
-        return ()
-
-    async def call(
-        self, tool: RemoteTool, arguments: Mapping[str, Any], cancelled: asyncio.Event
-    ) -> ToolResult:
-        raise AssertionError("not called")
-
-
 def _chars_per_token(text: str) -> int:
     return len(text) // 4
 
@@ -63,7 +39,7 @@ def _registry(window: int, terse: bool) -> tuple[ToolRegistry, McpToolSource]:
     registry = ToolRegistry()
     registry.terse = terse
     source = McpToolSource(
-        Listed(),
+        ListedTools(TOOLS),
         Settings(),
         window=lambda: window,
         count=_chars_per_token,
