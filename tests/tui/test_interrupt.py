@@ -51,6 +51,9 @@ async def test_ctrl_c_clears_the_editor_then_asks_before_quitting(make_app: Make
     app = make_app()
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await wait_for(pilot, lambda: app.controller.ready)
+        # The quit window's clock stands still: Pilot's presses, not a person's, are what a
+        # loaded machine spreads apart (the window itself is tested below).
+        app._ctrl_c.clock = lambda: 0.0
         prompt = app.query_one(PromptInput)
         await pilot.press(*"half a thought", "ctrl+c")
         assert prompt.text == "" and not _hints(app)
