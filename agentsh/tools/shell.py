@@ -254,15 +254,20 @@ async def _run_on_host(command: str, ctx: ToolContext, limit_s: float) -> ToolRe
     )
     sink.feed(run.output.encode("utf-8"))
     sink.close()
+    returncode = _returncode(run)
     result = _result(
         sink,
         ending=run.ending,
-        returncode=_returncode(run),
+        returncode=returncode,
         timeout=limit_s,
         drained=True,
         elapsed=time.monotonic() - started,
         cwd=ctx.cwd,
     )
+    if run.signal and returncode is None and not result.is_error:
+        # A signal the host names in a way not known here is still no success.
+        killed = f"{result.content}\n\nCommand was killed by signal {run.signal}"
+        result = ToolResult(killed, True, result.truncated, result.details)
     if not run.truncated:
         return result
     note = "[The terminal kept only the end of the output; the start is lost.]\n"
@@ -272,10 +277,11 @@ async def _run_on_host(command: str, ctx: ToolContext, limit_s: float) -> ToolRe
 def _returncode(run: CommandRun) -> int | None:
     """The exit code, or minus the signal's number as subprocess reports a killed process."""
     if run.signal:
-        try:
-            return -int(signal.Signals[run.signal.upper()])
-        except KeyError:
-            return -int(run.signal) if run.signal.isdigit() else None
+        name = run.signal.upper()
+        for known in (name, f"SIG{name}"):  # "SIGKILL", "KILL"
+            if known in signal.Signals.__members__:
+                return -int(signal.Signals[known])
+        return -int(run.signal) if run.signal.isdigit() else None
     return run.exit_code
 
 

@@ -15,6 +15,7 @@ from agentsh.tools.base import ToolContext
 from agentsh.tools.file_read import ReadTool
 from agentsh.tools.files import EditTool, WriteTool
 from agentsh.tools.host import CommandRun
+from agentsh.tools.shell import BashTool
 
 
 class Buffers:
@@ -85,3 +86,40 @@ async def test_only_the_session_folder_goes_through_the_editor(tmp_path: Path) -
     await write.run(write.parse({"path": "../b.txt", "content": "local b\n"}), ctx)
     assert beside.read_text() == "local b\n" and host.held[beside] == "unsaved b\n"
     assert host.asked == [inside, inside, inside]
+
+
+class Terminal:
+    """An editor whose terminal ran the command and reports how it ended."""
+
+    reads_files = writes_files = False
+    runs_commands = True
+
+    def __init__(self, run: CommandRun) -> None:
+        self.run = run
+
+    async def read_text(self, path: Path) -> str:
+        raise AssertionError("not offered")
+
+    async def write_text(self, path: Path, text: str) -> None:
+        raise AssertionError("not offered")
+
+    async def run_command(self, command: str, **_kwargs: object) -> CommandRun:
+        return self.run
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("reported", "shown"),
+    [("SIGKILL", "SIGKILL"), ("KILL", "SIGKILL"), ("9", "SIGKILL"), ("SIGWHATEVER", "SIGWHATEVER")],
+)
+async def test_a_command_the_editor_says_a_signal_ended_is_no_success(
+    tmp_path: Path, reported: str, shown: str
+) -> None:
+    # A name agentsh did not know ("KILL", an editor's own) read as a clean exit.
+    host = Terminal(CommandRun(output="partial\n", exit_code=None, signal=reported))
+    ctx = _ctx(tmp_path, tmp_path, host)  # type: ignore[arg-type]
+    bash = BashTool()
+    result = await bash.run(bash.parse({"command": "make"}), ctx)
+    assert result.is_error
+    assert result.content.startswith("partial\n\nCommand was killed by signal")
+    assert shown in result.content
