@@ -455,9 +455,13 @@ async def test_a_command_run_while_scrolled_up_shows_its_answer(
         await pilot.pause()
         await pilot.press(*"/label here", "enter")
         await wait_for(pilot, lambda: any("Labelled" in n.text for n in app.query(NoteLine)))
-        await pilot.pause(0.1)
         note = next(n for n in app.query(NoteLine) if "Labelled" in n.text)
-        assert chat.scroll_y + chat.scrollable_content_region.height >= note.virtual_region.bottom
+        await wait_for(  # the scroll to it comes a frame or more later (was a 0.1 s pause)
+            pilot,
+            lambda: (
+                chat.scroll_y + chat.scrollable_content_region.height >= note.virtual_region.bottom
+            ),
+        )
 
 
 async def test_a_session_file_that_cannot_be_opened_is_named_and_a_new_session_starts(
@@ -1093,10 +1097,12 @@ async def test_help_in_the_chat_shows_every_command_with_its_summary(make_app: M
         await ready(pilot, app)
         await pilot.press(*"/help", "enter")
         await wait_for(pilot, lambda: bool(app.query(NoteMarkdown)))
-        await pilot.pause(0.2)
-        shown = app.export_screenshot().replace("&#160;", " ")
-        assert "Compact the context now" in shown
-        assert "undo]`" not in shown
+
+        def shown() -> str:
+            return app.export_screenshot().replace("&#160;", " ")
+
+        await wait_for(pilot, lambda: "Compact the context now" in shown())  # was a 0.2 s pause
+        assert "undo]`" not in shown()
 
 
 async def test_a_bare_slash_in_the_command_palette_lists_every_command(make_app: MakeApp) -> None:
