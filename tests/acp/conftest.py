@@ -307,6 +307,8 @@ async def spawn_acp(
     await asyncio.to_thread(subprocess.run, ["git", "init", "-q", str(project)], check=True)
     write_user_config(
         home,
+        # MCP servers get a minute to start (10 s is short on a loaded machine).
+        "[mcp]\nstartup_timeout_s = 60.0\n"
         "[model]\nretry_base_delay_s = 0.01\nretry_max_delay_s = 0.05\n" + config,
     )
     server = ScriptedServer().start()

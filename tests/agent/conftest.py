@@ -29,10 +29,14 @@ AgentshRunner = Callable[..., Run]
 
 @pytest.fixture
 def fast_retries(agentsh_home: Path) -> Path:
-    """A user config that makes retry backoff fast, as a user could set it."""
+    """A user config that makes retry backoff fast, as a user could set it, and gives MCP
+    servers a minute to start (a loaded machine; [model] stays last: tests append to it)."""
     config = agentsh_home / "config" / "config.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text("[model]\nretry_base_delay_s = 0.01\nretry_max_delay_s = 0.05\n")
+    config.write_text(
+        "[mcp]\nstartup_timeout_s = 60.0\n"
+        "[model]\nretry_base_delay_s = 0.01\nretry_max_delay_s = 0.05\n"
+    )
     return config
 
 

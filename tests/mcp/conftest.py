@@ -57,7 +57,15 @@ def module_spec(name: str, module: str, *args: str) -> ServerSpec:
     )
 
 
+#: How long a test's MCP server gets to start (agentsh's default, 10 s, is short on a loaded
+#: 2-core machine: the SDK's import alone is 1-2 s of CPU).
+STARTUP_TIMEOUT_S = 60.0
+
+
 def make_manager(specs: list[ServerSpec], tmp: Path, **settings: Any) -> McpManager:
+    """A manager for ``specs``; servers get 60 s to start unless a test says otherwise (the
+    10 s default is a user's figure: a Python server's start took longer at load 20)."""
+    settings.setdefault("startup_timeout_s", STARTUP_TIMEOUT_S)
     return McpManager(
         specs,
         McpSettings(**settings),

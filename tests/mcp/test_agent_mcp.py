@@ -36,7 +36,7 @@ from agentsh.session.session import Session
 from agentsh.tools.rules import ToolRules
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer, text, tool_call
-from tests.mcp.conftest import FAKE_SERVER, pids_in
+from tests.mcp.conftest import FAKE_SERVER, STARTUP_TIMEOUT_S, pids_in
 
 pytestmark = pytest.mark.asyncio
 
@@ -74,7 +74,8 @@ def make_agent(
     ) -> Agent:
         env = load_environment(project)
         fast = dataclasses.replace(env.settings.model, retry_base_delay_s=0.01)
-        settings = dataclasses.replace(env.settings, model=fast)
+        mcp = dataclasses.replace(env.settings.mcp, startup_timeout_s=STARTUP_TIMEOUT_S)
+        settings = dataclasses.replace(env.settings, model=fast, mcp=mcp)
         env = dataclasses.replace(env, config=dataclasses.replace(env.config, settings=settings))
         session = Session.create(env.user.project_sessions_dir(project), project)
         agent = build_agent(
