@@ -56,6 +56,7 @@ def _responder(request: RecordedRequest) -> Reply:
 
 
 @pytest.mark.asyncio
+@pytest.mark.timeout(600)  # ~12 s alone (30 turns, 10 compactions); hit the 120 s one at load 19
 async def test_every_request_after_ten_compactions_keeps_request_files_and_last_error(
     make_agent: AgentFactory, scripted_server: ScriptedServer, project: Path
 ) -> None:
