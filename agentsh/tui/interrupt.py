@@ -3,7 +3,8 @@ else clears the editor, else asks for a second press and quits on it.
 
 Text selected with the mouse or in the editor is copied instead, as in any Textual app. The
 App binds the key and walks those steps; this module holds the one piece of state, the
-"pressed once, press again to quit" window.
+"pressed once, press again to quit" window (:class:`DoublePress`, which Esc Esc's window on an
+empty editor uses too).
 """
 
 from __future__ import annotations
