@@ -194,16 +194,18 @@ class Agent:
         async for event in self._drive(self._manual_compaction(tier, instructions)):
             yield event
 
-    async def warm_up(self) -> None:
-        """Load what a turn needs ahead of it: the model worker and the tokenizer.
+    async def warm_up(self, *, tokenizer: bool = True) -> None:
+        """Load what a turn needs ahead of it: the model worker and (``tokenizer``) the
+        tokenizer.
 
         A front end calls it when the user starts typing; a turn that comes first loads them
-        itself. Counts (and :meth:`status`) are exact from when it returns."""
+        itself. Counts (and :meth:`status`) are exact from when it returns with the tokenizer."""
         from agentsh.llm import remote
 
         if self.llm is not None:  # no model configured: nothing to call, nothing to load
             remote.prewarm()
-        await self.ensure_tokenizer()
+        if tokenizer:
+            await self.ensure_tokenizer()
 
     async def ensure_tokenizer(self) -> None:
         """Switch the counts to exact once the tokenizer loaded (loading it the first time)."""

@@ -88,9 +88,11 @@ class AgentAPI(Protocol):
         """Stop the running work; what was received is kept and the turn marked aborted."""
         ...
 
-    async def warm_up(self) -> None:
+    async def warm_up(self, *, tokenizer: bool = True) -> None:
         """Load what a turn needs (the model worker, the tokenizer) ahead of it: the user has
-        started writing. A turn that comes first loads them itself."""
+        started writing. A turn that comes first loads them itself. ``tokenizer=False``: the
+        model worker only (building the tokenizer holds the interpreter for 0.4-0.8 s, so a
+        front end loads it when the user pauses, not under their fingers)."""
         ...
 
     # -- the conversation -----------------------------------------------------------------------

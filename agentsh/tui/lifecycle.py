@@ -28,6 +28,7 @@ from agentsh.tui.projection import project_session
 
 if TYPE_CHECKING:
     from textual.app import App
+    from textual.timer import Timer
 
     from agentsh.config import Environment
     from agentsh.frontend import AgentAPI
@@ -92,6 +93,9 @@ def read_only_note(session: Session) -> str:
     return f"This session is read-only ({session.read_only_reason}). /fork continues it."
 
 
+WARM_PAUSE_S = 0.6  # the tokenizer loads when nothing has been typed for this long
+
+
 class SessionLifecycle:
     def __init__(
         self,
@@ -108,6 +112,10 @@ class SessionLifecycle:
         self.agent_factory = agent_factory or build_real_agent
         self.on_agent_ready = on_agent_ready  # queued messages may go now
         self._typed = False  # the user has started writing: warm the agent up
+        # The tokenizer waits for a pause in typing (see user_typing).
+        self.warm_pause_s = WARM_PAUSE_S
+        self._pause: Timer | None = None
+        self._tokenizer_asked = False
         # Between the load thread handing over what it built and the UI's shutdown.
         self._handover = threading.Lock()
         self._closing = False
@@ -230,25 +238,45 @@ class SessionLifecycle:
         self.view.status_bar.starting = False
         self.view.show_status(agent.status())
         current.path_changed.publish("agent")  # the memory pane can compare with the snapshot
+        self._tokenizer_asked = False
         if self._typed:
-            self._warm_up(agent)
+            self._warm_up(agent, tokenizer=False)
+            self._wait_for_a_pause()
         self._watch_mcp(agent)
         self.on_agent_ready()
 
     def user_typing(self) -> None:
-        """The user started writing: load what a turn needs (the model worker, the tokenizer)
-        now, so it is ready by the time they press Enter. Nothing heavy loads before that:
-        an agentsh left open without a word typed stays small."""
-        if self._typed:
-            return
-        self._typed = True
-        if self.current.agent is not None:
-            self._warm_up(self.current.agent)
+        """The user writes: load what a turn needs, so it is ready by the time they press
+        Enter. Nothing heavy loads before the first key: an agentsh left open without a word
+        typed stays small. The model worker starts at once (a process of its own); the
+        tokenizer at the first pause of :data:`WARM_PAUSE_S`: building it holds the
+        interpreter for 0.4-0.8 s, and at the first key the keys after it echoed that late."""
+        if not self._typed:
+            self._typed = True
+            if self.current.agent is not None:
+                self._warm_up(self.current.agent, tokenizer=False)
+        self._wait_for_a_pause()
 
-    def _warm_up(self, agent: AgentAPI) -> None:
+    def _wait_for_a_pause(self) -> None:
+        if self._tokenizer_asked:
+            return
+        if self._pause is not None:
+            self._pause.reset()  # a key: the pause starts again
+        else:
+            self._pause = self.app.set_timer(self.warm_pause_s, self._typing_paused)
+
+    def _typing_paused(self) -> None:
+        self._pause = None
+        agent = self.current.agent
+        if agent is None or self._tokenizer_asked:
+            return  # loading: once it is ready, the pause is waited for again
+        self._tokenizer_asked = True
+        self._warm_up(agent)
+
+    def _warm_up(self, agent: AgentAPI, *, tokenizer: bool = True) -> None:
         async def warm() -> None:
-            await agent.warm_up()
-            if self.current.agent is agent and not self.current.turn_running:
+            await agent.warm_up(tokenizer=tokenizer)
+            if tokenizer and self.current.agent is agent and not self.current.turn_running:
                 self.view.show_status(agent.status())  # exact counts from here on
 
         self.app.run_worker(warm(), group="warm-up", exit_on_error=False)

@@ -65,6 +65,7 @@ class FakeAgent:
         self._status = status or ContextStatus(model=model or "", window=100_000)
         self.cancelled = 0
         self.warmed = 0
+        self.tokenizer_warmed = 0
         self.runs: list[str] = []
         self.compactions: list[Tier | None] = []
         self.compaction_instructions: list[str] = []
@@ -118,8 +119,9 @@ class FakeAgent:
         finally:
             self.session.on_append = None
 
-    async def warm_up(self) -> None:
+    async def warm_up(self, *, tokenizer: bool = True) -> None:
         self.warmed += 1
+        self.tokenizer_warmed += tokenizer
 
     def cancel(self) -> None:
         self.cancelled += 1

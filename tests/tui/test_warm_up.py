@@ -1,0 +1,53 @@
+"""What a turn needs loads while the user writes, but not under their fingers (issue 16).
+
+The model worker starts at the first key (a process of its own). The tokenizer waits for a
+pause in typing: building it holds the interpreter for 0.4-0.8 s, and loaded at the first key
+it made the keys after it echo that late.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from agentsh.tui.app import AgentshApp
+from tests.tui.conftest import MakeApp, fake_of, ready, wait_for
+
+pytestmark = pytest.mark.asyncio
+
+
+def _pause_never_ends(app: AgentshApp) -> None:
+    app.controller.sessions.warm_pause_s = 3600.0
+
+
+async def test_the_first_key_starts_the_model_worker_and_the_tokenizer_waits_for_a_pause(
+    make_app: MakeApp,
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot, app)
+        agent = fake_of(app)
+        _pause_never_ends(app)
+        await pilot.press("h", "e", "l")
+        await wait_for(pilot, lambda: agent.warmed == 1)
+        assert agent.tokenizer_warmed == 0, "loaded under the user's fingers"
+        # The pause comes: the tokenizer loads, once.
+        app.controller.sessions.warm_pause_s = 0.05
+        app.controller.sessions._pause = None  # the long timer is left behind
+        await pilot.press("l")
+        await wait_for(pilot, lambda: agent.tokenizer_warmed == 1)
+        await pilot.press("o")
+        await pilot.pause(0.2)
+        assert (agent.warmed, agent.tokenizer_warmed) == (2, 1)
+
+
+async def test_keys_typed_while_the_agent_loads_warm_it_when_it_is_ready(
+    make_app: MakeApp,
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.controller.sessions.warm_pause_s = 0.05
+        await pilot.press("h", "i")
+        await ready(pilot, app)
+        agent = fake_of(app)
+        await wait_for(pilot, lambda: agent.tokenizer_warmed == 1)
+        assert agent.warmed == 2  # the worker at once, then the tokenizer after the pause
