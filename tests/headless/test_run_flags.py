@@ -299,3 +299,11 @@ def test_fallback_model_must_be_another_model_and_is_for_print_mode(
     args = build_parser().parse_args(["--fallback-model", "openai/spare"])
     with pytest.raises(CliError, match="with -p only"):
         resolve(args, tmp_path, headless=False)  # the TUI's call
+
+
+def test_agentsh_acp_names_the_flags_it_does_not_take(
+    run_agentsh: AgentshRunner, tmp_path: Path
+) -> None:
+    run = run_agentsh("--add-dir", str(tmp_path), "--dangerously-skip-permissions", "acp")
+    assert run.code == 2
+    assert "--dangerously-skip-permissions, --add-dir: not taken by `agentsh acp`" in run.stderr
