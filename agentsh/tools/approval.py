@@ -203,11 +203,11 @@ class Approver:
                     f"Denied: {summary}: {armed}, so the user's rule {rule!r} does not cover "
                     "git commands here, and nobody can approve them in non-interactive mode "
                     "(agentsh -p). Do not retry it; tell the user what you wanted to do. "
-                    "The user can trust this folder with them (open agentsh here: the trust "
-                    "screen lists them) or pass --trust-project."
+                    "The user can trust this folder with them as they are (open agentsh here: "
+                    "the trust screen lists them) or pass --trust-project."
                 ), (
-                    f"{armed}; {rule} covers them once the folder is trusted (agentsh's "
-                    "trust screen, or --trust-project)"
+                    f"{armed}; {rule} covers them only as you trusted them with the folder "
+                    "(agentsh's trust screen, or --trust-project)"
                 )
             reason = f"{armed}: the rule {rule} does not cover git here"
             asked = await self._ask(

@@ -112,7 +112,7 @@ def armed_programs(cwd: Path, *, timeout: float = 5.0) -> Armed | None:
         return None  # no git: the command fails as well
     if not found.items:
         return None
-    return Armed(tuple(found.items), found.digest.hexdigest())
+    return Armed(tuple(found.items), "sha256:" + found.digest.hexdigest())
 
 
 class _Found:
@@ -156,7 +156,9 @@ def _armed(
     settings, own_hooks = _program_keys(listed.stdout) if listed.returncode == 0 else ({}, False)
     if prefix:  # a submodule's config names its work tree: that is how they work
         settings = {k: v for k, v in settings.items() if k.lower() != "core.worktree"}
-    if hooks_of is not None and not own_hooks:
+    # git runs the hooks of the folder core.hooksPath names instead (below), if one is set.
+    moved = not prefix and any(key.lower() == "core.hookspath" for key in settings)
+    if hooks_of is not None and not own_hooks and not moved:
         _add_hooks(found, hooks_of / "hooks", prefix, "")
     for key, value in settings.items():
         found.add(f"{prefix}setting {key}", value.encode("utf-8", "surrogateescape"))

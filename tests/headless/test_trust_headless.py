@@ -90,7 +90,7 @@ def test_headless_commits_in_a_trusted_pre_commit_repository(
     run = run_agentsh("-p", "commit", "--allowedTools", "Bash(git:*)")
     assert run.code == 0, run.stderr
     assert not (project / "hook.log").exists()
-    assert "covers them once the folder is trusted" in run.stderr
+    assert "covers them only as you trusted them with the folder" in run.stderr
     assert "this folder is not trusted" not in run.stderr  # no line for hooks alone
     grant(UserPaths.from_env(), check_project(UserPaths.from_env(), project))
     scripted_server.script(tool_call("bash", {"command": commit}), text("done"))

