@@ -258,8 +258,11 @@ class AgentshApp(App[None]):
     def action_focus_input(self) -> None:
         self.query_one(PromptInput).focus()
 
-    def action_focus_chat(self) -> None:
+    async def action_focus_chat(self) -> None:
         chat = self.query_one(ChatView)
+        if chat.holding:  # the newest blocks are held below a reader far up: to the end
+            await chat.reveal_end()
+            await chat.wait_for_refresh()  # focus scrolls to the block: it needs its place
         blocks = [w for w in chat.children if w.can_focus and w.display]
         (blocks[-1] if blocks else chat).focus()
 
@@ -331,6 +334,14 @@ class AgentshApp(App[None]):
     def _approval_below(self, event: ApprovalPrompt.Below) -> None:
         self.query_one(ApprovalNotice).track(event.prompt)
         self._show_output_notice()
+
+    @on(ApprovalNotice.Answer)
+    async def _answer_approval(self, event: ApprovalNotice.Answer) -> None:
+        if not event.prompt.display:  # held below a reader far up
+            chat = self.query_one(ChatView)
+            await chat.reveal_end()
+            await chat.wait_for_refresh()  # focus scrolls to the prompt: it needs its place
+        event.prompt.focus()  # scrolled into view with it
 
     @on(ChatView.OutputBelow)
     def _show_output_notice(self) -> None:

@@ -17,14 +17,30 @@ from textual import events
 from textual.pilot import Pilot
 
 from agentsh.config import Environment, load_environment
-from agentsh.events import Event, TextDelta, TurnEnded, TurnOutcome, TurnStarted
+from agentsh.events import (
+    ApprovalRequest,
+    Event,
+    TextDelta,
+    TurnEnded,
+    TurnOutcome,
+    TurnStarted,
+)
 from agentsh.session.entries import Role, StopReason
 from agentsh.session.session import Session
 from agentsh.tui.app import AgentshApp
+from agentsh.tui.widgets.approval_prompt import ApprovalNotice, ApprovalPrompt
 from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.output_notice import OutputNotice
-from tests.tui.conftest import MakeApp, fake_factory, idle, ready, screen_text, wait_for
-from tests.tui.fake_agent import FakeAgent, Script
+from tests.tui.conftest import (
+    MakeApp,
+    fake_factory,
+    fake_of,
+    idle,
+    ready,
+    screen_text,
+    wait_for,
+)
+from tests.tui.fake_agent import FakeAgent, Script, echo_script
 
 pytestmark = pytest.mark.asyncio
 
@@ -96,6 +112,7 @@ async def test_the_wheel_from_far_up_scrolls_on_to_the_chats_end(
     app = make_app(environment=small_window(project))
     async with app.run_test(size=(80, 24)) as pilot:
         chat = await far_up_chat(pilot, app, project)
+        app.scroll_sensitivity_y = 8.0  # lines a notch: fewer notches, the same mounting
         lines = QUESTIONS * 2 * 4  # far more notches than the chat has lines
         for _ in range(lines):
             if at_the_end(app, chat):
@@ -150,3 +167,89 @@ async def test_a_reply_growing_below_a_reader_scrolled_up_shows_the_notice(
         await wait_for(pilot, lambda: not notice.display and chat.following)
         assert "written while the reader was up" in screen_text(app)
         await idle(pilot, app)
+
+
+def chat_top(app: AgentshApp) -> list[str]:
+    """The chat's first lines on screen, without the scrollbar (its thumb moves as rows come)."""
+    return [line[:76].rstrip() for line in screen_text(app).splitlines()[:8]]
+
+
+async def test_a_turn_under_a_reader_far_up_leaves_them_where_they_are(
+    make_app: MakeApp, project: Path
+) -> None:
+    """More than a window of rows below the reader: a new row (a queued turn starting, its
+    reply) rebuilt the chat at its end, and the reader was yanked there. Now its rows wait,
+    held below, and the notice says so; the notice (or End) goes there."""
+    go = asyncio.Event()
+
+    async def script(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        if text == "second":
+            await go.wait()
+        async for event in echo_script(agent, text):
+            yield event
+
+    app = make_app(factory=fake_factory(script=script), environment=small_window(project))
+    async with app.run_test(size=(80, 24)) as pilot:
+        chat = await open_long_session(pilot, app, project)
+        await pilot.press(*"second", "enter")
+        await wait_for(pilot, lambda: app.controller.turn_running)
+        await pilot.press(*"queued", "enter")
+        await wait_for(pilot, lambda: bool(app.controller.turns.queue))
+        await scroll_far_up(pilot, chat)
+        await pilot.pause()
+        top = chat_top(app)
+        notice = app.query_one(OutputNotice)
+        go.set()  # "second" is answered; "queued" starts its turn and is answered
+        await wait_for(pilot, lambda: "queued" in fake_of(app).runs)
+        await idle(pilot, app)
+        await wait_for(pilot, lambda: notice.display)
+        await pilot.pause()
+        assert chat_top(app) == top  # the reader is where they were
+        assert chat.holding and not chat.following
+        await pilot.click(OutputNotice)
+        await wait_for(pilot, lambda: "echo: queued" in screen_text(app) and chat.following)
+        assert not chat.holding and not notice.display
+
+
+@pytest.mark.parametrize("answer", ["ctrl+up", "click"])
+async def test_an_approval_under_a_reader_far_up_waits_held_until_asked_for(
+    make_app: MakeApp, project: Path, monkeypatch: pytest.MonkeyPatch, answer: str
+) -> None:
+    """An approval is held below a reader far up like any row (the reader stays, the notice
+    names it); Ctrl+Up or a click on the notice brings the chat's end, and the prompt takes
+    the keys."""
+    monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 0.0)
+    go = asyncio.Event()
+    decisions: list[str] = []
+
+    async def asks(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        await go.wait()
+        request = ApprovalRequest("c1", "bash", "bash: make", "make", "ask mode")
+        yield request
+        decisions.append((await request.decision).value)
+        yield TurnEnded(TurnOutcome.DONE)
+
+    app = make_app(factory=fake_factory(script=asks), environment=small_window(project))
+    async with app.run_test(size=(80, 24)) as pilot:
+        chat = await open_long_session(pilot, app, project)
+        await pilot.press(*"build it", "enter")
+        await wait_for(pilot, lambda: app.controller.turn_running)
+        await scroll_far_up(pilot, chat)
+        await pilot.pause()
+        top = chat_top(app)
+        go.set()
+        notice = app.query_one(ApprovalNotice)
+        await wait_for(pilot, lambda: notice.display)
+        await pilot.pause()
+        assert chat_top(app) == top and chat.holding
+        assert "approval waiting below: bash: make" in screen_text(app)
+        prompt = app.query_one(ApprovalPrompt)
+        if answer == "click":
+            await pilot.click(ApprovalNotice)
+        else:
+            await pilot.press(answer)
+        await wait_for(pilot, lambda: app.focused is prompt and prompt.in_view())
+        await pilot.press("y")
+        await wait_for(pilot, lambda: decisions == ["allow_once"])
+        await idle(pilot, app)
+        assert not notice.display

@@ -256,7 +256,14 @@ class ApprovalNotice(Static):
             self.prompt = None
             self.display = False
 
+    @dataclass
+    class Answer(Message):
+        """The notice was clicked: ``prompt`` comes into view and takes the focus."""
+
+        prompt: ApprovalPrompt
+
     def on_click(self) -> None:
         prompt = self.prompt
         if prompt is not None and prompt.is_attached and prompt.decision is None:
-            prompt.focus()  # scrolled into view with it
+            # The App brings it: a prompt held below a reader far up needs the chat's end.
+            self.post_message(self.Answer(prompt))

@@ -287,14 +287,17 @@ class ChatView(RowWindow):
         is output below."""
         for welcome in self.query(Welcome):
             await welcome.remove()
-        following = self.following
-        if self.last < len(self.rows) and (following or not await self.mount_tail()):
-            await self.reveal_end()  # following the end, or too far up to join it cheaply
-            following = True
-        row = Row(item, widget)
+        following = self.following  # never with rows unmounted below
+        # Too far up to join the newest rows cheaply: the row is held below, hidden.
+        held = self.last < len(self.rows) and not await self.mount_tail()
+        row = Row(item, widget, held=held)
         self.rows.append(row)
-        self.last = len(self.rows)  # before the mount yields: the window has its newest row
-        await self.mount(self._widget_for(row))
+        new = self._widget_for(row)
+        if held:
+            new.display = False
+        else:
+            self.last = len(self.rows)  # before the mount yields: the window has its newest row
+        await self.mount(new)
         await self._prune_far_above()
         await self.prune_to_budget()
         if not following:
@@ -401,6 +404,10 @@ class ChatView(RowWindow):
             self.rows[a:b] = [group]
             return
         if a >= self.last:
+            held = [r.widget for r in span if r.held and r.widget is not None]
+            await self.remove_children(held)
+            for row in span:
+                row.widget = None
             self.rows[a:b] = [group]
             return
         before = self.rows[b].widget if b < self.last else None
@@ -418,6 +425,7 @@ class ChatView(RowWindow):
             await self.mount(widget)
         self.last = self.last - (b - a - 1) if self.last >= b else a + 1
         self.first = min(self.first, a)
+        await self._mount_below(self.last)  # rows held after the span show, if it reached them
 
     # -- jumping to an entry ------------------------------------------------------------------
 

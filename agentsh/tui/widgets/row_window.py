@@ -6,6 +6,11 @@ user scrolls to the top (or bottom) edge of what is mounted the next batch is bu
 its row with :meth:`RowWindow.build`. A row whose widget is still live (a reply streaming, a
 tool running, an approval waiting) is never dropped. :class:`~agentsh.tui.widgets.chat.ChatView`
 is the one subclass: it says how an item becomes a widget and what rows mean.
+
+Rows added while the reader is far up (more than a window of unmounted rows below them) are
+*held*: mounted at the end but hidden, so a streaming reply or a waiting approval lives on
+while the rows in between stay unbuilt and the reader stays where they are. They show as soon
+as the window reaches them from above, or the chat goes to its end.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ class Row:
     widget: Widget | None = None
     archived: str = ""  # the compaction whose expanded archive this row belongs to
     built: bool = False  # the widget was built here from ``item`` (not handed in live)
+    held: bool = False  # newer than a reader far up: mounted hidden after the window
 
 
 def is_live(widget: Widget | None) -> bool:
@@ -148,30 +154,58 @@ class RowWindow(VerticalScroll):
                 widget.remove()
                 return
 
+    @property
+    def holding(self) -> bool:
+        """Rows are held below the window (see the module's docstring)."""
+        return bool(self.rows) and self.rows[-1].held
+
+    def _held_start(self) -> int:
+        """Where the held rows start (``len(rows)`` when none are)."""
+        index = len(self.rows)
+        while index > self.last and self.rows[index - 1].held:
+            index -= 1
+        return index
+
+    async def _mount_below(self, end: int) -> None:
+        """Mount ``rows[last:end]`` under the window (above the held rows), and show the held
+        rows once the window reaches them."""
+        start = self._held_start()
+        end = min(end, start)
+        if end > self.last:
+            before = self.rows[start].widget if start < len(self.rows) else None
+            widgets = [self._widget_for(r) for r in self.rows[self.last : end]]
+            await self.mount_all(widgets, before=before)
+            self.last = end
+        if self.last == start and start < len(self.rows):
+            for row in self.rows[start:]:
+                row.held = False
+                if row.widget is not None:
+                    row.widget.display = True
+            self.last = len(self.rows)
+
     async def mount_tail(self) -> bool:
         """Mount the rows below the window down to the newest, leaving the view where it is
         (a reader scrolled up; new rows join the window below them). False, mounting nothing,
         when they are more than a window of rows: building that many would stall the screen
         for seconds."""
-        gap = len(self.rows) - self.last
-        if gap > self.window:
+        if self._held_start() - self.last > self.window:
             return False
-        if gap > 0:
-            await self.mount_all([self._widget_for(r) for r in self.rows[self.last :]])
-            self.last = len(self.rows)
+        await self._mount_below(len(self.rows))
         return True
 
     async def reveal_end(self) -> None:
-        """Mount the newest rows again if the user had scrolled far up (a new turn starts)."""
+        """Mount the newest rows again if the user had scrolled far up (a new turn starts,
+        End, a click on the notice)."""
         if self.last >= len(self.rows):
             self.scroll_end(animate=False)
             return
-        await self.remove_children()
+        start = self._held_start()
+        held = {id(r.widget) for r in self.rows[start:]}
+        await self.remove_children([c for c in self.children if id(c) not in held])
         for row in self.rows[self.first : self.last]:
             row.widget = None
-        self.last = len(self.rows)
-        self.first = max(0, self.last - self.initial)
-        await self.mount_all([self._widget_for(r) for r in self.rows[self.first : self.last]])
+        self.first = self.last = max(0, min(start, len(self.rows) - self.initial))
+        await self._mount_below(start)
         self.anchor()
         self.scroll_end(animate=False, immediate=True)
 
@@ -196,6 +230,10 @@ class RowWindow(VerticalScroll):
         """Make sure ``rows[index]`` has a mounted widget, keeping the window contiguous."""
         if self.first <= index < self.last:
             return self._widget_for(self.rows[index])
+        if index >= self._held_start():
+            await self.reveal_end()  # a held row: the chat's end is mounted
+            if self.first <= index:
+                return self._widget_for(self.rows[index])
         distance = self.first - index if index < self.first else index - self.last + 1
         live = any(is_live(r.widget) for r in self.rows[self.first : self.last])
         if self.mounted_rows == 0 or (distance > 2 * self.window and not live):
@@ -206,19 +244,18 @@ class RowWindow(VerticalScroll):
             await self.mount_all(widgets, before=anchor_widget)
             self.first = index
         else:
-            widgets = [self._widget_for(r) for r in self.rows[self.last : index + 1]]
-            await self.mount_all(widgets)
-            self.last = index + 1
+            await self._mount_below(index + 1)
         return self._widget_for(self.rows[index])
 
     async def _rewindow(self, center: int) -> None:
-        """Mount a fresh window of rows around ``rows[center]``."""
-        await self.remove_children()
-        for row in self.rows:
+        """Mount a fresh window of rows around ``rows[center]`` (held rows stay as they are)."""
+        start = self._held_start()
+        held = {id(r.widget) for r in self.rows[start:]}
+        await self.remove_children([c for c in self.children if id(c) not in held])
+        for row in self.rows[:start]:
             row.widget = None
-        self.first = max(0, center - self.batch_rows)
-        self.last = min(len(self.rows), max(center + 1, self.first + self.initial))
-        await self.mount_all([self._widget_for(r) for r in self.rows[self.first : self.last]])
+        self.first = self.last = max(0, min(center - self.batch_rows, start - 1))
+        await self._mount_below(max(center + 1, self.first + self.initial))
 
     async def _on_scrolled(self, _old: float, new: float) -> None:
         if self._adjusting or self._loading or not self.rows:
@@ -275,10 +312,7 @@ class RowWindow(VerticalScroll):
         self.call_after_refresh(keep_position)
 
     async def _extend_bottom(self) -> None:
-        end = min(len(self.rows), self.last + self.batch_rows)
-        widgets = [self._widget_for(r) for r in self.rows[self.last : end]]
-        await self.mount_all(widgets)
-        self.last = end
+        await self._mount_below(self.last + self.batch_rows)
 
     async def _prune_far_above(self) -> None:
         """Unmount rows more than a screen above the viewport while over the window."""
@@ -327,7 +361,7 @@ class RowWindow(VerticalScroll):
         for row in removed:
             row.widget = None
         self.first += count
-        if survivor is not None and before_y and not self.is_anchored:
+        if survivor is not None and before_y and not self.following:
 
             def keep_position() -> None:
                 shift = before_y - survivor.virtual_region.y
