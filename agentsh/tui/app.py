@@ -266,8 +266,8 @@ class AgentshApp(App[None]):
         blocks = [w for w in chat.children if w.can_focus and w.display]
         (blocks[-1] if blocks else chat).focus()
 
-    def action_chat_page_up(self) -> None:
-        self.query_one(ChatView).scroll_page_up()
+    async def action_chat_page_up(self) -> None:
+        await self.query_one(ChatView).page_up()
 
     async def action_chat_page_down(self) -> None:
         await self.query_one(ChatView).page_down()

@@ -253,3 +253,27 @@ async def test_an_approval_under_a_reader_far_up_waits_held_until_asked_for(
         await wait_for(pilot, lambda: decisions == ["allow_once"])
         await idle(pilot, app)
         assert not notice.display
+
+
+async def test_pgup_from_the_end_of_a_long_chat_reaches_its_top_a_page_a_press(
+    make_app: MakeApp, project: Path
+) -> None:
+    """PgUp stopped at the top of the rows mounted; the rows then mounted above moved the
+    view back down by their height, so each press at that edge was lost: it crawled."""
+
+    def at_the_top() -> bool:
+        return any(line.endswith("question 0") for line in screen_text(app).splitlines())
+
+    app = make_app(environment=small_window(project))
+    async with app.run_test(size=(80, 24)) as pilot:
+        chat = await open_long_session(pilot, app, project)
+        await wait_for(pilot, lambda: at_the_end(app, chat))
+        presses = 0
+        while not at_the_top() and presses < 4 * QUESTIONS:
+            await pilot.press("pageup")
+            await pilot.pause()
+            presses += 1
+        assert chat.first == 0
+        shown = [w.outer_size.height for w in chat.children if w.display]
+        lines = sum(shown) * len(chat.rows) // len(shown)  # the rows are alike
+        assert presses <= lines // chat.scrollable_content_region.height + 2, (presses, lines)

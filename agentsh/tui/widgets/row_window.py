@@ -291,6 +291,30 @@ class RowWindow(VerticalScroll):
             self._adjusting = False
         self.scroll_to(y=target, animate=False, immediate=True)
 
+    async def page_up(self) -> None:
+        """Scroll a page up, mounting the rows above first when the page reaches past those
+        mounted (as :meth:`page_down`): PgUp stopped at the top of the rows mounted, and the
+        rows mounted there only moved the view back down, so it crawled (issue 14)."""
+        await self.wait_for_refresh()  # a pending keep_position first: it moves scroll_y
+        target = self.scroll_y - self.scrollable_content_region.height
+        self._adjusting = True  # the mounting here, not the scroll watcher's
+        try:
+            while target < 0 and self.first > 0 and self.is_mounted:
+                anchor_widget = self.rows[self.first].widget
+                before_y = anchor_widget.virtual_region.y if anchor_widget is not None else 0
+                start = max(0, self.first - self.batch_rows)
+                widgets = [self._widget_for(r) for r in self.rows[start : self.first]]
+                await self.mount_all(widgets, before=anchor_widget)
+                self.first = start
+                if not await self.wait_for_refresh() or anchor_widget is None:
+                    break
+                shift = anchor_widget.virtual_region.y - before_y
+                target += shift
+                self.scroll_to(y=self.scroll_y + shift, animate=False, immediate=True)
+        finally:
+            self._adjusting = False
+        self.scroll_to(y=max(0, target), animate=False, immediate=True)
+
     def action_scroll_end(self) -> None:
         """End: the chat's end, not the end of the rows mounted (issue 14)."""
         self.call_next(self.reveal_end)
