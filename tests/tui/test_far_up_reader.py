@@ -9,6 +9,7 @@ The setup (a 60-question session in a 30-row window, scrolled to its top) is
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -25,12 +26,13 @@ from agentsh.events import (
     TurnOutcome,
     TurnStarted,
 )
-from agentsh.session.entries import Role, StopReason
+from agentsh.session.entries import Role, StopReason, ToolCall
 from agentsh.session.session import Session
 from agentsh.tui.app import AgentshApp
 from agentsh.tui.widgets.approval_prompt import ApprovalNotice, ApprovalPrompt
 from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.output_notice import OutputNotice
+from agentsh.tui.widgets.tool_block import ToolBlock
 from tests.tui.conftest import (
     MakeApp,
     fake_factory,
@@ -277,3 +279,35 @@ async def test_pgup_from_the_end_of_a_long_chat_reaches_its_top_a_page_a_press(
         shown = [w.outer_size.height for w in chat.children if w.display]
         lines = sum(shown) * len(chat.rows) // len(shown)  # the rows are alike
         assert presses <= lines // chat.scrollable_content_region.height + 2, (presses, lines)
+
+
+async def test_down_walks_the_tool_blocks_from_far_up_to_the_last(
+    make_app: MakeApp, project: Path
+) -> None:
+    """Down (the next tool block) stopped at the last block mounted, far short of the
+    chat's last one: the rows below were never mounted."""
+    turns = 30
+    app = make_app(environment=small_window(project))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        session = Session.create(None, project)
+        for i in range(turns):
+            session.append_message(Role.USER, f"question {i}")
+            call = ToolCall(f"c{i}", "bash", json.dumps({"command": f"echo {i}"}))
+            session.append_message(
+                Role.ASSISTANT, "", tool_calls=(call,), stop_reason=StopReason.TOOL_CALLS
+            )
+            session.append_tool_result(f"c{i}", "bash", f"{i}")
+            session.append_message(Role.ASSISTANT, f"answer {i}", stop_reason=StopReason.STOP)
+        await app.controller.switch_session(session)
+        chat = await scroll_far_up(pilot, app.query_one(ChatView))
+        blocks = [w for w in chat.children if isinstance(w, ToolBlock)]
+        blocks[0].focus()
+        for _ in range(2 * turns):
+            focused = app.focused
+            if isinstance(focused, ToolBlock) and focused.call_id == f"c{turns - 1}":
+                break
+            await pilot.press("down")
+            await pilot.pause()
+        focused = app.focused
+        assert isinstance(focused, ToolBlock) and focused.call_id == f"c{turns - 1}"
