@@ -17,7 +17,7 @@ from agentsh.session.entries import CompactionEntry, Role, StopReason, ToolCall
 from agentsh.session.session import Session
 from agentsh.tui.app import AgentshApp
 from agentsh.tui.options import LaunchOptions
-from agentsh.tui.panes.summaries import SummariesPane, compaction_views
+from agentsh.tui.panes.summaries import SummariesPane, compaction_views, read_body
 from agentsh.tui.projection import (
     ArchiveItem,
     AssistantItem,
@@ -104,6 +104,21 @@ def test_each_compaction_archives_what_lay_before_its_first_kept_entry_once(
     assert [v.archived_turns for v in views] == [2, 0, 1]
     assert [type(i) for i in project(path)[:2]] == [ArchiveItem, ArchiveItem]
     assert views[1].prune_only
+
+
+def test_the_read_view_lists_a_compactions_files_newest_first_modified_before_read(
+    tmp_path: Path,
+) -> None:
+    """Like the Relevant Files the model sees: the log keeps them oldest first (by last touch),
+    the reader wants the file just changed on top."""
+    s = Session.create(None, tmp_path)
+    turn(s, 1)
+    read, modified = ("old.py", "mid.py", "new.py"), ("a.py", "b.py")
+    compact(s, user_ids(s)[0], files_read=read, files_modified=modified)
+    body = read_body(compaction_views(s.current_path())[0], None, "")
+    shown_modified = body.index("**Files modified (newest first)** `b.py`, `a.py`")
+    shown_read = body.index("**Files read (newest first)** `new.py`, `mid.py`, `old.py`")
+    assert shown_modified < shown_read
 
 
 def test_the_chat_folds_archived_entries_into_one_line_where_they_stood(tmp_path: Path) -> None:

@@ -130,10 +130,12 @@ def read_body(view: CompactionView, archive_text: str | None, where: str) -> str
         )
     if where:
         lines += ["", f"**Workspace file** `{where}`"]
-    if entry.files_read:
-        lines += ["", "**Files read** " + ", ".join(f"`{f}`" for f in entry.files_read)]
-    if entry.files_modified:
-        lines += ["", "**Files modified** " + ", ".join(f"`{f}`" for f in entry.files_modified)]
+    # The log keeps each list oldest first (by last touch); shown newest first, modified files
+    # before read ones, as everywhere else files are listed (the facts in the context).
+    for label, files in (("modified", entry.files_modified), ("read", entry.files_read)):
+        if files:
+            newest = ", ".join(f"`{f}`" for f in reversed(files))
+            lines += ["", f"**Files {label} (newest first)** {newest}"]
     lines += ["", "---", ""]
     archive = entry.tier in ARCHIVE_TIERS
     if entry.summary.strip() and not (archive and archive_text):
