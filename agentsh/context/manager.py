@@ -121,8 +121,10 @@ class ContextManager:
         self._failed_turn: str | None = None
         self._force_truncate = False
         self._memory_flushed = False
-        self._declined: Tier | None = None  # the tier last found unable to free enough
         self._strikes, self._paused_at = self._strikes_from_log()
+        # The tier whose "skipped" or "paused" notice was already given in this context state
+        # (no compaction since): this process's, or the previous turn's, read from the log.
+        self._declined: Tier | None = self._tier_told_from_log()
 
     # -- status ---------------------------------------------------------------------------------
 
@@ -232,6 +234,16 @@ class ContextManager:
             done = await self._automatic(tier, used.tokens, f"context at {pct:.0f}%")
             if done is not None:
                 compacted_at = tier
+        elif compact and self.paused and self._declined is not tier:
+            self._declined = tier
+            pct = 100.0 * used.tokens / self.window
+            self.emit(
+                Notice(
+                    NoticeLevel.INFO,
+                    f"{tier.label} not run at {pct:.0f}%: automatic compaction is paused "
+                    "(anti-thrashing); /compact resumes it.",
+                )
+            )
 
         messages = self.engine.assemble(system_prompt)
         cap = result_cap_chars(self.window, cs)
@@ -513,6 +525,21 @@ class ContextManager:
             else:
                 strikes, paused_at = 0, None
         return strikes, paused_at
+
+    def _tier_told_from_log(self) -> Tier | None:
+        """The tier the last request on the path was made in, when no compaction ran since:
+        the process that made it met that tier in this same state and said so (a skip, or the
+        pause), so a user running ``-p -c`` turn after turn is told once, not by each process.
+        Usage only grows between compactions on a path, so the same tier is the same state."""
+        if self.window <= 0:
+            return None
+        for entry in reversed(self.session.current_path()):
+            if isinstance(entry, CompactionEntry):
+                return None
+            if isinstance(entry, MessageEntry) and entry.usage is not None:
+                tier = self.engine.auto_tier(entry.usage.input_tokens, self.window)
+                return tier if tier is not Tier.NONE else None
+        return None
 
     # -- agentsh context ---------------------------------------------------------------------------
 

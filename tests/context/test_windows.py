@@ -120,6 +120,31 @@ async def test_a_tier_that_cannot_free_enough_does_not_run_and_says_so_once(
     assert len(notices) == 1 and notices[0].startswith("MoveToWorkspace skipped: nothing to free")
 
 
+@pytest.mark.asyncio
+async def test_a_skip_is_said_once_across_processes_too(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    """A user scripting `agentsh -p -c` turn after turn got the same "skipped" line from every
+    process: each new manager forgot it had been said. The log tells: the previous turn was
+    already in this tier with no compaction since."""
+    s = memory_session
+    window = 4_000
+    events: list[Event] = []
+    options: dict[str, Any] = {"kept_turns_max_tokens": 10**6, "compact_target": 1.0}
+    manager = make_manager(s, window=window, events=events, **options)
+    for n in range(3):
+        size = int((0.81 * window - manager.status().used) / (3 - n)) - 40
+        await drive_turn(
+            manager, s, f"big {n}", [Step("read", {"path": "x"}, unique_output(size, f"b{n}"))]
+        )
+    for n in range(3):  # one process a turn
+        manager = make_manager(s, window=window, events=events, **options)
+        await drive_turn(manager, s, f"small {n}", [Step("bash", {"command": "ls"}, "ok")])
+    assert manager.status().tier is Tier.MOVE_TO_WORKSPACE
+    notices = [e.text for e in events if isinstance(e, Notice)]
+    assert len(notices) == 1 and notices[0].startswith("MoveToWorkspace skipped: nothing to free")
+
+
 def _paused_session(s: Session) -> None:
     """Two automatic compactions that freed under 10 % each (a pause rebuilt from the log)."""
     for _ in range(2):
@@ -158,6 +183,15 @@ async def test_the_pause_holds_under_the_tier_and_shows_until_the_user_acts(
     assert _started(events) == []
     statuses = [e.status for e in events if isinstance(e, StatusChanged)]
     assert statuses and all(status.paused for status in statuses)
+    # Said once, when a tier is reached and the pause keeps it from running; not again by the
+    # next process (`-p -c`) in the same state.
+    told = [e.text for e in events if isinstance(e, Notice)]
+    assert len(told) == 1 and told[0].startswith("MoveToWorkspace not run at 8"), told
+    assert "paused" in told[0]
+    again = make_manager(s, window=100_000, events=events)
+    await drive_turn(again, s, "one more", [Step("bash", {"command": "ls"}, "ok")])
+    assert _started(events) == [] and again.status().paused
+    assert [e.text for e in events if isinstance(e, Notice)] == told
     # A user action that shrinks the context (going back to an earlier point) lifts it.
     s.move_leaf(start)
     assert not manager.status().paused
