@@ -1,0 +1,82 @@
+"""The anti-thrashing pause as a user scripting ``agentsh -p -c`` meets it: it holds from one
+process to the next, no compaction (and no summary call) runs while it holds, it is said once,
+and ``agentsh context`` shows it; ``agentsh compact`` lifts it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentsh.paths import UserPaths
+from agentsh.session.entries import CompactionEntry
+from agentsh.session.session import Session
+from tests.agent.conftest import AgentshRunner
+from tests.context.builders import add_turn
+from tests.fakes.in_process import run_cli
+from tests.fakes.server import ScriptedServer, text
+
+WINDOW = 4_000
+
+
+def _thrashed_session(project: Path) -> Session:
+    """A session whose last two automatic compactions freed under 10 % each (what pauses
+    automatic compaction), then one more turn."""
+    user = UserPaths.from_env()
+    session = Session.create(user.project_sessions_dir(project), project)
+    add_turn(session, "start", [], "started")
+    for before, after in ((3_400, 3_250), (3_380, 3_240)):
+        session.append(
+            CompactionEntry(
+                id=session.new_id(),
+                parent_id=session.leaf_id,
+                tier="summarize",
+                summary="",
+                first_kept_id=session.current_path()[0].id,
+                tokens_before=before,
+                tokens_after=after,
+            )
+        )
+    session.close()
+    return session
+
+
+def test_the_pause_holds_across_processes_is_said_once_and_shown(
+    run_agentsh: AgentshRunner,
+    scripted_server: ScriptedServer,
+    project: Path,
+    fast_retries: Path,
+) -> None:
+    fast_retries.write_text(fast_retries.read_text() + f"window = {WINDOW}\n")
+    session = _thrashed_session(project)
+    long_request = "please look at all of this: " + "the build log says more " * 25
+    # What a provider would count: the context the pause left at 81 % of the window, each
+    # request adding its own tokens (the third one about 150: into the Summarize tier).
+    scripted_server.script(
+        text("one", usage={"prompt_tokens": 3_250, "completion_tokens": 5}),
+        text("two", usage={"prompt_tokens": 3_262, "completion_tokens": 5}),
+        text("three", usage={"prompt_tokens": 3_430, "completion_tokens": 5}),
+    )
+    first = run_agentsh("-c", "-p", "first request")
+    assert first.code == 0, first.stderr
+    told = [line for line in first.stderr.splitlines() if "paused" in line]
+    assert len(told) == 1 and "MoveToWorkspace not run at 81%" in told[0], first.stderr
+    second = run_agentsh("-c", "-p", "second request")
+    assert second.code == 0, second.stderr
+    assert "paused" not in second.stderr, second.stderr  # the same state: said once
+    third = run_agentsh("-c", "-p", long_request)
+    assert third.code == 0, third.stderr
+    told = [line for line in third.stderr.splitlines() if "paused" in line]
+    assert len(told) == 1 and "Summarize not run at 8" in told[0], third.stderr
+    # Nothing compacted, no summary call: one request a run.
+    assert [r.messages[-1]["content"] for r in scripted_server.requests] == [
+        "first request",
+        "second request",
+        long_request,
+    ]
+    assert session.path is not None
+    reopened = Session.open(session.path)
+    compactions = [e for e in reopened.current_path() if isinstance(e, CompactionEntry)]
+    reopened.close()
+    assert len(compactions) == 2
+
+    shown = run_cli(["context", session.id[:8]])
+    assert "Automatic compaction is paused" in shown.stdout, shown.stdout
