@@ -201,6 +201,13 @@ class TieredEngine:
             if doc is None:
                 applied = Tier.MOVE_TO_WORKSPACE
                 note = f"summary failed ({failure}); the turns were archived instead"
+            elif not self._shrinks(doc, known, cut):
+                # A verbose model: applying it would free nothing (a strike, and in -p the
+                # same paid call again next turn). The archive frees what the plan counted.
+                doc, applied = None, Tier.MOVE_TO_WORKSPACE
+                note = (
+                    "the summary was larger than the turns it replaced; they were archived instead"
+                )
         summarized = doc is not None
         if doc is None:
             doc = previous_doc
@@ -273,6 +280,15 @@ class TieredEngine:
         if tier is Tier.SUMMARIZE:
             return summary_now + _FACTS_GUESS + self.summary_max_tokens() // 2
         return summary_now + _FACTS_GUESS
+
+    def _shrinks(self, doc: SummaryDoc, known: facts.Facts, cut: Cut) -> bool:
+        """Whether ``doc`` (with the facts written in) beside the kept turns is smaller than
+        the conversation now."""
+        trial = SummaryDoc(dict(doc.sections), list(doc.pointers))
+        known.apply(trial, self.template)
+        acc = self.deps.accounting
+        after = acc.summary_tokens(trial.render(self.template)) + cut.kept_tokens
+        return after < acc.messages_tokens()
 
     # -- phase 3 --------------------------------------------------------------------------------
 

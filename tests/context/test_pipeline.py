@@ -11,6 +11,7 @@ import pytest
 
 from agentsh.config import Settings
 from agentsh.context.convert import SUMMARY_HEADER
+from agentsh.context.engine_protocol import SummaryReply
 from agentsh.context.manager import ContextManager
 from agentsh.context.preflight import Route
 from agentsh.context.repair import pair_problems
@@ -28,7 +29,7 @@ from agentsh.session.entries import AnyEntry, CompactionEntry, MessageEntry, Rol
 from agentsh.session.log import SessionError
 from agentsh.session.session import Session
 from tests.context.builders import SYSTEM, Step, add_turn, drive_turn, unique_output
-from tests.context.conftest import FakeSummarizer, ManagerFactory
+from tests.context.conftest import GOOD_SUMMARY, FakeSummarizer, ManagerFactory
 
 W = 100_000
 
@@ -205,6 +206,32 @@ async def test_a_failed_summary_call_archives_the_turns_instead_and_loses_none(
         assert done.workspace_file.endswith("001-archive.md")
         _all_requests_reachable(manager, session)
         assert manager.status().problem == ""
+
+
+@pytest.mark.asyncio
+async def test_a_summary_larger_than_what_it_replaces_archives_the_turns_and_counts_the_call(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    """A verbose summary model made Summarize "not applied" at every turn: a paid call that
+    freed nothing, lost with its cost when the `-p` process ended, and again at the next one.
+    The turns it covered are archived instead, and the call counts."""
+    _long_session(memory_session)
+    verbose = GOOD_SUMMARY.format(n=1) + "\n".join(
+        f"- detail {i}: " + "what happened, at length " * 8 for i in range(2_500)
+    )
+
+    async def summarize(messages: list[dict[str, Any]], max_tokens: int) -> SummaryReply:
+        return SummaryReply(verbose, Usage(input_tokens=30_000, output_tokens=60_000, cost=0.5))
+
+    events: list[Event] = []
+    manager = make_manager(memory_session, window=W, summarize=summarize, events=events)
+    entry = await manager.compact(Tier.SUMMARIZE)
+    assert entry is not None and entry.tier == "move_to_workspace"
+    assert entry.tokens_after < entry.tokens_before
+    (done,) = _finished(events)
+    assert "archived instead" in done.note and "larger" in done.note
+    assert entry.usage is not None and entry.usage.cost == 0.5
+    assert manager.status().session_cost >= 0.5
 
 
 @pytest.mark.asyncio
