@@ -582,10 +582,7 @@ class ChatView(RowWindow):
             later = self._focusable_blocks()
             blocks = later if len(later) > len(blocks) else []
         if not blocks:  # nothing to walk: the keys scroll instead
-            if step > 0:
-                self.scroll_down()
-            else:
-                self.scroll_up()
+            self.scroll_down() if step > 0 else self.scroll_up()
             return
         if focused in blocks:
             index = blocks.index(focused) + step
