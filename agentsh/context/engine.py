@@ -201,13 +201,12 @@ class TieredEngine:
             if doc is None:
                 applied = Tier.MOVE_TO_WORKSPACE
                 note = f"summary failed ({failure}); the turns were archived instead"
-            elif not self._shrinks(doc, known, cut):
-                # A verbose model: applying it would free nothing (a strike, and in -p the
-                # same paid call again next turn). The archive frees what the plan counted.
+            elif not self._frees_enough(doc, known, cut, used_before):
+                # A verbose model: applying it would free (next to) nothing, a strike; and as
+                # "not applied", in -p the same paid call came again at the next turn.
                 doc, applied = None, Tier.MOVE_TO_WORKSPACE
-                note = (
-                    "the summary was larger than the turns it replaced; they were archived instead"
-                )
+                least = deps.settings.strike_min_saving
+                note = f"the summary would free under {least:.0%}; the turns were archived instead"
         summarized = doc is not None
         if doc is None:
             doc = previous_doc
@@ -281,14 +280,16 @@ class TieredEngine:
             return summary_now + _FACTS_GUESS + self.summary_max_tokens() // 2
         return summary_now + _FACTS_GUESS
 
-    def _shrinks(self, doc: SummaryDoc, known: facts.Facts, cut: Cut) -> bool:
-        """Whether ``doc`` (with the facts written in) beside the kept turns is smaller than
-        the conversation now."""
+    def _frees_enough(self, doc: SummaryDoc, known: facts.Facts, cut: Cut, used: int) -> bool:
+        """Whether ``doc`` (with the facts written in) beside the kept turns frees at least
+        ``strike_min_saving`` of the context: less would be a strike, where archiving the same
+        turns frees what the plan counted."""
         trial = SummaryDoc(dict(doc.sections), list(doc.pointers))
         known.apply(trial, self.template)
         acc = self.deps.accounting
         after = acc.summary_tokens(trial.render(self.template)) + cut.kept_tokens
-        return after < acc.messages_tokens()
+        freed = acc.messages_tokens() - after
+        return freed > 0 and freed >= self.deps.settings.strike_min_saving * used
 
     # -- phase 3 --------------------------------------------------------------------------------
 
