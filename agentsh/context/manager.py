@@ -55,7 +55,7 @@ from agentsh.events import (
 )
 from agentsh.llm.tokens import estimate_tokens
 from agentsh.paths import UserPaths
-from agentsh.session.entries import CompactionEntry, MessageEntry, Role
+from agentsh.session.entries import CompactionEntry, MessageEntry, Role, ToolResultEntry
 from agentsh.session.session import Session
 from agentsh.values import Usage
 
@@ -123,8 +123,10 @@ class ContextManager:
         self._memory_flushed = False
         self._strikes, self._paused_at = self._strikes_from_log()
         # The tier whose "skipped" or "paused" notice was already given in this context state
-        # (no compaction since): this process's, or the previous turn's, read from the log.
-        self._declined: Tier | None = self._tier_told_from_log()
+        # (no compaction since): this process's, or the last one's, read from the log at the
+        # first ``prepare`` (with the token counter the decisions use by then).
+        self._declined: Tier | None = None
+        self._declined_read = False
 
     # -- status ---------------------------------------------------------------------------------
 
@@ -223,6 +225,9 @@ class ContextManager:
         if self.window <= 0:  # an unknown window: nothing to measure against
             messages, self.last_dropped = self._cap(self.engine.assemble(system_prompt))
             return messages
+        if not self._declined_read:
+            self._declined_read = True
+            self._declined = self._tier_told_from_log()
         used = self._used()
         self._maybe_resume(used.tokens)
         compacted_at: Tier | None = None
@@ -527,19 +532,34 @@ class ContextManager:
         return strikes, paused_at
 
     def _tier_told_from_log(self) -> Tier | None:
-        """The tier the last request on the path was made in, when no compaction ran since:
-        the process that made it met that tier in this same state and said so (a skip, or the
-        pause), so a user running ``-p -c`` turn after turn is told once, not by each process.
+        """The tier the process that made the last request measured before making it, when
+        no compaction ran since: it met that tier in this same state and said so (a skip, or
+        the pause), so a user running ``-p -c`` turn after turn is told once, not by each
+        process. Measured as :class:`Accounting` does: the usage reported before that request
+        (or the compaction's count) plus an estimate of what came after it; the provider's
+        count of the request itself may already be in the next tier, nobody was told of yet.
         Usage only grows between compactions on a path, so the same tier is the same state."""
         if self.window <= 0:
             return None
+        view = self.accounting.view()
+        added = 0
+        requests = 0
+        anchor: int | None = None
         for entry in reversed(self.session.current_path()):
             if isinstance(entry, CompactionEntry):
-                return None
+                anchor = entry.tokens_after if requests else None
+                break
             if isinstance(entry, MessageEntry) and entry.usage is not None:
-                tier = self.engine.auto_tier(entry.usage.input_tokens, self.window)
-                return tier if tier is not Tier.NONE else None
-        return None
+                requests += 1
+                if requests == 2:
+                    anchor = entry.usage.input_tokens + entry.usage.output_tokens
+                    break
+            elif requests and isinstance(entry, MessageEntry | ToolResultEntry):
+                added += self.accounting.entry_tokens(entry, view)
+        if anchor is None:
+            return None
+        tier = self.engine.auto_tier(anchor + added, self.window)
+        return tier if tier is not Tier.NONE else None
 
     # -- agentsh context ---------------------------------------------------------------------------
 
