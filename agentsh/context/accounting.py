@@ -250,6 +250,23 @@ class Accounting:
         total = system_tokens + tools_tokens + self._summary_tokens + self._messages_total
         return Used(total, estimated=True, anchor_id=None)
 
+    def used_before_last_request(self) -> int | None:
+        """What :meth:`used` measured when the newest request on the path was prepared: the
+        usage reported before it (or the compaction's count) plus what came between. None
+        when no request followed the newest compaction, or nothing anchored it."""
+        view = self.view()
+        added = requests = 0
+        for entry in reversed(self.session.current_path()):
+            if isinstance(entry, CompactionEntry):
+                return entry.tokens_after + added if requests else None
+            if isinstance(entry, MessageEntry) and entry.usage is not None:
+                requests += 1
+                if requests == 2:
+                    return entry.usage.context_tokens + added
+            elif requests and isinstance(entry, MessageEntry | ToolResultEntry):
+                added += self.entry_tokens(entry, view)
+        return None
+
     def branch_position(self) -> BranchPosition:
         self.view()
         if self._branch is None:

@@ -55,7 +55,7 @@ from agentsh.events import (
 )
 from agentsh.llm.tokens import estimate_tokens
 from agentsh.paths import UserPaths
-from agentsh.session.entries import CompactionEntry, MessageEntry, Role, ToolResultEntry
+from agentsh.session.entries import CompactionEntry, MessageEntry, Role
 from agentsh.session.session import Session
 from agentsh.values import Usage
 
@@ -532,33 +532,15 @@ class ContextManager:
         return strikes, paused_at
 
     def _tier_told_from_log(self) -> Tier | None:
-        """The tier the process that made the last request measured before making it, when
-        no compaction ran since: it met that tier in this same state and said so (a skip, or
-        the pause), so a user running ``-p -c`` turn after turn is told once, not by each
-        process. Measured as :class:`Accounting` does: the usage reported before that request
-        (or the compaction's count) plus an estimate of what came after it; the provider's
-        count of the request itself may already be in the next tier, nobody was told of yet.
-        Usage only grows between compactions on a path, so the same tier is the same state."""
-        if self.window <= 0:
+        """The tier the process that made the last request measured before making it, when no
+        compaction ran since: it said so then (a skip, or the pause), so a user running ``-p
+        -c`` turn after turn is told once. Usage only grows between compactions on a path, so
+        the same tier is the same state (the provider's count of that request may already be
+        in the next tier, which nobody was told of yet)."""
+        used = self.accounting.used_before_last_request()
+        if used is None or self.window <= 0:
             return None
-        view = self.accounting.view()
-        added = 0
-        requests = 0
-        anchor: int | None = None
-        for entry in reversed(self.session.current_path()):
-            if isinstance(entry, CompactionEntry):
-                anchor = entry.tokens_after if requests else None
-                break
-            if isinstance(entry, MessageEntry) and entry.usage is not None:
-                requests += 1
-                if requests == 2:
-                    anchor = entry.usage.input_tokens + entry.usage.output_tokens
-                    break
-            elif requests and isinstance(entry, MessageEntry | ToolResultEntry):
-                added += self.accounting.entry_tokens(entry, view)
-        if anchor is None:
-            return None
-        tier = self.engine.auto_tier(anchor + added, self.window)
+        tier = self.engine.auto_tier(used, self.window)
         return tier if tier is not Tier.NONE else None
 
     # -- agentsh context ---------------------------------------------------------------------------
