@@ -399,9 +399,10 @@ class ContextManager:
 
     def _next(self, tier: Tier) -> str:
         cs = self.settings.context
+        top = tiers.severity(self.engine.auto_tier(self.window, self.window))  # pi: Summarize
         later = [
             f"{t.label} at {tiers.rule(t, cs).threshold:.0%}"
-            for t in tiers.ORDER[tiers.severity(tier) + 1 :]
+            for t in tiers.ORDER[tiers.severity(tier) + 1 : top + 1]
         ]
         if not later:
             return "Run /compact to choose what leaves."

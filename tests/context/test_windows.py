@@ -403,3 +403,14 @@ async def test_summary_instructions_from_the_config_and_from_compact_reach_the_m
         "<instructions>\nKeep every TODO.\n\nFocus on the parser decisions.\n</instructions>"
         in (prompt)
     )
+
+
+def test_a_skip_names_only_the_tiers_the_engine_runs(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    """The pi engine compacts only by Summarize, near the window's end: its "skipped" notice
+    said "Compaction waits for Truncate at 95%", a tier it never runs (seen in a 4k drive)."""
+    pi = make_manager(memory_session, window=4_000, engine="pi")
+    assert pi._next(Tier.SUMMARIZE) == "Run /compact to choose what leaves."
+    tiered = make_manager(memory_session, window=4_000)
+    assert "Truncate at 95%" in tiered._next(Tier.SUMMARIZE)
