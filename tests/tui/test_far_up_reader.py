@@ -2,8 +2,8 @@
 with any key or the wheel, keeps their place while output arrives, and is told when it does
 (issue 14, session 5 leftovers).
 
-The setup (a 60-question session in a 30-row window, scrolled to its top) is
-:func:`far_up_chat`; it is meant to fold into the shared fixture of ``tests/tui/conftest.py``.
+The setup: a 60-question session (``open_long_session``) in a 30-row window (``windowed_env``),
+scrolled to its top (:func:`scroll_far_up`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from textual import events
 from textual.pilot import Pilot
 
-from agentsh.config import Environment, load_environment
+from agentsh.config import Environment
 from agentsh.events import (
     ApprovalRequest,
     Event,
@@ -38,6 +38,7 @@ from tests.tui.conftest import (
     fake_factory,
     fake_of,
     idle,
+    open_long_session,
     ready,
     screen_text,
     wait_for,
@@ -49,29 +50,16 @@ pytestmark = pytest.mark.asyncio
 QUESTIONS = 60
 
 
-def small_window(project: Path) -> Environment:
-    """An environment whose chat mounts at most 30 rows (the default 200 needs a longer
-    session to unmount anything)."""
-    env = load_environment(project)
-    env.user.config_file.parent.mkdir(parents=True, exist_ok=True)
-    env.user.config_file.write_text("[tui]\ntranscript_window = 30\n")
-    return load_environment(project)
-
-
-async def open_long_session(pilot: Pilot[None], app: AgentshApp, project: Path) -> ChatView:
+async def long_chat(pilot: Pilot[None], app: AgentshApp, project: Path) -> ChatView:
     """Open a session of :data:`QUESTIONS` questions (shown from its end)."""
     await ready(pilot, app)
-    session = Session.create(None, project)
-    for i in range(QUESTIONS):
-        session.append_message(Role.USER, f"question {i}")
-        session.append_message(Role.ASSISTANT, f"answer {i}", stop_reason=StopReason.STOP)
-    await app.controller.switch_session(session)
+    await open_long_session(app, project, QUESTIONS)
     return app.query_one(ChatView)
 
 
 async def far_up_chat(pilot: Pilot[None], app: AgentshApp, project: Path) -> ChatView:
     """Open a session of :data:`QUESTIONS` questions and scroll to its top."""
-    return await scroll_far_up(pilot, await open_long_session(pilot, app, project))
+    return await scroll_far_up(pilot, await long_chat(pilot, app, project))
 
 
 async def scroll_far_up(pilot: Pilot[None], chat: ChatView) -> ChatView:
@@ -93,11 +81,11 @@ def at_the_end(app: AgentshApp, chat: ChatView) -> bool:
 
 
 async def test_end_from_far_up_goes_to_the_chats_end_at_once(
-    make_app: MakeApp, project: Path
+    make_app: MakeApp, project: Path, windowed_env: Environment
 ) -> None:
     """End scrolled to the end of the rows mounted, where Textual anchored the chat again:
     a second End was needed, and output then followed a reader who was not at the end."""
-    app = make_app(environment=small_window(project))
+    app = make_app(environment=windowed_env)
     async with app.run_test(size=(80, 24)) as pilot:
         chat = await far_up_chat(pilot, app, project)
         chat.focus()
@@ -106,12 +94,12 @@ async def test_end_from_far_up_goes_to_the_chats_end_at_once(
 
 
 async def test_the_wheel_from_far_up_scrolls_on_to_the_chats_end(
-    make_app: MakeApp, project: Path
+    make_app: MakeApp, project: Path, windowed_env: Environment
 ) -> None:
     """The wheel stopped for good at the end of the rows mounted: Textual anchored the chat
     there, each batch mounted below pinned the view to the new bottom, and the next notch
     had nowhere to go."""
-    app = make_app(environment=small_window(project))
+    app = make_app(environment=windowed_env)
     async with app.run_test(size=(80, 24)) as pilot:
         chat = await far_up_chat(pilot, app, project)
         app.scroll_sensitivity_y = 8.0  # lines a notch: fewer notches, the same mounting
@@ -177,7 +165,7 @@ def chat_top(app: AgentshApp) -> list[str]:
 
 
 async def test_a_turn_under_a_reader_far_up_leaves_them_where_they_are(
-    make_app: MakeApp, project: Path
+    make_app: MakeApp, project: Path, windowed_env: Environment
 ) -> None:
     """More than a window of rows below the reader: a new row (a queued turn starting, its
     reply) rebuilt the chat at its end, and the reader was yanked there. Now its rows wait,
@@ -190,9 +178,9 @@ async def test_a_turn_under_a_reader_far_up_leaves_them_where_they_are(
         async for event in echo_script(agent, text):
             yield event
 
-    app = make_app(factory=fake_factory(script=script), environment=small_window(project))
+    app = make_app(factory=fake_factory(script=script), environment=windowed_env)
     async with app.run_test(size=(80, 24)) as pilot:
-        chat = await open_long_session(pilot, app, project)
+        chat = await long_chat(pilot, app, project)
         await pilot.press(*"second", "enter")
         await wait_for(pilot, lambda: app.controller.turn_running)
         await pilot.press(*"queued", "enter")
@@ -215,7 +203,11 @@ async def test_a_turn_under_a_reader_far_up_leaves_them_where_they_are(
 
 @pytest.mark.parametrize("answer", ["ctrl+up", "click"])
 async def test_an_approval_under_a_reader_far_up_waits_held_until_asked_for(
-    make_app: MakeApp, project: Path, monkeypatch: pytest.MonkeyPatch, answer: str
+    make_app: MakeApp,
+    project: Path,
+    windowed_env: Environment,
+    monkeypatch: pytest.MonkeyPatch,
+    answer: str,
 ) -> None:
     """An approval is held below a reader far up like any row (the reader stays, the notice
     names it); Ctrl+Up or a click on the notice brings the chat's end, and the prompt takes
@@ -231,9 +223,9 @@ async def test_an_approval_under_a_reader_far_up_waits_held_until_asked_for(
         decisions.append((await request.decision).value)
         yield TurnEnded(TurnOutcome.DONE)
 
-    app = make_app(factory=fake_factory(script=asks), environment=small_window(project))
+    app = make_app(factory=fake_factory(script=asks), environment=windowed_env)
     async with app.run_test(size=(80, 24)) as pilot:
-        chat = await open_long_session(pilot, app, project)
+        chat = await long_chat(pilot, app, project)
         await pilot.press(*"build it", "enter")
         await wait_for(pilot, lambda: app.controller.turn_running)
         await scroll_far_up(pilot, chat)
@@ -258,7 +250,7 @@ async def test_an_approval_under_a_reader_far_up_waits_held_until_asked_for(
 
 
 async def test_pgup_from_the_end_of_a_long_chat_reaches_its_top_a_page_a_press(
-    make_app: MakeApp, project: Path
+    make_app: MakeApp, project: Path, windowed_env: Environment
 ) -> None:
     """PgUp stopped at the top of the rows mounted; the rows then mounted above moved the
     view back down by their height, so each press at that edge was lost: it crawled."""
@@ -266,9 +258,9 @@ async def test_pgup_from_the_end_of_a_long_chat_reaches_its_top_a_page_a_press(
     def at_the_top() -> bool:
         return any(line.endswith("question 0") for line in screen_text(app).splitlines())
 
-    app = make_app(environment=small_window(project))
+    app = make_app(environment=windowed_env)
     async with app.run_test(size=(80, 24)) as pilot:
-        chat = await open_long_session(pilot, app, project)
+        chat = await long_chat(pilot, app, project)
         await wait_for(pilot, lambda: at_the_end(app, chat))
         presses = 0
         while not at_the_top() and presses < 4 * QUESTIONS:
@@ -282,12 +274,12 @@ async def test_pgup_from_the_end_of_a_long_chat_reaches_its_top_a_page_a_press(
 
 
 async def test_down_walks_the_tool_blocks_from_far_up_to_the_last(
-    make_app: MakeApp, project: Path
+    make_app: MakeApp, project: Path, windowed_env: Environment
 ) -> None:
     """Down (the next tool block) stopped at the last block mounted, far short of the
     chat's last one: the rows below were never mounted."""
     turns = 30
-    app = make_app(environment=small_window(project))
+    app = make_app(environment=windowed_env)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot, app)
         session = Session.create(None, project)
