@@ -68,7 +68,7 @@ def fake_factory(**kwargs: Any) -> AgentFactory:
 
 
 async def wait_for(
-    pilot: Pilot[None], predicate: Callable[[], bool], limit_s: float = 10.0
+    pilot: Pilot[None], predicate: Callable[[], bool], limit_s: float = 30.0
 ) -> None:
     """Pump the app until ``predicate()`` holds (tests never sleep a fixed time)."""
     import asyncio
