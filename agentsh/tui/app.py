@@ -260,7 +260,7 @@ class AgentshApp(App[None]):
 
     async def action_focus_chat(self) -> None:
         chat = self.query_one(ChatView)
-        if chat.holding:  # the newest blocks are held below a reader far up: to the end
+        if not chat.following:  # a reader far up (newest blocks held or unmounted): to the end
             await chat.reveal_end()
             await chat.wait_for_refresh()  # focus scrolls to the block: it needs its place
         blocks = [w for w in chat.children if w.can_focus and w.display]
