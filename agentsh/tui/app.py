@@ -246,12 +246,17 @@ class AgentshApp(App[None]):
             return
         self.notify(QUIT_HINT, timeout=QUIT_WINDOW_S)
 
-    def action_toggle_last_tool(self) -> None:
+    async def action_toggle_last_tool(self) -> None:
         focused = self.focused
         if isinstance(focused, ToolBlock):
             focused.action_toggle_expand()
             return
         blocks = self.query(ToolBlock)
+        if blocks and not blocks.last().display:  # held below a reader far up: to the end
+            chat = self.query_one(ChatView)
+            await chat.reveal_end()
+            await chat.wait_for_refresh()  # the block scrolls into view: it needs its place
+            blocks = self.query(ToolBlock)
         if blocks:
             blocks.last().action_toggle_expand()
 

@@ -20,8 +20,12 @@ from textual.pilot import Pilot
 from agentsh.config import Environment
 from agentsh.events import (
     ApprovalRequest,
+    AssistantMessage,
     Event,
     TextDelta,
+    ToolFinished,
+    ToolOutput,
+    ToolStarted,
     TurnEnded,
     TurnOutcome,
     TurnStarted,
@@ -321,3 +325,41 @@ async def test_home_from_the_end_of_a_long_chat_goes_to_its_first_row(
         assert not chat.following
         await pilot.press("end")
         await wait_for(pilot, lambda: at_the_end(app, chat))
+
+
+async def test_ctrl_o_shows_the_newest_tool_block_held_below_a_reader_far_up(
+    make_app: MakeApp, project: Path, windowed_env: Environment
+) -> None:
+    """Ctrl+O expanded the newest tool block while it was held, hidden, below a reader far
+    up: nothing happened on screen. It now goes to the chat's end and expands it there."""
+    go = asyncio.Event()
+
+    async def script(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        user = agent.session.append_message(Role.USER, text)
+        yield TurnStarted(user.id, text)
+        await go.wait()
+        call = ToolCall("t1", "bash", json.dumps({"command": "make"}))
+        reply = agent.session.append_message(
+            Role.ASSISTANT, "", tool_calls=(call,), stop_reason=StopReason.TOOL_CALLS
+        )
+        yield AssistantMessage(reply.id, "", (("t1", "bash", call.arguments),), "tool_calls")
+        yield ToolStarted("t1", "bash", {"command": "make"}, "bash: make")
+        yield ToolOutput("t1", "built the target\n")
+        result = agent.session.append_tool_result("t1", "bash", "built the target\n")
+        yield ToolFinished("t1", "bash", result.id, "built the target\n", False)
+        yield TurnEnded(TurnOutcome.DONE)
+
+    app = make_app(factory=fake_factory(script=script), environment=windowed_env)
+    async with app.run_test(size=(80, 24)) as pilot:
+        chat = await long_chat(pilot, app, project)
+        await pilot.press(*"build", "enter")
+        await wait_for(pilot, lambda: app.controller.turn_running)
+        await scroll_far_up(pilot, chat)
+        go.set()
+        await idle(pilot, app)
+        block = app.query_one(ToolBlock)
+        await wait_for(pilot, lambda: chat.holding and block.finished and not block.display)
+        chat.focus()
+        await pilot.press("ctrl+o")
+        await wait_for(pilot, lambda: block.display and block.expanded and chat.following)
+        await wait_for(pilot, lambda: "bash: make" in screen_text(app))
