@@ -309,24 +309,6 @@ async def test_down_walks_the_tool_blocks_from_far_up_to_the_last(
         assert isinstance(focused, ToolBlock) and focused.call_id == f"c{turns - 1}"
 
 
-async def test_home_from_the_end_of_a_long_chat_goes_to_its_first_row(
-    make_app: MakeApp, project: Path, windowed_env: Environment
-) -> None:
-    """Home went to the top of the rows mounted: a long chat's first question stayed out of
-    reach (a batch more each press)."""
-    app = make_app(environment=windowed_env)
-    async with app.run_test(size=(80, 24)) as pilot:
-        chat = await long_chat(pilot, app, project)
-        assert chat.first > 0  # the chat opened at its end: its first rows are not mounted
-        chat.focus()
-        await pilot.press("home")
-        await wait_for(pilot, lambda: chat.first == 0 and chat.scroll_y == 0)
-        await wait_for(pilot, lambda: "question 0" in screen_text(app))
-        assert not chat.following
-        await pilot.press("end")
-        await wait_for(pilot, lambda: at_the_end(app, chat))
-
-
 async def test_ctrl_o_shows_the_newest_tool_block_held_below_a_reader_far_up(
     make_app: MakeApp, project: Path, windowed_env: Environment
 ) -> None:

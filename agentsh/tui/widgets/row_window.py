@@ -319,22 +319,6 @@ class RowWindow(VerticalScroll):
         """End: the chat's end, not the end of the rows mounted (issue 14)."""
         self.call_next(self.reveal_end)
 
-    def action_scroll_home(self) -> None:
-        """Home: the chat's first row, not the top of the rows mounted (issue 14)."""
-        self.call_next(self.reveal_start)
-
-    async def reveal_start(self) -> None:
-        """Mount the first rows (a fresh window there unless a live row is mounted: then the
-        rows above it are mounted too) and scroll to the top; rows far below are unmounted
-        by the scroll watcher as usual."""
-        if self.rows and self.first > 0:
-            self._adjusting = True  # the mounting here, not the scroll watcher's
-            try:
-                await self._mount_row(0)
-            finally:
-                self._adjusting = False
-        self.scroll_home(animate=False, immediate=True)
-
     async def _extend_top(self) -> None:
         anchor_widget = self.rows[self.first].widget
         start = max(0, self.first - self.batch_rows)
