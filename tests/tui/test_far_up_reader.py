@@ -69,11 +69,13 @@ async def far_up_chat(pilot: Pilot[None], app: AgentshApp, project: Path) -> Cha
 async def scroll_far_up(pilot: Pilot[None], chat: ChatView) -> ChatView:
     """Scroll to the top, until the window has unmounted the newest rows (more than a
     window of them: the reader is too far up for new rows to join the window cheaply)."""
-    for _ in range(40):
+    # Each scroll to the top mounts one batch above (when the watcher sees it): under load
+    # that can take more than a pass per batch, so the bound is time, not a count of passes.
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    while not (chat.first == 0 and chat.last < len(chat.rows)) and loop.time() < deadline:
         chat.scroll_home(animate=False, immediate=True)
         await pilot.pause()
-        if chat.first == 0 and chat.last < len(chat.rows):
-            break
     assert chat.first == 0 and len(chat.rows) - chat.last > chat.window
     assert not chat.following
     await chat.wait_for_refresh()  # rows mounted above shift the view back after a frame
