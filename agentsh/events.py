@@ -176,10 +176,12 @@ class ApprovalRequest(Event):
     # empty when the tool is not part of a group (the prompt then does not offer it).
     group: str = ""
     # What ALLOW_SESSION keeps allowed after this call: "tool" (this tool's later calls),
-    # "repository" (git commands in this repository that runs programs), or "" (nothing: it
-    # allows this call only, e.g. a write outside the project or to .git/), so a front end
-    # offers "always" only where it is remembered.
+    # "repository" (git commands in this repository that runs programs), "folder" (reads
+    # beneath ``scope_path``, a folder outside the project), or "" (nothing: it allows this
+    # call only, e.g. a write outside the project or to .git/), so a front end offers
+    # "always" only where it is remembered.
     session_scope: str = "tool"
+    scope_path: str = ""
 
 
 class ApprovalDecision(StrEnum):

@@ -47,6 +47,7 @@ _TELL_TIMEOUT_S = 5.0
 _ALWAYS = {
     "tool": "Always allow {tool} in this session",
     "repository": "Always allow git commands in this repository in this session",
+    "folder": "Always allow reading {path} in this session",
 }
 
 Say = Callable[[str], Awaitable[None]]
@@ -62,7 +63,7 @@ def options(request: ApprovalRequest) -> list[PermissionOption]:
         choices.append(
             PermissionOption(
                 option_id=ALLOW_ALWAYS,
-                name=always.format(tool=request.tool),
+                name=always.format(tool=request.tool, path=request.scope_path),
                 kind="allow_always",
             )
         )

@@ -1,9 +1,14 @@
 """The approval policy: which tool calls run at once and which wait for the user (SPEC §3).
 
-Reads never ask. In ``ask`` mode edits and commands ask; ``edits`` lets edits inside the project
-root through and still asks for commands; ``all`` lets everything through. Rules stand above the
-modes: a write whose target lies outside the project root (after resolving symlinks and ``..``)
-or has more than one hard link always asks, and "allow for this session" never covers it. So
+Reads inside the project, the ``--add-dir`` folders and agentsh's saved tool output never ask;
+a read by a path outside them (``read ~/.ssh/id_ed25519`` after an injection in a repository
+file) asks, as in Claude Code, with "allow this folder for the session" as the sticky answer,
+and is denied with ``-p`` unless an allow rule covers it or the mode is ``all`` (a deviation from
+SPEC §3, where reads never ask). In ``ask`` mode edits and commands ask; ``edits`` lets edits
+inside the project root through and still asks for commands; ``all`` lets everything through.
+Rules stand above the modes: a write whose target lies outside the project root (after
+resolving symlinks and ``..``) or has more than one hard link always asks, and "allow for this
+session" never covers it. So
 does a write to a *protected* path: the project's ``.agentsh/config.toml`` (it holds
 ``tools.approval``, and an agent allowed to edit files must not grant itself commands) and
 anything under a ``.git`` folder (its config and hooks name programs that git, and so every
@@ -21,6 +26,7 @@ denied with a message telling the model why and how the user can allow it.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,6 +104,7 @@ class Approver:
         self._session_allowed: set[str] = set()
         self._session_groups: set[str] = set()  # ApprovalDecision.ALLOW_GROUP keys
         self._allowed_armed: set[str] = set()  # digests of repositories' programs allowed
+        self._read_dirs: set[Path] = set()  # folders outside the project allowed for reads
 
     @property
     def session_allowed(self) -> frozenset[str]:
@@ -108,6 +115,7 @@ class Approver:
         self._session_allowed.clear()
         self._session_groups.clear()
         self._allowed_armed.clear()
+        self._read_dirs.clear()
 
     def outside_paths(self, tool: Tool, params: Any, ctx: ToolContext) -> list[Path]:
         """The call's write targets that count as outside the project (see outside_reason)."""
@@ -158,7 +166,9 @@ class Approver:
         where = "; ".join(why for _path, why in reasons)
         if effect is Effect.READ:
             if not outside:
-                return None
+                if verdict is not None or self.mode is ApprovalMode.ALL:
+                    return None  # an allow rule (Read(//etc/**)) or the user's "all"
+                return await self._read_outside(tool, params, ctx)
             # A tool that writes without asking (memory) never leaves the project.
             return (
                 f"Denied: {summary} would write outside the project ({where}). This tool "
@@ -227,6 +237,53 @@ class Approver:
         reason = f"approval mode is '{self.mode}': {what} need your approval"
         return _asked(await self._ask(tool, params, ctx, reason, outside=False))
 
+    def readable(self, path: Path, ctx: ToolContext) -> bool:
+        """Whether the read tools may read ``path`` without asking: it is named inside the
+        project (a link out of it is refused by the tool itself, naming the target), or it
+        resolves into the project, an ``--add-dir`` folder, agentsh's saved tool output or a
+        folder the user allowed for reads this session."""
+        if path.is_relative_to(ctx.project.root) or path.is_relative_to(self.project_root):
+            return True
+        real = Path(os.path.realpath(path))
+        roots = (
+            self.project_root,
+            *self.added_dirs,
+            Path(os.path.realpath(ctx.user.tool_output_dir)),
+            *self._read_dirs,
+        )
+        return any(real.is_relative_to(root) for root in roots)
+
+    def read_outside(self, tool: Tool, params: Any, ctx: ToolContext) -> tuple[Path, Path] | None:
+        """The first path the call reads that is not :meth:`readable`, resolved, and the
+        folder "allow for this session" would cover (itself, or the file's folder)."""
+        for path in tool.read_paths(params, ctx):
+            if not self.readable(path, ctx):
+                real = Path(os.path.realpath(path))
+                return real, real if real.is_dir() else real.parent
+        return None
+
+    async def _read_outside(
+        self, tool: Tool, params: Any, ctx: ToolContext
+    ) -> tuple[str, str] | None:
+        """None when every path the call reads is :meth:`readable`; otherwise the user is
+        asked (never with ``-p``: denied, naming ``--add-dir``)."""
+        found = self.read_outside(tool, params, ctx)
+        if found is None:
+            return None
+        real, folder = found
+        summary = tool.summary(params)
+        if not self.interactive:
+            return (
+                f"Denied: {summary} reads outside the project ({real}). In non-interactive mode "
+                f"(agentsh -p) files outside the project root ({self.project_root}) are read "
+                f"only in folders the user names with --add-dir. Do not retry it; tell the user "
+                f"what you wanted to read and why."
+            ), f"it reads outside the project ({real}); --add-dir {folder} allows it"
+        reason = f"it reads outside the project root ({self.project_root}): {real}"
+        return _asked(
+            await self._ask(tool, params, ctx, reason, outside=False, sticky=False, folder=folder)
+        )
+
     def _headless_denial(self, summary: str, effect: Effect, grouped: str = "") -> tuple[str, str]:
         if grouped:  # an MCP server's tool: the rule names it (or, with a *, its server)
             what = "calls to MCP tools cannot be approved, so this one did not run"
@@ -293,10 +350,12 @@ class Approver:
         outside: bool,
         sticky: bool = True,
         remember: str = "",
+        folder: Path | None = None,
     ) -> str | None:
         """Ask the user; ``sticky=False`` (and any write outside the project) means "allow
         for this session" allows this call only, and with ``remember`` every later call that
-        would be asked for the same ``remember`` (the same armed repository)."""
+        would be asked for the same ``remember`` (the same armed repository), with ``folder``
+        every later read beneath it."""
         summary = tool.summary(params)
         try:
             detail = await tool.approval_detail(params, ctx)
@@ -313,7 +372,16 @@ class Approver:
             reason=reason,
             outside_project=outside,
             group=group[1] if group else "",
-            session_scope="tool" if sticky and not outside else "repository" if remember else "",
+            session_scope=(
+                "tool"
+                if sticky and not outside
+                else "repository"
+                if remember
+                else "folder"
+                if folder is not None
+                else ""
+            ),
+            scope_path=str(folder) if folder is not None else "",
         )
         ctx.emit(request)
         decision = await _wait_for_decision(request, ctx)
@@ -326,6 +394,8 @@ class Approver:
                     self._session_allowed.add(tool.name)
                 elif remember:
                     self._allowed_armed.add(remember)
+                elif folder is not None:
+                    self._read_dirs.add(folder)
                 ctx.outside_allowed = outside
                 return None
             case ApprovalDecision.ALLOW_GROUP:

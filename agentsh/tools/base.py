@@ -121,6 +121,11 @@ class Tool(ABC):
         """Files this call would write (checked against the project root)."""
         return []
 
+    def read_paths(self, params: Any, ctx: ToolContext) -> list[Path]:
+        """The file or folder this call reads by the path the model named (checked against
+        the project and the ``--add-dir`` folders: a read outside them asks)."""
+        return []
+
     def protected_target(self, params: Any, ctx: ToolContext) -> str | None:
         """A protected path the call visibly writes that ``target_paths`` cannot name (a
         shell command's text), in words; see :mod:`agentsh.tools.protected`."""

@@ -68,6 +68,9 @@ class ReadTool(Tool):
     )
     Params: ClassVar[type[Any]] = ReadParams
 
+    def read_paths(self, params: ReadParams, ctx: ToolContext) -> list[Path]:
+        return [resolve_path(params.path, ctx.cwd)]
+
     def parse(self, arguments: Any) -> ReadParams:
         params: ReadParams = super().parse(arguments)
         if not params.path.strip():

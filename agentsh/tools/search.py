@@ -124,6 +124,9 @@ class GrepTool(Tool):
     )
     Params: ClassVar[type[Any]] = GrepParams
 
+    def read_paths(self, params: GrepParams, ctx: ToolContext) -> list[Path]:
+        return [resolve_path(params.path or ".", ctx.cwd)]
+
     def __init__(self, *, use_ripgrep: bool = True) -> None:
         self.use_ripgrep = use_ripgrep
 
@@ -358,6 +361,9 @@ class FindTool(Tool):
     )
     Params: ClassVar[type[Any]] = FindParams
 
+    def read_paths(self, params: FindParams, ctx: ToolContext) -> list[Path]:
+        return [resolve_path(params.path or ".", ctx.cwd)]
+
     def parse(self, arguments: Any) -> FindParams:
         params: FindParams = super().parse(arguments)
         if not params.pattern.strip():
@@ -428,6 +434,9 @@ class LsTool(Tool):
         "List a folder's entries, sorted, dotfiles included; folders end with '/'."
     )
     Params: ClassVar[type[Any]] = LsParams
+
+    def read_paths(self, params: LsParams, ctx: ToolContext) -> list[Path]:
+        return [resolve_path(params.path or ".", ctx.cwd)]
 
     def summary(self, params: LsParams) -> str:
         return f"ls: {params.path or '.'}"

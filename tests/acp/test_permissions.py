@@ -84,6 +84,9 @@ async def test_always_is_offered_only_where_it_is_remembered_and_named_for_what(
     assert _kinds(armed)["allow_always"] == (
         "Always allow git commands in this repository in this session"
     )
+    folder = _request()
+    folder.session_scope, folder.scope_path = "folder", "/home/u/notes"
+    assert _kinds(folder)["allow_always"] == "Always allow reading /home/u/notes in this session"
 
 
 class Answering:

@@ -82,7 +82,17 @@ def _attacks(h: Hostile, *, git_rule: bool) -> list[tuple[str, dict[str, str]]]:
         ("write", {"path": "../.agentsh/config.toml", "content": '[tools]\napproval = "all"\n'}),
         ("bash", {"command": "git config core.hooksPath /tmp"}),
         ("bash", {"command": hook}),
-    ] + ([("bash", {"command": "git add -A && git commit -qm wip"})] if git_rule else [])
+    ] + (
+        [
+            ("bash", {"command": "git add -A && git commit -qm wip"}),
+            # Reads by a path outside the project: asked in ask mode, so denied in -p (with
+            # --approve all the user chose to let everything through).
+            ("read", {"path": str(h.ssh_key)}),
+            ("grep", {"pattern": "aws_secret", "path": str(h.victim / ".aws")}),
+        ]
+        if git_rule
+        else []
+    )
 
 
 def _run(h: Hostile, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -176,8 +186,10 @@ def test_a_hostile_repository_reaches_nothing(
     else:
         assert bash_hook.startswith("Denied")
         # The user's rule allows git, not the programs this repository makes git run.
-        (commit,) = committed
+        commit, key, aws = committed
         assert commit.startswith("Denied") and "hook pre-commit" in commit
+        for refused in (key, aws):
+            assert refused.startswith("Denied") and "reads outside the project" in refused
 
     # What was refused is told to the user, one line each.
     lines = run.stderr.splitlines()
@@ -190,6 +202,8 @@ def test_a_hostile_repository_reaches_nothing(
     if git_rule:
         said("not trusted", "--trust-project", "AGENTS.md")
         said("denied bash: git add -A && git commit -qm wip", "hook pre-commit")
+        said(f"denied read: {hostile.ssh_key}", f"--add-dir {hostile.ssh_key.parent}")
+        said("denied grep: aws_secret", "--add-dir")
         assert SECRET_KEY_TEXT not in run.stderr
         return
     for key in ("model.name", "model.summary_model", "model.api_base", "model.ollama_url"):

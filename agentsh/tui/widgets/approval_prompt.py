@@ -110,7 +110,9 @@ class ApprovalPrompt(Vertical, can_focus=True):
         if req.session_scope:  # not offered where it would allow this call only (.git/, ...)
             keys += [
                 (f"[{self._key('approve_session')}]", "bold $success"),
-                " allow for this session   ",
+                f" allow reads in {req.scope_path} for this session   "
+                if req.session_scope == "folder"
+                else " allow for this session   ",
             ]
         if req.group:  # e.g. every tool of the MCP server
             keys += [(f"[{self._key('approve_group')}]", "bold $success"), f" {req.group}   "]
