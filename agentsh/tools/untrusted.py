@@ -25,6 +25,21 @@ if TYPE_CHECKING:
     from agentsh.memory.guard import Scope
 
 
+#: The fence's closing tag (agentsh.memory.guard.fence.PROJECT_CLOSE), named here so a front
+#: end can recognise it without importing the guard.
+FENCE_CLOSE = "</project-data>"
+
+
+def preview_source(text: str) -> str:
+    """``text`` without the fence's closing tag on its last line: a collapsed tool block's
+    preview shows the last line of what the tool returned, not agentsh's fence. (The fence
+    removes every tag from the text it wraps, so a closing line is always its own.)"""
+    body = text.rstrip("\n")
+    if body.endswith("\n" + FENCE_CLOSE):
+        return body[: -len(FENCE_CLOSE) - 1]
+    return text
+
+
 @dataclass(frozen=True, slots=True)
 class Guarded:
     """Text as the model may read it, and the guard patterns that flagged it (none: as is)."""

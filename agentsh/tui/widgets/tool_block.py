@@ -18,6 +18,7 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Static
 
+from agentsh.tools.untrusted import preview_source
 from agentsh.tui.keys import KeyScope, bindings_for
 
 MAX_EXPANDED_LINES = 2000  # an expanded block beyond this shows its tail (full file is on disk)
@@ -165,7 +166,10 @@ class ToolBlock(Vertical, can_focus=True):
                 self.hidden_lines = 0
             else:
                 text, self.hidden_lines = collapse(
-                    text, self.preview_lines, self.expand_key, earlier=self.dropped_lines
+                    preview_source(text),
+                    self.preview_lines,
+                    self.expand_key,
+                    earlier=self.dropped_lines,
                 )
             body.update(Content(text))
         self.body_text = text
