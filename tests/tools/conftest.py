@@ -13,6 +13,7 @@ from agentsh.config import Settings
 from agentsh.events import Event
 from agentsh.paths import ProjectPaths, UserPaths
 from agentsh.tools.base import Tool, ToolContext, ToolResult
+from tests.fakes.git_repo import git
 
 
 @dataclasses.dataclass
@@ -61,6 +62,13 @@ def make_ctx(project: Path, recorder: Recorder) -> MakeCtx:
 @pytest.fixture
 def ctx(make_ctx: MakeCtx) -> ToolContext:
     return make_ctx()
+
+
+@pytest.fixture
+def repo(project: Path) -> Path:
+    """The project folder as a git repository (its own hooks planted by the test)."""
+    git(project, "init", "-q")
+    return project
 
 
 async def call(tool: Tool, ctx: ToolContext, **arguments: Any) -> ToolResult:

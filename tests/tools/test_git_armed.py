@@ -8,7 +8,6 @@ commit`` ran the repository's ``pre-commit`` without anyone asking. Now such a c
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from agentsh.tools.base import ToolContext
 from agentsh.tools.git_armed import armed_reason
 from agentsh.tools.rules import ToolRules
 from agentsh.tools.shell import BashTool
+from tests.fakes.git_repo import git, plant_hook
 
 GIT_RULE = ToolRules.parse(allow=["Bash(git:*)", "Bash(ls:*)"])
 
@@ -37,30 +37,14 @@ class User:
             event.decision.set_result(self.decision)
 
 
-def _git(root: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
-
-
-def _hook(root: Path, name: str = "pre-commit", *, executable: bool = True) -> None:
-    hook = root / ".git" / "hooks" / name
-    hook.write_text("#!/bin/sh\nexit 0\n")
-    hook.chmod(0o755 if executable else 0o644)
-
-
 async def _authorize(approver: Approver, ctx: ToolContext, command: str) -> str | None:
     tool = BashTool()
     return await approver.authorize(tool, tool.parse({"command": command}), ctx)
 
 
-@pytest.fixture
-def repo(project: Path) -> Path:
-    _git(project, "init", "-q")
-    return project
-
-
 def test_a_fresh_repository_carries_nothing(repo: Path) -> None:
     # git init writes only *.sample hooks; a hook that is not executable never runs.
-    _hook(repo, "post-checkout", executable=False)
+    plant_hook(repo, "post-checkout", executable=False)
     assert armed_reason(repo) is None
 
 
@@ -78,14 +62,14 @@ def test_a_fresh_repository_carries_nothing(repo: Path) -> None:
 def test_a_setting_that_names_a_program_arms_the_repository(
     repo: Path, key: str, value: str
 ) -> None:
-    _git(repo, "config", key, value)
+    git(repo, "config", key, value)
     reason = armed_reason(repo)
     assert reason is not None and f"setting {key.lower()}" in reason.lower()
 
 
 def test_hooks_are_named_and_counted(repo: Path) -> None:
     for name in ("pre-commit", "post-commit", "pre-push", "reference-transaction"):
-        _hook(repo, name)
+        plant_hook(repo, name)
     reason = armed_reason(repo)
     assert reason == (
         "this repository's git runs programs it names (hook post-commit, hook pre-commit, "
@@ -101,7 +85,7 @@ def test_the_users_own_global_settings_do_not_count(
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(own))
     assert armed_reason(repo) is None
     # Hooks of the user's own (core.hooksPath): the repository's are not run.
-    _hook(repo)
+    plant_hook(repo)
     assert armed_reason(repo) is not None
     own.write_text(f"[core]\n\thooksPath = {tmp_path / 'my-hooks'}\n")
     assert armed_reason(repo) is None
@@ -111,7 +95,7 @@ def test_the_users_own_global_settings_do_not_count(
 async def test_headless_denies_an_allowed_git_command_in_an_armed_repository(
     repo: Path, ctx: ToolContext
 ) -> None:
-    _hook(repo)
+    plant_hook(repo)
     approver = Approver(ApprovalMode.ASK, repo, interactive=False, rules=GIT_RULE)
     message = await _authorize(approver, ctx, "git add -A && git commit -m wip")
     assert message is not None and "hook pre-commit" in message
@@ -134,7 +118,7 @@ async def test_headless_still_allows_git_in_a_plain_repository(
 async def test_interactive_asks_and_a_session_answer_covers_only_this_repository_state(
     repo: Path, ctx: ToolContext
 ) -> None:
-    _git(repo, "config", "core.fsmonitor", "false")
+    git(repo, "config", "core.fsmonitor", "false")
     user = User(ApprovalDecision.ALLOW_SESSION)
     ctx.emit = user
     approver = Approver(ApprovalMode.ASK, repo, interactive=True, rules=GIT_RULE)
@@ -143,7 +127,7 @@ async def test_interactive_asks_and_a_session_answer_covers_only_this_repository
     assert "setting core.fsmonitor" in request.reason and "Bash(git:*)" in request.reason
     assert await _authorize(approver, ctx, "git diff") is None
     assert len(user.requests) == 1  # the same armed state was allowed for the session
-    _hook(repo)  # something new: asked again
+    plant_hook(repo)  # something new: asked again
     assert await _authorize(approver, ctx, "git commit -m x") is None
     assert len(user.requests) == 2
     # "allow for the session" did not become "every command".
@@ -153,7 +137,7 @@ async def test_interactive_asks_and_a_session_answer_covers_only_this_repository
 
 @pytest.mark.asyncio
 async def test_a_declined_git_command_is_not_run(repo: Path, ctx: ToolContext) -> None:
-    _hook(repo)
+    plant_hook(repo)
     ctx.emit = User(ApprovalDecision.DENY)
     approver = Approver(ApprovalMode.ASK, repo, interactive=True, rules=GIT_RULE)
     message = await _authorize(approver, ctx, "git commit -m x")
@@ -164,8 +148,8 @@ def test_a_submodules_settings_and_hooks_count(repo: Path, tmp_path: Path) -> No
     # git status enters submodules and runs their fsmonitor; a recursive checkout their hooks.
     inner = tmp_path / "inner"
     inner.mkdir()
-    _git(inner, "init", "-q")
-    _git(
+    git(inner, "init", "-q")
+    git(
         inner,
         "-c",
         "user.email=a@b",
@@ -177,12 +161,10 @@ def test_a_submodules_settings_and_hooks_count(repo: Path, tmp_path: Path) -> No
         "-m",
         "i",
     )
-    _git(
-        repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(inner), "lib/inner"
-    )
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(inner), "lib/inner")
     assert armed_reason(repo) is None
     module = repo / ".git" / "modules" / "lib" / "inner"
-    _git(repo, "config", "--file", str(module / "config"), "core.fsmonitor", "false")
+    git(repo, "config", "--file", str(module / "config"), "core.fsmonitor", "false")
     assert armed_reason(repo) == (
         "this repository's git runs programs it names (submodule lib/inner: setting core.fsmonitor)"
     )
@@ -195,8 +177,8 @@ async def test_a_git_command_after_cd_is_checked_where_it_runs(
     # A folder of the project that is a repository of its own (an archive can hold one).
     nested = repo / "vendor"
     nested.mkdir()
-    _git(nested, "init", "-q")
-    _hook(nested)
+    git(nested, "init", "-q")
+    plant_hook(nested)
     rules = ToolRules.parse(allow=["Bash(git:*)", "Bash(cd:*)"])
     approver = Approver(ApprovalMode.ASK, repo, interactive=False, rules=rules)
     assert await _authorize(approver, ctx, "git status") is None
@@ -211,7 +193,7 @@ def test_a_bare_repository_the_users_git_would_find_counts(tmp_path: Path) -> No
     # agentsh's own git refuses a bare repository it is not named (safe.bareRepository); the
     # user's git in that folder uses it, and its hooks.
     bare = tmp_path / "bare"
-    _git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(tmp_path, "init", "-q", "--bare", str(bare))
     hook = bare / "hooks" / "reference-transaction"
     hook.write_text("#!/bin/sh\nexit 0\n")
     hook.chmod(0o755)
