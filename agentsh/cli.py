@@ -44,6 +44,7 @@ _HANDLERS: dict[str, str] = {
     "mcp.remove": "agentsh.commands.mcp_cmd:remove_server_command",
     "mcp.test": "agentsh.commands.mcp_cmd:test_server",
     "acp": "agentsh.acp.entry:main",
+    "trust": "agentsh.tui.launch:review_trust",
 }
 
 
@@ -241,6 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
     restore.set_defaults(handler="restore")
     _add_mcp_parser(sub)
     _add_acp_command(sub)
+    help_trust = "show what this folder holds and ask again whether to trust it"
+    sub.add_parser("trust", help=help_trust).set_defaults(handler="trust")
     return parser
 
 

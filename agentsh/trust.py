@@ -82,6 +82,9 @@ class TrustCheck:
     findings: tuple[Finding, ...]
     state: TrustState
     changed: tuple[Finding, ...]  # new or different since the stored decision (all when NEW)
+    # The user said "not now" to exactly these files (:func:`decline`): not asked again until
+    # one of them changes; the front end says so in one line (:meth:`declined_note`).
+    declined: bool = False
 
     @property
     def trusted(self) -> bool:
@@ -90,8 +93,25 @@ class TrustCheck:
     @property
     def asks(self) -> bool:
         """Whether a front end that can ask should: a file to load is not trusted, or
-        something new or changed that loads nothing (a git hook) wants trusting."""
-        return not self.trusted or bool(self.changed)
+        something new or changed that loads nothing (a git hook) wants trusting, and the
+        user has not declined exactly these files already."""
+        return (not self.trusted or bool(self.changed)) and not self.declined
+
+    def declined_note(self) -> str:
+        """The line a front end shows at start in a folder whose files the user declined."""
+        if not self.declined:
+            return ""
+        names = sorted({one_line(_short_key(f, self.root)) for f in self.changed})
+        files = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
+        what = (
+            "its settings, instructions and memory are not loaded"
+            if not self.trusted
+            else "your allow rules do not cover its git hooks and settings"
+        )
+        return (
+            f"You did not trust this folder ({files}), so {what}. `agentsh trust` asks "
+            "again; `agentsh --trust-project` loads it for one run."
+        )
 
     def lines(self, *, limit: int = 12) -> list[str]:
         """One line per finding, at most ``limit`` plus a count: the changed ones first, and
@@ -343,6 +363,9 @@ def check_project(user: UserPaths, root: Path, cwd: Path | None = None) -> Trust
     root = Path(os.path.realpath(root))
     found = findings(root, cwd)
     record = _load(user).get(str(root)) if found else None
+    declined = bool(found) and _load(user, "declined").get(str(root), {}).get("files") == {
+        f.key(root): f.digest for f in found
+    }
     if record is None:
         changed = found
     else:
@@ -354,7 +377,7 @@ def check_project(user: UserPaths, root: Path, cwd: Path | None = None) -> Trust
         state = TrustState.NEW
     else:
         state = TrustState.CHANGED if any(f.loads for f in changed) else TrustState.TRUSTED
-    return TrustCheck(root, found, state, changed)
+    return TrustCheck(root, found, state, changed, declined)
 
 
 def grant(user: UserPaths, check: TrustCheck) -> None:
@@ -362,6 +385,23 @@ def grant(user: UserPaths, check: TrustCheck) -> None:
     files = {f.key(check.root): f.digest for f in check.findings}
     with _store(user) as folders:
         folders[str(check.root)] = {"files": files, "trusted_at": _now()}
+    forget_decline(user, check.root)
+
+
+def decline(user: UserPaths, check: TrustCheck) -> None:
+    """Remember "not now" for exactly the files ``check`` saw: the next start does not ask
+    again (it says so in one line) until one of them changes or appears."""
+    files = {f.key(check.root): f.digest for f in check.findings}
+    with _store(user, "declined") as declined:
+        declined[str(check.root)] = {"files": files, "declined_at": _now()}
+
+
+def forget_decline(user: UserPaths, root: Path) -> None:
+    """Ask about ``root`` again at the next start (``agentsh trust``)."""
+    key = str(Path(os.path.realpath(root)))
+    if key in _load(user, "declined"):
+        with _store(user, "declined") as declined:
+            declined.pop(key, None)
 
 
 def revoke(user: UserPaths, root: Path) -> None:
@@ -386,13 +426,14 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _load(user: UserPaths) -> dict[str, dict[str, dict[str, str]]]:
-    """The stored decisions; a missing or damaged file is no decision (agentsh asks again)."""
+def _load(user: UserPaths, kind: str = "folders") -> dict[str, dict[str, dict[str, str]]]:
+    """The stored decisions (``kind``: "folders" trusted, "declined"); a missing or damaged
+    file is no decision (agentsh asks again)."""
     try:
         raw = json.loads(trust_file(user).read_bytes())
     except (OSError, ValueError):
         return {}
-    folders = raw.get("folders") if isinstance(raw, dict) else None
+    folders = raw.get(kind) if isinstance(raw, dict) else None
     if not isinstance(folders, dict):
         return {}
     return {
@@ -403,8 +444,9 @@ def _load(user: UserPaths) -> dict[str, dict[str, dict[str, str]]]:
 
 
 @contextlib.contextmanager
-def _store(user: UserPaths) -> Iterator[dict[str, dict[str, object]]]:
-    """The stored decisions, changed under a lock and written back atomically."""
+def _store(user: UserPaths, kind: str = "folders") -> Iterator[dict[str, dict[str, object]]]:
+    """The stored decisions of ``kind``, changed under a lock and written back atomically
+    with the other kind as it was."""
     path = trust_file(user)
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = os.open(
@@ -412,9 +454,11 @@ def _store(user: UserPaths) -> Iterator[dict[str, dict[str, object]]]:
     )
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        folders: dict[str, dict[str, object]] = dict(_load(user))  # type: ignore[arg-type]
+        stored: dict[str, object] = {k: _load(user, k) for k in ("folders", "declined")}
+        folders: dict[str, dict[str, object]] = dict(_load(user, kind))  # type: ignore[arg-type]
         yield folders
-        data = json.dumps({"format": _FORMAT, "folders": folders}, indent=1, sort_keys=True)
+        stored[kind] = folders
+        data = json.dumps({"format": _FORMAT, **stored}, indent=1, sort_keys=True)
         atomic_write(path, (data + "\n").encode("utf-8"), mode=0o600)
     finally:
         os.close(lock)

@@ -41,7 +41,7 @@ from agentsh.tui.widgets.tool_block import ToolBlock
 
 UNTRUSTED_NOTE = (
     "This folder is not trusted: its .agentsh/config.toml, AGENTS.md and memory were not "
-    "loaded. Restart agentsh here to be asked again."
+    "loaded. `agentsh trust` asks again."
 )
 
 if TYPE_CHECKING:
@@ -88,7 +88,9 @@ class AgentshApp(App[None]):
             self, env, self.options, keymap=self.keymap, agent_factory=agent_factory, cwd=cwd
         )
         self._startup_problems = [str(p) for p in env.config.problems] + list(keymap.problems)
-        if not env.trusted:  # the user said "not now" to the trust question
+        if env.trust.declined:  # the user said "not now" to these very files, once
+            self._startup_problems.insert(0, env.trust.declined_note())
+        elif not env.trusted:
             self._startup_problems.insert(0, UNTRUSTED_NOTE)
         self._watch_themes = watch_themes
         # A closed terminal (SIGHUP) or a kill (SIGTERM) quits like Ctrl+Q: the log is finished.

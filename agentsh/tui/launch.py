@@ -47,18 +47,37 @@ def main(args: argparse.Namespace) -> int:
     env = load_environment(trust_project=bool(getattr(args, "trust_project", False)))
     if env.trust.asks and not env.trust_project:
         # Asked before the main app exists, so nothing of the folder's is loaded until then.
-        from agentsh.trust import grant
+        from agentsh.trust import decline, grant
         from agentsh.tui.screens.trust_screen import ask_trust
 
         answer = ask_trust(env.trust)
         if answer is None:
             return 0
-        if answer:
-            grant(env.user, env.trust)
-            env = load_environment()
+        (grant if answer else decline)(env.user, env.trust)  # "not now" is remembered too
+        env = load_environment()
     app = AgentshApp(env, options)
     app.run()
     return app.return_code or 0
+
+
+def review_trust(args: argparse.Namespace) -> int:
+    """``agentsh trust``: the trust question for this folder, asked even after a "not now"."""
+    from agentsh.config import load_environment
+    from agentsh.trust import decline, forget_decline, grant
+    from agentsh.tui.screens.trust_screen import ask_trust
+
+    env = load_environment()
+    forget_decline(env.user, env.trust.root)
+    check = load_environment().trust
+    if not check.findings:
+        print(f"{check.root} holds nothing to trust: agentsh loads nothing of it.")
+        return 0
+    answer = ask_trust(check)
+    if answer is None:
+        return 0
+    (grant if answer else decline)(env.user, check)
+    print(f"{check.root}: {'trusted' if answer else 'not trusted (not asked again at start)'}.")
+    return 0
 
 
 def leave(code: int) -> NoReturn:

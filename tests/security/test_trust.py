@@ -67,6 +67,46 @@ def test_trust_is_stored_with_hashes_and_a_change_asks_again(
     assert check_project(user, project).state is TrustState.TRUSTED  # from the root: same
 
 
+def test_a_no_is_remembered_for_exactly_these_files(project: Path, user: UserPaths) -> None:
+    _hostile(project)
+    trust.decline(user, check_project(user, project))
+    declined = check_project(user, project)
+    assert declined.declined and not declined.asks and not declined.trusted
+    note = declined.declined_note()
+    assert "not loaded" in note and "`agentsh trust`" in note and "\n" not in note
+    assert not load_environment(project).trusted  # still nothing of the folder's loads
+    (project / "AGENTS.md").write_text("Use spaces.\n")  # a change asks again
+    changed = check_project(user, project)
+    assert changed.asks and not changed.declined and changed.declined_note() == ""
+    grant(user, changed)  # a yes forgets the no
+    assert not trust._load(user, "declined") and check_project(user, project).trusted
+    trust.decline(user, check_project(user, project))  # a later no keeps the trust record
+    assert trust._load(user, "folders") and trust._load(user, "declined")
+
+
+def test_agentsh_trust_asks_again_after_a_no(
+    project: Path,
+    user: UserPaths,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from agentsh import cli
+
+    _hostile(project)
+    trust.decline(user, check_project(user, project))
+    asked: list[trust.TrustCheck] = []
+
+    def ask(check: trust.TrustCheck) -> bool:
+        asked.append(check)
+        return True
+
+    monkeypatch.setattr("agentsh.tui.screens.trust_screen.ask_trust", ask)
+    assert cli.main(["trust"]) == 0
+    assert len(asked) == 1 and asked[0].state is TrustState.NEW
+    assert check_project(user, project).state is TrustState.TRUSTED
+    assert "trusted" in capsys.readouterr().out
+
+
 def test_a_planted_link_is_a_finding_not_a_read(
     project: Path, user: UserPaths, tmp_path: Path
 ) -> None:

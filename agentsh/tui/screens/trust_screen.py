@@ -3,9 +3,10 @@
 Shown before anything of the folder is loaded (see :mod:`agentsh.trust`): the launcher runs it
 in a small app of its own, ahead of the main one, so no project setting, instruction or memory
 reaches the screen, the keymap or the agent before the user answers. ``y`` trusts (the answer
-is stored with a hash of the files listed), ``n`` or Esc starts without them this time, Ctrl+Q
-quits. The keys are fixed: no configuration changes them. Every line that comes from the
-folder is shown as plain text with control characters made visible.
+is stored with a hash of the files listed), ``n`` or Esc starts without them (remembered for
+the same files: :func:`agentsh.trust.decline`), Ctrl+Q quits. The keys are fixed: no
+configuration changes them. Every line that comes from the folder is shown as plain text with
+control characters made visible.
 """
 
 from __future__ import annotations
@@ -85,9 +86,9 @@ class TrustScreen(ModalScreen[bool | None]):
                         else ","
                     )
                     + " and remembers your answer for exactly these files: a change asks "
-                    "again. Not trusting starts without them; your own settings and USER.md "
-                    "still work. Either way a project can never choose the model, its server, "
-                    "or your keys."
+                    "again. Not trusting starts without them (remembered until they change; "
+                    "`agentsh trust` asks again); your own settings and USER.md still work. "
+                    "Either way a project can never choose the model, its server, or your keys."
                 ),
                 id="trust-explain",
             )
