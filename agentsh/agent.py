@@ -32,7 +32,7 @@ from agentsh.errors import AgentshError
 from agentsh.events import ContextStatus, ErrorKind, Event, Notice, NoticeLevel, StatusChanged, Tier
 from agentsh.instructions import NestedInstructions
 from agentsh.llm.client import LLMClient, LLMError, environment_secrets
-from agentsh.llm.models import api_base_for, model_info
+from agentsh.llm.models import ModelInfo, api_base_for, model_info
 from agentsh.llm.tokens import TokenCounter, estimate_tokens
 from agentsh.mcp.mcp_manager import McpManager
 from agentsh.mcp.state import McpOverview
@@ -246,18 +246,30 @@ class Agent:
         settings = self.env.settings.model
         base = api_base_for(model, self._api_base, settings)
         self.llm = self._client_factory(model, settings=settings, api_base=base)
-        info = model_info(model, settings)
-        self._window = info.window
-        self._max_output = info.max_output_tokens
-        self.context.set_model(model, self._window, self._max_output)
-        self.prompt.set_window(self._window)
-        self.tools.terse = self.prompt.budget.terse
+        self._use_facts(model, model_info(model, settings))
         if self.session.leaf_id is not None:
             self.session.append(
                 ModelChangeEntry(
                     id=self.session.new_id(), parent_id=self.session.leaf_id, model=model
                 )
             )
+
+    async def follow_fallback(self) -> None:
+        """The client fell back (``--fallback-model``) and that model answers from now on: its
+        window, output limit and prices shape the context tiers and the status, not the
+        primary's. No-op while the model the context was sized for still answers."""
+        model = self.model
+        if model is None or model == self.context.model:
+            return
+        info = await asyncio.to_thread(model_info, model, self.env.settings.model)
+        self._use_facts(model, info)
+
+    def _use_facts(self, model: str, info: ModelInfo) -> None:
+        self._window = info.window
+        self._max_output = info.max_output_tokens
+        self.context.set_model(model, self._window, self._max_output)
+        self.prompt.set_window(self._window)
+        self.tools.terse = self.prompt.budget.terse
 
     def switch_session(self, session: Session, *, fresh_prompt: bool = True) -> None:
         """Continue in another session (``/new``, ``/resume``, ``/fork``)."""

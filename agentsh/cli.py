@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentsh import __version__, run_options
+from agentsh.cli_checks import check_options_before, check_session_options
 from agentsh.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError
 from agentsh.headless.stdin import PROMPT_FROM_STDIN, terminal  # standard library only
 from agentsh.termsafe import printable, terminal_safe
@@ -385,30 +386,6 @@ def resolve_handler(key: str) -> Handler:
     return handler
 
 
-def _check_session_options(args: argparse.Namespace) -> None:
-    """At most one way to choose the session: honouring one and quietly dropping another
-    (``--no-session -c`` starting afresh) would lose the conversation the user asked for."""
-    given = [
-        name
-        for name, on in (
-            ("--no-session", args.no_session),
-            ("--session", args.session is not None),
-            ("-c/--continue", args.continue_session),
-            ("-r/--resume", args.resume is not None),
-        )
-        if on
-    ]
-    if len(given) > 1:
-        raise CliError(f"{given[0]} and {given[1]} cannot be used together; pick one", EXIT_USAGE)
-    resuming = [g for g in given if g != "--no-session"]
-    if getattr(args, "fork_session", False) and not resuming:
-        raise CliError("--fork-session needs a session to copy: -c, -r ID or --session", EXIT_USAGE)
-    if getattr(args, "session_id", None) and resuming and not args.fork_session:
-        raise CliError(
-            f"--session-id names a new session; with {resuming[0]} add --fork-session", EXIT_USAGE
-        )
-
-
 def split_prompt_words(
     parser: argparse.ArgumentParser, argv: Sequence[str]
 ) -> tuple[list[str], list[str]]:
@@ -548,7 +525,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if words and args.prompt is None and terminal_session():
                 raise CliError(_words_in_a_terminal(words, parser), EXIT_USAGE)
             key = _front_end(args, words)
-            _check_session_options(args)
+            check_session_options(args)
+        else:
+            check_options_before(parser, args)
         handler = resolve_handler(key)
         if key == "tui":  # the screen draws with escape sequences of its own
             code = handler(args)

@@ -205,6 +205,7 @@ class UsageReported(Event):
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     cost: float = 0.0
+    model: str = ""  # the model that answered ("" for a compaction's summary call)
 
 
 @dataclass(frozen=True, slots=True)

@@ -186,24 +186,6 @@ def resolve(args: argparse.Namespace, cwd: Path, *, headless: bool) -> RunExtras
     )
 
 
-#: the flags above, as (namespace attribute, flag)
-_FLAGS = (
-    ("skip_permissions", "--dangerously-skip-permissions"),
-    ("add_dirs", "--add-dir"),
-    ("mcp_configs", "--mcp-config"),
-    ("strict_mcp_config", "--strict-mcp-config"),
-    ("settings_json", "--settings"),
-    ("tools", "--tools"),
-    ("fallback_model", "--fallback-model"),
-)
-
-
-def given_flags(args: argparse.Namespace) -> list[str]:
-    """Which of these flags the command line set (a front end that does not take them says
-    so instead of running without them)."""
-    return [flag for attr, flag in _FLAGS if getattr(args, attr, None) not in (None, False)]
-
-
 def apply_environment(extras: RunExtras) -> None:
     """``--settings``' ``env``, as Claude Code applies it: set for this run (the model calls,
     the commands the agent runs, MCP servers), before anything reads the environment."""

@@ -104,6 +104,8 @@ class TurnHost(ToolCallHost, Protocol):
 
     def sync_quietly(self) -> None: ...
 
+    async def follow_fallback(self) -> None: ...
+
 
 class Turn:
     """One run of the loop for one user message; ``state`` is shared with the agent, whose
@@ -220,6 +222,7 @@ class Turn:
             )
             state.text = ""
             state.streaming = False
+            await host.follow_fallback()  # --fallback-model answered: its window from now on
             host.context.record_usage(entry)
             emit(
                 AssistantMessage(
@@ -238,6 +241,7 @@ class Turn:
                     usage.cache_read_tokens,
                     usage.cache_write_tokens,
                     usage.cost,
+                    model=entry.model or "",
                 )
             )
             emit(StatusChanged(host.context.status()))

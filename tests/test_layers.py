@@ -64,6 +64,7 @@ LAYERS: dict[str, int] = {
     "tui": 7,
     "acp": 7,
     "cli": 7,
+    "cli_checks": 7,
     "commands": 7,
     "__main__": 7,
 }

@@ -19,7 +19,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, cast
 
-from agentsh.errors import EXIT_OK, EXIT_USAGE, CliError
+from agentsh.errors import EXIT_OK
 
 if TYPE_CHECKING:
     from agentsh.acp.server import AcpServer
@@ -28,14 +28,8 @@ if TYPE_CHECKING:
 
 def main(args: argparse.Namespace) -> int:
     from agentsh.acp.stdio import claim_stdio
-    from agentsh.run_options import given_flags
 
-    if ignored := given_flags(args):  # agentsh --add-dir X acp: said, not silently dropped
-        raise CliError(
-            f"{', '.join(ignored)}: not taken by `agentsh acp` (the editor passes its MCP "
-            "servers and sets the mode); leave them out",
-            EXIT_USAGE,
-        )
+    # (options before `acp` it does not read are refused by agentsh.cli_checks)
     pipes = claim_stdio()  # before any other import can print
 
     from agentsh.acp.server import AcpOptions, AcpServer

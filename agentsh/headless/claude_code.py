@@ -61,22 +61,47 @@ def usage_json(
 
 
 @dataclass(slots=True)
-class RunTotals:
-    """What one turn (one ``result``) adds up."""
+class Tally:
+    """Tokens and cost added up (of a turn, or of one model in it)."""
 
-    started: float = field(default_factory=time.monotonic)
-    api_ms: float = 0.0
-    turns: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read: int = 0
     cache_write: int = 0
     cost: float = 0.0
+
+    def add(self, event: UsageReported) -> None:
+        self.input_tokens += event.input_tokens
+        self.output_tokens += event.output_tokens
+        self.cache_read += event.cache_read_tokens
+        self.cache_write += event.cache_write_tokens
+        self.cost += event.cost
+
+    def model_usage(self) -> dict[str, Any]:
+        """One model's entry in the result's ``modelUsage``."""
+        return {
+            "inputTokens": max(0, self.input_tokens - self.cache_write),
+            "outputTokens": self.output_tokens,
+            "cacheReadInputTokens": self.cache_read,
+            "cacheCreationInputTokens": self.cache_write,
+            "costUSD": round(self.cost, 6),
+        }
+
+
+@dataclass(slots=True)
+class RunTotals(Tally):
+    """What one turn (one ``result``) adds up."""
+
+    started: float = field(default_factory=time.monotonic)
+    api_ms: float = 0.0
+    turns: int = 0
     answer: str = ""
     outcome: TurnOutcome = TurnOutcome.ERROR
     limit: str = ""
     errors: list[str] = field(default_factory=list)
     stop_reason: str | None = None
+    #: per model that answered (two after a --fallback-model took over)
+    models: dict[str, Tally] = field(default_factory=dict)
 
     @property
     def is_error(self) -> bool:
@@ -161,6 +186,8 @@ class ClaudeCodeStream:
             case UsageReported():
                 self._add_usage(event)
                 if self._pending is not None:
+                    if event.model:  # the model that answered (--fallback-model's, after one)
+                        self._pending["message"]["model"] = event.model
                     self._pending["message"]["usage"] = usage_json(
                         event.input_tokens,
                         event.output_tokens,
@@ -241,13 +268,8 @@ class ClaudeCodeStream:
                 totals.input_tokens, totals.output_tokens, totals.cache_read, totals.cache_write
             ),
             "modelUsage": {
-                self.model: {
-                    "inputTokens": max(0, totals.input_tokens - totals.cache_write),
-                    "outputTokens": totals.output_tokens,
-                    "cacheReadInputTokens": totals.cache_read,
-                    "cacheCreationInputTokens": totals.cache_write,
-                    "costUSD": round(totals.cost, 6),
-                }
+                model: tally.model_usage()
+                for model, tally in (totals.models or {self.model: Tally()}).items()
             },
             "permission_denials": denials,
             "uuid": str(uuid.uuid4()),
@@ -318,12 +340,9 @@ class ClaudeCodeStream:
         return pending
 
     def _add_usage(self, event: UsageReported) -> None:
-        totals = self.totals
-        totals.input_tokens += event.input_tokens
-        totals.output_tokens += event.output_tokens
-        totals.cache_read += event.cache_read_tokens
-        totals.cache_write += event.cache_write_tokens
-        totals.cost += event.cost
+        self.totals.add(event)
+        # a compaction's summary call names no model: it counts for the model of the run
+        self.totals.models.setdefault(event.model or self.model, Tally()).add(event)
 
     # -- partial messages (Anthropic's raw stream events) -----------------------------------------
 

@@ -269,12 +269,20 @@ def test_fallback_model_takes_over_when_the_model_stays_overloaded(
     scripted_server.script(
         *[overloaded] * 4, tool_call("read", {"path": "missing.txt"}), text("from the fallback")
     )
-    run = run_agentsh("-p", "hi", "--fallback-model", "openai/spare-model")
+    spare = "openai/gpt-4.1"  # a model litellm knows: a 1M window and a price
+    run = run_agentsh("-p", "hi", "--fallback-model", spare, "--output-format", "events")
     assert run.code == 0, run.stderr
-    assert run.stdout == "from the fallback\n"
+    *events, result = _lines(run)
+    assert result["result"] == "from the fallback"
     models = [r.body["model"] for r in scripted_server.requests]
-    assert models == ["test-model"] * 4 + ["spare-model"] * 2  # and stays there
-    assert "going on with openai/spare-model (--fallback-model)" in run.stderr
+    assert models == ["test-model"] * 4 + ["gpt-4.1"] * 2  # and stays there
+    assert f"going on with {spare} (--fallback-model)" in run.stderr
+    # the model that serves sizes the context and prices the calls, not the primary
+    status = [e["status"] for e in events if e["type"] == "status_changed"][-1]
+    assert (status["model"], status["window"]) == (spare, 1_047_576)
+    assert [e["model"] for e in events if e["type"] == "usage_reported"] == [spare, spare]
+    assert list(result["modelUsage"]) == [spare]
+    assert result["modelUsage"][spare]["costUSD"] == result["total_cost_usd"] > 0
 
 
 def test_fallback_model_is_not_used_for_a_rate_limit(
@@ -307,3 +315,44 @@ def test_agentsh_acp_names_the_flags_it_does_not_take(
     run = run_agentsh("--add-dir", str(tmp_path), "--dangerously-skip-permissions", "acp")
     assert run.code == 2
     assert "--dangerously-skip-permissions, --add-dir: not taken by `agentsh acp`" in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "refused"),
+    [
+        (["--max-turns", "3", "acp"], "--max-turns"),
+        (["--output-format", "json", "--verbose", "acp"], "--output-format, --verbose"),
+        (["--permission-mode", "plan", "acp"], "--permission-mode"),
+        (["--no-session", "-c", "sessions"], "--continue, --no-session"),
+        (["--approve", "all", "sessions", "search", "x"], "--approve"),
+        (["--resume", "abc", "mcp", "list"], "--resume"),
+    ],
+)
+def test_options_before_a_command_that_does_not_read_them_are_refused(
+    argv: list[str], refused: str, agentsh_home: Path
+) -> None:
+    """Not dropped in silence: `agentsh --max-turns 3 acp` would run without the limit."""
+    from tests.fakes.in_process import run_cli
+
+    run = run_cli(argv)
+    assert run.code == 2, run.stderr
+    command = next(word for word in argv if word in ("acp", "sessions", "mcp"))
+    assert run.stderr.startswith(f"agentsh: {refused}: not taken by `agentsh {command}`")
+    assert run.stderr.count("\n") == 1  # one line
+
+
+def test_a_command_still_reads_its_own_options_and_model_flags_pass(
+    agentsh_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command's own options are its own; -m/--api-base pass everywhere
+    (a shell alias puts them before every command); `--trust-project mcp list` is read."""
+    from tests.fakes.in_process import run_cli
+
+    monkeypatch.chdir(tmp_path)
+    for argv in (
+        ["-m", "openai/x", "--api-base", "http://127.0.0.1:9", "sessions", "--json"],
+        ["--trust-project", "mcp", "list", "--json"],
+        ["sessions", "search", "needle", "--json"],
+    ):
+        run = run_cli(argv)
+        assert run.code == 0, (argv, run.stderr)
