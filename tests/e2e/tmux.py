@@ -3,13 +3,22 @@
 Each :class:`TmuxPane` runs its own tmux server on a private socket (``tmux -L``), so tests
 and benchmarks never touch a user's tmux sessions, and :meth:`TmuxPane.close` ends exactly the
 server it started. Used by the end-to-end test and the TUI benchmarks.
+
+The tmux server is a daemon: nothing ends it with the test. A pane left behind keeps its
+program alive, in a terminal nobody reads, for ever (a full suite once left an agentsh and its
+model worker running for an hour). So :meth:`TmuxPane.close` waits for the pane's program to
+end after the server's SIGHUP and kills its process group if it does not, a pane that fails to
+start is closed at once, and a watchdog process closes the pane when the test process dies
+without closing it (a crash, a kill, a timeout that ends the worker).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -36,13 +45,35 @@ class TmuxPane:
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         shell = f"cd {shlex.quote(str(cwd))} && exec env {exports} {shlex.join(command)}"
         self.started = time.perf_counter()
-        self._tmux("new-session", "-d", "-s", "main", "-x", str(width), "-y", str(height), shell)
+        self._pid = 0
+        self._watchdog: subprocess.Popen[bytes] | None = None
+        try:
+            size = ["-x", str(width), "-y", str(height)]
+            self._tmux("new-session", "-d", "-s", "main", *size, shell, timeout=60)
+            self._pid = self.pid()
+            self._watchdog = self._start_watchdog()
+        except BaseException:
+            self.close()  # a server that started must not outlive a failed start
+            raise
 
-    def _tmux(self, *args: str) -> str:
+    def _tmux(self, *args: str, timeout: float = 10) -> str:
         done = subprocess.run(
-            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=10
+            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=timeout
         )
         return done.stdout
+
+    def _start_watchdog(self) -> subprocess.Popen[bytes]:
+        """A process that waits for end of input, then ends the server and the pane's group:
+        the input closes when :meth:`close` closes it or when the test process dies."""
+        group = f"kill -KILL -- -{self._pid} 2>/dev/null" if self._pid else ":"
+        script = f"read _; tmux -L {self.socket} kill-server 2>/dev/null; sleep 5; {group}"
+        return subprocess.Popen(
+            ["sh", "-c", script],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a signal to the test's process group does not reach it
+        )
 
     def screen(self) -> str:
         return self._tmux("capture-pane", "-p", "-t", "main")
@@ -70,14 +101,48 @@ class TmuxPane:
                 raise TimeoutError(f"screen never matched; last screen:\n{screen}")
             time.sleep(poll)
 
-    def close(self) -> None:
-        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=10)
+    def close(self, grace: float = 10.0) -> None:
+        """End the server (its SIGHUP lets the program finish its work), wait up to ``grace``
+        seconds for the pane's program to end, then kill its process group."""
+        # (a loaded machine may time the client out: the group is killed below all the same)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            subprocess.run(
+                ["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=30
+            )
+        if self._pid:
+            deadline = time.monotonic() + grace
+            while _alive(self._pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._pid, signal.SIGKILL)  # the program, or what it left in its group
+            self._pid = 0
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None:  # its job is done: it must not kill anything later
+            watchdog.kill()
+            watchdog.wait()
+            assert watchdog.stdin is not None
+            watchdog.stdin.close()
 
     def __enter__(self) -> TmuxPane:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie nobody reaped yet has ended: a container's init may never reap)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
 
 
 class ScriptedServerProcess:
