@@ -347,3 +347,31 @@ async def test_ctrl_o_shows_the_newest_tool_block_held_below_a_reader_far_up(
         await pilot.press("ctrl+o")
         await wait_for(pilot, lambda: block.display and block.expanded and chat.following)
         await wait_for(pilot, lambda: "bash: make" in screen_text(app))
+
+
+async def test_a_scroll_during_a_window_change_is_acted_on_after_it(
+    make_app: MakeApp, project: Path, windowed_env: Environment
+) -> None:
+    """The scroll watcher skipped a scroll made while the window was changing, and at the top
+    edge nothing scrolls again: the reader stayed at the top of the rows mounted for good (CI:
+    the window stuck at row 83 while the test pressed Home for 30 s)."""
+    app = make_app(environment=windowed_env)
+    async with app.run_test(size=(80, 24)) as pilot:
+        chat = await long_chat(pilot, app, project)
+        first = chat.first
+        assert first > 0
+        change_done = asyncio.Event()
+
+        async def slow_change() -> None:
+            with chat.changing_window():
+                await change_done.wait()
+
+        change = asyncio.create_task(slow_change())
+        await pilot.pause()
+        chat.scroll_home(animate=False, immediate=True)
+        await pilot.pause()
+        await chat.wait_for_refresh()  # the watcher ran and skipped: the change is under way
+        assert chat.first == first
+        change_done.set()
+        await change
+        await wait_for(pilot, lambda: chat.first < first)

@@ -574,11 +574,8 @@ class ChatView(RowWindow):
         if step > 0 and last_block and self.last < len(self.rows) and not self._adjusting:
             # Past the last block mounted: the rows below are mounted first (issue 14: Down
             # stopped at the end of the window, short of the chat's end).
-            self._adjusting = True
-            try:
+            with self.changing_window():
                 await self._extend_bottom()
-            finally:
-                self._adjusting = False
             later = self._focusable_blocks()
             blocks = later if len(later) > len(blocks) else []
         if not blocks:  # nothing to walk: the keys scroll instead

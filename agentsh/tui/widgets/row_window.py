@@ -15,6 +15,8 @@ as the window reaches them from above, or the chat goes to its end.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from textual.containers import VerticalScroll
@@ -72,7 +74,8 @@ class RowWindow(VerticalScroll):
         self.rows: list[Row] = []
         self.first = 0  # rows[first:last] are mounted
         self.last = 0
-        self._adjusting = False
+        self._adjusting = False  # a window change is under way (see :meth:`changing_window`)
+        self._scroll_missed = False  # the view scrolled meanwhile: act on it afterwards
         self._loading = False  # a load is replacing the rows: scrolling must not mount any
         self.output_below = False  # output arrived below the reader since they scrolled up
 
@@ -257,11 +260,32 @@ class RowWindow(VerticalScroll):
         self.first = self.last = max(0, min(center - self.batch_rows, start - 1))
         await self._mount_below(max(center + 1, self.first + self.initial))
 
-    async def _on_scrolled(self, _old: float, new: float) -> None:
-        if self._adjusting or self._loading or not self.rows:
-            return
+    @contextmanager
+    def changing_window(self) -> Iterator[None]:
+        """Mark a change of the mounted rows under way: the scroll watcher does not mount or
+        unmount rows meanwhile, but a scroll it skipped is acted on once the change is done.
+        Dropped, a scroll to the top edge stranded the reader there: scrolling on at that
+        edge does not move ``scroll_y``, so the watcher never ran again (a CI failure: the
+        window stayed at row 83 of 143 for 30 s of Home presses)."""
         self._adjusting = True
         try:
+            yield
+        finally:
+            self._adjusting = False
+            if self._scroll_missed:
+                self._scroll_missed = False
+                self.call_after_refresh(self._scrolled_meanwhile)
+
+    async def _scrolled_meanwhile(self) -> None:
+        await self._on_scrolled(self.scroll_y, self.scroll_y)
+
+    async def _on_scrolled(self, _old: float, new: float) -> None:
+        if self._loading or not self.rows:
+            return
+        if self._adjusting:
+            self._scroll_missed = True
+            return
+        with self.changing_window():
             if new <= 1 and self.first > 0:
                 await self._extend_top()
             elif new >= self.max_scroll_y - self.size.height and self.last < len(self.rows):
@@ -270,8 +294,6 @@ class RowWindow(VerticalScroll):
                 await self._extend_bottom()
             await self._prune_far_above()
             await self._prune_far_below()
-        finally:
-            self._adjusting = False
 
     async def page_down(self) -> None:
         """Scroll a page down, mounting the rows below first when the page reaches past those
@@ -281,14 +303,11 @@ class RowWindow(VerticalScroll):
         another task than this widget's (it waits for the layout of the rows it mounts)."""
         await self.wait_for_refresh()  # a pending keep_position first: it moves scroll_y
         target = self.scroll_y + self.scrollable_content_region.height
-        self._adjusting = True  # the mounting here, not the scroll watcher's
-        try:
+        with self.changing_window():  # the mounting here, not the scroll watcher's
             while target > self.max_scroll_y and self.last < len(self.rows) and self.is_mounted:
                 await self._extend_bottom()
                 if not await self.wait_for_refresh():
                     break
-        finally:
-            self._adjusting = False
         self.scroll_to(y=target, animate=False, immediate=True)
 
     async def page_up(self) -> None:
@@ -297,8 +316,7 @@ class RowWindow(VerticalScroll):
         rows mounted there only moved the view back down, so it crawled (issue 14)."""
         await self.wait_for_refresh()  # a pending keep_position first: it moves scroll_y
         target = self.scroll_y - self.scrollable_content_region.height
-        self._adjusting = True  # the mounting here, not the scroll watcher's
-        try:
+        with self.changing_window():  # the mounting here, not the scroll watcher's
             while target < 0 and self.first > 0 and self.is_mounted:
                 anchor_widget = self.rows[self.first].widget
                 before_y = anchor_widget.virtual_region.y if anchor_widget is not None else 0
@@ -311,8 +329,6 @@ class RowWindow(VerticalScroll):
                 shift = anchor_widget.virtual_region.y - before_y
                 target += shift
                 self.scroll_to(y=self.scroll_y + shift, animate=False, immediate=True)
-        finally:
-            self._adjusting = False
         self.scroll_to(y=max(0, target), animate=False, immediate=True)
 
     def action_scroll_end(self) -> None:
