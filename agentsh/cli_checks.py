@@ -57,8 +57,6 @@ def _dests(parser: argparse.ArgumentParser) -> set[str]:
 def check_session_options(args: argparse.Namespace) -> None:
     """At most one way to choose the session: honouring one and quietly dropping another
     (``--no-session -c`` starting afresh) would lose the conversation the user asked for."""
-    """At most one way to choose the session: honouring one and quietly dropping another
-    (``--no-session -c`` starting afresh) would lose the conversation the user asked for."""
     given = [
         name
         for name, on in (
