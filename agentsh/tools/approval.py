@@ -37,7 +37,7 @@ from agentsh.events import ApprovalDecision, ApprovalRequest
 from agentsh.paths import ProjectPaths
 from agentsh.tools.base import Effect, Tool, ToolContext, ToolError, outside_reason
 from agentsh.tools.git_armed import armed_programs, git_folders
-from agentsh.tools.protected import protected_reason
+from agentsh.tools.protected import hooks_folder, hooks_reason, protected_reason
 from agentsh.tools.rules import ToolRule, ToolRules, command_parts
 
 #: Claude Code's permission modes (``--permission-mode``) -> agentsh's approval mode; ``plan``
@@ -192,7 +192,7 @@ class Approver:
                 ), f"it writes outside the project ({where}), never allowed with -p"
             reason = f"it writes outside the project root ({self.project_root}): {where}"
             return _asked(await self._ask(tool, params, ctx, reason, outside=True))
-        protected = self._protected(tool, params, ctx)
+        protected = self._protected(tool, params, ctx) or await self._hooks(tool, params, ctx)
         if protected is not None:
             if not self.interactive:
                 return (
@@ -331,6 +331,15 @@ class Approver:
             if armed.digest not in self._allowed_armed:  # the same programs, not the same names
                 return armed.reason(), armed.digest
         return None
+
+    async def _hooks(self, tool: Tool, params: Any, ctx: ToolContext) -> str | None:
+        """What hooks folder (``core.hooksPath`` inside the project) the call writes, in
+        words, or None; git is asked only for a call that writes files."""
+        targets = tool.target_paths(params, ctx)
+        if not targets:
+            return None
+        folder = await asyncio.to_thread(hooks_folder, self.project_root)
+        return next((why for p in targets if (why := hooks_reason(p, folder))), None)
 
     def _protected(self, tool: Tool, params: Any, ctx: ToolContext) -> str | None:
         """What protected path the call writes, in words, or None."""

@@ -1,5 +1,8 @@
 """Protected paths: the project's ``.agentsh/config.toml`` and anything under ``.git/``.
 
+So is the folder the repository's ``core.hooksPath`` names inside the project (husky's
+``.husky/``): git runs its files as hooks (:func:`hooks_folder`).
+
 ``.agentsh/config.toml`` holds ``tools.approval``: an agent allowed to edit files must not
 grant itself commands. ``.git/`` holds the config and hooks that git obeys: a ``core.fsmonitor``,
 a hook or an alias written there runs in the user's own next ``git status``, long after
@@ -76,6 +79,42 @@ def protected_reason(path: Path, root: Path) -> str | None:
             "what tools may do without asking"
         )
     return None
+
+
+def hooks_folder(root: Path) -> Path | None:
+    """The folder the project repository's ``core.hooksPath`` names when it lies inside the
+    project (husky's ``.husky/``): git runs its files as hooks, in the user's own commits too,
+    so a write there is a write to ``.git/hooks``. None when unset, outside, or no git."""
+    from agentsh.gitutil import GitError, run_git
+
+    try:
+        done = run_git(
+            ["config", "--show-scope", "--get-all", "core.hooksPath"], cwd=root, check=False
+        )
+    except GitError:
+        return None
+    values = [
+        value
+        for scope, _tab, value in (
+            line.partition("\t") for line in done.stdout.decode("utf-8", "replace").splitlines()
+        )
+        if scope != "command"  # agentsh's own -c core.hooksPath=/dev/null
+    ]
+    if done.returncode != 0 or not values:
+        return None
+    folder = Path(values[-1]).expanduser()
+    folder = Path(os.path.realpath(folder if folder.is_absolute() else root / folder))
+    return folder if folder.is_relative_to(Path(os.path.realpath(root))) else None
+
+
+def hooks_reason(path: Path, folder: Path | None) -> str | None:
+    """Why writing ``path`` changes a hook git runs (see :func:`hooks_folder`), or None."""
+    if folder is None or not Path(os.path.realpath(path)).is_relative_to(folder):
+        return None
+    return (
+        f"the git hooks folder this repository's core.hooksPath names ({folder}): git runs "
+        "its files, in your own git commands too"
+    )
 
 
 def protected_command(command: str) -> str | None:
