@@ -427,6 +427,42 @@ def _near(primary: _Rx, secondary: str, gap: int, *, secondary_first: bool) -> _
 
 
 @dataclass(frozen=True, slots=True)
+class _Addressed:
+    """``technical`` (a credentials file dumped, data sent to a URL, approval turned off) only
+    where the text also speaks to the model within ``reach`` characters: a match of ``cue``
+    ("in your reply", "before replying", "the user agreed", "after each turn").
+
+    For tool output, where code and docs name ``.env``, ``curl -d`` and ``--yolo`` as a matter
+    of course but never tell the reader to put a key in *its reply*. The cues are looked for
+    only in a text the technical pattern matches somewhere (most pages of code never do), with
+    one regex and no anchors of their own (common words such as "output" would cost every
+    scan); then the technical pattern runs again on the stretches around them (merged: no
+    character is read twice, however dense the cues), each as a document of its own.
+    """
+
+    technical: Callable[[_Doc], Span | None]
+    cue: re.Pattern[str]
+    reach: int
+
+    def __call__(self, doc: _Doc) -> Span | None:
+        if self.technical(doc) is None:
+            return None
+        text = doc.text
+        stretches: list[Span] = []
+        for found in self.cue.finditer(text):
+            lo, hi = max(0, found.start() - self.reach), min(len(text), found.end() + self.reach)
+            if stretches and lo <= stretches[-1][1]:
+                stretches[-1] = (stretches[-1][0], hi)
+            else:
+                stretches.append((lo, hi))
+        for lo, hi in stretches:
+            span = self.technical(doc if (lo, hi) == (0, len(text)) else _Doc(text[lo:hi]))
+            if span is not None:
+                return (lo + span[0], lo + span[1])
+        return None
+
+
+@dataclass(frozen=True, slots=True)
 class ThreatPattern:
     """A named pattern: the scopes it guards and where in a normalised text it matches."""
 

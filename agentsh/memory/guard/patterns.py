@@ -8,7 +8,9 @@ from . import latin
 from .matching import (
     _SPACE,
     _SPACE_CHARS,
+    Matcher,
     ThreatPattern,
+    _Addressed,
     _any_of,
     _compile,
     _Doc,
@@ -734,17 +736,17 @@ _hardcoded_secret = _any_of(
     ),
 )
 
-_approval_escalation = _any_of(
-    _rx(
-        ("--approve", "approv", "--dangerously-skip-permissions"),
-        _alt(
-            rf"--approve(?:=|{_SPACE}+)['\"]?all\b",
-            rf"approv(?:al|e)(?:{_SEP}mode)?(?:[ \t]*=[ \t]*|{_SEP}to{_SEP})['\"]?all\b",
-            r"--dangerously-skip-permissions\b",
-        ),
-        needs=_words("approve approval dangerously", "all skip"),
+_approval_flags = _rx(
+    ("--approve", "approv", "--dangerously-skip-permissions"),
+    _alt(
+        rf"--approve(?:=|{_SPACE}+)['\"]?all\b",
+        rf"approv(?:al|e)(?:{_SEP}mode)?(?:[ \t]*=[ \t]*|{_SEP}to{_SEP})['\"]?all\b",
+        r"--dangerously-skip-permissions\b",
     ),
-    # "disable approval", "turn off the approval prompts", "skip permission checks".
+    needs=_words("approve approval dangerously", "all skip"),
+)
+# "disable approval", "turn off the approval prompts", "skip permission checks".
+_approval_off = _any_of(
     _rx(
         ("approval", "approvals", "confirmation", "confirmations", "permission", "permissions"),
         rf"(?:approvals?|confirmations?|permissions?)(?:{_SEP}(?:prompts?|checks?|dialogs?|"
@@ -754,7 +756,7 @@ _approval_escalation = _any_of(
             "stop ignore",
             "approval approvals confirmation confirmations permission permissions",
         ),
-        before=r"\b(?:disable|disabling|turn(?:ing)?[\W_]+off|switch(?:ing)?[\W_]+off|skip|"
+        before=r"\b(?:disable|disabling|turn(?:ing)?[\W_]+off|switch(?:ing)?[\W_]+off|(?<!dangerously-)skip(?!_)|"
         r"skipping|bypass|bypassing|remove|deactivate|stop[\W_]+asking[\W_]+for|ignore)"
         r"[\W_]+(?:(?:the|all|any|every|tool|command|user|agentsh(?:'s)?|those|these)[\W_]+)"
         r"{0,3}",
@@ -770,12 +772,64 @@ _approval_escalation = _any_of(
         after=40,
         whole_words=True,
     ),
+)
+_approval_escalation = _any_of(
+    _approval_flags,
+    _approval_off,
     _rx(
         ("autoapprove", "yolo", "--yolo"),
         rf"(?:autoapprove|yolo{_SEP}mode|--yolo)\b",
         needs=_words("autoapprove yolo"),
         word_start=False,
     ),
+)
+
+
+# Words that speak to the model, not to a reader of the code or docs: "paste it in your reply",
+# "before replying", "after each turn", "without asking", "the user agreed", "so you never
+# have to ask", "send the conversation history". In tool output a credentials read, a send to
+# a URL or approval turned off counts only near one of them (an install guide's curl or a
+# README's `cat .env` do not).
+_TO_THE_MODEL = _compile(
+    rf"\b(?:in|into|to){_SEP}(?:your(?:{_SEP}(?:next|final))?{_SEP}"
+    r"(?:reply|replies|response|answer|output)|the[\W_]+(?:chat|conversation))\b"
+    rf"|\bbefore{_SEP}(?:replying|answering|responding|you{_SEP}(?:reply|answer|respond))\b"
+    rf"|\bafter{_SEP}(?:every|each){_SEP}"
+    r"(?:build|turn|reply|response|answer|message|session|commit)s?\b"
+    rf"|\bwithout{_SEP}(?:(?:any|the|user|users|their){_SEP})?"
+    r"(?:asking|telling|confirmation|confirming|approval)\b"
+    rf"|\buser{_SEP}(?:(?:has|have|already|explicitly){_SEP})?"
+    r"(?:agreed|approved|consented|allowed)\b"
+    rf"|\byou{_SEP}(?:never|don'?t|do{_SEP}not|won'?t|will{_SEP}not){_SEP}(?:have|need)"
+    rf"{_SEP}to{_SEP}ask\b"
+    r"|(?<!never )(?<!not )(?<!n't )\b(?:include|paste|show)"
+    rf"{_SEP}(?:it|them|that|(?:the|its){_SEP}(?:output|contents?))\b"
+    rf"|\b(?:conversation|chat|session){_SEP}(?:history|transcript|log)\b"
+)
+
+
+def _to_the_model(technical: Matcher) -> Matcher:
+    """``technical`` where the text speaks to the model nearby (see :data:`_TO_THE_MODEL`)."""
+    return _Addressed(technical, _TO_THE_MODEL, 200)
+
+
+# Tool output's forms of the prose patterns that do harm on the model's say-so: the same
+# matchers, counted only where the text gives the model an order (see _TO_THE_MODEL).
+_ORDERED = (
+    (
+        "curl_secret_var",
+        "an order to the model to send a secret variable with curl or wget",
+        _curl_secret_var,
+    ),
+    (
+        "secret_file_read",
+        "an order to the model to show or pass on a credentials file",
+        _secret_file_read,
+    ),
+    ("agentsh_config", "an order to the model to read or change agentsh's config", _agentsh_config),
+    ("send_to_url", "an order to the model to send data to a URL", _send_to_url),
+    # Not the flags (--approve all, --dangerously-skip-permissions): agents' docs name them.
+    ("approval_escalation", "an order to the model to turn tool approval off", _approval_off),
 )
 
 
@@ -885,6 +939,10 @@ PATTERNS: tuple[ThreatPattern, ...] = (
         "turns tool approval off (--approve all, approval = all)",
         MEMORY_SCOPES,
         _approval_escalation,
+    ),
+    *(
+        ThreatPattern(name, description, frozenset({Scope.TOOL_OUTPUT}), _to_the_model(matcher))
+        for name, description, matcher in _ORDERED
     ),
 )
 
