@@ -134,7 +134,7 @@ class TrustCheck:
         what = "changed since you trusted it" if self.state is TrustState.CHANGED else "not trusted"
         return (
             f"this folder is {what}, so its {', '.join(kinds)} ({files}) were not loaded; "
-            "open it in agentsh to review them, or pass --trust-project"
+            "`agentsh trust` reviews them, or pass --trust-project"
         )
 
 

@@ -36,7 +36,7 @@ def list_memory(args: argparse.Namespace) -> int:
         problems.insert(
             0,
             "this folder is not trusted: a session here loads none of its project memory "
-            "(open it in agentsh to review and trust it)",
+            "(`agentsh trust` reviews and trusts it)",
         )
     max_bytes = env.settings.memory.guard_max_scan_bytes
     blocked_docs = {
