@@ -652,7 +652,10 @@ def _markdown_comment(doc: _Doc) -> Span | None:
 # chat renders it, the client fetches the URL and the data goes with it.
 _PLACEHOLDER_IN_URL = (
     r"(?:\{|\$\(|\$\{|%7b|<[a-z_ -]{1,40}>|\[(?:[a-z_ -]{1,40})\]|__[a-z_]{1,40}__"
-    r"|(?:secret|token|key|password|conversation|history|data|memory)s?_?(?:here|goes_here))"
+    r"|(?:secret|token|key|password|conversation|history|data|memory)s?_?(?:here|goes_here)"
+    # ?c=SUMMARY, &d=conversation: a query value naming what the model is to put there
+    r"|[?&][\w-]{1,20}=(?:summary|conversation|history|secrets?|tokens?|keys?|passwords?"
+    r"|credentials|memory|context|prompt|reply|answer|chat)(?![\w-]))"
 )
 _image_exfiltration = _any_of(
     _rx(
