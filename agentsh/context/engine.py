@@ -135,8 +135,9 @@ class TieredEngine:
         summary_now = acc.summary_tokens(view.summary)
         pruned_only = summary_now + _FACTS_GUESS + sum(tokens)
         prune_frees = max(0, before - pruned_only) if pruned is not None and pruned.changed else 0
-        # Stop at pruning when that alone takes the context out of every tier and frees enough
-        # to matter: a prune that leaves it in a tier would only make the next call compact.
+        # Stop at pruning when that alone takes the context down to ``compact_target`` and frees
+        # enough to matter: a prune that leaves it just under a tier would only make the next
+        # turn compact again (and then pause: see agentsh.context.pause).
         if (
             stop_at_prune
             and prune_frees >= settings.strike_min_saving * used_before
@@ -261,7 +262,7 @@ class TieredEngine:
 
     def _out_of_tiers(self, used: int) -> bool:
         window = self.deps.window
-        return window > 0 and used / window < self.deps.settings.move_to_workspace_at
+        return window > 0 and used / window <= self.deps.settings.compact_target
 
     def _choose_cut(
         self, view: ContextView, tokens: Sequence[int], rule: tiers.TierRule, fixed: int

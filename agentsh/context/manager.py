@@ -3,8 +3,7 @@
 ``prepare`` before every model call (status, automatic compaction, the pre-flight route, the
 bounded-buffer guard), ``on_overflow`` after a provider's context-overflow error, ``compact``
 for ``/compact``, ``status`` for the status bar and ``breakdown`` for ``agentsh context``.
-Anti-thrashing lives here: a compaction that frees under 10 % is a strike, and two strikes in a
-row pause automatic compaction until the user compacts by hand or the context shrinks. The
+Anti-thrashing (when automatic compaction pauses) is :mod:`agentsh.context.pause`'s. The
 policy itself (what to keep, how to shrink) is the engine's: :mod:`agentsh.context.engine`.
 """
 
@@ -26,6 +25,7 @@ from agentsh.context.engine_protocol import (
     Plan,
     Summarize,
 )
+from agentsh.context.pause import Pause
 from agentsh.context.preflight import (
     Preflight,
     Route,
@@ -38,7 +38,7 @@ from agentsh.context.preflight import (
     truncate_tool_results,
 )
 from agentsh.context.repair import Message
-from agentsh.context.view import turn_starts
+from agentsh.context.view import is_sent, turn_starts
 from agentsh.context.workspace import DiskWorkspace, MemoryWorkspace, Workspace
 from agentsh.errors import AgentshError
 from agentsh.events import (
@@ -55,7 +55,7 @@ from agentsh.events import (
 )
 from agentsh.llm.tokens import estimate_tokens
 from agentsh.paths import UserPaths
-from agentsh.session.entries import CompactionEntry, MessageEntry, Role
+from agentsh.session.entries import AnyEntry, CompactionEntry, MessageEntry, Role
 from agentsh.session.session import Session
 from agentsh.values import Usage
 
@@ -121,7 +121,8 @@ class ContextManager:
         self._failed_turn: str | None = None
         self._force_truncate = False
         self._memory_flushed = False
-        self._strikes, self._paused_at = self._strikes_from_log()
+        self.pause = Pause(cs)
+        self.pause.replay(session.current_path(), self._in_tier, self._entry_tokens)
         # The tier whose "skipped" or "paused" notice was already given in this context state
         # (no compaction since): this process's, or the last one's, read from the log at the
         # first ``prepare`` (with the token counter the decisions use by then).
@@ -132,11 +133,17 @@ class ContextManager:
 
     @property
     def paused(self) -> bool:
-        return self._paused_at is not None
+        return self.pause.paused
 
     @property
     def strikes(self) -> int:
-        return self._strikes
+        return self.pause.strikes
+
+    def _entry_tokens(self, entry: AnyEntry) -> int:
+        return self.accounting.entry_tokens(entry, self.accounting.view()) if is_sent(entry) else 0
+
+    def _in_tier(self, used: int) -> bool:
+        return self.window > 0 and self.engine.auto_tier(used, self.window) is not Tier.NONE
 
     @property
     def reserve(self) -> int:
@@ -156,7 +163,7 @@ class ContextManager:
 
     def status(self) -> ContextStatus:
         used = self._used()
-        self._maybe_resume(used.tokens)
+        self.pause.maybe_resume(used.tokens)
         totals = self.accounting.totals()
         branch = self.accounting.branch_position()
         window = self.window
@@ -184,7 +191,7 @@ class ContextManager:
     def record_usage(self, entry: MessageEntry) -> None:
         """An assistant entry with usage was appended: its usage anchors the count."""
         self.engine.ingest(entry)
-        self._maybe_resume(self._used().tokens)
+        self.pause.maybe_resume(self._used().tokens)
 
     def add_side_usage(self, usage: Usage) -> None:
         """A model call outside the conversation (the memory save before a summary): its
@@ -194,8 +201,7 @@ class ContextManager:
     def set_model(self, model: str, window: int, max_output: int = 0) -> None:
         """Another model (``/model``): a new window is a user action, so a pause ends."""
         if window != self.window:
-            self._paused_at = None
-            self._strikes = 0
+            self.pause.reset()
         self.model = model
         self.window = window
         self.max_output = max_output
@@ -228,10 +234,15 @@ class ContextManager:
         if not self._declined_read:
             self._declined_read = True
             self._declined = self._tier_told_from_log()
+            # Judged again with the counter the decisions use by now (an exact tokenizer may
+            # have loaded since the start); said by the process that saw it engage.
+            self.pause.replay(self.session.current_path(), self._in_tier, self._entry_tokens)
         used = self._used()
-        self._maybe_resume(used.tokens)
+        self.pause.maybe_resume(used.tokens)
         compacted_at: Tier | None = None
         tier = self.engine.auto_tier(used.tokens, self.window)
+        if compact and self.pause.watching:
+            self._watch(tier, used.tokens)
         if tier is Tier.NONE:
             self._declined = None
         elif compact and self._may_compact_automatically():
@@ -239,8 +250,8 @@ class ContextManager:
             done = await self._automatic(tier, used.tokens, f"context at {pct:.0f}%")
             if done is not None:
                 compacted_at = tier
-        elif compact and self.paused and self._declined is not tier:
-            self._declined = tier
+        elif compact and self.paused and not self.pause.told:
+            self.pause.told = True  # once a pause: its notice said why, this says where
             pct = 100.0 * used.tokens / self.window
             self.emit(
                 Notice(
@@ -327,8 +338,7 @@ class ContextManager:
             current = self.engine.auto_tier(self._used().tokens, self.window)
             tier = current if current is not Tier.NONE and not instructions else Tier.SUMMARIZE
         if manual:
-            self._strikes = 0
-            self._paused_at = None
+            self.pause.reset()
         used = self._used().tokens
         plan = self.engine.plan(tier, used_before=used, stop_at_prune=False)
         if not plan.changes:
@@ -432,8 +442,8 @@ class ContextManager:
                 # Nothing left the context; say why and try again at the next turn.
                 self.problem = f"compaction failed: {outcome.error}"
                 self._failed_turn = self._turn_key()
-            elif not manual:
-                self._strike(used)  # a compaction that frees nothing is a strike too
+            elif not manual and self.pause.strike(used):  # one that frees nothing is one too
+                self.emit(Notice(NoticeLevel.WARNING, self.pause.notice()))
             self.emit(CompactionFailed(outcome.tier, outcome.error or outcome.note))
             self.emit(StatusChanged(self.status()))
             return outcome
@@ -451,11 +461,8 @@ class ContextManager:
                     usage.cost,
                 )
             )
-        if not manual:
-            if outcome.saved_fraction < self.settings.context.strike_min_saving:
-                self._strike(outcome.tokens_after)
-            else:
-                self._strikes = 0
+        if self.pause.replay(self.session.current_path(), self._in_tier, self._entry_tokens):
+            self.emit(Notice(NoticeLevel.WARNING, self.pause.notice()))
         self.emit(
             CompactionFinished(
                 entry_id=outcome.entry.id,
@@ -471,30 +478,17 @@ class ContextManager:
 
     # -- anti-thrashing and retries ----------------------------------------------------------------
 
-    def _strike(self, used_after: int) -> None:
-        self._strikes += 1
-        limit = self.settings.context.strikes_to_pause
-        if self._strikes >= limit and self._paused_at is None:
-            self._paused_at = max(1, used_after)
-            self.emit(
-                Notice(
-                    NoticeLevel.WARNING,
-                    f"Automatic compaction is paused: {limit} compactions in a row freed under "
-                    f"{self.settings.context.strike_min_saving:.0%} of the context. Compact by "
-                    "hand (/compact) to go on; it also resumes when the context shrinks (a "
-                    "branch switch, /compact undo). A request that would not fit is still "
-                    "compacted first.",
-                )
-            )
-
-    def _maybe_resume(self, used: int) -> None:
-        """The pause holds until the context is clearly smaller than when it paused. Usage only
-        grows while paused, so that takes something the user did (or the pre-flight net)."""
-        if self._paused_at is None:
-            return
-        if used < self._paused_at * (1 - self.settings.context.strike_min_saving):
-            self._paused_at = None
-            self._strikes = 0
+    def _watch(self, tier: Tier, used: int) -> None:
+        """Within a turn of an automatic compaction, a tier reached again pauses automatic
+        compaction instead of compacting a second time (see :mod:`agentsh.context.pause`)."""
+        path = self.session.current_path()
+        told = self.pause.replay(path, self._in_tier, self._entry_tokens)
+        if not self.pause.paused and self.pause.watching and tier is not Tier.NONE:
+            self.pause.engage(used)
+            told = True
+        if told:
+            self._declined = tier  # the pause notice says it all
+            self.emit(Notice(NoticeLevel.WARNING, self.pause.notice()))
 
     def _may_compact_automatically(self) -> bool:
         if not self.settings.context.auto_compact or self.paused:
@@ -511,26 +505,6 @@ class ContextManager:
             if isinstance(entry, MessageEntry) and entry.role is Role.USER:
                 return entry.id
         return ""
-
-    def _strikes_from_log(self) -> tuple[int, int | None]:
-        """Rebuild anti-thrashing state from the compactions on the path (it survives a resume)."""
-        cs = self.settings.context
-        strikes = 0
-        paused_at: int | None = None
-        for entry in self.session.current_path():
-            if not isinstance(entry, CompactionEntry):
-                continue
-            if entry.manual:
-                strikes, paused_at = 0, None
-                continue
-            before = max(1, entry.tokens_before)
-            if (entry.tokens_before - entry.tokens_after) / before < cs.strike_min_saving:
-                strikes += 1
-                if strikes >= cs.strikes_to_pause and paused_at is None:
-                    paused_at = max(1, entry.tokens_after)
-            else:
-                strikes, paused_at = 0, None
-        return strikes, paused_at
 
     def _tier_told_from_log(self) -> Tier | None:
         """The tier the process that made the last request measured before making it, when no

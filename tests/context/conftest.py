@@ -113,6 +113,7 @@ def make_manager(user_paths: UserPaths) -> ManagerFactory:
         events: list[Event] | None = None,
         workspace: Workspace | None = None,
         count: Callable[[str], int] | None = None,
+        emit: Callable[[Event], None] | None = None,
         **context: Any,
     ) -> ContextManager:
         return ContextManager(
@@ -123,7 +124,7 @@ def make_manager(user_paths: UserPaths) -> ManagerFactory:
             window=window,
             summarize=summarize or FakeSummarizer(),
             count_tokens=count,
-            emit=(events.append if events is not None else lambda _e: None),
+            emit=emit or (events.append if events is not None else lambda _e: None),
             workspace=workspace,
         )
 

@@ -98,13 +98,14 @@ async def test_pruning_alone_stops_the_compaction_when_it_is_enough(
     s = memory_session
     summarizer = FakeSummarizer()
     events: list[Event] = []
-    for i in range(16):
+    for i in range(18):
         add_turn(
             s,
             f"task {i}",
             [Step("read", {"path": f"f{i}.py"}, f"{i}:" + "z" * 12_000)],
-            # The provider reported 82 % of the window after the last reply.
-            usage=Usage(input_tokens=81_990, output_tokens=10) if i == 15 else None,
+            # The provider reported 82 % of the window after the last reply: pruning the eight
+            # outputs older than the last ten turns takes it under 60 % (compact_target).
+            usage=Usage(input_tokens=81_990, output_tokens=10) if i == 17 else None,
         )
     manager = make_manager(s, window=100_000, summarize=summarizer, events=events)
     assert manager.status().tier is Tier.MOVE_TO_WORKSPACE
@@ -112,10 +113,10 @@ async def test_pruning_alone_stops_the_compaction_when_it_is_enough(
     compaction = s.current_path()[-1]
     assert isinstance(compaction, CompactionEntry)
     # Nothing was cut, but the facts are written all the same.
-    assert compaction.summary.startswith("## Active Task\ntask 15\n")
+    assert compaction.summary.startswith("## Active Task\ntask 17\n")
     assert "`f0.py`" in compaction.summary and compaction.workspace_file == ""
     assert compaction.first_kept_id == s.current_path()[0].id
-    assert len(compaction.replacements) == 6  # the outputs older than the last 10 turns
+    assert len(compaction.replacements) == 8  # the outputs older than the last 10 turns
     assert summarizer.calls == []
     finished = [e for e in events if isinstance(e, CompactionFinished)]
     assert finished and "no model call" in finished[0].note
@@ -123,4 +124,4 @@ async def test_pruning_alone_stops_the_compaction_when_it_is_enough(
     messages = to_messages(manager.accounting.view(), "S")
     assert any(str(m.get("content", "")).startswith("[read] f0.py") for m in messages)
     # Every turn is still there (and the summary block).
-    assert sum(1 for m in messages if m["role"] == "user") == 17
+    assert sum(1 for m in messages if m["role"] == "user") == 19

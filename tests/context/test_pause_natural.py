@@ -1,0 +1,78 @@
+"""The anti-thrashing pause in a natural drive: turns a quarter of a small window each, so
+every compaction is full again within a turn. Automatic compaction used to run on every turn
+(a summary call each, the prompt cache rewritten each time) and never paused: the 10 %
+minimum saving stopped every strike. Now it pauses once, visibly, and stays paused; only the
+pre-flight check compacts a request that would not fit."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentsh.context.manager import ContextManager
+from agentsh.events import CompactionStarted, Event, Notice, StatusChanged
+from agentsh.session.session import Session
+from tests.context.builders import Step, drive_turn, unique_output
+from tests.context.conftest import FakeSummarizer, ManagerFactory
+
+
+async def _quarter_turns(
+    manager: ContextManager, s: Session, window: int, turns: range, turn_of: list[int]
+) -> None:
+    """agentsh's own prompt at a quarter of the window (a 4k window's, measured: 23-31 %), then
+    each turn a long request (1/8 of the window) and a command printing another 1/8."""
+    system = unique_output(window // 4, "system")
+    for n in turns:
+        turn_of[0] = n
+        request = f"task {n}: " + " ".join(f"detail{n}_{k}" for k in range(window // 20))
+        output = unique_output(window // 8, f"o{n}")
+        steps = [Step("bash", {"command": f"make {n}"}, output)]
+        await drive_turn(manager, s, request, steps, system=system)
+
+
+@pytest.mark.parametrize("window", [4_000, 8_000])
+@pytest.mark.asyncio
+async def test_when_compaction_cannot_keep_up_it_pauses_once_and_stays_paused(
+    memory_session: Session, make_manager: ManagerFactory, window: int
+) -> None:
+    s = memory_session
+    events: list[tuple[int, Event]] = []
+    turn_of = [0]
+    summarizer = FakeSummarizer()
+    manager = make_manager(
+        s,
+        window=window,
+        summarize=summarizer,
+        emit=lambda e: events.append((turn_of[0], e)),
+    )
+    await _quarter_turns(manager, s, window, range(16), turn_of)
+    started = [(t, e) for t, e in events if isinstance(e, CompactionStarted)]
+    automatic = [t for t, e in started if not e.reason.startswith("pre-flight")]
+    # Before: an automatic compaction on every turn from the fourth on (13 of 16).
+    assert 1 <= len(automatic) <= 2, started
+    pauses = [(t, e.text) for t, e in events if isinstance(e, Notice) and "is paused" in e.text]
+    assert len(pauses) == 1, pauses
+    paused_from = pauses[0][0]
+    assert paused_from <= 6, pauses
+    # Stable: shown in every status after it, through the pre-flight check's compactions.
+    after = [e.status for t, e in events if isinstance(e, StatusChanged) and t > paused_from]
+    assert after and all(status.paused for status in after)
+    assert manager.status().paused
+    assert all(e.reason.startswith("pre-flight") for t, e in started if t > paused_from)
+    # No other notice repeats it turn after turn.
+    notices = [e.text for _t, e in events if isinstance(e, Notice)]
+    assert len(notices) <= 3, notices
+    assert len(started) <= 16 // 2 and len(summarizer.calls) <= 1  # was 15 and up to 5
+
+    # The next `agentsh -p -c` process reads the same state from the log, says nothing.
+    events.clear()
+    again = make_manager(
+        s, window=window, summarize=summarizer, emit=lambda e: events.append((turn_of[0], e))
+    )
+    assert again.status().paused
+    await _quarter_turns(again, s, window, range(16, 19), turn_of)
+    assert again.status().paused
+    assert not [e for _t, e in events if isinstance(e, Notice)]
+
+    # /compact lifts it.
+    assert await again.compact() is not None
+    assert not again.status().paused
