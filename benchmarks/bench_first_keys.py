@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchlib import agentsh_command, bench_env, git_project, wait_agentsh_ready
+from benchlib import agentsh_command, bench_env, git_project, type_keys, wait_agentsh_ready
 
 from tests.e2e.tmux import TmuxPane, tmux_available
 
@@ -32,29 +32,15 @@ GAP_S = 0.12  # a typist's pace
 PAUSE_S = 4.0  # between the words: what the first keys started has loaded
 
 
-def type_word(pane: TmuxPane, word: str, typed: str) -> tuple[list[float], str]:
-    latencies = []
-    for char in word:
-        typed += char
-        start = time.perf_counter()
-        pane.type(char)
-        while typed not in pane.screen():
-            if time.perf_counter() - start > 10:
-                raise TimeoutError(f"{typed!r} never appeared")
-        latencies.append(time.perf_counter() - start)
-        time.sleep(GAP_S)
-    return latencies, typed
-
-
 def one_round(tmp: Path, project: Path, n: int) -> tuple[float, float]:
     home = tmp / f"home-{n}"
     command = agentsh_command("-m", "openai/gpt-4o")
     with TmuxPane(command, cwd=project, env=bench_env(home), width=120, height=40) as pane:
         wait_agentsh_ready(pane, timeout=90)
         time.sleep(1.0)
-        first, typed = type_word(pane, FIRST, "")
+        first, typed = type_keys(pane, FIRST, gap_s=GAP_S, timeout=10)
         time.sleep(PAUSE_S)
-        settled, _ = type_word(pane, SETTLED, typed)
+        settled, _ = type_keys(pane, SETTLED, typed, gap_s=GAP_S, timeout=10)
     return max(first), max(settled)
 
 

@@ -25,7 +25,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchlib import PacedServer, bench_env, git_project, long_session, wait_agentsh_ready
+from benchlib import (
+    PacedServer,
+    bench_env,
+    git_project,
+    long_session,
+    type_keys,
+    wait_agentsh_ready,
+)
 
 from tests.e2e.tmux import TmuxPane, tmux_available
 from tests.fakes.server import split_pieces
@@ -55,16 +62,7 @@ def keystrokes(tmp: Path, project: Path) -> tuple[float, float]:
         pane.wait_for(lambda s: "Message agentsh" in s and "Module 999" in s, timeout=60)
         pane.wait_for(lambda s: "loading…" not in s, timeout=60)
         capture = _capture_cost(pane)
-        latencies = []
-        typed = ""
-        for char in KEYS:
-            typed += char
-            start = time.perf_counter()
-            pane.type(char)
-            while typed not in pane.screen():
-                if time.perf_counter() - start > 5:
-                    raise TimeoutError(f"{typed!r} never appeared")
-            latencies.append(time.perf_counter() - start)
+        latencies, _typed = type_keys(pane, KEYS)
     return statistics.median(latencies) - capture / 2, capture
 
 

@@ -84,6 +84,27 @@ def wait_agentsh_ready(pane: TmuxPane, timeout: float = 120) -> float:
     return pane.wait_for(lambda s: "loading…" not in s and "│" in s, timeout=timeout)
 
 
+def type_keys(
+    pane: TmuxPane, keys: str, typed: str = "", *, gap_s: float = 0.0, timeout: float = 5
+) -> tuple[list[float], str]:
+    """Type ``keys`` one at a time into ``pane``, each polled (capture-pane) until the screen
+    shows everything typed so far (``typed`` is what the editor held before), then
+    ``gap_s`` of pause; returns each key's seconds from send-keys to screen, and the text
+    typed now."""
+    latencies = []
+    for char in keys:
+        typed += char
+        start = time.perf_counter()
+        pane.type(char)
+        while typed not in pane.screen():
+            if time.perf_counter() - start > timeout:
+                raise TimeoutError(f"{typed!r} never appeared")
+        latencies.append(time.perf_counter() - start)
+        if gap_s:
+            time.sleep(gap_s)
+    return latencies, typed
+
+
 def quit_pane(pane: TmuxPane, key: str, within_s: float = 60) -> float:
     """Send ``key`` (Ctrl+Q, the Enter of a typed ``/quit``) and time until the pane's process
     has exited; every process that was under it (model worker, MCP servers, their shells) must
