@@ -147,9 +147,13 @@ class AgentshApp(App[None]):
     def _after_first_frame(self) -> None:
         self._gc.install()
         self.set_interval(0.5, self._collect_garbage, name="quiet-gc")
-        self.controller.start()
+        self.controller.start(after_load=self._after_load)
         self.controller.refresh_project_files()
         self.query_one(PromptInput).load_history()
+
+    def _after_load(self) -> None:
+        """Once the agent is ready: importing watchfiles (and anyio) on the UI loop while the
+        load thread imported the agent delayed it by as long."""
         if self._watch_themes:
             self._watch_user_themes()
 

@@ -123,8 +123,8 @@ class ChatController:
     def show_initial_status(self) -> None:
         self.sessions.show_initial_status()
 
-    def start(self) -> None:
-        self.sessions.start()
+    def start(self, after_load: Callable[[], None] = lambda: None) -> None:
+        self.sessions.start(after_load)
 
     def user_typing(self) -> None:
         self.sessions.user_typing()

@@ -116,6 +116,7 @@ class SessionLifecycle:
         self.warm_pause_s = WARM_PAUSE_S
         self._pause: Timer | None = None
         self._tokenizer_asked = False
+        self._after_load: Callable[[], None] = lambda: None  # see start()
         # Between the load thread handing over what it built and the UI's shutdown.
         self._handover = threading.Lock()
         self._closing = False
@@ -135,11 +136,14 @@ class SessionLifecycle:
         bar.status = self.initial_status()
         bar.starting = True
 
-    def start(self) -> None:
+    def start(self, after_load: Callable[[], None] = lambda: None) -> None:
         """Called once the first frame is painted: open the session, then build the agent.
 
         Not earlier: the worker imports litellm, and a thread holding the GIL for that import
-        would slow the first paint down."""
+        would slow the first paint down. ``after_load`` runs on the UI loop once the agent is
+        ready (or has failed): UI work that can wait (a file watcher, hidden panes) is not
+        done while the load thread imports, where it held the interpreter as long again."""
+        self._after_load = after_load
         if self.current.options.wants_picker:
             self.app.run_worker(self._startup_picker(), group="command", exit_on_error=False)
         else:
@@ -159,7 +163,6 @@ class SessionLifecycle:
         # The same choice as headless -p makes (the catalog loads here, off the UI thread).
         from agentsh.startup import new_session, open_session_file, session_for_args
 
-        _preload_markdown()
         current = self.current
         env, options = current.env, current.options
         problem = ""
@@ -177,6 +180,8 @@ class SessionLifecycle:
             else:
                 problem = f"{_sentence(str(exc))} A new session was started instead."
                 session = new_session(env, current.cwd, persist=not options.no_session)
+        if session.leaf_id is not None:  # a transcript: the UI renders its Markdown at once
+            _preload_markdown()
         if not self._call_ui(self._session_opened, session, what="Showing the session"):
             session.close()  # agentsh is quitting: the UI never had it
             return
@@ -196,6 +201,7 @@ class SessionLifecycle:
             agent.close()  # built after the quit: its MCP servers stop, nothing is left
             return
         self._call_ui(self._agent_ready, agent, what="Showing the agent")
+        _preload_markdown()  # before the first reply (a no-op when the transcript needed it)
 
     def _call_ui(self, fn: Callable[..., Any], *args: Any, what: str) -> bool:
         """Run ``fn(*args)`` (a coroutine function) on the UI loop from the load thread; False
@@ -244,6 +250,11 @@ class SessionLifecycle:
             self._wait_for_a_pause()
         self._watch_mcp(agent)
         self.on_agent_ready()
+        self._loaded()
+
+    def _loaded(self) -> None:
+        after, self._after_load = self._after_load, lambda: None
+        after()
 
     def user_typing(self) -> None:
         """The user writes: load what a turn needs, so it is ready by the time they press
@@ -308,6 +319,7 @@ class SessionLifecycle:
         bar.starting = False
         bar.status = replace(bar.status, problem="agent not started")
         await self.view.note(message, "error")
+        self._loaded()
 
     # -- another session ----------------------------------------------------------------------
 
