@@ -552,3 +552,16 @@ async def test_entries_whose_checkpoints_changed_files_are_marked(
         assert model.files_changed(ids["ask"]) == 0
         text = screen_text(app)
         assert "✎ 1 file" in text and "✎ 1 files" not in text
+
+
+@pytest.mark.asyncio
+async def test_a_tree_pane_whose_children_are_gone_mounts_quietly(make_app: MakeApp) -> None:
+    """Quitting as the tree pane was prebuilt: the app removes children first, the pane's
+    Mount came after them, and its look-up of the tree raised (a fresh-clone suite's error
+    in a test that quits at once)."""
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot, app)
+        await wait_for(pilot, lambda: app.controller.current_session() is not None)
+        pane = TreePane(app.query_one(SidePanel).host)
+        pane.on_mount()  # no children, as when they were removed before the Mount arrived

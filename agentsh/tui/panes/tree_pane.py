@@ -312,7 +312,9 @@ class TreePane(Vertical):
         yield PaneLine(id="tree-footer")
 
     def on_mount(self) -> None:
-        self.refresh_content()
+        # None when agentsh quits as the pane is prebuilt: children are removed first.
+        if self.query(TreeView):
+            self.refresh_content()
 
     # -- typed getters ------------------------------------------------------------------------
 
