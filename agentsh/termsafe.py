@@ -6,8 +6,8 @@ innocent text, a lone CR or backspaces overwrite what was printed before. agents
 text in ``-p`` text output, ``sessions show``, the Markdown export and its own one-line messages;
 there, every C0 and C1 control character except newline and tab is shown as a visible escape
 (``\\x1b``, ``\\x9b``, ``\\r``), so the text is readable and nothing is executed. Carriage returns
-of a CRLF line ending are dropped rather than shown. The TUI renders text through Textual, which
-does not pass control sequences to the terminal, so it does not need this.
+of a CRLF line ending are dropped rather than shown. The TUI draws through Textual, which passes ESC
+through: :mod:`agentsh.tui.terminal_safety` drops control characters from every line it draws.
 """
 
 from __future__ import annotations

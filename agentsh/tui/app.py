@@ -30,6 +30,7 @@ from agentsh.tui.quiet_gc import QuietCollector
 from agentsh.tui.quit_signals import QuitSignals
 from agentsh.tui.screens.help import HelpScreen
 from agentsh.tui.slash import registry as slash
+from agentsh.tui.terminal_safety import install as install_terminal_safety
 from agentsh.tui.themes import DEFAULT_THEME, load_themes, shipped_themes_dir
 from agentsh.tui.widgets.activity_line import ActivityLine
 from agentsh.tui.widgets.approval_prompt import ApprovalNotice, ApprovalPrompt
@@ -38,6 +39,8 @@ from agentsh.tui.widgets.composer import Composer, PromptInput
 from agentsh.tui.widgets.output_notice import OutputNotice
 from agentsh.tui.widgets.status_bar import StatusBar
 from agentsh.tui.widgets.tool_block import ToolBlock
+
+install_terminal_safety()  # no control sequence in drawn text reaches the terminal
 
 UNTRUSTED_NOTE = (
     "This folder is not trusted: its .agentsh/config.toml, AGENTS.md and memory were not "

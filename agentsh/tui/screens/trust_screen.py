@@ -22,6 +22,9 @@ from textual.widgets import Static
 
 from agentsh.termsafe import one_line
 from agentsh.trust import TrustCheck, TrustState
+from agentsh.tui.terminal_safety import install as install_terminal_safety
+
+install_terminal_safety()  # no control sequence in drawn text reaches the terminal
 
 
 class TrustScreen(ModalScreen[bool | None]):
