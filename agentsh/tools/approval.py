@@ -26,6 +26,7 @@ denied with a message telling the model why and how the user can allow it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -240,15 +241,19 @@ class Approver:
     def readable(self, path: Path, ctx: ToolContext) -> bool:
         """Whether the read tools may read ``path`` without asking: it is named inside the
         project (a link out of it is refused by the tool itself, naming the target), or it
-        resolves into the project, an ``--add-dir`` folder, agentsh's saved tool output or a
-        folder the user allowed for reads this session."""
+        resolves into the project, an ``--add-dir`` folder, agentsh's saved tool output, this
+        session's compaction archives or a folder the user allowed for reads this session."""
         if path.is_relative_to(ctx.project.root) or path.is_relative_to(self.project_root):
             return True
         real = Path(os.path.realpath(path))
+        own = [ctx.user.tool_output_dir]  # what agentsh saved for the model to read on
+        if ctx.session_id:
+            with contextlib.suppress(ValueError):  # this session's compaction archives
+                own.append(ctx.user.session_workspace(ctx.session_id))
         roots = (
             self.project_root,
             *self.added_dirs,
-            Path(os.path.realpath(ctx.user.tool_output_dir)),
+            *(Path(os.path.realpath(folder)) for folder in own),
             *self._read_dirs,
         )
         return any(real.is_relative_to(root) for root in roots)

@@ -157,6 +157,22 @@ async def test_saved_tool_output_reads_without_asking(project: Path, ctx: ToolCo
     assert await authorize(approver, ReadTool(), ctx, path=str(saved / "bash-1.log")) is None
 
 
+async def test_this_sessions_compaction_archives_read_without_asking(
+    project: Path, ctx: ToolContext
+) -> None:
+    # The context tells the model where the turns it dropped are: reading them back is not
+    # reading outside; another session's archives are.
+    ctx.session_id = "s-1"
+    mine = ctx.user.session_workspace("s-1")
+    other = ctx.user.session_workspace("s-2")
+    for folder in (mine, other):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "001-archive.md").write_text("turns\n")
+    approver = _approver(project, interactive=False)
+    assert await authorize(approver, ReadTool(), ctx, path=str(mine / "001-archive.md")) is None
+    assert await authorize(approver, ReadTool(), ctx, path=str(other / "001-archive.md"))
+
+
 async def test_plan_mode_still_asks_for_reads_outside(
     project: Path, ctx: ToolContext, outside: Path
 ) -> None:
