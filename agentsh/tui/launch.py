@@ -63,7 +63,7 @@ def main(args: argparse.Namespace) -> int:
 def review_trust(args: argparse.Namespace) -> int:
     """``agentsh trust``: the trust question for this folder, asked even after a "not now"."""
     from agentsh.config import load_environment
-    from agentsh.trust import decline, forget_decline, grant
+    from agentsh.trust import decline, forget_decline, grant, revoke
     from agentsh.tui.screens.trust_screen import ask_trust
 
     env = load_environment()
@@ -75,6 +75,8 @@ def review_trust(args: argparse.Namespace) -> int:
     answer = ask_trust(check)
     if answer is None:
         return 0
+    if not answer:
+        revoke(env.user, check.root)  # a "no" here takes back an earlier "yes" too
     (grant if answer else decline)(env.user, check)
     print(f"{check.root}: {'trusted' if answer else 'not trusted (not asked again at start)'}.")
     return 0

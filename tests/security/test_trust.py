@@ -105,6 +105,11 @@ def test_agentsh_trust_asks_again_after_a_no(
     assert len(asked) == 1 and asked[0].state is TrustState.NEW
     assert check_project(user, project).state is TrustState.TRUSTED
     assert "trusted" in capsys.readouterr().out
+    # A "no" to `agentsh trust` in a trusted folder takes the trust back.
+    monkeypatch.setattr("agentsh.tui.screens.trust_screen.ask_trust", lambda _check: False)
+    assert cli.main(["trust"]) == 0
+    after = check_project(user, project)
+    assert not after.trusted and after.declined and not after.asks
 
 
 def test_a_planted_link_is_a_finding_not_a_read(
