@@ -9,6 +9,7 @@ the rest does.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import sqlite3
@@ -74,6 +75,8 @@ def build_agent(
     from agentsh.memory.index_registry import shared_index
 
     cwd = cwd or Path.cwd()
+    told: list[str] = list(notices)
+    env = _guarded_summary_instructions(env, told)
     settings = env.settings
     choice = choose_model(settings.model, os.environ, cli_model=model, cli_api_base=api_base)
     # A front end (the TUI, -p) has its model calls made by the model worker process.
@@ -95,7 +98,6 @@ def build_agent(
 
     memory = CuratedMemory(env.project, env.user, settings.memory, project_trusted=env.trusted)
     memory_tool = MemoryTool(memory, settings.memory)
-    told: list[str] = list(notices)
     index: MemoryIndex | None
     try:
         index = shared_index(env.user, env.project, settings.search, include_project=env.trusted)
@@ -172,3 +174,24 @@ def build_agent(
         client_factory=client_factory,
         tokenizer=tokenizer,
     )
+
+
+def _guarded_summary_instructions(env: Environment, told: list[str]) -> Environment:
+    """``context.summary_instructions`` go into the summary model's prompt at every
+    compaction, and a trusted project's config may set them: they are scanned like AGENTS.md,
+    and a poisoned text is left out with one line (the guard loads only when they are set)."""
+    steer = env.settings.context.summary_instructions
+    if not steer.strip():
+        return env
+    from agentsh.memory.guard import Scope, scan
+
+    threats = scan(steer, Scope.CONTEXT_FILE)
+    if not threats:
+        return env
+    told.append(
+        "context.summary_instructions not used: they look like a prompt injection "
+        f"({', '.join(sorted({t.name for t in threats}))})"
+    )
+    context = dataclasses.replace(env.settings.context, summary_instructions="")
+    settings = dataclasses.replace(env.settings, context=context)
+    return dataclasses.replace(env, config=dataclasses.replace(env.config, settings=settings))
