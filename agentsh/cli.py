@@ -312,6 +312,12 @@ def _add_claude_code_options(parser: argparse.ArgumentParser) -> None:
             help=f'tool calls that {what}: "Bash(git:*)", "Edit(src/**)", "mcp__server__*"',
         )
     parser.add_argument(
+        "--permission-prompt-tool",
+        metavar="stdio",
+        help="-p with --input-format stream-json: ask the program driving agentsh about each "
+        "call that needs approval (control requests, as the Claude Agent SDK's can_use_tool)",
+    )
+    parser.add_argument(
         "--append-system-prompt", metavar="TEXT", help="add TEXT at the end of the system prompt"
     )
     parser.add_argument(

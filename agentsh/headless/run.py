@@ -23,14 +23,16 @@ from typing import TYPE_CHECKING, Any
 
 from agentsh.config import ApprovalMode, load_environment
 from agentsh.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError
-from agentsh.events import ToolFinished, TurnOutcome
+from agentsh.events import ApprovalRequest, AssistantMessage, ToolFinished, TurnOutcome
 from agentsh.headless.claude_code import ClaudeCodeStream
 from agentsh.headless.output import Output
+from agentsh.headless.permission_prompt import STDIO, StdioPermissions
 from agentsh.headless.stdin import PROMPT_FROM_STDIN, resolve_prompt
 from agentsh.headless.stream_input import (
     EOF,
     BadLine,
     ControlRequest,
+    ControlResponse,
     LineReader,
     UserInput,
     control_response,
@@ -57,6 +59,14 @@ def main(args: argparse.Namespace) -> int:
     if streaming_in and fmt not in ("stream-json", "events"):
         raise CliError(
             "--input-format stream-json needs --output-format stream-json (or events)", EXIT_USAGE
+        )
+    prompt_tool = getattr(args, "permission_prompt_tool", None)
+    if prompt_tool is not None and (prompt_tool != STDIO or not streaming_in):
+        raise CliError(
+            "agentsh takes --permission-prompt-tool stdio only, with --input-format "
+            "stream-json (approvals asked of the program driving it, as the Claude Agent SDK "
+            "does); an MCP tool as the prompt is not supported",
+            EXIT_USAGE,
         )
     extras = _run_extras(args)
     if args.approve and getattr(args, "permission_mode", None):
@@ -104,7 +114,7 @@ def main(args: argparse.Namespace) -> int:
         model=args.model,
         api_base=args.api_base,
         approval=approval,
-        interactive=False,
+        interactive=prompt_tool is not None,  # the SDK host answers (can_use_tool)
         cwd=cwd,
         max_steps=max(1, args.max_turns),
         max_cost_usd=getattr(args, "max_budget_usd", None),
@@ -135,7 +145,8 @@ def main(args: argparse.Namespace) -> int:
     mode = permission or CLAUDE_CODE_MODES[approval or ApprovalMode(env.settings.tools.approval)]
     output.begin(_init_line(stream, agent, cwd, mode))
     try:
-        code = asyncio.run(_drive(agent, output, first, streaming_in, args))
+        asks = StdioPermissions(output.write, agent.cancel) if prompt_tool is not None else None
+        code = asyncio.run(_drive(agent, output, first, streaming_in, args, asks))
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("agentsh: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -207,14 +218,15 @@ async def _drive(
     first: str | None,
     streaming_in: bool,
     args: argparse.Namespace,
+    asks: StdioPermissions | None = None,
 ) -> int:
     """Run the first prompt, then (stream-json input) one turn per message; the exit code."""
     _stop_on_signals(agent)
     codes: list[int] = []
-    if first is not None:
+    if streaming_in:  # stdin is read from the first turn on: it may carry approvals
+        codes += await _read_turns(agent, output, args, first, asks)
+    elif first is not None:
         codes.append(await _turn(agent, output, first, args))
-    if streaming_in:
-        codes += await _read_turns(agent, output, args)
     if not codes:
         raise CliError("no user message arrived on stdin", EXIT_USAGE)
     if EXIT_INTERRUPTED in codes:
@@ -222,11 +234,18 @@ async def _drive(
     return EXIT_ERROR if EXIT_ERROR in codes else EXIT_OK
 
 
-async def _read_turns(agent: AgentAPI, output: Output, args: argparse.Namespace) -> list[int]:
-    """Turns for the user messages on stdin, in order; control requests answered at once
-    (an interrupt while a turn runs stops it)."""
+async def _read_turns(
+    agent: AgentAPI,
+    output: Output,
+    args: argparse.Namespace,
+    first: str | None,
+    asks: StdioPermissions | None,
+) -> list[int]:
+    """Turns for ``first`` and the user messages on stdin, in order; control requests
+    answered at once (an interrupt while a turn runs stops it), answers to approval questions
+    handed to ``asks``."""
     reader = LineReader(sys.stdin.buffer)
-    waiting: deque[UserInput] = deque()
+    waiting: deque[UserInput] = deque([UserInput(first)] if first is not None else [])
     codes: list[int] = []
     ended = False
 
@@ -238,6 +257,12 @@ async def _read_turns(agent: AgentAPI, output: Output, args: argparse.Namespace)
             waiting.append(item)
         elif isinstance(item, ControlRequest):
             output.write(_control(agent, item))
+        elif isinstance(item, ControlResponse):
+            if asks is None or not asks.answer(item):
+                print(
+                    f"agentsh: warning: stdin: an answer to no question ({item.request_id})",
+                    file=sys.stderr,
+                )
         elif isinstance(item, BadLine):
             print(f"agentsh: warning: stdin: {item.problem}", file=sys.stderr)
 
@@ -253,7 +278,7 @@ async def _read_turns(agent: AgentAPI, output: Output, args: argparse.Namespace)
                 f"agentsh: warning: stdin: {kinds} content is not supported; sent the text",
                 file=sys.stderr,
             )
-        turn = asyncio.ensure_future(_turn(agent, output, message.text, args))
+        turn = asyncio.ensure_future(_turn(agent, output, message.text, args, asks))
         while not turn.done():
             getter = asyncio.ensure_future(reader.get())
             await asyncio.wait({turn, getter}, return_when=asyncio.FIRST_COMPLETED)
@@ -270,16 +295,32 @@ def _control(agent: AgentAPI, request: ControlRequest) -> dict[str, Any]:
     if request.subtype == "interrupt":
         agent.cancel()
         return control_response(request)
+    if request.subtype == "set_permission_mode":  # ClaudeSDKClient.set_permission_mode
+        mode = str(request.body.get("mode"))
+        if mode not in PERMISSION_MODES:
+            return control_response(request, f"agentsh has no permission mode {mode!r}")
+        agent.set_approval_mode(PERMISSION_MODES[mode], plan=mode == "plan")
+        return control_response(request)
     return control_response(request, f"agentsh does not support {request.subtype!r}")
 
 
-async def _turn(agent: AgentAPI, output: Output, prompt: str, args: argparse.Namespace) -> int:
+async def _turn(
+    agent: AgentAPI,
+    output: Output,
+    prompt: str,
+    args: argparse.Namespace,
+    asks: StdioPermissions | None = None,
+) -> int:
     output.start_turn()
     denied_before = told = len(agent.denials())
     async for event in agent.run(prompt):
         if isinstance(event, EntryAppended):
             continue  # the log's own lines; these outputs report the turn's progress instead
         output.event(event)
+        if asks is not None and isinstance(event, AssistantMessage):
+            asks.note(event)
+        elif asks is not None and isinstance(event, ApprovalRequest):
+            asks.ask(event)  # the host's control_response resolves it (see _read_turns)
         if isinstance(event, ToolFinished):  # the model is told of a refusal; so is the user
             for denial in agent.denials()[told:]:
                 output.denied(denial.summary or denial.tool, denial.why)
@@ -288,6 +329,9 @@ async def _turn(agent: AgentAPI, output: Output, prompt: str, args: argparse.Nam
         {"tool_name": d.tool, "tool_use_id": d.call_id, "tool_input": _params_json(d.params)}
         for d in agent.denials()[denied_before:]
     ]
+    if asks is not None:  # refused by the host (can_use_tool)
+        denials += asks.denied
+        asks.denied = []
     output.end_turn(denials)
     totals = output.totals
     text = output.fmt == "text"

@@ -4,7 +4,9 @@ The shape is Claude Code's: ``{"type": "user", "message": {"role": "user", "cont
 [{"type": "text", "text": ...}, ...]}}``; each message runs one turn, answered by the output
 lines of that turn and a ``result``. A ``control_request`` line is answered with a
 ``control_response``: ``initialize`` succeeds, ``interrupt`` stops the running turn as Ctrl+C
-does, and any other request is refused by name. Lines arrive while a turn runs (an interrupt
+does, ``set_permission_mode`` switches the approval mode, and any other request is refused by
+name. A ``control_response`` answers one of agentsh's own requests (a ``can_use_tool``
+question, :mod:`.permission_prompt`). Lines arrive while a turn runs (an interrupt
 must), so a thread reads stdin and hands each line to the event loop.
 """
 
@@ -35,11 +37,20 @@ class ControlRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class ControlResponse:
+    """The SDK host's answer to a control request of ours (``can_use_tool``)."""
+
+    request_id: str
+    response: dict[str, Any]
+    error: str = ""  # the host failed to answer (no callback, the callback raised)
+
+
+@dataclass(frozen=True, slots=True)
 class BadLine:
     problem: str
 
 
-Message = UserInput | ControlRequest | BadLine
+Message = UserInput | ControlRequest | ControlResponse | BadLine
 
 
 def parse_line(line: bytes) -> Message | None:
@@ -58,7 +69,9 @@ def parse_line(line: bytes) -> Message | None:
         if not isinstance(request, dict):
             request = {}
         return ControlRequest(str(data.get("request_id", "")), str(request.get("subtype")), request)
-    if kind == "control_response" or kind == "keep_alive":
+    if kind == "control_response":
+        return _control_response(data.get("response"))
+    if kind == "keep_alive":
         return None
     if kind != "user":
         return BadLine(f"a message of type {kind!r}; only 'user' messages are read; skipped")
@@ -79,6 +92,15 @@ def parse_line(line: bytes) -> Message | None:
     if not text.strip():
         return BadLine("a user message without text; skipped")
     return UserInput(text, tuple(skipped))
+
+
+def _control_response(body: object) -> ControlResponse | BadLine:
+    if not isinstance(body, dict) or not isinstance(body.get("request_id"), str):
+        return BadLine("a control_response without response.request_id; skipped")
+    if body.get("subtype") == "error":
+        return ControlResponse(body["request_id"], {}, str(body.get("error") or "an error"))
+    answer = body.get("response")
+    return ControlResponse(body["request_id"], answer if isinstance(answer, dict) else {})
 
 
 def control_response(request: ControlRequest, error: str = "") -> dict[str, Any]:

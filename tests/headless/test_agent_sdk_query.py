@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import stat
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,14 +15,17 @@ import anyio
 from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
+    PermissionResultAllow,
+    PermissionResultDeny,
     ResultMessage,
     SystemMessage,
+    ToolPermissionContext,
     ToolUseBlock,
     query,
 )
 
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
-from tests.fakes.server import ScriptedServer, text, tool_call
+from tests.fakes.server import ScriptedServer, text, tool_call, tool_calls
 
 
 def _cli(tmp_path: Path, server: ScriptedServer) -> Path:
@@ -92,3 +96,52 @@ def test_a_system_prompt_replaces_the_base_but_not_the_data_rule(
     assert system.startswith("You are a terse reviewer.")
     assert "You are agentsh" not in system
     assert "is quoted data" in system  # the fences still mean what they say
+
+
+def test_can_use_tool_is_asked_and_decides_each_call(
+    tmp_path: Path, scripted_server: ScriptedServer, project: Path, agentsh_home: Path
+) -> None:
+    """The SDK's ``can_use_tool`` callback (``--permission-prompt-tool stdio``): agentsh asks
+    the host over the control protocol instead of refusing (exit 2 before: unknown option)."""
+    scripted_server.script(
+        tool_calls(
+            ("bash", {"command": "touch allowed.txt"}), ("bash", {"command": "touch denied.txt"})
+        ),
+        text("one of two"),
+    )
+    asked: list[tuple[str, dict[str, Any], str | None]] = []
+
+    async def can_use_tool(
+        name: str, tool_input: dict[str, Any], context: ToolPermissionContext
+    ) -> PermissionResultAllow | PermissionResultDeny:
+        asked.append((name, tool_input, context.tool_use_id))
+        if "allowed" in tool_input.get("command", ""):
+            return PermissionResultAllow()
+        return PermissionResultDeny(message="not that one")
+
+    options = ClaudeAgentOptions(
+        cli_path=str(_cli(tmp_path, scripted_server)),
+        cwd=str(project),
+        can_use_tool=can_use_tool,
+        env={"OPENAI_API_KEY": FAKE_KEY, "AGENTSH_HOME": str(agentsh_home)},
+    )
+
+    async def prompts() -> AsyncIterator[dict[str, Any]]:
+        yield {"type": "user", "message": {"role": "user", "content": "make two files"}}
+
+    async def run() -> list[Any]:
+        return [m async for m in query(prompt=prompts(), options=options)]
+
+    messages = anyio.run(run)
+    assert [(name, i["command"]) for name, i, _ in asked] == [
+        ("bash", "touch allowed.txt"),
+        ("bash", "touch denied.txt"),
+    ]
+    assert all(call_id for _, _, call_id in asked)
+    assert (project / "allowed.txt").exists()
+    assert not (project / "denied.txt").exists()
+    result = messages[-1]
+    assert isinstance(result, ResultMessage) and result.result == "one of two"
+    assert [d["tool_input"] for d in result.permission_denials or []] == [
+        {"command": "touch denied.txt"}
+    ]

@@ -247,12 +247,24 @@ def test_fork_session_continues_in_a_copy(
 
 
 def test_stream_json_input_drives_several_turns(
-    run_agentsh: AgentshRunner, scripted_server: ScriptedServer
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, project: Path
 ) -> None:
-    scripted_server.script(text("first answer"), text("second answer"))
+    scripted_server.script(
+        text("first answer"),
+        tool_call("write", {"path": "made.txt", "content": "x"}, id="w1"),
+        text("second answer"),
+    )
+
+    def mode(request_id: str, name: str) -> dict[str, Any]:
+        request = {"subtype": "set_permission_mode", "mode": name}
+        return {"type": "control_request", "request_id": request_id, "request": request}
+
     messages = [
         {"type": "control_request", "request_id": "r1", "request": {"subtype": "initialize"}},
         {"type": "user", "message": {"role": "user", "content": "question one"}},
+        # ClaudeSDKClient.set_permission_mode: the write of turn two runs without asking
+        mode("r2", "acceptEdits"),
+        mode("r3", "yolo"),
         {
             "type": "user",
             "message": {"role": "user", "content": [{"type": "text", "text": "question two"}]},
@@ -268,8 +280,11 @@ def test_stream_json_input_drives_several_turns(
     )
     assert run.code == 0, run.stderr
     lines = _lines(run)
-    control = [line for line in lines if line["type"] == "control_response"]
-    assert control[0]["response"] == {"subtype": "success", "request_id": "r1", "response": {}}
+    control = [line["response"] for line in lines if line["type"] == "control_response"]
+    assert control[0] == {"subtype": "success", "request_id": "r1", "response": {}}
+    assert control[1] == {"subtype": "success", "request_id": "r2", "response": {}}
+    assert control[2]["subtype"] == "error" and "no permission mode 'yolo'" in control[2]["error"]
+    assert (project / "made.txt").read_text() == "x"
     results = [parse_message(line) for line in lines if line["type"] == "result"]
     assert [r.result for r in results if isinstance(r, ResultMessage)] == [
         "first answer",

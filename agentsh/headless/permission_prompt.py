@@ -1,0 +1,94 @@
+"""``--permission-prompt-tool stdio``: approvals asked of the program driving ``agentsh -p``.
+
+The Claude Agent SDK passes this flag when its host gives a ``can_use_tool`` callback: a tool
+call that needs approval is then not refused (nobody at a terminal could answer) but asked
+with a ``control_request`` line on stdout (subtype ``can_use_tool``: the tool's name, its
+input, the call's id, a title and why it asks), and the host's ``control_response`` on stdin
+decides: ``allow`` runs it once, ``deny`` refuses it (``interrupt: true`` also stops the turn),
+an error response refuses it as unanswered. A question the turn no longer waits for (an
+interrupt, Ctrl+C) is withdrawn with a ``control_cancel_request``. Refusals are listed in the
+result's ``permission_denials`` as Claude Code does. agentsh runs the call with the input the
+model gave: a host that answers with another ``updatedInput`` is refused, not silently ignored.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+from typing import Any
+
+from agentsh.events import ApprovalDecision, ApprovalRequest, AssistantMessage
+from agentsh.headless.stream_input import ControlResponse
+
+#: the only prompt tool agentsh takes (an MCP tool as the prompt is not supported)
+STDIO = "stdio"
+
+
+class StdioPermissions:
+    """Asks the host about each :class:`ApprovalRequest` and resolves it with the answer."""
+
+    def __init__(self, write: Callable[[dict[str, Any]], None], interrupt: Callable[[], None]):
+        self._write = write
+        self._interrupt = interrupt
+        self._ids = itertools.count(1)
+        self._inputs: dict[str, dict[str, Any]] = {}  # call id -> the model's arguments
+        self._asked: dict[str, ApprovalRequest] = {}  # our request id -> the waiting request
+        self.denied: list[dict[str, Any]] = []  # for the result's permission_denials
+
+    def note(self, event: AssistantMessage) -> None:
+        """Remember the calls' arguments: the question shows the host the tool's input."""
+        for call_id, _name, arguments in event.tool_calls:
+            try:
+                parsed = json.loads(arguments) if arguments else {}
+            except json.JSONDecodeError:
+                parsed = {}
+            self._inputs[call_id] = parsed if isinstance(parsed, dict) else {}
+
+    def ask(self, request: ApprovalRequest) -> None:
+        request_id = f"agentsh-permission-{next(self._ids)}"
+        self._asked[request_id] = request
+        self._write(
+            {
+                "type": "control_request",
+                "request_id": request_id,
+                "request": {
+                    "subtype": "can_use_tool",
+                    "tool_name": request.tool,
+                    "input": self._inputs.get(request.call_id, {}),
+                    "tool_use_id": request.call_id,
+                    "permission_suggestions": [],
+                    "title": request.summary,
+                    "description": request.reason,
+                },
+            }
+        )
+        request.decision.add_done_callback(lambda _f: self._withdraw(request_id))
+
+    def answer(self, response: ControlResponse) -> bool:
+        """Resolve the question ``response`` answers; False when it answers none of ours."""
+        request = self._asked.pop(response.request_id, None)
+        if request is None:
+            return False
+        if request.decision.done():
+            return True  # withdrawn meanwhile (the turn was stopped)
+        body = response.response
+        asked_input = self._inputs.get(request.call_id, {})
+        changed = body.get("updatedInput") not in (None, asked_input)
+        if not response.error and body.get("behavior") == "allow" and not changed:
+            request.decision.set_result(ApprovalDecision.ALLOW_ONCE)
+            return True
+        self.denied.append(
+            {"tool_name": request.tool, "tool_use_id": request.call_id, "tool_input": asked_input}
+        )
+        request.decision.set_result(
+            ApprovalDecision.NO_ANSWER if response.error else ApprovalDecision.DENY
+        )
+        if body.get("interrupt") is True:
+            self._interrupt()
+        return True
+
+    def _withdraw(self, request_id: str) -> None:
+        """The turn stopped waiting for the answer (still asked: nobody answered yet)."""
+        if self._asked.pop(request_id, None) is not None:
+            self._write({"type": "control_cancel_request", "request_id": request_id})
