@@ -43,6 +43,8 @@ STOP_REASONS = {
     "aborted": "end_turn",
     "error": "end_turn",
 }
+#: the Claude Code version whose stream-json protocol agentsh speaks (the SDK's minimum)
+CLAUDE_CODE_PROTOCOL = "2.0.0"
 #: the limit that stopped a turn -> Claude Code's result subtype.
 LIMIT_SUBTYPES = {"max_turns": "error_max_turns", "max_budget_usd": "error_max_budget_usd"}
 
@@ -152,6 +154,11 @@ class ClaudeCodeStream:
                 "apiKeySource": "none",
                 "output_style": "default",
                 "agents": [],
+                "skills": [],
+                "plugins": [],
+                # The protocol level agentsh speaks (the Claude Agent SDK checks it); agentsh's
+                # own version is beside it.
+                "claude_code_version": CLAUDE_CODE_PROTOCOL,
                 "agentsh_version": version,
             }
         )

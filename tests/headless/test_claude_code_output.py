@@ -22,6 +22,7 @@ from claude_agent_sdk import (
     UserMessage,
 )
 from claude_agent_sdk._internal.message_parser import parse_message
+from claude_agent_sdk.types import SystemInitData
 
 from agentsh.session.entries import MessageEntry
 from agentsh.session.session import Session
@@ -64,6 +65,10 @@ def test_every_stream_json_line_is_a_message_the_sdk_understands(
     assert isinstance(init, SystemMessage) and init.subtype == "init"
     assert {"bash", "edit", "read"} <= set(init.data["tools"])
     assert init.data["cwd"] == str(project) and init.data["model"]
+    # every field the SDK's init type requires; a version, or the SDK warns that the CLI
+    # "is too old to report its version, and may be unsupported"
+    assert SystemInitData.__required_keys__ <= set(raw[0])
+    assert init.data["claude_code_version"] == "2.0.0"
     assert isinstance(result, ResultMessage)
     assert result.subtype == "success" and not result.is_error
     assert result.result == "Wrote a.txt and checked git."
