@@ -338,6 +338,11 @@ async def test_errors_are_json_rpc_errors(plain: AcpAgent) -> None:
     assert failed.value.code == -32603
     assert "agentsh:" in str(failed.value)
     assert "key" in plain.client.text(sid).lower()
+    # ... in one line, not the protocol package's traceback
+    said = plain.stderr.read_text()
+    [line] = [line for line in said.splitlines() if "Error parsing JSON-RPC message" in line]
+    assert line.endswith("Expecting value: line 1 column 1 (char 0); the line was skipped")
+    assert "Traceback" not in said
 
 
 # -- an editor's buffers and terminals ----------------------------------------------------------
