@@ -25,6 +25,7 @@ from agentsh.config import ApprovalMode, load_environment
 from agentsh.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError
 from agentsh.events import ApprovalRequest, AssistantMessage, ToolFinished, TurnOutcome
 from agentsh.headless.claude_code import ClaudeCodeStream
+from agentsh.headless.control import MCP_STATUS, Controls
 from agentsh.headless.output import Output
 from agentsh.headless.permission_prompt import STDIO, StdioPermissions
 from agentsh.headless.stdin import PROMPT_FROM_STDIN, resolve_prompt
@@ -35,7 +36,6 @@ from agentsh.headless.stream_input import (
     ControlResponse,
     LineReader,
     UserInput,
-    control_response,
 )
 from agentsh.session.entries import EntryAppended
 from agentsh.startup import SessionChoiceError, session_for_args
@@ -196,7 +196,7 @@ def _init_line(stream: ClaudeCodeStream, agent: AgentAPI, cwd: Path, mode: str) 
     # list, and each server's status is reported.
     agent.settle_mcp()
     servers = [
-        {"name": s.name, "status": _MCP_STATUS.get(s.state.value, s.state.value)}
+        {"name": s.name, "status": MCP_STATUS.get(s.state.value, s.state.value)}
         for s in agent.mcp_overview().servers
     ]
     return stream.init(
@@ -206,10 +206,6 @@ def _init_line(stream: ClaudeCodeStream, agent: AgentAPI, cwd: Path, mode: str) 
         version=__version__,
         mcp_servers=servers,
     )
-
-
-# agentsh's server states in Claude Code's words
-_MCP_STATUS = {"ready": "connected", "starting": "pending"}
 
 
 async def _drive(
@@ -245,6 +241,7 @@ async def _read_turns(
     answered at once (an interrupt while a turn runs stops it), answers to approval questions
     handed to ``asks``."""
     reader = LineReader(sys.stdin.buffer)
+    controls = Controls(agent)
     waiting: deque[UserInput] = deque([UserInput(first)] if first is not None else [])
     codes: list[int] = []
     ended = False
@@ -256,7 +253,7 @@ async def _read_turns(
         elif isinstance(item, UserInput):
             waiting.append(item)
         elif isinstance(item, ControlRequest):
-            output.write(_control(agent, item))
+            output.write(controls.answer(item))
         elif isinstance(item, ControlResponse):
             if asks is None or not asks.answer(item):
                 print(
@@ -278,6 +275,7 @@ async def _read_turns(
                 f"agentsh: warning: stdin: {kinds} content is not supported; sent the text",
                 file=sys.stderr,
             )
+        controls.before_turn()
         turn = asyncio.ensure_future(_turn(agent, output, message.text, args, asks))
         while not turn.done():
             getter = asyncio.ensure_future(reader.get())
@@ -287,21 +285,6 @@ async def _read_turns(
             else:
                 getter.cancel()
         codes.append(turn.result())
-
-
-def _control(agent: AgentAPI, request: ControlRequest) -> dict[str, Any]:
-    if request.subtype == "initialize":
-        return control_response(request)
-    if request.subtype == "interrupt":
-        agent.cancel()
-        return control_response(request)
-    if request.subtype == "set_permission_mode":  # ClaudeSDKClient.set_permission_mode
-        mode = str(request.body.get("mode"))
-        if mode not in PERMISSION_MODES:
-            return control_response(request, f"agentsh has no permission mode {mode!r}")
-        agent.set_approval_mode(PERMISSION_MODES[mode], plan=mode == "plan")
-        return control_response(request)
-    return control_response(request, f"agentsh does not support {request.subtype!r}")
 
 
 async def _turn(

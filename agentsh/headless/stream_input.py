@@ -3,11 +3,9 @@
 The shape is Claude Code's: ``{"type": "user", "message": {"role": "user", "content": TEXT or
 [{"type": "text", "text": ...}, ...]}}``; each message runs one turn, answered by the output
 lines of that turn and a ``result``. A ``control_request`` line is answered with a
-``control_response``: ``initialize`` succeeds, ``interrupt`` stops the running turn as Ctrl+C
-does, ``set_permission_mode`` switches the approval mode, and any other request is refused by
-name. A ``control_response`` answers one of agentsh's own requests (a ``can_use_tool``
-question, :mod:`.permission_prompt`). Lines arrive while a turn runs (an interrupt
-must), so a thread reads stdin and hands each line to the event loop.
+``control_response`` (:mod:`.control`); a ``control_response`` answers one of agentsh's own
+requests (a ``can_use_tool`` question, :mod:`.permission_prompt`). Lines arrive while a turn
+runs (an interrupt must), so a thread reads stdin and hands each line to the event loop.
 """
 
 from __future__ import annotations
@@ -103,16 +101,18 @@ def _control_response(body: object) -> ControlResponse | BadLine:
     return ControlResponse(body["request_id"], answer if isinstance(answer, dict) else {})
 
 
-def control_response(request: ControlRequest, error: str = "") -> dict[str, Any]:
+def control_response(
+    request: ControlRequest, error: str = "", *, response: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The answer to ``request``: an error when ``error`` says why, else success with
+    ``response`` (empty by default)."""
+    answer: dict[str, Any] = {"subtype": "error" if error else "success"}
+    answer["request_id"] = request.request_id
     if error:
-        response: dict[str, Any] = {
-            "subtype": "error",
-            "request_id": request.request_id,
-            "error": error,
-        }
+        answer["error"] = error
     else:
-        response = {"subtype": "success", "request_id": request.request_id, "response": {}}
-    return {"type": "control_response", "response": response}
+        answer["response"] = response or {}
+    return {"type": "control_response", "response": answer}
 
 
 class LineReader:

@@ -356,3 +356,41 @@ def test_a_command_still_reads_its_own_options_and_model_flags_pass(
     ):
         run = run_cli(argv)
         assert run.code == 0, (argv, run.stderr)
+
+
+def test_the_sdk_client_control_requests_set_model_and_mcp_status(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer
+) -> None:
+    """ClaudeSDKClient.set_model and get_mcp_status: answered (refused by name before)."""
+    scripted_server.script(text("from the other"), text("from the first"))
+
+    def control(request_id: str, **request: Any) -> str:
+        line = {"type": "control_request", "request_id": request_id, "request": request}
+        return json.dumps(line) + "\n"
+
+    def user(text: str) -> str:
+        return json.dumps({"type": "user", "message": {"role": "user", "content": text}}) + "\n"
+
+    stdin = (
+        control("r1", subtype="mcp_status")
+        + control("r2", subtype="set_model", model="openai/other-model")
+        + user("one")
+        + control("r3", subtype="set_model", model=None)  # back to the model of the start
+        + user("two")
+    )
+    run = run_agentsh(
+        *("-p", "--input-format", "stream-json", "--output-format", "stream-json"),
+        *("--mcp-config", json.dumps(_fake_servers("fake")), "--strict-mcp-config"),
+        input=stdin,
+    )
+    assert run.code == 0, run.stderr
+    answers = {
+        line["response"]["request_id"]: line["response"]
+        for line in _lines(run)
+        if line["type"] == "control_response"
+    }
+    assert all(a["subtype"] == "success" for a in answers.values()), answers
+    [fake] = answers["r1"]["response"]["mcpServers"]
+    assert (fake["name"], fake["status"], fake["scope"]) == ("fake", "connected", "user")
+    assert {"echo", "crash"} <= {tool["name"] for tool in fake["tools"]}
+    assert [r.body["model"] for r in scripted_server.requests] == ["other-model", "test-model"]
