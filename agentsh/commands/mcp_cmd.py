@@ -118,12 +118,16 @@ def add_server(args: argparse.Namespace) -> int:
             f"{name!r} cannot be a server name: use 1-64 letters, digits, '_', '-' or '.'",
             EXIT_USAGE,
         )
-    scope = Scope(args.scope)
-    path = env.user.mcp_file if scope is Scope.USER else env.project.mcp_file
     transport = Transport(args.transport)
     target, extra = args.target, list(args.args)
     if extra[:1] == ["--"]:
         extra = extra[1:]
+    elif extra and transport is not Transport.STDIO:
+        # Claude Code's own examples put --header after the URL (`claude mcp add --transport
+        # http api URL --header "Authorization: Bearer ..."`): read as options, not arguments.
+        extra = _options_after_url(args, extra)
+    scope = Scope(args.scope)
+    path = env.user.mcp_file if scope is Scope.USER else env.project.mcp_file
     if transport is Transport.STDIO:
         if args.header:
             raise CliError("--header is for http and sse servers", EXIT_USAGE)
@@ -138,8 +142,11 @@ def add_server(args: argparse.Namespace) -> int:
         )
     else:
         if extra or args.env:
+            what = f"unexpected {extra[0]!r} after the URL: " if extra else ""
             raise CliError(
-                f"a {transport.value} server takes a URL only (no command, no --env)", EXIT_USAGE
+                f"{what}a {transport.value} server takes a URL and -H/--header options only "
+                "(no command, no --env)",
+                EXIT_USAGE,
             )
         if not re.match(r"(?i)https?://", target):
             raise CliError(f"{target!r} is not an http:// or https:// URL", EXIT_USAGE)
@@ -156,6 +163,22 @@ def add_server(args: argparse.Namespace) -> int:
     if scope is Scope.PROJECT:
         print("Project servers start only in a trusted project.")
     return EXIT_OK
+
+
+def _options_after_url(args: argparse.Namespace, extra: list[str]) -> list[str]:
+    """-H/--header and -s/--scope given after an http or sse server's URL, folded into
+    ``args``; what is left over (kept, to be refused by name)."""
+    after = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    after.add_argument("-H", "--header", action="append", default=[])
+    after.add_argument("-s", "--scope", choices=("user", "project"))
+    try:
+        found, rest = after.parse_known_args(extra)
+    except SystemExit:  # argparse has said what was wrong on stderr
+        raise CliError("see the usage: agentsh mcp add --help", EXIT_USAGE) from None
+    args.header = [*(args.header or []), *found.header]
+    if found.scope:
+        args.scope = found.scope
+    return rest
 
 
 def _pairs(items: list[str] | None, separator: str) -> list[tuple[str, str]]:

@@ -79,6 +79,25 @@ def test_add_list_and_remove_in_claude_codes_format(
     assert json.loads(user_file.read_text()) == {"mcpServers": {}}
 
 
+def test_headers_and_scope_after_the_url_as_in_claude_codes_examples(
+    project: Path, agentsh_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`claude mcp add --transport http api URL --header "..."`: refused before ("takes a URL
+    only"), the header read as an argument."""
+    code, _, err = run(
+        capsys,
+        *("mcp", "add", "--transport", "http", "api", "https://api.example.test/mcp"),
+        *("--header", "Authorization: Bearer ${API_TOKEN}", "-H", "X-Team: t1"),
+        *("--scope", "project"),
+    )
+    assert code == 0, err
+    assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["api"] == {
+        "type": "http",
+        "url": "https://api.example.test/mcp",
+        "headers": {"Authorization": "Bearer ${API_TOKEN}", "X-Team": "t1"},
+    }
+
+
 def test_mistakes_are_one_line_errors(
     project: Path, agentsh_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -86,6 +105,8 @@ def test_mistakes_are_one_line_errors(
     assert code == 2 and "cannot be a server name" in err
     code, _, err = run(capsys, "mcp", "add", "-t", "http", "web", "ftp://x")
     assert code == 2 and "is not an http:// or https:// URL" in err
+    code, _, err = run(capsys, "mcp", "add", "-t", "http", "web", "https://x.test/mcp", "-e", "A=1")
+    assert code == 2 and "unexpected '-e' after the URL" in err
     code, _, err = run(capsys, "mcp", "remove", "ghost")
     assert code == 1 and "no MCP server named 'ghost'" in err
     (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"evil": {"command": "rm"}}}))
