@@ -50,7 +50,8 @@ class TmuxPane:
         try:
             size = ["-x", str(width), "-y", str(height)]
             self._tmux("new-session", "-d", "-s", "main", *size, shell, timeout=60)
-            self._pid = self.pid()
+            with contextlib.suppress(ValueError, IndexError):  # it ended at once: nothing to end
+                self._pid = self.pid()
             self._watchdog = self._start_watchdog()
         except BaseException:
             self.close()  # a server that started must not outlive a failed start
