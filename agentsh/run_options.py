@@ -120,6 +120,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="-p: when the model stays overloaded or unavailable after its retries, go on "
         "with this one",
     )
+    parser.add_argument(
+        "--system-prompt-file",
+        metavar="FILE",
+        help="--system-prompt with the text of FILE",
+    )
+    # What the Claude Agent SDK may pass that agentsh has no use for: taken, and named in one
+    # warning line (a whole run refused over a tuning knob helps nobody).
+    for flag, what in _IGNORED_FLAGS.items():
+        kind: dict[str, Any] = {"action": "store_true"} if not what else {"metavar": what}
+        parser.add_argument(flag, dest=_dest(flag), help=argparse.SUPPRESS, **kind)
+    for flag in _REFUSED_FLAGS:
+        parser.add_argument(flag, dest=_dest(flag), metavar="X", help=argparse.SUPPRESS)
+
+
+#: Claude Code flags agentsh takes and ignores (with a warning): flag -> metavar ("" = switch)
+_IGNORED_FLAGS = {
+    "--setting-sources": "SOURCES",  # agentsh reads its own config.toml and a trusted project's
+    "--effort": "LEVEL",
+    "--max-thinking-tokens": "N",
+    "--thinking": "MODE",
+    "--thinking-display": "MODE",
+    "--betas": "BETAS",
+    "--task-budget": "N",
+    "--include-hook-events": "",  # agentsh has no hooks: there are none to include
+}
+#: Claude Code flags whose result agentsh cannot give: flag -> why
+_REFUSED_FLAGS = {
+    "--json-schema": "structured output (--json-schema) is not supported by agentsh",
+    "--plugin-dir": "Claude Code plugins (--plugin-dir) are not supported by agentsh",
+    "--session-mirror": "--session-mirror is not supported by agentsh",
+}
+
+
+def _dest(flag: str) -> str:
+    return "cc_" + flag.removeprefix("--").replace("-", "_")
 
 
 def resolve(args: argparse.Namespace, cwd: Path, *, headless: bool) -> RunExtras:
@@ -130,6 +165,13 @@ def resolve(args: argparse.Namespace, cwd: Path, *, headless: bool) -> RunExtras
     warnings: list[str] = []
     added: list[Path] = []
     env: dict[str, str] = {}
+    for flag, why in _REFUSED_FLAGS.items():
+        if getattr(args, _dest(flag), None) is not None:
+            raise CliError(why, EXIT_USAGE)
+    ignored = [f for f in _IGNORED_FLAGS if getattr(args, _dest(f), None) not in (None, False)]
+    if ignored:
+        warnings.append(f"{', '.join(ignored)}: not used by agentsh (ignored)")
+    _read_system_prompt_file(args, cwd)
     for value in getattr(args, "settings_json", None) or ():
         doc = _json_object("--settings", value)
         ignored = _apply_settings(args, doc, cwd, added, env)
@@ -184,6 +226,25 @@ def resolve(args: argparse.Namespace, cwd: Path, *, headless: bool) -> RunExtras
         warnings=tuple(warnings),
         settings_env=tuple(env.items()),
     )
+
+
+def _read_system_prompt_file(args: argparse.Namespace, cwd: Path) -> None:
+    """``--system-prompt-file FILE`` becomes ``--system-prompt`` with the file's text."""
+    name = getattr(args, "system_prompt_file", None)
+    if name is None:
+        return
+    if getattr(args, "system_prompt", None):
+        raise CliError("--system-prompt and --system-prompt-file: give one", EXIT_USAGE)
+    from pathlib import Path
+
+    path = cwd / Path(name).expanduser()
+    try:
+        data = path.read_bytes()[: MAX_SETTINGS_BYTES + 1]
+    except OSError as exc:
+        raise CliError(f"--system-prompt-file: cannot read {name}: {exc.strerror}") from exc
+    if len(data) > MAX_SETTINGS_BYTES:
+        raise CliError(f"--system-prompt-file: {name} is over 1 MB", EXIT_USAGE)
+    args.system_prompt = data.decode("utf-8", "replace")
 
 
 def apply_environment(extras: RunExtras) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
@@ -145,3 +146,51 @@ def test_can_use_tool_is_asked_and_decides_each_call(
     assert [d["tool_input"] for d in result.permission_denials or []] == [
         {"command": "touch denied.txt"}
     ]
+
+
+def test_every_flag_the_sdk_builds_is_taken_or_refused_by_name(tmp_path: Path) -> None:
+    """The SDK's own command line for its options, read by agentsh's parser: --setting-sources,
+    --effort, thinking and the other tuning flags were unknown options (exit 2), which ended
+    the host's query() before it began."""
+    from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
+
+    from agentsh.cli import build_parser, split_prompt_words
+    from agentsh.errors import CliError
+    from agentsh.run_options import resolve
+
+    prompt_file = tmp_path / "prompt.md"
+    prompt_file.write_text("You review code.")
+    taken = ClaudeAgentOptions(
+        cli_path="agentsh",
+        max_turns=3,
+        model="openai/m",
+        fallback_model="openai/f",
+        resume="abc",
+        fork_session=True,
+        include_partial_messages=True,
+        permission_mode="acceptEdits",
+        allowed_tools=["Read"],
+        disallowed_tools=["Bash"],
+        add_dirs=[str(tmp_path)],
+        setting_sources=["user", "project"],
+        max_budget_usd=1.0,
+        thinking={"type": "enabled", "budget_tokens": 2000},
+        effort="high",
+        betas=["context-1m-2025-08-07"],
+        system_prompt={"type": "file", "path": str(prompt_file)},
+    )
+    parser = build_parser()
+    argv = SubprocessCLITransport(prompt="hi", options=taken)._build_command()[1:]
+    options, _ = split_prompt_words(parser, argv)
+    args = parser.parse_args(options)
+    extras = resolve(args, tmp_path, headless=True)
+    [warning] = [w for w in extras.warnings if "not used by agentsh" in w]
+    assert warning.startswith("--setting-sources, --effort, --max-thinking-tokens, --betas")
+    assert args.system_prompt == "You review code."
+    refused = ClaudeAgentOptions(
+        cli_path="agentsh", output_format={"type": "json_schema", "schema": {"type": "object"}}
+    )
+    argv = SubprocessCLITransport(prompt="hi", options=refused)._build_command()[1:]
+    args = parser.parse_args(split_prompt_words(parser, argv)[0])
+    with pytest.raises(CliError, match="structured output"):
+        resolve(args, tmp_path, headless=True)
