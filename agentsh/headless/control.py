@@ -4,8 +4,9 @@
 ``initialize`` succeeds; ``interrupt`` stops the running turn as Ctrl+C does;
 ``set_permission_mode`` switches the approval mode; ``set_model`` switches the model (from the
 next turn when one is running; none: back to the model the run started with); ``mcp_status``
-lists the MCP servers with their state and tools. Any other request is refused by name, so the
-host's call raises rather than waiting.
+lists the MCP servers with their state and tools, ``mcp_toggle`` / ``mcp_reconnect`` disable,
+enable or restart one; ``get_context_usage`` gives the status line's figures. Any other request
+is refused by name, so the host's call raises rather than waiting.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from agentsh.headless.stream_input import ControlRequest, control_response
 from agentsh.tools.approval import PERMISSION_MODES
 
 if TYPE_CHECKING:
+    from agentsh.events import ContextStatus
     from agentsh.frontend import AgentAPI
     from agentsh.mcp.state import ServerStatus
 
@@ -57,6 +59,10 @@ class Controls:
             case "mcp_status":
                 servers = [server_status(s) for s in agent.mcp_overview().servers]
                 return control_response(request, response={"mcpServers": servers})
+            case "mcp_reconnect" | "mcp_toggle":
+                return self._set_server(request)
+            case "get_context_usage":
+                return control_response(request, response=context_usage(agent.status()))
         return control_response(request, f"agentsh does not support {request.subtype!r}")
 
     def _set_model(self, request: ControlRequest) -> dict[str, Any]:
@@ -67,6 +73,41 @@ class Controls:
         if not self.agent.busy:  # else the running turn keeps its model; the next one has it
             self.before_turn()
         return control_response(request)
+
+    def _set_server(self, request: ControlRequest) -> dict[str, Any]:
+        """``mcp_toggle`` (enable/disable for this run) or ``mcp_reconnect`` (restart)."""
+        name = str(request.body.get("serverName", ""))
+        enabled = request.body.get("enabled") if request.subtype == "mcp_toggle" else None
+        if request.subtype == "mcp_toggle" and not isinstance(enabled, bool):
+            return control_response(request, "mcp_toggle needs enabled: true or false")
+        try:
+            self.agent.set_mcp_server(name, enabled=enabled)
+        except KeyError:
+            return control_response(request, f"no MCP server named {name!r}")
+        return control_response(request)
+
+
+def context_usage(status: ContextStatus) -> dict[str, Any]:
+    """The status line's figures as Claude Code's ``get_context_usage`` answer."""
+    free = max(0, status.window - status.used)
+    categories = [
+        {"name": "MCP tools", "tokens": status.mcp_tools, "color": "cyan"},
+        {"name": "Messages", "tokens": max(0, status.used - status.mcp_tools), "color": "purple"},
+        {"name": "Free space", "tokens": free, "color": "promptBorder"},
+    ]
+    return {
+        "categories": categories,
+        "totalTokens": status.used,
+        "maxTokens": status.window,
+        "rawMaxTokens": status.window,
+        "percentage": status.pct,
+        "model": status.model,
+        "isAutoCompactEnabled": not status.paused,
+        "memoryFiles": [],
+        "mcpTools": [],
+        "agents": [],
+        "gridRows": [],
+    }
 
 
 def server_status(server: ServerStatus) -> dict[str, Any]:

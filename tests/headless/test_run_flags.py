@@ -358,10 +358,11 @@ def test_a_command_still_reads_its_own_options_and_model_flags_pass(
         assert run.code == 0, (argv, run.stderr)
 
 
-def test_the_sdk_client_control_requests_set_model_and_mcp_status(
+def test_the_sdk_client_control_requests_model_mcp_and_context(
     run_agentsh: AgentshRunner, scripted_server: ScriptedServer
 ) -> None:
-    """ClaudeSDKClient.set_model and get_mcp_status: answered (refused by name before)."""
+    """ClaudeSDKClient.set_model, get_mcp_status, toggle/reconnect_mcp_server and
+    get_context_usage: answered (refused by name before)."""
     scripted_server.script(text("from the other"), text("from the first"))
 
     def control(request_id: str, **request: Any) -> str:
@@ -377,6 +378,9 @@ def test_the_sdk_client_control_requests_set_model_and_mcp_status(
         + user("one")
         + control("r3", subtype="set_model", model=None)  # back to the model of the start
         + user("two")
+        + control("r4", subtype="get_context_usage")
+        + control("r5", subtype="mcp_toggle", serverName="fake", enabled=False)
+        + control("r6", subtype="mcp_reconnect", serverName="ghost")
     )
     run = run_agentsh(
         *("-p", "--input-format", "stream-json", "--output-format", "stream-json"),
@@ -389,7 +393,12 @@ def test_the_sdk_client_control_requests_set_model_and_mcp_status(
         for line in _lines(run)
         if line["type"] == "control_response"
     }
+    assert answers.pop("r6")["error"] == "no MCP server named 'ghost'"
     assert all(a["subtype"] == "success" for a in answers.values()), answers
+    # (control requests are answered as they arrive, during turn one here: its model)
+    usage = answers["r4"]["response"]
+    assert usage["model"].startswith("openai/") and usage["maxTokens"] == 128_000
+    assert 0 < usage["totalTokens"] == sum(c["tokens"] for c in usage["categories"][:2])
     [fake] = answers["r1"]["response"]["mcpServers"]
     assert (fake["name"], fake["status"], fake["scope"]) == ("fake", "connected", "user")
     assert {"echo", "crash"} <= {tool["name"] for tool in fake["tools"]}
