@@ -3,8 +3,12 @@
 A summary model may drop anything; these never depend on it. Each compaction (MoveToWorkspace,
 Summarize, Truncate, and a prune-only one) rewrites them from the session itself:
 
-- **Active Task**: the newest user request, verbatim (the one being worked on now); a long
-  one that stays in the context verbatim anyway is named, not copied;
+- **Active Task**: the newest user request (the one being worked on now), verbatim within a
+  share of the window (:func:`agentsh.context.prompt_budget.request_chars`: 800 characters on
+  4k, 6,553 on 32k); a longer one keeps its head and tail with the id of its log entry between.
+  One that stays in the context verbatim anyway is named, not copied, unless it is short (half
+  that share, at most 2,000 characters): a 2,000-character request took 12 % of a 4k window
+  twice;
 - **Relevant Files**: every file read and modified so far, from the tool calls and from the
   files a ``bash`` command changed (``details["files_changed"]``, see
   :mod:`agentsh.tools.changes`), merged across compactions. The compaction entry records the
@@ -25,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from agentsh.context.prompt_budget import files_chars
+from agentsh.context.prompt_budget import files_chars, request_chars
 from agentsh.context.repair import Message
 from agentsh.context.summary import (
     ACTIVE_TASK,
@@ -60,17 +64,22 @@ class Facts:
     archived: str
     request_kept: bool = False  # the request stays in the context verbatim
     files_chars: int | None = None  # the file lists' room in the context (None: 100 paths each)
+    request_id: str = ""  # the newest request's log entry
+    request_chars: int | None = None  # its copy's room (None: an unknown window)
 
     def apply(self, doc: SummaryDoc, template: Template) -> None:
         """Write the facts into ``doc`` (over whatever a model wrote under their headings)."""
-        if self.request_kept and len(self.request) > REQUEST_COPY_CHARS:
-            first = " ".join(self.request.strip().splitlines()[0].split())[:120]
+        text = self.request.strip()
+        limit = self.request_chars
+        copy_max = REQUEST_COPY_CHARS if limit is None else min(REQUEST_COPY_CHARS, limit // 2)
+        if self.request_kept and len(text) > copy_max:
+            first = " ".join(text.splitlines()[0].split())[:120]
             doc.sections[ACTIVE_TASK] = (
-                f"The newest user message in the conversation below ({len(self.request):,} "
+                f"The newest user message in the conversation below ({len(text):,} "
                 f'characters, kept there verbatim; it begins "{first}").'
             )
-        elif self.request.strip():
-            doc.sections[ACTIVE_TASK] = active_task_text(self.request)
+        elif text:
+            doc.sections[ACTIVE_TASK] = bounded_request(text, limit, self.request_id)
         if RELEVANT_FILES in template.headings:
             doc.sections[RELEVANT_FILES] = files_text(
                 self.files_read, self.files_modified, self.files_chars
@@ -152,11 +161,28 @@ def merge_files(
 # -- the newest request and the last error ----------------------------------------------------
 
 
-def newest_request(entries: Sequence[ContextEntry], previous: SummaryDoc) -> str:
+def newest_request(entries: Sequence[ContextEntry], previous: SummaryDoc) -> tuple[str, str]:
+    """The newest user request and its entry id ("" when it comes from the previous summary)."""
     for entry in reversed(entries):
         if isinstance(entry, MessageEntry) and entry.role is Role.USER:
-            return entry.content
-    return previous.sections.get(ACTIVE_TASK, "")
+            return entry.content, entry.id
+    return previous.sections.get(ACTIVE_TASK, ""), ""
+
+
+def bounded_request(text: str, limit: int | None, entry_id: str = "") -> str:
+    """The request verbatim within ``limit`` characters; past it its head (two thirds) and its
+    tail, with where the whole text is between them (its log entry, also in the archive)."""
+    if limit is None:
+        return active_task_text(text)
+    if len(text) <= limit:
+        return text
+    where = f"user message {entry_id} in the session log" if entry_id else "the session log"
+    head, tail = limit * 2 // 3, limit // 3
+    left_out = len(text) - head - tail
+    return (
+        f"{text[:head]}\n[... {left_out:,} characters of this request left out here; the "
+        f"whole request is {where} ...]\n{text[-tail:]}"
+    )
 
 
 def _failed(entry: ToolResultEntry) -> bool:
@@ -383,8 +409,11 @@ def gather(
         modified,
     )
     kept = any(isinstance(e, MessageEntry) and e.role is Role.USER for e in entries[kept_from:])
+    request, request_id = newest_request(entries, previous_doc)
     return Facts(
-        request=newest_request(entries, previous_doc),
+        request=request,
+        request_id=request_id,
+        request_chars=request_chars(window),
         files_read=files_read,
         files_modified=files_modified,
         last_error=last_error(entries, previous_doc),

@@ -31,6 +31,8 @@ MEMORY_SHARE = 0.04  # of the window, for the curated-memory snapshot
 INSTRUCTIONS_SHARE = 0.05  # for the AGENTS.md files of the whole session
 PRIOR_KNOWLEDGE_SHARE = 0.04  # for the prior-knowledge docs of the first message
 FILES_SHARE = 0.04  # for the read and modified file lists kept by code after a compaction
+REQUEST_SHARE = 0.05  # for the newest request's copy in the Active Task section
+REQUEST_MIN_CHARS = 400
 _DOC_OVERHEAD_CHARS = 120  # a prior-knowledge doc's heading and fence
 _DESCRIPTION_CHARS = 110  # a terse tool description at most
 
@@ -71,6 +73,15 @@ def files_chars(window: int, chars_per_token: float = 3.0) -> int | None:
     a token with ``o200k_base``), hence 3 by default. From ~128k tokens up ordinary paths never
     reach it, so a large window lists as many as before (100 a list)."""
     return int(window * chars_per_token * FILES_SHARE) if window > 0 else None
+
+
+def request_chars(window: int, chars_per_token: float = 4.0) -> int | None:
+    """The characters the Active Task section may copy of the newest request on ``window``
+    tokens (at least :data:`REQUEST_MIN_CHARS`); None (an unknown window): only the 8,000 of
+    :func:`agentsh.context.summary.active_task_text`. 800 on 4k, 6,553 on 32k."""
+    if window <= 0:
+        return None
+    return max(REQUEST_MIN_CHARS, int(window * chars_per_token * REQUEST_SHARE))
 
 
 def fit_memory(rendered: str, max_chars: int | None, separator: str) -> str:

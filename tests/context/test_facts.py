@@ -3,6 +3,7 @@ bounded list of archived turns."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -285,3 +286,56 @@ def test_the_message_cap_note_lists_files_newest_first_within_the_same_share(
     assert budget is not None and len(files) <= budget
     assert _listed(files, "Modified")[0] == modified[-1] == "src/pkg/mod_000.py"
     assert len(_listed(files, "Modified")) + _more(files, "Modified") == len(modified)
+
+
+def _long_request(n: int) -> str:
+    return f"REQUEST-HEAD-{n} " + " ".join(f"word{k}" for k in range(260)) + f" REQUEST-TAIL-{n}"
+
+
+@pytest.mark.asyncio
+async def test_a_long_request_is_not_copied_twice_on_a_small_window(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    """A 2,000-character request stayed in the conversation and was copied verbatim into the
+    Active Task section as well: ~500 tokens twice, 12 % of a 4k window for the copy."""
+    s = memory_session
+    for i in range(4):
+        add_turn(s, f"old {i}", [Step("bash", {"command": "ls"}, unique_output(300, f"{i}"))])
+    request = _long_request(1)
+    assert 1_900 < len(request) <= 2_000
+    add_turn(s, request, [Step("bash", {"command": "make"}, "ok")])
+    manager = make_manager(s, window=4_000)
+    assert await manager.compact(Tier.TRUNCATE) is not None
+    task = SummaryDoc.parse(_newest_compaction(s).summary).sections["Active Task"]
+    assert len(task) < 250 and "REQUEST-HEAD-1" in task, task
+    sent = json.dumps(to_messages(manager.accounting.view(), SYSTEM))
+    assert sent.count("REQUEST-TAIL-1") == 1  # the message itself, verbatim
+    # On a large window a request this long is still copied.
+    big = make_manager(s, window=200_000)
+    for i in range(3):
+        add_turn(s, f"more {i}", [Step("bash", {"command": "ls"}, unique_output(300, f"m{i}"))])
+    add_turn(s, _long_request(3), [Step("bash", {"command": "make"}, "ok")])
+    assert await big.compact(Tier.TRUNCATE) is not None
+    assert _long_request(3) in _newest_compaction(s).summary
+
+
+@pytest.mark.asyncio
+async def test_a_long_request_that_left_the_context_keeps_head_tail_and_its_entry(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    """The request's own message left with the early steps of its turn: its copy is bounded
+    by a share of the window (800 characters on 4k) and says where the whole text is."""
+    s = memory_session
+    request = _long_request(2)
+    steps = [Step("bash", {"command": f"step {k}"}, unique_output(250, f"s{k}")) for k in range(8)]
+    add_turn(s, request, steps)
+    request_id = next(e.id for e in s.current_path() if getattr(e, "content", "") == request)
+    manager = make_manager(s, window=4_000)
+    assert await manager.compact(Tier.TRUNCATE) is not None
+    sent = json.dumps(to_messages(manager.accounting.view(), SYSTEM))
+    assert "REQUEST-HEAD-2" in sent and "REQUEST-TAIL-2" in sent
+    assert json.dumps(request)[1:-1] not in sent  # its own message left the context
+    task = SummaryDoc.parse(_newest_compaction(s).summary).sections["Active Task"]
+    assert len(task) <= 800 + 150, len(task)
+    assert task.startswith("REQUEST-HEAD-2") and task.endswith("REQUEST-TAIL-2")
+    assert request_id in task
