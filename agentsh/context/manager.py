@@ -122,7 +122,7 @@ class ContextManager:
         self._force_truncate = False
         self._memory_flushed = False
         self.pause = Pause(cs)
-        self.pause.replay(session.current_path(), self._in_tier, self._entry_tokens)
+        self._pause_view: object = None  # the context view the pause was read for
         # The tier whose "skipped" or "paused" notice was already given in this context state
         # (no compaction since): this process's, or the last one's, read from the log at the
         # first ``prepare`` (with the token counter the decisions use by then).
@@ -133,7 +133,18 @@ class ContextManager:
 
     @property
     def paused(self) -> bool:
+        self._read_pause()
         return self.pause.paused
+
+    def _read_pause(self) -> None:
+        """The pause as the log has it, read again whenever the context view is rebuilt: a
+        branch switch or ``/compact undo`` (a path without what paused it lifts it; usage
+        compared with the figure it paused at went by two different counts), a compaction, or
+        an exact tokenizer taking over the counts."""
+        view = self.accounting.view()
+        if view is not self._pause_view:
+            self._pause_view = view
+            self.pause.replay(self.session.current_path(), self._in_tier, self._entry_tokens)
 
     @property
     def strikes(self) -> int:
@@ -163,7 +174,6 @@ class ContextManager:
 
     def status(self) -> ContextStatus:
         used = self._used()
-        self.pause.maybe_resume(used.tokens)
         totals = self.accounting.totals()
         branch = self.accounting.branch_position()
         window = self.window
@@ -191,7 +201,6 @@ class ContextManager:
     def record_usage(self, entry: MessageEntry) -> None:
         """An assistant entry with usage was appended: its usage anchors the count."""
         self.engine.ingest(entry)
-        self.pause.maybe_resume(self._used().tokens)
 
     def add_side_usage(self, usage: Usage) -> None:
         """A model call outside the conversation (the memory save before a summary): its
@@ -234,13 +243,10 @@ class ContextManager:
         if not self._declined_read:
             self._declined_read = True
             self._declined = self._tier_told_from_log()
-            # Judged again with the counter the decisions use by now (an exact tokenizer may
-            # have loaded since the start); said by the process that saw it engage.
-            self.pause.replay(self.session.current_path(), self._in_tier, self._entry_tokens)
         used = self._used()
-        self.pause.maybe_resume(used.tokens)
         compacted_at: Tier | None = None
         tier = self.engine.auto_tier(used.tokens, self.window)
+        self._read_pause()
         if compact and self.pause.watching:
             self._watch(tier, used.tokens)
         if tier is Tier.NONE:

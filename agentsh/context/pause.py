@@ -10,9 +10,9 @@ Automatic compaction has not kept up when
   second compaction, so no two turns in a row compact automatically.
 
 While paused no tier runs by itself; the pre-flight check still compacts a request that would
-not fit (those compactions keep the pause). It holds until the user compacts by hand, or the
-context shrinks through something the user did (a branch switch, ``/compact undo``, another
-model's window). The state is a pure function of the compaction records and the provider
+not fit (those compactions keep the pause). It holds until the user compacts by hand, switches
+to a path without what paused it (a branch switch, ``/compact undo``) or to another model's
+window. The state is a pure function of the compaction records and the provider
 figures on the session path (with the messages after the newest figure counted as the decision
 to compact counts them), so every ``agentsh -p -c`` process reads the same state.
 """
@@ -34,7 +34,7 @@ class Pause:
     def __init__(self, settings: ContextSettings) -> None:
         self.settings = settings
         self.strikes = 0
-        self.paused_at: int | None = None  # the context size the pause holds from
+        self.paused_at: int | None = None  # the context size it paused at
         self.reason = ""  # why it paused, for the notice
         self.watching = False  # within a turn of an automatic compaction
         self._turns = 0  # user messages since it
@@ -61,14 +61,6 @@ class Pause:
             return True
         return False
 
-    def maybe_resume(self, used: int) -> None:
-        """Usage only grows while paused (its own compactions move ``paused_at`` down with
-        them), so a context clearly smaller than that took something the user did."""
-        if self.paused_at is not None and used < self.paused_at * (
-            1 - self.settings.strike_min_saving
-        ):
-            self.reset()
-
     def engage(self, used: int) -> None:
         """The context reached a tier while :attr:`watching`: compaction cannot keep up."""
         self.paused_at, self.watching, self.told = max(1, used), False, True
@@ -91,6 +83,12 @@ class Pause:
         decided = False  # the request after the compaction was decided before it
         for entry in path:
             if isinstance(entry, CompactionEntry):
+                # The decision made before it (it runs in a ``prepare``, after the check).
+                if not entry.manual and used and in_tier(used):
+                    if self.paused:
+                        self.told = True
+                    elif self.watching and decided:
+                        self.engage(used)
                 self._record(entry)
                 used, decided = entry.tokens_after, False
             elif not self.watching and (self.told or not self.paused):
@@ -112,10 +110,7 @@ class Pause:
             self.reset()
             return
         if self.paused_at is not None:
-            # The pre-flight net (or a provider overflow) compacted while paused: the pause
-            # holds from the smaller context.
-            self.paused_at = max(1, entry.tokens_after)
-            return
+            return  # the pre-flight net (or a provider overflow) compacted: the pause holds
         before = max(1, entry.tokens_before)
         if (entry.tokens_before - entry.tokens_after) / before < self.settings.strike_min_saving:
             self.strike(entry.tokens_after)
