@@ -252,20 +252,32 @@ class Accounting:
 
     def used_before_last_request(self) -> int | None:
         """What :meth:`used` measured when the newest request on the path was prepared: the
-        usage reported before it (or the compaction's count) plus what came between. None
-        when no request followed the newest compaction, or nothing anchored it."""
+        newest provider figure before it (or the compaction's count) plus the estimate of the
+        sent entries between. Every assistant entry answers a request, also a failed reply
+        that carries no usage. None when no request followed the newest compaction (the one
+        right after it was decided before it ran), or nothing anchored the figure."""
         view = self.view()
-        added = requests = 0
-        for entry in reversed(self.session.current_path()):
+        path = self.session.current_path()
+        start, used, first = 0, None, False
+        for index in range(len(path) - 1, -1, -1):
+            entry = path[index]
             if isinstance(entry, CompactionEntry):
-                return entry.tokens_after + added if requests else None
-            if isinstance(entry, MessageEntry) and entry.usage is not None:
-                requests += 1
-                if requests == 2:
-                    return entry.usage.context_tokens + added
-            elif requests and isinstance(entry, MessageEntry | ToolResultEntry):
-                added += self.entry_tokens(entry, view)
-        return None
+                start, used = index + 1, entry.tokens_after
+                first = not entry.manual  # the request the compacting prepare decided
+                break
+        figure: int | None = None
+        for entry in path[start:]:
+            if isinstance(entry, MessageEntry) and entry.role is Role.ASSISTANT:
+                if not first:
+                    figure = used
+                first = False
+                if _anchors(entry.usage):
+                    assert entry.usage is not None
+                    used = entry.usage.context_tokens
+                    continue
+            if used is not None and is_sent(entry):
+                used += self.entry_tokens(entry, view)
+        return figure
 
     def branch_position(self) -> BranchPosition:
         self.view()

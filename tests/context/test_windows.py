@@ -25,9 +25,10 @@ from agentsh.events import (
     Tier,
 )
 from agentsh.paths import UserPaths
-from agentsh.session.entries import CompactionEntry, Role, Usage
+from agentsh.session.entries import CompactionEntry, Role, StopReason, ToolCall, Usage
 from agentsh.session.session import Session
 from tests.context.builders import (
+    SYSTEM,
     Step,
     add_turn,
     drive_turn,
@@ -414,3 +415,42 @@ def test_a_skip_names_only_the_tiers_the_engine_runs(
     assert pi._next(Tier.SUMMARIZE) == "Run /compact to choose what leaves."
     tiered = make_manager(memory_session, window=4_000)
     assert "Truncate at 95%" in tiered._next(Tier.SUMMARIZE)
+
+
+@pytest.mark.asyncio
+async def test_a_skip_is_said_once_when_the_request_that_crossed_the_tier_failed(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    """The next `-p -c` process read what was already said from the newest reply that carried
+    usage: when the reply to the request that crossed the tier failed (no usage), it measured
+    the request before, under the tier, and said "skipped" again."""
+    s = memory_session
+    window = 4_000
+    events: list[Event] = []
+    options: dict[str, Any] = {"kept_turns_max_tokens": 10**6, "compact_target": 1.0}
+    manager = make_manager(s, window=window, events=events, **options)
+    for n in range(2):
+        size = int((0.81 * window - manager.status().used) / 3)
+        await drive_turn(
+            manager, s, f"big {n}", [Step("read", {"path": "x"}, unique_output(size, f"b{n}"))]
+        )
+    s.append_message(Role.USER, "big 2")
+    await manager.prepare(SYSTEM, [])
+    call = ToolCall(id="call_big2", name="read", arguments='{"path": "y"}')
+    s.append_message(
+        Role.ASSISTANT,
+        "",
+        tool_calls=(call,),
+        usage=Usage(input_tokens=manager.status().used, output_tokens=20),
+        stop_reason=StopReason.TOOL_CALLS,
+    )
+    size = int(0.82 * window - manager.status().used)
+    s.append_tool_result(call.id, "read", unique_output(size, "b2"))
+    await manager.prepare(SYSTEM, [])  # crosses into MoveToWorkspace: skipped, said
+    assert manager.status().tier is Tier.MOVE_TO_WORKSPACE
+    s.append_message(Role.ASSISTANT, "", stop_reason=StopReason.ERROR)  # the reply failed
+    for n in range(2):  # one process a turn
+        manager = make_manager(s, window=window, events=events, **options)
+        await drive_turn(manager, s, f"small {n}", [Step("bash", {"command": "ls"}, "ok")])
+    notices = [e.text for e in events if isinstance(e, Notice)]
+    assert len(notices) == 1 and notices[0].startswith("MoveToWorkspace skipped"), notices
