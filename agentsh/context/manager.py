@@ -133,8 +133,9 @@ class ContextManager:
 
     @property
     def paused(self) -> bool:
+        """Automatic compaction paused (never when it is switched off: nothing to pause)."""
         self._read_pause()
-        return self.pause.paused
+        return self.settings.context.auto_compact and self.pause.paused
 
     def _read_pause(self) -> None:
         """The pause as the log has it, read again whenever the context view is rebuilt: a
@@ -449,7 +450,7 @@ class ContextManager:
                 self.problem = f"compaction failed: {outcome.error}"
                 self._failed_turn = self._turn_key()
             elif not manual and self.pause.strike(used):  # one that frees nothing is one too
-                self.emit(Notice(NoticeLevel.WARNING, self.pause.notice()))
+                self._say_paused()
             self.emit(CompactionFailed(outcome.tier, outcome.error or outcome.note))
             self.emit(StatusChanged(self.status()))
             return outcome
@@ -468,7 +469,7 @@ class ContextManager:
                 )
             )
         if self.pause.replay(self.session.current_path(), self._in_tier, self._entry_tokens):
-            self.emit(Notice(NoticeLevel.WARNING, self.pause.notice()))
+            self._say_paused()
         self.emit(
             CompactionFinished(
                 entry_id=outcome.entry.id,
@@ -494,6 +495,10 @@ class ContextManager:
             told = True
         if told:
             self._declined = tier  # the pause notice says it all
+            self._say_paused()
+
+    def _say_paused(self) -> None:
+        if self.settings.context.auto_compact:
             self.emit(Notice(NoticeLevel.WARNING, self.pause.notice()))
 
     def _may_compact_automatically(self) -> bool:

@@ -121,6 +121,6 @@ class Pause:
     def notice(self) -> str:
         return (
             f"Automatic compaction is paused: {self.reason}. Compact by hand (/compact) to go "
-            "on; it also resumes when the context shrinks (a branch switch, /compact undo). A "
+            "on; a branch switch or /compact undo past what paused it resumes it too. A "
             "request that would not fit is still compacted first."
         )

@@ -81,3 +81,21 @@ async def test_when_compaction_cannot_keep_up_it_pauses_once_and_stays_paused(
     # /compact lifts it.
     assert await again.compact() is not None
     assert not again.status().paused
+
+
+@pytest.mark.asyncio
+async def test_with_auto_compact_off_nothing_is_said_to_pause(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    """The pre-flight check's compactions (the only ones with `context.auto_compact = false`)
+    came within a turn of each other, and "Automatic compaction is paused" was said and shown
+    about a switch the user had turned off."""
+    s = memory_session
+    events: list[Event] = []
+    manager = make_manager(s, window=4_000, auto_compact=False, events=events)
+    await _quarter_turns(manager, s, 4_000, range(16), [0])
+    started = [e for e in events if isinstance(e, CompactionStarted)]
+    assert started and all(e.reason.startswith("pre-flight") for e in started)
+    assert not [e for e in events if isinstance(e, Notice)]
+    statuses = [e.status for e in events if isinstance(e, StatusChanged)]
+    assert not any(status.paused for status in statuses)
