@@ -2,7 +2,8 @@
 
 Both open the project's search index and bring it up to date first (unchanged files are skipped
 by hash, so this is quick); meanwhile ``search`` loads the embedding model and embeds the query
-in a thread. ``search`` then waits a bounded time for vectors still being
+in a thread (a query asked before finds its vector on disk instead: no model to load, see
+:mod:`agentsh.memory.query_vectors`). ``search`` then waits a bounded time for vectors still being
 computed (a first run over a large memory prints its progress on stderr and, past the wait,
 searches with what it has and says so), and prints each result's path, lines, score, keyword
 and vector parts and a snippet; when no embedding model runs it says "keyword-only" and why.
@@ -21,7 +22,9 @@ from typing import Any, TextIO
 
 from agentsh.config import load_environment
 from agentsh.errors import EXIT_OK, CliError
+from agentsh.memory.embeddings import make_embedder
 from agentsh.memory.index import MemoryIndex, SearchIndexError
+from agentsh.memory.query_vectors import RememberingEmbedder, remembering
 from agentsh.memory.ranking import SearchResponse
 
 # How long `memory search` waits for vectors before searching with what it has.
@@ -36,7 +39,7 @@ def search_memory(args: argparse.Namespace) -> int:
     if k is not None and k < 1:
         raise CliError("-k must be 1 or more")
     as_json = bool(getattr(args, "json", False))
-    index = _open()
+    index = _open(remember_queries=True)
     # The model loads and the query is embedded while the index is brought up to date.
     early = threading.Thread(target=index.warm_up, args=(query,), name="query", daemon=True)
     early.start()
@@ -49,6 +52,8 @@ def search_memory(args: argparse.Namespace) -> int:
         raise CliError(_index_failure(index, exc)) from exc
     finally:
         index.close()
+        if isinstance(index.embedder, RememberingEmbedder):
+            index.embedder.close()
     if as_json:
         print(json.dumps(response_json(response), ensure_ascii=False, indent=2))
     else:
@@ -168,14 +173,20 @@ def _index_failure(index: MemoryIndex, exc: Exception) -> str:
     )
 
 
-def _open() -> MemoryIndex:
+def _open(*, remember_queries: bool = False) -> MemoryIndex:
+    """The project's index; ``remember_queries``: query vectors are kept on disk
+    (:mod:`agentsh.memory.query_vectors`), so a query asked again needs no model load."""
     env = load_environment()
     for problem in env.config.problems:
         print(f"agentsh: warning: {problem}", file=sys.stderr)
+    settings = env.settings.search
+    embedder = make_embedder(settings)
+    if remember_queries:
+        embedder = remembering(embedder, env.user.cache_dir)
     try:
         # The user searching is the user looking (as `memory list`): the folder's memory is
         # searched even before it is trusted; a session would not see it until then.
-        return MemoryIndex.open(env.user, env.project, env.settings.search)
+        return MemoryIndex.open(env.user, env.project, settings, embedder=embedder)
     except SearchIndexError as exc:
         raise CliError(str(exc)) from exc
 
