@@ -127,8 +127,12 @@ class RememberingEmbedder:
             return self._conn
         try:
             self._path.parent.mkdir(parents=True, exist_ok=True)
-            # Created for the user alone (queries can be private), and never through a link.
-            os.close(os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600))
+            # For the user alone (queries can be private), and never through a link.
+            fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            try:
+                os.fchmod(fd, 0o600)  # a file left wider by hand is narrowed
+            finally:
+                os.close(fd)
             conn = sqlite3.connect(self._path, timeout=0.5, check_same_thread=False)
             conn.execute("PRAGMA synchronous = OFF")  # a cache: a lost write is a miss
             conn.execute(

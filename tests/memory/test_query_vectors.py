@@ -54,6 +54,10 @@ def test_the_file_is_the_users_alone_and_bounded(
     cached.close()
     path = tmp_path / "cache" / FILE_NAME
     assert path.stat().st_mode & 0o777 == 0o600
+    path.chmod(0o644)
+    _inner, again = _cache(tmp_path)
+    again.embed(["query 4"])
+    assert path.stat().st_mode & 0o777 == 0o600
     rows = sqlite3.connect(path).execute("SELECT query FROM queries ORDER BY query").fetchall()
     assert rows == [("query 2",), ("query 3",), ("query 4",)]
 
