@@ -69,9 +69,11 @@ def test_an_order_in_a_read_file_reaches_the_model_fenced_and_the_user_is_told(
     warnings = [line for line in run.stderr.splitlines() if "prompt injection" in line]
     assert warnings == [
         "agentsh: warning: read: README.md: the output looks like a prompt injection "
-        "(hide_from_user, ignore_instructions); the model got it fenced as untrusted data",
+        "(hide_from_user, ignore_instructions, remote_script); the model got it fenced as "
+        "untrusted data",
         "agentsh: warning: grep: Ignore all in .: the output looks like a prompt injection "
-        "(hide_from_user, ignore_instructions); the model got it fenced as untrusted data",
+        "(hide_from_user, ignore_instructions, remote_script); the model got it fenced as "
+        "untrusted data",
     ]
 
 

@@ -137,11 +137,12 @@ async def test_an_injection_in_a_result_reaches_the_model_fenced_and_flagged(
     assert fenced.endswith("\n</project-data>")
     # The server's own closing tag is gone: the injection stays inside the fence.
     assert fenced.count("</project-data>") == 1 and "Ignore all previous" in fenced
-    assert result.details["injection"] == ["hide_from_user", "ignore_instructions"]
+    assert result.details["injection"] == ["hide_from_user", "ignore_instructions", "remote_script"]
     assert not result.is_error
     assert shared_mcp.take_notices() == [
         "MCP server 'web': the output of echo looks like a prompt injection "
-        "(hide_from_user, ignore_instructions); the model got it fenced as untrusted data"
+        "(hide_from_user, ignore_instructions, remote_script); the model got it fenced as "
+        "untrusted data"
     ]
 
 

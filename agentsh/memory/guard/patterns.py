@@ -816,6 +816,25 @@ def _to_the_model(technical: Matcher) -> Matcher:
     return _Addressed(technical, _TO_THE_MODEL, 200)
 
 
+# A downloaded script piped into a shell: every install guide has one, so only the cues that
+# can only be orders to the model count ("without asking" is also a -y flag's help text).
+_REMOTE_SCRIPT = _rx(
+    ("curl", "wget"),
+    r"(?:curl|wget)\b[^\n|;&]{0,300}\|[ \t]*(?:sudo[ \t]+)?(?:ba|z|da|k|fi)?sh\b",
+    needs=_words("curl wget", "sh bash zsh dash ksh fish"),
+    whole_words=True,
+)
+_ONLY_TO_THE_MODEL = _compile(
+    rf"\b(?:in|into){_SEP}your(?:{_SEP}(?:next|final))?{_SEP}(?:reply|response|answer)\b"
+    rf"|\bbefore{_SEP}(?:replying|answering|responding|you{_SEP}(?:reply|answer|respond))\b"
+    rf"|\bafter{_SEP}(?:every|each){_SEP}(?:turn|reply|response|answer)s?\b"
+    rf"|\buser{_SEP}(?:(?:has|have|already|explicitly){_SEP})?(?:agreed|approved|consented)\b"
+    rf"|\byou{_SEP}(?:never|don'?t|do{_SEP}not|won'?t|will{_SEP}not){_SEP}(?:have|need)"
+    rf"{_SEP}to{_SEP}ask\b"
+    rf"|\b(?:do{_SEP}not|don'?t|never){_SEP}(?:tell|ask|inform|warn){_SEP}the{_SEP}user\b"
+)
+
+
 # Tool output's forms of the prose patterns that do harm on the model's say-so: the same
 # matchers, counted only where the text gives the model an order (see _TO_THE_MODEL).
 _ORDERED = (
@@ -834,6 +853,9 @@ _ORDERED = (
     # Not the flags (--approve all, --dangerously-skip-permissions): agents' docs name them.
     ("approval_escalation", "an order to the model to turn tool approval off", _approval_off),
 )
+
+
+_remote_script_order = _Addressed(_REMOTE_SCRIPT, _ONLY_TO_THE_MODEL, 200)
 
 
 PATTERNS: tuple[ThreatPattern, ...] = (
@@ -946,6 +968,12 @@ PATTERNS: tuple[ThreatPattern, ...] = (
     *(
         ThreatPattern(name, description, frozenset({Scope.TOOL_OUTPUT}), _to_the_model(matcher))
         for name, description, matcher in _ORDERED
+    ),
+    ThreatPattern(
+        "remote_script",
+        "an order to the model to pipe a downloaded script into a shell",
+        ALL_SCOPES,
+        _remote_script_order,
     ),
 )
 
