@@ -161,14 +161,23 @@ class SessionLifecycle:
     def _load(self, path: Path | None) -> None:
         """The load thread: open the session, show it, build the agent (heavy imports here)."""
         # The same choice as headless -p makes (the catalog loads here, off the UI thread).
-        from agentsh.startup import new_session, open_session_file, session_for_args
+        from agentsh.startup import (
+            fork_session_file,
+            new_session,
+            open_session_file,
+            session_for_args,
+        )
 
         current = self.current
         env, options = current.env, current.options
         problem = ""
         try:
-            if path is not None:
-                session = open_session_file(env, path, fork_if_locked=False)
+            if path is not None:  # picked (-r): a copy of it with --fork-session
+                session = (
+                    fork_session_file(env, path, session_id=options.session_id)
+                    if options.fork_session
+                    else open_session_file(env, path, fork_if_locked=False)
+                )
                 if options.name:  # -r --name: the session picked is the one named
                     session.set_name(options.name)
             else:

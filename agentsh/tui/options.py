@@ -29,6 +29,8 @@ class LaunchOptions:
     allowed_tools: tuple[str, ...] = ()  # --allowedTools rules: run without asking
     disallowed_tools: tuple[str, ...] = ()  # --disallowedTools rules: always refused
     name: str | None = None  # --name: names the session opened
+    session_id: str | None = None  # --session-id: the id of the new session (or of the copy)
+    fork_session: bool = False  # --fork-session: continue -c/-r/--session's in a copy
     plan: bool = False  # --permission-mode plan: reads only
     appended_prompt: str = ""  # --append-system-prompt
     system_prompt: str = ""  # --system-prompt: replaces agentsh's base instructions
@@ -56,6 +58,8 @@ class LaunchOptions:
             allowed_tools=tuple(getattr(args, "allowed_tools", None) or ()),
             disallowed_tools=tuple(getattr(args, "disallowed_tools", None) or ()),
             name=getattr(args, "name", None),
+            session_id=getattr(args, "session_id", None),
+            fork_session=bool(getattr(args, "fork_session", False)),
             plan=permission == "plan",
             appended_prompt=getattr(args, "append_system_prompt", None) or "",
             system_prompt=getattr(args, "system_prompt", None) or "",
@@ -84,4 +88,6 @@ class LaunchOptions:
             no_session=self.no_session,
             fork=False,
             name=self.name,
+            session_id=self.session_id,
+            fork_session=self.fork_session,
         )

@@ -11,6 +11,7 @@ import pytest
 
 from agentsh.agent import Agent
 from agentsh.config import ApprovalMode, load_environment
+from agentsh.session.entries import Role
 from agentsh.session.session import Session
 from agentsh.tui import launch
 from agentsh.tui.lifecycle import build_real_agent
@@ -99,3 +100,26 @@ def test_approve_and_permission_mode_together_stop_before_the_first_frame(
     assert capsys.readouterr().err == (
         "agentsh: --approve and --permission-mode cannot be used together\n"
     )
+
+
+def test_the_tui_takes_session_id_and_fork_session(project: Path, agentsh_home: Path) -> None:
+    """`agentsh -c --fork-session --session-id U` in a terminal: the TUI dropped both and
+    continued (and changed) the very session the user asked to keep as it was."""
+    import uuid
+
+    from agentsh.cli import build_parser
+    from agentsh.startup import session_for_args
+
+    env = load_environment(project, trust_project=True)
+    original = Session.create(env.user.project_sessions_dir(project), project)
+    original.append_message(Role.USER, "keep me as I am")
+    original.close()
+    wanted = str(uuid.uuid4())
+    args = build_parser().parse_args(["-c", "--fork-session", "--session-id", wanted])
+    options = LaunchOptions.from_args(args)
+    session = session_for_args(env, options.namespace(), project)  # as the TUI's load does
+    try:
+        assert session.id == wanted != original.id
+        assert session.header.parent_session == original.id
+    finally:
+        session.close()
