@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-turns",
         type=int,
-        default=50,
+        default=run_options.DEFAULT_MAX_TURNS,
         metavar="N",
         help="headless: stop after N model calls (default: 50); reaching it is an error",
     )

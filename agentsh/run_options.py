@@ -29,6 +29,8 @@ if TYPE_CHECKING:  # json, pathlib and dataclasses load when a flag is used, not
 
     from agentsh.mcp.servers_config import ServerSpec
 
+#: ``--max-turns`` when not given: model calls in one -p turn
+DEFAULT_MAX_TURNS = 50
 #: what a ``--settings`` value may hold before it is refused (a settings file is small)
 MAX_SETTINGS_BYTES = 1024 * 1024
 #: the ``permissions`` keys agentsh understands; everything else is named as ignored
@@ -213,6 +215,8 @@ def resolve(args: argparse.Namespace, cwd: Path, *, headless: bool) -> RunExtras
         for spec in _mcp_servers(value, warnings)
     )
     strict = bool(getattr(args, "strict_mcp_config", False))
+    if not headless and (print_only := _print_only(args)):
+        warnings.append(f"{', '.join(print_only)}: for -p only; the shell ignores them")
     fallback = getattr(args, "fallback_model", None) or None
     if fallback is not None and not headless:
         raise CliError("--fallback-model works with -p only, as in Claude Code", EXIT_USAGE)
@@ -226,6 +230,22 @@ def resolve(args: argparse.Namespace, cwd: Path, *, headless: bool) -> RunExtras
         warnings=tuple(warnings),
         settings_env=tuple(env.items()),
     )
+
+
+#: -p's own flags (namespace attribute, flag, the value that means "not given")
+_PRINT_ONLY: tuple[tuple[str, str, object], ...] = (
+    ("output_format", "--output-format", "text"),
+    ("input_format", "--input-format", "text"),
+    ("partial", "--include-partial-messages", False),
+    ("permission_prompt_tool", "--permission-prompt-tool", None),
+    ("max_turns", "--max-turns", DEFAULT_MAX_TURNS),
+    ("max_budget_usd", "--max-budget-usd", None),
+)
+
+
+def _print_only(args: argparse.Namespace) -> list[str]:
+    """The -p flags given to the TUI (said once at start, rather than dropped in silence)."""
+    return [flag for attr, flag, unset in _PRINT_ONLY if getattr(args, attr, unset) != unset]
 
 
 def _read_system_prompt_file(args: argparse.Namespace, cwd: Path) -> None:

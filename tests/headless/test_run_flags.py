@@ -403,3 +403,17 @@ def test_the_sdk_client_control_requests_model_mcp_and_context(
     assert (fake["name"], fake["status"], fake["scope"]) == ("fake", "connected", "user")
     assert {"echo", "crash"} <= {tool["name"] for tool in fake["tools"]}
     assert [r.body["model"] for r in scripted_server.requests] == ["other-model", "test-model"]
+
+
+def test_print_only_flags_given_to_the_tui_are_named_once(tmp_path: Path) -> None:
+    """`agentsh --max-turns 3 --output-format json` in a terminal runs the shell, which has no
+    use for them: said in one start line, not dropped in silence."""
+    from agentsh.cli import build_parser
+    from agentsh.run_options import resolve
+
+    parser = build_parser()
+    args = parser.parse_args(["--max-turns", "3", "--output-format", "json", "--verbose"])
+    [warning] = resolve(args, tmp_path, headless=False).warnings
+    assert warning == "--output-format, --max-turns: for -p only; the shell ignores them"
+    assert resolve(parser.parse_args([]), tmp_path, headless=False).warnings == ()
+    assert resolve(args, tmp_path, headless=True).warnings == ()
