@@ -59,6 +59,8 @@ from agentsh.session.entries import AnyEntry, CompactionEntry, MessageEntry, Rol
 from agentsh.session.session import Session
 from agentsh.values import Usage
 
+_PAUSED_NOTE = "automatic compaction is paused: only a request that would not fit is compacted"
+
 
 class ContextTooLarge(AgentshError, RuntimeError):
     """The next request does not fit the window even after compaction and trimming; it is not
@@ -441,6 +443,7 @@ class ContextManager:
         self, plan: Plan, used: int, *, manual: bool, reason: str, instructions: str = ""
     ) -> CompactionOutcome:
         self.emit(CompactionStarted(plan.tier, reason))
+        held = self.paused and not manual  # the pre-flight net (or an overflow) while paused
         outcome = await self.engine.compact(
             plan, used_before=used, manual=manual, instructions=instructions
         )
@@ -477,7 +480,7 @@ class ContextManager:
                 tokens_before=outcome.tokens_before,
                 tokens_after=outcome.tokens_after,
                 workspace_file=outcome.workspace_file,
-                note=outcome.note,
+                note="; ".join(n for n in (outcome.note, _PAUSED_NOTE if held else "") if n),
             )
         )
         self.emit(StatusChanged(self.status()))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from agentsh.context.manager import ContextManager
-from agentsh.events import CompactionStarted, Event, Notice, StatusChanged
+from agentsh.events import CompactionFinished, CompactionStarted, Event, Notice, StatusChanged
 from agentsh.session.entries import Usage
 from agentsh.session.session import Session
 from tests.context.builders import Step, add_turn, drive_turn, unique_output
@@ -63,6 +63,8 @@ async def test_when_compaction_cannot_keep_up_it_pauses_once_and_stays_paused(
     add_turn(s, "short one", [], usage=Usage(input_tokens=window // 5))
     assert manager.status().paused
     assert all(e.reason.startswith("pre-flight") for t, e in started if t > paused_from)
+    finished = [e for t, e in events if isinstance(e, CompactionFinished) and t > paused_from]
+    assert finished and all("automatic compaction is paused" in e.note for e in finished)
     # No other notice repeats it turn after turn.
     notices = [e.text for _t, e in events if isinstance(e, Notice)]
     assert len(notices) <= 3, notices
