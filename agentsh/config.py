@@ -175,6 +175,12 @@ class SearchSettings:
     )
     embedding_batch: int = _num(32, lo=1, doc="chunks per embedding call")
     reindex_debounce_s: float = _num(1.0, lo=0.05, doc="must stay under the 1.5 s freshness goal")
+    warm_process_s: float = _num(
+        0.0,
+        lo=0.0,
+        doc="`agentsh memory search` keeps its model loaded in a background process of yours "
+        "this long after the last search (0: off; user config only)",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,6 +349,7 @@ _USER_ONLY: tuple[tuple[str, str, str], ...] = (  # (section, key, what it would
     ("model", "cache_read_cost_per_mtok", "set the model's prices, which --max-cost-usd counts"),
     ("model", "cache_write_cost_per_mtok", "set the model's prices, which --max-cost-usd counts"),
     ("search", "embedding", "choose a remote embedding model, which is sent your memory"),
+    ("search", "warm_process_s", "keep a process of yours running in the background"),
     ("tui", "keys", "change key bindings, which answer approval prompts"),
 )
 _LOCAL_EMBEDDINGS = ("local", "none")

@@ -12,7 +12,9 @@ loads no model. Medians of ``--runs`` queries. The goal (issue 16): p50 under 0.
     .venv/bin/python benchmarks/bench_memory_search_cli.py [--runs 15] [--baseline ROOT]
 
 ``--baseline ROOT`` also runs another checkout's code (e.g. /work/main) the same way,
-interleaved query by query, for a before/after in the same run.
+interleaved query by query, for a before/after in the same run. ``--warm S`` sets the user's
+``search.warm_process_s``: the warm-up search starts the warm search process, which answers the
+searches after it (it is stopped at the end).
 
 The last line is ``memory_search_process_p50: <median> s``.
 """
@@ -20,9 +22,13 @@ The last line is ``memory_search_process_p50: <median> s``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
+import signal
+import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -64,10 +70,20 @@ def _run(command: list[str], cwd: Path, env: dict[str, str]) -> float:
     return seconds
 
 
+def _stop_warm_servers(folder: Path) -> None:
+    """End the warm search processes listening in ``folder`` (their pid from the socket)."""
+    for path in folder.glob("*.sock") if folder.is_dir() else ():
+        with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as conn:
+            conn.connect(str(path))
+            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            os.kill(struct.unpack("3i", creds)[0], signal.SIGTERM)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--baseline", type=Path, help="another checkout, run the same way")
+    parser.add_argument("--warm", type=float, default=0.0, help="search.warm_process_s")
     args = parser.parse_args()
     agentsh = str(Path(sys.executable).parent / "agentsh")
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -79,6 +95,10 @@ def main() -> int:
             "AGENTSH_HOME": str(home / "agentsh"),
         }
         chunks = _build(project, env)
+        if args.warm:
+            config = home / "agentsh" / "config" / "config.toml"
+            config.parent.mkdir(parents=True, exist_ok=True)
+            config.write_text(f"[search]\nwarm_process_s = {args.warm}\n")
         queries = _queries(random.Random(11), args.runs + 1)
         floor: list[float] = []
         times: dict[str, list[float]] = {}
@@ -96,6 +116,7 @@ def main() -> int:
                 if i:
                     times.setdefault(name, []).append(s)
                     times.setdefault(f"{name}, asked again", []).append(a)
+        _stop_warm_servers(home / "agentsh" / "cache" / "run")
     search = times["agentsh memory search"]
     print(f"index: {chunks} chunks; {args.runs} fresh queries, each a new process")
     print(f"{'agentsh --version (process floor)':40s} p50 {statistics.median(floor):.3f} s")

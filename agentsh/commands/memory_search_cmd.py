@@ -18,9 +18,11 @@ import sqlite3
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any, TextIO
 
-from agentsh.config import load_environment
+from agentsh.commands import search_server
+from agentsh.config import Environment, load_environment
 from agentsh.errors import EXIT_OK, CliError
 from agentsh.memory.embeddings import make_embedder
 from agentsh.memory.index import MemoryIndex, SearchIndexError
@@ -39,7 +41,14 @@ def search_memory(args: argparse.Namespace) -> int:
     if k is not None and k < 1:
         raise CliError("-k must be 1 or more")
     as_json = bool(getattr(args, "json", False))
-    index = _open(remember_queries=True)
+    env = _environment()
+    warm_s = env.settings.search.warm_process_s
+    if warm_s > 0:  # a warm search process of the user's may answer
+        answered = search_server.ask(env.user, Path.cwd(), query, k, as_json)
+        if answered is not None:
+            print(answered, end="")
+            return EXIT_OK
+    index = _open(env, remember_queries=True)
     # The model loads and the query is embedded while the index is brought up to date.
     early = threading.Thread(target=index.warm_up, args=(query,), name="query", daemon=True)
     early.start()
@@ -59,12 +68,14 @@ def search_memory(args: argparse.Namespace) -> int:
     else:
         for line in format_response(response):
             print(line)
+    if warm_s > 0:
+        search_server.start_unless_running(env.user, warm_s)
     return EXIT_OK
 
 
 def reindex_memory(args: argparse.Namespace) -> int:
     full = bool(getattr(args, "full", False))
-    index = _open()
+    index = _open(_environment())
     try:
         report = _sync(index, full=full, progress=True)
         _wait_for_vectors(index, timeout=None, progress=True)
@@ -173,12 +184,16 @@ def _index_failure(index: MemoryIndex, exc: Exception) -> str:
     )
 
 
-def _open(*, remember_queries: bool = False) -> MemoryIndex:
-    """The project's index; ``remember_queries``: query vectors are kept on disk
-    (:mod:`agentsh.memory.query_vectors`), so a query asked again needs no model load."""
+def _environment() -> Environment:
     env = load_environment()
     for problem in env.config.problems:
         print(f"agentsh: warning: {problem}", file=sys.stderr)
+    return env
+
+
+def _open(env: Environment, *, remember_queries: bool = False) -> MemoryIndex:
+    """The project's index; ``remember_queries``: query vectors are kept on disk
+    (:mod:`agentsh.memory.query_vectors`), so a query asked again needs no model load."""
     settings = env.settings.search
     embedder = make_embedder(settings)
     if remember_queries:
