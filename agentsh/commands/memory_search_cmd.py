@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from agentsh.commands import search_server
-from agentsh.config import Environment, load_environment
+from agentsh.config import Environment, load_config, load_environment
 from agentsh.errors import EXIT_OK, CliError
 from agentsh.memory.embeddings import make_embedder
 from agentsh.memory.index import MemoryIndex, SearchIndexError
 from agentsh.memory.query_vectors import RememberingEmbedder, remembering
 from agentsh.memory.ranking import SearchResponse
+from agentsh.paths import UserPaths
 
 # How long `memory search` waits for vectors before searching with what it has.
 SEARCH_VECTOR_WAIT_S = 20.0
@@ -41,13 +42,17 @@ def search_memory(args: argparse.Namespace) -> int:
     if k is not None and k < 1:
         raise CliError("-k must be 1 or more")
     as_json = bool(getattr(args, "json", False))
-    env = _environment()
-    warm_s = env.settings.search.warm_process_s
-    if warm_s > 0:  # a warm search process of the user's may answer
-        answered = search_server.ask(env.user, Path.cwd(), query, k, as_json)
+    # Only the user's own config may set it, so the folder's trust need not be checked first:
+    # a warm search process of the user's may answer (it checks, and says what the command says).
+    user = UserPaths.from_env()
+    warm_s = load_config(user).settings.search.warm_process_s
+    if warm_s > 0:
+        answered = search_server.ask(user, Path.cwd(), query, k, as_json)
         if answered is not None:
-            print(answered, end="")
+            sys.stderr.write(answered.stderr)
+            print(answered.stdout, end="")
             return EXIT_OK
+    env = _environment()
     index = _open(env, remember_queries=True)
     # The model loads and the query is embedded while the index is brought up to date.
     early = threading.Thread(target=index.warm_up, args=(query,), name="query", daemon=True)
@@ -186,9 +191,13 @@ def _index_failure(index: MemoryIndex, exc: Exception) -> str:
 
 def _environment() -> Environment:
     env = load_environment()
-    for problem in env.config.problems:
-        print(f"agentsh: warning: {problem}", file=sys.stderr)
+    sys.stderr.write(problem_lines(env))
     return env
+
+
+def problem_lines(env: Environment) -> str:
+    """The warnings about the configuration every memory command prints first."""
+    return "".join(f"agentsh: warning: {problem}\n" for problem in env.config.problems)
 
 
 def _open(env: Environment, *, remember_queries: bool = False) -> MemoryIndex:

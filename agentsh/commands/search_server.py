@@ -29,6 +29,7 @@ import stat
 import struct
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +94,13 @@ def _read_line(conn: socket.socket) -> bytes:
 # -- the command's side -----------------------------------------------------------------------
 
 
-def ask(user: UserPaths, cwd: Path, query: str, k: int | None, as_json: bool) -> str | None:
+@dataclass(frozen=True, slots=True)
+class Answer:
+    stdout: str
+    stderr: str  # the configuration's warnings, as the command prints them
+
+
+def ask(user: UserPaths, cwd: Path, query: str, k: int | None, as_json: bool) -> Answer | None:
     """The server's output for this search, or None (no server, or a fallback: search here)."""
     path = socket_path(user)
     if path is None or not path.exists():
@@ -111,8 +118,10 @@ def ask(user: UserPaths, cwd: Path, query: str, k: int | None, as_json: bool) ->
         return None
     if not isinstance(reply, dict) or reply.get("status") != "ok":
         return None
-    stdout = reply.get("stdout")
-    return stdout if isinstance(stdout, str) else None
+    stdout, stderr = reply.get("stdout"), reply.get("stderr")
+    if not isinstance(stdout, str) or not isinstance(stderr, str):
+        return None
+    return Answer(stdout, stderr)
 
 
 def start_unless_running(user: UserPaths, idle_s: float) -> None:
@@ -196,7 +205,7 @@ class SearchServer:
         if request.get("protocol") != PROTOCOL:
             return _FALLBACK
         try:
-            stdout = self._search(
+            output = self._search(
                 Path(str(request["cwd"])),
                 str(request["query"]),
                 request.get("k") if isinstance(request.get("k"), int) else None,
@@ -204,13 +213,13 @@ class SearchServer:
             )
         except Exception:  # noqa: BLE001 - whatever it is, the command searches itself
             return _FALLBACK
-        if stdout is None:
+        if output is None:
             return _FALLBACK
         self.answered += 1
-        return {"status": "ok", "stdout": stdout}
+        return {"status": "ok", "stdout": output.stdout, "stderr": output.stderr}
 
-    def _search(self, cwd: Path, query: str, k: int | None, as_json: bool) -> str | None:
-        from agentsh.commands.memory_search_cmd import format_response, response_json
+    def _search(self, cwd: Path, query: str, k: int | None, as_json: bool) -> Answer | None:
+        from agentsh.commands.memory_search_cmd import format_response, problem_lines, response_json
         from agentsh.config import load_environment
         from agentsh.memory.embeddings import LocalMiniLM, make_embedder
         from agentsh.memory.index import MemoryIndex
@@ -233,8 +242,10 @@ class SearchServer:
             return None  # still embedding, or keyword-only: the command says so itself
         response = index.search(query, max_results=k)
         if as_json:
-            return json.dumps(response_json(response), ensure_ascii=False, indent=2) + "\n"
-        return "".join(f"{line}\n" for line in format_response(response))
+            stdout = json.dumps(response_json(response), ensure_ascii=False, indent=2) + "\n"
+        else:
+            stdout = "".join(f"{line}\n" for line in format_response(response))
+        return Answer(stdout, problem_lines(env))
 
 
 _FALLBACK: dict[str, Any] = {"status": "fallback"}

@@ -31,8 +31,8 @@ def short_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     shutil.rmtree(home, ignore_errors=True)
 
 
-def _warm(seconds: float) -> None:
-    write(UserPaths.from_env().config_file, f"[search]\nwarm_process_s = {seconds}\n")
+def _warm(seconds: float, extra: str = "") -> None:
+    write(UserPaths.from_env().config_file, f"[search]\nwarm_process_s = {seconds}\n{extra}")
 
 
 def test_the_socket_folder_must_be_the_users_alone(short_home: Path) -> None:
@@ -89,13 +89,15 @@ def test_the_warm_process_answers_what_the_command_prints(
     memory = ProjectPaths(project).memory_dir
     write(memory / "MEMORY.md", "# Memory\nThe API runs on port 8000.\nRedis is on 6379.")
     write(memory / "deploy.md", "Deploys: helm upgrade, canary 10 % for 30 minutes.")
-    _warm(30)
+    _warm(30, "min_score = 7\n")  # a bad value: its warning is printed either way
     started: list[float] = []
     monkeypatch.setattr(search_server, "start_unless_running", lambda _u, s: started.append(s))
 
-    def search(*words: str) -> str:
+    def search(*words: str) -> tuple[str, str]:
         assert main(["memory", "search", *words]) == 0
-        return capsys.readouterr().out
+        printed = capsys.readouterr()
+        assert "min_score" in printed.err
+        return printed.out, printed.err
 
     alone = search("which port does the API listen on", "--json")  # no server yet
     assert started == [30]  # the command would start one now
@@ -115,4 +117,4 @@ def test_the_warm_process_answers_what_the_command_prints(
     thread.join(30)  # idle for 3 s: it ends, and takes its socket with it
     assert not thread.is_alive() and not path.exists()
     assert search("helm canary", "-k", "1") == warm_text  # the command's own answer
-    assert json.loads(alone)["mode"] == "hybrid"
+    assert json.loads(alone[0])["mode"] == "hybrid"
