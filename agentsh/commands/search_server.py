@@ -125,10 +125,10 @@ def ask(user: UserPaths, cwd: Path, query: str, k: int | None, as_json: bool) ->
 
 
 def start_unless_running(user: UserPaths, idle_s: float) -> None:
-    """Start the server in the background unless its socket is there (a second one started
-    meanwhile exits at once: the first holds the lock)."""
+    """Start the server in the background unless one listens (a second one started meanwhile
+    exits at once: the first holds the lock; a socket left by a killed one is replaced)."""
     path = socket_path(user)
-    if path is None or path.exists():
+    if path is None or _listening(path):
         return
     with contextlib.suppress(OSError):
         subprocess.Popen(
@@ -140,6 +140,16 @@ def start_unless_running(user: UserPaths, idle_s: float) -> None:
             close_fds=True,
             cwd="/",
         )
+
+
+def _listening(path: Path) -> bool:
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(1.0)
+            conn.connect(str(path))
+    except OSError:
+        return False
+    return True
 
 
 # -- the server -------------------------------------------------------------------------------

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
+import subprocess
 import tempfile
 import threading
 import time
@@ -118,3 +120,21 @@ def test_the_warm_process_answers_what_the_command_prints(
     assert not thread.is_alive() and not path.exists()
     assert search("helm canary", "-k", "1") == warm_text  # the command's own answer
     assert json.loads(alone[0])["mode"] == "hybrid"
+
+
+def test_a_socket_left_by_a_killed_server_does_not_stop_a_new_one(
+    short_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "Popen", lambda argv, **_kw: started.append(argv))
+    user = UserPaths.from_env()
+    path = socket_path(user)
+    assert path is not None
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(path))
+        listener.listen(1)
+        search_server.start_unless_running(user, 60)
+        assert started == []  # one listens: nothing started
+    assert path.exists()  # closed without removing its socket, as a killed server leaves it
+    search_server.start_unless_running(user, 60)
+    assert len(started) == 1 and started[0][-2:] == ["agentsh.commands.search_server", "60"]
