@@ -12,9 +12,11 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual import events
+from textual.await_remove import AwaitRemove
 from textual.pilot import Pilot
 
 from agentsh.config import Environment
@@ -363,7 +365,7 @@ async def test_a_scroll_during_a_window_change_is_acted_on_after_it(
         change_done = asyncio.Event()
 
         async def slow_change() -> None:
-            with chat.changing_window():
+            async with chat.window_change():
                 await change_done.wait()
 
         change = asyncio.create_task(slow_change())
@@ -375,3 +377,72 @@ async def test_a_scroll_during_a_window_change_is_acted_on_after_it(
         change_done.set()
         await change
         await wait_for(pilot, lambda: chat.first < first)
+
+
+def window_is_whole(chat: ChatView) -> bool:
+    """The chat's children are exactly its window's rows, in order (then the held ones), and
+    no row outside the window keeps a widget."""
+    shown = [r.widget for r in chat.rows[chat.first : chat.last]]
+    held = [r.widget for r in chat.rows[chat.last :] if r.held]
+    outside = chat.rows[: chat.first] + [r for r in chat.rows[chat.last :] if not r.held]
+    return list(chat.children) == shown + held and all(r.widget is None for r in outside)
+
+
+async def test_home_from_the_end_of_a_long_chat_goes_to_its_first_row(
+    make_app: MakeApp, project: Path, windowed_env: Environment
+) -> None:
+    """Home went to the top of the rows mounted: a long chat's first question stayed out of
+    reach (a batch more each press)."""
+    app = make_app(environment=windowed_env)
+    async with app.run_test(size=(80, 24)) as pilot:
+        chat = await long_chat(pilot, app, project)
+        assert chat.first > 0  # the chat opened at its end: its first rows are not mounted
+        chat.focus()
+        await pilot.press("home")
+        await wait_for(pilot, lambda: chat.first == 0 and chat.scroll_y == 0)
+        await wait_for(pilot, lambda: "question 0" in screen_text(app))
+        assert not chat.following and window_is_whole(chat)
+        await pilot.press("end")
+        await wait_for(pilot, lambda: at_the_end(app, chat))
+
+
+async def test_the_scroll_watcher_firing_while_home_changes_the_window_waits_its_turn(
+    make_app: MakeApp, project: Path, windowed_env: Environment
+) -> None:
+    """Home's window change and the scroll watcher's ran interleaved: one mounted rows
+    ``before=`` a row the other had just unmounted (a MountError in fresh-clone CI), or left
+    rows mounted the window no longer knew. Here the watcher fires every time at the moment
+    Home unmounts the rows at the end, and every task gets to run as far as it can."""
+    app = make_app(environment=windowed_env)
+    async with app.run_test(size=(80, 24)) as pilot:
+        chat = await long_chat(pilot, app, project)
+        await wait_for(pilot, lambda: at_the_end(app, chat))
+        remove_children = chat.remove_children
+        fired: list[int] = []
+
+        def unmount_while_scrolled(*args: Any, **kwargs: Any) -> AwaitRemove:
+            if not fired:
+                fired.append(chat.first)
+                chat.scroll_to(y=0, animate=False, immediate=True)  # rows above, please
+            return remove_children(*args, **kwargs)
+
+        async def let_everyone_run() -> None:
+            for _ in range(200):
+                await asyncio.sleep(0)
+
+        chat.remove_children = unmount_while_scrolled  # type: ignore[method-assign]
+        real_rewindow = chat._rewindow
+
+        async def rewindow(center: int) -> None:
+            await real_rewindow(center)
+            await let_everyone_run()  # the watcher's change, had it started, goes on here
+
+        chat._rewindow = rewindow  # type: ignore[method-assign]
+        chat.focus()
+        await pilot.press("home")
+        await wait_for(pilot, lambda: chat.first == 0 and chat.scroll_y == 0 and bool(fired))
+        await let_everyone_run()
+        await wait_for(pilot, lambda: chat.ready_to_adjust and not chat.window_busy)
+        assert fired == [len(chat.rows) - chat.initial]  # it fired at the end of the chat
+        assert window_is_whole(chat)
+        await wait_for(pilot, lambda: "question 0" in screen_text(app))

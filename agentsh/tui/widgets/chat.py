@@ -19,7 +19,6 @@ The selection is an entry id, so it survives rows being remounted.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -47,7 +46,7 @@ from agentsh.tui.widgets.messages import (
     UserMessage,
     Welcome,
 )
-from agentsh.tui.widgets.row_window import Row, RowWindow, is_live
+from agentsh.tui.widgets.row_window import Row, RowWindow, is_live, serialized
 from agentsh.tui.widgets.tool_block import ToolBlock
 
 __all__ = ["ArchiveLine", "BranchMarker", "ChatView"]
@@ -89,7 +88,6 @@ class ChatView(RowWindow):
         super().__init__(window=window, id=id)
         self.preview_lines = preview_lines
         self.expand_key = expand_key
-        self._load_lock = asyncio.Lock()
         self.expanded_archives: set[str] = set()
         self.selected_id: str | None = None  # the selected user message's entry
 
@@ -154,7 +152,7 @@ class ChatView(RowWindow):
         while the old transcript stays on screen, then swapped in at once, so no frame shows
         a half-built or empty chat and the frames in between (the tree's, the status bar's)
         are not held up."""
-        async with self._load_lock:
+        async with self.window_change():
             self._loading = True
             try:
                 await self._load(items, initial or self.initial)
@@ -217,6 +215,7 @@ class ChatView(RowWindow):
 
     # -- live additions -----------------------------------------------------------------------
 
+    @serialized
     async def append(self, item: ChatItem, widget: Widget | None = None) -> Widget:
         """Add a row at the end and mount its widget (a live widget may be passed in).
 
@@ -258,6 +257,7 @@ class ChatView(RowWindow):
         event.stop()
         await self.toggle_archive(event.line.item.compaction_id)
 
+    @serialized
     async def toggle_archive(self, compaction_id: str) -> bool:
         """Show or hide the turns a compaction archived; True when they are shown now."""
         if compaction_id in self.expanded_archives:
@@ -265,6 +265,7 @@ class ChatView(RowWindow):
             return False
         return await self.expand_archive(compaction_id)
 
+    @serialized
     async def expand_archive(self, compaction_id: str) -> bool:
         """Show the archived turns under their line, marked as archived (False: no such line)."""
         g = self._archive_index(compaction_id)
@@ -294,6 +295,7 @@ class ChatView(RowWindow):
         self._set_line_state(g, expanded=True)
         return True
 
+    @serialized
     async def collapse_archive(self, compaction_id: str) -> bool:
         """Fold the archived turns back into their line."""
         g = self._archive_index(compaction_id)
@@ -325,6 +327,7 @@ class ChatView(RowWindow):
         if isinstance(widget, ArchiveLine):
             widget.set_expanded(expanded)
 
+    @serialized
     async def fold_archive(self, item: ArchiveItem) -> None:
         """A compaction just archived entries shown live: fold their rows into one line."""
         covered = set(item.entry_ids)
@@ -384,6 +387,7 @@ class ChatView(RowWindow):
                 return index
         return None
 
+    @serialized
     async def reveal_entry(
         self, entry_id: str, order: Mapping[str, int] | None = None, *, highlight: bool = True
     ) -> Widget | None:
@@ -429,6 +433,7 @@ class ChatView(RowWindow):
         item = self.rows[index].item
         return item if isinstance(item, UserItem) else None
 
+    @serialized
     async def select_user_message(self, step: int) -> UserItem | None:
         """Select the previous (``step`` < 0) or next user message and scroll it into view.
 
@@ -509,10 +514,10 @@ class ChatView(RowWindow):
         blocks = self._focusable_blocks()
         focused = self.screen.focused
         last_block = not blocks or focused is blocks[-1]
-        if step > 0 and last_block and self.last < len(self.rows) and not self._adjusting:
+        if step > 0 and last_block and self.last < len(self.rows):
             # Past the last block mounted: the rows below are mounted first (issue 14: Down
             # stopped at the end of the window, short of the chat's end).
-            with self.changing_window():
+            async with self.window_change():
                 await self._extend_bottom()
             later = self._focusable_blocks()
             blocks = later if len(later) > len(blocks) else []

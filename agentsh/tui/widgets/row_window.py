@@ -11,13 +11,25 @@ Rows added while the reader is far up (more than a window of unmounted rows belo
 *held*: mounted at the end but hidden, so a streaming reply or a waiting approval lives on
 while the rows in between stay unbuilt and the reader stays where they are. They show as soon
 as the window reaches them from above, or the chat goes to its end.
+
+Window changes happen one at a time (:meth:`RowWindow.window_change`; the public changers are
+:func:`serialized`). They come from several tasks (keys in the App's, the scroll watcher, a
+turn's events, a frame's callbacks) and each one awaits mounting: interleaved, one mounted
+rows ``before=`` a row the other had just unmounted (a MountError), or both mounted the same
+rows. So: the scroll watcher only asks for an adjustment, which a task of its own makes when
+no other change runs; a change waits only for mounting and for the screen's next frame, never
+for a message pump another change may be waiting in; a synchronous change that finds one
+running is deferred to its end.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import asyncio
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from textual.containers import VerticalScroll
 from textual.message import Message
@@ -33,6 +45,24 @@ BATCH_ROWS = 25  # rows mounted or unmounted at a time while scrolling
 # a screen above the viewport: every frame of a streaming reply lays out every mounted widget
 # (tens of microseconds each), and a markdown reply is a hundred or more of them.
 WIDGET_BUDGET = 300
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+W = TypeVar("W", bound="RowWindow")
+
+
+def serialized(
+    method: Callable[Concatenate[W, P], Awaitable[R]],
+) -> Callable[Concatenate[W, P], Coroutine[Any, Any, R]]:
+    """A window change: runs alone (see the module's docstring)."""
+
+    @functools.wraps(method)
+    async def change(self: W, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        async with self.window_change():
+            return await method(self, *args, **kwargs)
+
+    return change
 
 
 @dataclass(slots=True)
@@ -74,9 +104,13 @@ class RowWindow(VerticalScroll):
         self.rows: list[Row] = []
         self.first = 0  # rows[first:last] are mounted
         self.last = 0
-        self._adjusting = False  # a window change is under way (see :meth:`changing_window`)
-        self._scroll_missed = False  # the view scrolled meanwhile: act on it afterwards
         self._loading = False  # a load is replacing the rows: scrolling must not mount any
+        self._lock = asyncio.Lock()
+        self._owner: asyncio.Task[Any] | None = None  # the task whose change runs
+        self._deferred: list[Callable[[], None]] = []  # synchronous changes made meanwhile
+        self._scrolled = False  # the view moved since the window last adjusted to it
+        self._fill = False  # mount rows above while they do not fill the screen
+        self._adjuster: object | None = None  # the worker adjusting to the scroll
         self.output_below = False  # output arrived below the reader since they scrolled up
 
     def build(self, item: ChatItem) -> Widget:
@@ -89,7 +123,7 @@ class RowWindow(VerticalScroll):
     def on_mount(self) -> None:
         self.anchor()
         self.watch(self, "scroll_y", self._hold_anchor, init=False)
-        self.watch(self, "scroll_y", self._on_scrolled, init=False)
+        self.watch(self, "scroll_y", self._request_adjust, init=False)
         self.watch(self, "scroll_y", self._check_following, init=False)
 
     def _hold_anchor(self) -> None:
@@ -100,6 +134,56 @@ class RowWindow(VerticalScroll):
         the wheel stopped short of the end). The reader keeps their place instead."""
         if self.last < len(self.rows) and self.is_anchored and not self._anchor_released:
             self.release_anchor()
+
+    @asynccontextmanager
+    async def window_change(self) -> AsyncIterator[None]:
+        """Hold the window for one change (reentrant in the task that holds it)."""
+        task = asyncio.current_task()
+        if task is not None and self._owner is task:
+            yield
+            return
+        try:
+            async with self._lock:
+                self._owner = task
+                try:
+                    yield
+                finally:
+                    self._owner = None
+        finally:
+            deferred, self._deferred = self._deferred, []
+            for run in deferred:
+                run()  # none can start between the release and here
+
+    def _request_adjust(self) -> None:
+        """The scroll watcher: mount and unmount for the new view, in the adjusting task."""
+        self._scrolled = True
+        if self._adjuster is None and self.is_mounted:
+            self._adjuster = self.run_worker(self._adjust(), group="row-window")
+
+    async def _adjust(self) -> None:
+        try:
+            # While a load replaces the rows, what was asked waits for its first frame.
+            while self._scrolled or self._fill:
+                async with self.window_change():
+                    if not self.ready_to_adjust:
+                        break
+                    scrolled, self._scrolled = self._scrolled, False
+                    if scrolled:
+                        await self._adjust_to_view()
+                    while self._fill and self.first > 0 and self.max_scroll_y <= 0:
+                        await self._extend_top()  # rows too short to fill the screen
+                    self._fill = False
+        finally:
+            self._adjuster = None
+
+    @property
+    def window_busy(self) -> bool:
+        """A window change is running (or waiting to)."""
+        return self._lock.locked()
+
+    @property
+    def ready_to_adjust(self) -> bool:
+        return self.is_mounted and not self._loading and bool(self.rows)
 
     def _check_following(self) -> None:
         if self.output_below and self.following:
@@ -147,6 +231,9 @@ class RowWindow(VerticalScroll):
 
     def discard(self, widget: Widget) -> None:
         """Take a live widget's row out (a live reply that turned out to hold nothing)."""
+        if self._lock.locked():
+            self._deferred.append(functools.partial(self.discard, widget))
+            return
         for index in range(len(self.rows) - 1, -1, -1):
             if self.rows[index].widget is widget:
                 del self.rows[index]
@@ -186,6 +273,7 @@ class RowWindow(VerticalScroll):
                     row.widget.display = True
             self.last = len(self.rows)
 
+    @serialized
     async def mount_tail(self) -> bool:
         """Mount the rows below the window down to the newest, leaving the view where it is
         (a reader scrolled up; new rows join the window below them). False, mounting nothing,
@@ -196,6 +284,7 @@ class RowWindow(VerticalScroll):
         await self._mount_below(len(self.rows))
         return True
 
+    @serialized
     async def reveal_end(self) -> None:
         """Mount the newest rows again if the user had scrolled far up (a new turn starts,
         End, a click on the notice)."""
@@ -215,19 +304,18 @@ class RowWindow(VerticalScroll):
     def widgets_of(self, kind: type[Widget]) -> list[Widget]:
         return [r.widget for r in self.rows[self.first : self.last] if isinstance(r.widget, kind)]
 
-    async def _loaded(self) -> None:
+    def _loaded(self) -> None:
         """The first frame of a load is laid out: scrolling mounts rows again (and a scroll
-        made meanwhile, which was not acted on, is now)."""
+        made meanwhile, which was not acted on, is now); rows too short to fill the screen
+        leave nothing to scroll up with, so more are mounted above."""
         self._loading = False
-        if self.is_mounted:
-            await self._on_scrolled(self.scroll_y, self.scroll_y)
-            self.call_after_refresh(self._fill_viewport)
+        self._fill = True
+        self._request_adjust()
 
-    async def _fill_viewport(self) -> None:
-        """Rows too short to fill the screen leave nothing to scroll up with: mount more."""
-        if self.first > 0 and self.max_scroll_y <= 0 and self.is_mounted and not self._loading:
-            await self._extend_top()
-            self.call_after_refresh(self._fill_viewport)
+    async def _frame(self) -> bool:
+        """Wait for the screen's next frame (the layout of what was just mounted). The screen
+        waits on no window change, so a change may wait for it (not for this widget's pump)."""
+        return self.is_mounted and await self.screen.wait_for_refresh()
 
     async def _mount_row(self, index: int) -> Widget:
         """Make sure ``rows[index]`` has a mounted widget, keeping the window contiguous."""
@@ -260,96 +348,89 @@ class RowWindow(VerticalScroll):
         self.first = self.last = max(0, min(center - self.batch_rows, start - 1))
         await self._mount_below(max(center + 1, self.first + self.initial))
 
-    @contextmanager
-    def changing_window(self) -> Iterator[None]:
-        """Mark a change of the mounted rows under way: the scroll watcher does not mount or
-        unmount rows meanwhile, but a scroll it skipped is acted on once the change is done.
-        Dropped, a scroll to the top edge stranded the reader there: scrolling on at that
-        edge does not move ``scroll_y``, so the watcher never ran again (a CI failure: the
-        window stayed at row 83 of 143 for 30 s of Home presses)."""
-        self._adjusting = True
-        try:
-            yield
-        finally:
-            self._adjusting = False
-            if self._scroll_missed:
-                self._scroll_missed = False
-                self.call_after_refresh(self._scrolled_meanwhile)
-
-    async def _scrolled_meanwhile(self) -> None:
-        await self._on_scrolled(self.scroll_y, self.scroll_y)
-
-    async def _on_scrolled(self, _old: float, new: float) -> None:
-        if self._loading or not self.rows:
-            return
-        if self._adjusting:
-            self._scroll_missed = True
-            return
-        with self.changing_window():
-            if new <= 1 and self.first > 0:
-                await self._extend_top()
-            elif new >= self.max_scroll_y - self.size.height and self.last < len(self.rows):
-                # Within a screen of the rows mounted: the next batch is mounted ahead, so
-                # the wheel and Down scroll on into it instead of stopping at its edge.
-                await self._extend_bottom()
-            await self._prune_far_above()
+    async def _adjust_to_view(self) -> None:
+        """Mount the next batch at the edge the reader reached and unmount rows far from the
+        view on the other side (never on the same: that would undo the batch, and thrash)."""
+        new = self.scroll_y
+        if new <= 1 and self.first > 0:
+            await self._extend_top()
             await self._prune_far_below()
+            return
+        if new >= self.max_scroll_y - self.size.height and self.last < len(self.rows):
+            # Within a screen of the rows mounted: the next batch is mounted ahead, so
+            # the wheel and Down scroll on into it instead of stopping at its edge.
+            await self._extend_bottom()
+            await self._prune_far_above()
+            return
+        await self._prune_far_above()
+        await self._prune_far_below()
 
+    def _keep_view(self, y: float) -> None:
+        """Scroll to ``y`` to keep what the reader sees in place while rows are mounted or
+        unmounted above it: the window's own move, not the reader's, so nothing adjusts to it
+        (mounting above, then unmounting what it mounted, went round for ever)."""
+        scrolled = self._scrolled
+        self.scroll_to(y=max(0, y), animate=False, immediate=True)
+        self._scrolled = scrolled
+
+    @serialized
     async def page_down(self) -> None:
         """Scroll a page down, mounting the rows below first when the page reaches past those
         mounted. Textual clamps a scroll to the end of the rows mounted, and how far past it
         more rows were mounted then depended on how many frames the scroll took: back down
-        from far up, PgDn could crawl or stall short of the end (issue 14). Call it from
-        another task than this widget's (it waits for the layout of the rows it mounts)."""
-        await self.wait_for_refresh()  # a pending keep_position first: it moves scroll_y
+        from far up, PgDn could crawl or stall short of the end (issue 14)."""
+        await self._frame()  # a pending keep_position first: it moves scroll_y
         target = self.scroll_y + self.scrollable_content_region.height
-        with self.changing_window():  # the mounting here, not the scroll watcher's
-            while target > self.max_scroll_y and self.last < len(self.rows) and self.is_mounted:
-                await self._extend_bottom()
-                if not await self.wait_for_refresh():
-                    break
+        while target > self.max_scroll_y and self.last < len(self.rows) and self.is_mounted:
+            await self._extend_bottom()
+            if not await self._frame():
+                break
         self.scroll_to(y=target, animate=False, immediate=True)
 
+    @serialized
     async def page_up(self) -> None:
         """Scroll a page up, mounting the rows above first when the page reaches past those
         mounted (as :meth:`page_down`): PgUp stopped at the top of the rows mounted, and the
         rows mounted there only moved the view back down, so it crawled (issue 14)."""
-        await self.wait_for_refresh()  # a pending keep_position first: it moves scroll_y
+        await self._frame()  # a pending keep_position first: it moves scroll_y
         target = self.scroll_y - self.scrollable_content_region.height
-        with self.changing_window():  # the mounting here, not the scroll watcher's
-            while target < 0 and self.first > 0 and self.is_mounted:
-                anchor_widget = self.rows[self.first].widget
-                before_y = anchor_widget.virtual_region.y if anchor_widget is not None else 0
-                start = max(0, self.first - self.batch_rows)
-                widgets = [self._widget_for(r) for r in self.rows[start : self.first]]
-                await self.mount_all(widgets, before=anchor_widget)
-                self.first = start
-                if not await self.wait_for_refresh() or anchor_widget is None:
-                    break
-                shift = anchor_widget.virtual_region.y - before_y
-                target += shift
-                self.scroll_to(y=self.scroll_y + shift, animate=False, immediate=True)
+        while target < 0 and self.first > 0 and self.is_mounted:
+            shift = await self._extend_top()
+            if not shift:
+                break
+            target += shift
         self.scroll_to(y=max(0, target), animate=False, immediate=True)
+
+    @serialized
+    async def reveal_start(self) -> None:
+        """Mount the first rows and scroll to the top (Home); the rows far below are then
+        unmounted by the adjustment to the new view, as when scrolling there."""
+        if self.rows and self.first > 0:
+            await self._mount_row(0)
+        self.scroll_home(animate=False, immediate=True)
 
     def action_scroll_end(self) -> None:
         """End: the chat's end, not the end of the rows mounted (issue 14)."""
         self.call_next(self.reveal_end)
 
-    async def _extend_top(self) -> None:
+    def action_scroll_home(self) -> None:
+        """Home: the chat's first row, not the top of the rows mounted (issue 14)."""
+        self.call_next(self.reveal_start)
+
+    async def _extend_top(self) -> float:
+        """Mount a batch of rows above the window and keep what the reader sees in place
+        once laid out; the lines the view moved down by."""
         anchor_widget = self.rows[self.first].widget
         start = max(0, self.first - self.batch_rows)
-        new_rows = self.rows[start : self.first]
-        widgets = [self._widget_for(r) for r in new_rows]
+        widgets = [self._widget_for(r) for r in self.rows[start : self.first]]
         before_y = anchor_widget.virtual_region.y if anchor_widget is not None else 0
         await self.mount_all(widgets, before=anchor_widget)
         self.first = start
-
-        def keep_position() -> None:
-            if anchor_widget is not None and anchor_widget.is_mounted:
-                shift = anchor_widget.virtual_region.y - before_y
-                self.scroll_to(y=self.scroll_y + shift, animate=False, immediate=True)
-
-        self.call_after_refresh(keep_position)
+        if anchor_widget is None or not await self._frame() or not anchor_widget.is_mounted:
+            return 0
+        shift = anchor_widget.virtual_region.y - before_y
+        self._keep_view(self.scroll_y + shift)
+        return shift
 
     async def _extend_bottom(self) -> None:
         await self._mount_below(self.last + self.batch_rows)
@@ -373,6 +454,7 @@ class RowWindow(VerticalScroll):
         if count > 0:
             await self._unmount_leading(count)
 
+    @serialized
     async def prune_to_budget(self) -> None:
         """Unmount rows more than a screen above the viewport while the mounted widgets number
         more than :data:`WIDGET_BUDGET`; they are built again when scrolled to, as always."""
@@ -404,8 +486,7 @@ class RowWindow(VerticalScroll):
         if survivor is not None and before_y and not self.following:
 
             def keep_position() -> None:
-                shift = before_y - survivor.virtual_region.y
-                self.scroll_to(y=max(0, self.scroll_y - shift), animate=False, immediate=True)
+                self._keep_view(self.scroll_y - (before_y - survivor.virtual_region.y))
 
             self.call_after_refresh(keep_position)
 
