@@ -262,9 +262,7 @@ class AgentshApp(App[None]):
             return
         blocks = self.query(ToolBlock)
         if blocks and not blocks.last().display:  # held below a reader far up: to the end
-            chat = self.query_one(ChatView)
-            await chat.reveal_end()
-            await chat.wait_for_refresh()  # the block scrolls into view: it needs its place
+            await self.query_one(ChatView).settle_at_end()
             blocks = self.query(ToolBlock)
         if blocks:
             blocks.last().action_toggle_expand()
@@ -275,8 +273,7 @@ class AgentshApp(App[None]):
     async def action_focus_chat(self) -> None:
         chat = self.query_one(ChatView)
         if not chat.following:  # a reader far up (newest blocks held or unmounted): to the end
-            await chat.reveal_end()
-            await chat.wait_for_refresh()  # focus scrolls to the block: it needs its place
+            await chat.settle_at_end()
         blocks = [w for w in chat.children if w.can_focus and w.display]
         (blocks[-1] if blocks else chat).focus()
 
@@ -352,9 +349,7 @@ class AgentshApp(App[None]):
     @on(ApprovalNotice.Answer)
     async def _answer_approval(self, event: ApprovalNotice.Answer) -> None:
         if not event.prompt.display:  # held below a reader far up
-            chat = self.query_one(ChatView)
-            await chat.reveal_end()
-            await chat.wait_for_refresh()  # focus scrolls to the prompt: it needs its place
+            await self.query_one(ChatView).settle_at_end()
         event.prompt.focus()  # scrolled into view with it
 
     @on(ChatView.OutputBelow)

@@ -301,6 +301,13 @@ class RowWindow(VerticalScroll):
         self.anchor()
         self.scroll_end(animate=False, immediate=True)
 
+    async def settle_at_end(self) -> None:
+        """Go to the chat's end and wait until it is laid out: for a key that acts on the
+        newest block or prompt while the reader is up (focusing scrolls to it: it needs its
+        place). Call it from another task than this widget's."""
+        await self.reveal_end()
+        await self.wait_for_refresh()
+
     def widgets_of(self, kind: type[Widget]) -> list[Widget]:
         return [r.widget for r in self.rows[self.first : self.last] if isinstance(r.widget, kind)]
 
