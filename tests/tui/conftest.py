@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import functools
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from agentsh.config import Environment, load_environment
+from agentsh.events import ApprovalRequest, Event, TurnEnded, TurnOutcome
 from agentsh.frontend import AgentAPI
+from agentsh.session.entries import Role
 from agentsh.session.session import Session
 from agentsh.tui.app import AgentshApp
 from agentsh.tui.lifecycle import AgentFactory
 from agentsh.tui.options import LaunchOptions
-from tests.tui.fake_agent import FakeAgent
+from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
+from tests.tui.fake_agent import FakeAgent, echo_script
 
 if TYPE_CHECKING:
     from textual.pilot import Pilot
@@ -71,8 +76,6 @@ async def wait_for(
     pilot: Pilot[None], predicate: Callable[[], bool], limit_s: float = 30.0
 ) -> None:
     """Pump the app until ``predicate()`` holds (tests never sleep a fixed time)."""
-    import asyncio
-
     loop = asyncio.get_running_loop()
     deadline = loop.time() + limit_s
     while not predicate():
@@ -149,3 +152,67 @@ def screen_text(app: AgentshApp) -> str:
     """What the terminal shows now, as plain text lines (what a user reads)."""
     strips = app.screen._compositor.render_strips()
     return "\n".join(strip.text.rstrip() for strip in strips)
+
+
+# -- a turn that asks for approval: the script approval tests share ------------------------------
+
+
+class Asks:
+    """A fake turn's script that asks for each of ``requests`` in turn (by default one
+    ``bash: make``), records each answer in ``decisions`` and ends the turn.
+
+    ``wait``: it asks only once ``go`` is set (the test scrolls or opens a pane first);
+    ``first``: a turn sent as "first" is answered with this text instead (a long reply above
+    the question); ``log_user``: the user's message is logged before it waits."""
+
+    def __init__(
+        self,
+        *requests: Callable[[], ApprovalRequest],
+        wait: bool = False,
+        first: str | None = None,
+        log_user: bool = False,
+    ) -> None:
+        self.requests = requests or (make_request,)
+        self.go = asyncio.Event()
+        if not wait:
+            self.go.set()
+        self.first = first
+        self.log_user = log_user
+        self.decisions: list[str] = []
+
+    async def __call__(self, agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        if self.first is not None and text == "first":
+            async for event in echo_script(agent, self.first):
+                yield event
+            return
+        if self.log_user:
+            agent.session.append_message(Role.USER, text)
+        await self.go.wait()
+        for make in self.requests:
+            request = make()  # made in the turn: its decision is a future of this loop
+            yield request
+            self.decisions.append((await request.decision).value)
+        yield TurnEnded(TurnOutcome.DONE)
+
+
+def make_request(**fields: Any) -> ApprovalRequest:
+    """``bash: make`` in ask mode, with ``fields`` changed."""
+    values: dict[str, Any] = {
+        "call_id": "c1",
+        "tool": "bash",
+        "summary": "bash: make",
+        "detail": "make",
+        "reason": "ask mode",
+    }
+    return ApprovalRequest(**(values | fields))
+
+
+def request(**fields: Any) -> Callable[[], ApprovalRequest]:
+    """A request for :class:`Asks` to make when it asks."""
+    return functools.partial(make_request, **fields)
+
+
+@pytest.fixture
+def answer_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Approval prompts take keys as soon as they show (no grace period for keys in flight)."""
+    monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 0.0)

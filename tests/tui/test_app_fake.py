@@ -50,16 +50,18 @@ from agentsh.tui.widgets.messages import (
 from agentsh.tui.widgets.status_bar import StatusBar
 from agentsh.tui.widgets.tool_block import ToolBlock
 from tests.tui.conftest import (
+    Asks,
     MakeApp,
     agent_of,
     fake_factory,
     fake_of,
     open_long_session,
     ready,
+    request,
     screen_text,
     wait_for,
 )
-from tests.tui.fake_agent import FakeAgent, Script, echo_script
+from tests.tui.fake_agent import FakeAgent, echo_script
 
 pytestmark = pytest.mark.asyncio
 
@@ -632,18 +634,6 @@ async def test_a_configured_theme_with_a_bad_variable_is_skipped_not_fatal(
         assert any("odd.toml" in m and "footer-background" in m for m in messages)
 
 
-def _approval_script(decisions: list[str]) -> Script:
-    from agentsh.events import ApprovalRequest
-
-    async def script(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
-        request = ApprovalRequest("c1", "bash", "bash: rm -rf build", "rm -rf build", "ask mode")
-        yield request
-        decisions.append((await request.decision).value)
-        yield TurnEnded(TurnOutcome.DONE)
-
-    return script
-
-
 @pytest.mark.parametrize(("key", "decision"), [("y", "allow_once"), ("a", "allow_session"),
                                                 ("n", "deny")])  # fmt: skip
 async def test_the_approval_prompt_answers_with_its_keys(
@@ -651,8 +641,9 @@ async def test_the_approval_prompt_answers_with_its_keys(
 ) -> None:
     from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
 
-    decisions: list[str] = []
-    app = make_app(factory=fake_factory(script=_approval_script(decisions)))
+    asks = Asks(request(summary="bash: rm -rf build", detail="rm -rf build"))
+    decisions = asks.decisions
+    app = make_app(factory=fake_factory(script=asks))
     monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 60.0)
     async with app.run_test(size=(80, 30)) as pilot:
         await ready(pilot, app)
@@ -670,22 +661,14 @@ async def test_the_approval_prompt_answers_with_its_keys(
 
 
 async def test_an_mcp_tool_can_be_allowed_with_its_whole_server(
-    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+    make_app: MakeApp, answer_at_once: None
 ) -> None:
-    from agentsh.events import ApprovalRequest
     from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
 
-    decisions: list[str] = []
-
-    async def script(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
-        for group in ("", "every tool of MCP server 'git'"):
-            request = ApprovalRequest("c1", "t", "git: git_log", "{}", "ask mode", group=group)
-            yield request
-            decisions.append((await request.decision).value)
-        yield TurnEnded(TurnOutcome.DONE)
-
-    app = make_app(factory=fake_factory(script=script))
-    monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 0.0)
+    git_log = {"tool": "t", "summary": "git: git_log", "detail": "{}"}
+    asks = Asks(request(**git_log), request(**git_log, group="every tool of MCP server 'git'"))
+    decisions = asks.decisions
+    app = make_app(factory=fake_factory(script=asks))
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(pilot, app)
         await pilot.press(*"go", "enter")
@@ -782,21 +765,14 @@ async def test_a_long_diff_to_approve_scrolls_to_its_end_before_the_answer(
 async def test_the_approval_prompt_does_not_steal_focus_from_a_draft(make_app: MakeApp) -> None:
     from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
 
-    gate = asyncio.Event()
-    decisions: list[str] = []
-    inner = _approval_script(decisions)
-
-    async def delayed(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
-        await gate.wait()
-        async for event in inner(agent, text):
-            yield event
-
-    app = make_app(factory=fake_factory(script=delayed))
+    asks = Asks(wait=True)
+    decisions = asks.decisions
+    app = make_app(factory=fake_factory(script=asks))
     async with app.run_test(size=(80, 30)) as pilot:
         await ready(pilot, app)
         await pilot.press(*"go", "enter")
         await pilot.press(*"any draft")
-        gate.set()
+        asks.go.set()
         await wait_for(pilot, lambda: bool(app.query(ApprovalPrompt)))
         assert isinstance(app.focused, PromptInput)
         assert app.query_one(PromptInput).text == "any draft"

@@ -4,20 +4,17 @@ screen, at both sizes a new user tries; a user who scrolled up is not moved, but
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from agentsh.config import ApprovalMode, Environment
-from agentsh.events import ApprovalRequest, Event, TurnEnded, TurnOutcome
-from agentsh.session.entries import Role
 from agentsh.tui.widgets.approval_prompt import ApprovalNotice, ApprovalPrompt
 from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.composer import PromptInput
 from tests.fakes.server import ScriptedServer, text, tool_call
 from tests.tui.conftest import (
+    Asks,
     MakeApp,
     fake_factory,
     idle,
@@ -26,7 +23,6 @@ from tests.tui.conftest import (
     screen_text,
     wait_for,
 )
-from tests.tui.fake_agent import FakeAgent, echo_script
 from tests.tui.test_app_real_agent import real  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.asyncio
@@ -66,28 +62,14 @@ async def test_a_short_approval_its_answer_and_the_end_of_the_turn_stay_in_view(
 
 
 async def test_an_approval_never_moves_a_chat_scrolled_up_and_a_notice_says_it_waits(
-    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+    make_app: MakeApp, answer_at_once: None
 ) -> None:
     """The user scrolled up to read: the approval arrives below without moving the chat or
     taking the keys (a `y` typed for the editor answers nothing unseen); a line at the bottom
     says it waits, and Ctrl+Up brings it into view to be answered."""
-    monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 0.0)
-    go = asyncio.Event()
-    decisions: list[str] = []
-
-    async def long_then_asks(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
-        if text == "first":
-            async for event in echo_script(agent, LONG):
-                yield event
-            return
-        agent.session.append_message(Role.USER, text)
-        await go.wait()
-        request = ApprovalRequest("c1", "bash", "bash: make", "make", "ask mode")
-        yield request
-        decisions.append((await request.decision).value)
-        yield TurnEnded(TurnOutcome.DONE)
-
-    app = make_app(factory=fake_factory(script=long_then_asks))
+    asks = Asks(wait=True, first=LONG, log_user=True)
+    decisions = asks.decisions
+    app = make_app(factory=fake_factory(script=asks))
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot, app)
         await pilot.press(*"first", "enter")
@@ -101,7 +83,7 @@ async def test_an_approval_never_moves_a_chat_scrolled_up_and_a_notice_says_it_w
         notice = app.query_one(ApprovalNotice)
         assert not notice.display
         reading = chat.scroll_y
-        go.set()
+        asks.go.set()
         await wait_for(pilot, lambda: bool(app.query(ApprovalPrompt)))
         await pilot.pause(0.2)
         prompt = app.query_one(ApprovalPrompt)
@@ -121,24 +103,11 @@ async def test_an_approval_never_moves_a_chat_scrolled_up_and_a_notice_says_it_w
 
 
 async def test_scrolling_down_to_a_waiting_approval_hands_it_the_keys(
-    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+    make_app: MakeApp, answer_at_once: None
 ) -> None:
-    monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 0.0)
-    go = asyncio.Event()
-    decisions: list[str] = []
-
-    async def long_then_asks(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
-        if text == "first":
-            async for event in echo_script(agent, LONG):
-                yield event
-            return
-        await go.wait()
-        request = ApprovalRequest("c1", "bash", "bash: make", "make", "ask mode")
-        yield request
-        decisions.append((await request.decision).value)
-        yield TurnEnded(TurnOutcome.DONE)
-
-    app = make_app(factory=fake_factory(script=long_then_asks))
+    asks = Asks(wait=True, first=LONG)
+    decisions = asks.decisions
+    app = make_app(factory=fake_factory(script=asks))
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot, app)
         await pilot.press(*"first", "enter")
@@ -149,7 +118,7 @@ async def test_scrolling_down_to_a_waiting_approval_hands_it_the_keys(
         chat = app.query_one(ChatView)
         await pilot.press("pageup", "pageup")
         await wait_for(pilot, lambda: chat.scroll_y < chat.max_scroll_y - 10)
-        go.set()
+        asks.go.set()
         await wait_for(pilot, lambda: app.query_one(ApprovalNotice).display)
         prompt = app.query_one(ApprovalPrompt)
         for _ in range(6):
@@ -161,23 +130,14 @@ async def test_scrolling_down_to_a_waiting_approval_hands_it_the_keys(
 
 
 async def test_an_approval_closes_a_pane_that_covers_the_narrow_chat(
-    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+    make_app: MakeApp, answer_at_once: None
 ) -> None:
     """Seen at 80x24: the tree pane (which takes the chat's place there) hid the question,
     and Esc pressed to close the pane cancelled the turn."""
     from agentsh.tui.panes.panel import SidePanel
 
-    monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 0.0)
-    go = asyncio.Event()
-    decisions: list[str] = []
-
-    async def asks(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
-        await go.wait()
-        request = ApprovalRequest("c1", "bash", "bash: make", "make", "ask mode")
-        yield request
-        decisions.append((await request.decision).value)
-        yield TurnEnded(TurnOutcome.DONE)
-
+    asks = Asks(wait=True)
+    decisions = asks.decisions
     app = make_app(factory=fake_factory(script=asks))
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot, app)
@@ -186,7 +146,7 @@ async def test_an_approval_closes_a_pane_that_covers_the_narrow_chat(
         await pilot.press("f4")
         panel = app.query_one(SidePanel)
         await wait_for(pilot, lambda: panel.is_open and not app.query_one(ChatView).is_on_screen)
-        go.set()
+        asks.go.set()
         await wait_for(pilot, lambda: bool(app.query(ApprovalPrompt)))
         prompt = app.query_one(ApprovalPrompt)
         await wait_for(pilot, lambda: app.focused is prompt)
@@ -197,22 +157,13 @@ async def test_an_approval_closes_a_pane_that_covers_the_narrow_chat(
 
 
 async def test_a_waiting_approval_is_never_dropped_by_the_chat_window(
-    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch, project: Path, windowed_env: Environment
+    make_app: MakeApp, answer_at_once: None, project: Path, windowed_env: Environment
 ) -> None:
     """In a long chat the rows far from the viewport are unmounted; a waiting approval is
     live (its row rebuilds as a plain line): scrolled far up, it must stay mounted, or the
     question is gone and the turn waits for an answer nobody can give."""
-    monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 0.0)
-    go = asyncio.Event()
-    decisions: list[str] = []
-
-    async def asks(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
-        await go.wait()
-        request = ApprovalRequest("c1", "bash", "bash: make", "make", "ask mode")
-        yield request
-        decisions.append((await request.decision).value)
-        yield TurnEnded(TurnOutcome.DONE)
-
+    asks = Asks(wait=True)
+    decisions = asks.decisions
     app = make_app(factory=fake_factory(script=asks), environment=windowed_env)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot, app)
@@ -222,7 +173,7 @@ async def test_a_waiting_approval_is_never_dropped_by_the_chat_window(
         chat = app.query_one(ChatView)
         await pilot.press("pageup", "pageup")
         await wait_for(pilot, lambda: not chat.following)
-        go.set()
+        asks.go.set()
         await wait_for(pilot, lambda: app.query_one(ApprovalNotice).display)
         prompt = app.query_one(ApprovalPrompt)
         first = chat.first

@@ -3,33 +3,23 @@ write to .git/, to agentsh's settings or outside the project is allowed once wha
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 
-from agentsh.events import ApprovalRequest, Event, TurnEnded, TurnOutcome
 from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
-from tests.tui.conftest import MakeApp, fake_factory, ready, wait_for
-from tests.tui.fake_agent import FakeAgent
+from tests.tui.conftest import Asks, MakeApp, fake_factory, ready, request, wait_for
 
 pytestmark = pytest.mark.asyncio
 
 
 async def test_allow_for_this_session_is_not_offered_where_nothing_is_kept(
-    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+    make_app: MakeApp, answer_at_once: None
 ) -> None:
-    decisions: list[str] = []
-
-    async def script(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
-        request = ApprovalRequest(
-            "c1", "write", "write: .git/config", "[core]", "it changes .git/", session_scope=""
-        )
-        yield request
-        decisions.append((await request.decision).value)
-        yield TurnEnded(TurnOutcome.DONE)
-
-    app = make_app(factory=fake_factory(script=script))
-    monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 0.0)
+    asks = Asks(
+        request(tool="write", summary="write: .git/config", detail="[core]",
+                reason="it changes .git/", session_scope="")
+    )  # fmt: skip
+    decisions = asks.decisions
+    app = make_app(factory=fake_factory(script=asks))
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(pilot, app)
         await pilot.press(*"go", "enter")
@@ -45,26 +35,15 @@ async def test_allow_for_this_session_is_not_offered_where_nothing_is_kept(
 
 
 async def test_a_read_outside_offers_its_folder_for_the_session(
-    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+    make_app: MakeApp, answer_at_once: None
 ) -> None:
-    decisions: list[str] = []
-
-    async def script(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
-        request = ApprovalRequest(
-            "c1",
-            "read",
-            "read: /home/u/notes/a.md",
-            "read: /home/u/notes/a.md",
-            "it reads outside the project root",
-            session_scope="folder",
-            scope_path="/home/u/notes",
-        )
-        yield request
-        decisions.append((await request.decision).value)
-        yield TurnEnded(TurnOutcome.DONE)
-
-    app = make_app(factory=fake_factory(script=script))
-    monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 0.0)
+    asks = Asks(
+        request(tool="read", summary="read: /home/u/notes/a.md",
+                detail="read: /home/u/notes/a.md", reason="it reads outside the project root",
+                session_scope="folder", scope_path="/home/u/notes")
+    )  # fmt: skip
+    decisions = asks.decisions
+    app = make_app(factory=fake_factory(script=asks))
     async with app.run_test(size=(120, 30)) as pilot:
         await ready(pilot, app)
         await pilot.press(*"go", "enter")

@@ -21,7 +21,6 @@ from textual.pilot import Pilot
 
 from agentsh.config import Environment
 from agentsh.events import (
-    ApprovalRequest,
     AssistantMessage,
     Event,
     TextDelta,
@@ -40,6 +39,7 @@ from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.output_notice import OutputNotice
 from agentsh.tui.widgets.tool_block import ToolBlock
 from tests.tui.conftest import (
+    Asks,
     MakeApp,
     fake_factory,
     fake_of,
@@ -214,23 +214,14 @@ async def test_an_approval_under_a_reader_far_up_waits_held_until_asked_for(
     make_app: MakeApp,
     project: Path,
     windowed_env: Environment,
-    monkeypatch: pytest.MonkeyPatch,
+    answer_at_once: None,
     answer: str,
 ) -> None:
     """An approval is held below a reader far up like any row (the reader stays, the notice
     names it); Ctrl+Up or a click on the notice brings the chat's end, and the prompt takes
     the keys."""
-    monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 0.0)
-    go = asyncio.Event()
-    decisions: list[str] = []
-
-    async def asks(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
-        await go.wait()
-        request = ApprovalRequest("c1", "bash", "bash: make", "make", "ask mode")
-        yield request
-        decisions.append((await request.decision).value)
-        yield TurnEnded(TurnOutcome.DONE)
-
+    asks = Asks(wait=True)
+    decisions = asks.decisions
     app = make_app(factory=fake_factory(script=asks), environment=windowed_env)
     async with app.run_test(size=(80, 24)) as pilot:
         chat = await long_chat(pilot, app, project)
@@ -239,7 +230,7 @@ async def test_an_approval_under_a_reader_far_up_waits_held_until_asked_for(
         await scroll_far_up(pilot, chat)
         await pilot.pause()
         top = chat_top(app)
-        go.set()
+        asks.go.set()
         notice = app.query_one(ApprovalNotice)
         await wait_for(pilot, lambda: notice.display)
         await pilot.pause()
