@@ -437,3 +437,60 @@ async def test_the_scroll_watcher_firing_while_home_changes_the_window_waits_its
         assert fired == [len(chat.rows) - chat.initial]  # it fired at the end of the chat
         assert window_is_whole(chat)
         await wait_for(pilot, lambda: "question 0" in screen_text(app))
+
+
+async def test_pgup_in_a_burst_and_home_while_a_reply_streams_under_a_long_chat(
+    make_app: MakeApp, project: Path, windowed_env: Environment
+) -> None:
+    """Five PgUp pressed at once while a reply streams move five pages (each press mounts rows
+    above while the stream writes below; a burst once lost presses). Home then mounts a
+    window at the chat's start, the streaming reply held below: it mounted every row in
+    between (a long session's thousands) to keep the live reply's window contiguous."""
+    from agentsh.tui.widgets.messages import AssistantMessage as ReplyWidget
+
+    done = asyncio.Event()
+    sent: list[int] = []
+
+    async def streams(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        user = agent.session.append_message(Role.USER, text)
+        yield TurnStarted(user.id, text)
+        yield TextDelta(LONG)
+        while not done.is_set():
+            sent.append(len(sent))
+            yield TextDelta(f"\n\nmore {len(sent)}")
+            await asyncio.sleep(0.01)
+        agent.session.append_message(Role.ASSISTANT, LONG, stop_reason=StopReason.STOP)
+        yield TurnEnded(TurnOutcome.DONE)
+
+    app = make_app(factory=fake_factory(script=streams), environment=windowed_env)
+    async with app.run_test(size=(80, 24)) as pilot:
+        chat = await long_chat(pilot, app, project)
+        await pilot.press(*"long one", "enter")
+        await wait_for(pilot, lambda: len(sent) > 10 and chat.following)
+        pages: list[None] = []
+        page_up = chat.page_up
+
+        async def counted() -> None:
+            await page_up()
+            pages.append(None)
+
+        chat.page_up = counted  # type: ignore[method-assign]
+        await pilot.press("pageup")  # the reader leaves the end: the stream grows below now
+        await wait_for(pilot, lambda: len(pages) == 1 and not chat.following)
+        reply = app.query(ReplyWidget).last()
+        before = reply.virtual_region.y - chat.scroll_y  # rows mounted above move both
+        height = chat.scrollable_content_region.height
+        for _ in range(5):
+            app.post_message(events.Key("pageup", None))
+        await wait_for(pilot, lambda: len(pages) == 6)
+        moved = reply.virtual_region.y - chat.scroll_y - before
+        assert moved >= 5 * height - 1, (moved, height)
+        chat.focus()
+        await pilot.press("home")
+        await wait_for(pilot, lambda: chat.first == 0 and chat.scroll_y == 0)
+        await wait_for(pilot, lambda: "question 0" in screen_text(app))
+        assert chat.mounted_rows <= chat.window and chat.holding and window_is_whole(chat)
+        await pilot.press("end")
+        await wait_for(pilot, lambda: chat.following and reply.display and not chat.holding)
+        done.set()
+        await idle(pilot, app)

@@ -110,7 +110,7 @@ class RowWindow(VerticalScroll):
         self._deferred: list[Callable[[], None]] = []  # synchronous changes made meanwhile
         self._scrolled = False  # the view moved since the window last adjusted to it
         self._fill = False  # mount rows above while they do not fill the screen
-        self._adjuster: object | None = None  # the worker adjusting to the scroll
+        self._adjuster: asyncio.Task[None] | None = None  # the task adjusting to the scroll
         self.output_below = False  # output arrived below the reader since they scrolled up
 
     def build(self, item: ChatItem) -> Widget:
@@ -155,10 +155,22 @@ class RowWindow(VerticalScroll):
                 run()  # none can start between the release and here
 
     def _request_adjust(self) -> None:
-        """The scroll watcher: mount and unmount for the new view, in the adjusting task."""
+        """The scroll watcher: mount and unmount for the new view, in the adjusting task (a
+        plain task: a worker posts three messages a start, and a following chat scrolls at
+        every frame of a streaming reply)."""
         self._scrolled = True
         if self._adjuster is None and self.is_mounted:
-            self._adjuster = self.run_worker(self._adjust(), group="row-window")
+            self._adjuster = asyncio.get_running_loop().create_task(self._adjust())
+            self._adjuster.add_done_callback(self._adjusted)
+
+    def on_unmount(self) -> None:
+        if self._adjuster is not None:
+            self._adjuster.cancel()  # a plain task: nothing else ends it with the widget
+
+    def _adjusted(self, task: asyncio.Task[None]) -> None:
+        error = None if task.cancelled() else task.exception()
+        if isinstance(error, Exception):
+            self.app._handle_exception(error)  # as a worker's or a handler's error would be
 
     async def _adjust(self) -> None:
         try:
@@ -333,6 +345,8 @@ class RowWindow(VerticalScroll):
             if self.first <= index:
                 return self._widget_for(self.rows[index])
         distance = self.first - index if index < self.first else index - self.last + 1
+        if distance > 2 * self.window and index < self.first:
+            self._hold_live_tail()  # a turn's live rows wait below, as for a reader far up
         live = any(is_live(r.widget) for r in self.rows[self.first : self.last])
         if self.mounted_rows == 0 or (distance > 2 * self.window and not live):
             await self._rewindow(index)
@@ -344,6 +358,21 @@ class RowWindow(VerticalScroll):
         else:
             await self._mount_below(index + 1)
         return self._widget_for(self.rows[index])
+
+    def _hold_live_tail(self) -> None:
+        """Hold the window's rows from its first live one to the chat's end (hidden, still
+        updated), so a fresh window far above can be mounted without them: else every row in
+        between was built (Home in a long chat while a reply streams)."""
+        if self.last < self._held_start():
+            return  # rows below the window are unmounted: the live rows are not its tail
+        live = [i for i in range(self.first, self.last) if is_live(self.rows[i].widget)]
+        if not live:
+            return
+        for row in self.rows[live[0] : self.last]:
+            row.held = True
+            if row.widget is not None:
+                row.widget.display = False
+        self.last = live[0]
 
     async def _rewindow(self, center: int) -> None:
         """Mount a fresh window of rows around ``rows[center]`` (held rows stay as they are)."""
