@@ -354,10 +354,13 @@ class AgentshApp(App[None]):
 
     @on(ChatView.OutputBelow)
     def _show_output_notice(self) -> None:
-        """ "New output below" while the chat has some, unless an approval's notice says more."""
-        notice = self.query_one(OutputNotice)
-        below = self.query_one(ChatView).output_below
-        notice.display = below and not self.query_one(ApprovalNotice).display
+        """ "New output below" while the chat has some, unless an approval's notice says more.
+        The chat can still say so while the screen closes, its notices already gone."""
+        notices, approvals = self.query(OutputNotice), self.query(ApprovalNotice)
+        chats = self.query(ChatView)
+        if notices and approvals and chats:
+            below = chats.first(ChatView).output_below
+            notices.first(OutputNotice).display = below and not approvals.first().display
 
     @on(OutputNotice.Follow)
     async def _follow_output(self) -> None:

@@ -494,3 +494,16 @@ async def test_pgup_in_a_burst_and_home_while_a_reply_streams_under_a_long_chat(
         await wait_for(pilot, lambda: chat.following and reply.display and not chat.holding)
         done.set()
         await idle(pilot, app)
+
+
+async def test_output_below_arriving_as_the_screen_closes_is_ignored(make_app: MakeApp) -> None:
+    """Seen in runs that ended while a reply streamed under a reader scrolled up: the chat's
+    "output below" reached the App after the notice was gone, and the App died of NoMatches."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        await app.query_one(OutputNotice).remove()
+        chat = app.query_one(ChatView)
+        chat.post_message(ChatView.OutputBelow(True))
+        await pilot.pause()
+        assert app.is_running
