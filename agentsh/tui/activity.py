@@ -63,7 +63,17 @@ class Activity:
         elif doing is not None:
             if self.started is None:
                 self.start(doing)
+            if isinstance(event, ApprovalRequest):
+                before = self.doing
+                event.decision.add_done_callback(lambda _: self._answered(doing, before))
             self.doing = doing
+
+    def _answered(self, asking: str, before: str) -> None:
+        """The user answered an approval: the step it interrupted (``running bash: ...``)
+        shows again. No event comes between the answer and the call's output, so "waiting
+        for your answer" stayed up for as long as the approved command ran."""
+        if self.doing == asking:
+            self.doing = before
 
     def elapsed(self) -> float:
         return 0.0 if self.started is None else max(0.0, self._clock() - self.started)

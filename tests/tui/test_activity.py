@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import pytest
 
 from agentsh.events import (
+    ApprovalDecision,
+    ApprovalRequest,
     AssistantMessage,
     CompactionFinished,
     CompactionStarted,
@@ -105,3 +108,18 @@ async def test_a_running_turn_shows_the_indicator_above_the_editor_until_it_ends
         await idle(pilot, app)
         await pilot.pause()
         assert "to cancel" not in screen_text(app)
+
+
+@pytest.mark.asyncio
+async def test_an_answered_approval_shows_the_step_it_interrupted_again() -> None:
+    """The approved call runs with no event until its output: "waiting for your answer"
+    stayed on the line for as long as the approved command ran."""
+    activity = Activity(clock=lambda: 1.0)
+    activity.start()
+    activity.follow(ToolStarted("c1", "bash", {}, "bash: make test"))
+    asked = ApprovalRequest("c1", "bash", "bash: make test", "make test", "mode ask")
+    activity.follow(asked)
+    assert activity.doing == "waiting for your answer: bash: make test"
+    asked.decision.set_result(ApprovalDecision.ALLOW_ONCE)
+    await asyncio.sleep(0)  # the future's callbacks run on the loop
+    assert activity.doing == "running bash: make test"
