@@ -102,6 +102,20 @@ async def submit(pilot: Pilot[None], app: AgentshApp, text: str) -> None:
     await pilot.press("enter")
 
 
+async def asked(pilot: Pilot[None], app: AgentshApp) -> ApprovalPrompt:
+    """Once the app is ready, send a message and wait for the approval prompt its turn brings
+    (a fake agent scripted with :class:`Asks`)."""
+    await ready(pilot, app)
+    await pilot.press(*"go", "enter")
+    await wait_for(pilot, lambda: bool(app.query(ApprovalPrompt)))
+    return app.query_one(ApprovalPrompt)
+
+
+def offered_keys(prompt: ApprovalPrompt) -> str:
+    """The answers ``prompt`` offers, as its key line reads."""
+    return "".join(str(line.render()) for line in prompt.query(".approval-keys"))
+
+
 async def esc_esc(pilot: Pilot[None], app: AgentshApp) -> None:
     """Esc twice as a person presses it: within ``tui.esc_esc_ms`` whatever the load. The
     window's clock stands still for the two presses (Pilot presses the second only once the

@@ -53,6 +53,7 @@ from tests.tui.conftest import (
     Asks,
     MakeApp,
     agent_of,
+    asked,
     fake_factory,
     fake_of,
     open_long_session,
@@ -646,10 +647,7 @@ async def test_the_approval_prompt_answers_with_its_keys(
     app = make_app(factory=fake_factory(script=asks))
     monkeypatch.setattr(ApprovalPrompt, "GRACE_S", 60.0)
     async with app.run_test(size=(80, 30)) as pilot:
-        await ready(pilot, app)
-        await pilot.press(*"go", "enter")
-        await wait_for(pilot, lambda: bool(app.query(ApprovalPrompt)))
-        prompt = app.query_one(ApprovalPrompt)
+        prompt = await asked(pilot, app)
         assert app.focused is prompt
         await pilot.press(key)  # within the grace period: keys in flight are not answers
         assert prompt.decision is None
@@ -670,9 +668,7 @@ async def test_an_mcp_tool_can_be_allowed_with_its_whole_server(
     decisions = asks.decisions
     app = make_app(factory=fake_factory(script=asks))
     async with app.run_test(size=(100, 30)) as pilot:
-        await ready(pilot, app)
-        await pilot.press(*"go", "enter")
-        await wait_for(pilot, lambda: bool(app.query(ApprovalPrompt)))
+        await asked(pilot, app)
         await pilot.press("s")  # not offered for a tool without a group: nothing happens
         await pilot.pause()
         assert decisions == []

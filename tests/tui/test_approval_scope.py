@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
-from tests.tui.conftest import Asks, MakeApp, fake_factory, ready, request, wait_for
+from tests.tui.conftest import (
+    Asks,
+    MakeApp,
+    asked,
+    fake_factory,
+    offered_keys,
+    request,
+    wait_for,
+)
 
 pytestmark = pytest.mark.asyncio
 
@@ -21,11 +28,7 @@ async def test_allow_for_this_session_is_not_offered_where_nothing_is_kept(
     decisions = asks.decisions
     app = make_app(factory=fake_factory(script=asks))
     async with app.run_test(size=(100, 30)) as pilot:
-        await ready(pilot, app)
-        await pilot.press(*"go", "enter")
-        await wait_for(pilot, lambda: bool(app.query(ApprovalPrompt)))
-        prompt = app.query_one(ApprovalPrompt)
-        keys = "".join(str(w.render()) for w in prompt.query(".approval-keys"))
+        keys = offered_keys(await asked(pilot, app))
         assert "allow once" in keys and "for this session" not in keys
         await pilot.press("a")  # not offered: nothing happens
         await pilot.pause()
@@ -45,11 +48,7 @@ async def test_a_read_outside_offers_its_folder_for_the_session(
     decisions = asks.decisions
     app = make_app(factory=fake_factory(script=asks))
     async with app.run_test(size=(120, 30)) as pilot:
-        await ready(pilot, app)
-        await pilot.press(*"go", "enter")
-        await wait_for(pilot, lambda: bool(app.query(ApprovalPrompt)))
-        prompt = app.query_one(ApprovalPrompt)
-        keys = "".join(str(w.render()) for w in prompt.query(".approval-keys"))
+        keys = offered_keys(await asked(pilot, app))
         assert "allow reads in /home/u/notes for this session" in keys
         await pilot.press("a")
         await wait_for(pilot, lambda: decisions == ["allow_session"])
