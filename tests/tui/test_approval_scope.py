@@ -4,6 +4,7 @@ write to .git/, to agentsh's settings or outside the project is allowed once wha
 from __future__ import annotations
 
 import pytest
+from textual.widgets import Static
 
 from tests.tui.conftest import (
     Asks,
@@ -52,3 +53,21 @@ async def test_a_read_outside_offers_its_folder_for_the_session(
         assert "allow reads in /home/u/notes for this session" in keys
         await pilot.press("a")
         await wait_for(pilot, lambda: decisions == ["allow_session"])
+
+
+async def test_a_command_is_shown_as_it_is_approved_with_its_control_characters_visible(
+    make_app: MakeApp, answer_at_once: None
+) -> None:
+    """A right-to-left override reorders the command a reader sees ("Trojan Source") and the
+    screen dropped an ESC without a trace: what is approved is shown with both as escapes."""
+    command = "echo ok #\u202e; rm -rf ~ \u202c\x1b[2J"
+    asks = Asks(request(summary=f"bash: {command}", detail=command))
+    decisions = asks.decisions
+    app = make_app(factory=fake_factory(script=asks))
+    async with app.run_test(size=(120, 30)) as pilot:
+        prompt = await asked(pilot, app)
+        shown = " ".join(str(line.render()) for line in prompt.query(Static))
+        assert "\u202e" not in shown and "\x1b" not in shown
+        assert "\\u202e; rm -rf ~ \\u202c\\x1b[2J" in shown
+        await pilot.press("y")
+        await wait_for(pilot, lambda: decisions == ["allow_once"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from textual.app import App, ComposeResult
+from textual.widgets import Static
 
 from agentsh.tui.widgets.tool_block import (
     LIVE_TAIL_CHARS,
@@ -79,3 +80,17 @@ async def test_a_guarded_output_previews_its_own_last_line_not_the_fence() -> No
         assert block.body_text.splitlines()[-1] == "last line of README"
         block.action_toggle_expand()  # expanded: what the model got, fence and all
         assert block.body_text.endswith(PROJECT_CLOSE)
+
+
+class _TrojanBlock(App[None]):
+    def compose(self) -> ComposeResult:
+        yield ToolBlock("c1", "bash", "bash: echo ok #\u202e; rm -rf ~\x1b[2J", expand_key="Ctrl+O")
+
+
+async def test_the_header_shows_control_characters_and_overrides_as_escapes() -> None:
+    """A right-to-left override in a command reordered its header on screen, and an ESC was
+    dropped without a trace: both are shown as escapes, as in the approval prompt."""
+    app = _TrojanBlock()
+    async with app.run_test(size=(80, 24)):
+        header = str(app.query_one(".tool-header", Static).render())
+        assert "bash: echo ok #\\u202e; rm -rf ~\\x1b[2J" in header

@@ -31,6 +31,7 @@ from textual.widget import Widget
 from textual.widgets import Static, TextArea
 
 from agentsh.events import ApprovalDecision, ApprovalRequest
+from agentsh.termsafe import printable
 from agentsh.tui.keys import KeyScope, bindings_for, display_key, spec
 from agentsh.tui.widgets.tool_block import diff_content
 
@@ -88,13 +89,17 @@ class ApprovalPrompt(Vertical, can_focus=True):
 
     def compose(self) -> ComposeResult:
         req = self.request
-        title = Content.assemble(("? ", "bold $warning"), ("Allow ", ""), (req.summary, "bold"))
+        # What is approved is shown as it is: a control character or a bidirectional override
+        # in a command is shown as an escape, not dropped or obeyed (an RLO reorders the text
+        # a reader sees: "Trojan Source").
+        summary = printable(req.summary)
+        title = Content.assemble(("? ", "bold $warning"), ("Allow ", ""), (summary, "bold"))
         yield Static(title, classes="approval-title")
         if req.reason:
             yield Static(Content(req.reason), classes="approval-reason")
         lines = 0
         if req.detail:
-            detail = req.detail
+            detail = printable(req.detail)
             lines = detail.count("\n") + 1
             body = (
                 diff_content(detail)
@@ -227,7 +232,8 @@ class ApprovalPrompt(Vertical, can_focus=True):
         self.can_focus = False
         self.add_class("decided")
         self.set_class(outcome == "denied", "denied")
-        self.mount(Static(Content(f"{self.request.summary}: {outcome}"), classes="approval-title"))
+        shown = f"{printable(self.request.summary)}: {outcome}"
+        self.mount(Static(Content(shown), classes="approval-title"))
 
 
 class ApprovalNotice(Static):
@@ -245,7 +251,7 @@ class ApprovalNotice(Static):
         """``prompt`` waits below (shown), or no longer does (hidden if it was the one)."""
         if prompt.waiting_below and prompt.is_attached:
             self.prompt = prompt
-            summary = " ".join(prompt.request.summary.split())
+            summary = " ".join(printable(prompt.request.summary).split())
             self.update(
                 Content.assemble(
                     ("▼ approval waiting below: ", "bold"),

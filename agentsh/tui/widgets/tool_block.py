@@ -18,6 +18,7 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Static
 
+from agentsh.termsafe import printable
 from agentsh.tools.untrusted import preview_source
 from agentsh.tui.keys import KeyScope, bindings_for
 
@@ -144,7 +145,10 @@ class ToolBlock(Vertical, can_focus=True):
             mark, style = "✓", "$success"
         arrow = "▾" if self.expanded else "▸"
         header = Content.assemble(
-            (f"{arrow} ", "$foreground-muted"), (mark, style), " ", (self.summary, "bold")
+            (f"{arrow} ", "$foreground-muted"),
+            (mark, style),
+            " ",
+            (printable(self.summary), "bold"),
         )
         self.query_one(".tool-header", Static).update(header)
         self.set_class(self.is_error, "error")
