@@ -95,6 +95,15 @@ async def test_on_small_windows_the_first_tiers_make_room_before_truncate(
     assert len(skipped) <= 2, skipped
 
 
+async def three_big_turns_to_81_percent(manager: ContextManager, s: Session, window: int) -> None:
+    """Three turns of one big read each, together filling the context to about 81 %."""
+    for n in range(3):
+        size = int((0.81 * window - manager.status().used) / (3 - n)) - 40
+        await drive_turn(
+            manager, s, f"big {n}", [Step("read", {"path": "x"}, unique_output(size, f"b{n}"))]
+        )
+
+
 @pytest.mark.parametrize("window", [4_000, 32_768])
 @pytest.mark.asyncio
 async def test_a_tier_that_cannot_free_enough_does_not_run_and_says_so_once(
@@ -107,11 +116,7 @@ async def test_a_tier_that_cannot_free_enough_does_not_run_and_says_so_once(
     manager = make_manager(
         s, window=window, events=events, kept_turns_max_tokens=10**6, compact_target=1.0
     )
-    for n in range(3):
-        size = int((0.81 * window - manager.status().used) / (3 - n)) - 40
-        await drive_turn(
-            manager, s, f"big {n}", [Step("read", {"path": "x"}, unique_output(size, f"b{n}"))]
-        )
+    await three_big_turns_to_81_percent(manager, s, window)
     assert manager.status().tier is Tier.MOVE_TO_WORKSPACE
     for n in range(3):
         await drive_turn(manager, s, f"small {n}", [Step("bash", {"command": "ls"}, "ok")])
@@ -133,11 +138,7 @@ async def test_a_skip_is_said_once_across_processes_too(
     events: list[Event] = []
     options: dict[str, Any] = {"kept_turns_max_tokens": 10**6, "compact_target": 1.0}
     manager = make_manager(s, window=window, events=events, **options)
-    for n in range(3):
-        size = int((0.81 * window - manager.status().used) / (3 - n)) - 40
-        await drive_turn(
-            manager, s, f"big {n}", [Step("read", {"path": "x"}, unique_output(size, f"b{n}"))]
-        )
+    await three_big_turns_to_81_percent(manager, s, window)
     for n in range(3):  # one process a turn
         manager = make_manager(s, window=window, events=events, **options)
         await drive_turn(manager, s, f"small {n}", [Step("bash", {"command": "ls"}, "ok")])

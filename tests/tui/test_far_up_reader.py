@@ -84,6 +84,16 @@ async def scroll_far_up(pilot: Pilot[None], chat: ChatView) -> ChatView:
     return chat
 
 
+async def far_up_in_a_turn(
+    pilot: Pilot[None], app: AgentshApp, project: Path, message: str
+) -> ChatView:
+    """Open the long session, send ``message``, and scroll to the top once its turn runs."""
+    chat = await long_chat(pilot, app, project)
+    await pilot.press(*message, "enter")
+    await wait_for(pilot, lambda: app.controller.turn_running)
+    return await scroll_far_up(pilot, chat)
+
+
 def at_the_end(app: AgentshApp, chat: ChatView) -> bool:
     return f"answer {QUESTIONS - 1}" in screen_text(app) and chat.following
 
@@ -224,10 +234,7 @@ async def test_an_approval_under_a_reader_far_up_waits_held_until_asked_for(
     decisions = asks.decisions
     app = make_app(factory=fake_factory(script=asks), environment=windowed_env)
     async with app.run_test(size=(80, 24)) as pilot:
-        chat = await long_chat(pilot, app, project)
-        await pilot.press(*"build it", "enter")
-        await wait_for(pilot, lambda: app.controller.turn_running)
-        await scroll_far_up(pilot, chat)
+        chat = await far_up_in_a_turn(pilot, app, project, "build it")
         await pilot.pause()
         top = chat_top(app)
         asks.go.set()
@@ -328,10 +335,7 @@ async def test_ctrl_o_shows_the_newest_tool_block_held_below_a_reader_far_up(
 
     app = make_app(factory=fake_factory(script=script), environment=windowed_env)
     async with app.run_test(size=(80, 24)) as pilot:
-        chat = await long_chat(pilot, app, project)
-        await pilot.press(*"build", "enter")
-        await wait_for(pilot, lambda: app.controller.turn_running)
-        await scroll_far_up(pilot, chat)
+        chat = await far_up_in_a_turn(pilot, app, project, "build")
         go.set()
         await idle(pilot, app)
         block = app.query_one(ToolBlock)
