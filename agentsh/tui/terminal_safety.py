@@ -8,6 +8,14 @@ title, and CSI sequences moved the cursor over the screen. Every line Textual wr
 control characters (C0 but tab, DEL, C1) from the *text* of its segments first. They take no
 cell, so the layout is unchanged; the sequences Textual itself makes for styles, links and
 cursor moves are not text and are kept.
+
+The bidirectional overrides and isolates (U+202A-202E, U+2066-2069) are dropped the same way:
+a terminal that applies the Unicode bidi algorithm reorders the text around them, so a reply, a
+file or a command's output could show the user another order than its bytes ("Trojan Source").
+They take no cell either. Right-to-left letters and the marks real Arabic and Hebrew text uses
+(RLM, LRM, ALM) are kept, so such text displays as before. Where the user decides (the approval
+prompt, a tool's header) :func:`agentsh.termsafe.printable` shows all of these as escapes
+before the layout is made.
 """
 
 from __future__ import annotations
@@ -21,12 +29,12 @@ from textual.strip import Strip
 if TYPE_CHECKING:
     from rich.console import Console
 
-_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def _inert(segments: list[Segment]) -> list[Segment] | None:
-    """``segments`` with the control characters dropped from their text, or None when there
-    is none (the common case, checked in C by ``str.isprintable``)."""
+    """``segments`` with the control characters and bidi overrides dropped from their text,
+    or None when there is none (the common case, checked in C by ``str.isprintable``)."""
     if all(text.isprintable() for text, _style, _control in segments):
         return None
     cleaned = [
