@@ -427,6 +427,21 @@ class CuratedMemory:
 
         return self._change(target, edit)
 
+    def preview(self, target: MemoryTarget, content: str | None, old_text: str | None) -> str:
+        """What a change would write, in words, for an approval prompt: the whole entry it
+        replaces or removes and the new entry, exactly. Raises what the change itself would
+        (content the guard flags, no entry matching ``old_text``), so nothing doomed is asked."""
+        target = MemoryTarget(target)
+        lines = []
+        if old_text is not None:
+            entries = self.entries(target)
+            found = entries[_unique_match(target, entries, _checked_old_text(old_text))]
+            lines.append(("replaces" if content is not None else "removes") + ":\n" + found)
+        if content is not None:
+            entry = self._checked_entry(target, content)
+            lines.append(("with" if old_text is not None else "adds") + ":\n" + entry)
+        return f"{target.file_name} ({self.path(target)}): " + "\n\n".join(lines)
+
     def _checked_entry(self, target: MemoryTarget, content: str) -> str:
         entry = content.strip()
         if not entry:
@@ -450,8 +465,7 @@ class CuratedMemory:
         elif not self.project_trusted:
             raise MemoryFileError(
                 "This folder is not trusted, so its project memory (MEMORY.md) is neither "
-                "loaded nor changed. Save facts about the user with target=user, or tell the "
-                "user what you wanted to remember."
+                "loaded nor changed. Tell the user what you wanted to remember."
             )
         else:
             try:

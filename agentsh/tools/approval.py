@@ -13,7 +13,9 @@ does a write to a *protected* path: the project's ``.agentsh/config.toml`` (it h
 ``tools.approval``, and an agent allowed to edit files must not grant itself commands) and
 anything under a ``.git`` folder (its config and hooks name programs that git, and so every
 later ``git status`` of the user's, runs). The memory tool never asks, but its writes pass the
-same outside-the-project check and are refused when it fails. An allow rule that names
+same outside-the-project check and are refused when it fails; its changes to the user's
+USER.md, which every project's sessions read, ask (denied with ``-p``) unless the mode is
+``all`` or an allow rule names the tool (:meth:`Tool.shared_target`). An allow rule that names
 commands (``Bash(git:*)``) does not cover a git command in a repository that carries programs
 for git to run (hooks, program-naming settings: :mod:`agentsh.tools.git_armed`): it asks,
 naming them, unless they are the project's, as the user trusted them with the folder. Asking
@@ -161,6 +163,14 @@ class Approver:
             return f"Denied: {tool.summary(params)}: {why}. Do not retry it; tell the user.", why
         effect = tool.effect(params, ctx)
         summary = tool.summary(params)
+        shared = tool.shared_target(params, ctx)
+        if shared is not None and verdict is None and self.mode is not ApprovalMode.ALL:
+            # A note in USER.md enters every later session's prompt, in every project: a model
+            # a hostile repository talked into it must not plant one unasked (allow rules and
+            # the user's own "all" still let it through; the write guards below still apply).
+            refused = await self._shared(tool, params, ctx, shared)
+            if refused is not None:
+                return refused
         # A tool that writes without asking (memory) stays in the project, --add-dir or not.
         reasons = self._outside(tool, params, ctx, added=effect is not Effect.READ)
         outside = [path for path, _why in reasons]
@@ -237,6 +247,22 @@ class Approver:
             return self._headless_denial(summary, effect, tool.name if group else "")
         reason = f"approval mode is '{self.mode}': {what} need your approval"
         return _asked(await self._ask(tool, params, ctx, reason, outside=False))
+
+    async def _shared(
+        self, tool: Tool, params: Any, ctx: ToolContext, shared: str
+    ) -> tuple[str, str] | None:
+        """Ask about a change to what every project reads (:meth:`Tool.shared_target`); with
+        ``-p`` it is denied in one line. "Allow for this session" covers this call only."""
+        summary = tool.summary(params)
+        if not self.interactive:
+            return (
+                f"Denied: {summary} would change {shared}. In non-interactive mode (agentsh -p) "
+                f"with approval mode '{self.mode}' nobody can approve that, so nothing was "
+                "written. Do not retry it; tell the user what you wanted to remember so they "
+                "can add it themselves."
+            ), f"it changes {shared}; --approve all allows it"
+        reason = f"it changes {shared}"
+        return _asked(await self._ask(tool, params, ctx, reason, outside=False, sticky=False))
 
     def readable(self, path: Path, ctx: ToolContext) -> bool:
         """Whether the read tools may read ``path`` without asking: it is named inside the

@@ -131,6 +131,12 @@ class Tool(ABC):
         shell command's text), in words; see :mod:`agentsh.tools.protected`."""
         return None
 
+    def shared_target(self, params: Any, ctx: ToolContext) -> str | None:
+        """What the call changes that every project's sessions read (the user's USER.md, in
+        their system prompt), in words, or None. Such a change asks, denied with ``-p``, unless
+        the user's own ``--approve all`` or an allow rule naming the tool lets it through."""
+        return None
+
     def summary(self, params: Any) -> str:
         """One header line for the UI and the tree, e.g. ``bash: pytest -q``."""
         return self.name

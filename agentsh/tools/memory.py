@@ -7,11 +7,17 @@ echo invites endless tidying. A refusal says why and what to do; over the limit 
 current entries so the model can consolidate. After ``max_failed_writes_per_turn`` refused
 calls in one user turn the tool stops trying and tells the model to go on with the task.
 
-Approval: the tool's effect is :attr:`Effect.READ`, so it never asks the user. That is a
-deliberate choice: memory writes are guarded instead of asked (the injection guard scans every
-write, the files are small, plain-text and visible in the memory pane, and nothing a write does
-reaches the system prompt before the next session), and an approval prompt for every saved
-fact would teach users to approve without reading.
+Approval: the tool's effect is :attr:`Effect.READ`, so a write to the project's MEMORY.md never
+asks the user. That is a deliberate choice: those writes are guarded instead of asked (the
+injection guard scans every write, the file is small, plain-text, inside the project and
+visible in the memory pane, and nothing a write does reaches the system prompt before the next
+session), and an approval prompt for every saved fact would teach users to approve without
+reading. USER.md is different: it enters every later session's system prompt in *every*
+project, so a model that a hostile repository talked into it could plant an order that follows
+the user everywhere. Its changes (add, replace, remove) ask, showing the exact entry, and are
+denied with ``-p``, unless the user chose ``--approve all`` or allowed the tool by a rule
+(:meth:`MemoryTool.shared_target`); ``--approve edits`` does not cover them, since USER.md is not
+a project file. They are guarded like MEMORY.md's, before anything is asked.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from agentsh.memory.curated import (
     MemoryTarget,
     WriteResult,
 )
-from agentsh.tools.base import Effect, Tool, ToolContext, ToolResult, param
+from agentsh.tools.base import Effect, Tool, ToolContext, ToolError, ToolResult, param
 
 
 class MemoryAction(StrEnum):
@@ -57,13 +63,15 @@ class MemoryParams:
 
 
 class MemoryTool(Tool):
-    """Curated-memory writes for the model. Effect READ: guarded, not asked (module doc)."""
+    """Curated-memory writes for the model. Effect READ: guarded, not asked, but for USER.md
+    (module doc)."""
 
     name: ClassVar[str] = "memory"
     description: ClassVar[str] = (
         "Save durable facts to curated memory, which later sessions see in their system prompt. "
         "target=memory (MEMORY.md): build and test commands, conventions, layout, environment "
-        "quirks of this project. target=user (USER.md): who the user is, their preferences. "
+        "quirks of this project. target=user (USER.md): who the user is, their preferences; "
+        "every project reads it, so each change asks the user first. "
         "Write facts, not instructions; keep each entry short; never store secrets. Changes are "
         "saved at once but this session's prompt keeps the memory as it was at the start. "
         "Files have size limits: when one is full, merge or remove entries first."
@@ -89,6 +97,21 @@ class MemoryTool(Tool):
         if params.target is MemoryTarget.MEMORY:
             return [ctx.project.memory_file]
         return []
+
+    def shared_target(self, params: MemoryParams, ctx: ToolContext) -> str | None:
+        if params.target is MemoryTarget.USER:
+            return "your USER.md, which every later session reads in every project"
+        return None
+
+    async def approval_detail(self, params: MemoryParams, ctx: ToolContext) -> str:
+        """The exact entry the change writes (and the one it replaces or removes), checked by
+        the guard first: a flagged entry is refused without asking."""
+        content = None if params.action is MemoryAction.REMOVE else params.content
+        old_text = None if params.action is MemoryAction.ADD else params.old_text
+        try:
+            return await asyncio.to_thread(self.memory.preview, params.target, content, old_text)
+        except CuratedMemoryError as exc:
+            raise ToolError(str(exc)) from None
 
     def summary(self, params: MemoryParams) -> str:
         text = params.content if params.action is MemoryAction.ADD else params.old_text

@@ -133,7 +133,7 @@ async def test_a_hard_linked_file_counts_as_outside(
 
 
 @pytest.mark.asyncio
-async def test_the_memory_tool_passes_the_same_check_and_never_asks(
+async def test_the_memory_tool_passes_the_same_check_and_never_asks_for_project_memory(
     project: Path, ctx: ToolContext, tmp_path: Path
 ) -> None:
     outside = tmp_path / "bash_aliases"
@@ -149,8 +149,10 @@ async def test_the_memory_tool_passes_the_same_check_and_never_asks(
         denial = await _authorize(approver, tool, ctx, action="add", content="alias ls='rm -rf'")
         assert denial is not None and "outside the project" in denial
     assert asked.requests == []
+    # USER.md (the user's own, outside every project) is not that check's business; under
+    # the user's --approve all it is written without asking (tests/tools/test_user_memory_*).
     ok = await _authorize(
-        Approver(ApprovalMode.ASK, project, interactive=False),
+        Approver(ApprovalMode.ALL, project, interactive=False),
         tool,
         ctx,
         action="add",
