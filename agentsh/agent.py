@@ -327,8 +327,12 @@ class Agent:
         messages = branch_summary_request(entries, max_tokens=max_tokens, instructions=instructions)
         model = self.env.settings.model.summary_model or None
         completion = await self.llm.complete(messages, max_tokens=max_tokens, model=model)
+        self.spent_usd += completion.usage.cost
         text = completion.text.strip()
-        self._branch_usage[(from_leaf, text)] = completion.usage
+        if text:
+            self._branch_usage[(from_leaf, text)] = completion.usage
+        else:  # nothing to attach: the call is recorded on its own
+            self.context.record_side_call("branch summary", completion.usage, "empty reply")
         return text
 
     def attach_branch_summary(self, from_leaf: str, text: str) -> BranchSummaryEntry:
@@ -492,4 +496,5 @@ class Agent:
             raise LLMError(ErrorKind.NO_MODEL, "No model is configured to write a summary.")
         model = self.env.settings.model.summary_model or None
         completion = await self.llm.complete(messages, max_tokens=max_tokens, model=model)
+        self.spent_usd += completion.usage.cost  # --max-budget-usd counts it, applied or not
         return SummaryReply(completion.text, completion.usage)

@@ -3,7 +3,8 @@
 ``Agent.run`` yields these; the TUI and the headless mode are two consumers of the same stream.
 They are plain frozen dataclasses so a front end can ``match`` on them and the headless
 ``stream-json`` output can serialise any of them with :func:`event_to_json`. This module sits at
-the bottom of the layers: it imports nothing from agentsh.
+the bottom of the layers: it imports nothing from agentsh (the usage type only for the type
+checker).
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ import asyncio
 import dataclasses
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentsh.values import Usage
 
 
 class Tier(StrEnum):
@@ -206,6 +210,17 @@ class UsageReported(Event):
     cache_write_tokens: int = 0
     cost: float = 0.0
     model: str = ""  # the model that answered ("" for a compaction's summary call)
+
+    @classmethod
+    def of(cls, usage: Usage, model: str = "") -> UsageReported:
+        return cls(
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+            usage.cost,
+            model=model,
+        )
 
 
 @dataclass(frozen=True, slots=True)

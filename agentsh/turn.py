@@ -234,16 +234,7 @@ class Turn:
             )
             usage = completion.usage
             host.spent_usd += usage.cost
-            emit(
-                UsageReported(
-                    usage.input_tokens,
-                    usage.output_tokens,
-                    usage.cache_read_tokens,
-                    usage.cache_write_tokens,
-                    usage.cost,
-                    model=entry.model or "",
-                )
-            )
+            emit(UsageReported.of(usage, model=entry.model or ""))
             emit(StatusChanged(host.context.status()))
             if entry.content:
                 state.final_text = entry.content
@@ -363,7 +354,9 @@ class Turn:
             return
         if completion is None:
             return
-        host.context.add_side_usage(completion.usage)
+        host.spent_usd += completion.usage.cost
+        # Nothing of the exchange is logged: its usage is, on its own record.
+        host.context.record_side_call("memory save", completion.usage, "before a summary")
         for call in completion.tool_calls:
             if call.name != memory_tool.name:
                 continue

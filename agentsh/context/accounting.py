@@ -31,6 +31,7 @@ from agentsh.session.entries import (
     BranchSummaryEntry,
     CompactionEntry,
     MessageEntry,
+    ModelCallEntry,
     Role,
     ToolResultEntry,
     Usage,
@@ -85,7 +86,7 @@ class Accounting:
         self._after_anchor = 0  # estimated tokens of the entries after the anchor
         self._tail_total = 0  # estimated tokens of the entries after the compaction record
         self._branch: BranchPosition | None = None
-        self._nodes_seen = 0
+        self._records_seen = 0
         self._totals = Totals()
 
     # -- counting ---------------------------------------------------------------------------
@@ -293,16 +294,19 @@ class Accounting:
 
     def totals(self) -> Totals:
         """Every model call the file records: replies, and the summary and branch-summary
-        calls (a compaction or branch summary entry carries its call's usage)."""
-        nodes = self.session.tree.nodes
-        if len(nodes) != self._nodes_seen:
+        calls (a compaction or branch summary entry carries its call's usage), and calls
+        whose output was not kept (``modelCall`` records)."""
+        records = self.session.tree.records
+        if len(records) != self._records_seen:
             t = self._totals
             inp, out, cost = t.input_tokens, t.output_tokens, t.cost
             read, write = t.cache_read_tokens, t.cache_write_tokens
-            if len(nodes) < self._nodes_seen:  # a different tree (never shrinks otherwise)
-                inp, out, cost, read, write, self._nodes_seen = 0, 0, 0.0, 0, 0, 0
-            for node in itertools.islice(nodes.values(), self._nodes_seen, None):
-                if isinstance(node, MessageEntry | CompactionEntry | BranchSummaryEntry):
+            if len(records) < self._records_seen:  # a different tree (never shrinks otherwise)
+                inp, out, cost, read, write, self._records_seen = 0, 0, 0.0, 0, 0, 0
+            for node in itertools.islice(records, self._records_seen, None):
+                if isinstance(
+                    node, MessageEntry | CompactionEntry | BranchSummaryEntry | ModelCallEntry
+                ):
                     usage = node.usage
                     if usage is not None:
                         inp += usage.input_tokens + usage.cache_read_tokens
@@ -310,7 +314,7 @@ class Accounting:
                         cost += usage.cost
                         read += usage.cache_read_tokens
                         write += usage.cache_write_tokens
-            self._nodes_seen = len(nodes)
+            self._records_seen = len(records)
             self._totals = Totals(inp, out, cost, read, write)
         return self._totals
 

@@ -17,7 +17,7 @@ from agentsh.config import Settings
 from agentsh.context import facts, tiers
 from agentsh.context.accounting import Accounting, Counter, Used
 from agentsh.context.breakdown import ContextBreakdown
-from agentsh.context.engine import add_usage, make_engine
+from agentsh.context.engine import make_engine
 from agentsh.context.engine_protocol import (
     CompactionOutcome,
     ContextEngine,
@@ -56,6 +56,7 @@ from agentsh.events import (
 from agentsh.llm.tokens import estimate_tokens
 from agentsh.paths import UserPaths
 from agentsh.session.entries import AnyEntry, CompactionEntry, MessageEntry, Role
+from agentsh.session.log import SessionError
 from agentsh.session.session import Session
 from agentsh.values import Usage
 
@@ -205,10 +206,17 @@ class ContextManager:
         """An assistant entry with usage was appended: its usage anchors the count."""
         self.engine.ingest(entry)
 
-    def add_side_usage(self, usage: Usage) -> None:
-        """A model call outside the conversation (the memory save before a summary): its
-        usage is recorded on the next compaction entry, so the session totals count it."""
-        self.deps.side_usage = add_usage(self.deps.side_usage, usage)
+    def record_side_call(self, purpose: str, usage: Usage, note: str = "") -> bool:
+        """A model call outside the conversation whose output is not kept in the log (the
+        memory save before a summary, a summary whose compaction was not applied): recorded
+        now (``Session.record_model_call``) and reported like a reply's. False when the log
+        refused it."""
+        try:
+            self.session.record_model_call(purpose, usage, note)
+        except (SessionError, OSError):
+            return False
+        self.emit(UsageReported.of(usage))
+        return True
 
     def set_model(self, model: str, window: int, max_output: int = 0) -> None:
         """Another model (``/model``): a new window is a user action, so a pause ends."""
@@ -448,6 +456,7 @@ class ContextManager:
             plan, used_before=used, manual=manual, instructions=instructions
         )
         if outcome.entry is None:
+            self._record_unapplied(outcome)
             if outcome.error:
                 # Nothing left the context; say why and try again at the next turn.
                 self.problem = f"compaction failed: {outcome.error}"
@@ -461,16 +470,8 @@ class ContextManager:
         self._failed_turn = None
         self._memory_flushed = False
         usage = outcome.entry.usage
-        if usage is not None:  # the summary call (and a memory save): counted like any reply
-            self.emit(
-                UsageReported(
-                    usage.input_tokens,
-                    usage.output_tokens,
-                    usage.cache_read_tokens,
-                    usage.cache_write_tokens,
-                    usage.cost,
-                )
-            )
+        if usage is not None:  # the summary call: counted like any reply
+            self.emit(UsageReported.of(usage))
         if self.pause.replay(self.session.current_path(), self._in_tier, self._entry_tokens):
             self._say_paused()
         self.emit(
@@ -485,6 +486,16 @@ class ContextManager:
         )
         self.emit(StatusChanged(self.status()))
         return outcome
+
+    def _record_unapplied(self, outcome: CompactionOutcome) -> None:
+        """A compaction not applied (refused, failed) after its summary call was made: the
+        call is recorded on its own, not left for a compaction that may never come."""
+        usage = self.deps.side_usage
+        if usage is None:
+            return
+        why = outcome.error or outcome.note or "the compaction was not applied"
+        if self.record_side_call("compaction summary", usage, why):
+            self.deps.side_usage = None
 
     # -- anti-thrashing and retries ----------------------------------------------------------------
 

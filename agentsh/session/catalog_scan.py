@@ -31,7 +31,10 @@ COLUMNS = (
 )
 _MESSAGE = b'{"type":"message",'
 _NAME = b'{"type":"name",'
-_ANNOTATIONS = (b'{"type":"leaf",', b'{"type":"label",', b'{"type":"checkpoint",', _NAME)
+_ANNOTATIONS = (
+    *(b'{"type":"leaf",', b'{"type":"label",', b'{"type":"checkpoint",', _NAME),
+    b'{"type":"modelCall",',  # a call whose output was not kept: its usage counts
+)
 _ENTRY = b'{"type":"'
 _USAGE = re.compile(
     rb'"usage":\{"input":(\d+),"output":(\d+),"cacheRead":(\d+),"cacheWrite":\d+,'
@@ -129,7 +132,7 @@ class Scan:
         if len(usages) != block.count(b'"usage":'):
             return False  # a usage object in another shape
         names = kinds.count(b"name")
-        annotations = kinds.count(b"leaf") + kinds.count(b"label") + kinds.count(b"checkpoint")
+        annotations = sum(map(kinds.count, (b"leaf", b"label", b"checkpoint", b"modelCall")))
         self.entries += len(kinds) - annotations - names
         if names:
             start = data.rfind(b"\n" + _NAME) + 1
@@ -170,6 +173,7 @@ class Scan:
             elif line.startswith(_ANNOTATIONS):
                 if line.startswith(_NAME):
                     self._take_name(line)
+                self._line_usage(line)  # a modelCall record's
                 last_line = line
             elif line.startswith(_ENTRY):
                 self.entries += 1
@@ -225,7 +229,7 @@ class Scan:
         kind = data["type"]
         if kind == "name":
             self._take_name(line)
-        if kind not in ("leaf", "label", "checkpoint", "name"):
+        if kind not in ("leaf", "label", "checkpoint", "name", "modelCall"):
             self.entries += 1
         if kind == "message":
             self.messages += 1

@@ -5,7 +5,9 @@ A session file is one header line followed by entries. Conversation entries (``m
 ``id``/``parentId``. ``label``, ``leaf`` and ``checkpoint`` records are annotations: they point
 at a node with ``targetId`` and are never nodes themselves, so labelling or moving the leaf does
 not change the shape of the conversation; a ``name`` record (the session's name, the newest
-wins) is one too, with a null ``targetId`` so that an older agentsh keeps it as an annotation.
+wins) and a ``modelCall`` record (a model call whose output was not kept: its usage, so the
+session's totals count it) are ones too, with a null ``targetId`` so that an older agentsh keeps
+them as annotations.
 Entries of a type this version does not know are kept verbatim as :class:`UnknownEntry` and
 skipped for the model.
 
@@ -42,6 +44,7 @@ __all__ = [
     "LabelEntry",
     "LeafEntry",
     "MessageEntry",
+    "ModelCallEntry",
     "ModelChangeEntry",
     "Role",
     "StopReason",
@@ -374,6 +377,29 @@ class NameEntry(Entry):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ModelCallEntry(Entry):
+    """A model call made for the session whose output was not kept (a summary for a compaction
+    that was not applied, a branch summary that came back empty, the pre-compaction memory
+    save): its ``usage``, so the session's tokens and cost count every call. ``purpose`` says
+    which call, ``note`` why its output went nowhere. An annotation with a null ``targetId``."""
+
+    purpose: str
+    usage: Usage
+    note: str = ""
+
+    TYPE = "modelCall"
+
+    @property
+    def is_node(self) -> bool:
+        return False
+
+    def to_json(self) -> dict[str, Any]:
+        data = self._base_json()
+        data.update(targetId=None, purpose=self.purpose, note=self.note, usage=self.usage.to_json())
+        return data
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UnknownEntry(Entry):
     """An entry of a type this version does not know; kept verbatim, never sent to a model."""
 
@@ -403,6 +429,7 @@ AnyEntry = (
     | LeafEntry
     | CheckpointEntry
     | NameEntry
+    | ModelCallEntry
     | UnknownEntry
 )
 

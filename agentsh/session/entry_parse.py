@@ -22,6 +22,7 @@ from agentsh.session.entries import (
     LabelEntry,
     LeafEntry,
     MessageEntry,
+    ModelCallEntry,
     ModelChangeEntry,
     NameEntry,
     ToolResultEntry,
@@ -194,6 +195,14 @@ _OTHER_KINDS = {
     ),
     "leaf": (LeafEntry, _leaf),
     "checkpoint": (CheckpointEntry, _checkpoint),
+    "modelCall": (
+        ModelCallEntry,
+        lambda d: {
+            "purpose": str(d.get("purpose") or ""),
+            "note": str(d.get("note") or ""),
+            "usage": _usage(d["usage"]),
+        },
+    ),
 }
 """Entry kinds other than messages and tool results (built with the fast constructors
 above): each one's type and the reader of its own fields; id, parent and time are common."""

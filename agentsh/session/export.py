@@ -25,6 +25,7 @@ from agentsh.session.entries import (
     LabelEntry,
     LeafEntry,
     MessageEntry,
+    ModelCallEntry,
     ModelChangeEntry,
     NameEntry,
     StopReason,
@@ -185,6 +186,9 @@ def entry_summary(entry: AnyEntry, limit: int = 200) -> str:
             return one_line(f"[unknown entry type {entry.type_name!r}]", limit)
         case NameEntry():
             return one_line(f"[name: {entry.name}]" if entry.name else "[name cleared]", limit)
+        case ModelCallEntry():
+            spent = f"{entry.usage.input_tokens} in / {entry.usage.output_tokens} out"
+            return one_line(f"[model call: {entry.purpose}, {spent}: {entry.note}]", limit)
         case LabelEntry() | LeafEntry() | CheckpointEntry():
             return one_line(f"[{entry.TYPE} record]", limit)
 

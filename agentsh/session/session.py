@@ -27,6 +27,7 @@ from agentsh.session.entries import (
     LabelEntry,
     LeafEntry,
     MessageEntry,
+    ModelCallEntry,
     NameEntry,
     Role,
     StopReason,
@@ -296,6 +297,16 @@ class Session:
             id=self.new_id(), parent_id=self.leaf_id, from_id=from_id, summary=summary, usage=usage
         )
         self.append(entry)
+        return entry
+
+    def record_model_call(self, purpose: str, usage: Usage, note: str = "") -> ModelCallEntry:
+        """Record a model call whose output is not kept (see :class:`ModelCallEntry`), durably:
+        the session's tokens and cost count it from now on, whatever happens next."""
+        entry = ModelCallEntry(
+            id=self.new_id(), parent_id=None, purpose=purpose, usage=usage, note=note
+        )
+        self.append(entry)
+        self.sync()
         return entry
 
     def fork(

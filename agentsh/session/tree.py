@@ -116,9 +116,10 @@ class SessionTree:
                     tree._add(node, lines[index])
                 continue
             target = getattr(entry, "target_id", None)
-            if isinstance(entry, UnknownEntry) or (isinstance(entry, LeafEntry) and target is None):
-                # An annotation of a kind this version does not know is kept as it is; a leaf
-                # record without a target means "start over" and is valid by definition.
+            if not hasattr(entry, "target_id") or isinstance(entry, UnknownEntry) or target is None:
+                # An annotation of a kind this version does not know is kept as it is; one that
+                # points nowhere (a name, a model call) or a leaf record without a target ("start
+                # over") is valid by definition.
                 tree._add(entry, lines[index])
             elif target in valid:
                 tree._add(entry, lines[index])

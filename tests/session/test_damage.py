@@ -209,3 +209,24 @@ def test_a_missing_file_or_a_folder_is_a_clear_error(tmp_path: Path) -> None:
         read_log(tmp_path)
     with pytest.raises(SessionError, match="not found"):
         Session.open(tmp_path / "nope.jsonl")
+
+
+def test_name_and_model_call_records_survive_a_damaged_file(tmp_path: Path) -> None:
+    """Records that point at no entry (a name, a model call) were dropped on the careful path
+    a damaged file takes, with a bogus "points at unknown entry None" problem."""
+    usage = {"input": 700, "output": 40, "cacheRead": 0, "cacheWrite": 0, "cost": 0.5}
+    call = {"type": "modelCall", "id": "k1", "parentId": None, "timestamp": "t"}
+    path = write(
+        tmp_path / "s.jsonl",
+        header(),
+        message("m1", None),
+        line({"type": "name", "id": "n1", "parentId": None, "targetId": None, "name": "kept"}),
+        line({**call, "targetId": None, "purpose": "branch summary", "usage": usage}),
+        message("o1", "missing-parent"),  # an orphan: the careful path
+        message("m2", "m1", role="assistant"),
+    )
+    session = Session.open(path, lock=False)
+    assert [p.line for p in session.problems] == [5]
+    assert session.name == "kept"
+    assert [e.id for e in session.tree.records] == ["m1", "n1", "k1", "m2"]
+    assert session.leaf_id == "m2"

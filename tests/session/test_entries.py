@@ -18,6 +18,7 @@ from agentsh.session.entries import (
     LabelEntry,
     LeafEntry,
     MessageEntry,
+    ModelCallEntry,
     ModelChangeEntry,
     Role,
     StopReason,
@@ -75,6 +76,14 @@ SAMPLES: list[E.AnyEntry] = [
     LabelEntry(id="a7", parent_id=None, timestamp="t7", target_id="a1", label="start"),
     LeafEntry(id="a8", parent_id=None, timestamp="t8", target_id="a2"),
     LeafEntry(id="a9", parent_id=None, timestamp="t9", target_id=None),
+    ModelCallEntry(
+        id="a11",
+        parent_id=None,
+        timestamp="t11",
+        purpose="compaction summary",
+        usage=Usage(1_234, 321, 5, 6, 0.25),
+        note="not applied: it would leave the context no smaller",
+    ),
     UnknownEntry(
         id="a10",
         parent_id="a6",
