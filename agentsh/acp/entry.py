@@ -61,13 +61,15 @@ def main(args: argparse.Namespace) -> int:
 async def _serve(server: AcpServer, pipes: ProtocolPipes, received: list[int]) -> None:
     from acp import Agent, run_agent
 
+    from agentsh.acp.frames import ScreenedTransport
     from agentsh.acp.stdio import open_streams
 
     _end_on_signals(received)
     reader, writer = await open_streams(pipes)
     # The methods AcpServer does not define (fork, resume, config options) are answered
-    # "method not found" by the package's router: it looks each one up by name.
-    await run_agent(cast("Agent", server), writer, reader)
+    # "method not found" by the package's router: it looks each one up by name. Lines that
+    # are no JSON-RPC message never reach it (agentsh.acp.frames).
+    await run_agent(cast("Agent", server), ScreenedTransport(reader, writer))
 
 
 def _end_on_signals(received: list[int]) -> None:

@@ -49,22 +49,8 @@ def claim_stdio() -> ProtocolPipes:
         format="agentsh acp: %(levelname)s %(name)s: %(message)s",
         force=True,
     )
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(_one_line)
     logging.captureWarnings(True)
     return ProtocolPipes(read_fd, write_fd)
-
-
-def _one_line(record: logging.LogRecord) -> bool:
-    """A line the client sent that is not JSON is logged by the protocol package with its
-    traceback (a dozen lines of its internals for every bad line): one line says it all."""
-    error = record.exc_info[1] if record.exc_info else None
-    if isinstance(error, ValueError):  # json.JSONDecodeError, UnicodeDecodeError
-        record.msg = f"{record.getMessage()}: {error}; the line was skipped"
-        record.args = None
-        record.exc_info = None
-        record.exc_text = None
-    return True
 
 
 async def open_streams(pipes: ProtocolPipes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
