@@ -249,6 +249,11 @@ class AcpSettings:
         doc="agentsh acp: seconds an editor gets to answer an approval request; then it is "
         "refused as unanswered",
     )
+    editor_timeout_s: float = _num(
+        30.0,
+        lo=1.0,
+        doc="agentsh acp: seconds an editor gets to answer a file read, write or new terminal",
+    )
 
 
 @dataclass(frozen=True, slots=True)

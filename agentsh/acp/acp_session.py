@@ -28,6 +28,7 @@ from acp.interfaces import Client
 from acp.schema import PromptResponse, StopReason
 
 from agentsh.acp import commands, permissions
+from agentsh.acp.client_host import ClientHost
 from agentsh.acp.prompt import PromptBlock, prompt_text
 from agentsh.acp.updates import (
     SessionUpdate,
@@ -85,8 +86,10 @@ class AcpSession:
         cwd: Path,
         permission_timeout_s: float,
         notes: list[str] | None = None,
+        host: ClientHost | None = None,
     ) -> None:
         self.agent = agent
+        self.host = host
         self.client = client
         self.cwd = cwd
         self.permission_timeout_s = permission_timeout_s
@@ -163,8 +166,11 @@ class AcpSession:
         return PromptResponse(stop_reason="end_turn")
 
     def cancel(self) -> None:
-        """``session/cancel``: stop the turn as Esc does (what arrived is kept)."""
+        """``session/cancel``: stop the turn as Esc does (what arrived is kept), and withdraw
+        what the editor was asked for its buffers or a terminal and has not answered."""
         self.agent.cancel()
+        if self.host is not None:
+            self.host.abort()
 
     def close(self) -> None:
         self.agent.close()

@@ -6,6 +6,12 @@ unsaved changes included, and one that offers ``fs.writeTextFile`` saves their w
 its buffers, so the user sees them at once. A client that offers ``terminal`` runs ``bash`` in a
 terminal it shows inside the tool call. What it does not offer stays local. The checks stay in
 the tools (see :mod:`agentsh.tools.host`); this module only carries the bytes.
+
+The editor is asked, never waited on for good: a read, a write or a new terminal it does
+not answer within ``acp.editor_timeout_s`` (30 s) fails the call with that reason, and
+``session/cancel`` (:meth:`ClientHost.abort`) withdraws every question still open, so the turn
+ends when the user cancels it (an editor that never answered a read held the turn, and its
+session, for good).
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from acp import RequestError
 from acp.interfaces import Client
@@ -36,6 +42,8 @@ _OUTPUT_AFTER_STOP_S = 2.0
 
 log = logging.getLogger(__name__)
 
+_T = TypeVar("_T")
+
 TerminalShown = Callable[[str, str], Awaitable[None]]
 """(model's call id, terminal id): the terminal a call runs in, to embed in its tool call."""
 
@@ -49,6 +57,8 @@ class ClientHost:
         session_id: str,
         capabilities: ClientCapabilities | None,
         on_terminal: TerminalShown,
+        *,
+        answer_s: float = 30.0,
     ) -> None:
         caps = capabilities or ClientCapabilities()
         fs = caps.fs
@@ -58,6 +68,8 @@ class ClientHost:
         self._writes = bool(fs and fs.write_text_file)
         self._terminal = bool(caps.terminal)
         self._on_terminal = on_terminal
+        self._answer_s = answer_s  # for a read, a write, a new terminal
+        self._open: set[asyncio.Future[Any]] = set()  # questions the editor has not answered
 
     @property
     def reads_files(self) -> bool:
@@ -71,22 +83,48 @@ class ClientHost:
     def runs_commands(self) -> bool:
         return self._terminal
 
-    async def read_text(self, path: Path) -> str:
+    def abort(self) -> None:
+        """Withdraw every question still open (the turn was cancelled): each fails its call."""
+        for question in list(self._open):
+            question.cancel()
+
+    async def _ask(self, request: Awaitable[_T], what: str, *, unsure: str = "") -> _T:
+        """The editor's answer to ``request``; :class:`HostError` saying ``what`` could not be
+        done, and why, when it fails, takes longer than ``answer_s`` or is withdrawn
+        (``unsure``: what may still happen after that)."""
+        question = asyncio.ensure_future(request)
+        self._open.add(question)
         try:
-            response = await self._client.read_text_file(
-                session_id=self._session_id, path=str(path)
+            done, _ = await asyncio.wait({question}, timeout=self._answer_s)
+        finally:
+            self._open.discard(question)
+            if not question.done():
+                question.cancel()
+        if not done or question.cancelled():  # no answer in time, or withdrawn (abort)
+            why = (
+                f"the editor did not answer within {self._answer_s:g} s"
+                if not done
+                else "the turn was cancelled before the editor answered"
             )
-        except (RequestError, ConnectionError) as exc:
-            raise HostError(f"the editor could not read it ({_reason(exc)})") from exc
+            raise HostError(f"{what} ({why}{unsure})" if what else f"{why}{unsure}")
+        exc = question.exception()
+        if exc is not None:  # an error answer, a closed connection, an answer that is no answer
+            raise HostError(f"{what} ({_reason(exc)})" if what else _reason(exc)) from exc
+        return question.result()
+
+    async def read_text(self, path: Path) -> str:
+        response = await self._ask(
+            self._client.read_text_file(session_id=self._session_id, path=str(path)),
+            "the editor could not read it",
+        )
         return response.content
 
     async def write_text(self, path: Path, text: str) -> None:
-        try:
-            await self._client.write_text_file(
-                session_id=self._session_id, path=str(path), content=text
-            )
-        except (RequestError, ConnectionError) as exc:
-            raise HostError(f"the editor could not write it ({_reason(exc)})") from exc
+        await self._ask(
+            self._client.write_text_file(session_id=self._session_id, path=str(path), content=text),
+            "the editor could not write it",
+            unsure="; it may still save it",
+        )
 
     async def run_command(
         self,
@@ -100,17 +138,18 @@ class ClientHost:
         output_limit: int,
     ) -> CommandRun:
         client, sid = self._client, self._session_id
-        try:
-            created = await client.create_terminal(
+        created = await self._ask(
+            client.create_terminal(
                 session_id=sid,
                 command="bash",
                 args=["-c", command],
                 env=[EnvVariable(name=k, value=v) for k, v in env.items()],
                 cwd=str(cwd),
                 output_byte_limit=output_limit,
-            )
-        except (RequestError, ConnectionError) as exc:
-            raise HostError(_reason(exc)) from exc
+            ),
+            "",
+            unsure="; it may still run the command",
+        )
         terminal = created.terminal_id
         try:
             await self._on_terminal(call_id, terminal)

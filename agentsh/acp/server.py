@@ -270,7 +270,13 @@ class AcpServer:
             if opened is not None:
                 await opened.terminal_shown(call_id, terminal_id)
 
-        host = ClientHost(client, session_id, self._capabilities, on_terminal)
+        host = ClientHost(
+            client,
+            session_id,
+            self._capabilities,
+            on_terminal,
+            answer_s=env.settings.acp.editor_timeout_s,
+        )
         specs, mcp_problems = client_servers(mcp_servers)
         agent = await asyncio.to_thread(self._build, env, folder, session, host, specs)
         opened = AcpSession(
@@ -279,6 +285,7 @@ class AcpServer:
             cwd=folder,
             permission_timeout_s=env.settings.acp.permission_timeout_s,
             notes=_start_notes(env, session, mcp_problems),
+            host=host,
         )
         self._sessions[session_id] = opened
         return opened

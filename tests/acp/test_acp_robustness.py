@@ -98,3 +98,31 @@ async def test_lines_that_are_no_message_are_answered_as_json_rpc_says(agent: Ac
     said = agent.stderr.read_text()
     assert "Traceback" not in said
     assert said.count("a line from the client was skipped") == len(bad)
+
+
+async def test_an_editor_that_never_answers_a_read_cannot_hold_the_turn(agent: AcpAgent) -> None:
+    """The read waited for the editor for good, and session/cancel could not end the turn:
+    the session was stuck ("still working on the previous prompt") until the editor quit."""
+    client = agent.client
+    (agent.project / "notes.txt").write_text("local copy\n")
+    sid = await agent.new_session()
+    agent.server.script(tool_call("read", {"path": "notes.txt"}), text("never read"))
+    turn = asyncio.ensure_future(agent.prompt(sid, "read the notes"))
+    await client.wait_for(lambda: len(client.reads) == 1)
+    await agent.conn.cancel(session_id=sid)
+    response = await asyncio.wait_for(turn, 10)
+    assert response.stop_reason == "cancelled"
+    (final,) = [u for u in client.tool_updates(sid) if getattr(u, "status", "") == "failed"]
+    assert "cancelled before the editor answered" in json.dumps(final.raw_output)
+    agent.server.drop_pending()
+
+    # The session takes the next prompt, and a write the editor never answers fails on its
+    # own after acp.editor_timeout_s (2 s here) rather than holding the turn.
+    agent.server.script(tool_call("write", {"path": "new.txt", "content": "x"}), text("noted"))
+    response = await asyncio.wait_for(agent.prompt(sid, "write it"), 30)
+    assert response.stop_reason == "end_turn"
+    assert client.writes and client.writes[-1][1] == "x"
+    tool_messages = [m for m in agent.server.requests[-1].messages if m["role"] == "tool"]
+    said = str(tool_messages[-1]["content"])
+    assert "the editor did not answer within 2 s; it may still save it" in said
+    assert not (agent.project / "new.txt").exists()  # not written behind the editor's back
