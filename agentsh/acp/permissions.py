@@ -110,10 +110,9 @@ async def ask(
         status="pending",
         content=detail_content(request, path),
     )
+    offered = options(request)
     asking = asyncio.ensure_future(
-        client.request_permission(
-            session_id=session_id, tool_call=tool_call, options=options(request)
-        )
+        client.request_permission(session_id=session_id, tool_call=tool_call, options=offered)
     )
     waiting: set[asyncio.Future[Any]] = {asking, request.decision}
     try:
@@ -130,7 +129,7 @@ async def ask(
             f"{timeout_s:g} s, so it was refused."
         )
     else:
-        decision, told = _decision(asking, request)
+        decision, told = _decision(asking, request, {o.option_id for o in offered})
     if told:
         await _tell(say, told)  # before the refusal's tool result, in the thread's order
     if request.decision.done():
@@ -150,9 +149,13 @@ async def _tell(say: Say, text: str) -> None:
 
 
 def _decision(
-    asking: asyncio.Future[RequestPermissionResponse], request: ApprovalRequest
+    asking: asyncio.Future[RequestPermissionResponse],
+    request: ApprovalRequest,
+    offered: set[str],
 ) -> tuple[ApprovalDecision, str]:
-    """The client's answer as a decision, and what to tell the user ("" if nothing)."""
+    """The client's answer as a decision, and what to tell the user ("" if nothing). Only an
+    option that was offered counts: "always" for a write outside the project, or "every tool
+    of the server" for a command, was allowed once before."""
     exc = asking.exception()
     if exc is not None:
         log.warning("session/request_permission failed: %r", exc)
@@ -162,6 +165,12 @@ def _decision(
             "refused."
         )
     outcome = asking.result().outcome
+    if isinstance(outcome, AllowedOutcome) and outcome.option_id not in offered:
+        shown = repr(outcome.option_id[:40])
+        return ApprovalDecision.DENY, (
+            f"agentsh: the editor answered the request to approve `{request.summary}` with "
+            f"{shown}, which was not one of its options, so it was refused."
+        )
     if isinstance(outcome, AllowedOutcome):
         return _DECISIONS.get(outcome.option_id, ApprovalDecision.DENY), ""
     return ApprovalDecision.DENY, ""  # "cancelled": the client is cancelling the turn

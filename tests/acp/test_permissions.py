@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from acp.schema import AllowedOutcome, RequestPermissionResponse
 
 from agentsh.acp import permissions
 from agentsh.events import ApprovalDecision, ApprovalRequest
@@ -121,3 +122,41 @@ async def test_an_mcp_tool_offers_every_tool_of_its_server() -> None:
     decision = await _ask(client, request, _closed)
     assert decision is ApprovalDecision.ALLOW_GROUP
     assert "allow_group" in client.options
+
+
+class AnsweringClient:
+    """An editor that answers every question with ``choice``, offered or not."""
+
+    def __init__(self, choice: str) -> None:
+        self.choice = choice
+
+    async def request_permission(self, **_kwargs: Any) -> Any:
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(option_id=self.choice, outcome="selected")
+        )
+
+
+@pytest.mark.parametrize("choice", ["allow_always", "allow_group", "bogus"])
+async def test_an_option_that_was_not_offered_is_a_refusal(choice: str) -> None:
+    """A write outside the project offers no "always", a command no "every tool of the
+    server": an editor answering with one anyway had the call allowed."""
+    request = ApprovalRequest(
+        call_id="c1",
+        tool="write",
+        summary="write: /etc/x",
+        detail="",
+        reason="it writes outside the project",
+        outside_project=True,
+    )
+    assert choice not in _kinds(request)
+    told: list[str] = []
+
+    async def say(text: str) -> None:
+        told.append(text)
+
+    assert await _ask(AnsweringClient(choice), request, say) is ApprovalDecision.DENY
+    assert request.decision.result() is ApprovalDecision.DENY
+    assert told and "not one of its options" in told[0]
+    # what was offered still counts
+    offered = _request()
+    assert await _ask(AnsweringClient("allow_once"), offered, say) is ApprovalDecision.ALLOW_ONCE
