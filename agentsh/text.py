@@ -1,9 +1,12 @@
-"""Text helpers every layer may use: CJK detection and the CJK-aware token estimate.
+"""Text helpers every layer may use: CJK detection, the CJK-aware token estimate, and the
+block piped text is attached to a prompt in.
 
 SPEC §4 counts a CJK character as one token and other text as four characters a token, until
 an exact count (tiktoken, in :mod:`agentsh.llm.tokens`) is available. The memory chunker,
 the search index and the context engine need the same notion of "CJK", so it is defined
-once, here, below all of them. Standard library only.
+once, here, below all of them. ``agentsh -p PROMPT`` with text piped in sends the prompt with
+the text after it in a ``<stdin>`` block (:func:`attach_piped`); the session catalog titles
+the session with the prompt alone (:func:`prompt_of`). Standard library only.
 """
 
 from __future__ import annotations
@@ -33,3 +36,26 @@ def estimate_tokens(text: str, chars_per_token: float = 4.0) -> int:
 
 def is_cjk_char(char: str) -> bool:
     return bool(_CJK.match(char))
+
+
+_PIPED_OPEN = "\n\n<stdin>\n"
+_PIPED_CLOSE = "\n</stdin>"
+
+
+def attach_piped(prompt: str, piped: str) -> str:
+    """The prompt with piped text after it, marked as what it is so the model can tell the
+    request from the material (``git diff | agentsh -p "review this"``)."""
+    body = piped.rstrip("\n")
+    if not body.strip():
+        return prompt
+    return f"{prompt.rstrip()}{_PIPED_OPEN}{body}{_PIPED_CLOSE}"
+
+
+def prompt_of(message: str) -> str:
+    """What the user asked in ``message``: without the piped block :func:`attach_piped` put
+    at its end (the whole message when there is none, or nothing before it)."""
+    if not message.endswith(_PIPED_CLOSE):
+        return message
+    at = message.find(_PIPED_OPEN)
+    asked = message[:at] if at >= 0 else ""
+    return asked if asked.strip() else message

@@ -17,6 +17,7 @@ import sys
 from typing import BinaryIO, TextIO
 
 from agentsh.errors import EXIT_USAGE, AgentshError, CliError
+from agentsh.text import attach_piped
 
 #: ``-p`` without a value, or ``-p -``: the prompt comes from stdin.
 PROMPT_FROM_STDIN = "-"
@@ -58,15 +59,6 @@ def read_stdin(*, wait_s: float | None, stream: TextIO | None = None) -> str | N
             "smaller excerpt, or save it to a file and ask agentsh to read the file"
         )
     return data.decode("utf-8", errors="replace")
-
-
-def attach(prompt: str, piped: str) -> str:
-    """The prompt with piped text after it, marked as what it is so the model can tell the
-    request from the material."""
-    body = piped.rstrip("\n")
-    if not body.strip():
-        return prompt
-    return f"{prompt.rstrip()}\n\n<stdin>\n{body}\n</stdin>"
 
 
 def resolve_prompt(args: argparse.Namespace, stdin: TextIO, err: TextIO) -> str:
@@ -115,4 +107,4 @@ def resolve_prompt(args: argparse.Namespace, stdin: TextIO, err: TextIO) -> str:
         )
         err.flush()
         return given
-    return attach(given, piped)
+    return attach_piped(given, piped)

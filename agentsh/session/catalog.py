@@ -37,8 +37,9 @@ from agentsh.session.catalog_scan import COLUMNS, Scan, name_key
 
 #: bump when the table changes; an older database is dropped and rebuilt from the files
 #: 2: tokens count cache reads, and summary calls on compaction entries; 3: the session's name;
-#: 4: the name's casefolded key (-r NAME ignores case beyond ASCII)
-SCHEMA_VERSION = 4
+#: 4: the name's casefolded key (-r NAME ignores case beyond ASCII); 5: titles without the
+#: text piped in beside a -p prompt
+SCHEMA_VERSION = 5
 BUSY_TIMEOUT_MS = 10_000
 _CANDIDATES_SHOWN = 5
 

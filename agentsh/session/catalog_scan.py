@@ -19,6 +19,7 @@ from typing import Any
 
 from agentsh.session import log
 from agentsh.session.entries import clean_name
+from agentsh.text import prompt_of
 
 TITLE_CHARS = 80
 FIRST_MESSAGE_CHARS = 500
@@ -210,7 +211,7 @@ class Scan:
             content = " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
         if isinstance(content, str) and content.strip():
             self.first_message = content.strip()[:FIRST_MESSAGE_CHARS]
-            self.title = shorten(content, TITLE_CHARS)
+            self.title = shorten(prompt_of(content), TITLE_CHARS)  # not piped text
             return True
         return False
 

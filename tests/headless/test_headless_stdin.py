@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 
 from agentsh.headless.stdin import FIRST_BYTE_WAIT_S
+from agentsh.paths import UserPaths
+from agentsh.session.catalog import Catalog
 from agentsh.session.entries import MessageEntry, Role
 from agentsh.session.session import Session
 from tests.agent.conftest import AgentshRunner, session_files
@@ -115,6 +117,9 @@ def test_piped_text_beside_a_prompt_is_attached_as_context(
         if isinstance(e, MessageEntry) and e.role is Role.USER
     ]
     assert users == [sent]  # the log holds what the model saw
+    # The session is listed under what the user asked, not the piped block after it.
+    [info] = Catalog(UserPaths.from_env()).list(Path.cwd())
+    assert info.title == "summarize this"
 
 
 def test_claude_code_argument_order_prompt_after_the_flags(

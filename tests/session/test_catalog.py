@@ -65,6 +65,24 @@ def test_a_session_is_listed_with_its_title_counts_tokens_and_cost(
     assert abs(info.last_activity - time.time()) < 60
 
 
+def test_the_title_of_a_prompt_with_piped_text_is_the_prompt(
+    project: Path, paths: UserPaths
+) -> None:
+    """`git diff | agentsh -p "review this"`: the title is what the user asked, not the
+    `<stdin>` block the diff was attached in (the first message keeps both)."""
+    from agentsh.text import attach_piped
+
+    asked = attach_piped("review this", "diff --git a/x b/x\n+new line\n")
+    new_project_session(project, title=asked)
+    [info] = Catalog(paths).list(project)
+    assert info.title == "review this"
+    assert info.first_message == asked
+    # Only an attached block at the very end is left out; text that merely names it stays.
+    new_project_session(project, title="what does <stdin> mean here?")
+    titles = {i.title for i in Catalog(paths).list(project)}
+    assert titles == {"review this", "what does <stdin> mean here?"}
+
+
 def test_listing_is_newest_activity_first_and_per_project(
     project: Path, paths: UserPaths, tmp_path: Path
 ) -> None:
