@@ -25,19 +25,20 @@ from typing import Any
 from agentsh.checkpoints.checkpointer import Checkpointer
 from agentsh.checkpoints.session_files import SessionFiles
 from agentsh.config import ApprovalMode, Environment
+from agentsh.context.breakdown import ContextUsage, CountedFile, compaction_point
 from agentsh.context.engine_protocol import SummaryReply
 from agentsh.context.manager import ContextManager
 from agentsh.context.undo import UndoResult, undo_compaction
 from agentsh.errors import AgentshError
 from agentsh.events import ContextStatus, ErrorKind, Event, Notice, NoticeLevel, StatusChanged, Tier
-from agentsh.instructions import NestedInstructions
+from agentsh.instructions import USER_FILE_NAME, NestedInstructions
 from agentsh.llm.client import LLMClient, LLMError, environment_secrets
 from agentsh.llm.models import ModelInfo, api_base_for, model_info
 from agentsh.llm.tokens import TokenCounter, estimate_tokens
 from agentsh.mcp.mcp_manager import McpManager
 from agentsh.mcp.state import McpOverview
 from agentsh.mcp.tools import McpToolSource
-from agentsh.memory.curated import CuratedMemory, MemorySnapshot
+from agentsh.memory.curated import CuratedMemory, MemorySnapshot, MemoryTarget
 from agentsh.session.entries import (
     AnyEntry,
     BranchSummaryEntry,
@@ -163,6 +164,35 @@ class Agent:
 
     def status(self) -> ContextStatus:
         return self.context.status()
+
+    def context_usage(self) -> ContextUsage:
+        """Where the context's tokens go now: the breakdown of ``agentsh context``, the
+        instruction and memory files of the system prompt, each MCP tool, and the usage at
+        which automatic compaction starts."""
+        prompt, count = self.prompt, self._count
+        user_file = self.env.user.config_dir / USER_FILE_NAME
+        instructions = tuple(
+            CountedFile(str(path), "user" if path == user_file else "project", count(block))
+            for path, block in prompt.instruction_blocks()
+        )
+        memory = tuple(
+            CountedFile(
+                str(f.path), "user" if f.target is MemoryTarget.USER else "project", count(text)
+            )
+            for f in prompt.snapshot.files
+            if f.entries and (text := f.render())
+        )
+        breakdown = self.context.breakdown(
+            prompt.render(), self.tools.schemas(), prompt.memory_block()
+        )
+        automatic = self.env.settings.context.auto_compact and not breakdown.paused
+        return ContextUsage(
+            breakdown,
+            instructions,
+            memory,
+            self.mcp_tools.counted() if self.mcp_tools is not None else (),
+            compaction_point(self.context.engine.auto_tier, breakdown.window) if automatic else 0,
+        )
 
     @property
     def approval_mode(self) -> ApprovalMode:

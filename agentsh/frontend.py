@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from agentsh.checkpoints.session_files import SessionFiles
     from agentsh.config import ApprovalMode
+    from agentsh.context.breakdown import ContextUsage
     from agentsh.context.undo import UndoResult
     from agentsh.events import ContextStatus, Event, Tier
     from agentsh.mcp.state import McpOverview
@@ -57,6 +58,10 @@ class AgentAPI(Protocol):
 
     def status(self) -> ContextStatus:
         """What the status line shows now: model, window, tokens, tier, cost, branch."""
+        ...
+
+    def context_usage(self) -> ContextUsage:
+        """Where the context's tokens go now, part by part, file by file, tool by tool."""
         ...
 
     @property

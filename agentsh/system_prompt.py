@@ -154,16 +154,22 @@ class SystemPrompt:
         if self.replaced_base.strip():
             base = f"{self.replaced_base.strip()}\n\n{QUOTED_DATA_RULE}"
         parts = [base, self._environment]
-        for context_file in self.instructions.files:
-            shown = _display_path(context_file.path, self._env.project.root)
-            quoted = fence_project(context_file.text.strip(), shown)
-            parts.append(f"# Project instructions ({shown})\n\n{quoted}\n")
+        parts.extend(block for _path, block in self.instruction_blocks())
         parts.append(self.memory_block())
         if self._prior_knowledge:
             parts.append(self._prior_knowledge)
         if self.appended:
             parts.append(self.appended)
         return "\n".join(part.rstrip() + "\n" for part in parts)
+
+    def instruction_blocks(self) -> list[tuple[Path, str]]:
+        """Each AGENTS.md file loaded at start and its part of the prompt (heading, fence)."""
+        blocks = []
+        for context_file in self.instructions.files:
+            shown = _display_path(context_file.path, self._env.project.root)
+            quoted = fence_project(context_file.text.strip(), shown)
+            blocks.append((context_file.path, f"# Project instructions ({shown})\n\n{quoted}\n"))
+        return blocks
 
     def memory_block(self) -> str:
         """The memory snapshot as the prompt shows it (cut to the window's share)."""

@@ -5,8 +5,11 @@
 ``set_permission_mode`` switches the approval mode; ``set_model`` switches the model (from the
 next turn when one is running; none: back to the model the run started with); ``mcp_status``
 lists the MCP servers with their state and tools, ``mcp_toggle`` / ``mcp_reconnect`` disable,
-enable or restart one; ``get_context_usage`` gives the status line's figures. Any other request
-is refused by name, so the host's call raises rather than waiting.
+enable or restart one; ``get_context_usage`` answers where the context's tokens go, in Claude
+Code's categories (system prompt, system tools, MCP tools, memory files, messages, the buffer
+automatic compaction keeps, free space), with each AGENTS.md and memory file, each MCP tool,
+and agentsh's own breakdown (``agentsh context --json``'s fields) under ``agentsh``. Any other
+request is refused by name, so the host's call raises rather than waiting.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from agentsh.headless.stream_input import ControlRequest, control_response
 from agentsh.tools.approval import PERMISSION_MODES
 
 if TYPE_CHECKING:
-    from agentsh.events import ContextStatus
+    from agentsh.context.breakdown import ContextUsage, CountedFile
     from agentsh.frontend import AgentAPI
     from agentsh.mcp.state import ServerStatus
 
@@ -62,7 +65,7 @@ class Controls:
             case "mcp_reconnect" | "mcp_toggle":
                 return self._set_server(request)
             case "get_context_usage":
-                return control_response(request, response=context_usage(agent.status()))
+                return control_response(request, response=context_usage(agent.context_usage()))
         return control_response(request, f"agentsh does not support {request.subtype!r}")
 
     def _set_model(self, request: ControlRequest) -> dict[str, Any]:
@@ -87,27 +90,67 @@ class Controls:
         return control_response(request)
 
 
-def context_usage(status: ContextStatus) -> dict[str, Any]:
-    """The status line's figures as Claude Code's ``get_context_usage`` answer."""
-    free = max(0, status.window - status.used)
+def context_usage(usage: ContextUsage) -> dict[str, Any]:
+    """Claude Code's ``get_context_usage`` answer (the SDK's ``ContextUsageResponse``).
+
+    The used categories add up to ``totalTokens``, the figure the status line shows (anchored
+    on the provider's last reported usage): the system prompt, tool definitions and files are
+    counted, and "Messages" is the rest of it (the summary, messages and tool results, on the
+    provider's scale). With the buffer above the compaction point and the free space they add
+    up to the window. MCP definitions ``mcp_search`` stands in for are listed apart, deferred,
+    as Claude Code lists its deferred tools."""
+    b = usage.breakdown
+    instructions = sum(f.tokens for f in usage.instructions)
+    deferred = sum(t.tokens for t in usage.mcp_tools if not t.loaded)
+    counted = {
+        "System prompt": (max(0, b.system - instructions), "promptBorder"),
+        "System tools": (max(0, b.tools - b.mcp_tools), "inactive"),
+        "MCP tools": (b.mcp_tools, "cyan_FOR_SUBAGENTS_ONLY"),
+        "Memory files": (instructions + b.memory, "claude"),
+    }
+    fixed = sum(tokens for tokens, _color in counted.values())
+    counted["Messages"] = (max(0, b.used - fixed), "purple_FOR_SUBAGENTS_ONLY")
+    total = sum(tokens for tokens, _color in counted.values())
+    buffer = max(0, b.window - usage.compacts_at) if usage.compacts_at else 0
     categories = [
-        {"name": "MCP tools", "tokens": status.mcp_tools, "color": "cyan"},
-        {"name": "Messages", "tokens": max(0, status.used - status.mcp_tools), "color": "purple"},
-        {"name": "Free space", "tokens": free, "color": "promptBorder"},
+        {"name": name, "tokens": tokens, "color": color}
+        for name, (tokens, color) in counted.items()
+        if tokens or name != "MCP tools" or usage.mcp_tools
     ]
-    return {
+    if deferred:
+        categories.insert(
+            3,
+            {"name": "MCP tools (deferred)", "tokens": deferred, "color": "inactive"}
+            | {"isDeferred": True},
+        )
+    if buffer:
+        categories.append({"name": "Autocompact buffer", "tokens": buffer, "color": "inactive"})
+    free = max(0, b.window - total - buffer)
+    categories.append({"name": "Free space", "tokens": free, "color": "promptBorder"})
+    answer: dict[str, Any] = {
         "categories": categories,
-        "totalTokens": status.used,
-        "maxTokens": status.window,
-        "rawMaxTokens": status.window,
-        "percentage": status.pct,
-        "model": status.model,
-        "isAutoCompactEnabled": not status.paused,
-        "memoryFiles": [],
-        "mcpTools": [],
+        "totalTokens": total,
+        "maxTokens": b.window,
+        "rawMaxTokens": b.window,
+        "percentage": round(100.0 * total / b.window, 1) if b.window else 0.0,
+        "model": b.model,
+        "isAutoCompactEnabled": bool(usage.compacts_at),
+        "memoryFiles": [_memory_file(f) for f in (*usage.instructions, *usage.memory)],
+        "mcpTools": [
+            {"name": t.name, "serverName": t.server, "tokens": t.tokens, "isLoaded": t.loaded}
+            for t in usage.mcp_tools
+        ],
         "agents": [],
         "gridRows": [],
+        "agentsh": b.to_json(),
     }
+    if usage.compacts_at:
+        answer["autoCompactThreshold"] = usage.compacts_at
+    return answer
+
+
+def _memory_file(counted: CountedFile) -> dict[str, Any]:
+    return {"path": counted.path, "type": counted.scope.capitalize(), "tokens": counted.tokens}
 
 
 def server_status(server: ServerStatus) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from agentsh.config import Settings
+from agentsh.context.breakdown import CountedTool
 from agentsh.mcp.mcp_manager import tools_json
 from agentsh.mcp.names import server_prefix
 from agentsh.mcp.schema import argument_problem
@@ -229,6 +230,21 @@ class McpToolSource:
             }
             self._by_server_of = (tools, terse, counts)
         return dict(self._by_server_of[2])
+
+    def counted(self) -> tuple[CountedTool, ...]:
+        """Each tool's definition as it would be sent, with its tokens and whether it is sent
+        now (over budget, only those ``mcp_search`` loaded are)."""
+        tools, terse = self.tools(), self._terse()
+        deferred = self.deferred()
+        return tuple(
+            CountedTool(
+                tool.name,
+                tool.server,
+                self._tokens(tools_json([tool], terse=terse)),
+                loaded=not deferred or tool.name in self._loaded,
+            )
+            for tool in tools
+        )
 
     def _tokens(self, text: str) -> int:
         if not text:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from agentsh.checkpoints.session_files import SessionFiles
 from agentsh.config import ApprovalMode
+from agentsh.context.breakdown import ContextBreakdown, ContextUsage
 from agentsh.context.undo import UndoResult, undo_compaction
 from agentsh.events import (
     AssistantMessage,
@@ -85,6 +86,16 @@ class FakeAgent:
 
     def set_status(self, status: ContextStatus) -> None:
         self._status = status
+
+    def context_usage(self) -> ContextUsage:
+        """The status's figures, all of them messages (nothing else is counted here)."""
+        s = self._status
+        return ContextUsage(
+            ContextBreakdown(
+                *(s.model, s.window, "tiered", 0, 0, 0, 0, s.used, 0, s.used, s.used),
+                *(s.estimated, s.pct, s.tier, 0, 0, s.compactions, s.paused, s.problem),
+            )
+        )
 
     @property
     def approval_mode(self) -> ApprovalMode:
