@@ -186,6 +186,10 @@ class ApprovalRequest(Event):
     # "always" only where it is remembered.
     session_scope: str = "tool"
     scope_path: str = ""
+    # Set with an allowing ``decision`` when the one who answered rewrote the call's input
+    # (the Claude Agent SDK's ``updatedInput``): the call runs with it only if it fits the
+    # tool and passes every check that stands above an approval (agentsh.tools.approval).
+    updated_input: dict[str, Any] | None = None
 
 
 class ApprovalDecision(StrEnum):

@@ -30,6 +30,7 @@ from agentsh.tools.base import (
     ToolContext,
     ToolRegistry,
     ToolResult,
+    params_json,
     resolve_path,
 )
 from agentsh.tools.untrusted import guarded
@@ -199,8 +200,11 @@ class ToolCalls:
         if problem or tool is None:
             result = ToolResult(problem, is_error=True)
         else:
-            result = self._redacted(await self._authorized_run(tool, params, ctx))
-            result = self._guarded(tool, params, call, result)
+            result = await self._authorized_run(tool, params, ctx)
+            if ctx.approved_params is not None:  # allowed with another input: that one ran
+                params = ctx.approved_params
+                result = self._rewritten(tool, call, params, result)
+            result = self._guarded(tool, params, call, self._redacted(result))
             result = self._with_nested_instructions(tool, params, result)
         emit_mcp_notices(host)
         entry = host.session.append_tool_result(
@@ -210,6 +214,9 @@ class ToolCalls:
             is_error=result.is_error,
             truncated=result.truncated,
             details=result.details,
+        )
+        changing = changing or (
+            tool is not None and not problem and changes_files(tool, params, ctx)
         )
         if changing:  # the files as this call left them (a write/edit: its targets only)
             await checkpoint(host, "tool", tool.target_paths(params, ctx) if tool else [])
@@ -284,6 +291,24 @@ class ToolCalls:
         details = {**result.details, "injection": list(shown.flagged)}
         return replace(result, content=shown.text, details=details)
 
+    def _rewritten(self, tool: Tool, call: ToolCall, params: Any, result: ToolResult) -> ToolResult:
+        """The call ran with the input it was allowed with, not the model's: the model reads
+        which, the log keeps it in the result's details, and the user is told."""
+        ran = params_json(params)
+        header = tool.summary(params)
+        self.host.emit(
+            Notice(
+                NoticeLevel.INFO,
+                f"{call.summary or call.name}: ran as {header} (the input it was allowed with)",
+            )
+        )
+        shown = json.dumps(ran, ensure_ascii=False)
+        return replace(
+            result,
+            content=f"(Allowed with a changed input; this call ran as {shown}.)\n{result.content}",
+            details={**result.details, "input": ran},
+        )
+
     def _redacted(self, result: ToolResult) -> ToolResult:
         """A command may print a provider key (``env``, a debug log): keep it out of the log,
         the screen and the next request."""
@@ -300,6 +325,8 @@ class ToolCalls:
             denial = await self.host.approver.authorize(tool, params, ctx)
             if denial is not None:
                 return ToolResult(denial, is_error=True)
+            if ctx.approved_params is not None:
+                params = ctx.approved_params  # allowed with another input, checked again
             if changes_files(tool, params, ctx):
                 await checkpoint(self.host, "tool")  # the files before this call changes them
             self.state.running_tool = True

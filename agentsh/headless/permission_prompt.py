@@ -7,8 +7,11 @@ input, the call's id, a title and why it asks), and the host's ``control_respons
 decides: ``allow`` runs it once, ``deny`` refuses it (``interrupt: true`` also stops the turn),
 an error response refuses it as unanswered. A question the turn no longer waits for (an
 interrupt, Ctrl+C) is withdrawn with a ``control_cancel_request``. Refusals are listed in the
-result's ``permission_denials`` as Claude Code does. agentsh runs the call with the input the
-model gave: a host that answers with another ``updatedInput`` is refused, not silently ignored.
+result's ``permission_denials`` as Claude Code does. An ``allow`` with another ``updatedInput``
+runs the call with that input, as Claude Code does, once the approver has checked it: it must
+fit the tool's parameters and need no approval beyond this one (not outside the project, not a
+protected file, not what a deny rule forbids); else the call is refused and listed as denied
+(:mod:`agentsh.tools.approval`). The result the model reads and the log say what ran.
 """
 
 from __future__ import annotations
@@ -74,8 +77,11 @@ class StdioPermissions:
             return True  # withdrawn meanwhile (the turn was stopped)
         body = response.response
         asked_input = self._inputs.get(request.call_id, {})
-        changed = body.get("updatedInput") not in (None, asked_input)
-        if not response.error and body.get("behavior") == "allow" and not changed:
+        updated = body.get("updatedInput")
+        updated = asked_input if updated is None else updated
+        if not response.error and body.get("behavior") == "allow" and isinstance(updated, dict):
+            if updated != asked_input:  # checked by the approver before it runs
+                request.updated_input = updated
             request.decision.set_result(ApprovalDecision.ALLOW_ONCE)
             return True
         self.denied.append(

@@ -40,6 +40,7 @@ from agentsh.headless.stream_input import (
 from agentsh.session.entries import EntryAppended
 from agentsh.startup import SessionChoiceError, session_for_args
 from agentsh.tools.approval import PERMISSION_MODES
+from agentsh.tools.base import params_json
 
 if TYPE_CHECKING:
     from agentsh.frontend import AgentAPI
@@ -309,7 +310,7 @@ async def _turn(
                 output.denied(denial.summary or denial.tool, denial.why)
             told = len(agent.denials())
     denials = [
-        {"tool_name": d.tool, "tool_use_id": d.call_id, "tool_input": _params_json(d.params)}
+        {"tool_name": d.tool, "tool_use_id": d.call_id, "tool_input": params_json(d.params)}
         for d in agent.denials()[denied_before:]
     ]
     if asks is not None:  # refused by the host (can_use_tool)
@@ -331,18 +332,6 @@ async def _turn(
         print("agentsh: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_OK
-
-
-def _params_json(params: Any) -> dict[str, Any]:
-    import dataclasses
-
-    if dataclasses.is_dataclass(params) and not isinstance(params, type):
-        return {k: _plain(v) for k, v in dataclasses.asdict(params).items()}
-    return {}
-
-
-def _plain(value: Any) -> Any:
-    return value if isinstance(value, str | int | float | bool | type(None)) else str(value)
 
 
 def limit_message(limit: str, args: argparse.Namespace) -> str:

@@ -33,12 +33,20 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from agentsh.config import ApprovalMode
+from agentsh.errors import AgentshError
 from agentsh.events import ApprovalDecision, ApprovalRequest
 from agentsh.paths import ProjectPaths
-from agentsh.tools.base import Effect, Tool, ToolContext, ToolError, outside_reason
+from agentsh.tools.base import (
+    Effect,
+    Tool,
+    ToolArgumentError,
+    ToolContext,
+    ToolError,
+    outside_reason,
+)
 from agentsh.tools.git_armed import armed_programs, git_folders
 from agentsh.tools.protected import hooks_folder, hooks_reason, protected_reason
 from agentsh.tools.rules import ToolRule, ToolRules, command_parts
@@ -153,8 +161,13 @@ class Approver:
             self.denials.append(Denial(tool.name, ctx.call_id, params, tool.summary(params), why))
         return message
 
-    async def _authorize(self, tool: Tool, params: Any, ctx: ToolContext) -> tuple[str, str] | None:
-        """None if the call may run; else what the model is told and, for the user, why."""
+    async def _authorize(
+        self, tool: Tool, params: Any, ctx: ToolContext, *, approved: bool = False
+    ) -> tuple[str, str] | None:
+        """None if the call may run; else what the model is told and, for the user, why.
+        ``approved``: the call's input was rewritten by the one who allowed it; that answer
+        stands for the mode's question, and anything else that would ask refuses it."""
+        ask = self._rewrite_refused if approved else self._ask
         verdict = self.rules.check(tool.name, params, ctx.cwd, self.project_root)
         if verdict is not None and not verdict.allowed:
             why = verdict.reason
@@ -179,7 +192,7 @@ class Approver:
             if not outside:
                 if verdict is not None or self.mode is ApprovalMode.ALL:
                     return None  # an allow rule (Read(//etc/**)) or the user's "all"
-                return await self._read_outside(tool, params, ctx)
+                return await self._read_outside(tool, params, ctx, ask)
             # A tool that writes without asking (memory) never leaves the project.
             return (
                 f"Denied: {summary} would write outside the project ({where}). This tool "
@@ -202,7 +215,7 @@ class Approver:
                     f"where they can approve it."
                 ), f"it writes outside the project ({where}), never allowed with -p"
             reason = f"it writes outside the project root ({self.project_root}): {where}"
-            return _asked(await self._ask(tool, params, ctx, reason, outside=True))
+            return _asked(await ask(tool, params, ctx, reason, outside=True))
         protected = self._protected(tool, params, ctx) or await self._hooks(tool, params, ctx)
         if protected is not None:
             if not self.interactive:
@@ -212,7 +225,7 @@ class Approver:
                     f"user what you wanted to change."
                 ), f"it would change {protected}, never allowed with -p"
             reason = f"it changes {protected}"
-            return _asked(await self._ask(tool, params, ctx, reason, outside=False, sticky=False))
+            return _asked(await ask(tool, params, ctx, reason, outside=False, sticky=False))
         if verdict is not None:  # an allow rule (never past the two guards above)
             found = await self._armed_git(tool, params, ctx, verdict.rule)
             if found is None:
@@ -231,7 +244,7 @@ class Approver:
                     "(agentsh's trust screen, or --trust-project)"
                 )
             reason = f"{armed}: the rule {rule} does not cover git here"
-            asked = await self._ask(
+            asked = await ask(
                 tool, params, ctx, reason, outside=False, sticky=False, remember=programs
             )
             return _asked(asked)
@@ -242,11 +255,13 @@ class Approver:
         group = tool.approval_group()
         if tool.name in self._session_allowed or (group and group[0] in self._session_groups):
             return None
+        if approved:
+            return None  # the answer that rewrote the call allowed it in this mode
         what = "file edits" if effect is Effect.EDIT else "commands"
         if not self.interactive:
             return self._headless_denial(summary, effect, tool.name if group else "")
         reason = f"approval mode is '{self.mode}': {what} need your approval"
-        return _asked(await self._ask(tool, params, ctx, reason, outside=False))
+        return _asked(await ask(tool, params, ctx, reason, outside=False))
 
     async def _shared(
         self, tool: Tool, params: Any, ctx: ToolContext, shared: str
@@ -294,7 +309,7 @@ class Approver:
         return None
 
     async def _read_outside(
-        self, tool: Tool, params: Any, ctx: ToolContext
+        self, tool: Tool, params: Any, ctx: ToolContext, ask: _Ask
     ) -> tuple[str, str] | None:
         """None when every path the call reads is :meth:`readable`; otherwise the user is
         asked (never with ``-p``: denied, naming ``--add-dir``)."""
@@ -312,7 +327,7 @@ class Approver:
             ), f"it reads outside the project ({real}); --add-dir {folder} allows it"
         reason = f"it reads outside the project root ({self.project_root}): {real}"
         return _asked(
-            await self._ask(tool, params, ctx, reason, outside=False, sticky=False, folder=folder)
+            await ask(tool, params, ctx, reason, outside=False, sticky=False, folder=folder)
         )
 
     def _headless_denial(self, summary: str, effect: Effect, grouped: str = "") -> tuple[str, str]:
@@ -425,6 +440,13 @@ class Approver:
         )
         ctx.emit(request)
         decision = await _wait_for_decision(request, ctx)
+        allowing = (ApprovalDecision.ALLOW_ONCE, ApprovalDecision.ALLOW_SESSION)
+        if request.updated_input is not None and decision in (
+            *allowing,
+            ApprovalDecision.ALLOW_GROUP,
+        ):
+            # Allowed with another input: that input alone, checked whole, this call only.
+            return await self._rewritten(tool, params, ctx, request.updated_input, outside)
         match decision:
             case ApprovalDecision.ALLOW_ONCE:
                 ctx.outside_allowed = outside
@@ -455,6 +477,72 @@ class Approver:
                 )
             case _:
                 return f"Cancelled while waiting for the user's approval; {summary} was not run."
+
+    async def _rewritten(
+        self, tool: Tool, params: Any, ctx: ToolContext, updated: dict[str, Any], outside: bool
+    ) -> str | None:
+        """The call allowed with ``updated`` as its input: None (``ctx.approved_params`` set
+        when it differs) when it fits the tool and needs no approval beyond the one given;
+        else the refusal, recorded as a denial."""
+        summary = tool.summary(params)
+        try:
+            rewritten = tool.parse(updated)
+        except ToolArgumentError as exc:
+            why = f"the input it was allowed with does not fit {tool.name} ({exc})"
+            self.denials.append(Denial(tool.name, ctx.call_id, params, summary, why))
+            return f"Denied: {summary}: {why}, so it was not run. Tell the user."
+        if rewritten == params:
+            ctx.outside_allowed = outside
+            return None
+        shown = tool.summary(rewritten)
+        try:
+            refusal = await self._authorize(tool, rewritten, ctx, approved=True)
+        except _NeedsItsOwnApproval as exc:
+            why = f"the input it was allowed with needs an approval of its own: {exc.reason}"
+            refusal = (
+                f"Denied: {shown}: it was allowed with a changed input, and that input needs "
+                f"an approval of its own ({exc.reason}), so it was not run. Do not retry it; "
+                "tell the user.",
+                why,
+            )
+        if refusal is not None:
+            message, why = refusal
+            self.denials.append(Denial(tool.name, ctx.call_id, rewritten, shown, why))
+            return message
+        ctx.approved_params = rewritten
+        return None
+
+    async def _rewrite_refused(
+        self, tool: Tool, params: Any, ctx: ToolContext, reason: str, **_how: Any
+    ) -> str | None:
+        """In place of asking about a rewritten input: the one answer given covered the call
+        it was asked about, not this one."""
+        raise _NeedsItsOwnApproval(reason)
+
+
+class _NeedsItsOwnApproval(AgentshError):
+    """A rewritten input would have to be asked about (see :meth:`Approver._rewritten`)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Ask(Protocol):
+    """:meth:`Approver._ask`, or :meth:`Approver._rewrite_refused` in its place."""
+
+    async def __call__(
+        self,
+        tool: Tool,
+        params: Any,
+        ctx: ToolContext,
+        reason: str,
+        *,
+        outside: bool,
+        sticky: bool = True,
+        remember: str = "",
+        folder: Path | None = None,
+    ) -> str | None: ...
 
 
 def _asked(message: str | None) -> tuple[str, str] | None:

@@ -71,6 +71,9 @@ class ToolContext:
     # Set by the approval when the user allowed this call to write outside the project; a
     # write that only leads outside by the time it runs (a link swapped in) is refused.
     outside_allowed: bool = False
+    # Set by the approval when the one who allowed the call rewrote its input (the Claude
+    # Agent SDK's ``updatedInput``), parsed and checked again: the call runs with these.
+    approved_params: Any = None
     # Folders the user added on the command line (--add-dir), resolved: written like the
     # project, beneath them without following links.
     added_dirs: tuple[Path, ...] = ()
@@ -256,6 +259,19 @@ def _unwrap_optional(hint: Any) -> tuple[Any, bool]:
         if len(args) == 1:
             return args[0], True
     return hint, False
+
+
+def params_json(params: Any) -> dict[str, Any]:
+    """A call's parsed parameters as JSON values (what ran, for the log and the reports)."""
+    if dataclasses.is_dataclass(params) and not isinstance(params, type):
+        return {k: _plain(v) for k, v in dataclasses.asdict(params).items()}
+    if isinstance(params, Mapping):  # an MCP tool's arguments, as the server's schema took them
+        return {str(k): v for k, v in params.items()}
+    return {}
+
+
+def _plain(value: Any) -> Any:
+    return value if isinstance(value, str | int | float | bool | type(None)) else str(value)
 
 
 def parse_params(params_cls: type[Any], arguments: Mapping[str, Any]) -> Any:

@@ -148,6 +148,67 @@ def test_can_use_tool_is_asked_and_decides_each_call(
     ]
 
 
+def test_can_use_tool_may_rewrite_the_input_within_agentshs_own_checks(
+    tmp_path: Path,
+    scripted_server: ScriptedServer,
+    project: Path,
+    agentsh_home: Path,
+) -> None:
+    """``PermissionResultAllow(updated_input=...)``: the call runs with the host's input, as in
+    Claude Code (it was refused before); a rewrite that would write outside the project is
+    refused all the same, and listed as denied. The model and the log learn what ran."""
+    scripted_server.script(
+        tool_calls(
+            ("bash", {"command": "touch asked.txt"}),
+            ("write", {"path": "notes.txt", "content": "hello\n"}),
+        ),
+        text("done"),
+    )
+
+    async def can_use_tool(
+        name: str, tool_input: dict[str, Any], context: ToolPermissionContext
+    ) -> PermissionResultAllow:
+        if name == "bash":
+            return PermissionResultAllow(updated_input={"command": "touch rewritten.txt"})
+        return PermissionResultAllow(updated_input={**tool_input, "path": "../escape.txt"})
+
+    options = ClaudeAgentOptions(
+        cli_path=str(_cli(tmp_path, scripted_server)),
+        cwd=str(project),
+        can_use_tool=can_use_tool,
+        env={"OPENAI_API_KEY": FAKE_KEY, "AGENTSH_HOME": str(agentsh_home)},
+    )
+
+    async def prompts() -> AsyncIterator[dict[str, Any]]:
+        yield {"type": "user", "message": {"role": "user", "content": "make files"}}
+
+    async def run() -> list[Any]:
+        return [m async for m in query(prompt=prompts(), options=options)]
+
+    messages = anyio.run(run)
+    assert (project / "rewritten.txt").exists() and not (project / "asked.txt").exists()
+    assert not (project.parent / "escape.txt").exists() and not (project / "notes.txt").exists()
+    result = messages[-1]
+    assert isinstance(result, ResultMessage) and result.result == "done"
+    [denied] = result.permission_denials or []
+    assert (denied["tool_name"], denied["tool_input"]["path"]) == ("write", "../escape.txt")
+    ran, refused = [
+        m["content"] for m in scripted_server.requests[1].messages if m["role"] == "tool"
+    ]
+    assert '"command": "touch rewritten.txt"' in ran
+    assert refused.startswith("Denied: ") and "outside the project" in refused
+    from agentsh.session.entries import ToolResultEntry
+    from agentsh.session.session import Session
+    from tests.agent.conftest import session_files
+
+    (path,) = session_files(agentsh_home)
+    results = [
+        e for e in Session.open(path, lock=False).current_path() if isinstance(e, ToolResultEntry)
+    ]
+    assert results[0].details["input"] == {"command": "touch rewritten.txt", "timeout": None}
+    assert "input" not in results[1].details
+
+
 def test_every_flag_the_sdk_builds_is_taken_or_refused_by_name(tmp_path: Path) -> None:
     """The SDK's own command line for its options, read by agentsh's parser: --setting-sources,
     --effort, thinking and the other tuning flags were unknown options (exit 2), which ended

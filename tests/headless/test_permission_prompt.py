@@ -28,23 +28,43 @@ def _asked(
 
 
 @pytest.mark.parametrize(
-    ("answer", "decision", "denied", "interrupt"),
+    ("answer", "decision", "updated", "denied", "interrupt"),
     [
-        ({"behavior": "allow", "updatedInput": {"command": "ls"}}, "allow_once", False, False),
-        # agentsh runs what the model asked for: another input is refused, not ignored
-        ({"behavior": "allow", "updatedInput": {"command": "rm -rf /"}}, "deny", True, False),
-        ({"behavior": "deny", "message": "no", "interrupt": True}, "deny", True, True),
+        (
+            {"behavior": "allow", "updatedInput": {"command": "ls"}},
+            "allow_once",
+            None,
+            False,
+            False,
+        ),
+        # Another input goes with the answer; the approver checks it before it runs
+        # (tests/tools/test_approval_rewrite.py). It was refused before.
+        (
+            {"behavior": "allow", "updatedInput": {"command": "ls -la"}},
+            "allow_once",
+            {"command": "ls -la"},
+            False,
+            False,
+        ),
+        # not an input at all: refused as a denial
+        ({"behavior": "allow", "updatedInput": ["ls"]}, "deny", None, True, False),
+        ({"behavior": "deny", "message": "no", "interrupt": True}, "deny", None, True, True),
     ],
 )
 @pytest.mark.asyncio
 async def test_the_host_answer_decides(
-    answer: dict[str, Any], decision: str, denied: bool, interrupt: bool
+    answer: dict[str, Any],
+    decision: str,
+    updated: dict[str, Any] | None,
+    denied: bool,
+    interrupt: bool,
 ) -> None:
     lines: list[dict[str, Any]] = []
     interrupted: list[bool] = []
     asks, request, request_id = _asked(lines, interrupted)
     assert asks.answer(ControlResponse(request_id, answer))
     assert request.decision.result() == ApprovalDecision(decision)
+    assert request.updated_input == updated
     assert bool(asks.denied) is denied
     assert bool(interrupted) is interrupt
     await asyncio.sleep(0)  # the decision's callbacks
