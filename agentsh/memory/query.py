@@ -157,14 +157,21 @@ def _quote_fts(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
+# "No letter or digit before the word" is checked after the word, by looking back over it and
+# one character more: a pattern that starts with the word's letters is searched for at C speed
+# (a leading look-behind is tried at every position: 16x slower over a search's candidates).
+
+
 @functools.lru_cache(maxsize=512)
 def _bounded(word: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])")
+    w = re.escape(word)
+    return re.compile(rf"{w}(?<![a-z0-9]{w})(?![a-z0-9])")
 
 
 @functools.lru_cache(maxsize=512)
 def _word_start(word: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![a-z0-9]){re.escape(word)}")
+    w = re.escape(word)
+    return re.compile(rf"{w}(?<![a-z0-9]{w})")
 
 
 def _script(char: str) -> str:

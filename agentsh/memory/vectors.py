@@ -110,7 +110,9 @@ class VectorMatrix:
 
         if not self.ids.shape[0] or self.matrix.shape[1] != query.shape[0]:
             return np.zeros(self.ids.shape[0], dtype=np.float32)
-        result: NDArray[np.float32] = self.matrix @ query
+        # einsum, not BLAS (``@``): one thread, as fast for one query (~0.6 ms over 10,000
+        # rows), where OpenBLAS's threads took 3-50 ms on a busy 2-core machine.
+        result: NDArray[np.float32] = np.einsum("ij,j->i", self.matrix, query)
         return result
 
     def lookup(self, ids: Sequence[int], scores: NDArray[np.float32]) -> dict[int, float]:
