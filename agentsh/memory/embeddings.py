@@ -180,12 +180,16 @@ def _read_verified() -> dict[str, object]:
 
 # A search embeds one query: a session without graph optimizations loads in ~0.06 s instead of
 # ~0.5 s and embeds a few texts as fast (vectors agree to ~1e-5). Batches get the optimized one.
+# A query always goes to the quick session, even where the optimized one is loaded too, so its
+# vector is the same bit for bit whichever process computes it (the warm search process, the
+# command, the TUI) and the printed scores are the same. The quick session runs on one thread:
+# as fast for a few tokens, and steadier on a busy machine.
 QUICK_TEXTS = 4
 
 
 class LocalMiniLM:
     """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime; loaded on the first :meth:`embed`, quickly
-    (no graph optimizations) when that is a query, optimized when the first batch comes."""
+    (no graph optimizations) for a query, optimized for the first batch."""
 
     model_id = LOCAL_MODEL_ID
     dims = LOCAL_DIMS
@@ -209,16 +213,16 @@ class LocalMiniLM:
         self._vocab_sha256 = vocab_sha256
         self._threads = threads or max(1, min(4, os.cpu_count() or 1))
         self._lock = threading.Lock()
-        self._session: Any = None
-        self._optimized = False
+        self._sessions: dict[bool, Any] = {}  # optimized? -> its session
         self._tokenizer: Any = None
+        self._token_types = False
         self._failure: EmbeddingUnavailable | None = None
 
     def load(self, *, quick: bool = False) -> None:
-        """Verify and load the model now (``quick``: for a few texts, see :data:`QUICK_TEXTS`);
-        raises :class:`EmbeddingUnavailable`."""
+        """Verify and load the model now (``quick``: the session for a few texts, see
+        :data:`QUICK_TEXTS`); raises :class:`EmbeddingUnavailable`."""
         with self._lock:
-            if self._session is not None and (quick or self._optimized):
+            if (not quick) in self._sessions:
                 return
             if self._failure is not None:
                 raise self._failure
@@ -240,11 +244,13 @@ class LocalMiniLM:
             raise EmbeddingUnavailable(
                 f"onnxruntime or tokenizers is not installed ({exc}); search is keyword-only"
             ) from exc
-        tokenizer = BertWordPieceTokenizer(str(vocab), lowercase=True)
-        tokenizer.enable_truncation(max_length=LOCAL_MAX_TOKENS)
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        tokenizer = self._tokenizer
+        if tokenizer is None:
+            tokenizer = BertWordPieceTokenizer(str(vocab), lowercase=True)
+            tokenizer.enable_truncation(max_length=LOCAL_MAX_TOKENS)
+            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = self._threads
+        options.intra_op_num_threads = self._threads if optimized else 1
         options.inter_op_num_threads = 1
         options.log_severity_level = 3  # errors only: no warnings over a TUI frame
         if not optimized:
@@ -264,13 +270,14 @@ class LocalMiniLM:
             raise EmbeddingUnavailable(f"{model} is not a BERT-style encoder (inputs {names})")
         self._token_types = "token_type_ids" in names
         self._tokenizer = tokenizer
-        self._session = session
-        self._optimized = optimized
+        self._sessions[optimized] = session
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         import numpy as np
 
-        self.load(quick=len(texts) <= QUICK_TEXTS)
+        optimized = len(texts) > QUICK_TEXTS
+        self.load(quick=not optimized)
+        session = self._sessions[optimized]
         out = np.zeros((len(texts), self.dims), dtype=np.float32)
         if not texts:
             return out
@@ -278,10 +285,10 @@ class LocalMiniLM:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), self._batch_size):
             rows = order[start : start + self._batch_size]
-            out[rows] = self._embed_batch([texts[i] for i in rows])
+            out[rows] = self._embed_batch(session, [texts[i] for i in rows])
         return out
 
-    def _embed_batch(self, texts: list[str]) -> Vectors:
+    def _embed_batch(self, session: Any, texts: list[str]) -> Vectors:
         import numpy as np
 
         encodings = self._tokenizer.encode_batch(texts)
@@ -291,7 +298,7 @@ class LocalMiniLM:
         if self._token_types:
             feeds["token_type_ids"] = np.zeros_like(ids)
         try:
-            hidden = self._session.run(None, feeds)[0]
+            hidden = session.run(None, feeds)[0]
         except Exception as exc:  # onnxruntime raises its own untyped errors
             raise EmbeddingError(f"the local embedding model failed: {exc}") from exc
         weights = mask[..., None].astype(np.float32)
