@@ -25,6 +25,8 @@ import fcntl
 import hashlib
 import json
 import os
+import stat
+import time
 import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -304,11 +306,18 @@ def memory_findings(root: Path, cwd: Path) -> list[Finding]:
                 f"refused:{target or digest}",
             )
         ]
+    # The memo may stand in for reading a file only when no link leads to the folder.
+    memo = _memo if _memo is not None and os.path.realpath(folder) == str(folder) else None
     found: list[Finding] = []
     for path in _memory_files(folder):
         if len(found) >= _MAX_MEMORY_FILES:
             found.append(Finding(folder, "memory", "too many memory files to list", "many"))
             break
+        remembered = memo.get(path) if memo is not None else None
+        if remembered is not None:
+            found.append(Finding(path, "memory", *remembered))
+            continue
+        before = _stamp(path) if memo is not None else None
         digest, data, problem = hash_file(root, path)
         if data is None:
             what = f"not loaded: it {problem}" if problem else "not readable"
@@ -317,7 +326,61 @@ def memory_findings(root: Path, cwd: Path) -> list[Finding]:
         else:
             what = f"memory doc ({_size(data, path)})"
         found.append(Finding(path, "memory", what, digest))
+        if memo is not None and before is not None and data is not None:
+            memo.keep(path, before, (what, digest))
     return found
+
+
+class _DigestMemo:
+    """What :func:`memory_findings` found in a file, for a process that checks the same
+    folders again and again (the warm search process): a file whose stamp (device, inode,
+    size, modification and change times, one link, regular) is the one it had when it was
+    read and hashed is not read again. Any write, replacement, ``touch``, ``chmod`` or new
+    hard link changes the change time, which no program can set back; a file changed less than
+    :data:`SETTLE_S` before it was read is not kept (a same-size rewrite within one tick of
+    the file system's clock would keep its stamp). In memory only, never on disk."""
+
+    SETTLE_S = 2.0
+    MAX_FILES = 50_000
+
+    def __init__(self) -> None:
+        self._kept: dict[Path, tuple[tuple[int, ...], tuple[str, str]]] = {}
+
+    def get(self, path: Path) -> tuple[str, str] | None:
+        kept = self._kept.get(path)
+        if kept is None or _stamp(path) != kept[0]:
+            return None
+        return kept[1]
+
+    def keep(self, path: Path, before: tuple[int, ...], found: tuple[str, str]) -> None:
+        settled = before[4] < time.time_ns() - self.SETTLE_S * 1e9
+        if settled and _stamp(path) == before:
+            if len(self._kept) >= self.MAX_FILES:
+                self._kept.clear()
+            self._kept[path] = (before, found)
+
+
+def _stamp(path: Path) -> tuple[int, ...] | None:
+    """A regular file's (dev, inode, size, mtime, ctime), without following a link; None
+    for anything else (a link, a folder, a file with another name elsewhere)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+_memo: _DigestMemo | None = None
+
+
+def remember_memory_digests() -> None:
+    """Keep what memory files were found to hold, by stamp, in this process from now on
+    (:class:`_DigestMemo`): for a long-lived process that checks folders often."""
+    global _memo
+    if _memo is None:
+        _memo = _DigestMemo()
 
 
 def _memory_files(folder: Path) -> Iterator[Path]:
