@@ -17,6 +17,7 @@ from typing import Any
 
 from agentsh import __version__, run_options
 from agentsh.cli_checks import check_options_before, check_session_options
+from agentsh.commands import register_trust_sources
 from agentsh.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError
 from agentsh.headless.stdin import PROMPT_FROM_STDIN, terminal  # standard library only
 from agentsh.termsafe import printable, terminal_safe
@@ -519,13 +520,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code
     args = parser.parse_args(argv)
     key = getattr(args, "handler", None)
-    # Before any front end checks the folder's trust: a project's .mcp.json is one of the files
-    # it must be trusted with (agentsh.mcp.server_trust; light, no MCP SDK).
-    from agentsh.mcp.server_trust import register as register_mcp_trust
-    from agentsh.tools.git_armed import register as register_git_trust
-
-    register_mcp_trust()
-    register_git_trust()  # and the project repository's hooks and program settings
     try:
         if key is None:
             if words and args.prompt is None and terminal_session():
@@ -534,6 +528,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_session_options(args)
         else:
             check_options_before(parser, args)
+        if key == "memory.search" and _searched_warm(args):
+            return EXIT_OK
+        # Before any front end checks the folder's trust: a project's .mcp.json is one of the
+        # files it must be trusted with, and its repository's hooks and program settings.
+        register_trust_sources()
         handler = resolve_handler(key)
         if key == "tui":  # the screen draws with escape sequences of its own
             code = handler(args)
@@ -552,6 +551,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
+
+
+def _searched_warm(args: argparse.Namespace) -> bool:
+    """``memory search`` answered by the user's warm search process, if one runs: asked before
+    the trust check and the memory modules load (the process checks the folder itself)."""
+    from agentsh.commands.memory_search_cmd import search_warm
+
+    with terminal_safe(stdout=not _machine_readable(args)):
+        return search_warm(args)
 
 
 def _machine_readable(args: argparse.Namespace) -> bool:

@@ -36,6 +36,9 @@ def agentsh_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     # Ollama auto-detection must not find a developer's local server during tests.
     monkeypatch.setenv("AGENTSH_NO_OLLAMA_PROBE", "1")
+    # Nor may `agentsh memory search` leave a warm search process behind (the tests of that
+    # process turn this off themselves).
+    monkeypatch.setenv("AGENTSH_NO_WARM_SEARCH", "1")
     for key in _PROVIDER_KEYS:
         monkeypatch.delenv(key, raising=False)
     # A front end run in-process (cli.main(["-p", ...])) switches this process to the model

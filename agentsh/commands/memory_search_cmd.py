@@ -8,50 +8,68 @@ computed (a first run over a large memory prints its progress on stderr and, pas
 searches with what it has and says so), and prints each result's path, lines, score, keyword
 and vector parts and a snippet; when no embedding model runs it says "keyword-only" and why.
 ``reindex`` waits for every vector, showing a progress line on a terminal.
+
+A search first asks the user's warm search process (:mod:`agentsh.commands.search_server`),
+which has the model loaded and the index open; the first search, or one it cannot answer
+exactly, runs here as above and then starts that process (unless ``search.warm_process_s`` is 0).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 import sys
-import threading
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from agentsh.commands import search_server
-from agentsh.config import Environment, load_config, load_environment
 from agentsh.errors import EXIT_OK, CliError
-from agentsh.memory.embeddings import make_embedder
-from agentsh.memory.index import MemoryIndex, SearchIndexError
-from agentsh.memory.query_vectors import RememberingEmbedder, remembering
-from agentsh.memory.ranking import SearchResponse
 from agentsh.paths import UserPaths
+
+if TYPE_CHECKING:
+    from agentsh.config import Environment
+    from agentsh.memory.index import MemoryIndex
+    from agentsh.memory.ranking import SearchResponse
 
 # How long `memory search` waits for vectors before searching with what it has.
 SEARCH_VECTOR_WAIT_S = 20.0
 
 
-def search_memory(args: argparse.Namespace) -> int:
+def search_warm(args: argparse.Namespace) -> bool:
+    """Print the warm search process's answer and say True, or say False (none runs, or it
+    cannot answer this exactly: :func:`search_memory` searches here). Light on purpose:
+    ``cli.main`` calls it before the trust check and before anything heavy is imported, and
+    the process checks the folder's trust and the user's config itself."""
+    query, k, as_json = _request(args)
+    answered = search_server.ask(UserPaths.from_env(), Path.cwd(), query, k, as_json)
+    if answered is None:
+        return False
+    sys.stderr.write(answered.stderr)
+    print(answered.stdout, end="")
+    return True
+
+
+def _request(args: argparse.Namespace) -> tuple[str, int | None, bool]:
     query = str(getattr(args, "query", "") or "")
     if not query.strip():
         raise CliError("the search query is empty")
     k = getattr(args, "k", None)
     if k is not None and k < 1:
         raise CliError("-k must be 1 or more")
-    as_json = bool(getattr(args, "json", False))
-    # Only the user's own config may set it, so the folder's trust need not be checked first:
-    # a warm search process of the user's may answer (it checks, and says what the command says).
-    user = UserPaths.from_env()
-    warm_s = load_config(user).settings.search.warm_process_s
-    if warm_s > 0:
-        answered = search_server.ask(user, Path.cwd(), query, k, as_json)
-        if answered is not None:
-            sys.stderr.write(answered.stderr)
-            print(answered.stdout, end="")
-            return EXIT_OK
+    return query, k, bool(getattr(args, "json", False))
+
+
+def search_memory(args: argparse.Namespace) -> int:
+    """The search in this process (after :func:`search_warm` said False); then, unless the
+    user turned it off, the warm process is started for the searches that follow."""
+    import sqlite3
+    import threading
+
+    from agentsh.memory.index import SearchIndexError
+    from agentsh.memory.query_vectors import RememberingEmbedder
+
+    query, k, as_json = _request(args)
     env = _environment()
     index = _open(env, remember_queries=True)
     # The model loads and the query is embedded while the index is brought up to date.
@@ -73,12 +91,17 @@ def search_memory(args: argparse.Namespace) -> int:
     else:
         for line in format_response(response):
             print(line)
-    if warm_s > 0:
-        search_server.start_unless_running(env.user, warm_s)
+    if isinstance(index.embedder, RememberingEmbedder) and not response.keyword_only:
+        # The local model ran: the next search can be answered by a process that keeps it.
+        search_server.start_unless_running(env.user, env.settings.search.warm_process_s)
     return EXIT_OK
 
 
 def reindex_memory(args: argparse.Namespace) -> int:
+    import sqlite3
+
+    from agentsh.memory.index import SearchIndexError
+
     full = bool(getattr(args, "full", False))
     index = _open(_environment())
     try:
@@ -181,6 +204,8 @@ def response_json(response: SearchResponse) -> dict[str, Any]:
 
 def _index_failure(index: MemoryIndex, exc: Exception) -> str:
     """One line for the user; a database error (locked, damaged) says which file and the fix."""
+    from agentsh.memory.index import SearchIndexError
+
     if isinstance(exc, SearchIndexError):
         return str(exc)
     return (
@@ -190,6 +215,8 @@ def _index_failure(index: MemoryIndex, exc: Exception) -> str:
 
 
 def _environment() -> Environment:
+    from agentsh.config import load_environment
+
     env = load_environment()
     sys.stderr.write(problem_lines(env))
     return env
@@ -203,6 +230,10 @@ def problem_lines(env: Environment) -> str:
 def _open(env: Environment, *, remember_queries: bool = False) -> MemoryIndex:
     """The project's index; ``remember_queries``: query vectors are kept on disk
     (:mod:`agentsh.memory.query_vectors`), so a query asked again needs no model load."""
+    from agentsh.memory.embeddings import make_embedder
+    from agentsh.memory.index import MemoryIndex, SearchIndexError
+    from agentsh.memory.query_vectors import remembering
+
     settings = env.settings.search
     embedder = make_embedder(settings)
     if remember_queries:

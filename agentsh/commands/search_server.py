@@ -1,20 +1,28 @@
-"""A warm ``agentsh memory search``, when the user's ``search.warm_process_s`` is above 0.
+"""The warm ``agentsh memory search``: a background process of the user's that keeps the
+embedding model loaded (and the project indexes open) for ``search.warm_process_s`` seconds
+(default 300; 0: off) after the last search.
 
-A search as a new process spends most of its time importing numpy and onnxruntime and loading
-the embedding model. With this setting, the first search starts a background process of the
-user's that keeps them loaded (and the project indexes open) until no search came for that
-many seconds; later searches ask it over a Unix socket and print its answer.
+A search as a new process spends most of its time importing numpy and onnxruntime, loading the
+embedding model and checking the folder. The first search does that in its own process and then
+starts this one; later searches ask it over a Unix socket before loading anything of their own
+(:func:`ask`, called by ``cli.main`` ahead of the trust check and the memory modules) and print
+its answer.
 
 The server answers only what it can answer exactly as the command would: the local model, an
-index that is up to date with every vector computed. Anything else (an index still embedding,
-a database error, another embedding setting, a server of another version) is a "fallback",
-and the command searches in its own process as without the setting, with the same output.
+index that is up to date with every vector computed, the folder's trust and configuration
+checked again for each search as the command checks them. Anything else (an index still
+embedding, a database error, another embedding setting, the user's config now saying 0) is a
+"fallback", and the command searches in its own process, with the same output.
 
-Safety: the socket is in the user's cache folder (``run/``, mode 0700, checked to be the user's
-own and not a link; never a path the project chooses), the socket is 0600, and each side checks
-that the other runs as the same user (``SO_PEERCRED``). The server runs with the environment of
-the command that started it, and a command only talks to a server started with the same
-environment and the same agentsh code (both are in the socket's name).
+Safety: the socket is in the user's runtime folder (``$XDG_RUNTIME_DIR/agentsh``, else ``run/``
+in the user's cache folder; mode 0700, checked to be the user's own and not a link; never a
+path a project chooses) and is 0600, and each side checks that the other runs as the same user
+(``SO_PEERCRED``). Only the user's own config and environment decide whether it runs
+(``search.warm_process_s``, ``AGENTSH_NO_WARM_SEARCH=1``): a project's config cannot turn it on,
+off or elsewhere. The server runs with the environment of the command that started it and the
+same agentsh code, and a command only talks to a server started with the same environment and
+code (both are in the socket's name). It keeps nothing a project gave it but that project's own
+index, and at most :data:`MAX_INDEXES` of them.
 """
 
 from __future__ import annotations
@@ -29,48 +37,83 @@ import stat
 import struct
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentsh.commands import register_trust_sources
 from agentsh.paths import UserPaths
 
 PROTOCOL = 1
 MAX_MESSAGE = 16 * 1024 * 1024
 ASK_TIMEOUT_S = 30.0
+MAX_INDEXES = 8  # projects whose index stays open; the least recently searched is closed
+OFF_VARIABLE = "AGENTSH_NO_WARM_SEARCH"  # =1: never ask or start the process (tests, scripts)
 
 
 # -- where ------------------------------------------------------------------------------------
 
 
+def enabled(environ: Mapping[str, str] | None = None) -> bool:
+    """False when the user's environment turns the warm process off (``AGENTSH_NO_WARM_SEARCH``)."""
+    value = (os.environ if environ is None else environ).get(OFF_VARIABLE, "")
+    return value in ("", "0")
+
+
 def socket_path(user: UserPaths) -> Path | None:
     """The socket of this user's server for this environment and code; None when its folder is
     not safely the user's own (or the path is too long for a Unix socket)."""
-    folder = user.cache_dir / "run"
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = os.lstat(folder)
-    except OSError:
-        return None
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+    folder = _runtime_folder(user)
+    if folder is None:
         return None
     path = folder / f"search-{_key()}.sock"
     return path if len(os.fsencode(path)) < 100 else None
+
+
+def _runtime_folder(user: UserPaths) -> Path | None:
+    """``$XDG_RUNTIME_DIR/agentsh`` when that runtime folder is the user's alone (a tmpfs the
+    login manager empties at log-out, on this machine only), else ``run/`` in the cache folder."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if runtime and Path(runtime).is_absolute() and _users_alone(Path(runtime)):
+        folder = _made(Path(runtime) / "agentsh")
+        if folder is not None:
+            return folder
+    return _made(user.cache_dir / "run")
+
+
+def _made(folder: Path) -> Path | None:
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder if _users_alone(folder) else None
+
+
+def _users_alone(folder: Path) -> bool:
+    """A real folder (not a link), owned by this user, that no one else may enter or write."""
+    try:
+        info = os.lstat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
 
 
 def _key() -> str:
     """What the server's answers depend on besides the files: the interpreter, agentsh's code
     and the environment variables that choose folders and settings."""
     digest = hashlib.sha256(f"{PROTOCOL}\0{sys.executable}".encode())
-    package = Path(__file__).resolve().parents[1]
-    for path in sorted(package.rglob("*.py")):
+    for path in sorted(_PACKAGE.rglob("*.py")):
         with contextlib.suppress(OSError):
             st = path.stat()
             digest.update(f"\0{path}:{st.st_size}:{st.st_mtime_ns}".encode())
     for name in sorted(os.environ):
-        if name.startswith(("AGENTSH_", "XDG_")) or name == "HOME":
+        if (name.startswith(("AGENTSH_", "XDG_")) or name == "HOME") and name != OFF_VARIABLE:
             digest.update(f"\0{name}={os.environ[name]}".encode())
     return digest.hexdigest()[:20]
+
+
+_PACKAGE = Path(__file__).resolve().parents[1]
 
 
 def _peer_uid(conn: socket.socket) -> int:
@@ -101,7 +144,12 @@ class Answer:
 
 
 def ask(user: UserPaths, cwd: Path, query: str, k: int | None, as_json: bool) -> Answer | None:
-    """The server's output for this search, or None (no server, or a fallback: search here)."""
+    """The server's output for this search, or None (no server, or a fallback: search here).
+
+    Asked whenever one listens: whether the user still wants it (their config) is the server's
+    to check, so the command reads no config before asking."""
+    if not enabled():
+        return None
     path = socket_path(user)
     if path is None or not path.exists():
         return None
@@ -128,7 +176,7 @@ def start_unless_running(user: UserPaths, idle_s: float) -> None:
     """Start the server in the background unless one listens (a second one started meanwhile
     exits at once: the first holds the lock; a socket left by a killed one is replaced)."""
     path = socket_path(user)
-    if path is None or _listening(path):
+    if idle_s <= 0 or not enabled() or path is None or _listening(path):
         return
     with contextlib.suppress(OSError):
         subprocess.Popen(
@@ -138,7 +186,9 @@ def start_unless_running(user: UserPaths, idle_s: float) -> None:
             stderr=subprocess.DEVNULL,
             start_new_session=True,  # not ended with the terminal's process group
             close_fds=True,
-            cwd="/",
+            # ``-m`` puts its folder first on sys.path: the folder that holds this very agentsh
+            # (never the project's), so the server runs the code the command runs.
+            cwd=_PACKAGE.parent,
         )
 
 
@@ -156,13 +206,15 @@ def _listening(path: Path) -> bool:
 
 
 class SearchServer:
-    """Answers searches on ``path`` until none came for ``idle_s`` seconds."""
+    """Answers searches on ``path`` until none came for ``idle_s`` seconds (the user's
+    ``search.warm_process_s``, read again with each search: 0 ends it)."""
 
     def __init__(self, path: Path, idle_s: float) -> None:
         self.path = path
         self.idle_s = idle_s
         self.answered = 0
-        self._indexes: dict[tuple[Path, Any], Any] = {}
+        self._stop = False
+        self._indexes: dict[tuple[Path, Any], Any] = {}  # least recently searched first
 
     def serve(self) -> None:
         lock = os.open(
@@ -182,7 +234,6 @@ class SearchServer:
                 finally:
                     os.umask(old)
                 listener.listen(8)
-                listener.settimeout(self.idle_s)
                 try:
                     self._loop(listener)
                 finally:
@@ -194,7 +245,8 @@ class SearchServer:
             os.close(lock)
 
     def _loop(self, listener: socket.socket) -> None:
-        while True:
+        while not self._stop:
+            listener.settimeout(self.idle_s)
             try:
                 conn, _address = listener.accept()
             except TimeoutError:
@@ -236,17 +288,25 @@ class SearchServer:
         from agentsh.memory.index_db import index_db_path
         from agentsh.memory.query_vectors import remembering
 
-        env = load_environment(cwd)
+        if not cwd.is_absolute():
+            return None
+        env = load_environment(cwd)  # the folder's trust and config, as the command checks them
         settings = env.settings.search
+        if settings.warm_process_s <= 0:  # the user turned it off since: end now
+            self._stop = True
+            return None
+        self.idle_s = settings.warm_process_s
         key = (index_db_path(env.user, env.project), settings)
-        index = self._indexes.get(key)
+        index = self._indexes.pop(key, None)
         if index is None:
             embedder = make_embedder(settings)
             if not isinstance(embedder, LocalMiniLM):
                 return None
             embedder = remembering(embedder, env.user.cache_dir)
             index = MemoryIndex.open(env.user, env.project, settings, embedder=embedder)
-            self._indexes[key] = index
+            while len(self._indexes) >= MAX_INDEXES:
+                self._indexes.pop(next(iter(self._indexes))).close()
+        self._indexes[key] = index
         index.sync()
         if index.vectors.pending() or index.mode()[1]:
             return None  # still embedding, or keyword-only: the command says so itself
@@ -268,8 +328,16 @@ def main(argv: list[str]) -> int:
     except (IndexError, ValueError):
         return 2
     path = socket_path(UserPaths.from_env())
-    if path is None or idle_s <= 0:
+    if path is None or idle_s <= 0 or not enabled():
         return 1
+    # The folder's trust is checked as the command checks it: with the files it covers that
+    # cli.main adds (a project's MCP servers, its repository's hooks and settings).
+    register_trust_sources()
+    from agentsh.trust import remember_memory_digests
+
+    # It checks the same folders again and again: a memory file is hashed again only once it
+    # changed (agentsh.trust._DigestMemo), ~0.1 s of every search over 230 notes otherwise.
+    remember_memory_digests()
     SearchServer(path, idle_s).serve()
     return 0
 

@@ -1,13 +1,16 @@
-"""The warm ``agentsh memory search`` process (``search.warm_process_s``, issue 16): it answers
-exactly what the command prints, only to its own user, from a folder that is the user's alone,
-and it is never started unless the user's own config asks for it."""
+"""The warm ``agentsh memory search`` process (``search.warm_process_s``, on by default, issue
+16): it answers exactly what the command prints, only to its own user, from a folder that is
+the user's alone; only the user's own config or environment turns it off, and a search it
+answers loads nothing heavy in the command's process."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -16,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from agentsh import trust
 from agentsh.cli import main
 from agentsh.commands import search_server
 from agentsh.commands.search_server import SearchServer, socket_path
@@ -26,15 +30,46 @@ from tests.memory.conftest import write
 
 @pytest.fixture
 def short_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """An AGENTSH_HOME short enough for a Unix socket path (pytest's tmp paths are not)."""
+    """An AGENTSH_HOME short enough for a Unix socket path (pytest's tmp paths are not), and
+    the warm process not turned off (tests/conftest.py turns it off for every other test)."""
     home = Path(tempfile.mkdtemp(prefix="ah", dir="/tmp"))
     monkeypatch.setenv("AGENTSH_HOME", str(home))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.delenv(search_server.OFF_VARIABLE, raising=False)
     yield home
     shutil.rmtree(home, ignore_errors=True)
 
 
-def _warm(seconds: float, extra: str = "") -> None:
-    write(UserPaths.from_env().config_file, f"[search]\nwarm_process_s = {seconds}\n{extra}")
+def _user_config(text: str) -> None:
+    write(UserPaths.from_env().config_file, text)
+
+
+def _serving(idle_s: float) -> tuple[SearchServer, threading.Thread, Path]:
+    path = socket_path(UserPaths.from_env())
+    assert path is not None
+    server = SearchServer(path, idle_s=idle_s)
+    thread = threading.Thread(target=server.serve, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not path.exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    return server, thread, path
+
+
+def _spawned(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The warm processes started (recorded, not run); other programs (git) run."""
+    started: list[list[str]] = []
+    real = subprocess.Popen
+
+    def popen(argv: list[str], **kwargs: object) -> object:
+        if "agentsh.commands.search_server" in argv:
+            started.append(argv)
+            return None
+        return real(argv, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    return started
 
 
 def test_the_socket_folder_must_be_the_users_alone(short_home: Path) -> None:
@@ -51,22 +86,52 @@ def test_the_socket_folder_must_be_the_users_alone(short_home: Path) -> None:
     assert socket_path(user) is None
 
 
-def test_a_project_cannot_turn_the_warm_process_on(project: Path, short_home: Path) -> None:
-    write(ProjectPaths(project).config_file, "[search]\nwarm_process_s = 600\n")
+def test_the_users_runtime_folder_is_used_when_it_is_theirs_alone(
+    short_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user = UserPaths.from_env()
+    runtime = short_home / "rt"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    path = socket_path(user)
+    assert path is not None and path.parent == runtime / "agentsh"
+    assert path.parent.stat().st_mode & 0o777 == 0o700
+    runtime.chmod(0o777)  # a shared folder, or one named by a relative path: not used
+    assert socket_path(user).parent == user.cache_dir / "run"  # type: ignore[union-attr]
+    runtime.chmod(0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "rt")
+    assert socket_path(user).parent == user.cache_dir / "run"  # type: ignore[union-attr]
+    link = short_home / "link"
+    link.symlink_to(runtime)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(link))
+    assert socket_path(user).parent == user.cache_dir / "run"  # type: ignore[union-attr]
+
+
+def test_a_project_cannot_turn_the_warm_process_on_or_off(project: Path, short_home: Path) -> None:
+    write(ProjectPaths(project).config_file, "[search]\nwarm_process_s = 0\n")
     env = load_environment(project, trust_project=True)
-    assert env.settings.search.warm_process_s == 0
+    assert env.settings.search.warm_process_s == 300  # on by default, the user's to change
     assert any("warm_process_s" in str(p) for p in env.config.problems)
+    _user_config("[search]\nwarm_process_s = 0\n")
+    assert load_environment(project, trust_project=True).settings.search.warm_process_s == 0
 
 
-def test_off_unless_asked_nothing_is_asked_or_started(
+def test_the_first_search_starts_it_unless_the_user_says_no(
     project: Path, short_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    called: list[str] = []
-    monkeypatch.setattr(search_server, "ask", lambda *a: called.append("ask"))
-    monkeypatch.setattr(search_server, "start_unless_running", lambda *a: called.append("start"))
-    write(UserPaths.from_env().config_file, '[search]\nembedding = "none"\n')
-    assert main(["memory", "search", "anything"]) == 0
-    assert called == []
+    write(ProjectPaths(project).memory_dir / "MEMORY.md", "The API runs on port 8000.")
+    started = _spawned(monkeypatch)
+    assert main(["memory", "search", "port"]) == 0
+    assert len(started) == 1 and started[0][-2:] == ["agentsh.commands.search_server", "300"]
+    _user_config("[search]\nwarm_process_s = 0\n")
+    assert main(["memory", "search", "port"]) == 0
+    monkeypatch.setenv(search_server.OFF_VARIABLE, "1")
+    _user_config("")
+    assert main(["memory", "search", "port"]) == 0
+    _user_config('[search]\nembedding = "none"\n')  # keyword-only: nothing it could answer
+    monkeypatch.delenv(search_server.OFF_VARIABLE)
+    assert main(["memory", "search", "port"]) == 0
+    assert len(started) == 1
 
 
 def test_what_the_server_cannot_answer_exactly_is_a_fallback(
@@ -77,8 +142,72 @@ def test_what_the_server_cannot_answer_exactly_is_a_fallback(
     server = SearchServer(path, 1)
     request = {"protocol": search_server.PROTOCOL, "cwd": str(project), "query": "x"}
     assert server.answer({**request, "protocol": 0}) == {"status": "fallback"}
-    write(UserPaths.from_env().config_file, '[search]\nembedding = "none"\n')
+    assert server.answer({**request, "cwd": "project"}) == {"status": "fallback"}
+    _user_config('[search]\nembedding = "none"\n')
     assert server.answer(request) == {"status": "fallback"}  # keyword-only: said by the command
+    assert not server._stop
+    _user_config("[search]\nwarm_process_s = 0\n")  # turned off since it started: it ends
+    assert server.answer(request) == {"status": "fallback"}
+    assert server._stop
+
+
+def test_the_server_checks_trust_with_the_files_the_command_checks(
+    short_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = [s for s in trust.sources() if s.__module__ == "agentsh.trust"]
+    monkeypatch.setattr(trust, "_SOURCES", list(base))  # as in a new `python -m` process
+    monkeypatch.setattr(trust, "_memo", None)
+    monkeypatch.setattr(SearchServer, "serve", lambda self: None)
+    assert search_server.main(["5"]) == 0
+    added = {f"{s.__module__}.{s.__name__}" for s in trust.sources()} - {
+        f"{s.__module__}.{s.__name__}" for s in base
+    }
+    assert trust._memo is not None  # and it keeps what memory files held while unchanged
+    assert added == {
+        "agentsh.mcp.server_trust.mcp_findings",
+        "agentsh.tools.git_armed.git_findings",
+    }
+
+
+def test_a_search_it_answers_loads_nothing_heavy_in_the_command(
+    project: Path, short_home: Path
+) -> None:
+    """The command asks before the trust check, the config and the memory modules load."""
+    path = socket_path(UserPaths.from_env())
+    assert path is not None
+    asked: list[dict[str, object]] = []
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(path))
+        listener.listen(1)
+
+        def answer() -> None:
+            conn, _ = listener.accept()
+            with conn:
+                asked.append(json.loads(search_server._read_line(conn)))
+                reply = {"status": "ok", "stdout": "1. warm answer\n", "stderr": ""}
+                conn.sendall(json.dumps(reply).encode() + b"\n")
+
+        thread = threading.Thread(target=answer, daemon=True)
+        thread.start()
+        program = (
+            "import sys\nfrom agentsh.cli import main\n"
+            "code = main(['memory', 'search', 'which port', '-k', '2'])\n"
+            "heavy = sorted(m for m in sys.modules if m.startswith(('numpy', 'agentsh.config',"
+            " 'agentsh.memory', 'agentsh.trust', 'agentsh.mcp', 'agentsh.tools')))\n"
+            "print(code, heavy, file=sys.stderr)\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", program],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=dict(os.environ),
+        )
+        thread.join(10)
+    assert done.stdout == "1. warm answer\n"
+    assert done.stderr.strip().splitlines()[-1] == "0 []", done.stderr
+    assert asked[0]["query"] == "which port" and asked[0]["k"] == 2
+    assert asked[0]["cwd"] == str(project)
 
 
 @pytest.mark.slow
@@ -88,45 +217,57 @@ def test_the_warm_process_answers_what_the_command_prints(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Same bytes, same ranking, same scores: queries in English, Korean and mixed, with -k
+    and --json, after a note changes, and with the configuration's warnings."""
     memory = ProjectPaths(project).memory_dir
     write(memory / "MEMORY.md", "# Memory\nThe API runs on port 8000.\nRedis is on 6379.")
     write(memory / "deploy.md", "Deploys: helm upgrade, canary 10 % for 30 minutes.")
-    _warm(30, "min_score = 7\n")  # a bad value: its warning is printed either way
-    started: list[float] = []
-    monkeypatch.setattr(search_server, "start_unless_running", lambda _u, s: started.append(s))
+    write(memory / "ko.md", "# 배포\n배포는 태그를 푸시하면 시작된다.\nRollback: helm rollback.")
+    for i in range(6):
+        body = "\n".join(
+            f"note {i}.{j}: redis cache {j} expires, port {8000 + j}" for j in range(30)
+        )
+        write(memory / "notes" / f"n{i}.md", body)
+    _user_config("[search]\nwarm_process_s = 3\nmin_score = 7\n")  # a bad value: its warning
+    monkeypatch.setattr(search_server, "start_unless_running", lambda _u, _s: None)
+    queries = [
+        ["which port does the API listen on", "--json"],
+        ["helm canary", "-k", "1"],
+        ["배포 태그", "--json"],
+        ["redis 캐시 expiry", "-k", "3", "--json"],
+        ["port"],
+    ]
 
-    def search(*words: str) -> tuple[str, str]:
+    def search(words: list[str], *, warm: bool) -> tuple[str, str]:
+        if warm:
+            monkeypatch.delenv(search_server.OFF_VARIABLE, raising=False)
+        else:
+            monkeypatch.setenv(search_server.OFF_VARIABLE, "1")
         assert main(["memory", "search", *words]) == 0
         printed = capsys.readouterr()
         assert "min_score" in printed.err
         return printed.out, printed.err
 
-    alone = search("which port does the API listen on", "--json")  # no server yet
-    assert started == [30]  # the command would start one now
-    path = socket_path(UserPaths.from_env())
-    assert path is not None
-    server = SearchServer(path, idle_s=3)
-    thread = threading.Thread(target=server.serve, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not path.exists():
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    alone = [search(q, warm=False) for q in queries]  # in this process (vectors computed)
+    server, thread, path = _serving(idle_s=60)
     assert path.stat().st_mode & 0o777 == 0o600
-    assert search("which port does the API listen on", "--json") == alone
-    warm_text = search("helm canary", "-k", "1")
-    assert server.answered == 2
+    assert [search(q, warm=True) for q in queries] == alone
+    assert server.answered == len(queries)
+    assert server.idle_s == 3  # the user's setting, read with each search
+    write(memory / "deploy.md", "Deploys: helm upgrade, canary 50 % for 5 minutes, port 9000.")
+    changed = search(queries[1], warm=False)
+    assert "50 %" in changed[0]
+    assert search(queries[1], warm=True) == changed
+    assert server.answered == len(queries) + 1
     thread.join(30)  # idle for 3 s: it ends, and takes its socket with it
     assert not thread.is_alive() and not path.exists()
-    assert search("helm canary", "-k", "1") == warm_text  # the command's own answer
-    assert json.loads(alone[0])["mode"] == "hybrid"
+    assert json.loads(alone[0][0])["mode"] == "hybrid"
 
 
 def test_a_socket_left_by_a_killed_server_does_not_stop_a_new_one(
     short_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    started: list[list[str]] = []
-    monkeypatch.setattr(subprocess, "Popen", lambda argv, **_kw: started.append(argv))
+    started = _spawned(monkeypatch)
     user = UserPaths.from_env()
     path = socket_path(user)
     assert path is not None
