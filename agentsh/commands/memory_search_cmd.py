@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from agentsh.commands import search_server
 from agentsh.errors import EXIT_OK, CliError
-from agentsh.paths import UserPaths
 
 if TYPE_CHECKING:
     from agentsh.config import Environment
@@ -42,7 +41,7 @@ def search_warm(args: argparse.Namespace) -> bool:
     ``cli.main`` calls it before the trust check and before anything heavy is imported, and
     the process checks the folder's trust and the user's config itself."""
     query, k, as_json = _request(args)
-    answered = search_server.ask(UserPaths.from_env(), Path.cwd(), query, k, as_json)
+    answered = search_server.ask(Path.cwd(), query, k, as_json)
     if answered is None:
         return False
     sys.stderr.write(answered.stderr)

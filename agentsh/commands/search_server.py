@@ -20,30 +20,30 @@ path a project chooses) and is 0600, and each side checks that the other runs as
 (``SO_PEERCRED``). Only the user's own config and environment decide whether it runs
 (``search.warm_process_s``, ``AGENTSH_NO_WARM_SEARCH=1``): a project's config cannot turn it on,
 off or elsewhere. The server runs with the environment of the command that started it and the
-same agentsh code, and a command only talks to a server started with the same environment and
-code (both are in the socket's name). It keeps nothing a project gave it but that project's own
-index, and at most :data:`MAX_INDEXES` of them.
+same agentsh code; a command only talks to a server started with the same interpreter, agentsh
+folder and environment (all in the socket's name), and a server whose code changed on disk ends
+at the next search (:class:`_CodeWatch`). It keeps nothing a project gave it but that project's
+own index, and at most :data:`MAX_INDEXES` of them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import socket
 import stat
 import struct
-import subprocess
 import sys
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agentsh.commands import register_trust_sources
-from agentsh.paths import UserPaths
+
+if TYPE_CHECKING:
+    from agentsh.paths import UserPaths
 
 PROTOCOL = 1
 MAX_MESSAGE = 16 * 1024 * 1024
@@ -61,9 +61,10 @@ def enabled(environ: Mapping[str, str] | None = None) -> bool:
     return value in ("", "0")
 
 
-def socket_path(user: UserPaths) -> Path | None:
+def socket_path(user: UserPaths | None = None) -> Path | None:
     """The socket of this user's server for this environment and code; None when its folder is
-    not safely the user's own (or the path is too long for a Unix socket)."""
+    not safely the user's own (or the path is too long for a Unix socket). ``user``: the
+    user's folders, found from the environment when not given."""
     folder = _runtime_folder(user)
     if folder is None:
         return None
@@ -71,7 +72,7 @@ def socket_path(user: UserPaths) -> Path | None:
     return path if len(os.fsencode(path)) < 100 else None
 
 
-def _runtime_folder(user: UserPaths) -> Path | None:
+def _runtime_folder(user: UserPaths | None) -> Path | None:
     """``$XDG_RUNTIME_DIR/agentsh`` when that runtime folder is the user's alone (a tmpfs the
     login manager empties at log-out, on this machine only), else ``run/`` in the cache folder."""
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
@@ -79,6 +80,10 @@ def _runtime_folder(user: UserPaths) -> Path | None:
         folder = _made(Path(runtime) / "agentsh")
         if folder is not None:
             return folder
+    if user is None:
+        from agentsh.paths import UserPaths
+
+        user = UserPaths.from_env()
     return _made(user.cache_dir / "run")
 
 
@@ -100,11 +105,10 @@ def _users_alone(folder: Path) -> bool:
 
 
 def _key() -> str:
-    """What the server's answers depend on besides the files: the interpreter, agentsh's code
-    and the environment variables that choose folders and settings."""
-    digest = hashlib.sha256(f"{PROTOCOL}\0{sys.executable}".encode())
-    for path, st in sorted(_code_files(str(_PACKAGE))):
-        digest.update(f"\0{path}:{st.st_size}:{st.st_mtime_ns}".encode())
+    """What the server's answers depend on besides the files and its code: the interpreter,
+    where agentsh is, and the environment variables that choose folders and settings. (A
+    change to the code it runs ends it: :class:`_CodeWatch`.)"""
+    digest = hashlib.sha256(f"{PROTOCOL}\0{sys.executable}\0{_PACKAGE}".encode())
     for name in sorted(os.environ):
         if (name.startswith(("AGENTSH_", "XDG_")) or name == "HOME") and name != OFF_VARIABLE:
             digest.update(f"\0{name}={os.environ[name]}".encode())
@@ -114,16 +118,31 @@ def _key() -> str:
 _PACKAGE = Path(__file__).resolve().parents[1]
 
 
-def _code_files(folder: str) -> Iterator[tuple[str, os.stat_result]]:
-    """Every ``.py`` file under ``folder`` with its stat (os.scandir: a tenth of what
-    ``Path.rglob`` and ``Path.stat`` cost for agentsh's ~230 files, on every search)."""
-    with contextlib.suppress(OSError), os.scandir(folder) as entries:
-        for entry in entries:
-            with contextlib.suppress(OSError):
-                if entry.is_dir(follow_symlinks=False):
-                    yield from _code_files(entry.path)
-                elif entry.name.endswith(".py"):
-                    yield entry.path, entry.stat()
+class _CodeWatch:
+    """The agentsh modules the server has loaded, as their files were when it first saw them:
+    once one changes (an upgrade, an edit), its answers could differ from the new code's, so it
+    ends. A module it never loaded plays no part in its answers, whatever it is now."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[int, int, int] | None] = {}
+
+    def changed(self) -> bool:
+        return any(_code_stamp(path) != stamp for path, stamp in self._seen.items())
+
+    def note(self) -> None:
+        inside = str(_PACKAGE) + os.sep
+        for module in list(sys.modules.values()):
+            path = getattr(module, "__file__", None)
+            if isinstance(path, str) and path.startswith(inside) and path not in self._seen:
+                self._seen[path] = _code_stamp(path)
+
+
+def _code_stamp(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)  # noqa: PTH116 - a str from sys.modules, ~100 of them a search
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _peer_uid(conn: socket.socket) -> int:
@@ -147,20 +166,19 @@ def _read_line(conn: socket.socket) -> bytes:
 # -- the command's side -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
+class Answer(NamedTuple):
     stdout: str
     stderr: str  # the configuration's warnings, as the command prints them
 
 
-def ask(user: UserPaths, cwd: Path, query: str, k: int | None, as_json: bool) -> Answer | None:
+def ask(cwd: Path, query: str, k: int | None, as_json: bool) -> Answer | None:
     """The server's output for this search, or None (no server, or a fallback: search here).
 
     Asked whenever one listens: whether the user still wants it (their config) is the server's
     to check, so the command reads no config before asking."""
     if not enabled():
         return None
-    path = socket_path(user)
+    path = socket_path()
     if path is None or not path.exists():
         return None
     request = {"protocol": PROTOCOL, "cwd": str(cwd), "query": query, "k": k, "json": as_json}
@@ -188,6 +206,8 @@ def start_unless_running(user: UserPaths, idle_s: float) -> None:
     path = socket_path(user)
     if idle_s <= 0 or not enabled() or path is None or _listening(path):
         return
+    import subprocess
+
     with contextlib.suppress(OSError):
         subprocess.Popen(
             [sys.executable, "-m", "agentsh.commands.search_server", f"{idle_s:g}"],
@@ -226,8 +246,11 @@ class SearchServer:
         self._stop = False
         self._indexes: dict[tuple[Path, Any], Any] = {}  # least recently searched first
         self._models: dict[int, Any] = {}  # by batch size: one model for every index
+        self._code = _CodeWatch()
 
     def serve(self) -> None:
+        import fcntl
+
         lock = os.open(
             self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600
         )
@@ -280,6 +303,7 @@ class SearchServer:
 
         with contextlib.suppress(Exception):  # the search that needs it meets the failure
             self._model(SearchSettings()).load(quick=True)
+        self._code.note()
 
     def _model(self, settings: Any) -> Any:
         from agentsh.memory.embeddings import LocalMiniLM, make_embedder
@@ -317,6 +341,9 @@ class SearchServer:
         from agentsh.memory.index_db import index_db_path
         from agentsh.memory.query_vectors import remembering
 
+        if self._code.changed():  # agentsh was upgraded or edited since: end now
+            self._stop = True
+            return None
         if not cwd.is_absolute():
             return None
         env = load_environment(cwd)  # the folder's trust and config, as the command checks them
@@ -344,6 +371,7 @@ class SearchServer:
             stdout = json.dumps(response_json(response), ensure_ascii=False, indent=2) + "\n"
         else:
             stdout = "".join(f"{line}\n" for line in format_response(response))
+        self._code.note()
         return Answer(stdout, problem_lines(env))
 
 
@@ -364,7 +392,7 @@ def main(argv: list[str]) -> int:
         idle_s = float(argv[0])
     except (IndexError, ValueError):
         return 2
-    path = socket_path(UserPaths.from_env())
+    path = socket_path()
     if path is None or idle_s <= 0 or not enabled():
         return 1
     # The folder's trust is checked as the command checks it: with the files it covers that

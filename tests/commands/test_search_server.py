@@ -14,6 +14,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -151,6 +152,26 @@ def test_what_the_server_cannot_answer_exactly_is_a_fallback(
     assert server._stop
 
 
+def test_a_server_whose_code_changed_ends_at_the_next_search(
+    project: Path, short_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = tmp_path / "agentsh"
+    package.mkdir()
+    module = package / "ranking.py"
+    module.write_text("WEIGHT = 1\n")
+    monkeypatch.setattr(search_server, "_PACKAGE", package)
+    monkeypatch.setitem(sys.modules, "fake_ranking", types.SimpleNamespace(__file__=str(module)))
+    path = socket_path()
+    assert path is not None
+    server = SearchServer(path, 60)
+    server._code.note()
+    assert not server._code.changed()
+    module.write_text("WEIGHT = 20\n")
+    request = {"protocol": search_server.PROTOCOL, "cwd": str(project), "query": "x"}
+    assert server.answer(request) == {"status": "fallback"}
+    assert server._stop  # the command searches with the new code, and starts a new server
+
+
 def test_the_server_checks_trust_with_the_files_the_command_checks(
     short_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -170,10 +191,13 @@ def test_the_server_checks_trust_with_the_files_the_command_checks(
 
 
 def test_a_search_it_answers_loads_nothing_heavy_in_the_command(
-    project: Path, short_home: Path
+    project: Path, short_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The command asks before the trust check, the config and the memory modules load."""
-    path = socket_path(UserPaths.from_env())
+    runtime = short_home / "rt"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    path = socket_path()
     assert path is not None
     asked: list[dict[str, object]] = []
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
@@ -193,7 +217,8 @@ def test_a_search_it_answers_loads_nothing_heavy_in_the_command(
             "import sys\nfrom agentsh.cli import main\n"
             "code = main(['memory', 'search', 'which port', '-k', '2'])\n"
             "heavy = sorted(m for m in sys.modules if m.startswith(('numpy', 'agentsh.config',"
-            " 'agentsh.memory', 'agentsh.trust', 'agentsh.mcp', 'agentsh.tools')))\n"
+            " 'agentsh.memory', 'agentsh.trust', 'agentsh.mcp', 'agentsh.tools',"
+            " 'agentsh.paths', 'subprocess')))\n"
             "print(code, heavy, file=sys.stderr)\n"
         )
         done = subprocess.run(
