@@ -81,7 +81,7 @@ class CachedTools:
                             read_only=bool(tool.get("read_only", False)),
                         )
                     )
-        names = assign_names((t.server, t.remote_name) for t in listed)
+        names = assign_names(((t.server, t.remote_name) for t in listed), self._specs)
         self._tools = tuple(
             sorted(
                 (_named(t, names[(t.server, t.remote_name)]) for t in listed),

@@ -27,7 +27,7 @@ from typing import Any
 from agentsh.config import Environment, McpSettings
 from agentsh.mcp import cache, groups
 from agentsh.mcp import loop as mcp_loop
-from agentsh.mcp.names import assign_names, server_prefix
+from agentsh.mcp.names import assign_names, server_parts, server_prefix
 from agentsh.mcp.results import Caps, guarded, to_tool_result
 from agentsh.mcp.server_trust import told_by_trust_check
 from agentsh.mcp.servers_config import ExpansionError, McpConfig, ServerSpec, load_mcp_config
@@ -57,6 +57,7 @@ class McpManager:
         self._cache_path = cache_path  # where ready servers' tool lists are kept (None: nowhere)
         self.cwd = cwd
         self._specs = {spec.name: spec for spec in specs}
+        self._parts = server_parts(self._specs)  # each server's part of its tools' names
         self._log_dir = log_dir
         self._caps = Caps(settings.result_max_bytes, settings.result_max_lines, spool_dir)
         self._environ = environ
@@ -109,7 +110,9 @@ class McpManager:
         crashed server is at its next call, it is started again (in the background, within
         its backoff), its tools offered once it is up."""
         for status in self._statuses:
-            if status.state is ServerState.READY or not name.startswith(server_prefix(status.name)):
+            if status.state is ServerState.READY or not name.startswith(
+                server_prefix(status.name, self._parts)
+            ):
                 continue
             state = {
                 ServerState.FAILED: f"is down ({status.reason})",
@@ -390,7 +393,7 @@ class McpManager:
             if status.state not in (ServerState.DISABLED, ServerState.STOPPED)
             for tool in status.tools
         ]
-        names = assign_names((t.server, t.remote_name) for t in offered)
+        names = assign_names(((t.server, t.remote_name) for t in offered), self._specs)
         tools = tuple(
             sorted(
                 (replace(t, name=names[(t.server, t.remote_name)]) for t in offered),

@@ -24,7 +24,6 @@ from typing import Any, ClassVar, Protocol
 from agentsh.config import Settings
 from agentsh.context.breakdown import CountedTool
 from agentsh.mcp.mcp_manager import tools_json
-from agentsh.mcp.names import server_prefix
 from agentsh.mcp.schema import argument_problem
 from agentsh.mcp.servers_config import ServerSpec
 from agentsh.mcp.state import McpOverview, RemoteTool, ServerStatus
@@ -93,8 +92,8 @@ class McpTool(Tool):
         return line if len(line) <= _SUMMARY_CHARS else line[: _SUMMARY_CHARS - 1] + "…"
 
     def approval_group(self) -> tuple[str, str]:
-        server = self.remote.server
-        return server_prefix(server), f"every tool of MCP server '{server}'"
+        server = self.remote.server  # the configured name: no other server can share it
+        return f"mcp-server:{server}", f"every tool of MCP server '{server}'"
 
     async def approval_detail(self, params: Any, ctx: ToolContext) -> str:
         spec = self.manager.spec(self.remote.server)

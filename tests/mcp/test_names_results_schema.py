@@ -20,6 +20,7 @@ from mcp.types import (
 from agentsh.mcp.names import MAX_LENGTH, assign_names
 from agentsh.mcp.results import Caps, result_text, to_tool_result
 from agentsh.mcp.schema import SchemaProblem, argument_problem, checked_input_schema
+from agentsh.tools.rules import parse_rule
 
 SAFE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -34,16 +35,60 @@ def test_collisions_and_long_names_are_resolved_the_same_way_in_any_order() -> N
     pairs = [("s", "a.b"), ("s", "a_b"), ("s", "x" * 100), ("s", "x" * 101)]
     first = assign_names(pairs)
     assert assign_names(list(reversed(pairs))) == first
-    assert first[("s", "a.b")] == "mcp__s__a_b"  # sorted first: keeps the plain name
-    assert first[("s", "a_b")].startswith("mcp__s__a_b_") and len(set(first.values())) == 4
+    assert first[("s", "a_b")] == "mcp__s__a_b"  # needed no cleaning: keeps the plain name
+    assert first[("s", "a.b")].startswith("mcp__s__a_b_") and len(set(first.values())) == 4
     assert all(SAFE.match(name) for name in first.values())
 
 
-@given(st.lists(st.tuples(st.text(min_size=1, max_size=80), st.text(min_size=1, max_size=150))))
-def test_any_names_become_unique_provider_safe_names(pairs: list[tuple[str, str]]) -> None:
+def _server_of(name: str) -> str:
+    """What a rule reads as the server: the text between ``mcp__`` and the next ``__``."""
+    return name.removeprefix("mcp__").split("__", 1)[0]
+
+
+def test_no_server_takes_the_names_or_the_rules_of_another() -> None:
+    """``git__x`` and ``git_`` had tool names starting ``mcp__git__``: ``--allowedTools
+    mcp__git`` allowed them, and ``git``'s tool ``x__echo`` shared a name with ``git__x``'s
+    ``echo``. Servers whose cleaned names collide are told apart by a hash, except the one
+    that needed no cleaning."""
+    servers = ["git", "git__x", "git_", "my.server", "my_server", "_lead", "a" * 64]
+    pairs = [(server, tool) for server in servers for tool in ("echo", "x__echo")]
+    names = assign_names(pairs, servers)
+    assert len(set(names.values())) == len(pairs)
+    assert names[("git", "echo")] == "mcp__git__echo"
+    assert names[("git", "x__echo")] == "mcp__git__x__echo"
+    assert names[("my_server", "echo")] == "mcp__my_server__echo"
+    rule, glob = parse_rule("mcp__git"), parse_rule("mcp__git__*")
+    for (server, _tool), name in names.items():
+        assert SAFE.match(name) and rule.covers(name) == glob.covers(name) == (server == "git")
+    parts = {
+        server: {_server_of(names[(server, t)]) for t in ("echo", "x__echo")} for server in servers
+    }
+    assert all(len(found) == 1 for found in parts.values())
+    assert len({next(iter(found)) for found in parts.values()}) == len(servers)
+    # A cleaned name that collides with nothing is kept (as Claude Code names it).
+    assert assign_names([("my.server", "read")]) == {("my.server", "read"): "mcp__my_server__read"}
+    # A server that is down keeps its part: the others' names do not move.
+    alone = assign_names([("my.server", "echo")], ["my.server", "my_server"])
+    assert alone[("my.server", "echo")] == names[("my.server", "echo")]
+
+
+@given(
+    st.lists(st.tuples(st.text(min_size=1, max_size=80), st.text(min_size=1, max_size=150))),
+    st.lists(st.from_regex(r"[A-Za-z0-9_.-]{1,64}", fullmatch=True), max_size=6),
+)
+def test_any_names_become_unique_provider_safe_names(
+    pairs: list[tuple[str, str]], servers: list[str]
+) -> None:
+    pairs += [(server, tool) for server in servers for tool in ("t", "x__t")]
     names = assign_names(pairs)
     assert len(set(names.values())) == len(names) == len(set(pairs))
     assert all(SAFE.match(name) and len(name) <= MAX_LENGTH for name in names.values())
+    # every name's server part is its server's, and no two servers share one
+    parts: dict[str, set[str]] = {}
+    for (server, _tool), name in names.items():
+        parts.setdefault(server, set()).add(_server_of(name))
+    assert all(len(found) == 1 for found in parts.values())
+    assert len({next(iter(found)) for found in parts.values()}) == len(parts)
 
 
 def test_every_kind_of_content_becomes_text() -> None:
