@@ -57,6 +57,7 @@ class TurnState:
     streaming: bool = False
     pending_calls: list[ToolCall] = field(default_factory=list)
     answered_calls: set[str] = field(default_factory=set)
+    started_calls: set[str] = field(default_factory=set)  # calls whose tool began to run
     running_tool: bool = False
     final_text: str = ""
     limit: str = ""  # the limit that ended the turn early (see TurnEnded.limit)
@@ -235,12 +236,20 @@ class ToolCalls:
         )
 
     def answer_unrun(self, why: str) -> None:
-        """Give every call of the message not answered yet a result saying ``why``, so the log
-        never holds an orphan tool call."""
+        """Give every call of the message not answered yet a result saying ``why`` ("not run:
+        ..."), so the log never holds an orphan tool call. A call whose tool had started (its
+        task cancelled from outside: a quit, an editor gone) says it was stopped while it ran:
+        "not run" would have the model run it again, effects and all."""
         state = self.state
         for call in state.pending_calls:
             if call.id not in state.answered_calls:
-                self.host.session.append_tool_result(call.id, call.name, why, is_error=True)
+                text = why
+                if call.id in state.started_calls:
+                    text = (
+                        f"stopped while it ran ({why.removeprefix('not run: ')}): it may have "
+                        "had some of its effects, and its output was lost"
+                    )
+                self.host.session.append_tool_result(call.id, call.name, text, is_error=True)
                 state.answered_calls.add(call.id)
         state.pending_calls = []
 
@@ -330,6 +339,7 @@ class ToolCalls:
             if changes_files(tool, params, ctx):
                 await checkpoint(self.host, "tool")  # the files before this call changes them
             self.state.running_tool = True
+            self.state.started_calls.add(ctx.call_id)
             return await tool.run(params, ctx)
         except (OSError, ValueError) as exc:
             return ToolResult(f"{tool.name} failed: {exc}", is_error=True)

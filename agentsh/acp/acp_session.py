@@ -165,6 +165,20 @@ class AcpSession:
             self._turn = None
         return PromptResponse(stop_reason="end_turn")
 
+    async def end_turn(self, within_s: float) -> None:
+        """The client is leaving: cancel the running turn as ``session/cancel`` does and wait
+        (at most ``within_s``) until it has ended, so the log keeps what a running command
+        printed, as after Esc, rather than "not run" for a command that ran."""
+        if not self._lock.locked():
+            return
+        self.cancel()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._idle(), within_s)
+
+    async def _idle(self) -> None:
+        async with self._lock:
+            pass
+
     def cancel(self) -> None:
         """``session/cancel``: stop the turn as Esc does (what arrived is kept), and withdraw
         what the editor was asked for its buffers or a terminal and has not answered."""

@@ -64,24 +64,37 @@ async def _serve(server: AcpServer, pipes: ProtocolPipes, received: list[int]) -
     from agentsh.acp.frames import ScreenedTransport
     from agentsh.acp.stdio import open_streams
 
-    _end_on_signals(received)
+    _end_on_signals(server, received)
     reader, writer = await open_streams(pipes)
     # The methods AcpServer does not define (fork, resume, config options) are answered
     # "method not found" by the package's router: it looks each one up by name. Lines that
     # are no JSON-RPC message never reach it (agentsh.acp.frames).
-    await run_agent(cast("Agent", server), ScreenedTransport(reader, writer))
+    await run_agent(cast("Agent", server), ScreenedTransport(reader, writer, server.end_turns))
 
 
-def _end_on_signals(received: list[int]) -> None:
-    """SIGTERM and SIGHUP end the serving as end of input does (``received`` notes which)."""
+def _end_on_signals(server: AcpServer, received: list[int]) -> None:
+    """SIGINT, SIGTERM and SIGHUP end the serving as end of input does (``received`` notes
+    which):
+    running turns are cancelled and given a moment to record how they ended, then the serving
+    stops; a second signal stops it at once."""
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()
+    stopping: list[asyncio.Future[None]] = []
+
+    async def stop() -> None:
+        try:
+            await server.end_turns()
+        finally:
+            if main is not None:
+                main.cancel()
 
     def end(signum: int) -> None:
         received.append(signum)
-        if main is not None:
+        if len(received) == 1:
+            stopping.append(asyncio.ensure_future(stop()))
+        elif main is not None:
             main.cancel()
 
-    for signum in (signal.SIGTERM, signal.SIGHUP):
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signum, end, signum)

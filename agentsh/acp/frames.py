@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from acp.task import MessageSender, TaskSupervisor
@@ -34,8 +35,14 @@ class ScreenedTransport:
     """The protocol's transport (``acp._transport.Transport``): newline-delimited JSON over
     the protocol's streams, with every line checked before it becomes a message."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        on_end: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self._reader = reader
+        self._on_end = on_end  # awaited at the end of input, before the serving stops
         self._tasks = TaskSupervisor(source="agentsh.acp.frames")
         self._sender = MessageSender(writer, self._tasks)
 
@@ -47,6 +54,8 @@ class ScreenedTransport:
         while True:
             line = await self._line()
             if not line:
+                if self._on_end is not None:
+                    await self._on_end()
                 return None
             line = line.strip()
             if not line:

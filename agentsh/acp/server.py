@@ -61,6 +61,10 @@ from agentsh.startup import SessionChoiceError, new_session, open_session_file
 
 log = logging.getLogger(__name__)
 
+#: How long running turns get to end once the client has left (a command is stopped in well
+#: under a second; an editor's terminal that no longer answers must not hold the exit).
+_END_TURN_S = 3.0
+
 PLAN = "plan"
 MODES = (
     SessionMode(
@@ -233,6 +237,12 @@ class AcpServer:
         opened = self._sessions.get(session_id)
         if opened is not None:
             opened.cancel()
+
+    async def end_turns(self) -> None:
+        """End of input or a signal: every running turn is cancelled and given a moment to
+        record how it ended (see :meth:`AcpSession.end_turn`)."""
+        sessions = list(self._sessions.values())
+        await asyncio.gather(*(opened.end_turn(_END_TURN_S) for opened in sessions))
 
     def close(self) -> None:
         """Close every session's agent (its log, its MCP servers)."""

@@ -24,8 +24,11 @@ class Recorder:
         pass
     def on_connect(self, conn):
         print("serving", file=sys.stderr, flush=True)
+    async def end_turns(self):
+        Path(sys.argv[1]).write_text("turns ended")
     def close(self):
-        Path(sys.argv[1]).write_text("closed")
+        marker = Path(sys.argv[1])
+        marker.write_text(marker.read_text() + ", then closed")
 
 served.AcpServer = Recorder
 from agentsh.acp import entry
@@ -56,6 +59,6 @@ def test_a_signal_closes_every_session_before_the_agent_exits(
         if process.poll() is None:
             process.kill()
             process.wait()
-    assert marker.read_text() == "closed"
+    assert marker.read_text() == "turns ended, then closed"
     assert code == 128 + signum
     assert process.stdout is not None and process.stdout.read() == b""

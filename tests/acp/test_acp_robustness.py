@@ -15,6 +15,8 @@ import pytest
 import pytest_asyncio
 from acp.schema import ReadTextFileResponse, WriteTextFileResponse
 
+from agentsh.session.entries import ToolResultEntry
+from agentsh.session.session import Session
 from tests.acp.conftest import AcpAgent, EditorClient, spawn_acp
 from tests.fakes.server import text, tool_call
 
@@ -126,3 +128,28 @@ async def test_an_editor_that_never_answers_a_read_cannot_hold_the_turn(agent: A
     said = str(tool_messages[-1]["content"])
     assert "the editor did not answer within 2 s; it may still save it" in said
     assert not (agent.project / "new.txt").exists()  # not written behind the editor's back
+
+
+async def test_an_editor_leaving_mid_command_ends_the_turn_as_a_cancel_does(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """End of input tore the turn down from outside: the command was killed but its result
+    in the log said "not run", so a session/load (or the TUI) had the model run it again."""
+    root = tmp_path_factory.mktemp("acp-leaving")
+    client = EditorClient()
+    async with spawn_acp(root, client, "--approve", "all") as leaving:
+        sid = await leaving.new_session()
+        leaving.server.script(
+            tool_call("bash", {"command": "echo half-done; sleep 60"}), text("never")
+        )
+        turn = asyncio.ensure_future(leaving.prompt(sid, "start it"))
+        await client.wait_for(lambda: "half-done" in str(client.tool_updates(sid)))
+        assert leaving.process.stdin is not None
+        leaving.process.stdin.close()  # the editor quits
+        await asyncio.wait_for(leaving.process.wait(), 10)
+        turn.cancel()
+    log = next((leaving.home / "data" / "sessions").rglob(f"*_{sid}.jsonl"))
+    session = Session.open(log, lock=False)
+    (result,) = [e for e in session.current_path() if isinstance(e, ToolResultEntry)]
+    assert "half-done" in result.content and "not run" not in result.content
+    leaving.frames()

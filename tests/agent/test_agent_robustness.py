@@ -3,6 +3,8 @@ parts that raise end as clear events, never a crash of the turn or an orphan too
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import sqlite3
 from pathlib import Path
@@ -17,13 +19,14 @@ from agentsh.events import (
     ErrorOccurred,
     Notice,
     ToolFinished,
+    ToolOutput,
     TurnEnded,
     TurnOutcome,
 )
 from agentsh.session.entries import MessageEntry, Role, ToolResultEntry, Usage
 from agentsh.session.session import Session
 from tests.agent.test_agent_loop import AgentFactory, collect, make_agent
-from tests.fakes.server import ScriptedServer, text, tool_call
+from tests.fakes.server import ScriptedServer, text, tool_call, tool_calls
 
 __all__ = ["make_agent"]  # the fixture, imported for pytest
 
@@ -173,3 +176,35 @@ async def test_the_memory_save_before_a_summarize_sees_the_turns_about_to_leave(
     assert "summary" in json.dumps(summary.messages[0]).lower() and not summary.stream
     assert "question-0" not in json.dumps(main.messages)  # summarized away after the save
     assert "src/parse.py" in (project / ".agentsh" / "memory" / "MEMORY.md").read_text()
+
+
+@pytest.mark.asyncio
+async def test_a_call_stopped_by_a_quit_while_it_ran_is_not_logged_as_not_run(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, project: Path
+) -> None:
+    """A turn cancelled from outside (the app quitting, an editor gone) while a command ran
+    logged "not run" for it: resumed, the model would run it again, effects and all."""
+    scripted_server.script(
+        tool_calls(
+            ("bash", {"command": "echo running; sleep 30"}), ("bash", {"command": "touch 2"})
+        ),
+        text("never asked"),
+    )
+    agent = make_agent()
+    started = asyncio.Event()
+
+    async def consume() -> None:
+        async for event in agent.run("go"):
+            if isinstance(event, ToolOutput) and "running" in event.text:
+                started.set()  # the command runs
+
+    turn = asyncio.ensure_future(consume())
+    await asyncio.wait_for(started.wait(), 30)
+    turn.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await turn
+    first, second = [e for e in agent.session.current_path() if isinstance(e, ToolResultEntry)]
+    assert first.is_error and first.content.startswith("stopped while it ran (")
+    assert "may have had some of its effects" in first.content
+    assert second.content == "not run: the user cancelled the turn"
+    assert not (project / "2").exists()
