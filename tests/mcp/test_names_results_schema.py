@@ -142,3 +142,20 @@ def test_arguments_are_checked_against_the_schema() -> None:
     assert argument_problem(schema, {"path": "a", "n": 2}) is None
     assert argument_problem(schema, {"n": 2}) == "'path' is a required property"
     assert argument_problem(schema, {"path": "a", "n": "x"}) == "n: 'x' is not of type 'integer'"
+
+
+def test_the_quick_check_of_a_plain_schema_finds_what_the_full_one_does() -> None:
+    """A schema using nothing of the later drafts is checked against draft 7's metaschema
+    (7x faster); one that does, or declares its draft, gets the full check."""
+    with pytest.raises(SchemaProblem, match=r"properties/a/type: 'text' is not valid"):
+        checked_input_schema({"type": "object", "properties": {"a": {"type": "text"}}})
+    with pytest.raises(SchemaProblem, match=r"properties/a/required: 'a' is not of type"):
+        checked_input_schema({"type": "object", "properties": {"a": {"required": "a"}}})
+    # 2020-12 only: a list of schemas as items, a prefixItems that is no list
+    listed = {"type": "array", "items": [{"type": "string"}]}
+    with pytest.raises(SchemaProblem, match=r"properties/a/items"):
+        checked_input_schema({"type": "object", "properties": {"a": listed}})
+    with pytest.raises(SchemaProblem, match=r"properties/a/prefixItems"):
+        checked_input_schema({"type": "object", "properties": {"a": {"prefixItems": 5}}})
+    fine = {"type": "object", "properties": {"a": {"type": "array", "prefixItems": [{}]}}}
+    assert checked_input_schema(fine)["properties"] == fine["properties"]
