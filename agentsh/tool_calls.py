@@ -98,7 +98,8 @@ def parse_arguments(raw: str) -> dict[str, Any] | str:
 
 
 def changes_files(tool: Tool, params: Any, ctx: ToolContext) -> bool:
-    """Calls that may change files (write, edit, bash) are checkpointed before and after."""
+    """Calls that may change files (write, edit, bash) are checkpointed before and after:
+    the files they write (``target_paths``) when the tool names them, else the project."""
     return tool.effect(params, ctx) in (Effect.EDIT, Effect.EXECUTE)
 
 
@@ -337,7 +338,9 @@ class ToolCalls:
             if ctx.approved_params is not None:
                 params = ctx.approved_params  # allowed with another input, checked again
             if changes_files(tool, params, ctx):
-                await checkpoint(self.host, "tool")  # the files before this call changes them
+                # The files before this call changes them: a write's or an edit's own targets
+                # (a hand edit of one is caught there), everything for a command.
+                await checkpoint(self.host, "tool", tool.target_paths(params, ctx))
             self.state.running_tool = True
             self.state.started_calls.add(ctx.call_id)
             return await tool.run(params, ctx)

@@ -4,6 +4,7 @@ the turn, the settings, and headless ``-p`` recording without ever restoring."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,3 +111,68 @@ def test_headless_records_checkpoints_and_never_restores(
     (changed,) = [r for r in records(session) if r.changed]
     assert set(changed.files) == {"old.txt", "made.txt"}
     session.close()
+
+
+@pytest.mark.asyncio
+async def test_a_write_or_edit_is_checkpointed_by_its_paths_without_listing_the_project(
+    make_agent: AgentFactory,
+    scripted_server: ScriptedServer,
+    repo: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 17: the checkpoint before a write or an edit ran `git status` and `git ls-files
+    --others` over the whole project (54 ms of a 10,000-file repository's 54 ms a call); the
+    paths it writes are known, so those are what it captures. A hand edit of the target just
+    before the call is still caught, and a bash call still looks at everything."""
+    import agentsh.checkpoints.scan as scan
+
+    listings: list[str] = []
+    for name in ("git_changes", "list_files"):
+        real = getattr(scan, name)
+
+        def counted(*args: object, _real: Any = real, _name: str = name, **kw: object) -> Any:
+            listings.append(_name)
+            return _real(*args, **kw)
+
+        monkeypatch.setattr(scan, name, counted)
+
+    def hand_edit(_request: object) -> Any:
+        (repo / "app.py").write_text("def main():\n    return 'by hand'\n")
+        return tool_call("edit", {"path": "app.py", "old_text": "by hand", "new_text": "model"})
+
+    scripted_server.script(
+        tool_call("bash", {"command": "echo warm"}),  # learns the project's git state
+        hand_edit,
+        tool_call("write", {"path": "b.txt", "content": "b\n"}),
+        text("done"),
+    )
+    agent = make_agent(None)
+    events = [event async for event in agent.run("go")]
+    assert isinstance(events[-1], TurnEnded) and events[-1].outcome is TurnOutcome.DONE
+    assert (repo / "app.py").read_text() == "def main():\n    return 'model'\n"
+    # The first capture, the user message's, and the bash call's two; none for the edit or
+    # the write (there were two more).
+    assert len(listings) == 4, listings
+    session = agent.session
+    results = [e for e in session.current_path() if isinstance(e, ToolResultEntry)]
+    edit_result = next(e for e in results if e.tool_name == "edit")
+    changed = {(session.get(r.target_id).id, r.files) for r in records(session) if r.changed}
+    # The hand edit belongs to the reply that asked for the edit (the leaf when it ran), the
+    # model's edit to the edit's result, the new file to the write's.
+    asked = next(
+        e
+        for e in session.current_path()
+        if isinstance(e, MessageEntry) and any(c.name == "edit" for c in e.tool_calls)
+    )
+    write_result = next(e for e in results if e.tool_name == "write")
+    assert changed == {
+        (asked.id, ("app.py",)),
+        (edit_result.id, ("app.py",)),
+        (write_result.id, ("b.txt",)),
+    }
+    # And the files come back as they were there: the hand edit, before the write.
+    checkpoints = agent.checkpoints
+    assert checkpoints is not None
+    checkpoints.restore(session, checkpoints.plan(session, asked.id))
+    assert (repo / "app.py").read_text() == "def main():\n    return 'by hand'\n"
+    assert not (repo / "b.txt").exists()
