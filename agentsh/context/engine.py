@@ -60,6 +60,7 @@ from agentsh.context.workspace import (
 from agentsh.events import Tier
 from agentsh.session.entries import AnyEntry, CompactionEntry, MessageEntry
 from agentsh.session.log import SessionError
+from agentsh.termsafe import one_line
 from agentsh.values import Usage
 
 # Characters of transcript per token of summary-model window we dare send (conservative: code
@@ -325,7 +326,7 @@ class TieredEngine:
             reply = reply.text
         doc = accept_summary(reply or "", self.template)
         if doc is None:
-            return None, "the model's reply was empty or not a structured summary"
+            return None, _not_a_summary(reply or "")
         for heading, _ in self.template.model_sections:
             doc.sections.setdefault(heading, "(none)")
         return doc, ""
@@ -505,6 +506,15 @@ def _with_pruning(view: ContextView, pruned: PruneResult) -> ContextView:
         argument_replacements=pruned.argument_replacements,
     )
     return replace(view, compaction=provisional, entries=list(view.entries))
+
+
+def _not_a_summary(reply: str) -> str:
+    """Why a reply is no summary, with its start quoted (a refusal, a reply to the user)."""
+    flat = " ".join(reply.split())
+    if not flat:
+        return "the model's reply was empty"
+    shown = one_line(flat if len(flat) <= 60 else flat[:59] + "…")
+    return f"the model's reply was not a summary: “{shown}”"
 
 
 def _describe(exc: BaseException) -> str:

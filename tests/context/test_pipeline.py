@@ -203,6 +203,11 @@ async def test_a_failed_summary_call_archives_the_turns_instead_and_loses_none(
         assert "summary failed" in done.note and "archived instead" in done.note
         if mode == "fail":
             assert "ConnectionError: the summary model is unreachable" in done.note
+        # What the model said instead, in a word: a refusal or a reply is quoted (its start).
+        if mode == "garbage":
+            assert "not a summary: “Sure! I'll continue fixing the tests now.”" in done.note
+        if mode == "empty":
+            assert "the model's reply was empty" in done.note
         assert done.workspace_file.endswith("001-archive.md")
         _all_requests_reachable(manager, session)
         assert manager.status().problem == ""
