@@ -410,6 +410,7 @@ class TieredEngine:
             argument_replacements={k: v for k, v in all_arguments.items() if k in kept_calls},
             manual=manual,
             usage=deps.side_usage,
+            paused="" if manual else deps.paused,
         )
         error = self._append(entry)
         if error:

@@ -149,3 +149,4 @@ class EngineDeps:
     on_file_written: Callable[[Path], None] | None = None
     files_written: list[str] = field(default_factory=list)
     side_usage: Usage | None = None  # model calls to carry on the next compaction entry
+    paused: str = ""  # why automatic compaction is paused, for the entry of one run meanwhile

@@ -452,6 +452,7 @@ class ContextManager:
     ) -> CompactionOutcome:
         self.emit(CompactionStarted(plan.tier, reason))
         held = self.paused and not manual  # the pre-flight net (or an overflow) while paused
+        self.deps.paused = self.pause.reason if held else ""
         outcome = await self.engine.compact(
             plan, used_before=used, manual=manual, instructions=instructions
         )

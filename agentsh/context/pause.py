@@ -10,11 +10,12 @@ Automatic compaction has not kept up when
   second compaction, so no two turns in a row compact automatically.
 
 While paused no tier runs by itself; the pre-flight check still compacts a request that would
-not fit (those compactions keep the pause). It holds until the user compacts by hand, switches
-to a path without what paused it (a branch switch, ``/compact undo``) or to another model's
-window. The state is a pure function of the compaction records and the provider
-figures on the session path (with the messages after the newest figure counted as the decision
-to compact counts them), so every ``agentsh -p -c`` process reads the same state.
+not fit (those compactions keep the pause, and say so in their record). It holds until the user
+compacts by hand, switches to a path without what paused it (a branch switch, ``/compact
+undo``) or to another model's window. The state is a pure function of the compaction records
+and the provider figures on the session path (with the messages after the newest figure counted
+as the decision to compact counts them), so every ``agentsh -p -c`` process reads the same
+state.
 """
 
 from __future__ import annotations
@@ -111,6 +112,12 @@ class Pause:
             return
         if self.paused_at is not None:
             return  # the pre-flight net (or a provider overflow) compacted: the pause holds
+        if entry.paused:
+            # Made while paused: the turns that paused it may be cut now, and counted as this
+            # context sends them they no longer reach a tier. The record says it held.
+            self.paused_at, self.reason = max(1, entry.tokens_after), entry.paused
+            self.watching, self.told = False, True
+            return
         before = max(1, entry.tokens_before)
         if (entry.tokens_before - entry.tokens_after) / before < self.settings.strike_min_saving:
             self.strike(entry.tokens_after)

@@ -229,7 +229,11 @@ class CompactionEntry(Entry):
     replacements: dict[str, str] = field(default_factory=dict)
     argument_replacements: dict[str, str] = field(default_factory=dict)
     manual: bool = False
-    usage: Usage | None = None  # the summary call's (and a memory save's before it), if any
+    usage: Usage | None = None  # the summary call's, if any
+    # Why automatic compaction was paused when this (pre-flight or overflow) compaction ran; ""
+    # when it was not. The pause is read back from the path, and this keeps it when the turns
+    # that paused it are cut by this very compaction.
+    paused: str = ""
 
     TYPE = "compaction"
 
@@ -253,6 +257,8 @@ class CompactionEntry(Entry):
             data["manual"] = True
         if self.usage is not None:
             data["usage"] = self.usage.to_json()
+        if self.paused:
+            data["paused"] = self.paused
         return data
 
 

@@ -101,3 +101,39 @@ async def test_with_auto_compact_off_nothing_is_said_to_pause(
     assert not [e for e in events if isinstance(e, Notice)]
     statuses = [e.status for e in events if isinstance(e, StatusChanged)]
     assert not any(status.paused for status in statuses)
+
+
+@pytest.mark.asyncio
+async def test_the_pause_holds_through_a_pre_flight_compaction_that_cuts_what_paused_it(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    """Seen against the Anthropic fake on a 6k window: paused at turn 3, the pre-flight check
+    truncated at turn 4, and the pause was gone (the state is read back from the path, and the
+    turns that had paused it were counted as the new context sends them: cut, so under the
+    tier); turn 6 compacted automatically and paused again, said twice."""
+    s = memory_session
+    events: list[tuple[int, Event]] = []
+    turn_of = [0]
+    manager = make_manager(
+        s,
+        window=6_000,
+        summarize=FakeSummarizer("empty"),
+        emit=lambda e: events.append((turn_of[0], e)),
+    )
+    system = unique_output(2_000, "system")
+    output = "".join(f"line {i} of output\n" for i in range(1, 111))
+    for n in range(12):
+        turn_of[0] = n
+        steps = [Step("bash", {"command": "seq 1 110"}, output) for _ in range(2)]
+        request = f"turn {n}: run the two steps " + "x " * 200
+        await drive_turn(manager, s, request, steps, "Both steps ran.", system=system)
+    pauses = [t for t, e in events if isinstance(e, Notice) and "is paused" in e.text]
+    assert len(pauses) == 1, pauses
+    started = [(t, e) for t, e in events if isinstance(e, CompactionStarted)]
+    assert [t for t, e in started if t > pauses[0]], "the pre-flight check compacts meanwhile"
+    assert all(e.reason.startswith("pre-flight") for t, e in started if t > pauses[0]), started
+    after = [e.status for t, e in events if isinstance(e, StatusChanged) and t > pauses[0]]
+    assert after and all(status.paused for status in after)
+    # And so does the next process, reading the log.
+    again = make_manager(s, window=6_000, summarize=FakeSummarizer("empty"))
+    assert again.status().paused

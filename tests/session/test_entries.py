@@ -70,6 +70,7 @@ SAMPLES: list[E.AnyEntry] = [
         replacements={"a3": "short"},
         argument_replacements={"c1": "{}"},
         manual=True,
+        paused="2 compactions in a row freed under 10% of the context",
     ),
     BranchSummaryEntry(id="a5", parent_id="a4", timestamp="t5", from_id="a2", summary="left"),
     ModelChangeEntry(id="a6", parent_id="a5", timestamp="t6", model="x/y"),
