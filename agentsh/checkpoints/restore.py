@@ -186,9 +186,15 @@ def content(recorder: Recorder, ref: str) -> bytes | None:
 
 def _problem(recorder: Recorder, path: str, target: Ref, current: Ref) -> str:
     if target[0] == NOT_CAPTURED:
-        return "its content at that point was not kept (over max_file_bytes, or unreadable)"
+        return (
+            "its content at that point was not kept (over max_file_bytes, hard-linked, or "
+            "unreadable)"
+        )
     if current[0] == NOT_CAPTURED:
-        return "it is over max_file_bytes now, so it could not be saved first; left as it is"
+        # A hard-linked file is not captured either (it counts as outside the project).
+        return _unsafe(recorder, path) or (
+            "it is over max_file_bytes now, so it could not be saved first; left as it is"
+        )
     if stat.S_ISLNK(current[1]) and target[0] != ABSENT and not stat.S_ISLNK(target[1]):
         return "a symbolic link is there now (a link is never written through); left as it is"
     stored = target[0] != ABSENT and not target[0].startswith(GIT_PREFIX)

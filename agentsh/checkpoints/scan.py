@@ -278,14 +278,18 @@ def git_blobs(root: Path, oids: list[str]) -> dict[str, bytes]:
 
 def read_content(root: Path, rel: str, st: os.stat_result, max_bytes: int) -> bytes | None:
     """The bytes a file holds (a symlink: its target text), or None when over ``max_bytes``,
-    not a regular file or a link, or replaced by something else while being read."""
+    not a regular file or a link, hard-linked, or replaced by something else while being read.
+
+    A file with other hard links is treated as outside the project, as a restore treats it:
+    its other name may be anywhere (``ln ~/.ssh/id_ed25519 notes.txt``), and its content is
+    not copied into the store (it is recorded as not captured)."""
     full = f"{root}{os.sep}{rel}"
     if stat.S_ISLNK(st.st_mode):
         try:
             return os.fsencode(os.readlink(full))  # noqa: PTH115 - a str path, 10k times a scan
         except OSError:
             return None
-    if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+    if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes or st.st_nlink > 1:
         return None
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
@@ -293,8 +297,9 @@ def read_content(root: Path, rel: str, st: os.stat_result, max_bytes: int) -> by
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None  # swapped for a pipe or a device since the lstat
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode) or opened.st_nlink > 1:
+            return None  # swapped for a pipe, a device or a hard link since the lstat
         chunks: list[bytes] = []
         size = 0
         while chunk := os.read(fd, 1 << 20):

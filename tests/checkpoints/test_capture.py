@@ -159,6 +159,39 @@ def test_nothing_is_read_through_a_folder_that_became_a_symlink(
     assert ("src/lib.py", "blob", "absent") in journal(checkpointer.recorder.store)
 
 
+def test_a_hard_linked_file_is_not_read_into_the_store(
+    repo: Path, make_checkpointer: Callable[..., Checkpointer], tmp_path: Path
+) -> None:
+    # A name in the project for a file outside it (ln ~/.ssh/id_ed25519 notes.txt, by a
+    # command or an unpacked archive): restore treats it as outside the project, so a capture
+    # must not copy the key into the store either, in a first capture or a later one.
+    ssh = tmp_path / "ssh"
+    ssh.mkdir()
+    key = ssh / "id_ed25519"
+    key.write_text("PRIVATE KEY\n")
+    os.link(key, repo / "notes.txt")
+    other = tmp_path / "other-home"
+    first = Checkpointer(
+        UserPaths(other / "config", other / "data", other / "cache"), repo, CheckpointSettings()
+    )
+    checkpointer = make_checkpointer(repo)
+    try:
+        assert first.capture() is not None  # the baseline
+        checkpointer.capture()
+        assert first.recorder.store.cache()["notes.txt"].ref == NOT_CAPTURED
+        os.link(key, repo / "app.txt")  # appears later
+        (repo / "notes.txt").unlink()
+        (repo / "notes.txt").write_text("my own notes\n")  # and then a file of its own
+        for each in (checkpointer, first):
+            assert each.capture() is not None
+            store = each.recorder.store
+            assert store.cache()["app.txt"].ref == NOT_CAPTURED
+            assert store.get_blob(store.cache()["notes.txt"].ref) == b"my own notes\n"
+            assert not any(b"PRIVATE KEY" in p.read_bytes() for p in store.path.parent.iterdir())
+    finally:
+        first.close()
+
+
 def test_a_file_that_becomes_ignored_is_forgotten_not_deleted(
     repo: Path, make_checkpointer: Callable[..., Checkpointer]
 ) -> None:
