@@ -75,6 +75,21 @@ def _hidden(prepared: _Prepared) -> Threat | None:
     return _hidden_tags(prepared.scanned, prepared.tags)
 
 
+# The bidirectional embeddings, overrides and isolates: text shown in another order than it is
+# read ("Trojan Source"). Not the RLM/LRM marks real Arabic and Hebrew text uses.
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
+def _hidden_bidi(prepared: _Prepared) -> Threat | None:
+    """The first bidi control of the scanned text (all are outside ASCII: only its foreign
+    lines are read), for tool output, where a zero-width space or a BOM is ordinary but
+    none of 160 MB of installed packages holds one of these."""
+    found = _BIDI.search(prepared.raw_foreign)
+    if found is None:
+        return None
+    return _invisible_char(prepared.scanned, _raw_position(prepared, found.start()))
+
+
 def _raw_position(prepared: _Prepared, at: int) -> int:
     """Where position ``at`` of the joined foreign lines is in the scanned text."""
     foreign = prepared.raw_foreign

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from .matching import _Doc
 from .patterns import PATTERNS
 from .phrases import _CJK_RULES, phrase_hits
-from .reading import _hidden, _hidden_tags, _prepare
+from .reading import _hidden, _hidden_bidi, _hidden_tags, _prepare
 from .threats import DEFAULT_MAX_SCAN_BYTES, Scope, Threat, _excerpt, _shorten
 
 
@@ -32,9 +32,10 @@ def _scan(text: str, scope: Scope, max_bytes: int, *, stop_at_first: bool) -> It
     prepared = _prepare(text, max_bytes)
     if prepared.special:  # NFKC keeps invisible characters, so this also covers the raw text
         # In tool output a BOM or a zero-width space is ordinary (Windows files, i18n data) and
-        # hides no order (the patterns read past them); text spelled in tag characters does.
+        # hides no order (the patterns read past them); text spelled in tag characters does,
+        # and a bidi override shows the reader another text than the one there.
         hidden = (
-            _hidden_tags(prepared.scanned, prepared.tags)
+            _hidden_tags(prepared.scanned, prepared.tags) or _hidden_bidi(prepared)
             if scope is Scope.TOOL_OUTPUT
             else _hidden(prepared)
         )
