@@ -278,7 +278,8 @@ def git_blobs(root: Path, oids: list[str]) -> dict[str, bytes]:
 
 def read_content(root: Path, rel: str, st: os.stat_result, max_bytes: int) -> bytes | None:
     """The bytes a file holds (a symlink: its target text), or None when over ``max_bytes``,
-    not a regular file or a link, hard-linked, or replaced by something else while being read.
+    not a regular file or a link, hard-linked, or not the file ``st`` describes (replaced, or
+    reached through a folder swapped for a link since it was looked at).
 
     A file with other hard links is treated as outside the project, as a restore treats it:
     its other name may be anywhere (``ln ~/.ssh/id_ed25519 notes.txt``), and its content is
@@ -300,6 +301,10 @@ def read_content(root: Path, rel: str, st: os.stat_result, max_bytes: int) -> by
         opened = os.fstat(fd)
         if not stat.S_ISREG(opened.st_mode) or opened.st_nlink > 1:
             return None  # swapped for a pipe, a device or a hard link since the lstat
+        if (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino):
+            # Not the file the scan saw (which it saw beneath real folders): a folder on the
+            # way was swapped for a link since, and this is whatever the link leads to.
+            return None
         chunks: list[bytes] = []
         size = 0
         while chunk := os.read(fd, 1 << 20):

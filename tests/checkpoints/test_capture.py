@@ -192,6 +192,20 @@ def test_a_hard_linked_file_is_not_read_into_the_store(
         first.close()
 
 
+def test_a_folder_swapped_for_a_link_after_the_scan_is_not_read_through(
+    repo: Path, tmp_path: Path
+) -> None:
+    # The scan saw src/lib.py (and that src/ is a real folder); a process then swaps src/ for a
+    # link to ~/.ssh, where a file of the same name exists, before the content is read.
+    ssh = tmp_path / "ssh"
+    ssh.mkdir()
+    (ssh / "lib.py").write_text("PRIVATE KEY\n")
+    st = os.lstat(repo / "src" / "lib.py")
+    shutil.rmtree(repo / "src")
+    (repo / "src").symlink_to(ssh, target_is_directory=True)
+    assert scan.read_content(repo, "src/lib.py", st, 1 << 20) is None
+
+
 def test_a_file_that_becomes_ignored_is_forgotten_not_deleted(
     repo: Path, make_checkpointer: Callable[..., Checkpointer]
 ) -> None:
