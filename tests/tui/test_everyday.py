@@ -16,6 +16,7 @@ from agentsh.config import Environment
 from agentsh.events import ErrorKind, ErrorOccurred, Event, TurnEnded, TurnOutcome
 from agentsh.llm.models import HELP_COLUMNS, no_model_help
 from agentsh.tui.panes.panel import PaneName, SidePanel
+from agentsh.tui.themes import shipped_themes_dir
 from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.composer import CompletionMenu, PromptInput
 from agentsh.tui.widgets.messages import NoteMarkdown, UserMessage
@@ -161,24 +162,29 @@ def _contrast(a: Color, b: Color) -> float:
     return high / low
 
 
-@pytest.mark.parametrize("theme", ["agentsh-contrast", "agentsh-dark", "agentsh-light"])
-async def test_table_lines_are_visible_in_the_shipped_themes(make_app: MakeApp, theme: str) -> None:
-    """WCAG asks 3:1 of the lines that make up a control; the high-contrast theme must give
-    its table lines at least that (they were 1.7:1, nearly invisible)."""
-    from textual.widgets._markdown import MarkdownTableContent
-
+@pytest.mark.parametrize("theme", sorted(p.stem for p in shipped_themes_dir().glob("*.toml")))
+async def test_table_lines_are_visible_in_every_shipped_theme(
+    make_app: MakeApp, theme: str
+) -> None:
+    """WCAG asks 3:1 of the lines that make up a control. Textual draws table lines in the
+    foreground at 20 %: 1.5-1.7:1 in the shipped themes (1.7:1 in agentsh-contrast before it
+    had its own rule), nearly invisible. Measured as drawn: each line cell's colour against the
+    colour behind it."""
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.controller.ready)
         app.theme = theme
         await app.controller.view.markdown_note(TABLE)
         await pilot.pause()
-        table = app.query_one(MarkdownTableContent)
-        _kind, line = table.styles.keyline
-        background = table.background_colors[1]
-        ratio = _contrast(background + line, background)
+        ratios = [
+            _contrast(Color.from_rich_color(style.color), Color.from_rich_color(style.bgcolor))
+            for strip in app.screen._compositor.render_strips()
+            for text, style, _ in strip
+            if style and style.color and style.bgcolor and set(text) & set("┬┼├┤┴")
+        ]
 
-        assert ratio >= (3.0 if theme == "agentsh-contrast" else 1.3)
+        assert len(ratios) >= 3  # the table's top, middle and bottom lines
+        assert min(ratios) >= 3.0, min(ratios)
 
 
 async def test_a_command_typed_fast_runs_as_typed_not_as_the_menu_offered_it(
