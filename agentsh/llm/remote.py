@@ -43,6 +43,11 @@ _STDERR_TAIL = 2000  # characters of the worker's stderr kept for the "worker st
 # How long a synchronous question (model facts, cost, embeddings) may wait: a first call waits
 # for the worker's litellm import, seconds on a loaded machine.
 SYNC_TIMEOUT_S = 120.0
+# How long the exit handler lets the shared worker end by itself before it is killed. It keeps
+# nothing that a kill would lose (no file of its own, every call over by then); a worker still
+# starting, or importing litellm on a loaded machine, took the whole 2 s of a plain close (a
+# TUI quit at load 18: 2.5-2.9 s instead of 0.1 s).
+EXIT_GRACE_S = 0.25
 
 
 class ModelWorkerError(AgentshError, RuntimeError):
@@ -157,6 +162,7 @@ class ModelWorker:
         self._ids = itertools.count(1)
         self._stderr: deque[str] = deque()
         self._closed = False
+        self._stopping: list[subprocess.Popen[bytes]] = []  # stopped, not yet seen to exit
 
     # -- the process ---------------------------------------------------------------------
 
@@ -199,24 +205,34 @@ class ModelWorker:
         ).start()
         return child
 
-    def close(self, timeout: float = 2.0) -> None:
-        """End the worker: close its stdin (it cancels what runs and exits), then make sure."""
+    def stop(self) -> None:
+        """Ask the worker to end (close its stdin: it cancels what runs and exits) and start no
+        other, without waiting: a front end that is quitting lets it exit while it closes its
+        own window; :meth:`close` then waits for it."""
         with self._lock:
             self._closed = True
             child = self._child
             self._child = None
+            if child is not None:
+                self._stopping.append(child.process)
         if child is None:
             return
-        process = child.process
         with contextlib.suppress(OSError), child.write_lock:
-            assert process.stdin is not None
-            process.stdin.close()
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):
+            assert child.process.stdin is not None
+            child.process.stdin.close()
+
+    def close(self, timeout: float = 2.0) -> None:
+        """End the worker (:meth:`stop`), then make sure: killed if not gone in ``timeout``."""
+        self.stop()
+        with self._lock:
+            stopping, self._stopping = self._stopping, []
+        for process in stopping:
+            try:
                 process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout)
 
     # -- requests ------------------------------------------------------------------------
 
@@ -469,8 +485,17 @@ def shared_worker() -> ModelWorker:
     with _shared_lock:
         if _shared is None:
             _shared = ModelWorker()
-            atexit.register(_shared.close)
+            atexit.register(_shared.close, EXIT_GRACE_S)
         return _shared
+
+
+def stop_shared_worker() -> None:
+    """Let the shared worker, if one runs, begin to exit (:meth:`ModelWorker.stop`): the TUI
+    calls this as it quits; the exit handler waits for the worker."""
+    with _shared_lock:
+        worker = _shared
+    if worker is not None:
+        worker.stop()
 
 
 def prewarm() -> None:

@@ -49,6 +49,7 @@ UNTRUSTED_NOTE = (
 
 if TYPE_CHECKING:
     from textual.command import Provider
+    from textual.driver import Driver
 
     from agentsh.tui.panes.tree_pane import TreePane
 
@@ -101,6 +102,19 @@ class AgentshApp(App[None]):
         self._ctrl_c = DoublePress()
         self._gc = QuietCollector()  # full collections wait for a quiet keyboard
         self._install_themes()
+
+    def get_driver_class(self) -> type[Driver]:
+        """On Linux, Textual's driver without its wait for the input thread on exit
+        (:mod:`agentsh.tui.exit_driver`); ``TEXTUAL_DRIVER`` still chooses another."""
+        driver = super().get_driver_class()
+        if (
+            f"{driver.__module__}.{driver.__qualname__}"
+            != "textual.drivers.linux_driver.LinuxDriver"
+        ):
+            return driver
+        from agentsh.tui.exit_driver import ExitDriver
+
+        return ExitDriver
 
     # -- layout -------------------------------------------------------------------------------
 

@@ -73,6 +73,9 @@ class ChatController:
         self._files: list[str] = []  # the project's files, for @ completion
         #: how :meth:`hang_up` ends the process (tests replace it)
         self.exit_process: Callable[[int], None] = os._exit
+        #: called once the turn has stopped on the way out: the real TUI lets its model worker
+        #: begin to exit here (:func:`agentsh.tui.launch.main`), beside the window's closing
+        self.leaving: Callable[[], None] = lambda: None
 
     # -- what is open (read by the panes, the commands and tests) -------------------------------
 
@@ -294,6 +297,7 @@ class ChatController:
     async def quit(self, *, return_code: int = 0) -> None:
         """Leave: Ctrl+Q, ``/quit``, SIGTERM. The App's exit then syncs and closes the log."""
         await self.turns.stop_for_exit()
+        self.leaving()
         self.app.exit(return_code=return_code)
 
     async def hang_up(self, *, return_code: int) -> None:
@@ -304,5 +308,6 @@ class ChatController:
         stuck in the output queue). Nothing is left to restore, so after the turn is logged
         and the session synced and closed, the process ends without that teardown."""
         await self.turns.stop_for_exit()
+        self.leaving()
         self.shutdown()
         self.exit_process(return_code)

@@ -56,6 +56,7 @@ def main(args: argparse.Namespace) -> int:
         (grant if answer else decline)(env.user, env.trust)  # "not now" is remembered too
         env = load_environment()
     app = AgentshApp(env, options)
+    app.controller.leaving = remote.stop_shared_worker  # it exits while the window closes
     app.run()
     return app.return_code or 0
 

@@ -243,6 +243,59 @@ def test_a_worker_ends_when_its_front_end_closes_the_pipe() -> None:
     assert not Path(f"/proc/{pid}").exists()
 
 
+def test_a_stopped_worker_exits_by_itself_and_no_other_starts() -> None:
+    """A quitting TUI stops its worker as the quit begins, and the exit handler's close waits
+    for it only then: the worker's exit runs beside the window's closing."""
+    own = ModelWorker()
+    own.start()
+    pid = own.pid
+    assert pid is not None
+    own.stop()  # returns at once
+    with pytest.raises(remote.ModelWorkerError, match="shut down"):
+        own.start()  # a late call does not start another
+    deadline = time.monotonic() + 20
+    while Path(f"/proc/{pid}").exists() and _state(pid) != "Z" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _state(pid) in ("Z", "")  # gone without close()'s wait, a zombie until reaped
+    own.close(60.0)  # reaps it
+    assert not Path(f"/proc/{pid}").exists()
+
+
+_EXITING_WITH_A_STUCK_WORKER = """
+import atexit, sys, time
+# Registered first, so it runs last: once the worker's exit handler has returned.
+atexit.register(lambda: print(time.monotonic(), flush=True))
+from agentsh.llm import remote
+worker = remote.shared_worker()
+worker._command = [sys.executable, "-c", "import time; time.sleep(60)"]  # never reads stdin
+worker.start()
+print(worker.pid, time.monotonic(), flush=True)
+"""
+
+
+def test_the_exit_handler_kills_a_worker_that_does_not_end_at_once() -> None:
+    """A worker still starting (or importing litellm on a loaded machine) does not read its
+    closed stdin for seconds; the process that quits waits a moment for it, not 2 s."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", _EXITING_WITH_A_STUCK_WORKER],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    out, _ = process.communicate(timeout=60)
+    started, closed = out.splitlines()
+    pid, began = started.split()
+    assert float(closed) - float(began) < remote.EXIT_GRACE_S + 1.0  # was 2 s and more
+    assert _state(int(pid)) in ("Z", "")  # killed
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
 def test_model_facts_are_remembered_on_disk_for_this_litellm(tmp_path: Path) -> None:
     path = tmp_path / "facts.json"
     info = ModelInfo("openai/some-model", 200_000, 8_192, 1e-6, 2e-6, True)
