@@ -267,7 +267,7 @@ class AgentshApp(App[None]):
         if self._ctrl_c.press():
             self.run_worker(self.controller.quit(), group="quit", exclusive=True)
             return
-        self.notify(QUIT_HINT, timeout=QUIT_WINDOW_S)
+        self.query_one(StatusBar).flash(QUIT_HINT, QUIT_WINDOW_S)  # under the editor
 
     async def action_toggle_last_tool(self) -> None:
         focused = self.focused

@@ -5,20 +5,21 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
-from textual.app import App
 
 from agentsh.events import Event, TurnEnded, TurnOutcome
+from agentsh.tui.app import AgentshApp
 from agentsh.tui.interrupt import QUIT_HINT, DoublePress
 from agentsh.tui.widgets.composer import PromptInput
-from tests.tui.conftest import MakeApp, fake_of, wait_for
+from tests.tui.conftest import MakeApp, fake_of, screen_text, wait_for
 from tests.tui.fake_agent import FakeAgent
 
 
-def _hints(app: App[Any]) -> list[str]:
-    return [n.message for n in app._notifications if n.message == QUIT_HINT]
+def _hints(app: AgentshApp) -> list[str]:
+    """The quit hint where the eye is: on the status bar right under the editor (a toast
+    showed it at the screen's top right, over the transcript)."""
+    return [QUIT_HINT] if QUIT_HINT in screen_text(app).splitlines()[-1] else []
 
 
 @pytest.mark.asyncio

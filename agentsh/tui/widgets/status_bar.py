@@ -20,10 +20,24 @@ class StatusBar(Widget):
     starting: reactive[bool] = reactive(True)  # "loading…" until the agent is built
     # The running turn, while the working indicator is hidden (a pane over the narrow chat).
     working: reactive[str] = reactive("", layout=False)
+    # A word for the key just pressed ("Ctrl+C again to quit"), for a moment (:meth:`flash`).
+    hint: reactive[str] = reactive("", layout=False)
+
+    def flash(self, text: str, seconds: float) -> None:
+        """Show ``text`` first on the bar for ``seconds``, where the eye is while typing (a
+        toast sits at the screen's top right, over old transcript)."""
+        self.hint = text
+
+        def clear() -> None:
+            if self.hint == text:
+                self.hint = ""
+
+        self.set_timer(seconds, clear)
 
     def render(self) -> RenderResult:
         width = self.size.width or 80
-        segs = layout(self.status, width, loading=self.starting, working=self.working)
+        working = self.hint or self.working
+        segs = layout(self.status, width, loading=self.starting, working=working)
         pieces: list[tuple[str, str] | str] = []
         for i, seg in enumerate(segs):
             if i:
