@@ -31,6 +31,7 @@ from agentsh.events import (
 )
 
 WAITING = "waiting for the model"
+COMPACTING = "compacting"
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
@@ -41,6 +42,7 @@ class Activity:
         self._clock = clock
         self.started: float | None = None
         self.doing = ""
+        self._turn = False  # a turn (the model is asked after a compaction), not a /compact
 
     @property
     def running(self) -> bool:
@@ -50,6 +52,7 @@ class Activity:
         """Work began (a message was sent, or ``/compact``); the clock starts now."""
         self.started = self._clock()
         self.doing = doing
+        self._turn = False
 
     def stop(self) -> None:
         self.started = None
@@ -58,6 +61,10 @@ class Activity:
     def follow(self, event: Event) -> None:
         """Follow the turn: each event that changes what it is doing updates :attr:`doing`."""
         doing = _doing(event)
+        if isinstance(event, TurnStarted):
+            self._turn = True
+        elif isinstance(event, CompactionFinished | CompactionFailed) and not self._turn:
+            doing = None  # a /compact: nothing waits for the model after it, it ends
         if isinstance(event, TurnEnded):
             self.stop()
         elif doing is not None:
@@ -129,7 +136,7 @@ def _doing(event: Event) -> str | None:
         case Retrying(attempt=attempt, max_attempts=most, delay_s=delay, reason=reason):
             return f"retrying ({reason}; attempt {attempt}/{most} in {delay:.0f}s)"
         case CompactionStarted(tier=tier):
-            return f"compacting ({Tier.label_of(tier)})"
+            return f"{COMPACTING} ({Tier.label_of(tier)})"
     return None
 
 

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agentsh.tui.activity import WAITING
 from agentsh.tui.branching import BranchNavigator
 from agentsh.tui.current import Current
 from agentsh.tui.display import AppView
@@ -199,8 +200,8 @@ class ChatController:
         await self.branching.apply_edit()
         await self.turns.send(text)
 
-    def run_events(self, events: AsyncIterator[Event]) -> None:
-        self.turns.run_events(events)
+    def run_events(self, events: AsyncIterator[Event], *, doing: str = WAITING) -> None:
+        self.turns.run_events(events, doing=doing)
 
     async def _after_turn(self) -> None:
         self.refresh_project_files()  # tools may have created or deleted files

@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from agentsh.tui.activity import WAITING
 from agentsh.tui.projection import NoteItem, Projector, projector_for
 from agentsh.tui.turn_view import TurnView
 from agentsh.tui.widgets.messages import QueuedMessage
@@ -79,13 +80,19 @@ class TurnRunner:
         self.run_events(agent.run(text), user_text=text, reveal=reveal)
 
     def run_events(
-        self, events: AsyncIterator[Event], *, user_text: str = "", reveal: bool = True
+        self,
+        events: AsyncIterator[Event],
+        *,
+        user_text: str = "",
+        reveal: bool = True,
+        doing: str = WAITING,
     ) -> None:
         """Show a stream of agent events (a turn, a compaction) in the chat, in a worker
-        (``reveal``: the chat goes to its end first)."""
+        (``reveal``: the chat goes to its end first; ``doing``: the working line's first
+        words, until the first event says more)."""
         self.current.turn_running = True
         self._turn_done = asyncio.Event()
-        self.view.activity.begin()  # the clock runs from the key press, not the first token
+        self.view.activity.begin(doing)  # the clock runs from the key press, not the first token
         self.app.run_worker(
             self._consume(events, user_text, reveal), name="turn", group="turn", exit_on_error=False
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -11,8 +12,10 @@ from agentsh.events import (
     ApprovalDecision,
     ApprovalRequest,
     AssistantMessage,
+    CompactionFailed,
     CompactionFinished,
     CompactionStarted,
+    Event,
     Retrying,
     TextDelta,
     ThinkingDelta,
@@ -23,10 +26,11 @@ from agentsh.events import (
     TurnOutcome,
     TurnStarted,
 )
-from agentsh.tui.activity import WAITING, Activity, human_seconds
+from agentsh.tui.activity import COMPACTING, WAITING, Activity, human_seconds
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer, text, tool_call
 from tests.tui.conftest import MakeApp, idle, ready, screen_text, wait_for
+from tests.tui.fake_agent import FakeAgent
 
 
 def _seconds(shown: re.Match[str] | None) -> int:
@@ -65,6 +69,39 @@ def test_a_compaction_without_a_turn_starts_the_clock_itself() -> None:
     activity = Activity(clock=lambda: 5.0)
     activity.follow(CompactionStarted(Tier.TRUNCATE, "manual"))
     assert activity.running and activity.doing == "compacting (Truncate)"
+
+
+def test_a_compact_command_says_compacting_until_it_ends_also_when_it_fails() -> None:
+    """``/compact`` asks no model after it: its line said "waiting for the model" from the key
+    press, and again after the compaction failed or finished, until its stream closed."""
+    activity = Activity(clock=lambda: 5.0)
+    activity.start(COMPACTING)
+    assert activity.doing == "compacting"
+    activity.follow(CompactionFailed(Tier.SUMMARIZE, "nothing to free"))
+    assert activity.doing == "compacting"
+    activity.start(COMPACTING)
+    activity.follow(CompactionStarted(Tier.TRUNCATE, "manual"))
+    activity.follow(CompactionFinished("c", Tier.TRUNCATE, 10, 5, ""))
+    assert activity.doing == "compacting (Truncate)"
+
+
+@pytest.mark.asyncio
+async def test_the_working_line_of_compact_says_compacting(make_app: MakeApp) -> None:
+    gate = asyncio.Event()
+
+    class SlowCompaction(FakeAgent):
+        async def compaction_events(self, tier: Tier | None) -> AsyncIterator[Event]:
+            await gate.wait()
+            yield CompactionFailed(Tier.SUMMARIZE, "nothing to free")
+
+    app = make_app(factory=lambda _e, s, _o: SlowCompaction(s))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        await pilot.press(*"/compact", "enter")
+        await wait_for(pilot, lambda: "· Esc to cancel" in screen_text(app))
+        assert re.search(r"compacting · \d+s · Esc to cancel", screen_text(app))
+        gate.set()
+        await wait_for(pilot, lambda: "to cancel" not in screen_text(app))
 
 
 def test_elapsed_time_reads_naturally() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agentsh.events import Tier
+from agentsh.tui.activity import COMPACTING
 from agentsh.tui.projection import project_session
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ async def compact(ctx: CommandContext, arg: str) -> None:
     tier, instructions = parse_compact_args(arg)
     agent = ctx.current.agent
     assert agent is not None  # Need.AGENT
-    ctx.run_events(agent.compact(tier, instructions))
+    ctx.run_events(agent.compact(tier, instructions), doing=COMPACTING)
 
 
 async def _undo_compaction(ctx: CommandContext) -> None:

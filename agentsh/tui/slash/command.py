@@ -59,8 +59,9 @@ class CommandContext(Protocol):
     @property
     def branching(self) -> BranchNavigator: ...
 
-    def run_events(self, events: AsyncIterator[Event]) -> None:
-        """Show a stream of agent events in the chat as a turn does (``/compact``)."""
+    def run_events(self, events: AsyncIterator[Event], *, doing: str = ...) -> None:
+        """Show a stream of agent events in the chat as a turn does (``/compact``); the
+        working line reads ``doing`` until an event says more."""
         ...
 
     async def switch_session(self, session: Session) -> None:
