@@ -176,11 +176,7 @@ class SearchSettings:
     embedding_batch: int = _num(32, lo=1, doc="chunks per embedding call")
     reindex_debounce_s: float = _num(1.0, lo=0.05, doc="must stay under the 1.5 s freshness goal")
     warm_process_s: float = _num(
-        300.0,
-        lo=0.0,
-        hi=86400.0,
-        doc="`agentsh memory search` keeps its model loaded in a background process of yours "
-        "this long after the last search (0: off; user config only)",
+        300.0, lo=0.0, hi=86400.0, doc="seconds search stays warm after use (0: off; user only)"
     )
 
 
