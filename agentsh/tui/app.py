@@ -12,6 +12,7 @@ index are imported later, by the agent factory in a thread worker (a test pins t
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -82,7 +83,10 @@ class AgentshApp(App[None]):
         agent_factory: AgentFactory | None = None,
         cwd: Path | None = None,
         watch_themes: bool = True,
+        leaving: Callable[[], None] | None = None,
     ) -> None:
+        """``leaving``: called once a quit has stopped the turn, before the window closes
+        (the real TUI stops its model worker there, :func:`agentsh.tui.launch.main`)."""
         super().__init__()
         self.env = env
         self.options = options or LaunchOptions()
@@ -91,6 +95,8 @@ class AgentshApp(App[None]):
         self.controller = ChatController(
             self, env, self.options, keymap=self.keymap, agent_factory=agent_factory, cwd=cwd
         )
+        if leaving is not None:
+            self.controller.leaving = leaving
         self._startup_problems = [str(p) for p in env.config.problems] + list(keymap.problems)
         if env.trust.declined:  # the user said "not now" to these very files, once
             self._startup_problems.insert(0, env.trust.declined_note())

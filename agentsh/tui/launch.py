@@ -55,8 +55,7 @@ def main(args: argparse.Namespace) -> int:
             return 0
         (grant if answer else decline)(env.user, env.trust)  # "not now" is remembered too
         env = load_environment()
-    app = AgentshApp(env, options)
-    app.controller.leaving = remote.stop_shared_worker  # it exits while the window closes
+    app = AgentshApp(env, options, leaving=remote.stop_shared_worker)  # exits beside the App
     app.run()
     return app.return_code or 0
 

@@ -72,7 +72,7 @@ def test_the_launcher_asks_first_and_stores_a_yes(
     class FakeApp:
         return_code = 0
 
-        def __init__(self, env: Environment, _options: object) -> None:
+        def __init__(self, env: Environment, _options: object, **_given: object) -> None:
             started.append(env.trusted)
 
         def run(self) -> None:
