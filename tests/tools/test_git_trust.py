@@ -171,7 +171,7 @@ def test_the_launcher_asks_about_hooks_alone_and_a_yes_covers_them(
     class App:
         return_code = 0
 
-        def __init__(self, env: object, _options: object) -> None:
+        def __init__(self, env: object, _options: object, **_given: object) -> None:
             pass
 
         def run(self) -> None:
@@ -198,7 +198,7 @@ def test_a_no_to_hooks_alone_is_remembered_until_they_change(
     class App:
         return_code = 0
 
-        def __init__(self, env: Any, _options: object) -> None:
+        def __init__(self, env: Any, _options: object, **_given: object) -> None:
             notes.append(env.trust.declined_note())
 
         def run(self) -> None:
