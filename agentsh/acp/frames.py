@@ -98,9 +98,10 @@ def screened(line: bytes) -> tuple[dict[str, Any] | None, dict[str, Any] | None]
     has_id = "id" in value
     usable_id = not has_id or _usable_id(value["id"])
     if "method" not in value:
-        answers = "result" in value or "error" in value
-        if has_id and usable_id and value["id"] is not None and answers:
-            return value, None  # a response to one of agentsh's requests
+        if has_id and usable_id and value["id"] is not None:
+            # A response to one of agentsh's requests (one with neither a result nor an error
+            # still ends the wait for it: the package takes it as an empty result).
+            return value, None
         _skipped(line, "neither a request nor a response; not answered")
         return None, None
     if not usable_id:

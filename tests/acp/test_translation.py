@@ -15,6 +15,7 @@ from acp.schema import (
     TextResourceContents,
 )
 
+from agentsh.acp.frames import screened
 from agentsh.acp.prompt import prompt_text
 from agentsh.acp.replay import replay
 from agentsh.acp.updates import (
@@ -178,3 +179,18 @@ def test_a_replayed_tool_call_has_the_title_the_live_one_had(tmp_path: Path) -> 
         ("fake: hang", "failed"),
         ("bash: ls -la", "completed"),
     ]
+
+
+def test_what_looks_like_a_response_is_passed_on_or_dropped_never_answered() -> None:
+    """A response is never answered (two peers answering each other's bad responses would
+    not stop); one with a usable id ends agentsh's wait even without a result (dropping it
+    left a permission request waiting for its 300 s timeout)."""
+    bare = b'{"jsonrpc": "2.0", "id": 3}'
+    assert screened(bare) == ({"jsonrpc": "2.0", "id": 3}, None)
+    for line in (b'{"jsonrpc": "2.0", "id": {"a": 1}, "result": 1}', b'{"result": 1}'):
+        assert screened(line) == (None, None)
+    assert screened(b'{"jsonrpc": "2.0", "id": null, "error": {"code": 1}}') == (None, None)
+    request = b'{"jsonrpc": "2.0", "id": 7, "method": "session/list", "params": {}}'
+    assert screened(request)[0] is not None
+    _, answer = screened(b'{"jsonrpc": "2.0", "id": true, "method": "session/list"}')
+    assert answer is not None and answer["id"] is None and answer["error"]["code"] == -32600
