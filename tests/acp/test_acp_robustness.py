@@ -143,7 +143,14 @@ async def test_an_editor_leaving_mid_command_ends_the_turn_as_a_cancel_does(
             tool_call("bash", {"command": "echo half-done; sleep 60"}), text("never")
         )
         turn = asyncio.ensure_future(leaving.prompt(sid, "start it"))
-        await client.wait_for(lambda: "half-done" in str(client.tool_updates(sid)))
+
+        def printed() -> bool:  # in the command's output, not in its start (which shows it)
+            updates = client.tool_updates(sid)
+            return "half-done" in str(
+                [u.content for u in updates if u.session_update != "tool_call"]
+            )
+
+        await client.wait_for(printed)
         assert leaving.process.stdin is not None
         leaving.process.stdin.close()  # the editor quits
         await asyncio.wait_for(leaving.process.wait(), 10)
