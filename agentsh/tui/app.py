@@ -29,8 +29,6 @@ from agentsh.tui.options import LaunchOptions
 from agentsh.tui.panes.panel import WIDE_COLUMNS, PaneName, SidePanel
 from agentsh.tui.quiet_gc import QuietCollector
 from agentsh.tui.quit_signals import QuitSignals
-from agentsh.tui.screens.help import HelpScreen
-from agentsh.tui.slash import registry as slash
 from agentsh.tui.terminal_safety import install as install_terminal_safety
 from agentsh.tui.themes import DEFAULT_THEME, load_themes, shipped_themes_dir
 from agentsh.tui.widgets.activity_line import ActivityLine
@@ -49,10 +47,21 @@ UNTRUSTED_NOTE = (
 )
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from textual.command import Provider
     from textual.driver import Driver
 
     from agentsh.tui.panes.tree_pane import TreePane
+
+
+def _slash() -> ModuleType:
+    """The slash-command table, imported at the first ``/`` typed or command sent (or just
+    after the first frame, see :meth:`AgentshApp.on_mount`): its handlers and what they import
+    are not needed to draw the first frame."""
+    from agentsh.tui.slash import registry
+
+    return registry
 
 
 def _slash_provider() -> type[Provider]:
@@ -155,9 +164,12 @@ class AgentshApp(App[None]):
         prompt.files = self.controller.project_files
         if not self.options.no_session:  # --no-session keeps nothing on disk
             prompt.history_file = self.env.user.prompt_history_file(self.env.project.root)
-        prompt.commands = slash.complete
+        prompt.commands = lambda typed: _slash().complete(typed)
+        self.call_after_refresh(_slash)  # loaded once the first frame is up, before a "/"
         current = self.controller.current
-        prompt.command_arguments = lambda word, typed: slash.complete_argument(word, typed, current)
+        prompt.command_arguments = lambda word, typed: _slash().complete_argument(
+            word, typed, current
+        )
         prompt.focus()
         status_bar = self.query_one(StatusBar)
         # A pane over the narrow chat hides the working indicator: the status bar shows it.
@@ -244,6 +256,8 @@ class AgentshApp(App[None]):
         await self.controller.quit()
 
     def action_show_help(self) -> None:
+        from agentsh.tui.screens.help import HelpScreen
+
         self.push_screen(HelpScreen(self.keymap))
 
     def action_cancel_turn(self) -> None:

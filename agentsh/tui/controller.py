@@ -27,7 +27,6 @@ from agentsh.tui.branching import BranchNavigator
 from agentsh.tui.current import Current
 from agentsh.tui.display import AppView
 from agentsh.tui.lifecycle import AgentFactory, SessionLifecycle, read_only_note
-from agentsh.tui.slash import registry as slash
 from agentsh.tui.slash.command import Need, SlashCommand
 from agentsh.tui.turns import TurnRunner
 from agentsh.tui.widgets.chat import ChatView
@@ -171,6 +170,8 @@ class ChatController:
         The chat goes to its end first (here, or in :meth:`run_command` for a command):
         a command's answer, or a note saying why a message was not sent, is appended there,
         and a user who had scrolled up to read would otherwise see nothing happen."""
+        from agentsh.tui.slash import registry as slash
+
         view = self.view
         if slash.is_command(text):
             try:

@@ -26,6 +26,19 @@ def test_importing_the_tui_app_does_not_import_heavy_libraries() -> None:
     assert not loaded & set(HEAVY), f"heavy modules on the first-frame path: {loaded & set(HEAVY)}"
 
 
+def test_the_slash_command_table_waits_for_the_first_frame() -> None:
+    # Its handlers and what they import (MCP results, model failures, file commands) are not
+    # needed to draw: the App loads the table once the first frame is up.
+    code = (
+        "import sys; import agentsh.tui.app; "
+        "print(sorted(m for m in sys.modules if m.startswith('agentsh.tui.slash.')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip().splitlines()[-1] == "['agentsh.tui.slash.command']"
+
+
 def test_importing_the_launcher_does_not_import_heavy_libraries() -> None:
     loaded = _modules_after_import("agentsh.tui.launch")
     assert not loaded & set(HEAVY)
