@@ -10,7 +10,10 @@ thread after the first frame; litellm loads in the model worker process). One wa
 each, then 10 runs each, interleaved; medians in seconds. The goals: agentsh ready to type
 within 1.3x of the bare app, and ready to chat within 3x (issue 16).
 
-    .venv/bin/python benchmarks/bench_tui_startup.py [--runs 10]
+    .venv/bin/python benchmarks/bench_tui_startup.py [--runs 10] [--baseline ROOT]
+
+``--baseline ROOT`` also runs another checkout's agentsh (e.g. /work/main) the same way,
+interleaved, for a before/after in the same run.
 
 The last line is ``tui_ready_to_chat_ratio: <agentsh agent ready / bare ready> x``.
 """
@@ -49,6 +52,7 @@ def main() -> int:
         metavar="N",
         help="instead: N first starts ever (a new home each), beside the bare app",
     )
+    parser.add_argument("--baseline", type=Path, help="another checkout, run the same way")
     args = parser.parse_args()
     if not tmux_available():
         print("tmux is not installed", file=sys.stderr)
@@ -62,6 +66,10 @@ def main() -> int:
         bare.write_text(BARE_APP)
         project = git_project(tmp_path / "project")
         results: dict[str, list[tuple[float, float, float | None]]] = {"bare": [], "agentsh": []}
+        if args.baseline is not None:
+            results["baseline"] = []
+            baseline_home = tmp_path / "home-baseline"
+            baseline_home.mkdir()
         # agentsh keeps one home across runs, as a user does: the first run (not counted) is a
         # first start ever, and fills the caches later starts read (the model's facts).
         agentsh_home = tmp_path / "home-agentsh"
@@ -78,6 +86,12 @@ def main() -> int:
                 results["agentsh"].append(a)
             else:
                 first_start = a
+            if args.baseline is not None:
+                env = {**bench_env(baseline_home), "PYTHONPATH": str(args.baseline.resolve())}
+                r = _measure(agentsh_command(), project, env,
+                             ("Message agentsh", "│"), "loading…")  # fmt: skip
+                if run:
+                    results["baseline"].append(r)
 
     def med(name: str, index: int) -> float:
         return statistics.median(v for r in results[name] if (v := r[index]) is not None)
@@ -88,6 +102,11 @@ def main() -> int:
     print(f"bare Textual app   first frame {bare_first:.3f} s   ready to type {bare_ready:.3f} s")
     print(f"agentsh            first frame {a_first:.3f} s   ready to type {a_ready:.3f} s"
           f"   agent ready {a_agent:.3f} s")  # fmt: skip
+    if args.baseline is not None:
+        r_first, r_ready, r_agent = med("baseline", 0), med("baseline", 1), med("baseline", 2)
+        print(f"baseline           first frame {r_first:.3f} s   ready to type {r_ready:.3f} s"
+              f"   agent ready {r_agent:.3f} s   ({args.baseline}; ready ratio "
+              f"{r_ready / bare_ready:.2f} x)")  # fmt: skip
     if first_start is not None and first_start[2] is not None:
         print(f"agentsh first start in a new home (one run, not in the medians): agent ready "
               f"{first_start[2]:.3f} s")  # fmt: skip
