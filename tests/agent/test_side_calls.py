@@ -63,6 +63,7 @@ async def test_a_summary_call_counts_in_session_tokens_cost_and_the_catalog(
     await collect(agent.run("one"))
     await collect(agent.run("two"))
     before = agent.status()
+    spent = agent.spent_usd
     events = await collect(agent.compact(Tier.SUMMARIZE))
     (done,) = [e for e in events if isinstance(e, CompactionFinished)]
     entry = agent.session.get(done.entry_id)
@@ -72,6 +73,7 @@ async def test_a_summary_call_counts_in_session_tokens_cost_and_the_catalog(
     assert after.session_input_tokens == before.session_input_tokens + 5_000
     assert after.session_output_tokens == before.session_output_tokens + 300
     assert abs(after.session_cost - (before.session_cost + 0.005 + 0.0006)) < 1e-9
+    assert abs(agent.spent_usd - spent - (0.005 + 0.0006)) < 1e-9  # --max-budget-usd counts it
     agent.session.sync()
     [info] = Catalog(UserPaths.from_env()).list(project)
     assert info.tokens == 2 * 1_100 + 5_300
