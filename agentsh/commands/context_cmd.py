@@ -25,7 +25,14 @@ from agentsh.context.engine_protocol import SummaryReply
 from agentsh.context.manager import ContextManager
 from agentsh.context.tiers import parse_tier
 from agentsh.errors import EXIT_OK, CliError
-from agentsh.events import CompactionFailed, CompactionFinished, Event, Notice, Tier
+from agentsh.events import (
+    CompactionFailed,
+    CompactionFinished,
+    Event,
+    Notice,
+    Tier,
+    UsageReported,
+)
 from agentsh.session.catalog import Catalog
 from agentsh.session.entries import MessageEntry, ModelChangeEntry
 from agentsh.session.log import SessionError, SessionLocked
@@ -250,12 +257,19 @@ def compact_session(args: argparse.Namespace) -> int:
         session.close()
     if getattr(args, "json", False):
         return _print_compaction_json(session.id, events, entry is None)
+    spent = [e for e in events if isinstance(e, UsageReported)] if entry is None else []
     for event in events:
         match event:
             case Notice():
                 print(f"agentsh: {event.text}")
             case CompactionFailed() if entry is None:
-                raise CliError(f"nothing was compacted: {event.reason}")
+                counted = (
+                    f"; its summary call ({spent[0].input_tokens:,} tokens in, "
+                    f"{spent[0].output_tokens:,} out) counts in the session's totals"
+                    if spent
+                    else ""
+                )
+                raise CliError(f"nothing was compacted: {event.reason}{counted}")
             case CompactionFinished():
                 saved = event.tokens_before - event.tokens_after
                 print(

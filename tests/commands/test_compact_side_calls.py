@@ -66,6 +66,8 @@ def test_a_refused_summarize_still_counts_its_summary_call(
 
     err = capsys.readouterr().err
     assert "no smaller" in err
+    assert "summary call (1,234 tokens in, 321 out) counts in the session's totals" in err
+    assert len(err.splitlines()) == 1
     assert len(scripted_server.requests) == 1  # the summary call was made
     reopened = Session.open(session.path, lock=False)
     assert not any(isinstance(e, CompactionEntry) for e in reopened.tree.records)
