@@ -2,7 +2,8 @@
 
 Builds the same realistic session as bench_session_load.py, then runs the real CLI in fresh
 processes, stdout to /dev/null: the text form (the baseline, measured in the same run on the
-same machine) and the JSON form, alternately, and prints the medians.
+same machine) and the JSON form, alternately, and prints the medians: wall time, and the CPU
+time of the process (user + system), which a loaded machine stretches far less.
 
     .venv/bin/python benchmarks/bench_sessions_show.py [--entries N] [--runs N]
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -25,11 +27,15 @@ from bench_session_load import build
 from agentsh.paths import UserPaths
 
 
-def timed(args: list[str], env: dict[str, str]) -> float:
+def timed(args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     with Path(os.devnull).open("wb") as sink:
         subprocess.run(args, stdout=sink, stderr=subprocess.PIPE, env=env, check=True)
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> None:
@@ -46,13 +52,20 @@ def main() -> None:
         print(f"file: {args.entries} entries, {path.stat().st_size / 1e6:.1f} MB")
         base = [sys.executable, "-m", "agentsh", "sessions", "show", session_id]
         timed(base, env)  # warm the page cache and the catalog
-        text_times, json_times = [], []
+        text_times: list[tuple[float, float]] = []
+        json_times: list[tuple[float, float]] = []
         for run in range(1, args.runs + 1):
             text_times.append(timed(base, env))
             json_times.append(timed([*base, "--json"], env))
-            print(f"run {run}: text {text_times[-1]:.3f} s, json {json_times[-1]:.3f} s")
-        print(f"sessions_show_text_100k (baseline): {statistics.median(text_times):.3f} s")
-        print(f"sessions_show_json_100k: {statistics.median(json_times):.3f} s")
+            (text_wall, text_cpu), (json_wall, json_cpu) = text_times[-1], json_times[-1]
+            print(
+                f"run {run}: text {text_wall:.3f} s (CPU {text_cpu:.3f} s), "
+                f"json {json_wall:.3f} s (CPU {json_cpu:.3f} s)"
+            )
+        for name, times in (("text_100k (baseline)", text_times), ("json_100k", json_times)):
+            wall = statistics.median(t[0] for t in times)
+            cpu = statistics.median(t[1] for t in times)
+            print(f"sessions_show_{name}: {wall:.3f} s (CPU {cpu:.3f} s)")
 
 
 if __name__ == "__main__":
