@@ -3,8 +3,11 @@
 Tools built for ``claude -p`` (the Claude Agent SDK, CI wrappers) read: a ``system``/``init``
 line, ``assistant`` and ``user`` messages whose content blocks are ``text``, ``thinking``,
 ``tool_use`` and ``tool_result``, and a ``result`` object with ``subtype``, ``is_error``,
-``result``, ``total_cost_usd``, ``num_turns``, durations and ``usage``; every line carries the
-``session_id``. :class:`ClaudeCodeStream` turns agent events into those lines. What Claude Code
+``result``, ``total_cost_usd``, ``num_turns``, durations, ``usage`` and ``terminal_reason``
+(why the turn's loop ended: ``completed``, ``max_turns``, ``aborted_streaming`` or
+``aborted_tools`` for an interrupt while the model or a tool ran, ``prompt_too_long``,
+``model_error``); every line carries the ``session_id``. :class:`ClaudeCodeStream` turns agent
+events into those lines. What Claude Code
 has no shape for (notices, retries, compactions) becomes a ``system`` line with its own subtype,
 which such consumers accept and pass over. agentsh's own event names stay available as
 ``--output-format events``.
@@ -21,6 +24,7 @@ from typing import Any
 from agentsh.events import (
     AssistantMessage,
     CompactionFinished,
+    ErrorKind,
     ErrorOccurred,
     Event,
     Notice,
@@ -29,6 +33,7 @@ from agentsh.events import (
     ThinkingDelta,
     ToolCallDelta,
     ToolFinished,
+    ToolStarted,
     TurnEnded,
     TurnOutcome,
     TurnStarted,
@@ -104,6 +109,24 @@ class RunTotals(Tally):
     stop_reason: str | None = None
     #: per model that answered (two after a --fallback-model took over)
     models: dict[str, Tally] = field(default_factory=dict)
+    error_kind: ErrorKind | None = None  # of the last error the turn met
+    tools_running: int = 0  # started, not finished yet
+    interrupted_in: str = ""  # "tools" or "streaming": where the user stopped the turn
+
+    @property
+    def terminal_reason(self) -> str | None:
+        """Why the turn's loop ended, in Claude Code's words; None where it has none (a spent
+        --max-budget-usd, an error that is not the model's)."""
+        if self.limit:
+            return "max_turns" if self.limit == "max_turns" else None
+        if self.outcome is TurnOutcome.DONE:
+            return "completed"
+        if self.outcome is TurnOutcome.ABORTED:
+            tools = (self.interrupted_in or ("tools" if self.tools_running else "")) == "tools"
+            return "aborted_tools" if tools else "aborted_streaming"
+        if self.error_kind is ErrorKind.CONTEXT_OVERFLOW:
+            return "prompt_too_long"
+        return None if self.error_kind in (None, ErrorKind.OTHER) else "model_error"
 
     @property
     def is_error(self) -> bool:
@@ -167,6 +190,13 @@ class ClaudeCodeStream:
         self.totals = RunTotals()
         self._step_started = time.monotonic()
 
+    def note_interrupt(self) -> None:
+        """The user stops the turn now: while a tool runs (or waits for its approval), or
+        while the model is asked."""
+        totals = self.totals
+        if not totals.interrupted_in:
+            totals.interrupted_in = "tools" if totals.tools_running else "streaming"
+
     def feed(self, event: Event) -> list[dict[str, Any]]:
         """The lines ``event`` completes (often none: deltas accumulate)."""
         out: list[dict[str, Any]] = []
@@ -202,7 +232,10 @@ class ClaudeCodeStream:
                         event.cache_write_tokens,
                     )
                     out.append(self._flush())
+            case ToolStarted():
+                self.totals.tools_running += 1
             case ToolFinished():
+                self.totals.tools_running = max(0, self.totals.tools_running - 1)
                 out.append(self._tool_result(event))
                 self._step_started = time.monotonic()
             case Retrying(fallback_model=fallback):
@@ -248,6 +281,7 @@ class ClaudeCodeStream:
                 )
             case ErrorOccurred():
                 self.totals.errors.append(event.message)
+                self.totals.error_kind = event.kind
             case TurnEnded():
                 self.totals.outcome = event.outcome
                 self.totals.answer = event.text
@@ -281,6 +315,8 @@ class ClaudeCodeStream:
             "permission_denials": denials,
             "uuid": str(uuid.uuid4()),
         }
+        if (reason := totals.terminal_reason) is not None:
+            data["terminal_reason"] = reason
         if totals.is_error:
             errors = list(totals.errors)
             if totals.outcome is TurnOutcome.ABORTED:

@@ -14,6 +14,7 @@ request is refused by name, so the host's call raises rather than waiting.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentsh.headless.stream_input import ControlRequest, control_response
@@ -32,8 +33,9 @@ class Controls:
     """Answers control requests for one run; ``first_model`` is what ``set_model`` with no
     model goes back to."""
 
-    def __init__(self, agent: AgentAPI) -> None:
+    def __init__(self, agent: AgentAPI, interrupt: Callable[[], None] | None = None) -> None:
         self.agent = agent
+        self.interrupt = interrupt or agent.cancel  # stops the running turn
         self.first_model = agent.model
         self._next_model: str | None = None  # asked for while a turn ran: from the next one
 
@@ -49,7 +51,7 @@ class Controls:
             case "initialize":
                 return control_response(request)
             case "interrupt":
-                agent.cancel()
+                self.interrupt()
                 return control_response(request)
             case "set_permission_mode":  # ClaudeSDKClient.set_permission_mode
                 mode = str(body.get("mode"))

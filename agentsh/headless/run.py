@@ -18,6 +18,7 @@ import asyncio
 import signal
 import sys
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -145,9 +146,16 @@ def main(args: argparse.Namespace) -> int:
     output = Output(fmt, stream, sys.stdout, sys.stderr, verbose=bool(args.verbose))
     mode = permission or CLAUDE_CODE_MODES[approval or ApprovalMode(env.settings.tools.approval)]
     output.begin(_init_line(stream, agent, cwd, mode))
+
+    def interrupt() -> None:
+        """Stop the turn (Ctrl+C, a signal, the host's interrupt), noting what ran for the
+        result's ``terminal_reason``."""
+        stream.note_interrupt()
+        agent.cancel()
+
     try:
-        asks = StdioPermissions(output.write, agent.cancel) if prompt_tool is not None else None
-        code = asyncio.run(_drive(agent, output, first, streaming_in, args, asks))
+        asks = StdioPermissions(output.write, interrupt) if prompt_tool is not None else None
+        code = asyncio.run(_drive(agent, output, first, streaming_in, args, asks, interrupt))
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("agentsh: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -216,12 +224,15 @@ async def _drive(
     streaming_in: bool,
     args: argparse.Namespace,
     asks: StdioPermissions | None = None,
+    interrupt: Callable[[], None] | None = None,
 ) -> int:
-    """Run the first prompt, then (stream-json input) one turn per message; the exit code."""
-    _stop_on_signals(agent)
+    """Run the first prompt, then (stream-json input) one turn per message; the exit code.
+    ``interrupt`` stops the running turn (``agent.cancel`` by default)."""
+    interrupt = interrupt or agent.cancel
+    _stop_on_signals(agent, interrupt)
     codes: list[int] = []
     if streaming_in:  # stdin is read from the first turn on: it may carry approvals
-        codes += await _read_turns(agent, output, args, first, asks)
+        codes += await _read_turns(agent, output, args, first, asks, interrupt)
     elif first is not None:
         codes.append(await _turn(agent, output, first, args))
     if not codes:
@@ -237,12 +248,13 @@ async def _read_turns(
     args: argparse.Namespace,
     first: str | None,
     asks: StdioPermissions | None,
+    interrupt: Callable[[], None],
 ) -> list[int]:
     """Turns for ``first`` and the user messages on stdin, in order; control requests
     answered at once (an interrupt while a turn runs stops it), answers to approval questions
     handed to ``asks``."""
     reader = LineReader(sys.stdin.buffer)
-    controls = Controls(agent)
+    controls = Controls(agent, interrupt)
     waiting: deque[UserInput] = deque([UserInput(first)] if first is not None else [])
     codes: list[int] = []
     ended = False
@@ -346,7 +358,7 @@ def limit_message(limit: str, args: argparse.Namespace) -> str:
     )
 
 
-def _stop_on_signals(agent: AgentAPI) -> None:
+def _stop_on_signals(agent: AgentAPI, interrupt: Callable[[], None] | None = None) -> None:
     """Ctrl+C, SIGTERM and SIGHUP (a closed terminal) cancel the turn through the agent, like
     Esc in the TUI: the log is finished and the MCP servers stopped on the way out.
 
@@ -363,7 +375,7 @@ def _stop_on_signals(agent: AgentAPI) -> None:
         nonlocal signals
         signals += 1
         if signals == 1 and agent.busy:
-            agent.cancel()
+            (interrupt or agent.cancel)()
         elif main is not None:
             main.cancel()
 

@@ -24,6 +24,20 @@ from claude_agent_sdk import (
 from claude_agent_sdk._internal.message_parser import parse_message
 from claude_agent_sdk.types import SystemInitData
 
+from agentsh.events import (
+    AssistantMessage as AgentReply,
+)
+from agentsh.events import (
+    ErrorKind,
+    ErrorOccurred,
+    Event,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnEnded,
+    TurnOutcome,
+)
+from agentsh.headless.claude_code import ClaudeCodeStream
 from agentsh.session.entries import MessageEntry
 from agentsh.session.session import Session
 from tests.agent.conftest import AgentshRunner, Run, session_files
@@ -106,6 +120,7 @@ def test_json_is_the_result_object_alone(
     (message,) = _parsed(run)
     assert isinstance(message, ResultMessage)
     assert message.result == "forty-two" and message.subtype == "success"
+    assert message.terminal_reason == "completed"
 
 
 def test_limits_and_failures_have_claude_codes_error_subtypes(
@@ -117,12 +132,14 @@ def test_limits_and_failures_have_claude_codes_error_subtypes(
     result = _parsed(run)[-1]
     assert result.subtype == "error_during_execution" and result.is_error
     assert result.errors and "nonsense" in result.errors[-1]
+    assert result.terminal_reason == "model_error"
 
     scripted_server.script(tool_call("ls", {"path": "."}), text("never"))
     run = run_agentsh("-p", "list", "--output-format", "json", "--max-turns", "1")
     assert run.code == 1
     (result,) = _parsed(run)
     assert result.subtype == "error_max_turns" and result.is_error
+    assert result.terminal_reason == "max_turns"
 
 
 def test_plan_mode_neither_edits_nor_runs_and_reports_the_denials(
@@ -311,3 +328,47 @@ def test_partial_messages_stream_text_deltas(
     assert kinds[0] == "message_start" and kinds[-1] == "message_stop"
     deltas = "".join(e["delta"]["text"] for e in events if e["type"] == "content_block_delta")
     assert deltas == "streamed in pieces of text"
+
+
+def _ended(*events: Event, interrupt_before: int | None = None) -> dict[str, Any]:
+    """The result line after ``events`` (the last is the ``TurnEnded``); the user stopped the
+    turn just before the event at ``interrupt_before``."""
+    stream = ClaudeCodeStream("s1", "openai/m")
+    stream.start_turn()
+    for at, event in enumerate(events):
+        if at == interrupt_before:
+            stream.note_interrupt()
+        stream.feed(event)
+    return stream.result([])
+
+
+def test_the_result_says_why_the_loop_ended_as_the_sdks_terminal_reason() -> None:
+    """``ResultMessage.terminal_reason``, which SDK hosts read to tell an interrupted turn from
+    a failed one ("aborted_streaming" / "aborted_tools"): it was missing."""
+    tool = ToolStarted("c1", "bash", {"command": "sleep 9"}, "bash: sleep 9")
+    finished = ToolFinished("c1", "bash", "e2", "(cancelled)", is_error=True)
+    reply = AgentReply("e1", "", (("c1", "bash", "{}"),), "tool_calls")
+    aborted = TurnEnded(TurnOutcome.ABORTED)
+    cases = {
+        "completed": _ended(TextDelta("hi"), TurnEnded(TurnOutcome.DONE, "hi")),
+        "max_turns": _ended(reply, TurnEnded(TurnOutcome.DONE, limit="max_turns")),
+        # stopped while the command ran: its (partial) result still comes before the end
+        "aborted_tools": _ended(reply, tool, finished, aborted, interrupt_before=2),
+        # stopped while the model wrote, or while the next call was on its way
+        "aborted_streaming": _ended(TextDelta("I will"), aborted, interrupt_before=1),
+        "prompt_too_long": _ended(
+            ErrorOccurred(ErrorKind.CONTEXT_OVERFLOW, "too long"),
+            TurnEnded(TurnOutcome.ERROR, error="too long"),
+        ),
+        "model_error": _ended(
+            ErrorOccurred(ErrorKind.SERVER, "500"), TurnEnded(TurnOutcome.ERROR, error="500")
+        ),
+    }
+    for reason, result in cases.items():
+        assert result["terminal_reason"] == reason, (reason, result)
+        parsed = parse_message(result)
+        assert isinstance(parsed, ResultMessage) and parsed.terminal_reason == reason
+    after_tools = _ended(reply, tool, finished, aborted, interrupt_before=3)
+    assert after_tools["terminal_reason"] == "aborted_streaming"  # the next call, not a tool
+    budget = _ended(reply, TurnEnded(TurnOutcome.DONE, limit="max_budget_usd"))
+    assert budget["subtype"] == "error_max_budget_usd" and "terminal_reason" not in budget

@@ -6,15 +6,22 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import anyio
-from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    ResultMessage,
+    ToolUseBlock,
+)
 from claude_agent_sdk.types import McpStdioServerConfig
 
 from tests.fakes.fixtures import FAKE_KEY
-from tests.fakes.server import ScriptedServer, text
+from tests.fakes.server import ScriptedServer, text, tool_call
 from tests.headless.test_agent_sdk_query import _cli
 from tests.mcp.conftest import FAKE_SERVER
 
@@ -135,3 +142,39 @@ def test_mcp_definitions_behind_mcp_search_are_listed_deferred_and_not_counted()
     assert "Autocompact buffer" not in categories
     assert answer["isAutoCompactEnabled"] is False and "autoCompactThreshold" not in answer
     assert [t["isLoaded"] for t in answer["mcpTools"]] == [True, False]
+
+
+def test_an_interrupt_while_a_command_runs_ends_the_turn_as_aborted_tools(
+    tmp_path: Path, scripted_server: ScriptedServer, project: Path, agentsh_home: Path
+) -> None:
+    """ClaudeSDKClient.interrupt() during a tool: the result says ``aborted_tools`` (hosts
+    tell an interrupted turn from a failed one by it), and the next query runs."""
+    scripted_server.script(tool_call("bash", {"command": "sleep 300"}), text("after"))
+    options = ClaudeAgentOptions(
+        cli_path=str(_cli(tmp_path, scripted_server)),
+        cwd=str(project),
+        permission_mode="bypassPermissions",
+        env={"OPENAI_API_KEY": FAKE_KEY, "AGENTSH_HOME": str(agentsh_home)},
+    )
+
+    async def run() -> tuple[ResultMessage, ResultMessage]:
+        async with ClaudeSDKClient(options) as client:
+            await client.query("wait a minute")
+            async for message in client.receive_messages():
+                if isinstance(message, AssistantMessage) and any(
+                    isinstance(block, ToolUseBlock) for block in message.content
+                ):
+                    break
+            await anyio.sleep(0.5)  # the command is running
+            await client.interrupt()
+            stopped = [m async for m in client.receive_response()][-1]
+            await client.query("go on")
+            after = [m async for m in client.receive_response()][-1]
+        assert isinstance(stopped, ResultMessage) and isinstance(after, ResultMessage)
+        return stopped, after
+
+    started = time.monotonic()
+    stopped, after = anyio.run(run)
+    assert time.monotonic() - started < 200  # the command did not run its five minutes
+    assert (stopped.subtype, stopped.terminal_reason) == ("error_during_execution", "aborted_tools")
+    assert (after.result, after.terminal_reason) == ("after", "completed")
