@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 MAX_SUMMARY_CHARS = 300  # a tool call's header, as stored in the log
 _NOTICE_HEADER_CHARS = 80  # the call's header in a one-line notice
 _SCAN_MAX = 1 << 20  # bytes of one tool output the injection guard reads at most
+_SHOWN_INPUT_CHARS = 2_000  # a rewritten input longer than this is named, not quoted, to the model
 
 
 @dataclass(slots=True)
@@ -313,6 +314,8 @@ class ToolCalls:
             )
         )
         shown = json.dumps(ran, ensure_ascii=False)
+        if len(shown) > _SHOWN_INPUT_CHARS:  # a whole file's content: its header says enough
+            shown = f"{header} (the whole input is in the session log)"
         return replace(
             result,
             content=f"(Allowed with a changed input; this call ran as {shown}.)\n{result.content}",

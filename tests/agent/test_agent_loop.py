@@ -19,6 +19,7 @@ from agentsh.events import (
     AssistantMessage,
     CompactionFinished,
     Event,
+    Notice,
     TextDelta,
     ToolFinished,
     ToolOutput,
@@ -201,6 +202,34 @@ async def test_approval_denied_then_granted(
     granted = await answer("write b", ApprovalDecision.ALLOW_ONCE)
     assert (project / "b.txt").read_text() == "B"
     assert isinstance(granted[-1], TurnEnded) and granted[-1].text == "written"
+
+
+@pytest.mark.asyncio
+async def test_an_approval_that_rewrites_the_input_runs_that_input_and_says_so(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, project: Path
+) -> None:
+    """The call runs with the input it was allowed with (the SDK host's ``updatedInput``):
+    the file it names is written, the model is told which input ran (a long one by its header
+    only), the log keeps it whole in the result's details, and the user gets a notice."""
+    scripted_server.script(tool_call("write", {"path": "a.txt", "content": "A"}), text("ok"))
+    agent = make_agent(ApprovalMode.ASK)
+    content = "line\n" * 1_000
+    seen: list[Event] = []
+    async for event in agent.run("write a"):
+        seen.append(event)
+        if isinstance(event, ApprovalRequest):
+            event.updated_input = {"path": "b.txt", "content": content}
+            event.decision.set_result(ApprovalDecision.ALLOW_ONCE)
+    assert ended(seen).outcome is TurnOutcome.DONE
+    assert not (project / "a.txt").exists() and (project / "b.txt").read_text() == content
+    [result] = [e for e in agent.session.current_path() if isinstance(e, ToolResultEntry)]
+    assert result.details["input"] == {"path": "b.txt", "content": content}
+    note = "(Allowed with a changed input; this call ran as write: b.txt (the whole input is"
+    assert result.content.startswith(note)
+    [sent] = [m["content"] for m in scripted_server.requests[1].messages if m["role"] == "tool"]
+    assert sent.startswith(note) and content not in sent
+    notices = [e.text for e in seen if isinstance(e, Notice)]
+    assert any("ran as write: b.txt" in n for n in notices), notices
 
 
 @pytest.mark.asyncio
