@@ -65,6 +65,7 @@ LAYERS: dict[str, int] = {
     "acp": 7,
     "cli": 7,
     "cli_checks": 7,
+    "cli_words": 7,
     "commands": 7,
     "__main__": 7,
 }

@@ -215,7 +215,8 @@ def test_every_flag_the_sdk_builds_is_taken_or_refused_by_name(tmp_path: Path) -
     the host's query() before it began."""
     from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 
-    from agentsh.cli import build_parser, split_prompt_words
+    from agentsh.cli import build_parser
+    from agentsh.cli_words import split_prompt_words
     from agentsh.errors import CliError
     from agentsh.run_options import resolve
 
