@@ -20,7 +20,11 @@ from agentsh.cli_checks import check_options_before, check_session_options
 from agentsh.cli_words import split_prompt_words, words_in_a_terminal
 from agentsh.commands import register_trust_sources
 from agentsh.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CliError
-from agentsh.headless.stdin import PROMPT_FROM_STDIN, terminal  # standard library only
+from agentsh.headless.stdin import (  # standard library only
+    PROMPT_FROM_STDIN,
+    resolve_prompt,
+    terminal,
+)
 from agentsh.termsafe import printable, terminal_safe
 
 Handler = Callable[[argparse.Namespace], int]
@@ -431,6 +435,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise CliError(words_in_a_terminal(words, parser), EXIT_USAGE)
             key = _front_end(args, words)
             check_session_options(args)
+            if getattr(args, "implied_print", False) and args.input_format == "text":
+                # What is piped in, before anything heavy loads: with nothing, one line at once.
+                args.prompt, args.prompt_read = resolve_prompt(args, sys.stdin, sys.stderr), True
         else:
             check_options_before(parser, args)
         if key == "memory.search" and _searched_warm(args):

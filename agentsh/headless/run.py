@@ -82,7 +82,9 @@ def main(args: argparse.Namespace) -> int:
         )
     rules = _rules(args)
     first: str | None = None
-    if not streaming_in or args.prompt not in (None, PROMPT_FROM_STDIN):
+    if getattr(args, "prompt_read", False):
+        first = args.prompt  # read from stdin by the command line already (agentsh.cli)
+    elif not streaming_in or args.prompt not in (None, PROMPT_FROM_STDIN):
         first = resolve_prompt(args, sys.stdin, sys.stderr)
     env = load_environment(trust_project=bool(getattr(args, "trust_project", False)))
     if not env.trusted:
