@@ -11,7 +11,9 @@ result's ``permission_denials`` as Claude Code does. An ``allow`` with another `
 runs the call with that input, as Claude Code does, once the approver has checked it: it must
 fit the tool's parameters and need no approval beyond this one (not outside the project, not a
 protected file, not what a deny rule forbids); else the call is refused and listed as denied
-(:mod:`agentsh.tools.approval`). The result the model reads and the log say what ran.
+(:mod:`agentsh.tools.approval`). The result the model reads and the log say what ran. Rules or
+a mode sent along (``updatedPermissions``, a host's "always allow") are not applied, and a
+warning line says so.
 """
 
 from __future__ import annotations
@@ -31,9 +33,15 @@ STDIO = "stdio"
 class StdioPermissions:
     """Asks the host about each :class:`ApprovalRequest` and resolves it with the answer."""
 
-    def __init__(self, write: Callable[[dict[str, Any]], None], interrupt: Callable[[], None]):
+    def __init__(
+        self,
+        write: Callable[[dict[str, Any]], None],
+        interrupt: Callable[[], None],
+        warn: Callable[[str], None] = lambda _text: None,
+    ):
         self._write = write
         self._interrupt = interrupt
+        self._warn = warn  # one line for the user (stderr)
         self._ids = itertools.count(1)
         self._inputs: dict[str, dict[str, Any]] = {}  # call id -> the model's arguments
         self._asked: dict[str, ApprovalRequest] = {}  # our request id -> the waiting request
@@ -82,6 +90,12 @@ class StdioPermissions:
         if not response.error and body.get("behavior") == "allow" and isinstance(updated, dict):
             if updated != asked_input:  # checked by the approver before it runs
                 request.updated_input = updated
+            if body.get("updatedPermissions"):
+                self._warn(
+                    f"{request.summary}: allowed once; the updatedPermissions that came with "
+                    "the answer are not applied (agentsh adds no rule while it runs: give "
+                    "them as --allowedTools / --permission-mode)"
+                )
             request.decision.set_result(ApprovalDecision.ALLOW_ONCE)
             return True
         self.denied.append(

@@ -156,7 +156,7 @@ def main(args: argparse.Namespace) -> int:
         agent.cancel()
 
     try:
-        asks = StdioPermissions(output.write, interrupt) if prompt_tool is not None else None
+        asks = StdioPermissions(output.write, interrupt, _warn) if prompt_tool is not None else None
         code = asyncio.run(_drive(agent, output, first, streaming_in, args, asks, interrupt))
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("agentsh: interrupted", file=sys.stderr)
@@ -167,6 +167,10 @@ def main(args: argparse.Namespace) -> int:
 
         close_shared()
     return code
+
+
+def _warn(text: str) -> None:
+    print(f"agentsh: warning: {text}", file=sys.stderr)
 
 
 def _run_extras(args: argparse.Namespace) -> RunExtras:

@@ -94,3 +94,31 @@ def test_control_response_lines_are_read() -> None:
     error = b'{"type":"control_response","response":{"subtype":"error","request_id":"b",'
     assert parse_line(error + b'"error":"boom"}}') == ControlResponse("b", {}, "boom")
     assert isinstance(parse_line(b'{"type":"control_response","response":{}}'), BadLine)
+
+
+@pytest.mark.asyncio
+async def test_permission_updates_the_host_sends_are_named_as_not_applied() -> None:
+    """``PermissionResultAllow(updated_permissions=[...])`` (an "always allow" in the host's
+    UI): agentsh allows the call once and says the rules were not added, rather than dropping
+    them in silence (the host would wonder why it is asked again)."""
+    lines: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    asks = StdioPermissions(lines.append, lambda: None, warnings.append)
+    asks.note(AssistantMessage("e1", "", (("c1", "bash", '{"command": "ls"}'),), "tool_calls"))
+    request = ApprovalRequest("c1", "bash", "bash: ls", "ls", "approval mode is 'ask'")
+    asks.ask(request)
+    update = {
+        "type": "addRules",
+        "rules": [{"toolName": "Bash", "ruleContent": "ls:*"}],
+        "behavior": "allow",
+        "destination": "session",
+    }
+    answer = {
+        "behavior": "allow",
+        "updatedInput": {"command": "ls"},
+        "updatedPermissions": [update],
+    }
+    assert asks.answer(ControlResponse(lines[0]["request_id"], answer))
+    assert request.decision.result() is ApprovalDecision.ALLOW_ONCE
+    [warning] = warnings
+    assert "updatedPermissions" in warning and "--allowedTools" in warning
