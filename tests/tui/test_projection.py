@@ -166,7 +166,10 @@ async def test_every_mcp_tool_header_is_the_same_live_and_after_resume(
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     config = agentsh_home / "config"
     config.mkdir(parents=True, exist_ok=True)
-    server = {"command": sys.executable, "args": [str(FAKE_MCP_SERVER)]}
+    # The turn waits for the server's start before its first request, up to its start-up
+    # timeout: 10 s by default, which a loaded machine's Python start and mcp import can
+    # exceed; the model's calls then named an unknown tool (mcp__fake__echo in the header).
+    server = {"command": sys.executable, "args": [str(FAKE_MCP_SERVER)], "startup_timeout_s": 60}
     (config / "mcp.json").write_text(json.dumps({"mcpServers": {"fake": server}}))
     env = load_environment(project)
     session = Session.create(env.user.project_sessions_dir(project), project)
