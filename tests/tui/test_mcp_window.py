@@ -26,8 +26,14 @@ from tests.tui.conftest import MakeApp, agent_of, ready, screen_text, submit, wa
 
 pytestmark = pytest.mark.asyncio
 
+# The fake server gets a minute to start: the 10 s default ran out on a loaded machine (its
+# Python start and mcp import), and the server then read "failed", not "ready".
 SERVERS = {
-    "fake": {"command": sys.executable, "args": [str(FAKE_SERVER), "--pid-dir", "PIDS"]},
+    "fake": {
+        "command": sys.executable,
+        "args": [str(FAKE_SERVER), "--pid-dir", "PIDS"],
+        "startup_timeout_s": 60,
+    },
     "broken": {"command": sys.executable, "args": ["-c", "import sys; sys.exit('no token set')"]},
 }
 
