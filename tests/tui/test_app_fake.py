@@ -544,6 +544,9 @@ async def test_session_tokens_read_the_same_in_the_bar_cost_and_the_picker(
         await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
         picker = app.screen
         assert isinstance(picker, PickerScreen)
+        # The screen is current from its push; its rows come with its mount (and the
+        # session list's load): under load the list was read before either (1 run in 4).
+        await wait_for(pilot, lambda: bool(picker.shown) and not picker.fetching)
         (row,) = picker.shown
         assert "1.3k tok" in str(row.label)
         await pilot.pause()
