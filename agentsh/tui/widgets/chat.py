@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from textual import on
+from textual import events, on
 from textual.message import Message
 from textual.widget import Widget
 
@@ -90,6 +90,8 @@ class ChatView(RowWindow):
         self.expand_key = expand_key
         self.expanded_archives: set[str] = set()
         self.selected_id: str | None = None  # the selected user message's entry
+        self._folds = False  # some reply has blocks folded away (widgets/block_fold.py)
+        self._fold_width = 0  # the width the folds were measured at
 
     # -- building widgets from rows -----------------------------------------------------------
 
@@ -133,6 +135,52 @@ class ChatView(RowWindow):
             widget.add_class("archived")
         if self.selected_id is not None and _user_id(row) == self.selected_id:
             widget.add_class("-selected")
+
+    # -- blocks far above a following view leave the layout (widgets/block_fold.py) ----------
+
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.unfold_replies())
+
+    @on(AssistantMessage.Painted)
+    def _reply_painted(self, event: AssistantMessage.Painted) -> None:
+        event.stop()
+        self.fold_far_replies()
+
+    def fold_far_replies(self) -> None:
+        """Fold what went more than a screen above the view (at the last layout), from the
+        newest reply up to the first one folded whole before (all above it are, too)."""
+        if not self.following or not self.size.height:
+            return
+        if self.size.width != self._fold_width:
+            self.unfold_replies()
+            self._fold_width = self.size.width
+        limit = self.region.y - self.size.height
+        for row in reversed(self.rows[self.first : self.last]):
+            widget = row.widget
+            if not isinstance(widget, AssistantMessage) or not widget.display:
+                continue
+            if widget.folded_whole:
+                break
+            widget.fold_above(limit)
+            self._folds = self._folds or widget.fold.folded
+
+    def unfold_replies(self) -> None:
+        """Every folded block back in the layout (before the reader can see where it was)."""
+        if not self._folds:
+            return
+        self._folds = False
+        for row in self.rows[self.first : self.last]:
+            if isinstance(row.widget, AssistantMessage):
+                row.widget.unfold()
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if self._folds and not self.following:
+            self.unfold_replies()
+
+    def on_resize(self, _event: events.Resize) -> None:
+        if self._folds and self.size.width != self._fold_width:
+            self.unfold_replies()
 
     def _branch_keys(self) -> str:
         keymap: dict[str, str] = getattr(self.app, "keymap", {})

@@ -21,17 +21,19 @@ import re
 import time
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.content import Content
+from textual.message import Message
 from textual.widgets import Static
 
 from agentsh.events import Tier
 from agentsh.tui.status_format import human_tokens
+from agentsh.tui.widgets.block_fold import BlockFold, FoldingView
 
 FLUSH_S = 1 / 10  # streamed text reaches the screen in frames at most this often (10 a second)
 # The most of the UI loop frames may take: after a frame, the loop is left to keys (and the
@@ -274,6 +276,10 @@ def _frame_cut(text: str) -> int:
 class AssistantMessage(Vertical):
     """A model reply: static from the log, or live with one stream per reply."""
 
+    class Painted(Message):
+        """The finished reply is on screen: the chat may fold the blocks that went far
+        above the view (:mod:`agentsh.tui.widgets.block_fold`)."""
+
     def __init__(
         self,
         text: str = "",
@@ -295,6 +301,9 @@ class AssistantMessage(Vertical):
         self._drawing = False  # a frame is appended and not yet on screen
         self._next_frame = 0.0  # the monotonic time before which no frame starts
         self._thinking_chars = 0
+        self.fold = BlockFold()
+        self.folded_whole = False  # every block but the last is folded away
+        self._replacing = False  # the body's blocks are being rebuilt: nothing to fold
 
     def compose(self) -> ComposeResult:
         # A reply from the log shows no thinking and rarely a footer: only a live reply (which
@@ -326,6 +335,26 @@ class AssistantMessage(Vertical):
         from textual.widgets import Markdown
 
         return self.query_one(".message-body", Markdown)
+
+    def fold_above(self, limit_y: int) -> bool:
+        """Fold the body's blocks that end above screen row ``limit_y``; True if no more
+        can be folded (see :mod:`agentsh.tui.widgets.block_fold`)."""
+        body = self._composed_body()
+        if body is None or self._replacing:  # no blocks yet, or they go: nothing lasting
+            return False
+        self.folded_whole = self.fold.fold_above(body, limit_y)
+        return self.folded_whole
+
+    def unfold(self) -> None:
+        self.folded_whole = False
+        if self.fold.folded:
+            self.fold.unfold(self._composed_body())
+
+    def _composed_body(self) -> Markdown | None:
+        """The body, once composed (a row mounted this frame may not have it yet)."""
+        from textual.widgets import Markdown
+
+        return next(self.query(".message-body").results(Markdown), None)
 
     async def append(self, fragment: str) -> None:
         """Add streamed text; it reaches the screen in the next frame.
@@ -377,6 +406,10 @@ class AssistantMessage(Vertical):
             pending = "".join(self._unsent)
             cut = _frame_cut(pending)
             self._unsent = [pending[cut:]] if cut < len(pending) else []
+            self.folded_whole = False  # new blocks may come
+            # (object: mypy finds no class both a DOMNode and the protocol, the metaclasses differ)
+            if isinstance(view := cast(object, self.parent), FoldingView):
+                view.fold_far_replies()  # laid out with the new text, in one pass
             await self.body.append(pending[:cut])
             return cut < len(pending)
 
@@ -409,13 +442,19 @@ class AssistantMessage(Vertical):
         if text is not None and (text != self.text or self.body.source != text):
             # The logged text wins, also over a body a stream left short of what it was sent.
             self.text = text
-            await self.body.update(text)
+            self.unfold()
+            self._replacing = True
+            try:
+                await self.body.update(text)
+            finally:
+                self._replacing = False
         self.live = False
         self._aborted = self._aborted or aborted
         self._error = error or self._error
         if self._thinking_chars:
             self._line("thinking").update(f"thought for {human_tokens(self._thinking_chars)} chars")
         self._refresh_footer()
+        self.call_after_refresh(self.post_message, self.Painted())
 
     def _footer_text(self) -> str:
         if self._aborted:
