@@ -1,14 +1,15 @@
 """CPU of one streamed frame as a 2,000-token Markdown reply grows, beside one plain Static.
 
-In-process (Textual's headless driver, 120x40): the reply of ``bench_stream_keys`` is appended
-to a live agentsh reply 400 characters a frame, each frame painted (laid out and rendered)
-before the next; the UI thread's CPU per frame is taken with ``time.thread_time``. The
-reference, in the same run: the same text put into one ``Static`` frame by frame (no Markdown
-blocks at all). A Markdown reply mounts a widget per block and every frame lays out every
-block of the body it grows (issue 16: ~160 widgets a reply), so its late frames cost more than
-its early ones; the Static's stay flat.
+In-process (Textual's headless driver, 120x40): the reply of ``bench_stream_keys`` streams
+into agentsh's chat (``ChatView``, below ``--earlier`` finished replies of the same text, as
+in a session), 400 characters at a time, each painted by the reply's own frames (laid out and
+rendered) before the next; the UI thread's CPU per frame is taken with ``time.thread_time``.
+The reference, in the same run: the same text put into one ``Static`` frame by frame (no
+Markdown blocks at all). Textual lays out every displayed widget at every frame and a
+Markdown reply is a widget per block, so unless the blocks far above the view leave the
+layout, late frames cost more than early ones; the Static's stay flat.
 
-    .venv/bin/python benchmarks/bench_stream_frames.py [--runs 3]
+    .venv/bin/python benchmarks/bench_stream_frames.py [--runs 3] [--earlier 2]
 
 The last line is ``stream_frame_cpu_late: <median CPU of the last third of the frames> ms``.
 """
@@ -19,36 +20,57 @@ import argparse
 import asyncio
 import statistics
 import time
+from pathlib import Path
 
 from bench_stream_keys import reply_text
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+import agentsh.tui
+from agentsh.tui.projection import AssistantItem
+from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.messages import AssistantMessage
 
 FRAME = 400
 
 
 class Host(App[None]):
+    CSS_PATH = str(Path(agentsh.tui.__file__).with_name("agentsh.tcss"))  # the app's own styles
+
+    def __init__(self, markdown: bool) -> None:
+        super().__init__()
+        self.markdown = markdown
+
     def compose(self) -> ComposeResult:
-        yield VerticalScroll(id="chat")
+        yield ChatView(id="chat") if self.markdown else VerticalScroll(id="chat")
 
 
-async def frames(text: str, *, markdown: bool) -> list[float]:
-    app = Host()
+async def _painted(reply: AssistantMessage) -> None:
+    """Until the reply's own frames have put all of it on screen."""
+    while reply._unsent or reply._drawing or reply._flush_timer is not None:  # noqa: ASYNC110
+        await asyncio.sleep(0.001)
+
+
+async def frames(text: str, *, markdown: bool, earlier: int) -> list[float]:
+    app = Host(markdown)
     costs: list[float] = []
     async with app.run_test(size=(120, 40)) as pilot:
-        chat = app.query_one("#chat")
-        reply = AssistantMessage(live=True)
-        plain = Static("")
-        await chat.mount(reply if markdown else plain)
+        if markdown:
+            chat = app.query_one(ChatView)
+            for _ in range(earlier):
+                await chat.append(AssistantItem("", text))
+            reply = AssistantMessage(live=True)
+            await chat.append(AssistantItem("", ""), reply)
+        else:
+            plain = Static("")
+            await app.query_one("#chat").mount(plain)
         await pilot.pause()
         for start in range(0, len(text), FRAME):
             began = time.thread_time()
             if markdown:
                 await reply.append(text[start : start + FRAME])
-                await reply._flush()
+                await _painted(reply)
             else:
                 plain.update(text[: start + FRAME])
             await pilot.pause()
@@ -64,18 +86,20 @@ def thirds(costs: list[float]) -> tuple[float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--earlier", type=int, default=2, help="finished replies above it")
     args = parser.parse_args()
     text = reply_text(2000)
     early: list[float] = []
     late: list[float] = []
     static_late: list[float] = []
     for _ in range(args.runs):
-        first, last = thirds(asyncio.run(frames(text, markdown=True)))
+        first, last = thirds(asyncio.run(frames(text, markdown=True, earlier=args.earlier)))
         early.append(first)
         late.append(last)
-        static_late.append(thirds(asyncio.run(frames(text, markdown=False)))[1])
+        static_late.append(thirds(asyncio.run(frames(text, markdown=False, earlier=0)))[1])
     ms = 1000
-    print(f"{len(text)} characters, {FRAME} a frame, {args.runs} runs (medians)")
+    print(f"{len(text)} characters, {FRAME} a frame, {args.earlier} replies above, "
+          f"{args.runs} runs (medians)")  # fmt: skip
     print(f"one Static, last third of the frames: {statistics.median(static_late) * ms:.1f} ms")
     print(f"agentsh reply, first third: {statistics.median(early) * ms:.1f} ms")
     print(f"stream_frame_cpu_late: {statistics.median(late) * ms:.1f} ms")
