@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+from textual.widget import Widget
 from textual.widgets._markdown import MarkdownBlock
 
 from agentsh.events import AssistantMessage as Reply
@@ -84,7 +85,7 @@ async def test_blocks_far_above_leave_the_layout_and_come_back_when_the_reader_s
         assert 0 < hidden < len(blocks)
         assert not any(b.display for b in blocks[:hidden])
         # What a frame lays out: the widgets displayed, not the hundreds of blocks mounted.
-        laid_out = [w for w in chat.walk_children() if w.display and w.region]
+        laid_out = [w for w in chat.walk_children(Widget) if w.display and w.region]
         assert len(laid_out) < 100 < len(list(chat.walk_children()))
         screen, height, shown = screen_text(app), chat.virtual_size.height, _shown(reply)
 
