@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError
+from acp.helpers import update_current_mode
 from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
@@ -224,6 +225,10 @@ class AcpServer:
                 known = ", ".join(m.id for m in MODES)
                 raise RequestError.invalid_params({"modeId": f"one of {known}"}) from None
             agent.set_approval_mode(mode, plan=False)
+        # The spec's update for a mode change, so every view of the session (another client
+        # window, the mode picker) follows; the editor's own change is told too, as agents
+        # for Zed do. agentsh itself never changes an ACP session's mode: no other source.
+        await self._session(session_id).send(update_current_mode(_modes(agent).current_mode_id))
         return SetSessionModeResponse()
 
     # -- turns ----------------------------------------------------------------------------------

@@ -223,6 +223,23 @@ async def test_mode_all_runs_commands_without_asking(plain: AcpAgent) -> None:
     assert "plan mode" in str(server.requests[-1].messages[-1]["content"])
 
 
+async def test_a_mode_change_is_told_as_current_mode_update(plain: AcpAgent) -> None:
+    client = plain.client
+    sid = await plain.new_session()
+    for mode in ("edits", "plan", "ask"):
+        await plain.conn.set_session_mode(session_id=sid, mode_id=mode)
+    await client.wait_for(lambda: client.kinds(sid).count("current_mode_update") == 3)
+    updates = client.updates[sid]
+    told = [u.current_mode_id for u in updates if u.session_update == "current_mode_update"]
+    assert told == ["edits", "plan", "ask"]
+
+    # A refused mode is no change: nothing is told.
+    with pytest.raises(RequestError):
+        await plain.conn.set_session_mode(session_id=sid, mode_id="yolo")
+    await asyncio.sleep(0.2)
+    assert client.kinds(sid).count("current_mode_update") == 3
+
+
 async def test_slash_commands_are_offered_and_run(plain: AcpAgent) -> None:
     client, server = plain.client, plain.server
     sid = await plain.new_session()
