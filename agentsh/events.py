@@ -146,6 +146,15 @@ class ToolStarted(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class ToolRunning(Event):
+    """The call was allowed (asked or not) and its tool begins to run now: between
+    ``ToolStarted`` and this it was checked and perhaps waited for an approval. A call refused,
+    or with bad arguments, never runs: ``ToolFinished`` follows ``ToolStarted`` directly."""
+
+    call_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolOutput(Event):
     """Streaming output of a running tool (bash)."""
 

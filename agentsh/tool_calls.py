@@ -18,7 +18,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agentsh.events import Event, Notice, NoticeLevel, ToolFinished, ToolOutput, ToolStarted
+from agentsh.events import (
+    Event,
+    Notice,
+    NoticeLevel,
+    ToolFinished,
+    ToolOutput,
+    ToolRunning,
+    ToolStarted,
+)
 from agentsh.instructions import TOUCHING_TOOLS
 from agentsh.llm.client import redact
 from agentsh.memory.guard.threats import Scope
@@ -346,6 +354,7 @@ class ToolCalls:
                 await checkpoint(self.host, "tool", tool.target_paths(params, ctx))
             self.state.running_tool = True
             self.state.started_calls.add(ctx.call_id)
+            self.host.emit(ToolRunning(ctx.call_id))
             return await tool.run(params, ctx)
         except (OSError, ValueError) as exc:
             return ToolResult(f"{tool.name} failed: {exc}", is_error=True)

@@ -1,12 +1,12 @@
 """One ACP session: an agentsh agent, and a prompt turn as a stream of ``session/update`` s.
 
 :meth:`AcpSession.prompt` runs the turn through :meth:`AgentAPI.run` and translates each event
-as it comes: text and thinking as message chunks, a tool call as ``tool_call`` then
-``tool_call_update`` s (its output while it runs, its result, diffs of edits, the terminal it
-runs in), an approval as a permission request on the side (the turn waits for it, the stream
-does not), notices and compactions as notes, the context's size as ``usage_update``. The turn's
-ending becomes the prompt's stop reason; an error is told in the thread and answered as a
-JSON-RPC error.
+as it comes: text and thinking as message chunks, a tool call as ``tool_call`` (``pending``:
+checked, perhaps asked) then ``tool_call_update`` s (``in_progress`` once it runs, its output
+while it runs, its result, diffs of edits, the terminal it runs in), an approval as a
+permission request on the side (the turn waits for it, the stream does not), notices and
+compactions as notes, the context's size as ``usage_update``. The turn's ending becomes the
+prompt's stop reason; an error is told in the thread and answered as a JSON-RPC error.
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ from agentsh.acp.updates import (
     usage_update,
 )
 from agentsh.events import (
-    ApprovalDecision,
     ApprovalRequest,
     AssistantMessage,
     CompactionFailed,
@@ -63,6 +62,7 @@ from agentsh.events import (
     ThinkingDelta,
     ToolFinished,
     ToolOutput,
+    ToolRunning,
     ToolStarted,
     TurnEnded,
     TurnOutcome,
@@ -219,6 +219,8 @@ class _Turn:
                     await send(plan)
             case ToolStarted():
                 await self._started(event)
+            case ToolRunning(call_id=call_id):
+                await send(update_tool_call(self._acp_id(call_id), status="in_progress"))
             case ToolOutput():
                 await self._output(event)
             case ToolFinished():
@@ -263,7 +265,7 @@ class _Turn:
                 acp_id,
                 event.summary,
                 kind=tool_kind(event.name),
-                status="in_progress",
+                status="pending",  # checked, perhaps asked; in_progress once it runs
                 locations=where,
                 raw_input=event.arguments,
             )
@@ -317,7 +319,7 @@ class _Turn:
     async def _approval(self, request: ApprovalRequest) -> None:
         session = self.session
         acp_id = self._acp_id(request.call_id)
-        decision = await permissions.ask(
+        await permissions.ask(  # allowed: ToolRunning follows; refused: ToolFinished, failed
             session.client,
             session.id,
             acp_id,
@@ -326,8 +328,6 @@ class _Turn:
             timeout_s=session.permission_timeout_s,
             say=session.say,
         )
-        if decision in (ApprovalDecision.ALLOW_ONCE, ApprovalDecision.ALLOW_SESSION):
-            await session.send(update_tool_call(acp_id, status="in_progress"))
 
     async def withdraw(self) -> None:
         """Questions still open when the turn ends are dropped."""

@@ -159,6 +159,48 @@ async def test_rejected_edit_is_not_made_and_the_model_is_told(plain: AcpAgent) 
     assert "declined" in str(tool_messages[-1]["content"])
 
 
+def _statuses(client: EditorClient, sid: str) -> list[str]:
+    """The status every update of the session's one tool call carried, in order."""
+    updates = [
+        u for u in client.updates[sid] if u.session_update in ("tool_call", "tool_call_update")
+    ]
+    assert len({u.tool_call_id for u in updates}) == 1
+    return [u.status for u in updates if u.status is not None]
+
+
+async def test_a_call_is_pending_while_asked_and_in_progress_only_once_it_runs(
+    plain: AcpAgent,
+) -> None:
+    client, server = plain.client, plain.server
+    seen_when_asked: list[list[str]] = []
+
+    def allow(tool_call: Any, options: Any) -> str:
+        assert tool_call.status == "pending"
+        seen_when_asked.append(_statuses(client, sid))
+        return "allow_once"
+
+    sid = await plain.new_session()
+    client.answer = allow
+    server.script(tool_call("bash", {"command": "echo ran"}), text("ok"))
+    assert (await plain.prompt(sid, "run it")).stop_reason == "end_turn"
+    assert seen_when_asked == [["pending"]]
+    assert _statuses(client, sid) == ["pending", "in_progress", "completed"]
+
+    # Rejected: it never ran, so it is never said to.
+    sid = await plain.new_session()
+    client.answer = "reject"
+    server.script(tool_call("bash", {"command": "echo no"}), text("ok"))
+    assert (await plain.prompt(sid, "run it")).stop_reason == "end_turn"
+    assert _statuses(client, sid) == ["pending", "failed"]
+
+    # Not asked (Allow all): pending while checked, then it runs.
+    sid = await plain.new_session()
+    await plain.conn.set_session_mode(session_id=sid, mode_id="all")
+    server.script(tool_call("bash", {"command": "echo free"}), text("ok"))
+    assert (await plain.prompt(sid, "run it")).stop_reason == "end_turn"
+    assert _statuses(client, sid) == ["pending", "in_progress", "completed"]
+
+
 async def test_an_unanswered_approval_is_refused_and_the_turn_goes_on(plain: AcpAgent) -> None:
     client, server = plain.client, plain.server
     sid = await plain.new_session()
