@@ -53,6 +53,7 @@ def build_agent(
     host: ToolHost | None = None,
     system_prompt: str = "",
     added_dirs: Sequence[Path] = (),
+    read_dirs: Sequence[Path] = (),
     strict_mcp: bool = False,
     fallback_model: str | None = None,
     notices: Sequence[str] = (),
@@ -62,7 +63,8 @@ def build_agent(
     litellm never loads in this process. ``model=None`` builds an agent that explains how to
     configure one. ``mcp_servers`` are started besides the configured ones (an ACP client's:
     agentsh.mcp.servers_config.spec_from_acp). ``host``: an editor's file buffers and terminals the
-    tools use in place of local ones (ACP). ``added_dirs`` may be written like the project;
+    tools use in place of local ones (ACP). ``added_dirs`` may be written like the project,
+    ``read_dirs`` read without asking (an ACP editor's additional directories);
     ``strict_mcp`` starts ``mcp_servers`` only; ``fallback_model`` takes over when the model
     stays overloaded (agentsh.run_options: the Claude Code flags).
     """
@@ -131,6 +133,7 @@ def build_agent(
         plan=plan,
         trusted_programs=trusted_programs(env),
         added_dirs=added_dirs,
+        read_dirs=read_dirs,
     )
     prompt = SystemPrompt(env, cwd, memory=memory, window=window)
     registry.terse = prompt.budget.terse  # a small window gets terse tool definitions

@@ -37,6 +37,7 @@ from acp.schema import (
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    SessionAdditionalDirectoriesCapabilities,
     SessionCapabilities,
     SessionInfo,
     SessionListCapabilities,
@@ -49,6 +50,7 @@ from agentsh import __version__
 from agentsh.acp.acp_session import AcpSession
 from agentsh.acp.client_host import ClientHost
 from agentsh.acp.commands import available as available_commands
+from agentsh.acp.folders import client_folders, model_note, thread_note
 from agentsh.acp.mcp_servers import client_servers
 from agentsh.acp.prompt import PromptBlock
 from agentsh.acp.replay import replay
@@ -140,7 +142,10 @@ class AcpServer:
                     image=False, audio=False, embedded_context=True
                 ),
                 mcp_capabilities=McpCapabilities(http=True, sse=True),
-                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(),
+                    additional_directories=SessionAdditionalDirectoriesCapabilities(),
+                ),
             ),
             agent_info=Implementation(name="agentsh", title="agentsh", version=__version__),
             auth_methods=[],
@@ -163,7 +168,7 @@ class AcpServer:
         folder = _folder(cwd)
         env = await asyncio.to_thread(self._environment, folder)
         session = new_session(env, folder)
-        opened = await self._open(env, folder, session, mcp_servers or [])
+        opened = await self._open(env, folder, session, mcp_servers or [], additional_directories)
         opened.offer_commands()  # sent after this answer: the editor knows the session then
         return NewSessionResponse(session_id=opened.id, modes=_modes(opened.agent))
 
@@ -182,7 +187,9 @@ class AcpServer:
                 raise RequestError.invalid_params({"sessionId": "not an agentsh session id"})
             env = await asyncio.to_thread(self._environment, folder)
             session, found = await asyncio.to_thread(_saved_session, env, folder, session_id)
-            opened = await self._open(env, folder, session, mcp_servers or [])
+            opened = await self._open(
+                env, folder, session, mcp_servers or [], additional_directories
+            )
             if not found:
                 await opened.say(
                     "agentsh: there is no saved conversation with this id (it may have ended "
@@ -274,7 +281,12 @@ class AcpServer:
         return opened
 
     async def _open(
-        self, env: Environment, folder: Path, session: Session, mcp_servers: list[Any]
+        self,
+        env: Environment,
+        folder: Path,
+        session: Session,
+        mcp_servers: list[Any],
+        additional_directories: list[str] | None,
     ) -> AcpSession:
         if self._client is None:  # pragma: no cover - the connection sets it before any call
             raise RequestError.internal_error({"details": "no client connection"})
@@ -293,13 +305,25 @@ class AcpServer:
             answer_s=env.settings.acp.editor_timeout_s,
         )
         specs, mcp_problems = client_servers(mcp_servers)
-        agent = await asyncio.to_thread(self._build, env, folder, session, host, specs)
+        read_dirs, folder_problems = await asyncio.to_thread(  # stats each: off the loop
+            client_folders, additional_directories, folder
+        )
+        if read_dirs:
+            log.info(
+                "session %s: the editor's folders read without asking: %s",
+                session.id,
+                ", ".join(map(str, read_dirs)),
+            )
+        agent = await asyncio.to_thread(self._build, env, folder, session, host, specs, read_dirs)
+        notes = _start_notes(env, session, mcp_problems + folder_problems)
+        if read_dirs:
+            notes.append(thread_note(read_dirs))
         opened = AcpSession(
             agent,
             client,
             cwd=folder,
             permission_timeout_s=env.settings.acp.permission_timeout_s,
-            notes=_start_notes(env, session, mcp_problems),
+            notes=notes,
             host=host,
         )
         self._sessions[session_id] = opened
@@ -312,6 +336,7 @@ class AcpServer:
         session: Session,
         host: ClientHost,
         mcp_servers: list[ServerSpec],
+        read_dirs: list[Path],
     ) -> AgentAPI:
         from agentsh.agent_assembly import build_agent
 
@@ -325,6 +350,8 @@ class AcpServer:
             cwd=folder,
             host=host,
             mcp_servers=mcp_servers,
+            read_dirs=read_dirs,
+            appended_prompt=model_note(read_dirs) if read_dirs else "",
         )
         return agent
 

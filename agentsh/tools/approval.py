@@ -98,12 +98,16 @@ class Approver:
         plan: bool = False,
         trusted_programs: str | None = None,
         added_dirs: Sequence[Path] = (),
+        read_dirs: Sequence[Path] = (),
     ) -> None:
         self.mode = ApprovalMode(mode)
         self.project_root = project_root.resolve()
         # --add-dir: folders the user gave on the command line, written like the project
         # (the same guards: links followed before the check, hard links, .git/ protected)
         self.added_dirs = tuple(d.resolve() for d in added_dirs)
+        # An ACP editor's additional directories: read without asking, written only if asked
+        # (like a folder the user allowed for reads, for the whole session)
+        self.read_dirs = tuple(Path(os.path.realpath(d)) for d in read_dirs)
         self.project_config = ProjectPaths(self.project_root).config_file
         self.interactive = interactive
         self.rules = rules or ToolRules()  # --allowedTools / --disallowedTools (tools/rules.py)
@@ -283,7 +287,8 @@ class Approver:
         """Whether the read tools may read ``path`` without asking: it is named inside the
         project (a link out of it is refused by the tool itself, naming the target), or it
         resolves into the project, an ``--add-dir`` folder, agentsh's saved tool output, this
-        session's compaction archives or a folder the user allowed for reads this session."""
+        session's compaction archives, an editor's additional directory or a folder the user
+        allowed for reads this session."""
         if path.is_relative_to(ctx.project.root) or path.is_relative_to(self.project_root):
             return True
         real = Path(os.path.realpath(path))
@@ -295,6 +300,7 @@ class Approver:
             self.project_root,
             *self.added_dirs,
             *(Path(os.path.realpath(folder)) for folder in own),
+            *self.read_dirs,
             *self._read_dirs,
         )
         return any(real.is_relative_to(root) for root in roots)

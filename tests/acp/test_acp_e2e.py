@@ -282,6 +282,46 @@ async def test_a_mode_change_is_told_as_current_mode_update(plain: AcpAgent) -> 
     assert client.kinds(sid).count("current_mode_update") == 3
 
 
+async def test_the_editors_additional_folders_are_read_without_asking(
+    plain: AcpAgent, tmp_path: Path
+) -> None:
+    client, server = plain.client, plain.server
+    shared, other = tmp_path / "shared", tmp_path / "other"
+    for folder in (shared, other):
+        folder.mkdir()
+        (folder / "notes.txt").write_text(f"notes of {folder.name}\n")
+    given = [str(shared), "/", str(Path.home()), "relative/dir", str(tmp_path / "gone")]
+    response = await plain.conn.new_session(
+        cwd=str(plain.project), mcp_servers=[], additional_directories=given
+    )
+    sid = response.session_id
+    client.answer = "reject"
+    server.script(
+        tool_call("read", {"path": str(shared / "notes.txt")}),
+        tool_call("read", {"path": str(other / "notes.txt")}),
+        tool_call("write", {"path": str(shared / "new.txt"), "content": "new\n"}),
+        text("ok"),
+    )
+    assert (await plain.prompt(sid, "read them")).stop_reason == "end_turn"
+
+    # The added folder is read at once; one not added, and any write, still ask (rejected).
+    asked = [a.tool_call.title for a in client.asked if a.session_id == sid]
+    assert asked == [f"read: {other / 'notes.txt'}", f"write: {shared / 'new.txt'}"]
+    results = [m for m in server.requests[-1].messages if m["role"] == "tool"]
+    assert "notes of shared" in str(results[0]["content"])
+    assert "notes of other" not in str(results[1]["content"])
+    assert not (shared / "new.txt").exists()
+    # The model is told of the folder, the user of it and of every path refused.
+    assert "Additional folders" in json.dumps(server.requests[-1].body)
+    thread = client.text(sid)
+    assert f"read without asking (a write there still asks): {shared}" in thread
+    assert "/ is the filesystem's root" in thread
+    assert f"{Path.home()} is the home folder or holds it" in thread
+    assert "relative/dir is not an absolute path" in thread
+    assert f"{tmp_path / 'gone'} is not a folder" in thread
+    assert str(other) not in json.dumps(server.requests[-1].body["messages"][0])
+
+
 async def test_slash_commands_are_offered_and_run(plain: AcpAgent) -> None:
     client, server = plain.client, plain.server
     sid = await plain.new_session()

@@ -1,0 +1,96 @@
+"""The additional directories an editor passes with ``session/new`` and ``session/load``.
+
+ACP's ``additionalDirectories`` widen a session's file scope beyond its ``cwd`` (an editor's
+multi-root workspace). agentsh takes each as a folder the model may read without asking, as if
+the user had allowed reads beneath it for the session; a write there still asks, as every write
+outside the project does: an editor's list of roots is no consent to changes outside the folder
+it opened (``--add-dir``, which the user types, is). The client is not trusted: each path must
+be absolute, name an existing folder and be printable, and the folder it leads to may be
+neither the filesystem's root nor the home folder or one holding it (that would open every
+secret of the user to reads without a question). A path refused is a line of warning in the
+thread, not a failed session; a folder inside the project adds nothing and is left out.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from agentsh.termsafe import one_line
+
+#: More roots than any workspace has: the rest is refused, in one line.
+MAX_FOLDERS = 32
+_SHOWN_CHARS = 200
+
+
+def client_folders(given: Sequence[object] | None, project: Path) -> tuple[list[Path], list[str]]:
+    """The editor's ``given`` directories agentsh takes, resolved (links followed), and a
+    problem for each one it does not."""
+    folders: list[Path] = []
+    problems: list[str] = []
+    items = list(given or [])
+    if len(items) > MAX_FOLDERS:
+        problems.append(
+            f"the editor gave {len(items)} additional folders; only the first {MAX_FOLDERS} "
+            "were considered"
+        )
+        items = items[:MAX_FOLDERS]
+    root = Path(os.path.realpath(project))
+    home = _home()
+    for item in items:
+        problem, folder = _checked(item, home)
+        if problem:
+            problems.append(f"the editor's additional folder {problem}; not added")
+        elif folder is not None and folder not in folders and not folder.is_relative_to(root):
+            folders.append(folder)
+    return folders, problems
+
+
+def model_note(folders: Sequence[Path]) -> str:
+    """What the model is told about the folders (appended to its system prompt)."""
+    listed = "\n".join(f"- {folder}" for folder in folders)
+    return (
+        "# Additional folders\n\nBesides the project, the editor added these folders to the "
+        "session: files in them may be read like the project's; a write there needs the "
+        f"user's approval:\n{listed}"
+    )
+
+
+def thread_note(folders: Sequence[Path]) -> str:
+    """What the user is told in the thread."""
+    listed = ", ".join(str(folder) for folder in folders)
+    return (
+        f"agentsh: the editor's additional folders are read without asking (a write there "
+        f"still asks): {listed}"
+    )
+
+
+def _checked(item: object, home: Path | None) -> tuple[str, Path | None]:
+    if not isinstance(item, str) or not item:
+        return "is not a path", None
+    shown = one_line(item[:_SHOWN_CHARS]) + ("…" if len(item) > _SHOWN_CHARS else "")
+    if one_line(item) != item or "\x00" in item:
+        return f"{shown} holds control characters", None
+    path = Path(item)
+    if not path.is_absolute():
+        return f"{shown} is not an absolute path", None
+    try:
+        real = Path(os.path.realpath(path))
+        is_dir = real.is_dir()
+    except (OSError, ValueError):
+        is_dir = False
+    if not is_dir:
+        return f"{shown} is not a folder", None
+    if real == Path(real.anchor):
+        return f"{shown} is the filesystem's root", None
+    if home is not None and home.is_relative_to(real):
+        return f"{shown} is the home folder or holds it", None
+    return "", real
+
+
+def _home() -> Path | None:
+    try:
+        return Path(os.path.realpath(Path.home()))
+    except (RuntimeError, KeyError, OSError):
+        return None
