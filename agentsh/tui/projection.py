@@ -272,12 +272,28 @@ def items_for(entry: AnyEntry, results: Mapping[str, ToolResultEntry]) -> list[C
                 )
             ]
         case ModelChangeEntry():
-            return [NoteItem(entry.id, f"model changed to {entry.model}")]
+            return [NoteItem(entry.id, model_changed(entry.model))]
         case BranchSummaryEntry():
             return [NoteItem(entry.id, f"branch summary: {entry.summary}")]
         case UnknownEntry():
             return [NoteItem(entry.id, f"unknown entry type {entry.type_name!r}", "warning")]
     return []  # a tool result (shown with its call), a label or leaf record
+
+
+def model_changed(model: str) -> str:
+    """The one wording of a model switch, live and reloaded."""
+    return f"model changed to {model}"
+
+
+def model_switch_items(session: Session, model: str) -> list[ChatItem]:
+    """What the chat shows for a ``/model`` switch: the items of the change it logged, as a
+    reload shows them. A session with nothing in it yet logs no change; the same line then
+    stands for it (and goes with the session, as nothing else in it does)."""
+    leaf = session.leaf_id
+    entry = session.get(leaf) if leaf is not None else None
+    if isinstance(entry, ModelChangeEntry) and entry.model == model:
+        return items_for(entry, {})
+    return [NoteItem("", model_changed(model))]
 
 
 def tool_item(call: ToolCall, message_id: str, result: ToolResultEntry | None) -> ToolItem:

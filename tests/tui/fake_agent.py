@@ -30,7 +30,14 @@ from agentsh.events import (
 )
 from agentsh.mcp.state import McpOverview
 from agentsh.memory.curated import MemorySnapshot
-from agentsh.session.entries import AnyEntry, BranchSummaryEntry, EntryAppended, Role, StopReason
+from agentsh.session.entries import (
+    AnyEntry,
+    BranchSummaryEntry,
+    EntryAppended,
+    ModelChangeEntry,
+    Role,
+    StopReason,
+)
 from agentsh.session.session import Session
 from agentsh.tools.approval import Denial
 
@@ -167,6 +174,12 @@ class FakeAgent:
     def set_model(self, model: str) -> None:
         self._model = model
         self._status = replace(self._status, model=model)
+        if self.session.leaf_id is not None:  # logged as the real agent logs it
+            self.session.append(
+                ModelChangeEntry(
+                    id=self.session.new_id(), parent_id=self.session.leaf_id, model=model
+                )
+            )
 
     def switch_session(self, session: Session) -> None:
         if session is not self.session:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from agentsh.events import Tier
 from agentsh.tui.activity import COMPACTING
-from agentsh.tui.projection import project_session
+from agentsh.tui.projection import model_switch_items, project_session
 
 if TYPE_CHECKING:
     from agentsh.tui.slash.command import CommandContext
@@ -36,7 +36,8 @@ async def model(ctx: CommandContext, arg: str) -> None:
         await ctx.view.note(f"Could not switch to {arg}: {exc}", "error")
         return
     ctx.view.show_status(agent.status())
-    await ctx.view.note(f"Model switched to {arg}.")
+    for item in model_switch_items(agent.session, arg):  # as a reload shows the change
+        await ctx.view.chat.append(item)
 
 
 async def compact(ctx: CommandContext, arg: str) -> None:
