@@ -21,10 +21,10 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
 from agentsh.config import ModelSettings
+from agentsh.llm.model_name import ModelSource, named_model
 
 DEFAULT_WINDOW = 128_000
 DEFAULT_MAX_OUTPUT = 8_192
@@ -46,14 +46,6 @@ class ModelInfo:
     input_cost_per_token: float
     output_cost_per_token: float
     known: bool  # litellm's cost map knows the model (else the figures are defaults)
-
-
-class ModelSource(StrEnum):
-    CLI = "command line"
-    ENV = "AGENTSH_MODEL"
-    CONFIG = "config"
-    PROVIDER_KEY = "provider key"
-    OLLAMA = "ollama"
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,14 +251,9 @@ def choose_model(
     ``settings.api_base``. May block up to the probe timeout: call it off the UI thread.
     """
     api_base = chosen_api_base(settings, env, cli_api_base)
-    named: tuple[tuple[str | None, ModelSource, str], ...] = (
-        (cli_model, ModelSource.CLI, "-m/--model"),
-        (env.get("AGENTSH_MODEL"), ModelSource.ENV, "AGENTSH_MODEL"),
-        (settings.name, ModelSource.CONFIG, "[model] name"),
-    )
-    for model, source, detail in named:
-        if model and model.strip():
-            return ModelChoice(model.strip(), api_base, source, detail)
+    named = named_model(settings, env, cli_model)
+    if named is not None:
+        return ModelChoice(named[0], api_base, named[1], named[2])
     for provider in PROVIDERS:
         if env.get(provider.key_env, "").strip():
             return ModelChoice(

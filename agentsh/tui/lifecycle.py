@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import replace
@@ -125,9 +126,14 @@ class SessionLifecycle:
     # -- start-up -----------------------------------------------------------------------------
 
     def initial_status(self) -> ContextStatus:
-        """What the first frame shows: the last model and window, from the cache."""
+        """What the first frame shows: the model the user named (``-m``, ``AGENTSH_MODEL``,
+        config), else the last one; its window when the cache knows it."""
+        from agentsh.llm.model_name import named_model  # light: no litellm, no urllib
+
         cached = self.view.ui_state
-        model = self.current.options.model or cached.model
+        settings = self.current.env.settings.model
+        named = named_model(settings, os.environ, self.current.options.model)
+        model = named[0] if named is not None else cached.model
         return ContextStatus(model=model, window=cached.window if model == cached.model else 0)
 
     def show_initial_status(self) -> None:

@@ -12,12 +12,12 @@ from typing import Any, ClassVar
 import pytest
 
 from agentsh.config import ModelSettings
+from agentsh.llm.model_name import ModelSource
 from agentsh.llm.models import (
     DEFAULT_LOCAL_WINDOW,
     DEFAULT_WINDOW,
     HELP_COLUMNS,
     PROVIDERS,
-    ModelSource,
     api_base_for,
     choose_model,
     chosen_api_base,

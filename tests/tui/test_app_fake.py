@@ -106,6 +106,35 @@ async def test_first_frame_shows_the_cached_model_and_loading_until_the_agent_is
         assert "loading…" not in str(bar.render())
 
 
+@pytest.mark.parametrize("where", ["config", "AGENTSH_MODEL"])
+async def test_first_frame_shows_the_model_the_user_named_not_no_model(
+    make_app: MakeApp, project: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    # No cache yet (a first run): the bar said "no model" until the agent loaded.
+    user = load_environment(project).user
+    if where == "config":
+        user.config_file.parent.mkdir(parents=True, exist_ok=True)
+        user.config_file.write_text('[model]\nname = "openai/named-model"\n')
+    else:
+        monkeypatch.setenv("AGENTSH_MODEL", " openai/named-model ")
+    release = threading.Event()
+
+    def slow_factory(e: Environment, s: Session, o: LaunchOptions) -> AgentAPI:
+        release.wait(10)
+        return FakeAgent(s, model="openai/named-model")
+
+    app = make_app(factory=slow_factory, environment=load_environment(project))
+    try:
+        async with app.run_test(size=(100, 24)) as pilot:
+            await pilot.pause()
+            bar = app.query_one(StatusBar)
+            assert bar.starting and bar.status.model == "openai/named-model"
+            shown = str(bar.render())
+            assert "openai/named-model" in shown and "no model" not in shown
+    finally:
+        release.set()
+
+
 async def test_a_message_streams_into_an_assistant_reply(make_app: MakeApp) -> None:
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
