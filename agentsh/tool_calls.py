@@ -217,6 +217,8 @@ class ToolCalls:
                 result = self._rewritten(tool, call, params, result)
             result = self._guarded(tool, params, call, self._redacted(result))
             result = self._with_nested_instructions(tool, params, result)
+            if ctx.approvals:  # what the user answered, shown again on reload
+                result = replace(result, details={**result.details, "approvals": ctx.approvals})
         emit_mcp_notices(host)
         entry = host.session.append_tool_result(
             call.id,

@@ -446,6 +446,10 @@ class Approver:
         )
         ctx.emit(request)
         decision = await _wait_for_decision(request, ctx)
+        if decision is not None and decision is not ApprovalDecision.NO_ANSWER:
+            ctx.approvals.append(
+                {"decision": decision.value, "summary": summary, "group": request.group}
+            )
         allowing = (ApprovalDecision.ALLOW_ONCE, ApprovalDecision.ALLOW_SESSION)
         if request.updated_input is not None and decision in (
             *allowing,

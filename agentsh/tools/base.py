@@ -71,6 +71,9 @@ class ToolContext:
     # Set by the approval when the user allowed this call to write outside the project; a
     # write that only leads outside by the time it runs (a link swapped in) is refused.
     outside_allowed: bool = False
+    # What the user answered to each approval the call asked ({"decision", "summary", "group"}):
+    # kept in the result's details ("approvals"), so a reload shows what the prompt showed.
+    approvals: list[dict[str, str]] = field(default_factory=list)
     # Set by the approval when the one who allowed the call rewrote its input (the Claude
     # Agent SDK's ``updatedInput``), parsed and checked again: the call runs with these.
     approved_params: Any = None

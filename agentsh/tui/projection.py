@@ -31,6 +31,7 @@ from agentsh.session.entries import (
     ToolResultEntry,
     UnknownEntry,
 )
+from agentsh.termsafe import printable
 from agentsh.values import ToolCall
 
 if TYPE_CHECKING:
@@ -263,7 +264,10 @@ def items_for(entry: AnyEntry, results: Mapping[str, ToolResultEntry]) -> list[C
             aborted = entry.stop_reason is StopReason.ABORTED
             if entry.content or aborted or entry.error or not entry.tool_calls:
                 items.append(AssistantItem(entry.id, entry.content, aborted, entry.error or ""))
-            items.extend(tool_item(c, entry.id, results.get(c.id)) for c in entry.tool_calls)
+            for call in entry.tool_calls:
+                result = results.get(call.id)
+                items.append(tool_item(call, entry.id, result))
+                items.extend(approval_items(result))
             return items
         case CompactionEntry():
             return [
@@ -296,6 +300,48 @@ def model_switch_items(session: Session, model: str) -> list[ChatItem]:
     return [NoteItem("", model_changed(model))]
 
 
+#: what the user answered to an approval, as the prompt says it once answered
+APPROVAL_OUTCOMES = {
+    "allow_once": "allowed once",
+    "allow_session": "allowed for this session",
+    "allow_group": "allowed for this session, with {group}",
+    "deny": "denied",
+}
+
+
+def approval_outcome(decision: str, group: str = "") -> str:
+    """``allowed once``, ``denied``, ... (``decision``: an ``ApprovalDecision`` value)."""
+    return APPROVAL_OUTCOMES[decision].format(group=group)
+
+
+def approval_items(result: ToolResultEntry | None) -> list[NoteItem]:
+    """The answered approvals a tool result records (``details["approvals"]``), each the line
+    its prompt collapsed to: ``bash: make: allowed once``. The log is read as untrusted: an
+    answer that is not one of the four, or not text, is left out; a log written before the
+    answers were kept has none."""
+    recorded = result.details.get("approvals") if result is not None else None
+    if result is None or not isinstance(recorded, list):
+        return []
+    items: list[NoteItem] = []
+    for answer in recorded:
+        if not isinstance(answer, dict):
+            continue
+        decision, summary, group = (answer.get(k, "") for k in ("decision", "summary", "group"))
+        if not isinstance(decision, str) or decision not in APPROVAL_OUTCOMES:
+            continue
+        if not isinstance(summary, str):
+            continue
+        group = group if isinstance(group, str) else ""
+        items.append(approval_note(result.id, summary, decision, group))
+    return items
+
+
+def approval_note(entry_id: str, summary: str, decision: str, group: str = "") -> NoteItem:
+    """The line an answered approval prompt collapses to: ``bash: make: allowed once``."""
+    kind = "warning" if decision == "deny" else "info"
+    return NoteItem(entry_id, f"{printable(summary)}: {approval_outcome(decision, group)}", kind)
+
+
 def tool_item(call: ToolCall, message_id: str, result: ToolResultEntry | None) -> ToolItem:
     """A tool call as one block: the call from its reply, the outcome from its result."""
     return ToolItem(
@@ -323,9 +369,11 @@ class Added:
 
 @dataclass(frozen=True, slots=True)
 class Finished:
-    """The tool call ``item.call_id`` has its result: its block shows ``item`` now."""
+    """The tool call ``item.call_id`` has its result: its block shows ``item`` now, and its
+    answered approvals (``approvals``) read as the log keeps them."""
 
     item: ToolItem
+    approvals: tuple[NoteItem, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,7 +427,9 @@ class Projector:
         self._take(entry)
         if isinstance(entry, ToolResultEntry):
             found = self._calls.get(entry.tool_call_id)
-            return [Finished(tool_item(found[0], found[1], entry))] if found else []
+            if found is None:
+                return []
+            return [Finished(tool_item(found[0], found[1], entry), tuple(approval_items(entry)))]
         changes: list[Change] = [Added(item) for item in items_for(entry, self._results)]
         if isinstance(entry, CompactionEntry) and self._kept_from > start:
             span = CompactionSpan(entry, len(self.path) - 1, start, self._kept_from)

@@ -71,6 +71,7 @@ class TurnView:
         self.reply: AssistantWidget | None = None  # streaming, its entry not written yet
         self.blocks: dict[str, ToolBlock] = {}  # this turn's mounted tool blocks, by call id
         self.pending: dict[str, ToolItem] = {}  # logged calls whose tool has not started
+        self.prompts: dict[str, list[ApprovalPrompt]] = {}  # approvals asked, by call id
         self.compaction: CompactionLine | None = None  # running, its entry not written yet
         self.logged_error = ""  # the error the newest logged reply carries (shown with it)
         self.logged_abort = False  # a reply was logged as aborted (its footer says so)
@@ -101,6 +102,7 @@ class TurnView:
                 # Asked before it is added: a user who scrolled up to read is not moved.
                 prompt = ApprovalPrompt(event, self.view.keymap, follow=chat.following)
                 await chat.append(NoteItem("", f"approval asked: {event.summary}"), prompt)
+                self.prompts.setdefault(event.call_id, []).append(prompt)
             case StatusChanged():
                 self.view.show_status(event.status)
             case Retrying():
@@ -144,8 +146,9 @@ class TurnView:
                 await self._compaction_logged(item)
             case Added(item=item):
                 await self.chat.append(item)
-            case Finished(item=item):
+            case Finished(item=item, approvals=approvals):
                 await self._tool_logged(item)
+                await self._approvals_logged(item.call_id, approvals)
             case Folded(item=item):
                 await self.chat.fold_archive(item)
                 self.path_changed.publish("compaction")
@@ -196,6 +199,16 @@ class TurnView:
             return
         block.finish(item.output, is_error=item.is_error, diff=item.diff)
         self.chat.set_item(block, item)
+
+    async def _approvals_logged(self, call_id: str, approvals: tuple[NoteItem, ...]) -> None:
+        """A call's result records the answers its prompts were given: each prompt's row
+        holds the logged line from now on (what a reload, or a remount, shows)."""
+        prompts = self.prompts.pop(call_id, [])
+        for index, item in enumerate(approvals):
+            if index < len(prompts):
+                self.chat.set_item(prompts[index], item)
+            else:  # answered where this chat did not ask (never expected)
+                await self.chat.append(item)
 
     def _compaction_failed(self, reason: str) -> None:
         """The running line shows the failure, and a remount draws it the same way (its row

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from agentsh.tui.activity import WAITING
-from agentsh.tui.projection import NoteItem, Projector, projector_for
+from agentsh.tui.projection import NoteItem, Projector, approval_note, projector_for
 from agentsh.tui.turn_view import TurnView
 from agentsh.tui.widgets.messages import QueuedMessage
 
@@ -155,6 +155,9 @@ class TurnRunner:
 
     def approval_decided(self, prompt: ApprovalPrompt, decision: ApprovalDecision) -> None:
         """Remember the answer as the row's data (a remount shows it) and give focus back."""
-        outcome = decision.value.replace("_", " ")
-        self.view.chat.set_item(prompt, NoteItem("", f"{prompt.request.summary}: {outcome}"))
+        chat, request = self.view.chat, prompt.request
+        shown = chat.item_of(prompt)
+        if not (isinstance(shown, NoteItem) and shown.entry_id):  # not logged yet (a denial
+            # is logged at once, and its line may have come before this message)
+            chat.set_item(prompt, approval_note("", request.summary, decision, request.group))
         self.view.prompt.focus()

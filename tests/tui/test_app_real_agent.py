@@ -16,6 +16,7 @@ from agentsh.config import ApprovalMode
 from agentsh.session.log import is_locked
 from agentsh.tui.app import AgentshApp
 from agentsh.tui.options import LaunchOptions
+from agentsh.tui.projection import NoteItem, project_session
 from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
 from agentsh.tui.widgets.messages import AssistantMessage, QueuedMessage, UserMessage
 from agentsh.tui.widgets.tool_block import ToolBlock
@@ -47,6 +48,15 @@ def _log_entries(app: AgentshApp) -> list[dict[str, object]]:
     path = agent_of(app).session.path
     assert path is not None
     return [json.loads(line) for line in path.read_text().splitlines()[1:]]
+
+
+def _answers(app: AgentshApp) -> list[str]:
+    """The logged approval lines of the live chat, checked equal to a reload's."""
+    chat = app.controller.view.chat
+    live = [r.item for r in chat.rows if isinstance(r.item, NoteItem) and r.item.entry_id]
+    reloaded = [i for i in project_session(agent_of(app).session) if isinstance(i, NoteItem)]
+    assert live == reloaded
+    return [i.text for i in live]
 
 
 async def test_a_streamed_answer_appears(real: MakeApp, scripted_server: ScriptedServer) -> None:
@@ -101,6 +111,9 @@ async def test_an_approval_is_granted(real: MakeApp, scripted_server: ScriptedSe
         assert not block.is_error and "approved-run" in block.output
         assert prompt.decision is not None and prompt.decision.value == "allow_once"
         assert [m.text for m in app.query(AssistantMessage) if m.text] == ["Ran it."]
+        # The answer is in the log: the chat shows the same line live and reloaded (-c).
+        summary = prompt.request.summary
+        assert _answers(app) == [f"{summary}: allowed once"]
 
 
 async def test_an_approval_is_denied(real: MakeApp, scripted_server: ScriptedServer) -> None:
@@ -119,6 +132,7 @@ async def test_an_approval_is_denied(real: MakeApp, scripted_server: ScriptedSer
         tool_messages = [m for m in scripted_server.requests[1].messages if m["role"] == "tool"]
         assert "user declined" in str(tool_messages[-1]["content"])
         assert app.query_one(ApprovalPrompt).has_class("denied")
+        assert _answers(app) == [f"{app.query_one(ApprovalPrompt).request.summary}: denied"]
 
 
 async def test_escape_cancels_mid_stream_and_the_log_marks_the_turn_aborted(

@@ -33,16 +33,10 @@ from textual.widgets import Static, TextArea
 from agentsh.events import ApprovalDecision, ApprovalRequest
 from agentsh.termsafe import printable
 from agentsh.tui.keys import KeyScope, bindings_for, display_key, spec
+from agentsh.tui.projection import approval_outcome
 from agentsh.tui.widgets.tool_block import diff_content
 
 DETAIL_ROWS = 16  # the detail box's height at most (agentsh.tcss); longer details scroll
-
-_DECISION_TEXT = {
-    ApprovalDecision.ALLOW_ONCE: "allowed once",
-    ApprovalDecision.ALLOW_SESSION: "allowed for this session",
-    ApprovalDecision.ALLOW_GROUP: "allowed for this session, with {group}",
-    ApprovalDecision.DENY: "denied",
-}
 
 
 class ApprovalDetail(VerticalScroll, can_focus=False):
@@ -224,7 +218,7 @@ class ApprovalPrompt(Vertical, can_focus=True):
                 self._collapse(self._outcome(self.decision))
 
     def _outcome(self, decision: ApprovalDecision) -> str:
-        return _DECISION_TEXT[decision].format(group=self.request.group)
+        return approval_outcome(decision.value, self.request.group)
 
     def _collapse(self, outcome: str) -> None:
         self._not_below()

@@ -241,6 +241,10 @@ class RowWindow(VerticalScroll):
                 row.item = item
                 return
 
+    def item_of(self, widget: Widget) -> ChatItem | None:
+        """What the row of ``widget`` records (None: not a row of this window)."""
+        return next((row.item for row in reversed(self.rows) if row.widget is widget), None)
+
     def discard(self, widget: Widget) -> None:
         """Take a live widget's row out (a live reply that turned out to hold nothing)."""
         if self._lock.locked():
