@@ -103,6 +103,20 @@ async def test_deny_returns_a_message_for_the_model(project: Path, ctx: ToolCont
     )
     assert denial is not None
     assert denial.startswith("The user declined bash: rm -rf /tmp/x; it was not run.")
+    # What the user answered goes with the call (the result's details keep it in the log).
+    assert ctx.approvals == [{"decision": "deny", "summary": "bash: rm -rf /tmp/x", "group": ""}]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("decision", [ApprovalDecision.ALLOW_ONCE, ApprovalDecision.NO_ANSWER])
+async def test_an_answer_is_kept_with_the_call_and_no_answer_is_not(
+    project: Path, ctx: ToolContext, decision: ApprovalDecision
+) -> None:
+    approver = Approver(ApprovalMode.ASK, project, interactive=True)
+    await authorize(approver, BashTool(), with_user(ctx, User(decision)), command="make")
+    answered = decision is not ApprovalDecision.NO_ANSWER
+    kept = [{"decision": "allow_once", "summary": "bash: make", "group": ""}] if answered else []
+    assert ctx.approvals == kept
 
 
 @pytest.mark.asyncio
@@ -297,6 +311,7 @@ async def test_cancel_while_waiting_returns_promptly(project: Path, ctx: ToolCon
     message = await asyncio.wait_for(task, 2)
     assert message == "Cancelled while waiting for the user's approval; bash: ls was not run."
     assert requests[0].decision.cancelled()  # the front end can see the prompt is void
+    assert ctx.approvals == []
 
 
 @pytest.mark.asyncio
@@ -322,6 +337,7 @@ async def test_a_withdrawn_prompt_counts_as_not_approved(project: Path, ctx: Too
     approver = Approver(ApprovalMode.ASK, project, interactive=True)
     message = await authorize(approver, BashTool(), ctx, command="ls")
     assert message is not None and "was not run" in message
+    assert ctx.approvals == []  # nobody answered: nothing to show as answered
 
 
 def test_mode_may_be_given_as_text(project: Path) -> None:
