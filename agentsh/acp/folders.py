@@ -6,9 +6,11 @@ the user had allowed reads beneath it for the session; a write there still asks,
 outside the project does: an editor's list of roots is no consent to changes outside the folder
 it opened (``--add-dir``, which the user types, is). The client is not trusted: each path must
 be absolute, name an existing folder and be printable, and the folder it leads to may be
-neither the filesystem's root nor the home folder or one holding it (that would open every
-secret of the user to reads without a question). A path refused is a line of warning in the
-thread, not a failed session; a folder inside the project adds nothing and is left out.
+neither the filesystem's root nor the home folder or one holding it, nor a hidden folder in
+the home folder (``~/.ssh``, ``~/.aws``, ``~/.config/gh``: where secrets live; a workspace
+root is never there). Any of those would open the user's secrets to reads without a question.
+A path refused is a line of warning in the thread, not a failed session; a folder inside the
+project adds nothing and is left out.
 """
 
 from __future__ import annotations
@@ -86,7 +88,15 @@ def _checked(item: object, home: Path | None) -> tuple[str, Path | None]:
         return f"{shown} is the filesystem's root", None
     if home is not None and home.is_relative_to(real):
         return f"{shown} is the home folder or holds it", None
+    if _hidden_under(real, home):
+        return f"{shown} is a hidden folder of the home folder (where secrets live)", None
     return "", real
+
+
+def _hidden_under(real: Path, home: Path | None) -> bool:
+    if home is None or not real.is_relative_to(home):
+        return False
+    return any(part.startswith(".") for part in real.relative_to(home).parts)
 
 
 def _home() -> Path | None:

@@ -37,6 +37,22 @@ def test_links_to_the_home_folder_and_folders_holding_it_are_refused(
     assert "\x1b" not in "".join(problems)
 
 
+def test_hidden_folders_of_the_home_folder_are_refused_even_through_a_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "me"
+    for sub in (".ssh", ".config/gh", "work/.venv", "code"):
+        (home / sub).mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    (tmp_path / "keys").symlink_to(home / ".ssh")
+    given = [str(home / ".ssh"), str(tmp_path / "keys"), str(home / ".config" / "gh")]
+    given += [str(home / "work" / ".venv"), str(home / "code")]
+    folders, problems = client_folders(given, tmp_path / "project")
+    assert folders == [home / "code"]
+    assert len(problems) == 4
+    assert all("hidden folder of the home folder" in problem for problem in problems)
+
+
 def test_a_flood_of_folders_is_cut(tmp_path: Path) -> None:
     folders, problems = client_folders([str(tmp_path)] * (MAX_FOLDERS + 5), tmp_path / "p")
     assert folders == [tmp_path]
