@@ -3,7 +3,8 @@
 :func:`agentsh.config.load_config` walks the TOML tables; each leaf value comes here with its
 field's type hint and the metadata ``_num``/``_choice`` declared next to the field. The answer is
 the value to use (an integer-valued float made an int, a number made a float) or a :class:`Bad`
-saying in words what is allowed, which becomes a ``ConfigProblem`` while the default stays.
+saying in words what is allowed, which becomes a :class:`ConfigProblem` (defined here, so the
+project limits of :mod:`agentsh.config_project` can report too) while the default stays.
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ from __future__ import annotations
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from agentsh.termsafe import one_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +23,20 @@ class Bad:
     """Why a configured value was refused (the caller keeps the default)."""
 
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigProblem:
+    """One bad setting, ignored in favour of its default."""
+
+    file: Path
+    key: str
+    message: str
+
+    def __str__(self) -> str:
+        # One line whatever the file's names and keys hold: printed as-is, a newline in a
+        # project's TOML key would forge a line of agentsh's own.
+        return one_line(f"{self.file}: {self.key}: {self.message}")
 
 
 def check_value(hint: Any, meta: Mapping[str, Any], value: Any) -> Any:

@@ -226,7 +226,7 @@ def describe_settings(raw: dict[str, object]) -> str:
     """What a project's settings would change, in one line: every key that would take
     effect (padding with harmless keys cannot push one out of sight), then those refused
     whatever the answer (the model, its server, key bindings, ...), so the line is honest."""
-    from agentsh.config import ignored_in_project  # config imports this module
+    from agentsh.config_project import ignored_in_project  # only when a project has settings
 
     pairs = sorted(_dotted_keys(raw), key=lambda pair: pair[0])
     if not pairs:

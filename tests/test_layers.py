@@ -35,7 +35,9 @@ LAYERS: dict[str, int] = {
     "programs": 1,
     "trust": 1,
     "config": 1,
+    "config_settings": 1,
     "config_values": 1,
+    "config_project": 1,
     # 2 - the log and the model door, side by side and blind to each other
     "session": 2,
     "llm": 2,
