@@ -53,6 +53,7 @@ from agentsh.tools.approval import Approver, Denial
 from agentsh.tools.base import ToolRegistry
 from agentsh.tools.host import ToolHost
 from agentsh.tools.memory import MemoryTool
+from agentsh.tools.rules import ToolRules
 from agentsh.turn import LoopShare, Turn
 
 DEFAULT_MAX_STEPS = 200
@@ -137,7 +138,7 @@ class Agent:
                 count=self._count,
                 # A bare deny rule (--disallowedTools mcp__git) takes them away, as it does
                 # a built-in tool.
-                hidden=approver.rules.hidden_tools,
+                hidden=lambda names: self.approver.rules.hidden_tools(names),
                 terse=lambda: self.tools.terse,
             )
             tools.add_source(self.mcp_tools)
@@ -207,6 +208,34 @@ class Agent:
         reads, whatever the mode (the refusal tells the model why)."""
         self.approver.mode = ApprovalMode(mode)
         self.approver.plan = plan
+
+    @property
+    def tool_rules(self) -> ToolRules:
+        return self.approver.rules
+
+    def set_tool_rules(self, rules: ToolRules) -> None:
+        """The allow and deny rules from the next call on (a bare deny rule also takes an MCP
+        tool out of the model's list)."""
+        self.approver.rules = rules
+
+    @property
+    def folders(self) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+        """The folders outside the project the tools may write (``--add-dir``) and those they
+        may only read without asking (an editor's additional directories)."""
+        return self.approver.added_dirs, self.approver.read_dirs
+
+    def set_folders(
+        self,
+        *,
+        added: Sequence[Path] | None = None,
+        read: Sequence[Path] | None = None,
+        note: str | None = None,
+    ) -> None:
+        """Replace the folders given (None: kept), from the next call on; ``note`` replaces
+        what the end of the system prompt tells the model (an editor's folders)."""
+        self.approver.set_folders(added=added, read=read)
+        if note is not None:
+            self.prompt.appended = note
 
     def system_prompt(self) -> str:
         return self.prompt.render()

@@ -17,7 +17,8 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
+    from pathlib import Path
 
     from agentsh.checkpoints.session_files import SessionFiles
     from agentsh.config import ApprovalMode
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from agentsh.session.entries import BranchSummaryEntry
     from agentsh.session.session import Session
     from agentsh.tools.approval import Denial
+    from agentsh.tools.rules import ToolRules
 
 
 class AgentAPI(Protocol):
@@ -76,6 +78,32 @@ class AgentAPI(Protocol):
 
     def set_approval_mode(self, mode: ApprovalMode, *, plan: bool = False) -> None:
         """Change the approval mode (and plan mode) from the next tool call on."""
+        ...
+
+    @property
+    def tool_rules(self) -> ToolRules:
+        """The allow and deny rules calls are checked against (``--allowedTools``...)."""
+        ...
+
+    def set_tool_rules(self, rules: ToolRules) -> None:
+        """Replace the rules from the next tool call on."""
+        ...
+
+    @property
+    def folders(self) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+        """The folders beside the project written like it (``--add-dir``), and those only
+        read without asking (an editor's additional directories)."""
+        ...
+
+    def set_folders(
+        self,
+        *,
+        added: Sequence[Path] | None = None,
+        read: Sequence[Path] | None = None,
+        note: str | None = None,
+    ) -> None:
+        """Replace either list (None keeps it) from the next call on; ``note`` replaces what
+        the end of the system prompt tells the model about them."""
         ...
 
     # -- work: streams of events ----------------------------------------------------------------

@@ -19,11 +19,10 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from agentsh.termsafe import one_line
+from agentsh.tools.granted_folders import checked_folder
 
 #: More roots than any workspace has: the rest is refused, in one line.
 MAX_FOLDERS = 32
-_SHOWN_CHARS = 200
 
 
 def client_folders(given: Sequence[object] | None, project: Path) -> tuple[list[Path], list[str]]:
@@ -39,9 +38,8 @@ def client_folders(given: Sequence[object] | None, project: Path) -> tuple[list[
         )
         items = items[:MAX_FOLDERS]
     root = Path(os.path.realpath(project))
-    home = _home()
     for item in items:
-        problem, folder = _checked(item, home)
+        problem, folder = checked_folder(item)
         if problem:
             problems.append(f"the editor's additional folder {problem}; not added")
         elif folder is not None and folder not in folders and not folder.is_relative_to(root):
@@ -66,41 +64,3 @@ def thread_note(folders: Sequence[Path]) -> str:
         f"agentsh: the editor's additional folders are read without asking (a write there "
         f"still asks): {listed}"
     )
-
-
-def _checked(item: object, home: Path | None) -> tuple[str, Path | None]:
-    if not isinstance(item, str) or not item:
-        return "is not a path", None
-    shown = one_line(item[:_SHOWN_CHARS]) + ("…" if len(item) > _SHOWN_CHARS else "")
-    if one_line(item) != item or "\x00" in item:
-        return f"{shown} holds control characters", None
-    path = Path(item)
-    if not path.is_absolute():
-        return f"{shown} is not an absolute path", None
-    try:
-        real = Path(os.path.realpath(path))
-        is_dir = real.is_dir()
-    except (OSError, ValueError):
-        is_dir = False
-    if not is_dir:
-        return f"{shown} is not a folder", None
-    if real == Path(real.anchor):
-        return f"{shown} is the filesystem's root", None
-    if home is not None and home.is_relative_to(real):
-        return f"{shown} is the home folder or holds it", None
-    if _hidden_under(real, home):
-        return f"{shown} is a hidden folder of the home folder (where secrets live)", None
-    return "", real
-
-
-def _hidden_under(real: Path, home: Path | None) -> bool:
-    if home is None or not real.is_relative_to(home):
-        return False
-    return any(part.startswith(".") for part in real.relative_to(home).parts)
-
-
-def _home() -> Path | None:
-    try:
-        return Path(os.path.realpath(Path.home()))
-    except (RuntimeError, KeyError, OSError):
-        return None

@@ -2,7 +2,8 @@
 (Claude Code's control protocol, as the Claude Agent SDK's ``ClaudeSDKClient`` speaks it).
 
 ``initialize`` succeeds; ``interrupt`` stops the running turn as Ctrl+C does;
-``set_permission_mode`` switches the approval mode; ``set_model`` switches the model (from the
+``set_permission_mode`` switches the approval mode (not to ``bypassPermissions`` when
+``--settings`` disabled it); ``set_model`` switches the model (from the
 next turn when one is running; none: back to the model the run started with); ``mcp_status``
 lists the MCP servers with their state and tools, ``mcp_toggle`` / ``mcp_reconnect`` disable,
 enable or restart one; ``get_context_usage`` answers where the context's tokens go, in Claude
@@ -33,8 +34,15 @@ class Controls:
     """Answers control requests for one run; ``first_model`` is what ``set_model`` with no
     model goes back to."""
 
-    def __init__(self, agent: AgentAPI, interrupt: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        agent: AgentAPI,
+        interrupt: Callable[[], None] | None = None,
+        *,
+        bypass_allowed: bool = True,
+    ) -> None:
         self.agent = agent
+        self.bypass_allowed = bypass_allowed  # False: --settings disabled bypassPermissions
         self.interrupt = interrupt or agent.cancel  # stops the running turn
         self.first_model = agent.model
         self._next_model: str | None = None  # asked for while a turn ran: from the next one
@@ -57,6 +65,10 @@ class Controls:
                 mode = str(body.get("mode"))
                 if mode not in PERMISSION_MODES:
                     return control_response(request, f"agentsh has no permission mode {mode!r}")
+                if mode == "bypassPermissions" and not self.bypass_allowed:
+                    return control_response(
+                        request, "--settings disables bypassPermissions for this run"
+                    )
                 agent.set_approval_mode(PERMISSION_MODES[mode], plan=mode == "plan")
                 return control_response(request)
             case "set_model":

@@ -11,9 +11,10 @@ result's ``permission_denials`` as Claude Code does. An ``allow`` with another `
 runs the call with that input, as Claude Code does, once the approver has checked it: it must
 fit the tool's parameters and need no approval beyond this one (not outside the project, not a
 protected file, not what a deny rule forbids); else the call is refused and listed as denied
-(:mod:`agentsh.tools.approval`). The result the model reads and the log say what ran. Rules or
-a mode sent along (``updatedPermissions``, a host's "always allow") are not applied, and a
-warning line says so.
+(:mod:`agentsh.tools.approval`). The result the model reads and the log say what ran. Rules, a
+mode or folders sent along (``updatedPermissions``, a host's "always allow") hold for the rest
+of the run (:mod:`.permission_updates`); what could not be applied, or was not saved where the
+host asked, is a warning line.
 """
 
 from __future__ import annotations
@@ -21,10 +22,14 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentsh.events import ApprovalDecision, ApprovalRequest, AssistantMessage
 from agentsh.headless.stream_input import ControlResponse
+from agentsh.termsafe import one_line
+
+if TYPE_CHECKING:
+    from agentsh.headless.permission_updates import PermissionUpdates
 
 #: the only prompt tool agentsh takes (an MCP tool as the prompt is not supported)
 STDIO = "stdio"
@@ -38,10 +43,12 @@ class StdioPermissions:
         write: Callable[[dict[str, Any]], None],
         interrupt: Callable[[], None],
         warn: Callable[[str], None] = lambda _text: None,
+        updates: PermissionUpdates | None = None,
     ):
         self._write = write
         self._interrupt = interrupt
         self._warn = warn  # one line for the user (stderr)
+        self._updates = updates  # None: updatedPermissions are named as not applied
         self._ids = itertools.count(1)
         self._inputs: dict[str, dict[str, Any]] = {}  # call id -> the model's arguments
         self._asked: dict[str, ApprovalRequest] = {}  # our request id -> the waiting request
@@ -91,11 +98,7 @@ class StdioPermissions:
             if updated != asked_input:  # checked by the approver before it runs
                 request.updated_input = updated
             if body.get("updatedPermissions"):
-                self._warn(
-                    f"{request.summary}: allowed once; the updatedPermissions that came with "
-                    "the answer are not applied (agentsh adds no rule while it runs: give "
-                    "them as --allowedTools / --permission-mode)"
-                )
+                self._permissions(request, body["updatedPermissions"])
             request.decision.set_result(ApprovalDecision.ALLOW_ONCE)
             return True
         self.denied.append(
@@ -107,6 +110,17 @@ class StdioPermissions:
         if body.get("interrupt") is True:
             self._interrupt()
         return True
+
+    def _permissions(self, request: ApprovalRequest, updates: object) -> None:
+        """Apply the updates that came with an allow; a warning line for each problem."""
+        if self._updates is None:
+            self._warn(
+                f"{one_line(request.summary)}: allowed once; the updatedPermissions that came "
+                "with the answer are not applied"
+            )
+            return
+        for problem in self._updates.apply(updates):
+            self._warn(f"{one_line(request.summary)}: updatedPermissions: {problem}")
 
     def _withdraw(self, request_id: str) -> None:
         """The turn stopped waiting for the answer (still asked: nobody answered yet)."""

@@ -156,7 +156,17 @@ def main(args: argparse.Namespace) -> int:
         agent.cancel()
 
     try:
-        asks = StdioPermissions(output.write, interrupt, _warn) if prompt_tool is not None else None
+        asks = None
+        if prompt_tool is not None:
+            from agentsh.headless.permission_updates import PermissionUpdates
+
+            updates = PermissionUpdates(
+                agent,
+                cwd,
+                env.project.root,
+                bypass_allowed=not getattr(args, "_bypass_disabled", False),
+            )
+            asks = StdioPermissions(output.write, interrupt, _warn, updates)
         code = asyncio.run(_drive(agent, output, first, streaming_in, args, asks, interrupt))
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("agentsh: interrupted", file=sys.stderr)
@@ -260,7 +270,9 @@ async def _read_turns(
     answered at once (an interrupt while a turn runs stops it), answers to approval questions
     handed to ``asks``."""
     reader = LineReader(sys.stdin.buffer)
-    controls = Controls(agent, interrupt)
+    controls = Controls(
+        agent, interrupt, bypass_allowed=not getattr(args, "_bypass_disabled", False)
+    )
     waiting: deque[UserInput] = deque([UserInput(first)] if first is not None else [])
     codes: list[int] = []
     ended = False

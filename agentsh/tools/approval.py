@@ -121,6 +121,15 @@ class Approver:
         self._allowed_armed: set[str] = set()  # digests of repositories' programs allowed
         self._read_dirs: set[Path] = set()  # folders outside the project allowed for reads
 
+    def set_folders(
+        self, *, added: Sequence[Path] | None = None, read: Sequence[Path] | None = None
+    ) -> None:
+        """Replace the written (``added``) or read-only (``read``) folders; None keeps them."""
+        if added is not None:
+            self.added_dirs = tuple(dict.fromkeys(d.resolve() for d in added))
+        if read is not None:
+            self.read_dirs = tuple(dict.fromkeys(Path(os.path.realpath(d)) for d in read))
+
     @property
     def session_allowed(self) -> frozenset[str]:
         """Tools the user allowed for the rest of the session."""

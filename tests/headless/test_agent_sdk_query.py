@@ -18,12 +18,14 @@ from claude_agent_sdk import (
     ClaudeAgentOptions,
     PermissionResultAllow,
     PermissionResultDeny,
+    PermissionUpdate,
     ResultMessage,
     SystemMessage,
     ToolPermissionContext,
     ToolUseBlock,
     query,
 )
+from claude_agent_sdk.types import PermissionRuleValue
 
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer, text, tool_call, tool_calls
@@ -207,6 +209,77 @@ def test_can_use_tool_may_rewrite_the_input_within_agentshs_own_checks(
     ]
     assert results[0].details["input"] == {"command": "touch rewritten.txt", "timeout": None}
     assert "input" not in results[1].details
+
+
+def test_updated_permissions_hold_for_the_rest_of_the_run(
+    tmp_path: Path, scripted_server: ScriptedServer, project: Path, agentsh_home: Path
+) -> None:
+    """``PermissionResultAllow(updated_permissions=[...])``, a host's "always allow": the rule
+    and the folder hold for the later calls (only a warning before, and the same command was
+    asked again); the project's settings are not written, and a hidden folder of the home
+    folder is not opened to reads."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("notes from the other folder\n")
+    key = str(home / ".ssh" / "id_ed25519")
+    scripted_server.script(
+        tool_call("bash", {"command": "touch first.txt"}),
+        tool_calls(
+            ("bash", {"command": "touch second.txt"}),
+            ("read", {"path": str(other / "notes.txt")}),
+            ("read", {"path": key}),
+        ),
+        text("done"),
+    )
+    asked: list[str] = []
+    stderr: list[str] = []
+
+    async def can_use_tool(
+        name: str, tool_input: dict[str, Any], context: ToolPermissionContext
+    ) -> PermissionResultAllow | PermissionResultDeny:
+        asked.append(tool_input.get("command") or tool_input.get("path", ""))
+        if name == "read":
+            return PermissionResultDeny(message="not the keys")
+        always = [
+            PermissionUpdate(
+                "addRules",
+                rules=[PermissionRuleValue("Bash", "touch:*")],
+                behavior="allow",
+                destination="projectSettings",
+            ),
+            PermissionUpdate("addDirectories", directories=[str(other), str(home / ".ssh")]),
+        ]
+        return PermissionResultAllow(updated_permissions=always)
+
+    options = ClaudeAgentOptions(
+        cli_path=str(_cli(tmp_path, scripted_server)),
+        cwd=str(project),
+        can_use_tool=can_use_tool,
+        stderr=stderr.append,
+        env={"OPENAI_API_KEY": FAKE_KEY, "AGENTSH_HOME": str(agentsh_home), "HOME": str(home)},
+    )
+
+    async def prompts() -> AsyncIterator[dict[str, Any]]:
+        yield {"type": "user", "message": {"role": "user", "content": "touch and read"}}
+
+    async def run() -> list[Any]:
+        return [m async for m in query(prompt=prompts(), options=options)]
+
+    messages = anyio.run(run)
+    assert asked == ["touch first.txt", key]  # touch second.txt and the notes: not asked
+    assert (project / "first.txt").exists() and (project / "second.txt").exists()
+    result = messages[-1]
+    assert isinstance(result, ResultMessage) and result.result == "done"
+    results = [m["content"] for m in scripted_server.requests[2].messages if m["role"] == "tool"]
+    assert "notes from the other folder" in results[-2]
+    assert "PRIVATE KEY" not in str(results)
+    said = "\n".join(stderr)
+    assert "not saved to projectSettings" in said
+    assert "hidden folder of the home folder" in said
+    assert not (project / ".claude").exists()
 
 
 def test_every_flag_the_sdk_builds_is_taken_or_refused_by_name(tmp_path: Path) -> None:

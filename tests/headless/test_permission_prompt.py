@@ -97,10 +97,11 @@ def test_control_response_lines_are_read() -> None:
 
 
 @pytest.mark.asyncio
-async def test_permission_updates_the_host_sends_are_named_as_not_applied() -> None:
+async def test_permission_updates_without_an_applier_are_named_as_not_applied() -> None:
     """``PermissionResultAllow(updated_permissions=[...])`` (an "always allow" in the host's
-    UI): agentsh allows the call once and says the rules were not added, rather than dropping
-    them in silence (the host would wonder why it is asked again)."""
+    UI) with nothing to apply them (a run builds one: test_permission_updates): the call is
+    allowed once and a line says the rules were not added, rather than dropping them in
+    silence (the host would wonder why it is asked again)."""
     lines: list[dict[str, Any]] = []
     warnings: list[str] = []
     asks = StdioPermissions(lines.append, lambda: None, warnings.append)
@@ -121,4 +122,4 @@ async def test_permission_updates_the_host_sends_are_named_as_not_applied() -> N
     assert asks.answer(ControlResponse(lines[0]["request_id"], answer))
     assert request.decision.result() is ApprovalDecision.ALLOW_ONCE
     [warning] = warnings
-    assert "updatedPermissions" in warning and "--allowedTools" in warning
+    assert "updatedPermissions" in warning and "not applied" in warning
