@@ -287,6 +287,8 @@ class Notice(Event):
 class ErrorOccurred(Event):
     kind: ErrorKind
     message: str
+    #: the HTTP status of the model API's answer when the model call failed with one
+    status: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -209,7 +209,7 @@ class Turn:
                     if await host.context.on_overflow():
                         continue
                 self._record_error(err.message)
-                emit(ErrorOccurred(err.kind, err.message))
+                emit(ErrorOccurred(err.kind, err.message, err.status))
                 self._end(TurnOutcome.ERROR, text=state.text, error=err.message)
                 return None
             entry = host.session.append_message(

@@ -6,7 +6,8 @@ line, ``assistant`` and ``user`` messages whose content blocks are ``text``, ``t
 ``result``, ``total_cost_usd``, ``num_turns``, durations, ``usage`` and ``terminal_reason``
 (why the turn's loop ended: ``completed``, ``max_turns``, ``aborted_streaming`` or
 ``aborted_tools`` for an interrupt while the model or a tool ran, ``prompt_too_long``,
-``model_error``); every line carries the ``session_id``. :class:`ClaudeCodeStream` turns agent
+``model_error``) and ``api_error_status`` (the HTTP status of a failed model call's answer,
+null otherwise); every line carries the ``session_id``. :class:`ClaudeCodeStream` turns agent
 events into those lines. What Claude Code
 has no shape for (notices, retries, compactions) becomes a ``system`` line with its own subtype,
 which such consumers accept and pass over. agentsh's own event names stay available as
@@ -110,6 +111,7 @@ class RunTotals(Tally):
     #: per model that answered (two after a --fallback-model took over)
     models: dict[str, Tally] = field(default_factory=dict)
     error_kind: ErrorKind | None = None  # of the last error the turn met
+    api_error_status: int | None = None  # the HTTP status of a failed model call's answer
     tools_running: int = 0  # started, not finished yet
     interrupted_in: str = ""  # "tools" or "streaming": where the user stopped the turn
 
@@ -282,6 +284,7 @@ class ClaudeCodeStream:
             case ErrorOccurred():
                 self.totals.errors.append(event.message)
                 self.totals.error_kind = event.kind
+                self.totals.api_error_status = event.status
             case TurnEnded():
                 self.totals.outcome = event.outcome
                 self.totals.answer = event.text
@@ -313,6 +316,7 @@ class ClaudeCodeStream:
                 for model, tally in (totals.models or {self.model: Tally()}).items()
             },
             "permission_denials": denials,
+            "api_error_status": totals.api_error_status,
             "uuid": str(uuid.uuid4()),
         }
         if (reason := totals.terminal_reason) is not None:

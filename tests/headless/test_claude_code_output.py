@@ -133,6 +133,7 @@ def test_limits_and_failures_have_claude_codes_error_subtypes(
     assert result.subtype == "error_during_execution" and result.is_error
     assert result.errors and "nonsense" in result.errors[-1]
     assert result.terminal_reason == "model_error"
+    assert result.api_error_status == 400  # the model API's HTTP status (it was missing)
 
     scripted_server.script(tool_call("ls", {"path": "."}), text("never"))
     run = run_agentsh("-p", "list", "--output-format", "json", "--max-turns", "1")
@@ -140,6 +141,7 @@ def test_limits_and_failures_have_claude_codes_error_subtypes(
     (result,) = _parsed(run)
     assert result.subtype == "error_max_turns" and result.is_error
     assert result.terminal_reason == "max_turns"
+    assert result.api_error_status is None and '"api_error_status": null' in run.stdout
 
 
 def test_plan_mode_neither_edits_nor_runs_and_reports_the_denials(
