@@ -44,6 +44,7 @@ from agentsh.session.entries import (
     BranchSummaryEntry,
     EntryAppended,
     ModelChangeEntry,
+    ToolResultEntry,
     Usage,
 )
 from agentsh.session.session import Session
@@ -193,6 +194,20 @@ class Agent:
             memory,
             self.mcp_tools.counted() if self.mcp_tools is not None else (),
             compaction_point(self.context.engine.auto_tier, breakdown.window) if automatic else 0,
+            nested=self._nested_in_context(),
+        )
+
+    def _nested_in_context(self) -> tuple[CountedFile, ...]:
+        """The nested AGENTS.md files loaded this session whose text a tool result in the
+        context still carries (pruning or a compaction may have taken it out)."""
+        if not self.nested.loaded:
+            return ()
+        view = self.context.accounting.view()
+        results = [view.result_content(e) for e in view.entries if isinstance(e, ToolResultEntry)]
+        return tuple(
+            CountedFile(str(path), "project", self._count(block))
+            for path, block in self.nested.loaded
+            if any(block in content for content in results)
         )
 
     @property

@@ -157,7 +157,8 @@ class NestedInstructions:
         self.enabled = enabled
         # The folders the start-up files came from are done, loaded or not.
         self._seen: set[Path] = set(folders_down_to(self.root, cwd))
-        self.loaded: list[Path] = []
+        # Each file loaded, with the text the model was given for it (in a tool's result).
+        self.loaded: list[tuple[Path, str]] = []
 
     def after_touch(self, path: Path) -> NestedLoad:
         """What to add to the result of a tool that touched ``path``, and what to tell."""
@@ -185,12 +186,13 @@ class NestedInstructions:
         for found in reversed(taken):  # general first, the closest last
             shown = _shown(found.path, self.root)
             folder = _shown(found.path.parent, self.root)
-            self.loaded.append(found.path)
             load.loaded.append(f"Loaded {shown}: instructions for the files under {folder}/")
-            blocks.append(
+            block = (
                 f"Instructions for the files under {folder}/ ({shown}; a file's closest "
                 f"AGENTS.md wins over those above it):\n{fence_project(found.text.strip(), shown)}"
             )
+            self.loaded.append((found.path, block))
+            blocks.append(block)
         load.block = "\n\n".join(blocks)
         return load
 

@@ -81,6 +81,9 @@ class ContextUsage:
     memory: tuple[CountedFile, ...] = ()  # MEMORY.md and USER.md, in ``breakdown.memory``
     mcp_tools: tuple[CountedTool, ...] = ()
     compacts_at: int = 0  # the usage at which automatic compaction starts; 0: it does not
+    # AGENTS.md files below the working folder, loaded into a tool's result on the first touch
+    # of a file under them: those whose text the context still holds (not pruned or compacted)
+    nested: tuple[CountedFile, ...] = ()
 
 
 def compaction_point(auto_tier: Callable[[int, int], Tier], window: int) -> int:

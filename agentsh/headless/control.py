@@ -8,7 +8,8 @@ next turn when one is running; none: back to the model the run started with); ``
 lists the MCP servers with their state and tools, ``mcp_toggle`` / ``mcp_reconnect`` disable,
 enable or restart one; ``get_context_usage`` answers where the context's tokens go, in Claude
 Code's categories (system prompt, system tools, MCP tools, memory files, messages, the buffer
-automatic compaction keeps, free space), with each AGENTS.md and memory file, each MCP tool,
+automatic compaction keeps, free space), with each AGENTS.md (those below the working folder
+loaded on a touch too, while the context holds them) and memory file, each MCP tool,
 and agentsh's own breakdown (``agentsh context --json``'s fields) under ``agentsh``. Any other
 request is refused by name, so the host's call raises rather than waiting.
 """
@@ -115,12 +116,13 @@ def context_usage(usage: ContextUsage) -> dict[str, Any]:
     as Claude Code lists its deferred tools."""
     b = usage.breakdown
     instructions = sum(f.tokens for f in usage.instructions)
+    nested = sum(f.tokens for f in usage.nested)  # in tool results: out of "Messages"
     deferred = sum(t.tokens for t in usage.mcp_tools if not t.loaded)
     counted = {
         "System prompt": (max(0, b.system - instructions), "promptBorder"),
         "System tools": (max(0, b.tools - b.mcp_tools), "inactive"),
         "MCP tools": (b.mcp_tools, "cyan_FOR_SUBAGENTS_ONLY"),
-        "Memory files": (instructions + b.memory, "claude"),
+        "Memory files": (instructions + nested + b.memory, "claude"),
     }
     fixed = sum(tokens for tokens, _color in counted.values())
     counted["Messages"] = (max(0, b.used - fixed), "purple_FOR_SUBAGENTS_ONLY")
@@ -149,7 +151,9 @@ def context_usage(usage: ContextUsage) -> dict[str, Any]:
         "percentage": round(100.0 * total / b.window, 1) if b.window else 0.0,
         "model": b.model,
         "isAutoCompactEnabled": bool(usage.compacts_at),
-        "memoryFiles": [_memory_file(f) for f in (*usage.instructions, *usage.memory)],
+        "memoryFiles": [
+            _memory_file(f) for f in (*usage.instructions, *usage.nested, *usage.memory)
+        ],
         "mcpTools": [
             {"name": t.name, "serverName": t.server, "tokens": t.tokens, "isLoaded": t.loaded}
             for t in usage.mcp_tools

@@ -80,3 +80,21 @@ def test_poisoned_summary_instructions_are_left_out_with_one_line(project: Path)
         assert made.env.settings.context.summary_instructions == fine
     finally:
         made.close()
+
+
+def test_context_usage_lists_the_nested_instruction_files_the_context_still_holds(
+    agent: Agent, project: Path
+) -> None:
+    """A nested AGENTS.md is in the context as part of a tool's result: listed (with its
+    tokens) while that result carries it; one whose text no result holds (as after pruning or a
+    compaction) is not."""
+    from agentsh.values import Role, ToolCall
+
+    kept, gone = project / "a" / "AGENTS.md", project / "b" / "AGENTS.md"
+    agent.nested.loaded = [(kept, "Instructions for a/: " * 20), (gone, "Instructions for b/")]
+    agent.session.append_message(Role.USER, "read a/x.py")
+    call = ToolCall("c1", "read", '{"path": "a/x.py"}')
+    agent.session.append_message(Role.ASSISTANT, "", tool_calls=(call,))
+    agent.session.append_tool_result("c1", "read", "x = 1\n\n" + "Instructions for a/: " * 20)
+    [counted] = agent.context_usage().nested
+    assert (counted.path, counted.scope) == (str(kept), "project") and counted.tokens > 20

@@ -102,6 +102,49 @@ def test_get_context_usage_answers_claude_codes_breakdown_from_the_accounting(
     assert usage["agentsh"]["tier"] == "none" and usage["agentsh"]["turns"] == 1
 
 
+def test_get_context_usage_lists_the_nested_agents_md_the_agent_loaded(
+    tmp_path: Path, scripted_server: ScriptedServer, project: Path, agentsh_home: Path
+) -> None:
+    """An AGENTS.md below the working folder joins the context with the first read of a file
+    under it: memoryFiles lists it beside the root's, and its tokens count as memory files, not
+    messages (it was missing: only the start-up files were listed)."""
+    (project / "AGENTS.md").write_text("Root rules.\n")
+    (project / "pkg").mkdir()
+    (project / "pkg" / "AGENTS.md").write_text("Package rules: keep functions pure. " * 30)
+    (project / "pkg" / "mod.py").write_text("x = 1\n")
+    scripted_server.script(tool_call("read", {"path": "pkg/mod.py"}), text("read it"))
+    options = ClaudeAgentOptions(
+        cli_path=str(_cli(tmp_path, scripted_server)),
+        cwd=str(project),
+        allowed_tools=["Read"],
+        extra_args={"trust-project": None},
+        env={"OPENAI_API_KEY": FAKE_KEY, "AGENTSH_HOME": str(agentsh_home)},
+    )
+
+    async def run() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with ClaudeSDKClient(options) as client:
+            before = await client.get_context_usage()
+            await client.query("read pkg/mod.py")
+            messages = [m async for m in client.receive_response()]
+            assert isinstance(messages[-1], ResultMessage) and not messages[-1].is_error
+            after = await client.get_context_usage()
+        return dict(before), dict(after)
+
+    before, after = anyio.run(run)
+    nested = str(project / "pkg" / "AGENTS.md")
+    assert nested not in {f["path"] for f in before["memoryFiles"]}
+    files = {f["path"]: f for f in after["memoryFiles"]}
+    assert str(project / "AGENTS.md") in files
+    assert files[nested]["type"] == "Project" and files[nested]["tokens"] > 100
+    tokens = {c["name"]: c["tokens"] for c in after["categories"]}
+    assert sum(f["tokens"] for f in after["memoryFiles"]) <= tokens["Memory files"]
+    assert (
+        tokens["Memory files"]
+        >= files[nested]["tokens"] + files[str(project / "AGENTS.md")]["tokens"]
+    )
+    assert "Package rules" in str(scripted_server.requests[1].messages)
+
+
 def test_mcp_definitions_behind_mcp_search_are_listed_deferred_and_not_counted() -> None:
     """Over the MCP budget the model gets ``mcp_search`` instead of the definitions: they are
     listed as Claude Code lists its deferred tools, outside the used total. Without automatic
