@@ -96,7 +96,9 @@ class Worker:
     ) -> None:
         try:
             if self._loading is not None:
-                await self._loading
+                # Shielded: cancelling this call (Esc while litellm still loads) must not
+                # cancel the import every later call waits for (they all ended unanswered).
+                await asyncio.shield(self._loading)
             if self._import_error:
                 raise LLMError(ErrorKind.OTHER, self._import_error)
             await handler(call_id, request)

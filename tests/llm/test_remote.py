@@ -381,3 +381,43 @@ def test_a_worker_that_cannot_answer_gives_unknown_facts_not_a_crash(
         assert remote.known_models(["openai"]) == []
     finally:
         broken.close()
+
+
+@pytest.mark.asyncio
+async def test_a_call_cancelled_while_litellm_loads_leaves_the_worker_serving(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Esc during the worker's litellm import (seconds on a loaded machine: 26 s at load 8)
+    cancelled the import's shared future with the call, so every later call ended silently and
+    the TUI showed "waiting for the model" forever. The import is the worker's, not the call's."""
+    import io
+    import threading
+
+    from agentsh.llm import worker as worker_module
+
+    release = threading.Event()
+    monkeypatch.setattr(worker_module, "import_litellm", lambda: release.wait(10))
+    out = io.BytesIO()
+    w = worker_module.Worker(out)
+
+    async def models(call_id: int, _request: dict[str, Any]) -> None:
+        w.send({"id": call_id, "ev": "done", "value": ["m"]})
+
+    monkeypatch.setattr(w, "_models", models)
+    reader = asyncio.StreamReader()
+    serving = asyncio.create_task(w.serve(reader))
+    reader.feed_data(b'{"op": "models", "id": 1, "providers": []}\n')
+    await asyncio.sleep(0.05)
+    reader.feed_data(b'{"op": "cancel", "id": 1}\n')
+    await asyncio.sleep(0.05)
+    reader.feed_data(b'{"op": "models", "id": 2, "providers": []}\n')
+    await asyncio.sleep(0.05)
+    release.set()
+    for _ in range(200):
+        if out.getvalue():
+            break
+        await asyncio.sleep(0.01)
+    reader.feed_eof()
+    await asyncio.wait_for(serving, 5)
+    answers = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert answers == [{"id": 2, "ev": "done", "value": ["m"]}]
