@@ -85,6 +85,22 @@ class NoteItem:
 
 
 @dataclass(frozen=True, slots=True)
+class ApprovalItem:
+    """An approval prompt once answered, as the one line it collapses to: ``bash: make:
+    allowed once``. Live the prompt becomes it; a reload reads it from the answer its tool
+    result records; both are drawn from this item alone."""
+
+    entry_id: str  # the tool result recording the answer ("" until logged; a cancelled ask)
+    summary: str
+    outcome: str  # "allowed once", "denied", "not answered: the turn was cancelled", ...
+    denied: bool = False
+
+    @property
+    def text(self) -> str:
+        return printable(f"{self.summary}: {self.outcome}")  # both may come from the log
+
+
+@dataclass(frozen=True, slots=True)
 class ArchiveItem:
     """The entries one compaction took out of the model's context, folded into one line."""
 
@@ -106,7 +122,14 @@ class BranchItem:
 
 
 ChatItem = (
-    UserItem | AssistantItem | ToolItem | CompactionItem | NoteItem | ArchiveItem | BranchItem
+    UserItem
+    | AssistantItem
+    | ToolItem
+    | CompactionItem
+    | NoteItem
+    | ApprovalItem
+    | ArchiveItem
+    | BranchItem
 )
 
 
@@ -151,7 +174,7 @@ def item_entry_ids(item: ChatItem) -> tuple[str, ...]:
             return tuple(i for i in (item.message_id, item.entry_id) if i)
         case ArchiveItem():
             return item.entry_ids
-        case CompactionItem() | NoteItem() | UserItem() | AssistantItem():
+        case CompactionItem() | NoteItem() | ApprovalItem() | UserItem() | AssistantItem():
             return (item.entry_id,) if item.entry_id else ()
         case BranchItem():
             return ()  # a marker between entries, not an entry
@@ -314,7 +337,11 @@ def approval_outcome(decision: str, group: str = "") -> str:
     return APPROVAL_OUTCOMES[decision].format(group=group)
 
 
-def approval_items(result: ToolResultEntry | None) -> list[NoteItem]:
+#: the line of a prompt the turn's end withdrew (nothing is logged for it)
+NOT_ANSWERED = "not answered: the turn was cancelled"
+
+
+def approval_items(result: ToolResultEntry | None) -> list[ApprovalItem]:
     """The answered approvals a tool result records (``details["approvals"]``), each the line
     its prompt collapsed to: ``bash: make: allowed once``. The log is read as untrusted: an
     answer that is not one of the four, or not text, is left out; a log written before the
@@ -322,7 +349,7 @@ def approval_items(result: ToolResultEntry | None) -> list[NoteItem]:
     recorded = result.details.get("approvals") if result is not None else None
     if result is None or not isinstance(recorded, list):
         return []
-    items: list[NoteItem] = []
+    items: list[ApprovalItem] = []
     for answer in recorded:
         if not isinstance(answer, dict):
             continue
@@ -332,14 +359,14 @@ def approval_items(result: ToolResultEntry | None) -> list[NoteItem]:
         if not isinstance(summary, str):
             continue
         group = group if isinstance(group, str) else ""
-        items.append(approval_note(result.id, summary, decision, group))
+        items.append(approval_item(result.id, summary, decision, group))
     return items
 
 
-def approval_note(entry_id: str, summary: str, decision: str, group: str = "") -> NoteItem:
-    """The line an answered approval prompt collapses to: ``bash: make: allowed once``."""
-    kind = "warning" if decision == "deny" else "info"
-    return NoteItem(entry_id, f"{printable(summary)}: {approval_outcome(decision, group)}", kind)
+def approval_item(entry_id: str, summary: str, decision: str, group: str = "") -> ApprovalItem:
+    """The line an answered approval prompt collapses to (``decision``: an
+    ``ApprovalDecision`` value), live and reloaded."""
+    return ApprovalItem(entry_id, summary, approval_outcome(decision, group), decision == "deny")
 
 
 def tool_item(call: ToolCall, message_id: str, result: ToolResultEntry | None) -> ToolItem:
@@ -373,7 +400,7 @@ class Finished:
     answered approvals (``approvals``) read as the log keeps them."""
 
     item: ToolItem
-    approvals: tuple[NoteItem, ...] = ()
+    approvals: tuple[ApprovalItem, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ from agentsh.events import (
 from agentsh.session.entries import EntryAppended
 from agentsh.tui.projection import (
     Added,
+    ApprovalItem,
     AssistantItem,
     CompactionItem,
     Finished,
@@ -72,6 +73,7 @@ class TurnView:
         self.blocks: dict[str, ToolBlock] = {}  # this turn's mounted tool blocks, by call id
         self.pending: dict[str, ToolItem] = {}  # logged calls whose tool has not started
         self.prompts: dict[str, list[ApprovalPrompt]] = {}  # approvals asked, by call id
+        self.asked: list[ApprovalPrompt] = []  # every approval this turn asked
         self.compaction: CompactionLine | None = None  # running, its entry not written yet
         self.logged_error = ""  # the error the newest logged reply carries (shown with it)
         self.logged_abort = False  # a reply was logged as aborted (its footer says so)
@@ -103,6 +105,7 @@ class TurnView:
                 prompt = ApprovalPrompt(event, self.view.keymap, follow=chat.following)
                 await chat.append(NoteItem("", f"approval asked: {event.summary}"), prompt)
                 self.prompts.setdefault(event.call_id, []).append(prompt)
+                self.asked.append(prompt)
             case StatusChanged():
                 self.view.show_status(event.status)
             case Retrying():
@@ -200,7 +203,7 @@ class TurnView:
         block.finish(item.output, is_error=item.is_error, diff=item.diff)
         self.chat.set_item(block, item)
 
-    async def _approvals_logged(self, call_id: str, approvals: tuple[NoteItem, ...]) -> None:
+    async def _approvals_logged(self, call_id: str, approvals: tuple[ApprovalItem, ...]) -> None:
         """A call's result records the answers its prompts were given: each prompt's row
         holds the logged line from now on (what a reload, or a remount, shows)."""
         prompts = self.prompts.pop(call_id, [])
@@ -265,7 +268,12 @@ class TurnView:
             self._compaction_failed("cancelled")
 
     async def close(self) -> None:
-        """The stream ended (normally or not): never leave a live widget streaming."""
+        """The stream ended (normally or not): never leave a live widget streaming, and a
+        prompt the end withdrew ("not answered") keeps that line when its row is remounted."""
         if self.reply is not None:
             await self.reply.finish(aborted=not self.ended)
             self.reply = None
+        for prompt in self.asked:
+            shown = self.chat.item_of(prompt)
+            if prompt.answered is not None and not isinstance(shown, ApprovalItem):
+                self.chat.set_item(prompt, prompt.answered)

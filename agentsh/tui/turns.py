@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from agentsh.tui.activity import WAITING
-from agentsh.tui.projection import NoteItem, Projector, approval_note, projector_for
+from agentsh.tui.projection import ApprovalItem, Projector, projector_for
 from agentsh.tui.turn_view import TurnView
 from agentsh.tui.widgets.messages import QueuedMessage
 
@@ -155,9 +155,10 @@ class TurnRunner:
 
     def approval_decided(self, prompt: ApprovalPrompt, decision: ApprovalDecision) -> None:
         """Remember the answer as the row's data (a remount shows it) and give focus back."""
-        chat, request = self.view.chat, prompt.request
+        chat = self.view.chat
         shown = chat.item_of(prompt)
-        if not (isinstance(shown, NoteItem) and shown.entry_id):  # not logged yet (a denial
-            # is logged at once, and its line may have come before this message)
-            chat.set_item(prompt, approval_note("", request.summary, decision, request.group))
+        logged = isinstance(shown, ApprovalItem) and shown.entry_id
+        if prompt.answered is not None and not logged:  # a denial is logged at once, and its
+            # line may have come before this message
+            chat.set_item(prompt, prompt.answered)
         self.view.prompt.focus()

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import threading
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -16,13 +17,17 @@ from agentsh.config import ApprovalMode
 from agentsh.session.log import is_locked
 from agentsh.tui.app import AgentshApp
 from agentsh.tui.options import LaunchOptions
-from agentsh.tui.projection import NoteItem, project_session
+from agentsh.tui.projection import ApprovalItem, project_session
 from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
 from agentsh.tui.widgets.messages import AssistantMessage, QueuedMessage, UserMessage
 from agentsh.tui.widgets.tool_block import ToolBlock
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer, text, tool_call
-from tests.tui.conftest import MakeApp, agent_of, idle, ready, wait_for
+from tests.tui.conftest import MakeApp, agent_of, idle, ready, session_of, wait_for
+
+if TYPE_CHECKING:
+    from rich.style import Style
+    from textual.pilot import Pilot
 
 pytestmark = pytest.mark.asyncio
 
@@ -53,10 +58,37 @@ def _log_entries(app: AgentshApp) -> list[dict[str, object]]:
 def _answers(app: AgentshApp) -> list[str]:
     """The logged approval lines of the live chat, checked equal to a reload's."""
     chat = app.controller.view.chat
-    live = [r.item for r in chat.rows if isinstance(r.item, NoteItem) and r.item.entry_id]
-    reloaded = [i for i in project_session(agent_of(app).session) if isinstance(i, NoteItem)]
+    live = [r.item for r in chat.rows if isinstance(r.item, ApprovalItem) and r.item.entry_id]
+    reloaded = [i for i in project_session(agent_of(app).session) if isinstance(i, ApprovalItem)]
     assert live == reloaded
     return [i.text for i in live]
+
+
+Cells = list[tuple[str, "Style | None"]]
+
+
+def _drawn(app: AgentshApp, text: str) -> list[Cells]:
+    """The chat's screen rows that show ``text``, cell by cell with its style (the bar, the
+    colours, the margin: what a user sees), across the chat's width."""
+    chat = app.controller.view.chat
+    left, right = chat.region.x, chat.region.right - chat.scrollbar_size_vertical
+    rows: list[Cells] = []
+    for strip in app.screen._compositor.render_strips():
+        if text in strip.text:
+            rows.append([(c, seg.style) for seg in strip.crop(left, right) for c in seg.text])
+    return rows
+
+
+async def _resumed_draws_it_alike(pilot: Pilot[None], app: AgentshApp, text: str) -> None:
+    """The answered prompt's line looks the same after the session is opened again (-c, a
+    branch switch: the chat built anew from the log) as it did live."""
+    await pilot.pause()
+    live = _drawn(app, text)
+    assert len(live) == 1
+    await app.controller.switch_session(session_of(app))
+    await pilot.pause()
+    assert not app.query(ApprovalPrompt)  # built from the log, not the live prompt kept
+    assert _drawn(app, text) == live
 
 
 async def test_a_streamed_answer_appears(real: MakeApp, scripted_server: ScriptedServer) -> None:
@@ -114,6 +146,7 @@ async def test_an_approval_is_granted(real: MakeApp, scripted_server: ScriptedSe
         # The answer is in the log: the chat shows the same line live and reloaded (-c).
         summary = prompt.request.summary
         assert _answers(app) == [f"{summary}: allowed once"]
+        await _resumed_draws_it_alike(pilot, app, f"{summary}: allowed once")
 
 
 async def test_an_approval_is_denied(real: MakeApp, scripted_server: ScriptedServer) -> None:
@@ -132,7 +165,9 @@ async def test_an_approval_is_denied(real: MakeApp, scripted_server: ScriptedSer
         tool_messages = [m for m in scripted_server.requests[1].messages if m["role"] == "tool"]
         assert "user declined" in str(tool_messages[-1]["content"])
         assert app.query_one(ApprovalPrompt).has_class("denied")
-        assert _answers(app) == [f"{app.query_one(ApprovalPrompt).request.summary}: denied"]
+        summary = app.query_one(ApprovalPrompt).request.summary
+        assert _answers(app) == [f"{summary}: denied"]
+        await _resumed_draws_it_alike(pilot, app, f"{summary}: denied")
 
 
 async def test_escape_cancels_mid_stream_and_the_log_marks_the_turn_aborted(
@@ -247,3 +282,24 @@ async def test_a_kill_or_a_closed_terminal_quits_like_ctrl_q_and_logs_the_partia
     assistant = [e for e in lines if e.get("role") == "assistant"]
     assert assistant and assistant[-1]["stopReason"] == "aborted"
     assert str(assistant[-1]["content"]).startswith("word0")
+
+
+async def test_an_approval_withdrawn_by_esc_keeps_its_line_when_remounted(
+    real: MakeApp, scripted_server: ScriptedServer
+) -> None:
+    """Esc while the prompt waits: it reads "not answered", and its row says the same, so the
+    window's remount (a long chat scrolled far and back) draws that line, not the question."""
+    scripted_server.script(tool_call("bash", {"command": "echo never"}), text("unused"))
+    app = real()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await ready(pilot, app)
+        await pilot.press(*"run echo", "enter")
+        await wait_for(pilot, lambda: bool(app.query(ApprovalPrompt)))
+        prompt = app.query_one(ApprovalPrompt)
+        await pilot.press("escape")
+        await idle(pilot, app)
+        chat = app.controller.view.chat
+        item = chat.item_of(prompt)
+        assert isinstance(item, ApprovalItem)
+        assert item.text == f"{prompt.request.summary}: not answered: the turn was cancelled"
+        assert prompt.answered == item

@@ -71,3 +71,22 @@ async def test_a_command_is_shown_as_it_is_approved_with_its_control_characters_
         assert "\\u202e; rm -rf ~ \\u202c\\x1b[2J" in shown
         await pilot.press("y")
         await wait_for(pilot, lambda: decisions == ["allow_once"])
+
+
+async def test_the_folder_the_model_named_and_the_reason_are_shown_with_escapes_too(
+    make_app: MakeApp, answer_at_once: None
+) -> None:
+    """The folder offered for the session comes from the model's path argument (untrusted):
+    an override or an ESC in it is shown as an escape, as in the command."""
+    folder = "/home/u/\u202enotes\x1b[2J"
+    asks = Asks(
+        request(tool="read", summary="read: x", detail="read: x", reason="why\u202e\x1b[H",
+                session_scope="folder", scope_path=folder, group="srv\x1b[2J")
+    )  # fmt: skip
+    app = make_app(factory=fake_factory(script=asks))
+    async with app.run_test(size=(160, 30)) as pilot:
+        prompt = await asked(pilot, app)
+        shown = " ".join(str(line.render()) for line in prompt.query(Static))
+        assert "\u202e" not in shown and "\x1b" not in shown
+        assert "/home/u/\\u202enotes\\x1b[2J" in shown and "srv\\x1b[2J" in shown
+        assert "why\\u202e\\x1b[H" in shown

@@ -221,16 +221,19 @@ def test_a_call_logged_before_headers_were_kept_still_gets_one(tmp_path: Path) -
 def test_approvals_a_result_records_are_read_as_untrusted(tmp_path: Path) -> None:
     """Only the four answers, as text, become lines; an old log without them shows none, and
     a hostile one (a list where text belongs, an unknown answer) neither crashes nor shows."""
-    from agentsh.tui.projection import NoteItem, approval_items
+    from agentsh.tui.projection import ApprovalItem, approval_items
 
     s = Session.create(tmp_path, tmp_path)
-    good = {"decision": "allow_group", "summary": "git: push\x1b[2J", "group": "every tool"}
+    good = {"decision": "allow_group", "summary": "git: push\x1b[2J", "group": "every\x1btool"}
     recorded = [good, {"decision": ["deny"]}, {"decision": "yes", "summary": "x"}, "deny", 7]
     result = s.append_tool_result("c1", "bash", "ok", details={"approvals": recorded})
     old = s.append_tool_result("c2", "bash", "ok")
     odd = s.append_tool_result("c3", "bash", "ok", details={"approvals": {"decision": "deny"}})
     items = approval_items(result)
+    assert [i.text for i in items] == [
+        "git: push\\x1b[2J: allowed for this session, with every\\x1btool"
+    ]
     assert items == [
-        NoteItem(result.id, "git: push\\x1b[2J: allowed for this session, with every tool")
+        ApprovalItem(result.id, good["summary"], "allowed for this session, with every\x1btool")
     ]
     assert approval_items(old) == approval_items(odd) == approval_items(None) == []

@@ -33,7 +33,7 @@ from textual.widgets import Static, TextArea
 from agentsh.events import ApprovalDecision, ApprovalRequest
 from agentsh.termsafe import printable
 from agentsh.tui.keys import KeyScope, bindings_for, display_key, spec
-from agentsh.tui.projection import approval_outcome
+from agentsh.tui.projection import NOT_ANSWERED, ApprovalItem, approval_item
 from agentsh.tui.widgets.tool_block import diff_content
 
 DETAIL_ROWS = 16  # the detail box's height at most (agentsh.tcss); longer details scroll
@@ -74,6 +74,7 @@ class ApprovalPrompt(Vertical, can_focus=True):
         self._shown_at = 0.0
         self.follow = follow  # False: the user had scrolled up; the chat is not moved
         self.waiting_below = False
+        self.answered: ApprovalItem | None = None  # the line it collapsed to, once it did
 
     def _key(self, binding_id: str) -> str:
         return display_key(self._keymap.get(binding_id, spec(binding_id).key))
@@ -90,7 +91,7 @@ class ApprovalPrompt(Vertical, can_focus=True):
         title = Content.assemble(("? ", "bold $warning"), ("Allow ", ""), (summary, "bold"))
         yield Static(title, classes="approval-title")
         if req.reason:
-            yield Static(Content(req.reason), classes="approval-reason")
+            yield Static(Content(printable(req.reason)), classes="approval-reason")
         lines = 0
         if req.detail:
             detail = printable(req.detail)
@@ -109,12 +110,13 @@ class ApprovalPrompt(Vertical, can_focus=True):
         if req.session_scope:  # not offered where it would allow this call only (.git/, ...)
             keys += [
                 (f"[{self._key('approve_session')}]", "bold $success"),
-                f" allow reads in {req.scope_path} for this session   "
+                f" allow reads in {printable(req.scope_path)} for this session   "
                 if req.session_scope == "folder"
                 else " allow for this session   ",
             ]
         if req.group:  # e.g. every tool of the MCP server
-            keys += [(f"[{self._key('approve_group')}]", "bold $success"), f" {req.group}   "]
+            group = printable(req.group)
+            keys += [(f"[{self._key('approve_group')}]", "bold $success"), f" {group}   "]
         keys += [(f"[{self._key('deny')}]", "bold $error"), " deny"]
         if lines > DETAIL_ROWS:
             up, down = (self._first_key(k) for k in ("approval_scroll_up", "approval_scroll_down"))
@@ -205,29 +207,46 @@ class ApprovalPrompt(Vertical, can_focus=True):
         if not future.done():
             future.set_result(decision)
         self.decision = decision
-        self._collapse(self._outcome(decision))
+        self._collapse(self._answer(decision))
         self.post_message(self.Decided(self, decision))
 
     def _on_future_done(self) -> None:
         if self.decision is None and self.is_mounted:
             future = self.request.decision
             if future.cancelled():
-                self._collapse("not answered: the turn was cancelled")
+                self._collapse(ApprovalItem("", self.request.summary, NOT_ANSWERED))
             else:
                 self.decision = future.result()
-                self._collapse(self._outcome(self.decision))
+                self._collapse(self._answer(self.decision))
 
-    def _outcome(self, decision: ApprovalDecision) -> str:
-        return approval_outcome(decision.value, self.request.group)
+    def _answer(self, decision: ApprovalDecision) -> ApprovalItem:
+        return approval_item("", self.request.summary, decision.value, self.request.group)
 
-    def _collapse(self, outcome: str) -> None:
+    def _collapse(self, item: ApprovalItem) -> None:
+        """Answered: from now on it draws as :class:`ApprovalLine` draws ``item`` (the same
+        content and the same rules of agentsh.tcss), so a reload shows what was seen."""
         self._not_below()
+        self.answered = item
         self.remove_children()
         self.can_focus = False
         self.add_class("decided")
-        self.set_class(outcome == "denied", "denied")
-        shown = f"{printable(self.request.summary)}: {outcome}"
-        self.mount(Static(Content(shown), classes="approval-title"))
+        self.set_class(item.denied, "denied")
+        self.mount(Static(answered_content(item)))
+
+
+def answered_content(item: ApprovalItem) -> Content:
+    """What an answered approval reads: ``bash: make: allowed once``."""
+    return Content(item.text)
+
+
+class ApprovalLine(Static):
+    """An answered approval built from its chat item (a reload, a remount, an expanded
+    archive): drawn as its prompt was once answered (``ApprovalPrompt.decided`` and this
+    share their rules in agentsh.tcss)."""
+
+    def __init__(self, item: ApprovalItem) -> None:
+        super().__init__(answered_content(item), classes="denied" if item.denied else "")
+        self.item = item
 
 
 class ApprovalNotice(Static):

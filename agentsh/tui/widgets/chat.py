@@ -28,6 +28,7 @@ from textual.widget import Widget
 
 from agentsh.tui.keys import KeyScope, bindings_for, display_key, spec
 from agentsh.tui.projection import (
+    ApprovalItem,
     ArchiveItem,
     AssistantItem,
     BranchItem,
@@ -38,6 +39,7 @@ from agentsh.tui.projection import (
     UserItem,
     item_entry_ids,
 )
+from agentsh.tui.widgets.approval_prompt import ApprovalLine
 from agentsh.tui.widgets.chat_lines import ArchiveLine, BranchMarker
 from agentsh.tui.widgets.messages import (
     AssistantMessage,
@@ -125,6 +127,8 @@ class ChatView(RowWindow):
                 )
             case NoteItem():
                 return NoteLine(item.text, kind=item.kind)
+            case ApprovalItem():
+                return ApprovalLine(item)
             case ArchiveItem():
                 return ArchiveLine(item, expanded=item.compaction_id in self.expanded_archives)
             case BranchItem():
