@@ -344,9 +344,20 @@ class AgentshApp(App[None]):
         nowhere. Widgets that take text (the editor, a search box, the tree) keep theirs, and
         a waiting approval keeps the focus its y/a/n need. The editor itself never lets a
         character through: one seen here with the editor focused was typed before it took the
-        focus (ahead of the first frame, seen lost in tmux) and goes in too."""
+        focus (ahead of the first frame, seen lost in tmux) and goes in too; so does an Enter
+        typed then, which sends it."""
         prompt = self.query_one(PromptInput)
         focused = self.focused
+        if (
+            event.key == "enter"
+            and (focused is None or focused is prompt)
+            and self.screen is self.screen_stack[0]
+            and prompt.is_on_screen
+        ):
+            event.stop()
+            prompt.focus()
+            prompt.action_submit()
+            return
         if (
             event.is_printable
             and event.character

@@ -20,7 +20,7 @@ from agentsh.tui.themes import shipped_themes_dir
 from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.composer import CompletionMenu, PromptInput
 from agentsh.tui.widgets.messages import NoteMarkdown, UserMessage
-from tests.tui.conftest import MakeApp, fake_factory, screen_text, wait_for
+from tests.tui.conftest import MakeApp, fake_factory, ready, screen_text, wait_for
 from tests.tui.fake_agent import FakeAgent
 
 pytestmark = pytest.mark.asyncio
@@ -232,3 +232,22 @@ async def test_characters_typed_before_the_editor_has_the_focus_are_kept(
             app.screen._forward_event(key)  # as the App does with no widget focused
         prompt.focus()  # what on_mount does, before the screen has handled them
         await wait_for(pilot, lambda: prompt.text == "hi")
+
+
+async def test_enter_typed_before_the_editor_has_the_focus_sends_what_was_typed(
+    make_app: MakeApp,
+) -> None:
+    """Seen in tmux: "hello" and Enter typed as agentsh started left "hello" in the editor,
+    unsent (the characters were kept, the Enter was lost), so the next words joined it."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        prompt = app.query_one(PromptInput)
+        app.set_focus(None)
+        for key, char in [("h", "h"), ("i", "i"), ("enter", "\r")]:
+            event = events.Key(key, char)
+            event.set_sender(app)
+            app.screen._forward_event(event)  # as the App does with no widget focused
+        prompt.focus()  # what on_mount does, before the screen has handled them
+        await wait_for(pilot, lambda: [m.text for m in app.query(UserMessage)] == ["hi"])
+        assert prompt.text == ""
