@@ -226,6 +226,28 @@ def resolve_beneath(root: Path, path: Path) -> Path:
     return target
 
 
+def read_regular(path: Path, max_bytes: int) -> bytes | None:
+    """Up to ``max_bytes`` of ``path`` if it is a regular file (links followed), else None:
+    for a file a repository may have made a FIFO (open() would block forever), a device
+    (``/dev/zero`` never ends) or a folder. The check is made on the opened descriptor."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks: list[bytes] = []
+        while max_bytes > 0 and (chunk := os.read(fd, min(max_bytes, 1 << 20))):
+            chunks.append(chunk)
+            max_bytes -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def read_beneath(
     root: Path, path: Path, *, max_bytes: int | None = None, single_link: bool = True
 ) -> bytes | None:

@@ -232,6 +232,12 @@ def _size(path: Path) -> int:
 
 def _spinning_line(root: Path, files: list[Path]) -> str | None:
     for file in files:
+        if _blocks(file):
+            where = file.relative_to(root) if file.is_relative_to(root) else file
+            return (
+                f"{where} is not a regular file (a FIFO or a device): git would wait on it "
+                "forever; this project's files are listed without git"
+            )
         text = _read_head(file, _IGNORE_FILE_LIMIT).decode("utf-8", "replace")
         for number, line in enumerate(text.splitlines(), 1):
             if spinning_pattern(line):
@@ -243,6 +249,16 @@ def _spinning_line(root: Path, files: list[Path]) -> str | None:
                     "project's files are listed without git"
                 )
     return None
+
+
+def _blocks(path: Path) -> bool:
+    """Whether ``path`` exists as something git's open() and read() would wait on or never
+    finish (a FIFO, a device): git reads ignore files with a plain open."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def _read_head(path: Path, limit: int) -> bytes:

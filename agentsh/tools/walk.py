@@ -15,9 +15,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentsh.fsutil import read_regular
+
 #: more ``{a,b}`` alternatives than this and the braces are taken literally: each group doubles
 #: the count, and ``{a,b}`` twenty times over is a million regexes
 MAX_BRACE_ALTERNATIVES = 64
+# An ignore file is read up to this size (patterns past it are not applied: more is listed).
+_IGNORE_FILE_BYTES = 4 * 1024 * 1024
 
 
 def _expand_braces(pattern: str) -> list[str]:
@@ -178,11 +182,12 @@ class IgnoreFile:
 
 
 def _read_ignore(path: Path, base: str) -> IgnoreFile | None:
-    try:
-        text = path.read_text("utf-8", "replace")
-    except OSError:
+    # A repository's ignore file may be a FIFO or a link to a device: read_regular refuses
+    # both without blocking (a plain open() of a FIFO waits forever for a writer).
+    data = read_regular(path, _IGNORE_FILE_BYTES)
+    if data is None:
         return None
-    rules = IgnoreFile.parse(base, text)
+    rules = IgnoreFile.parse(base, data.decode("utf-8", "replace"))
     return rules if rules.rules else None
 
 

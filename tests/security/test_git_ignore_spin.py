@@ -182,7 +182,21 @@ def test_an_ordinary_repository_is_still_listed_by_git(tmp_path: Path) -> None:
 
 
 def test_a_fifo_named_as_the_excludes_file_does_not_block(tmp_path: Path) -> None:
+    """git's own open() of a FIFO ignore file waits forever (each listing waited out its
+    10 s timeout, blamed on a spinning line): it is refused up front, named."""
     root = _deep_repo(tmp_path)
     os.mkfifo(root / "pipe")
     _git(root, "config", "core.excludesFile", "pipe")
-    assert listing_refusal(root) is None
+    refusal = listing_refusal(root)
+    assert refusal is not None and refusal.startswith("pipe is not a regular file")
+
+
+def test_a_fifo_gitignore_keeps_git_from_listing_and_the_walk_lists(tmp_path: Path) -> None:
+    root = _deep_repo(tmp_path)
+    os.mkfifo(root / ".gitignore")
+    refusal = listing_refusal(root)
+    assert refusal is not None and refusal.startswith(".gitignore is not a regular file")
+    started = time.monotonic()
+    files = list_project_files(root)
+    assert time.monotonic() - started < 8  # git waited out its 10 s timeout on the FIFO
+    assert f"{DEEP}/f.txt" in files

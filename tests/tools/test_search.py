@@ -134,6 +134,37 @@ def test_walker_honours_nested_gitignores_and_skips_git(project: Path) -> None:
     assert [e.rel for e in Walker(project / "src")] == [".gitignore", "important.log", "main.py"]
 
 
+def test_the_walk_reads_no_fifo_or_device_as_an_ignore_file(project: Path) -> None:
+    """A repository's ``.gitignore`` that is a FIFO (an archive can carry one) blocked the walk
+    forever in open(), and agentsh with it (a listing git gave up on falls back to the walk);
+    one linked to /dev/zero would never end. Each is skipped like a missing file."""
+    import threading
+
+    tree(project, {"main.py": "", "sub/keep.py": "", "deep/x.log": ""})
+    os.mkfifo(project / ".gitignore")
+    os.mkfifo(project.parent / "elsewhere")
+    (project / "sub" / ".gitignore").symlink_to(project.parent / "elsewhere")
+    (project / "deep" / ".gitignore").write_text("*.log\n")
+    (project / ".git" / "info" / "exclude").unlink(missing_ok=True)
+    os.mkfifo(project / ".git" / "info" / "exclude")
+    walked: list[str] = []
+    worker = threading.Thread(target=lambda: walked.extend(e.rel for e in Walker(project)))
+    worker.daemon = True
+    worker.start()
+    worker.join(20)
+    if worker.is_alive():  # a daemon thread: it does not keep the test process alive
+        pytest.fail("the walk blocked on a FIFO .gitignore")
+    assert walked == [
+        ".gitignore",
+        "deep",
+        "deep/.gitignore",
+        "main.py",
+        "sub",
+        "sub/.gitignore",
+        "sub/keep.py",
+    ]
+
+
 # -- grep -----------------------------------------------------------------------------------
 
 
