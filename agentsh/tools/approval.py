@@ -48,7 +48,13 @@ from agentsh.tools.base import (
     outside_reason,
 )
 from agentsh.tools.git_armed import armed_programs, git_folders
-from agentsh.tools.protected import hooks_folder, hooks_reason, protected_reason
+from agentsh.tools.protected import (
+    git_config_places,
+    git_config_reason,
+    hooks_folder,
+    hooks_reason,
+    protected_reason,
+)
 from agentsh.tools.rules import ToolRule, ToolRules, command_parts
 
 #: Claude Code's permission modes (``--permission-mode``) -> agentsh's approval mode; ``plan``
@@ -394,13 +400,17 @@ class Approver:
         return None
 
     async def _hooks(self, tool: Tool, params: Any, ctx: ToolContext) -> str | None:
-        """What hooks folder (``core.hooksPath`` inside the project) the call writes, in
-        words, or None; git is asked only for a call that writes files."""
+        """What hooks folder (``core.hooksPath`` inside the project) or other place of git's
+        settings (a ``gitdir:`` folder, an included config) the call writes, in words, or
+        None; git is asked only for a call that writes files."""
         targets = tool.target_paths(params, ctx)
         if not targets:
             return None
         folder = await asyncio.to_thread(hooks_folder, self.project_root)
-        return next((why for p in targets if (why := hooks_reason(p, folder))), None)
+        if found := next((why for p in targets if (why := hooks_reason(p, folder))), None):
+            return found
+        places = await asyncio.to_thread(git_config_places, self.project_root)
+        return next((why for p in targets if (why := git_config_reason(p, places))), None)
 
     def _protected(self, tool: Tool, params: Any, ctx: ToolContext) -> str | None:
         """What protected path the call writes, in words, or None."""

@@ -107,6 +107,86 @@ def hooks_folder(root: Path) -> Path | None:
     return folder if folder.is_relative_to(Path(os.path.realpath(root))) else None
 
 
+_INCLUDE_KEYS = r"^include(if\..+)?\.path$"
+_MAX_INCLUDES = 20  # config files followed through include.path (more: not protected)
+
+
+def git_config_places(root: Path) -> list[Path]:
+    """Files and folders inside the project, not under a ``.git`` name, that hold settings
+    git obeys: the repository's own folder when a ``.git`` file points elsewhere in the
+    project (``gitdir: .meta``: its config and hooks are ``.git/``'s), and every config file
+    the repository's config includes (``include.path``, ``includeIf.<cond>.path``, whether
+    its condition holds now or not, existing or not: a model that writes one sets
+    ``core.fsmonitor`` for the user's next ``git status``). Resolved paths."""
+    from agentsh.gitutil import GitError, run_git
+
+    real_root = Path(os.path.realpath(root))
+    try:
+        done = run_git(
+            ["rev-parse", "--absolute-git-dir", "--git-common-dir"],
+            cwd=root,
+            check=False,
+        )
+    except GitError:
+        return []
+    if done.returncode != 0:
+        return []
+    git_dirs = list(
+        dict.fromkeys(
+            Path(os.path.realpath(root / line))  # the common dir may be relative to root
+            for line in done.stdout.decode("utf-8", "surrogateescape").splitlines()
+            if line
+        )
+    )
+    places = [d for d in git_dirs if d.is_relative_to(real_root) and not _under_dot_git(d, root)]
+    files = [d / name for d in git_dirs for name in ("config", "config.worktree")]
+    seen: set[Path] = set()
+    while files and len(seen) < _MAX_INCLUDES:
+        config = files.pop(0)
+        if config in seen or not config.is_file():
+            continue
+        seen.add(config)
+        try:
+            listed = run_git(
+                [
+                    *("config", "--file", str(config), "--no-includes", "-z"),
+                    "--get-regexp",
+                    _INCLUDE_KEYS,
+                ],
+                cwd=root,
+                check=False,
+            )
+        except GitError:
+            continue
+        for item in listed.stdout.decode("utf-8", "surrogateescape").split("\0"):
+            _key, _newline, value = item.partition("\n")
+            if not value:
+                continue
+            target = Path(value).expanduser()
+            target = Path(os.path.realpath(config.parent / target))
+            if target.is_relative_to(real_root):
+                if not _under_dot_git(target, root):
+                    places.append(target)
+                files.append(target)
+    return list(dict.fromkeys(places))
+
+
+def _under_dot_git(path: Path, root: Path) -> bool:
+    return protected_reason(path, root) == GIT_REASON
+
+
+def git_config_reason(path: Path, places: list[Path]) -> str | None:
+    """Why writing ``path`` changes settings git obeys (see :func:`git_config_places`)."""
+    real = Path(os.path.realpath(path))
+    place = next((p for p in places if real == p or real.is_relative_to(p)), None)
+    if place is None:
+        return None
+    return (
+        f"git's own settings ({place} is where this repository's git reads its config, "
+        "hooks or included config; they name programs git runs, in your own git commands too)"
+    )
+
+
 def hooks_reason(path: Path, folder: Path | None) -> str | None:
     """Why writing ``path`` changes a hook git runs (see :func:`hooks_folder`), or None."""
     if folder is None or not Path(os.path.realpath(path)).is_relative_to(folder):
@@ -143,6 +223,11 @@ def _watched(root: Path) -> list[Path]:
     """The files whose change makes git (or agentsh) run something else."""
     paths = [root / ".agentsh" / "config.toml"]
     git_dirs = [root / ".git"]
+    for place in git_config_places(root):  # a "gitdir:" folder, included config files
+        if place.is_dir() and not place.is_symlink():
+            git_dirs.append(place)
+        elif place.is_relative_to(root):
+            paths.append(place)
     modules = root / ".git" / "modules"
     if modules.is_dir() and not modules.is_symlink():
         with contextlib.suppress(OSError):

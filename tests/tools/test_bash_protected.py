@@ -105,6 +105,35 @@ async def test_a_disguised_change_is_undone_after_the_command(
 
 
 @pytest.mark.asyncio
+async def test_a_change_to_git_settings_under_another_name_is_undone(
+    project: Path, ctx: ToolContext
+) -> None:
+    """The tripwire watches the repository's folder behind a ``gitdir:`` file and the config
+    files its config includes, as it watches ``.git/``."""
+    (project / ".git").rename(project / ".meta")
+    (project / ".git").write_text("gitdir: .meta\n")
+    config = project / ".meta" / "config"
+    with config.open("a") as handle:
+        handle.write("[include]\n\tpath = ../inc.cfg\n")
+    before = config.read_bytes()
+    script = (
+        "printf '[core]\\n\\tfsmonitor = touch pwned\\n' > inc.cfg; "
+        "printf '[core]\\n\\tpager = touch pwned\\n' >> .meta/config; "
+        "printf '#!/bin/sh\\nid\\n' > .meta/hooks/pre-commit; echo done"
+    )
+    result = await call(BashTool(), ctx, command=script)
+    assert "done" in result.content
+    assert config.read_bytes() == before
+    assert not (project / "inc.cfg").exists()
+    assert not (project / ".meta" / "hooks" / "pre-commit").exists()
+    assert result.details["protected_undone"] == [
+        ".meta/config",
+        ".meta/hooks/pre-commit",
+        "inc.cfg",
+    ]
+
+
+@pytest.mark.asyncio
 async def test_ordinary_git_work_is_left_alone(project: Path, ctx: ToolContext) -> None:
     (project / "a.txt").write_text("a\n")
     env = "GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@e GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@e"

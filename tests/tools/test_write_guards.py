@@ -91,6 +91,47 @@ async def test_the_hooks_folder_core_hookspath_names_is_protected_like_git_hooks
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".meta/config",  # the repository itself, behind "gitdir: .meta"
+        ".meta/hooks/pre-commit",
+        "inc.cfg",  # [include] path = ../inc.cfg, not there yet
+        "conf/when-main.cfg",  # [includeIf "onbranch:nope"]: not in force now, still git's
+        "conf/nested.cfg",  # included by inc.cfg once it exists
+    ],
+)
+async def test_a_git_folder_or_config_under_another_name_is_protected_like_git(
+    project: Path, ctx: ToolContext, path: str
+) -> None:
+    """An archive's ``.git`` may be a file pointing elsewhere in the project, and its config
+    may include files of the work tree: writing those sets ``core.fsmonitor`` or a hook for
+    the user's next ``git status`` exactly as ``.git/config`` does (``--approve edits`` wrote
+    them without a question, and the user's git then ran the planted program)."""
+    (project / ".git").rename(project / ".meta")
+    (project / ".git").write_text("gitdir: .meta\n")
+    with (project / ".meta" / "config").open("a") as config:
+        config.write(
+            '[include]\n\tpath = ../inc.cfg\n[includeIf "onbranch:nope"]\n'
+            "\tpath = ../conf/when-main.cfg\n"
+        )
+    (project / "conf").mkdir()
+    (project / "inc.cfg").write_text("[include]\n\tpath = conf/nested.cfg\n")
+    asked = Asked()
+    ctx.emit = asked
+    approver = Approver(ApprovalMode.EDITS, project, interactive=True)
+    args = {"path": path, "content": "[core]\n\tfsmonitor = touch pwned\n"}
+    assert await _authorize(approver, WriteTool(), ctx, **args) is None
+    (request,) = asked.requests
+    assert "git's own settings" in request.reason and request.session_scope == ""
+    headless = Approver(ApprovalMode.ALL, project, interactive=False)
+    denial = await _authorize(headless, WriteTool(), ctx, **args)
+    assert denial is not None and denial.startswith("Denied:")
+    # An ordinary file of the same project is not concerned.
+    assert await _authorize(headless, WriteTool(), ctx, path="conf/app.py", content="x") is None
+
+
+@pytest.mark.asyncio
 async def test_a_link_to_git_is_protected_too(project: Path, ctx: ToolContext) -> None:
     (project / "innocent").symlink_to(".git")
     assert protected_reason(project / "innocent" / "config", project) is not None
