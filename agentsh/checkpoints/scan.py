@@ -281,20 +281,71 @@ def read_content(root: Path, rel: str, st: os.stat_result, max_bytes: int) -> by
     not a regular file or a link, hard-linked, or not the file ``st`` describes (replaced, or
     reached through a folder swapped for a link since it was looked at).
 
+    The file is opened from the root down, one folder at a time, each with ``O_NOFOLLOW``
+    (:func:`_folder_of`), so what is read is reached through real folders at the moment it is
+    opened, never through a link; and it must be the inode ``st`` describes. Checking the
+    folders apart from the open was not enough: a folder swapped for a link to ``~/.ssh``, back,
+    and to the link again (between the scan's ``lstat``, its folder check and the read) let the
+    scan see the key's inode and the read open that same inode through the link.
+
     A file with other hard links is treated as outside the project, as a restore treats it:
     its other name may be anywhere (``ln ~/.ssh/id_ed25519 notes.txt``), and its content is
     not copied into the store (it is recorded as not captured)."""
-    full = f"{root}{os.sep}{rel}"
-    if stat.S_ISLNK(st.st_mode):
-        try:
-            return os.fsencode(os.readlink(full))  # noqa: PTH115 - a str path, 10k times a scan
-        except OSError:
-            return None
-    if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes or st.st_nlink > 1:
+    if not stat.S_ISLNK(st.st_mode) and (
+        not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes or st.st_nlink > 1
+    ):
         return None
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    folder = _folder_of(root, rel)
+    if folder is None:
+        return None
+    dir_fd, name = folder
     try:
-        fd = os.open(full, flags)
+        if stat.S_ISLNK(st.st_mode):
+            return _read_link_at(dir_fd, name, st)
+        return _read_file_at(dir_fd, name, st, max_bytes)
+    finally:
+        os.close(dir_fd)
+
+
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+
+
+def _folder_of(root: Path, rel: str) -> tuple[int, str] | None:
+    """A descriptor of ``rel``'s folder reached from ``root`` without following a link (a
+    folder that is a link, or is swapped for one while walking, fails the walk), and the
+    file's name in it; None when the walk fails. The caller closes the descriptor."""
+    *folders, name = rel.split("/")
+    if not name or any(part in ("", ".", "..") for part in folders) or name in (".", ".."):
+        return None
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    for part in folders:
+        try:
+            inner = os.open(part, _FOLDER_FLAGS, dir_fd=fd)
+        except OSError:
+            os.close(fd)
+            return None
+        os.close(fd)
+        fd = inner
+    return fd, name
+
+
+def _read_link_at(dir_fd: int, name: str, st: os.stat_result) -> bytes | None:
+    try:
+        now = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        if not stat.S_ISLNK(now.st_mode) or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            return None
+        return os.fsencode(os.readlink(name, dir_fd=dir_fd))
+    except OSError:
+        return None
+
+
+def _read_file_at(dir_fd: int, name: str, st: os.stat_result, max_bytes: int) -> bytes | None:
+    try:
+        fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
     except OSError:
         return None
     try:
@@ -302,9 +353,7 @@ def read_content(root: Path, rel: str, st: os.stat_result, max_bytes: int) -> by
         if not stat.S_ISREG(opened.st_mode) or opened.st_nlink > 1:
             return None  # swapped for a pipe, a device or a hard link since the lstat
         if (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino):
-            # Not the file the scan saw (which it saw beneath real folders): a folder on the
-            # way was swapped for a link since, and this is whatever the link leads to.
-            return None
+            return None  # not the file the scan saw: replaced since
         chunks: list[bytes] = []
         size = 0
         while chunk := os.read(fd, 1 << 20):
