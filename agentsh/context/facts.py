@@ -38,7 +38,10 @@ from agentsh.context.summary import (
     SummaryDoc,
     Template,
     active_task_text,
+    fence_for,
+    fenced_if_needed,
     files_text,
+    unfenced,
 )
 from agentsh.context.view import ContextEntry
 from agentsh.session.entries import AnyEntry, CompactionEntry, MessageEntry, ToolResultEntry
@@ -79,7 +82,9 @@ class Facts:
                 f'characters, kept there verbatim; it begins "{first}").'
             )
         elif text:
-            doc.sections[ACTIVE_TASK] = bounded_request(text, limit, self.request_id)
+            doc.sections[ACTIVE_TASK] = fenced_if_needed(
+                bounded_request(text, limit, self.request_id)
+            )
         if RELEVANT_FILES in template.headings:
             doc.sections[RELEVANT_FILES] = files_text(
                 self.files_read, self.files_modified, self.files_chars
@@ -166,7 +171,7 @@ def newest_request(entries: Sequence[ContextEntry], previous: SummaryDoc) -> tup
     for entry in reversed(entries):
         if isinstance(entry, MessageEntry) and entry.role is Role.USER:
             return entry.content, entry.id
-    return previous.sections.get(ACTIVE_TASK, ""), ""
+    return unfenced(previous.sections.get(ACTIVE_TASK, "")), ""
 
 
 def bounded_request(text: str, limit: int | None, entry_id: str = "") -> str:
@@ -224,10 +229,11 @@ def last_error(entries: Sequence[ContextEntry], previous: SummaryDoc) -> str:
         call = calls.get(entry.tool_call_id)
         code = (entry.details or {}).get("exit_code")
         ending = f"exit {code}" if isinstance(code, int) and code else "failed"
-        fence = "````" if "```" in entry.content else "```"
+        tail = error_tail(entry.content)
+        fence = fence_for(tail)
         text = (
             f"{_what_ran(call, entry)} -> {ending}; the end of its output:\n"
-            f"{fence}text\n{error_tail(entry.content)}\n{fence}"
+            f"{fence}text\n{tail}\n{fence}"
         )
         if call is not None and _passed_later(entries, index, call):
             text += "\n(A later run of the same call succeeded.)"

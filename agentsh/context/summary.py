@@ -104,6 +104,45 @@ def _norm(heading: str) -> str:
 
 
 _HEADING = re.compile(r"^\s*(?:#{1,4}\s*(.+?)\s*#*\s*|\*\*(.+?)\*\*\s*:?\s*)$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _known_headings(template: Template) -> dict[str, str]:
+    known = {_norm(h): h for h in (*template.headings, *TIERED.headings, *PI.headings)}
+    known[_norm(ARCHIVED)] = ARCHIVED
+    return known
+
+
+def _heading(line: str, known: dict[str, str]) -> str | None:
+    match = _HEADING.match(line)
+    return known.get(_norm(match.group(1) or match.group(2))) if match else None
+
+
+def fence_for(text: str) -> str:
+    """A backtick fence no line of ``text`` can close (longer than any backtick run in it)."""
+    runs = re.findall(r"`+", text)
+    return "`" * max(3, max((len(r) for r in runs), default=0) + 1)
+
+
+def fenced_if_needed(text: str) -> str:
+    """``text`` (a user's request, written by code) as is, or in a fence when a line of it
+    would read as a section heading or open a fence: a later compaction reads it back from the
+    summary, and a pasted spec's "## Goal" line cut it there."""
+    known = _known_headings(TIERED)
+    if not any(_FENCE.match(line) or _heading(line, known) for line in text.splitlines()):
+        return text
+    fence = fence_for(text)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def unfenced(text: str) -> str:
+    """The text :func:`fenced_if_needed` wrapped."""
+    lines = text.split("\n")
+    if len(lines) >= 2 and lines[0].endswith("text") and lines[0][:-4] == lines[-1]:
+        fence = lines[-1]
+        if len(fence) >= 3 and set(fence) == {"`"}:
+            return "\n".join(lines[1:-1])
+    return text
 
 
 @dataclass(slots=True)
@@ -114,15 +153,18 @@ class SummaryDoc:
     pointers: list[str] = field(default_factory=list)
 
     @classmethod
-    def parse(cls, text: str, template: Template = TIERED) -> SummaryDoc:
+    def parse(cls, text: str, template: Template = TIERED, *, fences: bool = True) -> SummaryDoc:
         """Sections by heading (``## Goal``, ``### Goal``, ``**Goal**``); text before the first
-        heading and the Archived Turns section are pointers."""
-        known = {_norm(h): h for h in (*template.headings, *TIERED.headings, *PI.headings)}
-        known[_norm(ARCHIVED)] = ARCHIVED
+        heading and the Archived Turns section are pointers. In the sections code writes, a
+        heading inside a fenced block is text (``fences``; not in a model's reply, whose
+        sections of that name are dropped anyway, and whose unclosed fence must not swallow
+        the sections after it)."""
+        known = _known_headings(template)
         doc = cls()
         current: str | None = None
         body: list[str] = []
         preamble: list[str] = []
+        fence = ""  # the fence open in a section code wrote, whose lines are never headings
 
         def flush() -> None:
             if current is None:
@@ -134,11 +176,19 @@ class SummaryDoc:
                 doc.sections[current] = text
 
         for line in text.splitlines():
-            match = _HEADING.match(line)
-            name = known.get(_norm(match.group(1) or match.group(2))) if match else None
+            if fences and current in CODE_SECTIONS:
+                opened = _FENCE.match(line)
+                if opened and not fence:
+                    fence = opened.group(1)
+                elif opened and opened.group(1).startswith(fence) and not line.strip().strip("`~"):
+                    fence = ""
+                if fence or opened:
+                    body.append(line)
+                    continue
+            name = _heading(line, known)
             if name is not None:
                 flush()
-                current, body = name, []
+                current, body, fence = name, [], ""
             elif current is None:
                 preamble.append(line)
             else:
@@ -216,7 +266,7 @@ def accept_summary(text: str, template: Template) -> SummaryDoc | None:
     """The model's summary if it is one: enough of the requested sections, not a reply."""
     if not text or len(text.strip()) < 40:
         return None
-    doc = SummaryDoc.parse(text, template)
+    doc = SummaryDoc.parse(text, template, fences=False)
     wanted = {h for h, _ in template.model_sections}
     found = wanted & doc.sections.keys()
     if len(found) < min(3, len(wanted)):

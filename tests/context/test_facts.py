@@ -15,9 +15,9 @@ from agentsh.context.prompt_budget import files_chars
 from agentsh.context.summary import SummaryDoc, files_text
 from agentsh.events import Tier
 from agentsh.llm.tokens import estimate_tokens
-from agentsh.session.entries import CompactionEntry, Usage
+from agentsh.session.entries import CompactionEntry, Role, StopReason, ToolCall, Usage
 from agentsh.session.session import Session
-from tests.context.builders import SYSTEM, Step, add_turn, unique_output
+from tests.context.builders import SYSTEM, Step, add_turn, call_id, unique_output
 from tests.context.conftest import ManagerFactory
 
 W = 100_000
@@ -339,3 +339,46 @@ async def test_a_long_request_that_left_the_context_keeps_head_tail_and_its_entr
     assert len(task) <= 800 + 150, len(task)
     assert task.startswith("REQUEST-HEAD-2") and task.endswith("REQUEST-TAIL-2")
     assert request_id in task
+
+
+@pytest.mark.asyncio
+async def test_a_request_and_an_error_holding_summary_headings_survive_later_compactions(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    """A later compaction reads the request and the error back from the previous summary; a
+    pasted spec with "## Goal" or "**Next Steps**" lines, or an error output with one, was cut
+    there (the rest read as a section of the model's), and the facts were lost."""
+    s = memory_session
+    request = (
+        "Please implement this spec.\n## Goal\nShip the parser by Friday.\n"
+        "**Next Steps**\n1. write tests\n```\n## Critical Context\n```\nREQUEST-END keep it"
+    )
+    failing = Step(
+        "bash",
+        {"command": "make docs"},
+        "building...\n## Blocked\n### Last Error\n```` odd fence\nERROR-TAIL: docs failed",
+        is_error=True,
+        details={"exit_code": 2},
+    )
+    steps = [Step("bash", {"command": f"step {k}"}, unique_output(300, f"s{k}")) for k in range(10)]
+    add_turn(s, request, [failing, *steps])
+    seen: list[object] = []
+    manager = make_manager(s, window=4_000, emit=seen.append)
+    for round_ in range(3):  # the request's own message left at the first one
+        assert await manager.compact(Tier.TRUNCATE) is not None, seen
+        doc = SummaryDoc.parse(_newest_compaction(s).summary)
+        assert request in doc.sections["Active Task"], round_
+        error = doc.sections["Last Error"]
+        assert error.startswith("`make docs` (bash) -> exit 2"), round_
+        assert "## Blocked" in error and error.rstrip("`\n").endswith("ERROR-TAIL: docs failed")
+        assert "Goal" not in doc.sections and "Blocked" not in doc.sections
+        sent = json.dumps(to_messages(manager.accounting.view(), SYSTEM))
+        assert json.dumps(request)[1:-1] in sent and "ERROR-TAIL: docs failed" in sent
+        # the same turn goes on (no new request), with more output to compact
+        more = [Step("bash", {"command": f"more {round_}"}, unique_output(250, f"m{round_}"))]
+        for step in more * 4:
+            call = ToolCall(id=call_id(), name=step.tool, arguments=json.dumps(step.args))
+            s.append_message(
+                Role.ASSISTANT, "", tool_calls=(call,), stop_reason=StopReason.TOOL_CALLS
+            )
+            s.append_tool_result(call.id, step.tool, unique_output(250, call.id))
