@@ -223,6 +223,7 @@ class UsageReported(Event):
     cache_write_tokens: int = 0
     cost: float = 0.0
     model: str = ""  # the model that answered ("" for a compaction's summary call)
+    estimated: bool = False  # counted by agentsh: a reply cancelled or cut off mid-stream
 
     @classmethod
     def of(cls, usage: Usage, model: str = "") -> UsageReported:
@@ -233,6 +234,7 @@ class UsageReported(Event):
             usage.cache_write_tokens,
             usage.cost,
             model=model,
+            estimated=usage.estimated,
         )
 
 

@@ -64,6 +64,10 @@ class TurnState:
 
     text: str = ""
     streaming: bool = False
+    # What the model call in flight was sent (tokens, by the accounting) and what arrived of
+    # it (text, reasoning, tool calls): its usage if it ends without the provider's figures.
+    sent_tokens: int = 0
+    received: list[str] = field(default_factory=list)
     pending_calls: list[ToolCall] = field(default_factory=list)
     answered_calls: set[str] = field(default_factory=set)
     started_calls: set[str] = field(default_factory=set)  # calls whose tool began to run

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentsh.context.manager import ContextManager, ContextTooLarge
@@ -24,6 +25,8 @@ from agentsh.events import (
     NoticeLevel,
     StatusChanged,
     TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
     TurnEnded,
     TurnOutcome,
     TurnStarted,
@@ -44,6 +47,7 @@ from agentsh.tool_calls import (
     tool_context,
 )
 from agentsh.tools.base import ToolArgumentError
+from agentsh.values import Usage
 
 if TYPE_CHECKING:
     from agentsh.system_prompt import SystemPrompt
@@ -147,7 +151,7 @@ class Turn:
             elif outcome is TurnOutcome.DONE:
                 self._end(TurnOutcome.DONE, text=state.final_text, limit=state.limit)
         except asyncio.CancelledError:
-            self._record_abort()
+            await self._record_abort()
             self._end(TurnOutcome.ABORTED, text=state.text)
         except SessionError as exc:
             emit(ErrorOccurred(ErrorKind.OTHER, f"The session log could not be written: {exc}"))
@@ -200,6 +204,7 @@ class Turn:
                 emit(ErrorOccurred(ErrorKind.CONTEXT_OVERFLOW, str(exc)))
                 self._end(TurnOutcome.ERROR, text=state.text, error=str(exc))
                 return None
+            state.sent_tokens = host.context.status().used
             try:
                 completion = await self._stream(messages, schemas)
             except LLMError as err:
@@ -208,7 +213,10 @@ class Turn:
                     state.text = ""
                     if await host.context.on_overflow():
                         continue
-                self._record_error(err.message)
+                # A reply cut off after some of it arrived was (at least partly) generated,
+                # and is billed; an error before any output is not.
+                usage = await self._estimate() if state.received else None
+                self._record_error(err.message, usage)
                 emit(ErrorOccurred(err.kind, err.message, err.status))
                 self._end(TurnOutcome.ERROR, text=state.text, error=err.message)
                 return None
@@ -263,6 +271,7 @@ class Turn:
         host, state = self.host, self.state
         assert host.llm is not None
         state.text = ""
+        state.received = []
         state.streaming = True
         completion: Completion | None = None
         max_tokens = host.env.settings.model.max_output_tokens or None
@@ -275,6 +284,11 @@ class Turn:
                 else:
                     if isinstance(item, TextDelta):
                         state.text += item.text
+                        state.received.append(item.text)
+                    elif isinstance(item, ThinkingDelta):
+                        state.received.append(item.text)
+                    elif isinstance(item, ToolCallDelta):
+                        state.received.append(item.name + item.arguments_fragment)
                     host.emit(item)
                     await share.step()
         state.streaming = False
@@ -284,23 +298,28 @@ class Turn:
 
     # -- endings ----------------------------------------------------------------------------
 
-    def _record_abort(self) -> None:
-        """Keep what a cancelled turn received, and leave no tool call without a result."""
+    async def _record_abort(self) -> None:
+        """Keep what a cancelled turn received, and leave no tool call without a result. A
+        reply cancelled mid-stream reports no usage, yet its prompt was sent and its text
+        generated: both are counted (an estimate, marked so in the log) and reported."""
         state = self.state
         try:
             if state.streaming:
+                usage = await self._estimate()
                 self.host.session.append_message(
                     Role.ASSISTANT,
                     state.text,
                     model=self.host.model,
                     stop_reason=StopReason.ABORTED,
+                    usage=usage,
                 )
                 state.streaming = False
+                self._report(usage)
             self.calls.answer_unrun("not run: the user cancelled the turn")
         except SessionError:
             pass  # the log is unwritable; the turn is over either way
 
-    def _record_error(self, message: str) -> None:
+    def _record_error(self, message: str, usage: Usage | None = None) -> None:
         """The failed reply stays visible in the log, with what streamed before the error."""
         self.host.session.append_message(
             Role.ASSISTANT,
@@ -308,9 +327,37 @@ class Turn:
             model=self.host.model,
             stop_reason=StopReason.ERROR,
             error=message,
+            usage=usage,
         )
         self.state.text = ""
         self.state.streaming = False
+        if usage is not None:
+            self._report(usage)
+
+    async def _estimate(self) -> Usage:
+        """The usage of the model call in flight as agentsh counts it: the request's tokens as
+        the accounting measured them when it was sent, and the tokens of what arrived; priced
+        as a reply's would be (in a thread: the model worker is asked synchronously)."""
+        host, state = self.host, self.state
+        received = "".join(state.received)
+        usage = Usage(
+            input_tokens=state.sent_tokens,
+            output_tokens=host.context.accounting.count(received) if received else 0,
+            estimated=True,
+        )
+        llm = host.llm
+        if llm is None or not usage.input_tokens + usage.output_tokens:
+            return usage
+        try:
+            cost = await asyncio.wait_for(asyncio.to_thread(llm.cost, usage, llm.model), 10)
+        except (Exception, asyncio.CancelledError):  # noqa: BLE001 - a second cancel, a dead worker
+            return usage  # the tokens still count; unpriced
+        return replace(usage, cost=cost)
+
+    def _report(self, usage: Usage) -> None:
+        """An estimated usage counts where a provider's does: spend, and the usage event."""
+        self.host.spent_usd += usage.cost
+        self.host.emit(UsageReported.of(usage, model=self.host.model or ""))
 
     # -- before the first request, before a summary ------------------------------------------
 

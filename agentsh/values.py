@@ -51,6 +51,9 @@ class Usage:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     cost: float = 0.0
+    # Counted by agentsh, not reported by the provider: a reply cancelled (or cut by an error)
+    # mid-stream reports no usage, so what was sent and what arrived are counted instead.
+    estimated: bool = False
 
     @property
     def context_tokens(self) -> int:
@@ -58,13 +61,16 @@ class Usage:
         return self.input_tokens + self.cache_read_tokens + self.output_tokens
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "input": self.input_tokens,
             "output": self.output_tokens,
             "cacheRead": self.cache_read_tokens,
             "cacheWrite": self.cache_write_tokens,
             "cost": self.cost,
         }
+        if self.estimated:
+            data["estimated"] = True
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Usage:
@@ -75,4 +81,5 @@ class Usage:
             int(get("cacheRead", 0)),
             int(get("cacheWrite", 0)),
             float(get("cost", 0.0)),
+            get("estimated") is True,
         )

@@ -324,4 +324,5 @@ class Accounting:
 
 
 def _anchors(usage: Usage | None) -> bool:
-    return usage is not None and usage.context_tokens > 0
+    """A provider's figure (never agentsh's estimate for a reply cut off mid-stream)."""
+    return usage is not None and not usage.estimated and usage.context_tokens > 0

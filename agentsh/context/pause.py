@@ -94,7 +94,12 @@ class Pause:
                 used, decided = entry.tokens_after, False
             elif not self.watching and (self.told or not self.paused):
                 continue
-            elif isinstance(entry, MessageEntry) and entry.usage and entry.usage.context_tokens:
+            elif (
+                isinstance(entry, MessageEntry)
+                and entry.usage
+                and entry.usage.context_tokens
+                and not entry.usage.estimated
+            ):
                 if self.paused and in_tier(used):
                     self.told = True  # a tier reached while paused was said then
                 elif decided and in_tier(used):

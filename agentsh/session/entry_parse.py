@@ -217,6 +217,7 @@ def _usage(data: dict[str, Any]) -> Usage:
         cache_read_tokens=int(get("cacheRead", 0)),
         cache_write_tokens=int(get("cacheWrite", 0)),
         cost=float(get("cost", 0.0)),
+        estimated=get("estimated") is True,
     )
 
 

@@ -1,0 +1,101 @@
+"""A reply cancelled (or cut off by an error) mid-stream reports no usage, yet its prompt was
+sent and its text generated: agentsh counts both as an estimate, marked so in the log, and it
+counts in the session's tokens and cost like any reply's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentsh.config import load_environment
+from agentsh.events import Event, TextDelta, TurnOutcome, UsageReported
+from agentsh.session.entries import MessageEntry, StopReason
+from agentsh.session.session import Session
+from tests.agent.test_agent_loop import AgentFactory, ended, make_agent
+from tests.fakes.server import ErrorReply, Hangup, Reply, ScriptedServer
+
+__all__ = ["make_agent"]  # the fixture, imported for pytest
+
+LONG = " ".join(f"word{i}" for i in range(400))
+
+
+def _priced(project: Path) -> None:
+    user_config = load_environment(project).user.config_file
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text("[model]\ninput_cost_per_mtok = 3.0\noutput_cost_per_mtok = 15.0\n")
+
+
+def _reloaded_last(session: Session) -> MessageEntry:
+    session.close()
+    assert session.path is not None
+    last = Session.open(session.path, lock=False).current_path()[-1]
+    assert isinstance(last, MessageEntry)
+    return last
+
+
+@pytest.mark.asyncio
+async def test_a_reply_cancelled_mid_stream_counts_what_was_sent_and_what_arrived(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, project: Path
+) -> None:
+    _priced(project)
+    (project / "NOTES.md").write_text("x" * 4000)  # a request worth counting
+    scripted_server.script(Reply(text=LONG, delay_s=0.02))
+    agent = make_agent()
+    events: list[Event] = []
+    async for event in agent.run("talk a lot about " + "context " * 300):
+        events.append(event)
+        if sum(isinstance(e, TextDelta) for e in events) == 5:
+            agent.cancel()
+    assert ended(events).outcome is TurnOutcome.ABORTED
+    received = "".join(e.text for e in events if isinstance(e, TextDelta))
+    last = agent.session.current_path()[-1]
+    assert isinstance(last, MessageEntry) and last.stop_reason is StopReason.ABORTED
+    usage = last.usage
+    assert usage is not None and usage.estimated
+    # What was sent: the accounting's count of the request (~chars/4 of what the server got).
+    (sent,) = scripted_server.requests
+    approx = len(json.dumps(sent.body["messages"])) // 4
+    assert approx // 2 < usage.input_tokens < approx * 2
+    assert usage.output_tokens == agent.context.accounting.count(received) > 0
+    assert usage.cost == pytest.approx((usage.input_tokens * 3 + usage.output_tokens * 15) / 1e6)
+    # Reported like any reply's usage, and counted in the session's totals and spend.
+    reported = [e for e in events if isinstance(e, UsageReported)]
+    assert [(e.input_tokens, e.output_tokens, e.estimated) for e in reported] == [
+        (usage.input_tokens, usage.output_tokens, True)
+    ]
+    status = agent.status()
+    assert status.session_input_tokens == usage.input_tokens
+    assert status.session_output_tokens == usage.output_tokens
+    assert status.session_cost == pytest.approx(usage.cost) and agent.spent_usd == usage.cost
+    # An estimate never anchors the context's size as a provider's figure would.
+    assert status.estimated
+    # Marked as an estimate in the log, and read back as one.
+    assert _reloaded_last(agent.session).usage == usage
+
+
+@pytest.mark.asyncio
+async def test_a_reply_cut_off_mid_stream_counts_and_an_error_before_output_does_not(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, project: Path
+) -> None:
+    _priced(project)
+    scripted_server.script(
+        Hangup(after_chunks=4, text=LONG),
+        ErrorReply(status=400, message="bad request", type="invalid_request_error"),
+    )
+    agent = make_agent()
+    cut = [e async for e in agent.run("first")]
+    assert ended(cut).outcome is TurnOutcome.ERROR
+    received = "".join(e.text for e in cut if isinstance(e, TextDelta))
+    entry = agent.session.current_path()[-1]
+    assert isinstance(entry, MessageEntry) and entry.stop_reason is StopReason.ERROR
+    assert received and entry.usage is not None and entry.usage.estimated
+    assert entry.usage.output_tokens == agent.context.accounting.count(received)
+    assert entry.usage.input_tokens > 0 and entry.usage.cost > 0
+    assert any(isinstance(e, UsageReported) and e.estimated for e in cut)
+    refused = [e async for e in agent.run("second")]
+    assert ended(refused).outcome is TurnOutcome.ERROR
+    entry = agent.session.current_path()[-1]
+    assert isinstance(entry, MessageEntry) and entry.stop_reason is StopReason.ERROR
+    assert entry.usage is None and not any(isinstance(e, UsageReported) for e in refused)
