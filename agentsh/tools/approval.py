@@ -48,13 +48,7 @@ from agentsh.tools.base import (
     outside_reason,
 )
 from agentsh.tools.git_armed import armed_programs, git_folders
-from agentsh.tools.protected import (
-    git_config_places,
-    git_config_reason,
-    hooks_folder,
-    hooks_reason,
-    protected_reason,
-)
+from agentsh.tools.protected import git_settings_reason, protected_reason
 from agentsh.tools.rules import ToolRule, ToolRules, command_parts
 
 #: Claude Code's permission modes (``--permission-mode``) -> agentsh's approval mode; ``plan``
@@ -406,11 +400,7 @@ class Approver:
         targets = tool.target_paths(params, ctx)
         if not targets:
             return None
-        folder = await asyncio.to_thread(hooks_folder, self.project_root)
-        if found := next((why for p in targets if (why := hooks_reason(p, folder))), None):
-            return found
-        places = await asyncio.to_thread(git_config_places, self.project_root)
-        return next((why for p in targets if (why := git_config_reason(p, places))), None)
+        return await asyncio.to_thread(git_settings_reason, targets, self.project_root)
 
     def _protected(self, tool: Tool, params: Any, ctx: ToolContext) -> str | None:
         """What protected path the call writes, in words, or None."""

@@ -30,6 +30,7 @@ import os
 import re
 import stat
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -195,6 +196,17 @@ def hooks_reason(path: Path, folder: Path | None) -> str | None:
         f"the git hooks folder this repository's core.hooksPath names ({folder}): git runs "
         "its files, in your own git commands too"
     )
+
+
+def git_settings_reason(targets: Sequence[Path], root: Path) -> str | None:
+    """Why writing one of ``targets`` changes what git runs: the hooks folder
+    ``core.hooksPath`` names, else another place of git's settings; None when neither (git is
+    asked only here, so only for a call that writes files). Blocking: run it in a thread."""
+    folder = hooks_folder(root)
+    if found := next((why for p in targets if (why := hooks_reason(p, folder))), None):
+        return found
+    places = git_config_places(root)
+    return next((why for p in targets if (why := git_config_reason(p, places))), None)
 
 
 def protected_command(command: str) -> str | None:

@@ -9,7 +9,7 @@ against the scripted server instead (test_app_real_agent.py).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -40,6 +40,7 @@ from agentsh.session.entries import (
 )
 from agentsh.session.session import Session
 from agentsh.tools.approval import Denial
+from agentsh.tools.rules import ToolRules
 
 Script = Callable[["FakeAgent", str], AsyncIterator[Event]]
 
@@ -83,6 +84,8 @@ class FakeAgent:
         self.session_files: SessionFiles | None = None
         self._approval = ApprovalMode.ASK
         self._plan = False
+        self._rules = ToolRules.parse()
+        self._folders: tuple[tuple[Path, ...], tuple[Path, ...]] = ((), ())
 
     @property
     def model(self) -> str | None:
@@ -115,6 +118,30 @@ class FakeAgent:
     def set_approval_mode(self, mode: ApprovalMode, *, plan: bool = False) -> None:
         self._approval = ApprovalMode(mode)
         self._plan = plan
+
+    @property
+    def tool_rules(self) -> ToolRules:
+        return self._rules
+
+    def set_tool_rules(self, rules: ToolRules) -> None:
+        self._rules = rules
+
+    @property
+    def folders(self) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+        return self._folders
+
+    def set_folders(
+        self,
+        *,
+        added: Sequence[Path] | None = None,
+        read: Sequence[Path] | None = None,
+        note: str | None = None,
+    ) -> None:
+        old_added, old_read = self._folders
+        self._folders = (
+            tuple(added) if added is not None else old_added,
+            tuple(read) if read is not None else old_read,
+        )
 
     async def run(self, text: str) -> AsyncIterator[Event]:
         self.runs.append(text)
