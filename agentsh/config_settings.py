@@ -30,6 +30,18 @@ class ApprovalMode(StrEnum):
     ALL = "all"
 
 
+#: Claude Code's permission modes (``--permission-mode``) -> agentsh's approval mode; ``plan``
+#: also forbids writes and commands (:data:`agentsh.tools.approval.PLAN_INSTRUCTIONS` tells the
+#: model). Here, not with the approval layer, so the TUI reads its options without importing it.
+PERMISSION_MODES = {
+    "default": ApprovalMode.ASK,
+    "dontAsk": ApprovalMode.ASK,
+    "acceptEdits": ApprovalMode.EDITS,
+    "bypassPermissions": ApprovalMode.ALL,
+    "plan": ApprovalMode.ASK,
+}
+
+
 @dataclass(frozen=True, slots=True)
 class ModelSettings:
     name: str = field(

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agentsh.config import ApprovalMode
+from agentsh.config_settings import PERMISSION_MODES as PERMISSION_MODES  # beside ApprovalMode
 from agentsh.errors import AgentshError
 from agentsh.events import ApprovalDecision, ApprovalRequest
 from agentsh.paths import ProjectPaths
@@ -51,15 +52,6 @@ from agentsh.tools.git_armed import armed_programs, git_folders
 from agentsh.tools.protected import git_settings_reason, protected_reason
 from agentsh.tools.rules import ToolRule, ToolRules, command_parts
 
-#: Claude Code's permission modes (``--permission-mode``) -> agentsh's approval mode; ``plan``
-#: also forbids writes and commands (:data:`PLAN_INSTRUCTIONS` tells the model).
-PERMISSION_MODES = {
-    "default": ApprovalMode.ASK,
-    "dontAsk": ApprovalMode.ASK,
-    "acceptEdits": ApprovalMode.EDITS,
-    "bypassPermissions": ApprovalMode.ALL,
-    "plan": ApprovalMode.ASK,
-}
 PLAN_INSTRUCTIONS = (
     "# Plan mode\n\nThis run is in plan mode: investigate with the reading tools and answer "
     "with a plan. Files cannot be changed and commands cannot be run; calls that would do "

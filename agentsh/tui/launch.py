@@ -1,10 +1,11 @@
 """``agentsh`` with no subcommand: start the TUI, importing only what the first frame needs.
 
 The CLI dispatches here with its argparse namespace. This reads the configuration (stdlib
-tomllib), prepares the process for litellm and tiktoken without importing them, has the model
-calls made by the model worker process (:mod:`agentsh.llm.remote`), and runs the App; the
-session is opened and the agent built in a worker thread after the first frame. A folder
-that is not trusted yet (:mod:`agentsh.trust`) is asked about first, in a small app of its own.
+tomllib), prepares the process for litellm and tiktoken without importing them, and runs the
+App; the session is opened and the agent built in a worker thread after the first frame, its
+model calls made by the model worker process (:mod:`agentsh.llm.remote`, imported and switched
+on in that thread: the model client's modules are not needed to draw). A folder that is not
+trusted yet (:mod:`agentsh.trust`) is asked about first, in a small app of its own.
 :func:`leave` ends the process once the App has finished.
 """
 
@@ -15,7 +16,13 @@ import atexit
 import contextlib
 import os
 import sys
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from agentsh.config import Environment
+    from agentsh.frontend import AgentAPI
+    from agentsh.session.session import Session
+    from agentsh.tui.options import LaunchOptions
 
 
 def main(args: argparse.Namespace) -> int:
@@ -23,7 +30,6 @@ def main(args: argparse.Namespace) -> int:
 
     from agentsh.config import load_environment
     from agentsh.errors import CliError
-    from agentsh.llm import remote
     from agentsh.llm.env import prepare_environment
     from agentsh.run_options import apply_environment, resolve
     from agentsh.tui.app import AgentshApp
@@ -43,7 +49,6 @@ def main(args: argparse.Namespace) -> int:
         print(f"agentsh: {exc}", file=sys.stderr)
         return 2
     prepare_environment()
-    remote.activate()  # model calls in the model worker: litellm never loads in the UI process
     env = load_environment(trust_project=bool(getattr(args, "trust_project", False)))
     if env.trust.asks and not env.trust_project:
         # Asked before the main app exists, so nothing of the folder's is loaded until then.
@@ -55,9 +60,28 @@ def main(args: argparse.Namespace) -> int:
             return 0
         (grant if answer else decline)(env.user, env.trust)  # "not now" is remembered too
         env = load_environment()
-    app = AgentshApp(env, options, leaving=remote.stop_shared_worker)  # exits beside the App
+    app = AgentshApp(env, options, agent_factory=worker_agent, leaving=stop_model_worker)
     app.run()
     return app.return_code or 0
+
+
+def worker_agent(env: Environment, session: Session, options: LaunchOptions) -> AgentAPI:
+    """The real agent, its model calls made by the model worker: litellm never loads in the UI
+    process. Called in the load thread, so the model client's modules load there too."""
+    from agentsh.llm import remote
+    from agentsh.tui.lifecycle import build_real_agent
+
+    remote.activate()  # before the agent is built: it picks its client by this
+    return build_real_agent(env, session, options)
+
+
+def stop_model_worker() -> None:
+    """Let the model worker begin to exit as the App quits (the App exits beside it), if the
+    load thread got as far as loading it; none runs otherwise."""
+    remote = sys.modules.get("agentsh.llm.remote")
+    stop = getattr(remote, "stop_shared_worker", None)  # None while the thread imports it
+    if stop is not None:
+        stop()
 
 
 def review_trust(args: argparse.Namespace) -> int:

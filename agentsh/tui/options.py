@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from agentsh.config import ApprovalMode
+from agentsh.config_settings import PERMISSION_MODES
 from agentsh.run_options import RunExtras
 
 if TYPE_CHECKING:
@@ -41,8 +42,6 @@ class LaunchOptions:
     @classmethod
     def from_args(cls, args: argparse.Namespace, extras: RunExtras | None = None) -> LaunchOptions:
         """The options; a ValueError when --approve and --permission-mode are both given."""
-        from agentsh.tools.approval import PERMISSION_MODES
-
         approve = getattr(args, "approve", None)
         permission = getattr(args, "permission_mode", None)
         if approve and permission:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = ("litellm", "tiktoken", "numpy", "onnxruntime", "tokenizers", "openai")
 
@@ -53,3 +55,76 @@ def test_the_mcp_sdk_stays_off_the_first_frame_and_the_agent_module() -> None:
     for module in ("agentsh.tui.app", "agentsh.tui.launch", "agentsh.agent_assembly"):
         loaded = _modules_after_import(module)
         assert not loaded & set(MCP_SDK), f"{module} imports {loaded & set(MCP_SDK)}"
+
+
+# What the first frame does not draw with, and so must not import: the model client and its
+# urllib (the agent is built in the load thread, which imports them), Markdown rendering (the
+# chat is empty until the session loads), and the approval layer with its rules. Each was
+# imported before the first frame once, costing ~40 % of agentsh's own imports there (issue 16).
+NOT_BEFORE_FIRST_FRAME = (
+    "agentsh.llm.remote",
+    "agentsh.llm.client",
+    "agentsh.llm.models",
+    "urllib.request",
+    "markdown_it",
+    "textual.widgets._markdown",
+    "agentsh.tools.approval",
+    "agentsh.tools.base",
+)
+
+_FIRST_FRAME = """
+import argparse, json, sys
+from agentsh.tui import app as app_mod, launch
+
+seen = []
+slash = app_mod._slash
+
+
+def first_frame():  # the first callback after the first refresh (AgentshApp.on_mount)
+    if not seen:
+        seen.append(sorted(sys.modules))
+    return slash()
+
+
+def exit_at_once(self):  # instead of starting the load thread
+    self.exit()
+
+
+real_run = app_mod.AgentshApp.run
+
+
+def run_headless(self, **_given):
+    return real_run(self, headless=True, size=(120, 40))
+
+
+app_mod._slash = first_frame
+app_mod.AgentshApp._after_first_frame = exit_at_once
+app_mod.AgentshApp.run = run_headless
+code = launch.main(argparse.Namespace())
+print(json.dumps({"code": code, "modules": seen[0] if seen else None}))
+"""
+
+
+def test_the_first_frame_does_not_wait_for_the_model_client_markdown_or_approvals(
+    tmp_path: Path,
+) -> None:
+    """``agentsh`` in a folder, run to its first frame (headless): what had been imported."""
+    project = tmp_path / "project"
+    project.mkdir()
+    env = {**os.environ, "AGENTSH_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
+    env["AGENTSH_NO_OLLAMA_PROBE"] = "1"
+    done = subprocess.run(
+        [sys.executable, "-c", _FIRST_FRAME],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=project,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["code"] == 0 and result["modules"] is not None, done.stdout
+    loaded = set(result["modules"])
+    assert "agentsh.tui.app" in loaded and "agentsh.config" in loaded  # it did start
+    early = sorted(loaded & set(NOT_BEFORE_FIRST_FRAME))
+    assert not early, f"imported before the first frame: {early}"

@@ -22,10 +22,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from textual.widgets._markdown import MarkdownBlock
-
 if TYPE_CHECKING:
     from textual.widgets import Markdown
+    from textual.widgets._markdown import MarkdownBlock
 
 
 @runtime_checkable
@@ -52,6 +51,10 @@ class BlockFold:
     def fold_above(self, body: Markdown, limit_y: int) -> bool:
         """Hide the leading blocks whose bottom is above screen row ``limit_y`` (from the
         last layout); True if all but the last block are hidden (nothing more to fold)."""
+        # Imported here: a body exists, so Markdown is loaded; the chat module (and the first
+        # frame) must not pay for markdown-it and Textual's Markdown at import.
+        from textual.widgets._markdown import MarkdownBlock
+
         blocks = [child for child in body.children if isinstance(child, MarkdownBlock)]
         start = len(self.blocks)
         if start >= len(blocks) - 1:
