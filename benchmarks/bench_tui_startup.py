@@ -15,6 +15,11 @@ within 1.3x of the bare app, and ready to chat within 3x (issue 16).
 ``--baseline ROOT`` also runs another checkout's agentsh (e.g. /work/main) the same way,
 interleaved, for a before/after in the same run.
 
+Every program reads its bytecode from one fresh cache of the run (``PYTHONPYCACHEPREFIX``), filled
+by the warm-up run, whatever ``PYTHONDONTWRITEBYTECODE`` the shell has: an installed agentsh has
+its ``.pyc`` files, and a checkout without them (or with stale ones) compiled its modules on
+every start, which counted ~0.3-0.7 s of compiling as start-up, and differently per checkout.
+
 The last line is ``tui_ready_to_chat_ratio: <agentsh agent ready / bare ready> x``.
 """
 
@@ -42,6 +47,11 @@ def _measure(command: list[str], cwd: Path, env: dict[str, str], ready_marks: tu
         return first, ready, agent
 
 
+def compiled(pycache: Path) -> dict[str, str]:
+    """Environment for a program that reads and writes its bytecode under ``pycache``."""
+    return {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(pycache)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=10)
@@ -65,6 +75,7 @@ def main() -> int:
         bare = tmp_path / "bare.py"
         bare.write_text(BARE_APP)
         project = git_project(tmp_path / "project")
+        pyc = compiled(tmp_path / "pycache")
         results: dict[str, list[tuple[float, float, float | None]]] = {"bare": [], "agentsh": []}
         if args.baseline is not None:
             results["baseline"] = []
@@ -78,8 +89,8 @@ def main() -> int:
         for run in range(args.runs + 1):
             home = tmp_path / f"home-{run}"
             home.mkdir()
-            b = _measure([python, str(bare)], project, bench_env(home), ("^p",), None)
-            a = _measure(agentsh_command(), project, bench_env(agentsh_home),
+            b = _measure([python, str(bare)], project, bench_env(home, **pyc), ("^p",), None)
+            a = _measure(agentsh_command(), project, bench_env(agentsh_home, **pyc),
                          ("Message agentsh", "│"), "loading…")  # fmt: skip
             if run:  # the first run warms the file cache
                 results["bare"].append(b)
@@ -87,7 +98,7 @@ def main() -> int:
             else:
                 first_start = a
             if args.baseline is not None:
-                env = {**bench_env(baseline_home), "PYTHONPATH": str(args.baseline.resolve())}
+                env = bench_env(baseline_home, **pyc, PYTHONPATH=str(args.baseline.resolve()))
                 r = _measure(agentsh_command(), project, env,
                              ("Message agentsh", "│"), "loading…")  # fmt: skip
                 if run:
@@ -127,13 +138,17 @@ def _first_starts(runs: int) -> int:
         bare = tmp_path / "bare.py"
         bare.write_text(BARE_APP)
         project = git_project(tmp_path / "project")
-        for run in range(runs):
+        pyc = compiled(tmp_path / "pycache")
+        for run in range(runs + 1):  # the first run, not counted, fills the bytecode cache
             home, agentsh_home = tmp_path / f"home-{run}", tmp_path / f"home-agentsh-{run}"
             home.mkdir()
             agentsh_home.mkdir()
-            b = _measure([sys.executable, str(bare)], project, bench_env(home), ("^p",), None)
-            a = _measure(agentsh_command(), project, bench_env(agentsh_home),
+            b = _measure([sys.executable, str(bare)], project, bench_env(home, **pyc), ("^p",),
+                         None)  # fmt: skip
+            a = _measure(agentsh_command(), project, bench_env(agentsh_home, **pyc),
                          ("Message agentsh", "│"), "loading…")  # fmt: skip
+            if not run:
+                continue
             bare_ready.append(b[1])
             if a[2] is not None:
                 agent_ready.append(a[2])
