@@ -15,12 +15,14 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentsh.config import Environment
-from agentsh.mcp.servers_config import McpConfig, Scope, Transport, parse_servers
 from agentsh.paths import ProjectPaths
 from agentsh.trust import Finding, TrustState, hash_file, register_source
+
+if TYPE_CHECKING:
+    from agentsh.mcp.servers_config import McpConfig
 
 KIND = "MCP servers"
 
@@ -55,6 +57,10 @@ def mcp_findings(root: Path, cwd: Path) -> list[Finding]:
             continue
         if not isinstance(raw, dict) or not raw:
             continue
+        # Only a project that defines servers pays for their parser (every start checks trust,
+        # before the TUI's first frame).
+        from agentsh.mcp.servers_config import Scope, Transport, parse_servers
+
         problems: list[str] = []
         for spec in parse_servers(raw, scope=Scope.PROJECT, source=path, problems=problems):
             what = "runs" if spec.transport is Transport.STDIO else "connects to"
