@@ -7,7 +7,8 @@ a first start ever, is reported apart). "First frame" is the first poll that sho
 footer (the bare app: Header, TextArea, Footer). For agentsh it also reports "agent ready"
 (ready to chat), when the status bar's "loading…" goes (the session and the agent load in a
 thread after the first frame; litellm loads in the model worker process). One warm-up run
-each, then 10 runs each, interleaved; medians in seconds. The goals: agentsh ready to type
+each, then 10 runs each, interleaved (with ``--baseline``, agentsh and the baseline take turns
+right after the bare app); medians in seconds. The goals: agentsh ready to type
 within 1.3x of the bare app, and ready to chat within 3x (issue 16).
 
     .venv/bin/python benchmarks/bench_tui_startup.py [--runs 10] [--baseline ROOT]
@@ -86,23 +87,27 @@ def main() -> int:
         agentsh_home = tmp_path / "home-agentsh"
         agentsh_home.mkdir()
         first_start: tuple[float, float, float | None] | None = None
+        marks = ("Message agentsh", "│")
         for run in range(args.runs + 1):
             home = tmp_path / f"home-{run}"
             home.mkdir()
-            b = _measure([python, str(bare)], project, bench_env(home, **pyc), ("^p",), None)
-            a = _measure(agentsh_command(), project, bench_env(agentsh_home, **pyc),
-                         ("Message agentsh", "│"), "loading…")  # fmt: skip
-            if run:  # the first run warms the file cache
-                results["bare"].append(b)
-                results["agentsh"].append(a)
-            else:
-                first_start = a
+            b = _measure([python, str(bare)], project, {**bench_env(home), **pyc}, ("^p",), None)
+            programs = [("agentsh", {**bench_env(agentsh_home), **pyc})]
             if args.baseline is not None:
-                env = bench_env(baseline_home, **pyc, PYTHONPATH=str(args.baseline.resolve()))
-                r = _measure(agentsh_command(), project, env,
-                             ("Message agentsh", "│"), "loading…")  # fmt: skip
-                if run:
-                    results["baseline"].append(r)
+                env = {**bench_env(baseline_home, PYTHONPATH=str(args.baseline.resolve())), **pyc}
+                # Each goes right after the bare app every other run: neither always starts
+                # while the one before it is still ending.
+                programs.insert(run % 2, ("baseline", env))
+            measured = {
+                name: _measure(agentsh_command(), project, env, marks, "loading…")
+                for name, env in programs
+            }
+            if run:  # the first run warms the file and bytecode caches
+                results["bare"].append(b)
+                for name, value in measured.items():
+                    results[name].append(value)
+            else:
+                first_start = measured["agentsh"]
 
     def med(name: str, index: int) -> float:
         return statistics.median(v for r in results[name] if (v := r[index]) is not None)
@@ -143,9 +148,9 @@ def _first_starts(runs: int) -> int:
             home, agentsh_home = tmp_path / f"home-{run}", tmp_path / f"home-agentsh-{run}"
             home.mkdir()
             agentsh_home.mkdir()
-            b = _measure([sys.executable, str(bare)], project, bench_env(home, **pyc), ("^p",),
+            b = _measure([sys.executable, str(bare)], project, {**bench_env(home), **pyc}, ("^p",),
                          None)  # fmt: skip
-            a = _measure(agentsh_command(), project, bench_env(agentsh_home, **pyc),
+            a = _measure(agentsh_command(), project, {**bench_env(agentsh_home), **pyc},
                          ("Message agentsh", "│"), "loading…")  # fmt: skip
             if not run:
                 continue
