@@ -75,16 +75,21 @@ NOT_BEFORE_FIRST_FRAME = (
 )
 
 _FIRST_FRAME = """
-import argparse, json, sys
-from agentsh.tui import app as app_mod, launch
+import json, sys
+from agentsh.tui import app as app_mod
 
-seen = []
+out = sys.argv[1]
 slash = app_mod._slash
 
 
 def first_frame():  # the first callback after the first refresh (AgentshApp.on_mount)
-    if not seen:
-        seen.append(sorted(sys.modules))
+    if not getattr(first_frame, "seen", False):
+        first_frame.seen = True
+        text = sys.modules.get("agentsh.text")
+        lazy = getattr(text, "_cjk", None)  # None: compiled at import
+        compiled = lazy.cache_info().currsize if lazy else int(text is not None)
+        with open(out, "w") as f:
+            json.dump({"modules": sorted(sys.modules), "cjk_compiled": compiled}, f)
     return slash()
 
 
@@ -102,31 +107,42 @@ def run_headless(self, **_given):
 app_mod._slash = first_frame
 app_mod.AgentshApp._after_first_frame = exit_at_once
 app_mod.AgentshApp.run = run_headless
-code = launch.main(argparse.Namespace())
-print(json.dumps({"code": code, "modules": seen[0] if seen else None}))
+from agentsh.cli import main
+
+sys.exit(main([]))
 """
 
 
 def test_the_first_frame_does_not_wait_for_the_model_client_markdown_or_approvals(
     tmp_path: Path,
 ) -> None:
-    """``agentsh`` in a folder, run to its first frame (headless): what had been imported."""
+    """``agentsh`` in a folder, through the command line in a terminal (a pty), run to its
+    first frame (drawn headless): what had been imported by then."""
     project = tmp_path / "project"
     project.mkdir()
     env = {**os.environ, "AGENTSH_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
     env["AGENTSH_NO_OLLAMA_PROBE"] = "1"
-    done = subprocess.run(
-        [sys.executable, "-c", _FIRST_FRAME],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=project,
-        env=env,
-    )
+    out = tmp_path / "first-frame.json"
+    leader, follower = os.openpty()  # the command line starts the TUI only in a terminal
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _FIRST_FRAME, str(out)],
+            stdin=follower,
+            stdout=follower,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            cwd=project,
+            env=env,
+        )
+    finally:
+        os.close(follower)
+        os.close(leader)
     assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result["code"] == 0 and result["modules"] is not None, done.stdout
+    result = json.loads(out.read_text(encoding="utf-8"))
     loaded = set(result["modules"])
-    assert "agentsh.tui.app" in loaded and "agentsh.config" in loaded  # it did start
+    assert {"agentsh.cli", "agentsh.tui.app", "agentsh.mcp.server_trust"} <= loaded  # it ran
     early = sorted(loaded & set(NOT_BEFORE_FIRST_FRAME))
     assert not early, f"imported before the first frame: {early}"
+    assert "agentsh.text" in loaded
+    assert result["cjk_compiled"] == 0  # agentsh.text's pattern: 8-18 ms, compiled at first use
