@@ -46,10 +46,9 @@ from agentsh.context.summary import (
     SummaryDoc,
     Template,
     accept_summary,
-    fit_transcript,
+    fitted_summary_request,
     serialize,
     step_lines,
-    summary_request,
 )
 from agentsh.context.view import ContextEntry, ContextView, turn_starts
 from agentsh.context.workspace import (
@@ -65,7 +64,6 @@ from agentsh.values import Usage
 
 # Characters of transcript per token of summary-model window we dare send (conservative: code
 # and JSON run nearer 3 characters a token than 4).
-_TRANSCRIPT_CHARS_PER_TOKEN = 3
 _POINTER_STEPS_CHARS = 400
 _FACTS_GUESS = 200  # tokens the code-kept facts add to a summary, for the estimate
 
@@ -305,18 +303,20 @@ class TieredEngine:
     ) -> tuple[SummaryDoc | None, str]:
         settings = self.deps.settings
         max_tokens = self.summary_max_tokens()
-        room = max(4_000, self.deps.window - max_tokens - 4_000)
-        transcript = fit_transcript(serialize(removed), room * _TRANSCRIPT_CHARS_PER_TOKEN)
         steer = "\n\n".join(t.strip() for t in (settings.summary_instructions, instructions) if t)
-        request = summary_request(
-            transcript,
+        request = fitted_summary_request(
+            serialize(removed),
             self.template,
+            window=self.deps.window,
+            count=self.deps.accounting.count,
+            max_tokens=max_tokens,
             previous=previous,
             newest_request=newest,
             split_turn=split_turn,
-            max_tokens=max_tokens,
             instructions=steer,
         )
+        if request is None:
+            return None, "the summary request would not fit the window"
         try:
             reply = await self.deps.summarize(request, max_tokens)
         except Exception as exc:  # noqa: BLE001 - any failure of the injected model falls back

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -377,6 +377,50 @@ def summary_request(
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": "\n\n".join(parts)},
     ]
+
+
+TRANSCRIPT_CHARS_PER_TOKEN = 3  # a conservative guess, checked by counting afterwards
+MIN_TRANSCRIPT_TOKENS = 200  # less is not worth a summary call
+_UNKNOWN_WINDOW_TRANSCRIPT_TOKENS = 4_000
+
+
+def fitted_summary_request(
+    transcript: str,
+    template: Template,
+    *,
+    window: int,
+    count: Callable[[str], int],
+    max_tokens: int,
+    **parts: Any,
+) -> list[dict[str, Any]] | None:
+    """:func:`summary_request` with the transcript cut (:func:`fit_transcript`) so that the
+    whole request (prompt, previous summary, instructions) and the reply fit ``window``
+    tokens as ``count`` measures them; None when not even a short transcript fits. The
+    transcript used to get 4,000 tokens whatever the window: on a 4k window the request and
+    its reply overflowed, and a real provider refused the call."""
+
+    def build(text: str) -> list[dict[str, Any]]:
+        return summary_request(text, template, max_tokens=max_tokens, **parts)
+
+    def size(messages: list[dict[str, Any]]) -> int:
+        return sum(count(str(m["content"])) for m in messages)
+
+    if window <= 0:
+        limit = _UNKNOWN_WINDOW_TRANSCRIPT_TOKENS * TRANSCRIPT_CHARS_PER_TOKEN
+        return build(fit_transcript(transcript, limit))
+    fixed = size(build(""))
+    room = window - max_tokens - fixed
+    if room < MIN_TRANSCRIPT_TOKENS:
+        return None
+    chars = room * TRANSCRIPT_CHARS_PER_TOKEN
+    for _attempt in range(4):
+        messages = build(fit_transcript(transcript, chars))
+        used = size(messages)
+        if used + max_tokens <= window:
+            return messages
+        # Denser text than guessed (code, an exact tokenizer): shrink by what it took.
+        chars = int(chars * 0.95 * room / max(1, used - fixed))
+    return None
 
 
 def step_lines(entries: Iterable[ContextEntry]) -> list[str]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from agentsh.context.accounting import Accounting
 from agentsh.context.facts import Facts, files_touched, merge_files
 from agentsh.context.summary import (
@@ -16,10 +18,11 @@ from agentsh.context.summary import (
     serialize,
     summary_request,
 )
+from agentsh.events import Tier
 from agentsh.llm.tokens import estimate_tokens
 from agentsh.session.session import Session
-from tests.context.builders import Step, add_turn
-from tests.context.conftest import GOOD_SUMMARY
+from tests.context.builders import Step, add_turn, unique_output
+from tests.context.conftest import GOOD_SUMMARY, FakeSummarizer, ManagerFactory
 
 
 def test_the_tiered_template_has_the_13_sections_of_the_spec_in_order_and_the_last_error() -> None:
@@ -148,3 +151,30 @@ def test_active_task_is_verbatim_unless_it_is_a_huge_paste() -> None:
     cut = active_task_text(huge)
     assert cut.startswith("h" * 4000) and cut.endswith("t" * 4000) and "MIDDLE" not in cut
     assert json.dumps(cut)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("window", [4_000, 8_000])
+async def test_the_summary_request_fits_the_window_on_a_small_one(
+    memory_session: Session, make_manager: ManagerFactory, window: int
+) -> None:
+    """The transcript was given at least 4,000 tokens whatever the window, beside the prompt,
+    the previous summary and the user's instructions: on a 4k window the summary request and
+    its reply did not fit, so a real provider refused it and the Summarize fell back to
+    archiving."""
+    s = memory_session
+    summarizer = FakeSummarizer()
+    manager = make_manager(s, window=window, summarize=summarizer, summarize_keep_turns=1)
+    for round_ in range(2):  # the second one also carries the previous summary
+        per_turn = window // 12  # tokens, at ~4 characters a token: 92 % in all
+        for n in range(11):
+            add_turn(
+                s,
+                f"request {round_}.{n}",
+                [Step("bash", {"command": "cat log"}, unique_output(per_turn * 4, f"{round_}{n}"))],
+            )
+        steer = " ".join(f"keep decision {k} and its reasons;" for k in range(40))
+        assert await manager.compact(Tier.SUMMARIZE, instructions=steer) is not None
+        messages, max_tokens = summarizer.calls[-1]
+        sent = sum(manager.accounting.count(str(m["content"])) for m in messages)
+        assert sent + max_tokens <= window, (round_, sent, max_tokens)
