@@ -92,6 +92,7 @@ class Recorder:
         self._git_state: tuple[tuple[int, int, int, int], frozenset[str]] | None = None
         self._loose_paths: set[str] | None = None
         self._loose_for = -1
+        self._folders: scan.OpenFolders | None = None  # the running capture's
 
     # -- observing ----------------------------------------------------------------------------
 
@@ -254,7 +255,7 @@ class Recorder:
         return observation
 
     def read(self, path: str, st: os.stat_result) -> bytes | None:
-        return scan.read_content(self.root, path, st, self.max_file_bytes)
+        return scan.read_content(self.root, path, st, self.max_file_bytes, self._folders)
 
     # -- capturing ----------------------------------------------------------------------------
 
@@ -262,6 +263,14 @@ class Recorder:
         """Journal every change since the last capture; one transaction. With ``paths`` (the
         files a write or edit just changed, relative to the root) only those are looked at,
         when the git state this process knows allows it."""
+        with scan.OpenFolders(self.root) as folders:
+            self._folders = folders
+            try:
+                return self._capture(paths)
+            finally:
+                self._folders = None
+
+    def _capture(self, paths: Sequence[str]) -> Capture:
         started = time.perf_counter()
         store = self.store
         with store.writing():
@@ -301,7 +310,7 @@ class Recorder:
         racy_after = observation.started_ns - RACY_NS
         changes: list[Change] = []
         updates: dict[str, CacheRow | None] = {}
-        for item in observation.seen:
+        for item in _by_folder(observation.seen):
             path, st, row = item.path, item.st, item.row
             if st is None:  # gone
                 assert row is not None
@@ -365,7 +374,7 @@ class Recorder:
         oids = scan.index_oids(self.root)
         racy_after = observation.started_ns - RACY_NS
         updates: dict[str, CacheRow | None] = {}
-        for item in observation.seen:
+        for item in _by_folder(observation.seen):
             if item.st is None:
                 continue
             st = item.st
@@ -403,6 +412,12 @@ class Recorder:
                 ref = blob_hash(data)
             out[item.path] = (ref, item.st.st_mode)
         return out
+
+
+def _by_folder(seen: Iterable[Seen]) -> list[Seen]:
+    """In path order, so the files of one folder are read one after another (the capture's
+    folder descriptors stay open for them: :class:`scan.OpenFolders`)."""
+    return sorted(seen, key=lambda item: item.path)
 
 
 def _needs_settling(change: Change) -> bool:
