@@ -337,7 +337,9 @@ class Turn:
     async def _estimate(self) -> Usage:
         """The usage of the model call in flight as agentsh counts it: the request's tokens as
         the accounting measured them when it was sent, and the tokens of what arrived; priced
-        as a reply's would be (in a thread: the model worker is asked synchronously)."""
+        as a reply's would be (in a thread: the model worker is asked synchronously; at most 2 s,
+        as a cancel before the first token may find the worker still loading litellm, and Esc
+        must not wait for it: the tokens then count unpriced)."""
         host, state = self.host, self.state
         received = "".join(state.received)
         usage = Usage(
@@ -349,7 +351,7 @@ class Turn:
         if llm is None or not usage.input_tokens + usage.output_tokens:
             return usage
         try:
-            cost = await asyncio.wait_for(asyncio.to_thread(llm.cost, usage, llm.model), 10)
+            cost = await asyncio.wait_for(asyncio.to_thread(llm.cost, usage, llm.model), 2)
         except (Exception, asyncio.CancelledError):  # noqa: BLE001 - a second cancel, a dead worker
             return usage  # the tokens still count; unpriced
         return replace(usage, cost=cost)
