@@ -32,7 +32,7 @@ from agentsh.context.undo import UndoResult, undo_compaction
 from agentsh.errors import AgentshError
 from agentsh.events import ContextStatus, ErrorKind, Event, Notice, NoticeLevel, StatusChanged, Tier
 from agentsh.instructions import USER_FILE_NAME, NestedInstructions
-from agentsh.llm.client import LLMClient, LLMError, environment_secrets
+from agentsh.llm.client import Completion, LLMClient, LLMError, environment_secrets
 from agentsh.llm.models import ModelInfo, api_base_for, model_info
 from agentsh.llm.tokens import TokenCounter, estimate_tokens
 from agentsh.mcp.mcp_manager import McpManager
@@ -400,7 +400,7 @@ class Agent:
         max_tokens = self.env.settings.context.branch_summary_max_tokens
         messages = branch_summary_request(entries, max_tokens=max_tokens, instructions=instructions)
         model = self.env.settings.model.summary_model or None
-        completion = await self.llm.complete(messages, max_tokens=max_tokens, model=model)
+        completion = await self._side_call("branch summary", messages, max_tokens, model)
         self.spent_usd += completion.usage.cost
         text = completion.text.strip()
         if text:
@@ -569,6 +569,21 @@ class Agent:
         if self.llm is None:
             raise LLMError(ErrorKind.NO_MODEL, "No model is configured to write a summary.")
         model = self.env.settings.model.summary_model or None
-        completion = await self.llm.complete(messages, max_tokens=max_tokens, model=model)
+        completion = await self._side_call("summary", messages, max_tokens, model)
         self.spent_usd += completion.usage.cost  # --max-budget-usd counts it, applied or not
         return SummaryReply(completion.text, completion.usage)
+
+    async def _side_call(
+        self, purpose: str, messages: list[dict[str, Any]], max_tokens: int, model: str | None
+    ) -> Completion:
+        """A summary or branch-summary call. Cancelled (Esc) before it answered, its request
+        was still sent: its tokens count in the session, as an estimate (``modelCall`` record
+        marked estimated; unpriced, as pricing would wait on the model worker after a cancel)."""
+        assert self.llm is not None
+        try:
+            return await self.llm.complete(messages, max_tokens=max_tokens, model=model)
+        except asyncio.CancelledError:
+            sent = sum(self._count(str(m.get("content") or "")) for m in messages)
+            usage = Usage(input_tokens=sent, estimated=True)
+            self.context.record_side_call(purpose, usage, "cancelled before it answered")
+            raise

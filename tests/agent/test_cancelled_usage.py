@@ -4,17 +4,21 @@ counts in the session's tokens and cost like any reply's."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import time
 from pathlib import Path
 
 import pytest
 
 from agentsh.config import load_environment
-from agentsh.events import Event, TextDelta, TurnOutcome, UsageReported
-from agentsh.session.entries import MessageEntry, StopReason
+from agentsh.events import Event, TextDelta, Tier, TurnOutcome, UsageReported
+from agentsh.session.entries import CompactionEntry, MessageEntry, ModelCallEntry, StopReason
 from agentsh.session.session import Session
-from tests.agent.test_agent_loop import AgentFactory, ended, make_agent
-from tests.fakes.server import ErrorReply, Hangup, Reply, ScriptedServer
+from tests.agent.test_agent_loop import AgentFactory, collect, ended, make_agent
+from tests.context.conftest import GOOD_SUMMARY
+from tests.fakes.server import ErrorReply, Hangup, RecordedRequest, Reply, ScriptedServer, text
 
 __all__ = ["make_agent"]  # the fixture, imported for pytest
 
@@ -99,3 +103,37 @@ async def test_a_reply_cut_off_mid_stream_counts_and_an_error_before_output_does
     entry = agent.session.current_path()[-1]
     assert isinstance(entry, MessageEntry) and entry.stop_reason is StopReason.ERROR
     assert entry.usage is None and not any(isinstance(e, UsageReported) for e in refused)
+
+
+@pytest.mark.asyncio
+async def test_a_summary_call_cancelled_before_it_answers_counts_what_was_sent(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, project: Path
+) -> None:
+    (project / ".agentsh").mkdir()
+    (project / ".agentsh" / "config.toml").write_text("[context]\nsummarize_keep_turns = 1\n")
+
+    def slow_summary(request: RecordedRequest) -> Reply:
+        time.sleep(3)  # the user presses Esc meanwhile
+        return text(GOOD_SUMMARY.format(n=1))
+
+    scripted_server.script(Reply(text=f"first {LONG}"), Reply(text=f"second {LONG}"), slow_summary)
+    agent = make_agent()
+    for request in ("one", "two"):
+        await collect(agent.run(request))
+    before = agent.status()
+    compaction = asyncio.create_task(collect(agent.compact(Tier.SUMMARIZE)))
+    for _ in range(500):
+        if len(scripted_server.requests) == 3:
+            break
+        await asyncio.sleep(0.02)
+    agent.cancel()
+    with contextlib.suppress(asyncio.CancelledError):  # the compaction's task was cancelled
+        await compaction
+    assert not any(isinstance(e, CompactionEntry) for e in agent.session.current_path())
+    (record,) = [e for e in agent.session.tree.records if isinstance(e, ModelCallEntry)]
+    assert record.purpose == "summary" and record.usage.estimated
+    summary_request = scripted_server.requests[2]
+    approx = len(json.dumps(summary_request.body["messages"])) // 4
+    assert approx // 2 < record.usage.input_tokens < approx * 2
+    after = agent.status()
+    assert after.session_input_tokens == before.session_input_tokens + record.usage.input_tokens
