@@ -55,6 +55,7 @@ from agentsh.tools.base import ToolRegistry
 from agentsh.tools.host import ToolHost
 from agentsh.tools.memory import MemoryTool
 from agentsh.tools.rules import ToolRules
+from agentsh.trust import covered
 from agentsh.turn import LoopShare, Turn
 
 DEFAULT_MAX_STEPS = 200
@@ -152,7 +153,10 @@ class Agent:
 
     def _new_nested(self) -> NestedInstructions:
         budget = self.prompt.budget.instructions_bytes  # scaled with the window
-        return NestedInstructions(self.env.project.root, self.cwd, budget, enabled=self.env.trusted)
+        covers = None if self.env.trust_project else covered(self.env.trust)
+        return NestedInstructions(
+            self.env.project.root, self.cwd, budget, enabled=self.env.trusted, covers=covers
+        )
 
     # -- public API -------------------------------------------------------------------------
 

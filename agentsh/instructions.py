@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -150,11 +151,23 @@ class NestedInstructions:
     """The instruction files found on the way to the files the agent touches, each added to
     the model's context once (see the module doc). One per session and working folder."""
 
-    def __init__(self, project_root: Path, cwd: Path, max_bytes: int, *, enabled: bool) -> None:
+    def __init__(
+        self,
+        project_root: Path,
+        cwd: Path,
+        max_bytes: int,
+        *,
+        enabled: bool,
+        covers: Callable[[Path], bool] | None = None,
+    ) -> None:
         self.root = Path(os.path.realpath(project_root))
         self.max_bytes = max_bytes
         self.budget = max_bytes  # for the whole session: nested files are extra context
         self.enabled = enabled
+        # Whether the user's trust covers a file as it is now (agentsh.trust.covered); None
+        # for every file (--trust-project). A folder "trusted" for holding nothing at its top
+        # covers none: its nested files were never shown to anyone.
+        self.covers = covers
         # The folders the start-up files came from are done, loaded or not.
         self._seen: set[Path] = set(folders_down_to(self.root, cwd))
         # Each file loaded, with the text the model was given for it (in a tool's result).
@@ -170,6 +183,13 @@ class NestedInstructions:
         chosen = [name for f in folders if (name := context_file_in(f))]
         taken: list[ContextFile] = []
         for candidate in reversed(chosen):  # the closest to the file first
+            if self.covers is not None and not self.covers(candidate):
+                load.problems.append(
+                    f"{_shown(candidate, self.root)} was not loaded: you have not trusted this "
+                    "folder with it (agentsh trust reviews the folder; --trust-project loads "
+                    "it for one run)"
+                )
+                continue
             if self.budget <= 0:
                 load.problems.append(
                     f"{candidate} was left out: the {self.max_bytes:,}-byte limit for nested "

@@ -277,6 +277,57 @@ def instruction_findings(root: Path, cwd: Path) -> list[Finding]:
     return found
 
 
+_MAX_NESTED = 200  # nested instruction files listed (more: one finding says so)
+
+
+def nested_instruction_findings(root: Path, cwd: Path) -> list[Finding]:
+    """The AGENTS.md/CLAUDE.md files git tracks in the other folders of the project: the model
+    gets one when it first touches a file under its folder
+    (:class:`agentsh.instructions.NestedInstructions`), so they are the folder's instructions
+    too and are trusted, or not, with the rest. An untracked one is not listed (finding it
+    would mean walking the tree at every start) and loads only with ``--trust-project``."""
+    from agentsh.gitutil import GitError, run_git  # gitutil is heavier than this module
+
+    patterns = [f":(glob)**/{name}" for name in CONTEXT_FILE_NAMES]
+    try:  # the index only: no ignore pattern is read, nothing the repository names runs
+        done = run_git(["ls-files", "-z", "--cached", "--", *patterns], cwd=root, check=False)
+    except GitError:
+        return []
+    if done.returncode != 0:
+        return []
+    on_the_way = set(folders_down_to(root, cwd))  # instruction_findings has those
+    names = sorted(set(done.stdout.decode("utf-8", "surrogateescape").split("\0")) - {""})
+    found: list[Finding] = []
+    for name in names:
+        path = root / name
+        if path.parent in on_the_way or not os.path.lexists(path):
+            continue
+        if len(found) >= _MAX_NESTED:
+            many = "too many instruction files to list"
+            found.append(Finding(root, "instructions", many, "many"))
+            break
+        digest, data, problem = hash_file(root, path)
+        if data is None:
+            what = f"not loaded: it {problem}" if problem else "not readable"
+        else:
+            folder = path.parent.relative_to(root).as_posix()
+            what = f"instructions for the model's work under {folder}/ ({_size(data, path)})"
+        found.append(Finding(path, "instructions", what, digest))
+    return found
+
+
+def covered(check: TrustCheck) -> Callable[[Path], bool]:
+    """Whether the user's trust covers a project file as it is now: the folder is trusted
+    with exactly the files ``check`` saw, and this one is among them, unchanged since."""
+    seen = {f.path: f.digest for f in check.findings} if check.state is TrustState.TRUSTED else {}
+
+    def covers(path: Path) -> bool:
+        digest = seen.get(path)
+        return digest is not None and hash_file(check.root, path)[0] == digest
+
+    return covers
+
+
 def folders_down_to(root: Path, cwd: Path) -> list[Path]:
     """``root``, then each folder on the way down to ``cwd`` (just ``root`` if cwd is not in it)."""
     root = Path(os.path.realpath(root))
@@ -401,6 +452,7 @@ def _memory_files(folder: Path) -> Iterator[Path]:
 
 register_source(settings_findings)
 register_source(instruction_findings)
+register_source(nested_instruction_findings)
 register_source(memory_findings)
 
 

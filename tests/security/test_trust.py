@@ -288,3 +288,45 @@ def test_a_pile_of_memory_notes_cannot_push_a_server_out_of_sight(
         "AGENTS.md: instructions for the model (6 B)",
     ]
     assert lines[-1] == "... and 59 more files"
+
+
+def test_nested_instruction_files_are_trusted_with_the_folder(
+    project: Path, user: UserPaths
+) -> None:
+    """An AGENTS.md in a sub-folder reaches the model when it first touches a file there. A
+    repository holding only such files used to count as holding nothing to trust, so they
+    loaded without a question (and in -p, where nothing of an untrusted folder loads)."""
+    from agentsh.instructions import NestedInstructions
+    from tests.fakes.git_repo import git
+
+    (project / "pkg").mkdir()
+    (project / "pkg" / "AGENTS.md").write_text("pkg rules\n")
+    (project / "pkg" / "mod.py").write_text("x = 1\n")
+    git(project, "add", "-A")
+    check = check_project(user, project)
+    assert check.state is TrustState.NEW and not check.trusted
+    (finding,) = check.findings
+    assert finding.path == project.resolve() / "pkg" / "AGENTS.md"
+    assert "under pkg/" in finding.description
+
+    def nested(check: trust.TrustCheck) -> NestedInstructions:
+        return NestedInstructions(
+            project, project, 32 * 1024, enabled=True, covers=trust.covered(check)
+        )
+
+    load = nested(check).after_touch(project / "pkg" / "mod.py")
+    assert load.block == "" and "not trusted this folder with it" in load.problems[0]
+    grant(user, check)
+    check = check_project(user, project)
+    assert check.state is TrustState.TRUSTED
+    assert "pkg rules" in nested(check).after_touch(project / "pkg" / "mod.py").block
+    # One that appeared (untracked) or changed since the answer is not covered.
+    (project / "web").mkdir()
+    (project / "web" / "AGENTS.md").write_text("web rules\n")
+    (project / "pkg" / "AGENTS.md").write_text("pkg rules, changed\n")
+    later = nested(check)
+    assert later.after_touch(project / "web" / "app.py").block == ""
+    assert later.after_touch(project / "pkg" / "mod.py").block == ""
+    # --trust-project (covers=None) loads them for the run.
+    run = NestedInstructions(project, project, 32 * 1024, enabled=True)
+    assert "web rules" in run.after_touch(project / "web" / "app.py").block
