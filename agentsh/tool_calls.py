@@ -42,6 +42,7 @@ from agentsh.tools.base import (
     resolve_path,
 )
 from agentsh.tools.untrusted import guarded
+from agentsh.values import loads_json
 
 if TYPE_CHECKING:
     from agentsh.checkpoints.checkpointer import Checkpointer
@@ -97,7 +98,7 @@ class ToolCallHost(Protocol):
 def parse_arguments(raw: str) -> dict[str, Any] | str:
     """The call's arguments as a dict, or an error message for the model."""
     try:
-        value = json.loads(raw or "{}")
+        value = loads_json(raw or "{}")
     except json.JSONDecodeError as exc:
         return (
             f"The tool arguments were not valid JSON ({exc.msg} at position {exc.pos}); "

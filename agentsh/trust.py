@@ -37,6 +37,7 @@ from pathlib import Path
 from agentsh.fsutil import LinkRefused, atomic_write, read_beneath
 from agentsh.paths import ProjectPaths, UserPaths
 from agentsh.termsafe import one_line
+from agentsh.values import loads_toml
 
 TRUST_FILE_NAME = "trusted-folders.json"
 _FORMAT = 1
@@ -216,7 +217,7 @@ def settings_findings(root: Path, cwd: Path) -> list[Finding]:
     if data is None:
         return [Finding(path, "settings", f"not loaded: it {problem}", digest)]
     try:
-        raw = tomllib.loads(data.decode("utf-8"))
+        raw = loads_toml(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError):
         return [Finding(path, "settings", "agentsh settings (not valid TOML)", digest)]
     return [Finding(path, "settings", describe_settings(raw), digest)]

@@ -3,12 +3,15 @@
 A reply from the model (its text, tool calls, usage and why it stopped) is the same data
 whether it is streaming in (:mod:`agentsh.llm`) or stored (:mod:`agentsh.session`). Keeping
 these small frozen types here, below both, lets the model door stay ignorant of the log.
-Standard library only.
+Standard library only. Also here, as low as it goes: the one way to parse JSON or TOML that
+someone else wrote (a model's tool arguments, a project's config), where nesting too deep for
+Python's parser is bad input like any other, not a crash.
 """
 
 from __future__ import annotations
 
 import json
+import tomllib
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -38,7 +41,7 @@ class ToolCall:
 
     def parsed_arguments(self) -> dict[str, Any]:
         try:
-            value = json.loads(self.arguments or "{}")
+            value = loads_json(self.arguments or "{}")
         except json.JSONDecodeError:
             return {}
         return value if isinstance(value, dict) else {}
@@ -83,3 +86,23 @@ class Usage:
             float(get("cost", 0.0)),
             get("estimated") is True,
         )
+
+
+def loads_json(text: str | bytes) -> Any:
+    """``json.loads`` for text a model, a file or a peer wrote: nesting deeper than the parser
+    can recurse (``[[[[...`` a thousand deep, a few KB) raises ``json.JSONDecodeError`` like
+    any other bad JSON instead of a RecursionError that ended agentsh."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        shown = text if isinstance(text, str) else text.decode("utf-8", "replace")
+        raise json.JSONDecodeError("nested too deeply", shown, 0) from None
+
+
+def loads_toml(text: str) -> dict[str, Any]:
+    """``tomllib.loads`` for a file someone else wrote (a cloned repository's config): nesting
+    too deep for the parser raises ``tomllib.TOMLDecodeError`` instead of a RecursionError."""
+    try:
+        return tomllib.loads(text)
+    except RecursionError:
+        raise tomllib.TOMLDecodeError("nested too deeply") from None

@@ -44,7 +44,7 @@ from agentsh.session.entries import (
     ToolCall,
     ToolResultEntry,
 )
-from agentsh.values import Role, StopReason
+from agentsh.values import Role, StopReason, loads_json
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,7 @@ def _tool_call(
 
 def _arguments(raw: str) -> dict[str, Any]:
     try:
-        value = json.loads(raw or "{}")
+        value = loads_json(raw or "{}")
     except json.JSONDecodeError:
         return {}
     return value if isinstance(value, dict) else {}

@@ -24,6 +24,7 @@ from typing import Any
 from agentsh.config import ContextSettings
 from agentsh.context.view import ContextEntry, ContextView
 from agentsh.session.entries import MessageEntry, ToolCall, ToolResultEntry
+from agentsh.values import loads_json
 
 PRUNED_SUFFIX = "(old output pruned; run the tool again to see it)"
 _ARG_HEAD_CHARS = 150
@@ -110,7 +111,7 @@ def _calls_by_id(entries: list[ContextEntry]) -> dict[str, ToolCall]:
 def shorten_arguments(arguments: str, max_chars: int) -> str | None:
     """The arguments with every string over ``max_chars`` shortened; None if not valid JSON."""
     try:
-        value = json.loads(arguments)
+        value = loads_json(arguments)
     except json.JSONDecodeError:
         return None
     changed = [False]

@@ -40,6 +40,7 @@ from agentsh.events import (
     TurnStarted,
     UsageReported,
 )
+from agentsh.values import loads_json
 
 #: agentsh's stop reasons -> Anthropic's, which is what Claude Code reports.
 STOP_REASONS = {
@@ -453,7 +454,7 @@ class ClaudeCodeStream:
 
 def _input(arguments: str) -> dict[str, Any]:
     try:
-        value = json.loads(arguments or "{}")
+        value = loads_json(arguments or "{}")
     except json.JSONDecodeError:
         return {"_invalid_arguments": arguments}
     return value if isinstance(value, dict) else {"_invalid_arguments": arguments}

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from agentsh.events import ApprovalDecision, ApprovalRequest, AssistantMessage
 from agentsh.headless.stream_input import ControlResponse
 from agentsh.termsafe import one_line
+from agentsh.values import loads_json
 
 if TYPE_CHECKING:
     from agentsh.headless.permission_updates import PermissionUpdates
@@ -58,7 +59,7 @@ class StdioPermissions:
         """Remember the calls' arguments: the question shows the host the tool's input."""
         for call_id, _name, arguments in event.tool_calls:
             try:
-                parsed = json.loads(arguments) if arguments else {}
+                parsed = loads_json(arguments) if arguments else {}
             except json.JSONDecodeError:
                 parsed = {}
             self._inputs[call_id] = parsed if isinstance(parsed, dict) else {}

@@ -12,7 +12,6 @@ registered (so the check never saw them), they do not start.
 
 from __future__ import annotations
 
-import json
 import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from agentsh.config import Environment
 from agentsh.paths import ProjectPaths
 from agentsh.trust import Finding, TrustState, hash_file, register_source
+from agentsh.values import loads_json, loads_toml
 
 if TYPE_CHECKING:
     from agentsh.mcp.servers_config import McpConfig
@@ -31,9 +31,9 @@ def _servers_of(path: Path, data: bytes) -> Any:
     """The raw ``mcpServers`` (JSON) or ``[mcp.servers]`` (TOML) of a file's bytes."""
     text = data.decode("utf-8")
     if path.suffix == ".toml":
-        mcp = tomllib.loads(text).get("mcp")
+        mcp = loads_toml(text).get("mcp")
         return mcp.get("servers") if isinstance(mcp, dict) else None
-    doc = json.loads(text)
+    doc = loads_json(text)
     return doc.get("mcpServers") if isinstance(doc, dict) else None
 
 

@@ -29,6 +29,7 @@ from typing import Any
 from agentsh.errors import AgentshError
 from agentsh.fsutil import atomic_write, read_beneath
 from agentsh.paths import ProjectPaths, UserPaths
+from agentsh.values import loads_json, loads_toml
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_SERVERS = 100
@@ -312,7 +313,7 @@ def _read_bytes(
 
 def _parse_json(path: Path, data: bytes, problems: list[str]) -> Mapping[str, Any] | None:
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = loads_json(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         problems.append(f"{path}: not valid JSON ({exc}); ignored")
         return None
@@ -332,7 +333,7 @@ def _toml_servers(data: bytes) -> Mapping[str, Any] | None:
     """``[mcp.servers]`` of a config.toml. A broken file is load_config's to report (it reads
     the same file), so it is quietly skipped here."""
     try:
-        doc = tomllib.loads(data.decode("utf-8"))
+        doc = loads_toml(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
     mcp = doc.get("mcp")
@@ -536,7 +537,7 @@ def _load_for_edit(path: Path) -> dict[str, Any]:
     except FileNotFoundError:
         return {}
     try:
-        doc = json.loads(text)
+        doc = loads_json(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path} is not valid JSON ({exc}); fix it first") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("mcpServers", {}), dict):

@@ -36,6 +36,7 @@ from agentsh.session.log import LoadProblem, gc_paused, parse_log
 from agentsh.session.session import Session
 from agentsh.session.tree import SessionTree
 from agentsh.termsafe import printable
+from agentsh.values import loads_json
 
 TOOL_OUTPUT_LINES = 20  # tool output lines shown in a terminal transcript before "… N more"
 
@@ -511,14 +512,14 @@ def _html_block(entry: AnyEntry, label: str) -> str:
 
 def _pretty_args(arguments: str) -> str:
     try:
-        return json.dumps(json.loads(arguments or "{}"), ensure_ascii=False, indent=2)
+        return json.dumps(loads_json(arguments or "{}"), ensure_ascii=False, indent=2)
     except json.JSONDecodeError:
         return arguments
 
 
 def _compact_args(arguments: str, limit: int = 160) -> str:
     try:
-        text = json.dumps(json.loads(arguments or "{}"), ensure_ascii=False)
+        text = json.dumps(loads_json(arguments or "{}"), ensure_ascii=False)
     except json.JSONDecodeError:
         text = arguments
     return one_line(text, limit)

@@ -47,6 +47,7 @@ from agentsh.session.log import (
     read_log,
 )
 from agentsh.session.tree import BranchPosition, SessionTree
+from agentsh.values import loads_json
 
 
 class Session:
@@ -365,7 +366,7 @@ def _valid_call(call: ToolCall) -> ToolCall:
     """Never persist a tool call whose arguments are not a JSON object: it would poison every
     later request. Broken arguments are kept as a string field the model can see."""
     try:
-        value = json.loads(call.arguments or "{}")
+        value = loads_json(call.arguments or "{}")
     except json.JSONDecodeError:
         value = None
     if isinstance(value, dict):
