@@ -77,8 +77,14 @@ class UserPaths:
 
     @property
     def tool_output_dir(self) -> Path:
-        """Where long bash outputs are saved in full."""
+        """Where long bash and MCP outputs are saved in full, a folder per project."""
         return self.cache_dir / "tool-output"
+
+    def project_tool_output_dir(self, project_root: Path) -> Path:
+        """Where one project's long outputs are saved. The model reads its own project's back
+        without asking; another project's (a long ``cat .env`` or ``env`` there) it may not:
+        a repository's prompt injection would have it list and read them all."""
+        return self.tool_output_dir / project_slug(project_root)
 
     @property
     def mcp_file(self) -> Path:

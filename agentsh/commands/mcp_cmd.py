@@ -245,7 +245,7 @@ def test_server(args: argparse.Namespace) -> int:
         env.settings.mcp,
         cwd=env.project.root,
         log_dir=env.user.mcp_log_dir,
-        spool_dir=env.user.tool_output_dir,
+        spool_dir=env.user.project_tool_output_dir(env.project.root),
         cache_path=env.user.mcp_tools_cache,
     )
     began = time.monotonic()

@@ -523,7 +523,7 @@ def manager_for(
         env.settings.mcp,
         cwd=cwd,
         log_dir=env.user.mcp_log_dir,
-        spool_dir=env.user.tool_output_dir,
+        spool_dir=env.user.project_tool_output_dir(env.project.root),
         cache_path=env.user.mcp_tools_cache,
     )
     return manager, notices

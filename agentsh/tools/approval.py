@@ -287,13 +287,13 @@ class Approver:
     def readable(self, path: Path, ctx: ToolContext) -> bool:
         """Whether the read tools may read ``path`` without asking: it is named inside the
         project (a link out of it is refused by the tool itself, naming the target), or it
-        resolves into the project, an ``--add-dir`` folder, agentsh's saved tool output, this
+        resolves into the project, an ``--add-dir`` folder, this project's saved tool output, this
         session's compaction archives, an editor's additional directory or a folder the user
         allowed for reads this session."""
         if path.is_relative_to(ctx.project.root) or path.is_relative_to(self.project_root):
             return True
         real = Path(os.path.realpath(path))
-        own = [ctx.user.tool_output_dir]  # what agentsh saved for the model to read on
+        own = [ctx.user.project_tool_output_dir(ctx.project.root)]  # saved here, not elsewhere
         if ctx.session_id:
             with contextlib.suppress(ValueError):  # this session's compaction archives
                 own.append(ctx.user.session_workspace(ctx.session_id))

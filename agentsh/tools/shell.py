@@ -119,7 +119,7 @@ class BashTool(Tool):
             return ToolResult(f"The working folder {ctx.cwd} does not exist.", is_error=True)
         sink = _OutputSink(
             max_bytes=tools.bash_max_bytes,
-            spool_dir=ctx.user.tool_output_dir,
+            spool_dir=ctx.user.project_tool_output_dir(ctx.project.root),
             emit=lambda text: ctx.emit(ToolOutput(ctx.call_id, text)),
             secrets=ctx.secrets,
         )
@@ -248,7 +248,7 @@ async def _run_on_host(command: str, ctx: ToolContext, limit_s: float) -> ToolRe
         return ToolResult(f"Could not start bash in the editor's terminal: {exc}", is_error=True)
     sink = _OutputSink(
         max_bytes=tools.bash_max_bytes,
-        spool_dir=ctx.user.tool_output_dir,
+        spool_dir=ctx.user.project_tool_output_dir(ctx.project.root),
         emit=lambda _t: None,
         secrets=ctx.secrets,
     )

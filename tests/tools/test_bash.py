@@ -164,7 +164,7 @@ async def test_long_output_keeps_the_tail_and_saves_everything(
     assert body.endswith("\n99999\n100000")
     assert body.split("\n")[0].isdigit()  # starts on a whole line
     saved = Path(result.details["full_output_path"])
-    assert saved.parent == ctx.user.tool_output_dir
+    assert saved.parent == ctx.user.project_tool_output_dir(ctx.project.root)
     assert text_of(saved) == "\n".join(str(i) for i in range(1, 100001))
     assert f"Full output saved to {saved}; read it with read(path='{saved}')" in note
     assert "offset=1 for the start" in note

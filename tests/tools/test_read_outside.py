@@ -150,11 +150,30 @@ async def test_links_are_judged_by_where_they_lead(
 
 
 async def test_saved_tool_output_reads_without_asking(project: Path, ctx: ToolContext) -> None:
-    saved = ctx.user.tool_output_dir
+    saved = ctx.user.project_tool_output_dir(ctx.project.root)
     saved.mkdir(parents=True, exist_ok=True)
     (saved / "bash-1.log").write_text("long output\n")
     approver = _approver(project, interactive=False)
     assert await authorize(approver, ReadTool(), ctx, path=str(saved / "bash-1.log")) is None
+
+
+async def test_another_projects_saved_output_is_outside(
+    project: Path, ctx: ToolContext, tmp_path: Path
+) -> None:
+    # The folder was shared by every project: a prompt injection in a cloned repository had
+    # the model list, grep and read the long outputs of the user's other projects (a `cat
+    # .env`, an `env`) in -p without a question.
+    other = ctx.user.project_tool_output_dir(tmp_path / "private-app")
+    other.mkdir(parents=True)
+    (other / "bash-2.log").write_text("DATABASE_PASSWORD=hunter2\n")
+    approver = _approver(project, interactive=False)
+    for tool, args in (
+        (ReadTool(), {"path": str(other / "bash-2.log")}),
+        (LsTool(), {"path": str(ctx.user.tool_output_dir)}),
+        (GrepTool(), {"pattern": "PASSWORD", "path": str(ctx.user.tool_output_dir)}),
+    ):
+        denial = await authorize(approver, tool, ctx, **args)
+        assert denial is not None and "--add-dir" in denial
 
 
 async def test_this_sessions_compaction_archives_read_without_asking(
