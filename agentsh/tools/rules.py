@@ -277,6 +277,7 @@ _GIT_RUNNERS: dict[str, tuple[str, ...]] = {
     "show": ("--output",),
     "diff": ("--output",),
     "format-patch": ("--output", "-o", "--output-directory"),
+    "bundle": ("create",),
     "filter-branch": ("",),
     "difftool": ("",),
     "mergetool": ("",),
@@ -319,14 +320,22 @@ def _git_told_to_run_a_program(command: str) -> bool:
     for word in words[index + 1 :]:
         if word.startswith("ext::"):
             return True
-        for runner in runners:
-            if (
-                word == runner
-                or word.startswith(runner + "=")
-                or (len(runner) == 2 and runner[0] == "-" and word.startswith(runner))
-            ):
-                return True
+        if any(_gives_option(word, runner) for runner in runners):
+            return True
     return False
+
+
+def _gives_option(word: str, runner: str) -> bool:
+    """Whether the word hands git the option (or sub-subcommand) ``runner``, every way git's
+    option parser takes one: as written, with ``=value``, a long option cut to any prefix of
+    its name (``--upl`` is ``--upload-pack``, ``--exe`` is ``--exec``), a short one with its
+    value attached (``-x'cmd'``) or after other short flags (``-ix`` is ``-i -x``)."""
+    if not runner.startswith("-"):
+        return word == runner
+    if runner.startswith("--"):
+        name = word.split("=", 1)[0]
+        return len(name) > 2 and name.startswith("--") and runner.startswith(name)
+    return word.startswith("-") and not word.startswith("--") and runner[1] in word[1:]
 
 
 def _command_matches(command: str, specifier: str) -> bool:

@@ -49,9 +49,18 @@ def _allowed(command: str, tmp_path: Path) -> bool:
         "git difftool -y -x 'touch /tmp/x'",
         "git filter-branch --tree-filter 'touch /tmp/x' HEAD",
         "git fetch ext::sh",
+        # git takes any unambiguous prefix of a long option, and short flags clustered.
+        "git fetch --upl='touch /tmp/x;' .",
+        "git ls-remote --upload='touch /tmp/x;' .",
+        "git rebase --exe='touch /tmp/x' HEAD~1",
+        "git rebase -ix 'touch /tmp/x' HEAD~1",
+        "git grep -nO'touch /tmp/x' main",
+        "git clone --up 'touch /tmp/x;' . /tmp/y",
         # ... or write a file it names (the commit message the model wrote, into ~/.bashrc).
         "git log -1 --format=%B --output=/home/u/.bashrc",
         "git format-patch -o /tmp/out HEAD~1",
+        "git log -1 --outp=/home/u/.bashrc",
+        "git bundle create /home/u/.bashrc HEAD",
         # ... or obey another repository's config and hooks (a .git file the model wrote).
         "git -C vendored status",
         "git --git-dir=notes/.hidden status",
@@ -77,6 +86,9 @@ def test_git_told_to_run_a_program_matches_no_allow_rule(command: str, tmp_path:
         "git submodule update --init",
         "git grep -n TODO",
         "git log -p -5",
+        "git rebase -i --autosquash HEAD~3",
+        "git fetch --prune origin",
+        "git bundle verify repo.bundle",
     ],
 )
 def test_plain_git_commands_still_match(command: str, tmp_path: Path) -> None:
