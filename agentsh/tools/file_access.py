@@ -122,6 +122,24 @@ def regular_file(path: Path, cwd: Path) -> Path:
     return path
 
 
+def read_regular(path: Path, shown: str) -> bytes | None:
+    """The bytes of the regular file ``path``, None when nothing is there; a ToolError for a
+    FIFO or a device (open() of a FIFO waits forever for a writer, ``/dev/zero`` never ends:
+    either hung agentsh past Ctrl+C). Checked on the opened descriptor, so a FIFO swapped in
+    after a check is refused too."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise ToolError(f"{shown} is a directory, not a file.")
+        if not stat.S_ISREG(mode):
+            raise ToolError(f"{shown} is not a regular file (a pipe, socket or device).")
+        return handle.read()
+
+
 def decode_utf8(data: bytes) -> str | None:
     """``data`` as UTF-8 text, or None when it is not."""
     try:

@@ -40,6 +40,7 @@ from agentsh.tools.file_access import (
     error_result,
     held_bytes,
     os_error_message,
+    read_regular,
     regular_file,
 )
 from agentsh.tools.file_diff import capped_diff, diff_lines, unified_diff
@@ -173,9 +174,7 @@ def _plan_write(params: WriteParams, ctx: ToolContext, held: bytes | None = None
     if path.is_dir():
         raise ToolError(f"{shown} is a directory; give a file path to write.")
     try:
-        old = held if held is not None else path.read_bytes()
-    except FileNotFoundError:
-        old = None
+        old = held if held is not None else read_regular(path, shown)
     except NotADirectoryError:
         raise ToolError(f"Cannot create {shown}: a part of its folder path is a file.") from None
     except OSError as exc:
@@ -290,9 +289,11 @@ def _plan_edit(params: EditParams, ctx: ToolContext, held: bytes | None = None) 
         raise ToolError(missing_path_message(path, ctx.cwd) + " To create a file, use write.")
     regular_file(path, ctx.cwd)
     try:
-        data = held if held is not None else path.read_bytes()
+        data = held if held is not None else read_regular(path, shown)
     except OSError as exc:
         raise ToolError(os_error_message(exc, shown)) from None
+    if data is None:
+        raise ToolError(missing_path_message(path, ctx.cwd) + " To create a file, use write.")
     text = decode_utf8(data)
     if text is None or "\x00" in text:
         raise ToolError(f"{shown} is not UTF-8 text; edit cannot change it safely.")

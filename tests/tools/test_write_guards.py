@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from agentsh.config import ApprovalMode, MemorySettings
 from agentsh.events import ApprovalDecision, ApprovalRequest, Event
 from agentsh.memory.curated import CuratedMemory
 from agentsh.tools.approval import Approver
-from agentsh.tools.base import Tool, ToolContext
+from agentsh.tools.base import Tool, ToolContext, ToolError
 from agentsh.tools.files import EditTool, WriteTool
 from agentsh.tools.memory import MemoryTool
 from agentsh.tools.protected import protected_reason
@@ -263,3 +264,42 @@ async def test_a_folder_swapped_for_a_link_after_approval_is_not_followed(
     result = await call(write, ctx, path="src/a.py", content="a = 2\n")
     assert result.is_error and "not approved" in result.content
     assert list(outside.iterdir()) == []
+
+
+@pytest.mark.asyncio
+async def test_write_and_edit_never_block_on_a_fifo_or_read_a_device(
+    project: Path, ctx: ToolContext
+) -> None:
+    """write read the old content with a plain open(): a FIFO in the project (an archive can
+    carry one) hung agentsh for good, past SIGTERM; a write to /dev/zero (the approval's diff
+    reads the old content first) would never end. Each is refused in one line."""
+    import threading
+
+    from agentsh.tools.files import _plan_edit, _plan_write
+
+    os.mkfifo(project / "pipe")
+    cases = [
+        (WriteTool(), _plan_write, {"path": "pipe", "content": "x"}),
+        (EditTool(), _plan_edit, {"path": "pipe", "old_text": "a", "new_text": "b"}),
+        (WriteTool(), _plan_write, {"path": "/dev/zero", "content": "x"}),
+    ]
+    planned: list[str] = []
+
+    def plan_all() -> None:  # in a daemon thread: a blocked open() must not hang the suite
+        for tool, plan, args in cases:
+            try:
+                plan(tool.parse(args), ctx)
+                planned.append("planned")
+            except ToolError as exc:
+                planned.append(str(exc))
+
+    worker = threading.Thread(target=plan_all, daemon=True)
+    worker.start()
+    worker.join(30)
+    if worker.is_alive():
+        pytest.fail(f"a write or edit plan blocked on a FIFO or device after {planned}")
+    assert all("not a regular file" in p for p in planned), planned
+    for tool, _plan, args in cases:
+        result = await call(tool, ctx, **args)
+        assert result.is_error and "not a regular file" in result.content
+    assert stat.S_ISFIFO((project / "pipe").lstat().st_mode)
