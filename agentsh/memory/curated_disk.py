@@ -61,15 +61,26 @@ def link_message(name: str, exc: LinkRefused) -> str:
     )
 
 
+# MEMORY.md and USER.md hold a few KB (memory_char_limit); a bigger file is not memory agentsh
+# wrote, and a cloned repository's 600 MB one was read whole (twice: snapshot and trust).
+MAX_MEMORY_FILE_BYTES = 1024 * 1024
+
+
 def _read_bytes(path: Path, root: Path | None) -> bytes | None:
     """The file's bytes (None if missing); beneath ``root`` when given, never through a link
-    out of it."""
+    out of it. A file over :data:`MAX_MEMORY_FILE_BYTES` is an OSError (EFBIG), not read."""
+    limit = MAX_MEMORY_FILE_BYTES + 1
     if root is not None:
-        return read_beneath(root, path)
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
+        data = read_beneath(root, path, max_bytes=limit)
+    else:
+        try:
+            with path.open("rb") as handle:
+                data = handle.read(limit)
+        except FileNotFoundError:
+            return None
+    if data is not None and len(data) >= limit:
+        raise OSError(errno.EFBIG, f"it is larger than {MAX_MEMORY_FILE_BYTES // 1024} KiB")
+    return data
 
 
 def read_lenient(path: Path, root: Path | None = None) -> tuple[str, str | None]:

@@ -132,3 +132,20 @@ def test_a_memory_folder_linked_elsewhere_in_the_project_is_not_written(
     with pytest.raises(MemoryFileError):
         store.add(MEMORY, "touch /tmp/pwned")
     assert (scripts / "build.sh").read_text() == "make\n"
+
+
+def test_a_memory_file_far_over_any_memory_is_neither_loaded_nor_rewritten(
+    store: CuratedMemory,
+) -> None:
+    # A cloned repository's MEMORY.md of hundreds of MB was read whole (RSS past 1 GB with
+    # 600 MB); memory agentsh writes is a few KB.
+    path = store.path(MEMORY)
+    path.write_bytes(b"- fact\n" * 300_000)  # 2.1 MB
+    before = path.stat()
+    snapshot = store.snapshot()
+    assert snapshot.memory.entries == ()
+    assert "larger than 1024 KiB" in (snapshot.memory.problem or "")
+    with pytest.raises(MemoryFileError, match="larger than"):
+        store.add(MEMORY, "the build command is make")
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
