@@ -105,6 +105,15 @@ class PriorKnowledge:
 # -- loading ---------------------------------------------------------------------------------
 
 
+# A memory doc is a note; a bigger file (a repository's 600 MB one) is skipped, never read whole.
+MAX_DOC_BYTES = 8 * 1024 * 1024
+
+
+def _read_capped(path: Path, limit: int) -> bytes:
+    with path.open("rb") as handle:
+        return handle.read(limit)
+
+
 def load_docs(folder: Path, root: Path | None = None) -> tuple[list[MemoryDoc], list[str]]:
     """Every ``*.md`` in ``folder`` (sorted by name) and the problems found on the way.
 
@@ -123,8 +132,15 @@ def load_docs(folder: Path, root: Path | None = None) -> tuple[list[MemoryDoc], 
         return [], [f"{folder}: memory docs could not be listed ({exc.strerror or exc})"]
     for path in paths:
         try:
-            raw = read_beneath(root, path) if root is not None else path.read_bytes()
+            raw = (
+                read_beneath(root, path, max_bytes=MAX_DOC_BYTES + 1)
+                if root is not None
+                else _read_capped(path, MAX_DOC_BYTES + 1)
+            )
             if raw is None:
+                continue
+            if len(raw) > MAX_DOC_BYTES:
+                problems.append(f"{path.name}: larger than {MAX_DOC_BYTES >> 20} MiB; skipped")
                 continue
         except LinkRefused as exc:
             problems.append(f"{path.name}: not loaded: it {exc.reason}; skipped")

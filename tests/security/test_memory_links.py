@@ -149,3 +149,16 @@ def test_a_memory_file_far_over_any_memory_is_neither_loaded_nor_rewritten(
         store.add(MEMORY, "the build command is make")
     after = path.stat()
     assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+
+
+def test_a_memory_doc_over_the_cap_is_skipped_not_read_whole(tmp_path: Path) -> None:
+    from agentsh.memory.docs import MAX_DOC_BYTES, load_docs
+
+    root = tmp_path / "project"
+    docs = root / ".agentsh" / "memory" / "docs"
+    docs.mkdir(parents=True)
+    (docs / "huge.md").write_bytes(b"x" * (MAX_DOC_BYTES + 10))
+    (docs / "note.md").write_text("---\ntype: note\ntitle: Note\n---\nkeep me\n")
+    loaded, problems = load_docs(docs, root)
+    assert [doc.path.name for doc in loaded] == ["note.md"]
+    assert problems == ["huge.md: larger than 8 MiB; skipped"]
