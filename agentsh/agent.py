@@ -140,7 +140,7 @@ class Agent:
                 count=self._count,
                 # A bare deny rule (--disallowedTools mcp__git) takes them away, as it does
                 # a built-in tool.
-                hidden=lambda names: self.approver.rules.hidden_tools(names),
+                hidden=lambda tools: self.approver.rules.hidden_tools(tools, mcp=tools),
                 terse=lambda: self.tools.terse,
             )
             tools.add_source(self.mcp_tools)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -94,6 +94,9 @@ class McpTool(Tool):
     def approval_group(self) -> tuple[str, str]:
         server = self.remote.server  # the configured name: no other server can share it
         return f"mcp-server:{server}", f"every tool of MCP server '{server}'"
+
+    def mcp_identity(self) -> tuple[str, str]:
+        return self.remote.server, self.remote.remote_name
 
     async def approval_detail(self, params: Any, ctx: ToolContext) -> str:
         spec = self.manager.spec(self.remote.server)
@@ -182,7 +185,7 @@ class McpToolSource:
         settings: Settings,
         window: Callable[[], int],
         count: Callable[[str], int] | None = None,
-        hidden: Callable[[Iterable[str]], set[str]] | None = None,
+        hidden: Callable[[Mapping[str, tuple[str, str]]], set[str]] | None = None,
         terse: Callable[[], bool] = lambda: False,
     ) -> None:
         self.manager = manager
@@ -206,7 +209,8 @@ class McpToolSource:
         """The servers' tools less those a deny rule takes away (computed once per list)."""
         tools = self.manager.tools()
         if self._visible_of[0] is not tools:
-            hidden = self._hidden(t.name for t in tools) if self._hidden and tools else set()
+            identities = {t.name: (t.server, t.remote_name) for t in tools}
+            hidden = self._hidden(identities) if self._hidden and tools else set()
             self._visible_of = (tools, tuple(t for t in tools if t.name not in hidden))
         return self._visible_of[1]
 

@@ -173,7 +173,9 @@ class Approver:
         ``approved``: the call's input was rewritten by the one who allowed it; that answer
         stands for the mode's question, and anything else that would ask refuses it."""
         ask = self._rewrite_refused if approved else self._ask
-        verdict = self.rules.check(tool.name, params, ctx.cwd, self.project_root)
+        verdict = self.rules.check(
+            tool.name, params, ctx.cwd, self.project_root, mcp=tool.mcp_identity()
+        )
         if verdict is not None and not verdict.allowed:
             why = verdict.reason
             if verdict.rule is not None:
@@ -264,7 +266,7 @@ class Approver:
             return None  # the answer that rewrote the call allowed it in this mode
         what = "file edits" if effect is Effect.EDIT else "commands"
         if not self.interactive:
-            return self._headless_denial(summary, effect, tool.name if group else "")
+            return self._headless_denial(summary, effect, tool.mcp_identity() if group else None)
         reason = f"approval mode is '{self.mode}': {what} need your approval"
         return _asked(await ask(tool, params, ctx, reason, outside=False))
 
@@ -337,10 +339,13 @@ class Approver:
             await ask(tool, params, ctx, reason, outside=False, sticky=False, folder=folder)
         )
 
-    def _headless_denial(self, summary: str, effect: Effect, grouped: str = "") -> tuple[str, str]:
-        if grouped:  # an MCP server's tool: the rule names it (or, with a *, its server)
+    def _headless_denial(
+        self, summary: str, effect: Effect, mcp: tuple[str, str] | None = None
+    ) -> tuple[str, str]:
+        if mcp is not None:  # an MCP server's tool: the rule names it (or, with a *, its server)
             what = "calls to MCP tools cannot be approved, so this one did not run"
-            server = grouped.rsplit("__", 1)[0]
+            server = f"mcp__{mcp[0]}"  # as configured: rules match that (tools/rules.py)
+            grouped = f"{server}__{mcp[1]}"
             allow = f"--allowedTools {grouped} (or {server}__*)"
             how = f"the user can allow it with `--allowedTools {grouped}` (or `{server}__*`)"
         elif effect is Effect.EDIT:

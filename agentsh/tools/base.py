@@ -152,6 +152,11 @@ class Tool(ABC):
         server's tools: ``("mcp__git__", "every tool of MCP server 'git'")``), or None."""
         return None
 
+    def mcp_identity(self) -> tuple[str, str] | None:
+        """(server, tool) as the MCP server is configured and names the tool, for an MCP
+        server's tool: what ``mcp__...`` rules are matched against (:mod:`.rules`); None."""
+        return None
+
     async def approval_detail(self, params: Any, ctx: ToolContext) -> str:
         """What an approval prompt shows: the command, or the diff the change would make.
 

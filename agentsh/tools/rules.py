@@ -11,7 +11,12 @@ A rule names a tool and, optionally, what the call is about::
 The tool part is an agentsh tool name (``bash``, ``edit``, ``write``, ``read``, ``grep``,
 ``find``, ``ls``, ``memory``, ...), a Claude Code name (``Bash``, ``Edit`` (edit and write),
 ``Write``, ``Read`` (every reading tool), ``Grep``, ``Glob``, ``LS``), or a glob over tool names;
-``mcp__<server>`` alone means every tool of that server, as in Claude Code. A path specifier is
+``mcp__<server>`` alone means every tool of that server, as in Claude Code. The server is named
+as configured (``mcp__my.server__*``), not as its tools' cleaned names spell it: two servers may
+clean to one prefix (``my.server``, ``my..server``), and a rule for one that is not configured
+must not cover another (a server
+named with ``__`` is reached by a glob only: the server part ends at the first ``__``).
+A path specifier is
 a glob (``*`` inside one folder, ``**`` across folders) relative to the working folder;
 ``/path`` is relative to the project root, ``//path`` absolute, ``~/path`` under the home folder.
 
@@ -31,7 +36,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +57,7 @@ CLAUDE_CODE_NAMES: dict[str, tuple[str, ...]] = {
 _COMMAND_TOOLS = frozenset({"bash"})
 _PATH_TOOLS = frozenset({"read", "write", "edit", "grep", "find", "ls"})
 _RULE = re.compile(r"^([A-Za-z0-9_*?.\-]+)(?:\((.*)\))?$", re.S)
+_MCP = "mcp__"
 _OPERATORS = frozenset({"&&", "||", ";", "|", "&", "|&", ";;", "\n"})
 _UNSAFE_TOKENS = frozenset({">", ">>", "<", "<<", "<<<", "(", ")", ">&", "<&", "&>", ">|"})
 # Wrappers that run the rest of the line as the command (deny rules look through them).
@@ -71,14 +77,36 @@ class ToolRule:
     tools: tuple[str, ...]
     specifier: str | None = None
 
-    def covers(self, tool_name: str) -> bool:
+    def covers(self, tool_name: str, mcp: tuple[str, str] | None = None) -> bool:
+        """Whether the rule names the tool; ``mcp``: the (server, tool) of an MCP server's
+        tool as configured and listed, which an ``mcp__`` rule is matched against."""
         for pattern in self.tools:
+            if mcp is not None and pattern.startswith(_MCP):
+                if _covers_mcp(pattern.removeprefix(_MCP), tool_name, *mcp):
+                    return True
+                continue
             if fnmatch.fnmatchcase(tool_name, pattern):
                 return True
-            server_only = pattern.startswith("mcp__") and pattern.count("__") == 1
+            server_only = pattern.startswith(_MCP) and pattern.count("__") == 1
             if server_only and tool_name.startswith(pattern + "__"):  # all of that server
                 return True
         return False
+
+
+def _covers_mcp(rest: str, tool_name: str, server: str, tool: str) -> bool:
+    """``mcp__<rest>`` against an MCP tool: ``<server>`` (every tool of it) or
+    ``<server>__<tool>``, split at the first ``__``, each part a glob over the server's
+    configured name and the tool's name (as listed, or as the model calls it). Never the
+    cleaned name the tool is offered under: two servers can clean to one prefix
+    (``my.server``, ``my..server``), and a rule written for a server that is not configured
+    (``mcp__my_server``) must not cover another that cleans to its name."""
+    head, separator, tail = rest.partition("__")
+    if not fnmatch.fnmatchcase(server, head):
+        return False
+    if not separator:
+        return True
+    offered = tool_name.split("__", 2)[2] if tool_name.count("__") >= 2 else ""
+    return fnmatch.fnmatchcase(tool, tail) or bool(offered and fnmatch.fnmatchcase(offered, tail))
 
 
 def parse_rule(text: str) -> ToolRule:
@@ -147,15 +175,33 @@ class ToolRules:
     def __bool__(self) -> bool:
         return bool(self.allow or self.deny)
 
-    def hidden_tools(self, names: Iterable[str]) -> set[str]:
-        """Tools a bare deny rule takes away entirely (the model is not offered them)."""
-        return {n for n in names for r in self.deny if r.specifier is None and r.covers(n)}
+    def hidden_tools(
+        self, names: Iterable[str], mcp: Mapping[str, tuple[str, str]] | None = None
+    ) -> set[str]:
+        """Tools a bare deny rule takes away entirely (the model is not offered them);
+        ``mcp``: the (server, tool) of the MCP tools among them, by name."""
+        identity = mcp or {}
+        return {
+            n
+            for n in names
+            for r in self.deny
+            if r.specifier is None and r.covers(n, identity.get(n))
+        }
 
-    def check(self, tool_name: str, params: Any, cwd: Path, root: Path) -> Verdict | None:
-        """A deny or allow verdict for this call, or None when no rule speaks to it."""
+    def check(
+        self,
+        tool_name: str,
+        params: Any,
+        cwd: Path,
+        root: Path,
+        *,
+        mcp: tuple[str, str] | None = None,
+    ) -> Verdict | None:
+        """A deny or allow verdict for this call, or None when no rule speaks to it;
+        ``mcp``: the tool's (server, tool) when an MCP server's (:meth:`ToolRule.covers`)."""
         call = _Call.of(tool_name, params, cwd)
         for rule in self.deny:
-            if not rule.covers(tool_name):
+            if not rule.covers(tool_name, mcp):
                 continue
             if rule.specifier is None:
                 return Verdict(False, rule)
@@ -169,7 +215,7 @@ class ToolRules:
                 )
             if hit:
                 return Verdict(False, rule)
-        allowing = [r for r in self.allow if r.covers(tool_name)]
+        allowing = [r for r in self.allow if r.covers(tool_name, mcp)]
         if not allowing:
             return None
         if any(r.specifier is None for r in allowing):

@@ -202,3 +202,43 @@ def test_an_allow_rule_for_one_server_covers_no_other(
     results = [m["content"] for m in scripted_server.requests[-1].messages if m["role"] == "tool"]
     assert results[0] == "mine"
     assert str(results[1]).startswith("Denied: git__evil: echo text=theirs.")
+
+
+def test_allow_rules_name_the_configured_server_not_its_cleaned_prefix(
+    run_agentsh: AgentshRunner,
+    scripted_server: ScriptedServer,
+    agentsh_home: Path,
+    project: Path,
+) -> None:
+    """A trusted project's ``my.server`` is offered as ``mcp__my_server__*``: the user's
+    ``--allowedTools mcp__my_server`` (written for a server of that name, configured nowhere
+    here) ran its tools without a question. Beside a ``my..server`` that cleans to the same
+    prefix, a rule naming ``my.server`` as configured covers it and nothing else."""
+    from agentsh.mcp.names import assign_names
+
+    fake = {"command": sys.executable, "args": [str(FAKE_SERVER)]}
+    _user_servers(agentsh_home, {"my..server": fake})
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"my.server": fake}}))
+    names = assign_names(
+        [("my.server", "echo"), ("my..server", "echo")], ["my.server", "my..server"]
+    )
+    dotted, slashed = names[("my.server", "echo")], names[("my..server", "echo")]
+    scripted_server.script(
+        tool_call(dotted, {"text": "dotted"}),
+        tool_call(slashed, {"text": "slashed"}),
+        text("done"),
+    )
+    run = run_agentsh("-p", "x", "--trust-project", "--allowedTools", "mcp__my.server")
+    assert run.code == 0, run.stderr
+    results = [m["content"] for m in scripted_server.requests[-1].messages if m["role"] == "tool"]
+    assert results[0] == "dotted"
+    assert str(results[1]).startswith("Denied: my..server: echo text=slashed.")
+    assert "`--allowedTools mcp__my..server__echo` (or `mcp__my..server__*`)" in str(results[1])
+
+    # Alone, my.server's tools are named mcp__my_server__*: a rule for "my_server" is not its.
+    _user_servers(agentsh_home, {})
+    scripted_server.script(tool_call("mcp__my_server__echo", {"text": "dotted"}), text("done"))
+    run = run_agentsh("-p", "x", "--trust-project", "--allowedTools", "mcp__my_server")
+    assert run.code == 0, run.stderr
+    results = [m["content"] for m in scripted_server.requests[-1].messages if m["role"] == "tool"]
+    assert str(results[0]).startswith("Denied: my.server: echo text=dotted.")

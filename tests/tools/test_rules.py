@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from agentsh.mcp.names import assign_names
 from agentsh.tools.rules import RuleError, ToolRules, command_parts, parse_rule, split_rules
 
 
@@ -103,3 +104,35 @@ def test_command_parts() -> None:
     assert command_parts("cat <(ls)") is None
     assert command_parts("echo 'unbalanced") is None
     assert command_parts("make 2>&1") is None
+
+
+def test_mcp_rules_name_the_server_as_configured_not_its_cleaned_prefix(tmp_path: Path) -> None:
+    """``my.server`` alone is offered as ``mcp__my_server__*``: a rule written for a server
+    named ``my_server`` (not configured here) covered its tools. With the configured identity
+    known, the rule's server part must be the configured name (a glob over it)."""
+    names = assign_names([("my.server", "push"), ("my..server", "push")])
+    dotted, slashed = names[("my.server", "push")], names[("my..server", "push")]
+    assert dotted.startswith("mcp__my_server") and slashed.startswith("mcp__my_server")
+
+    def verdict(rules: ToolRules, name: str, server: str) -> bool | None:
+        found = rules.check(name, {}, tmp_path, tmp_path, mcp=(server, "push"))
+        return None if found is None else found.allowed
+
+    for text in ("mcp__my_server", "mcp__my_server__*", "mcp__my_server__push"):
+        rule = ToolRules.parse(allow=[text])
+        assert verdict(rule, "mcp__my_server__push", "my.server") is None, text
+    mine = ToolRules.parse(allow=["mcp__my.server__push"], deny=["mcp__my..server"])
+    assert verdict(mine, dotted, "my.server") is True
+    assert verdict(mine, slashed, "my..server") is False
+    assert mine.hidden_tools([dotted, slashed], {dotted: ("my.server", "push")}) == set()
+    assert mine.hidden_tools([slashed], {slashed: ("my..server", "push")}) == {slashed}
+    # The server part ends at the first "__": "git__x" is not "git"'s.
+    git = ToolRules.parse(allow=["mcp__git__*", "mcp__git"])
+    assert verdict(git, "mcp__git_x__push", "git__x") is None
+    assert verdict(git, "mcp__git__push", "git") is True
+    # the tool as the model calls it names it too (its server's own cleaning)
+    dots = ToolRules.parse(allow=["mcp__my.server__read_file"])
+    found = dots.check(
+        "mcp__my_server__read_file", {}, tmp_path, tmp_path, mcp=("my.server", "read.file")
+    )
+    assert found is not None and found.allowed
