@@ -445,6 +445,10 @@ class Agent:
     def denials(self) -> list[Denial]:
         return self.approver.denials
 
+    def mcp_identity(self, name: str) -> tuple[str, str] | None:
+        tool = self.tools.get(name)
+        return tool.mcp_identity() if tool is not None else None
+
     # -- MCP servers (/mcp) -----------------------------------------------------------------------
 
     def mcp_overview(self) -> McpOverview:

@@ -179,6 +179,11 @@ class AgentAPI(Protocol):
         ``permission_denials``)."""
         ...
 
+    def mcp_identity(self, name: str) -> tuple[str, str] | None:
+        """The (server as configured, tool as listed) of the MCP tool the model calls
+        ``name``; None for any other name."""
+        ...
+
     # -- MCP servers ----------------------------------------------------------------------------
 
     def mcp_overview(self) -> McpOverview:

@@ -3,9 +3,11 @@
 ``PermissionUpdate`` list, applied to this run.
 
 - ``addRules`` / ``replaceRules`` / ``removeRules`` with ``behavior`` ``allow`` or ``deny``:
-  rules in ``--allowedTools`` syntax (``toolName`` and, when given, ``(ruleContent)``), kept
-  beside the command line's. ``replaceRules`` replaces and ``removeRules`` removes the rules
-  added this way; the command line's stay (the program that gave them can restart the run).
+  rules in ``--allowedTools`` syntax (``toolName`` and, when given, ``(ruleContent)``; an MCP
+  tool's full name as ``can_use_tool`` gave it becomes the rule for that tool of its server as
+  configured), kept beside the command line's. ``replaceRules`` replaces and ``removeRules``
+  removes the rules added this way; the command line's stay (the program that gave them can
+  restart the run).
   ``ask`` rules are not supported (agentsh has none) and are named as not applied.
 - ``setMode``: the permission mode, as ``set_permission_mode`` sets it (``bypassPermissions``
   refused when ``--settings`` disabled it).
@@ -110,7 +112,7 @@ class PermissionUpdates:
         given = update.get("rules")
         for item in given if isinstance(given, list) else []:
             try:
-                rules.append(parse_rule(_rule_text(item)))
+                rules.append(parse_rule(self._as_configured(_rule_text(item))))
             except (RuleError, TypeError) as exc:
                 problems.append(str(exc) if isinstance(exc, RuleError) else str(exc.args[0]))
         if not isinstance(given, list):
@@ -135,6 +137,14 @@ class PermissionUpdates:
             )
         )
         return ("; ".join(problems), bool(rules)) if problems else None
+
+    def _as_configured(self, text: str) -> str:
+        """An MCP tool's name as the model calls it (what ``can_use_tool`` asked about, so
+        what a host's "always allow" sends back) as the rule that names its server as
+        configured: MCP rules match that (:mod:`agentsh.tools.rules`), and the full name is
+        one tool's only."""
+        identity = self.agent.mcp_identity(text) if text.startswith("mcp__") else None
+        return text if identity is None else f"mcp__{identity[0]}__{identity[1]}"
 
     def _set_mode(self, mode: object) -> tuple[str, bool] | None:
         if not isinstance(mode, str) or mode not in PERMISSION_MODES:

@@ -172,3 +172,33 @@ def test_set_permission_mode_may_not_bypass_what_settings_disabled(agent: Agent)
 
 def _mode(agent: Agent) -> ApprovalMode:
     return agent.approval_mode  # read again (mypy keeps the narrowed value otherwise)
+
+
+def test_an_mcp_tools_name_from_can_use_tool_becomes_its_configured_servers_rule(
+    project: Path,
+) -> None:
+    """A host's "always allow" sends back the name ``can_use_tool`` asked about, the cleaned
+    one (``mcp__my_server__echo`` for ``my.server``); MCP rules match the configured server,
+    so it is kept as ``mcp__my.server__echo`` (else it would cover nothing)."""
+    from tests.mcp.conftest import fake_spec
+
+    made = build_agent(
+        load_environment(project),
+        Session.create(None, project),
+        model=None,
+        cwd=project,
+        mcp_servers=[fake_spec("my.server")],
+    )
+    try:
+        made.settle_mcp(60)
+        assert "mcp__my_server__echo" in made.tool_names()
+        updates = PermissionUpdates(made, project, project)
+        rule = _rules("allow", ("mcp__my_server__echo", None))
+        assert updates.apply([rule]) == []
+        assert _texts(made)[0] == ["mcp__my.server__echo"]
+        verdict = made.tool_rules.check(
+            "mcp__my_server__echo", {}, project, project, mcp=("my.server", "echo")
+        )
+        assert verdict is not None and verdict.allowed
+    finally:
+        made.close()
