@@ -181,7 +181,9 @@ class AcpServer:
         **kwargs: Any,
     ) -> LoadSessionResponse:
         opened = self._sessions.get(session_id)
-        if opened is None:
+        if opened is not None:  # open already: the editor's roots now are the ones it gives
+            await self._refolder(opened, additional_directories)
+        else:
             folder = _folder(cwd)
             if not _is_uuid(session_id):
                 raise RequestError.invalid_params({"sessionId": "not an agentsh session id"})
@@ -213,9 +215,18 @@ class AcpServer:
                     cwd=info.cwd,
                     title=info.title or None,
                     updated_at=datetime.fromtimestamp(info.last_activity, UTC).isoformat(),
+                    additional_directories=roots.get(info.id),
                 )
                 for info in Catalog(env.user).list(root)
             ]
+
+        # The roots of the sessions open here (a closed session's are the editor's to give
+        # again when it loads it: agentsh does not keep them).
+        roots = {
+            session_id: [str(folder) for folder in opened.agent.folders[1]]
+            for session_id, opened in self._sessions.items()
+            if opened.agent.folders[1]
+        }
 
         return ListSessionsResponse(sessions=await asyncio.to_thread(listed))
 
@@ -328,6 +339,23 @@ class AcpServer:
         )
         self._sessions[session_id] = opened
         return opened
+
+    async def _refolder(self, opened: AcpSession, given: list[str] | None) -> None:
+        """``session/load`` of a session open here: its additional directories become those
+        given (none given: none, as the protocol says), checked as on ``session/new``; the
+        model's note follows, and the thread is told at the next prompt."""
+        folders, problems = await asyncio.to_thread(client_folders, given, opened.cwd)
+        for problem in problems:
+            opened.tell_later(f"agentsh: warning: {problem}")
+        if folders == list(opened.agent.folders[1]):
+            return
+        opened.agent.set_folders(read=folders, note=model_note(folders) if folders else "")
+        log.info("session %s: the editor's folders now: %s", opened.id, folders or "none")
+        opened.tell_later(
+            thread_note(folders)
+            if folders
+            else "agentsh: the editor's additional folders were removed from this session"
+        )
 
     def _build(
         self,

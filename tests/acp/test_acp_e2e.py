@@ -322,6 +322,53 @@ async def test_the_editors_additional_folders_are_read_without_asking(
     assert str(other) not in json.dumps(server.requests[-1].body["messages"][0])
 
 
+async def test_loading_an_open_session_again_takes_the_folders_it_gives(
+    plain: AcpAgent, tmp_path: Path
+) -> None:
+    """``session/load`` of a session already open (an editor window reopened, its roots
+    changed): its additionalDirectories become the session's, as on ``session/new``, and
+    ``session/list`` reports them. They were ignored: the folders of the first open stayed."""
+    client, server = plain.client, plain.server
+    first, then = tmp_path / "first", tmp_path / "then"
+    for folder in (first, then):
+        folder.mkdir()
+        (folder / "notes.txt").write_text(f"notes of {folder.name}\n")
+    response = await plain.conn.new_session(
+        cwd=str(plain.project), mcp_servers=[], additional_directories=[str(first)]
+    )
+    sid = response.session_id
+    await plain.conn.load_session(
+        cwd=str(plain.project),
+        session_id=sid,
+        mcp_servers=[],
+        additional_directories=[str(then), "relative/dir"],
+    )
+    client.answer = "reject"
+    server.script(
+        tool_call("read", {"path": str(then / "notes.txt")}),
+        tool_call("read", {"path": str(first / "notes.txt")}),
+        text("ok"),
+    )
+    assert (await plain.prompt(sid, "read them")).stop_reason == "end_turn"
+    asked = [a.tool_call.title for a in client.asked if a.session_id == sid]
+    assert asked == [f"read: {first / 'notes.txt'}"]  # the folder given now is read at once
+    results = [m for m in server.requests[-1].messages if m["role"] == "tool"]
+    assert "notes of then" in str(results[0]["content"])
+    system = str(server.requests[-1].messages[0]["content"])
+    assert str(then.resolve()) in system and str(first.resolve()) not in system
+    assert f"read without asking (a write there still asks): {then.resolve()}" in client.text(sid)
+    assert "relative/dir is not an absolute path; not added" in client.text(sid)
+    listed = await plain.conn.list_sessions(cwd=str(plain.project))
+    [info] = [i for i in listed.sessions if i.session_id == sid]
+    assert info.additional_directories == [str(then.resolve())]
+
+    # Loaded again with none: none, as the protocol says.
+    await plain.conn.load_session(cwd=str(plain.project), session_id=sid, mcp_servers=[])
+    listed = await plain.conn.list_sessions(cwd=str(plain.project))
+    [info] = [i for i in listed.sessions if i.session_id == sid]
+    assert not info.additional_directories
+
+
 async def test_slash_commands_are_offered_and_run(plain: AcpAgent) -> None:
     client, server = plain.client, plain.server
     sid = await plain.new_session()
