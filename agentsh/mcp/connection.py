@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from mcp.client.session import ClientRequestContext
     from mcp.types import ErrorData, ListRootsResult
 
+    from agentsh.mcp.http_transport import ConnectWatch
+
 MAX_TOOL_PAGES = 50
 MAX_DESCRIPTION_CHARS = 2048
 MAX_TOOL_NAME = 128  # the spec's limit; a longer or unprintable name is left out
@@ -95,6 +97,7 @@ class ServerConnection:
         self._failed_at = 0.0
         self._ever_ready = False
         self._log: StderrLog | None = None  # this start's stderr log (stdio servers)
+        self._http: ConnectWatch | None = None  # why an HTTP server could not be reached
         self._pgid = 0  # the stdio server's process group, once known
         self._secrets: tuple[str, ...] = ()
         self.status = ServerStatus(
@@ -261,15 +264,24 @@ class ServerConnection:
                 command, args = groups.wrapped(command, args)
             params = StdioServerParameters(command=command, args=args, env=env, cwd=cwd)
             return stdio_client(params, errlog=errlog)
+        from agentsh.mcp.http_transport import watched_clients
+
+        make, self._http = watched_clients()
         if self.spec.transport is Transport.SSE:
             from mcp.client.sse import sse_client
 
-            return sse_client(launch.url, headers=launch.headers or None)
+            return sse_client(launch.url, launch.headers or None, httpx_client_factory=make)
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
 
-        http = await stack.enter_async_context(create_mcp_http_client(headers=launch.headers))
+        http = await stack.enter_async_context(make(launch.headers))
         return streamable_http_client(launch.url, http_client=http)
+
+    def _unreachable(self) -> str:
+        """Why the HTTP server could not be reached by the last request, in a few words with
+        its URL as configured; "" when it could (or it is not an HTTP server)."""
+        if self._http is None or not self._http.failed:
+            return ""
+        return f"cannot connect to {self._scrub(self.spec.url)}: {self._http.failed}"
 
     async def _log_started(self) -> None:
         """Once the server runs: agentsh's copy of its stderr pipe is closed, and the launch
@@ -401,6 +413,8 @@ class ServerConnection:
         leaf = _leaf(exc)
         if isinstance(leaf, _CommandProblem):
             return str(leaf)
+        if unreachable := self._unreachable():
+            return unreachable
         if _is_closed(leaf):
             return self._ended_reason("stopped before it was ready")
         text = str(leaf) or type(leaf).__name__
@@ -473,6 +487,12 @@ class ServerConnection:
             return CallOutcome(error=self._timeout_text(timeout), timed_out=True)
         if _is_closed(leaf) or (isinstance(leaf, MCPError) and leaf.code == CONNECTION_CLOSED):
             self._wake.set()
+            if unreachable := self._unreachable():  # the request never left: nothing ran
+                return CallOutcome(
+                    error=f"MCP server '{self.spec.name}' is down ({unreachable}); the call "
+                    "was not sent. agentsh connects again at its next call.",
+                    crashed=True,
+                )
             reason = self._ended_reason("stopped during the call")
             return CallOutcome(
                 error=f"MCP server '{self.spec.name}' stopped during this call ({reason}). "

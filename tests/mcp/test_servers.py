@@ -389,3 +389,64 @@ async def test_close_kills_the_server_and_the_processes_it_started(tmp_path: Pat
     assert wait_gone(pids) == []
     status = manager.status("fake")
     assert status is not None and status.state is ServerState.STOPPED
+
+
+@pytest.mark.parametrize("sse", [False, True])
+async def test_an_http_server_that_is_down_at_start_says_where_and_why(
+    tmp_path: Path, sse: bool
+) -> None:
+    """Nothing listens at the URL: the reason names it and the refusal, where it read
+    httpx's "cannot start: All connection attempts failed"."""
+    import socket
+
+    from agentsh.mcp.servers_config import Scope, ServerSpec, Transport
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/mcp"
+    transport = Transport.SSE if sse else Transport.HTTP
+    manager = make_manager([ServerSpec("web", transport, Scope.USER, Path("t"), url=url)], tmp_path)
+    manager.start()
+    try:
+        await manager.wait_until_started()
+        status = manager.status("web")
+        assert status is not None and status.state is ServerState.FAILED
+        assert status.reason == f"cannot connect to {url}: connection refused"
+        assert manager.missing_tool("mcp__web__echo").startswith(
+            f"mcp__web__echo cannot be called: MCP server 'web' is down (cannot connect to {url}: "
+            "connection refused)"
+        )
+    finally:
+        manager.close()
+
+
+async def test_a_call_to_an_http_server_gone_since_its_start_says_it_was_not_sent(
+    tmp_path: Path,
+) -> None:
+    """The server listed its tools, then went away before the first call: the request never
+    left, and the model is told so in one line (it read "stopped during this call ... may or
+    may not have taken effect")."""
+    from agentsh.mcp.servers_config import Scope, ServerSpec, Transport
+    from tests.fakes.mcp_server import HttpServer
+
+    http = HttpServer().start()
+    spec = ServerSpec("web", Transport.HTTP, Scope.USER, Path("t"), url=http.url)
+    manager = make_manager([spec], tmp_path)
+    manager.start()
+    try:
+        await manager.wait_until_started()
+        assert manager.find("mcp__web__echo") is not None
+        http.stop()
+        result = await call(manager, "mcp__web__echo", text="x")
+        assert result.is_error
+        assert result.content == (
+            f"MCP server 'web' is down (cannot connect to {http.url}: connection refused); the "
+            "call was not sent. agentsh connects again at its next call."
+        )
+        # Whether the next call finds it noticed down or tries it again, the reason is the same.
+        again = await call(manager, "mcp__web__echo", text="x")
+        assert f"cannot connect to {http.url}: connection refused" in again.content
+        assert "may or may not" not in again.content
+    finally:
+        manager.close()
+        http.stop()
