@@ -206,6 +206,14 @@ class AcpServer:
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
     ) -> ListSessionsResponse:
+        # The roots of the sessions open here (a closed session's are the editor's to give
+        # again when it loads it: agentsh does not keep them).
+        roots = {
+            session_id: [str(folder) for folder in opened.agent.folders[1]]
+            for session_id, opened in self._sessions.items()
+            if opened.agent.folders[1]
+        }
+
         def listed() -> list[SessionInfo]:
             env = load_environment(_folder(cwd)) if cwd else load_environment()
             root = env.project.root if cwd else None
@@ -219,14 +227,6 @@ class AcpServer:
                 )
                 for info in Catalog(env.user).list(root)
             ]
-
-        # The roots of the sessions open here (a closed session's are the editor's to give
-        # again when it loads it: agentsh does not keep them).
-        roots = {
-            session_id: [str(folder) for folder in opened.agent.folders[1]]
-            for session_id, opened in self._sessions.items()
-            if opened.agent.folders[1]
-        }
 
         return ListSessionsResponse(sessions=await asyncio.to_thread(listed))
 
