@@ -39,6 +39,9 @@ def test_get_context_usage_answers_claude_codes_breakdown_from_the_accounting(
     user_file = agentsh_home / "config" / "AGENTS.md"
     user_file.parent.mkdir(parents=True, exist_ok=True)
     user_file.write_text("Answer in short sentences.\n")
+    # The fake server gets a minute to start: at load 16 the 10 s default ran out (seen 4 runs
+    # of 5), its tools were missing and so was the "MCP tools" category.
+    (user_file.parent / "config.toml").write_text("[mcp]\nstartup_timeout_s = 60.0\n")
     memory = agentsh_home / "data" / "memory" / "USER.md"
     memory.parent.mkdir(parents=True, exist_ok=True)
     memory.write_text("The user reads diffs before merging.\n")
