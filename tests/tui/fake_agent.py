@@ -84,7 +84,7 @@ class FakeAgent:
         self.session_files: SessionFiles | None = None
         self._approval = ApprovalMode.ASK
         self._plan = False
-        self._rules = ToolRules.parse()
+        self._rules = ToolRules()
         self._folders: tuple[tuple[Path, ...], tuple[Path, ...]] = ((), ())
 
     @property
@@ -137,11 +137,14 @@ class FakeAgent:
         read: Sequence[Path] | None = None,
         note: str | None = None,
     ) -> None:
-        old_added, old_read = self._folders
+        kept_added, kept_read = self._folders
         self._folders = (
-            tuple(added) if added is not None else old_added,
-            tuple(read) if read is not None else old_read,
+            tuple(added) if added is not None else kept_added,
+            tuple(read) if read is not None else kept_read,
         )
+
+    def mcp_identity(self, name: str) -> tuple[str, str] | None:
+        return None
 
     async def run(self, text: str) -> AsyncIterator[Event]:
         self.runs.append(text)
