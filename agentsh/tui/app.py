@@ -345,11 +345,12 @@ class AgentshApp(App[None]):
         a waiting approval keeps the focus its y/a/n need. The editor itself never lets a
         character through: one seen here with the editor focused was typed before it took the
         focus (ahead of the first frame, seen lost in tmux) and goes in too; so does an Enter
-        typed then, which sends it."""
+        typed then, which sends it (typed before the terminal left line mode, it arrives as
+        "\n", which reads as Ctrl+J: the editor takes a real Ctrl+J itself)."""
         prompt = self.query_one(PromptInput)
         focused = self.focused
         if (
-            event.key == "enter"
+            event.key in ("enter", "ctrl+j")
             and (focused is None or focused is prompt)
             and self.screen is self.screen_stack[0]
             and prompt.is_on_screen

@@ -234,17 +234,19 @@ async def test_characters_typed_before_the_editor_has_the_focus_are_kept(
         await wait_for(pilot, lambda: prompt.text == "hi")
 
 
+@pytest.mark.parametrize("enter", [("enter", "\r"), ("ctrl+j", "\n")])
 async def test_enter_typed_before_the_editor_has_the_focus_sends_what_was_typed(
-    make_app: MakeApp,
+    make_app: MakeApp, enter: tuple[str, str]
 ) -> None:
     """Seen in tmux: "hello" and Enter typed as agentsh started left "hello" in the editor,
-    unsent (the characters were kept, the Enter was lost), so the next words joined it."""
+    unsent (the characters were kept, the Enter was lost), so the next words joined it. Typed
+    before the terminal leaves line mode, Enter arrives as "\\n", read as Ctrl+J."""
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot, app)
         prompt = app.query_one(PromptInput)
         app.set_focus(None)
-        for key, char in [("h", "h"), ("i", "i"), ("enter", "\r")]:
+        for key, char in [("h", "h"), ("i", "i"), enter]:
             event = events.Key(key, char)
             event.set_sender(app)
             app.screen._forward_event(event)  # as the App does with no widget focused
