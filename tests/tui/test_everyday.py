@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from textual import events
@@ -253,3 +254,26 @@ async def test_enter_typed_before_the_editor_has_the_focus_sends_what_was_typed(
         prompt.focus()  # what on_mount does, before the screen has handled them
         await wait_for(pilot, lambda: [m.text for m in app.query(UserMessage)] == ["hi"])
         assert prompt.text == ""
+
+
+@pytest.mark.parametrize("text", ["", "Half a reply"])
+async def test_a_cancelled_reply_leaves_a_blank_line_before_the_next_message(
+    make_app: MakeApp, project: Path, text: str
+) -> None:
+    """Seen in tmux: "aborted" sat right on top of the next "▌ you", where every other
+    message is followed by a blank line."""
+    from agentsh.session.entries import Role, StopReason
+    from agentsh.session.session import Session
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        session = Session.create(None, project)
+        session.append_message(Role.USER, "first question")
+        session.append_message(Role.ASSISTANT, text, stop_reason=StopReason.ABORTED)
+        session.append_message(Role.USER, "second question")
+        await app.controller.switch_session(session)
+        await pilot.pause()
+        lines = [line.strip() for line in screen_text(app).splitlines()]
+        at = lines.index("aborted")
+        assert lines[at + 1] == "" and lines[at + 2] == "▌ you", lines
