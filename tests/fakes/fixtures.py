@@ -36,8 +36,22 @@ class FakeSleep:
         self.delays.append(delay)
 
 
+@pytest.fixture(scope="session")
+def litellm_loaded() -> None:
+    """litellm imported in this test process once, before any test waits for a condition.
+
+    A test that talks to the scripted server runs the real client or agent in-process, and its
+    first model call (or the agent's load: the model's facts) imports litellm: 6 s of CPU, 17-26
+    s at load 8, past a minute at load 18. Paid inside a test's wait for the agent to be ready
+    (``ready()``: 60 s for that reason) it failed only under load; paid here it is the first
+    test's setup, and the waits are for what they name."""
+    from agentsh.llm.env import import_litellm
+
+    import_litellm()
+
+
 @pytest.fixture
-def scripted_server() -> Iterator[ScriptedServer]:
+def scripted_server(litellm_loaded: None) -> Iterator[ScriptedServer]:
     """A scripted server on 127.0.0.1 (free port); script it with ``.script(...)``."""
     server = ScriptedServer().start()
     try:

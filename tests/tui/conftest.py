@@ -84,9 +84,9 @@ async def wait_for(
         await pilot.pause(0.02)
 
 
-async def ready(pilot: Pilot[None], app: AgentshApp, limit_s: float = 60.0) -> None:
-    """The session is open and the agent has loaded (the real one imports litellm: slow on
-    a loaded machine, hence the minute)."""
+async def ready(pilot: Pilot[None], app: AgentshApp, limit_s: float = 30.0) -> None:
+    """The session is open and the agent has loaded (2 s for the real one at load 7: litellm,
+    which it needs for the model's facts, is imported before the test by ``scripted_server``)."""
     await wait_for(pilot, lambda: app.controller.ready, limit_s=limit_s)
 
 

@@ -17,7 +17,7 @@ from agentsh.tui.screens.leave_branch import LeaveBranchScreen
 from agentsh.tui.screens.restore_files import RestoreFilesScreen
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer, text, tool_call
-from tests.tui.conftest import MakeApp, screen_text, session_of, wait_for
+from tests.tui.conftest import MakeApp, ready, screen_text, session_of, wait_for
 
 pytestmark = pytest.mark.asyncio
 
@@ -68,7 +68,7 @@ async def test_moving_the_leaf_offers_the_files_and_y_n_d_answer(
     (project / "keep.txt").write_text("kept\n")
     app = real()
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: app.controller.ready, limit_s=60)
+        await ready(pilot, app)
         scripted_server.script(
             tool_call("write", {"path": "a.txt", "content": "from A\n"}), text("A written")
         )
@@ -150,7 +150,7 @@ async def test_rewind_brings_back_the_conversation_and_the_files_or_only_the_fil
 
     app = real()
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: app.controller.ready, limit_s=60)
+        await ready(pilot, app)
         scripted_server.script(
             tool_call("write", {"path": "a.txt", "content": "one\n"}),
             text("first done"),

@@ -16,7 +16,7 @@ from agentsh.tui.widgets.status_bar import StatusBar
 from tests.agent.test_pause_e2e import WINDOW, _thrashed_session
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer, text
-from tests.tui.conftest import MakeApp, idle, submit, wait_for
+from tests.tui.conftest import MakeApp, idle, ready, submit, wait_for
 
 
 @pytest.mark.asyncio
@@ -42,7 +42,7 @@ async def test_the_status_bar_shows_the_pause_and_a_turn_keeps_it(
         return str(app.query_one(StatusBar).render())
 
     async with app.run_test(size=(140, 30)) as pilot:
-        await wait_for(pilot, lambda: app.controller.ready, limit_s=60)
+        await ready(pilot, app)
         await app.controller.switch_session(Session.open(session.path))
         await wait_for(pilot, lambda: "auto-compaction paused" in bar(), limit_s=30)
         await submit(pilot, app, "first request")

@@ -32,7 +32,7 @@ from agentsh.tui.widgets.chat import ArchiveLine, ChatView
 from agentsh.tui.widgets.messages import CompactionLine, UserMessage
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer, text
-from tests.tui.conftest import MakeApp, fake_factory, idle, submit, wait_for
+from tests.tui.conftest import MakeApp, fake_factory, idle, ready, submit, wait_for
 
 
 @pytest.fixture(autouse=True)
@@ -184,7 +184,7 @@ async def test_a_compaction_appears_in_the_pane_its_jump_lands_on_the_first_kept
         text("Back with the whole history."),
     )
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: app.controller.ready, limit_s=60)
+        await ready(pilot, app)
         for message in ("turn one: why does test_parse fail?", "turn two: what next?",
                         "turn three: the config loader"):  # fmt: skip
             await _send(pilot, app, scripted_server, message)
