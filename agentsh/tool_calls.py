@@ -72,6 +72,9 @@ class TurnState:
     pending_calls: list[ToolCall] = field(default_factory=list)
     answered_calls: set[str] = field(default_factory=set)
     started_calls: set[str] = field(default_factory=set)  # calls whose tool began to run
+    # What each call's approvals were answered (ToolContext.approvals), for a result that is
+    # written without the call's run (a cancel): the chat shows them after a reload too.
+    approvals: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     running_tool: bool = False
     final_text: str = ""
     limit: str = ""  # the limit that ended the turn early (see TurnEnded.limit)
@@ -190,6 +193,7 @@ class ToolCalls:
         tool = host.tools.get(call.name)
         arguments = parse_arguments(call.arguments)
         ctx = tool_context(host, call.id)
+        self.state.approvals[call.id] = ctx.approvals
         params: Any = None
         problem = ""
         if tool is None:
@@ -266,7 +270,11 @@ class ToolCalls:
                         f"stopped while it ran ({why.removeprefix('not run: ')}): it may have "
                         "had some of its effects, and its output was lost"
                     )
-                self.host.session.append_tool_result(call.id, call.name, text, is_error=True)
+                approvals = state.approvals.get(call.id)
+                details = {"approvals": approvals} if approvals else None
+                self.host.session.append_tool_result(
+                    call.id, call.name, text, is_error=True, details=details
+                )
                 state.answered_calls.add(call.id)
         state.pending_calls = []
 

@@ -451,11 +451,14 @@ class Approver:
             scope_path=str(folder) if folder is not None else "",
         )
         ctx.emit(request)
-        decision = await _wait_for_decision(request, ctx)
-        if decision is not None and decision is not ApprovalDecision.NO_ANSWER:
-            ctx.approvals.append(
-                {"decision": decision.value, "summary": summary, "group": request.group}
-            )
+        group_name = request.group
+        decision: ApprovalDecision | None = None
+        try:
+            decision = await _wait_for_decision(request, ctx)
+        finally:  # the answer, or "cancelled" (the turn ended first), is kept with the call
+            if decision is not ApprovalDecision.NO_ANSWER:
+                answer = decision.value if decision is not None else CANCELLED
+                ctx.approvals.append({"decision": answer, "summary": summary, "group": group_name})
         allowing = (ApprovalDecision.ALLOW_ONCE, ApprovalDecision.ALLOW_SESSION)
         if request.updated_input is not None and decision in (
             *allowing,
@@ -564,6 +567,10 @@ class _Ask(Protocol):
 def _asked(message: str | None) -> tuple[str, str] | None:
     """The user's answer to :meth:`Approver._ask` (never a headless denial: nobody asked)."""
     return None if message is None else (message, "")
+
+
+#: what a call's result records for a prompt the turn's end withdrew (nobody answered it)
+CANCELLED = "cancelled"
 
 
 async def _wait_for_decision(request: ApprovalRequest, ctx: ToolContext) -> ApprovalDecision | None:

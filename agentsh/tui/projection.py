@@ -329,6 +329,7 @@ APPROVAL_OUTCOMES = {
     "allow_session": "allowed for this session",
     "allow_group": "allowed for this session, with {group}",
     "deny": "denied",
+    "cancelled": "not answered: the turn was cancelled",  # the turn ended while it waited
 }
 
 
@@ -337,14 +338,10 @@ def approval_outcome(decision: str, group: str = "") -> str:
     return APPROVAL_OUTCOMES[decision].format(group=group)
 
 
-#: the line of a prompt the turn's end withdrew (nothing is logged for it)
-NOT_ANSWERED = "not answered: the turn was cancelled"
-
-
 def approval_items(result: ToolResultEntry | None) -> list[ApprovalItem]:
     """The answered approvals a tool result records (``details["approvals"]``), each the line
     its prompt collapsed to: ``bash: make: allowed once``. The log is read as untrusted: an
-    answer that is not one of the four, or not text, is left out; a log written before the
+    answer that is not one of the five, or not text, is left out; a log written before the
     answers were kept has none."""
     recorded = result.details.get("approvals") if result is not None else None
     if result is None or not isinstance(recorded, list):

@@ -311,7 +311,8 @@ async def test_cancel_while_waiting_returns_promptly(project: Path, ctx: ToolCon
     message = await asyncio.wait_for(task, 2)
     assert message == "Cancelled while waiting for the user's approval; bash: ls was not run."
     assert requests[0].decision.cancelled()  # the front end can see the prompt is void
-    assert ctx.approvals == []
+    # Kept with the call: a reload shows "not answered" where the prompt was, as live.
+    assert ctx.approvals == [{"decision": "cancelled", "summary": "bash: ls", "group": ""}]
 
 
 @pytest.mark.asyncio
@@ -337,7 +338,7 @@ async def test_a_withdrawn_prompt_counts_as_not_approved(project: Path, ctx: Too
     approver = Approver(ApprovalMode.ASK, project, interactive=True)
     message = await authorize(approver, BashTool(), ctx, command="ls")
     assert message is not None and "was not run" in message
-    assert ctx.approvals == []  # nobody answered: nothing to show as answered
+    assert ctx.approvals == [{"decision": "cancelled", "summary": "bash: ls", "group": ""}]
 
 
 def test_mode_may_be_given_as_text(project: Path) -> None:

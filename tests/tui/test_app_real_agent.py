@@ -284,11 +284,12 @@ async def test_a_kill_or_a_closed_terminal_quits_like_ctrl_q_and_logs_the_partia
     assert str(assistant[-1]["content"]).startswith("word0")
 
 
-async def test_an_approval_withdrawn_by_esc_keeps_its_line_when_remounted(
+async def test_an_approval_withdrawn_by_esc_keeps_its_line_when_remounted_and_resumed(
     real: MakeApp, scripted_server: ScriptedServer
 ) -> None:
     """Esc while the prompt waits: it reads "not answered", and its row says the same, so the
-    window's remount (a long chat scrolled far and back) draws that line, not the question."""
+    window's remount (a long chat scrolled far and back) draws that line, not the question;
+    the call's result records it, so a resumed chat draws it too (it was gone)."""
     scripted_server.script(tool_call("bash", {"command": "echo never"}), text("unused"))
     app = real()
     async with app.run_test(size=(100, 40)) as pilot:
@@ -302,4 +303,7 @@ async def test_an_approval_withdrawn_by_esc_keeps_its_line_when_remounted(
         item = chat.item_of(prompt)
         assert isinstance(item, ApprovalItem)
         assert item.text == f"{prompt.request.summary}: not answered: the turn was cancelled"
-        assert prompt.answered == item
+        assert prompt.answered is not None and prompt.answered.text == item.text
+        assert item.entry_id  # logged with the call's result
+        assert _answers(app) == [item.text]
+        await _resumed_draws_it_alike(pilot, app, item.text)

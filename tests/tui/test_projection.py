@@ -219,21 +219,26 @@ def test_a_call_logged_before_headers_were_kept_still_gets_one(tmp_path: Path) -
 
 
 def test_approvals_a_result_records_are_read_as_untrusted(tmp_path: Path) -> None:
-    """Only the four answers, as text, become lines; an old log without them shows none, and
-    a hostile one (a list where text belongs, an unknown answer) neither crashes nor shows."""
+    """Only the five answers (the four keys and "cancelled"), as text, become lines; an old
+    log without them shows none, and a hostile one (a list where text belongs, an unknown
+    answer) neither crashes nor shows."""
     from agentsh.tui.projection import ApprovalItem, approval_items
 
     s = Session.create(tmp_path, tmp_path)
     good = {"decision": "allow_group", "summary": "git: push\x1b[2J", "group": "every\x1btool"}
-    recorded = [good, {"decision": ["deny"]}, {"decision": "yes", "summary": "x"}, "deny", 7]
+    withdrawn = {"decision": "cancelled", "summary": "bash: ls"}  # the turn ended first
+    recorded = [good, {"decision": ["deny"]}, {"decision": "yes", "summary": "x"}, "deny", 7,
+                withdrawn]  # fmt: skip
     result = s.append_tool_result("c1", "bash", "ok", details={"approvals": recorded})
     old = s.append_tool_result("c2", "bash", "ok")
     odd = s.append_tool_result("c3", "bash", "ok", details={"approvals": {"decision": "deny"}})
     items = approval_items(result)
     assert [i.text for i in items] == [
-        "git: push\\x1b[2J: allowed for this session, with every\\x1btool"
+        "git: push\\x1b[2J: allowed for this session, with every\\x1btool",
+        "bash: ls: not answered: the turn was cancelled",
     ]
     assert items == [
-        ApprovalItem(result.id, good["summary"], "allowed for this session, with every\x1btool")
+        ApprovalItem(result.id, good["summary"], "allowed for this session, with every\x1btool"),
+        ApprovalItem(result.id, "bash: ls", "not answered: the turn was cancelled"),
     ]
     assert approval_items(old) == approval_items(odd) == approval_items(None) == []

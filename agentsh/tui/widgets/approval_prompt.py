@@ -33,7 +33,7 @@ from textual.widgets import Static, TextArea
 from agentsh.events import ApprovalDecision, ApprovalRequest
 from agentsh.termsafe import printable
 from agentsh.tui.keys import KeyScope, bindings_for, display_key, spec
-from agentsh.tui.projection import NOT_ANSWERED, ApprovalItem, approval_item
+from agentsh.tui.projection import ApprovalItem, approval_item
 from agentsh.tui.widgets.tool_block import diff_content
 
 DETAIL_ROWS = 16  # the detail box's height at most (agentsh.tcss); longer details scroll
@@ -214,7 +214,7 @@ class ApprovalPrompt(Vertical, can_focus=True):
         if self.decision is None and self.is_mounted:
             future = self.request.decision
             if future.cancelled():
-                self._collapse(ApprovalItem("", self.request.summary, NOT_ANSWERED))
+                self._collapse(approval_item("", self.request.summary, "cancelled"))
             else:
                 self.decision = future.result()
                 self._collapse(self._answer(self.decision))
