@@ -128,11 +128,13 @@ class TurnRunner:
                 self._start_next()
 
     def cancel(self) -> bool:
-        """Esc: stop the running turn. Queued messages go back to the editor, unsent."""
+        """Esc: stop the running turn. Queued messages go back to the editor, unsent (also
+        those waiting for the agent to load: nothing runs yet)."""
         agent = self.current.agent
-        if not self.current.turn_running or agent is None:
+        if self.current.turn_running and agent is not None:
+            agent.cancel()
+        elif not self.queue:
             return False
-        agent.cancel()
         if self.queue:
             queued = "\n\n".join(self.queue)
             self.queue.clear()

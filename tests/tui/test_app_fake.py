@@ -1214,3 +1214,33 @@ async def test_a_new_turn_unmounts_old_rows_past_the_widget_budget(
         await chat.reveal_start()
         await wait_for(pilot, lambda: chat.first == 0)
         assert chat.rows[0].widget is not None  # built again from the log
+
+
+async def test_escape_gives_back_a_message_queued_while_the_agent_loads(
+    make_app: MakeApp,
+) -> None:
+    """Seen in tmux: a message sent as agentsh started waited as "queued:" for the agent to
+    load, and Esc did nothing; it went once the agent was ready. Esc takes it back unsent."""
+    import threading
+
+    gate = threading.Event()
+
+    def slow(_env: object, session: Session, _options: object) -> FakeAgent:
+        gate.wait(30)  # the agent loads (litellm's facts, the index)
+        return FakeAgent(session)
+
+    app = make_app(factory=slow)
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: app.controller.current_session() is not None)
+            await pilot.press(*"early", "enter")
+            await wait_for(pilot, lambda: bool(app.query(QueuedMessage)))
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: not app.query(QueuedMessage))
+            assert app.query_one(PromptInput).text == "early"
+            gate.set()
+            await ready(pilot, app)
+            await pilot.pause(0.2)
+            assert not app.query(UserMessage)  # nothing was sent
+    finally:
+        gate.set()
