@@ -24,12 +24,14 @@ install: .venv/.synced
 run: install
 	.venv/bin/agentsh $(ARGS)
 
-# worksteal: each worker starts on a contiguous half (a module's fixtures are set up once, not
-# on both workers) and takes tests from the other's end when it runs out (no idle tail).
+# Four workers on two cores: the suite mostly waits (Pilot's idle checks after each key, timers,
+# agentsh and MCP processes starting), so two workers kept ~1.2 cores busy; four keep both.
+# worksteal: each worker starts on a contiguous quarter (a module's fixtures are set up once,
+# not on every worker) and takes tests from another's end when it runs out (no idle tail).
 test: install
 	.venv/bin/ruff check agentsh tests benchmarks
 	.venv/bin/mypy
-	.venv/bin/pytest -n 2 --dist worksteal $(PYTEST_ARGS)
+	.venv/bin/pytest -n 4 --dist worksteal $(PYTEST_ARGS)
 
 bench: install
 	for b in benchmarks/bench_*.py; do echo "== $$b"; .venv/bin/python $$b || exit 1; done
