@@ -10,6 +10,7 @@ instead of quietly bending the design. A new room (a top-level module or package
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -138,10 +139,18 @@ def _room(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-def _imports(path: Path, *, module_level_only: bool = False) -> Iterator[tuple[int, str]]:
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """The module's syntax tree, parsed once per test process (read-only: every test here
+    parsed each of the ~240 modules several times, most of this file's CPU)."""
+    return ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+@functools.cache
+def _imports(path: Path, *, module_level_only: bool = False) -> tuple[tuple[int, str], ...]:
     """(line, imported module) for every absolute import; with ``module_level_only``, those
     that run when the module is imported or type-checked (not the ones inside functions)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    tree = _tree(path)
 
     def walk(node: ast.AST) -> Iterator[tuple[int, str]]:
         for child in ast.iter_child_nodes(node):
@@ -156,7 +165,7 @@ def _imports(path: Path, *, module_level_only: bool = False) -> Iterator[tuple[i
             else:
                 yield from walk(child)
 
-    yield from walk(tree)
+    return tuple(walk(tree))
 
 
 def _modules() -> list[tuple[str, Path]]:
@@ -298,7 +307,7 @@ def test_no_import_circles() -> None:
     ids=[n for n, _ in MODULES if _room(n) in FRONT_ENDS],
 )
 def test_front_ends_drive_the_agent_through_the_protocol(name: str, path: Path) -> None:
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    tree = _tree(path)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             assert all(a.name != "agentsh.agent" for a in node.names), f"{name}:{node.lineno}"
@@ -331,7 +340,7 @@ def _reflective_reaches(tree: ast.AST) -> Iterator[tuple[int, str]]:
 )
 def test_front_ends_name_what_they_use_of_the_agent(name: str, path: Path) -> None:
     """What a front end uses of the agent is a typed member of AgentAPI, never a getattr."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    tree = _tree(path)
     reaches = [f"{name}:{line} {call}" for line, call in _reflective_reaches(tree)]
     assert not reaches, f"add it to agentsh.frontend.AgentAPI instead: {reaches}"
 
