@@ -28,10 +28,16 @@ run: install
 # agentsh and MCP processes starting), so two workers kept ~1.2 cores busy; four keep both.
 # worksteal: each worker starts on a contiguous quarter (a module's fixtures are set up once,
 # not on every worker) and takes tests from another's end when it runs out (no idle tail).
+#
+# Bytecode, even where PYTHONDONTWRITEBYTECODE is set (many CI images; this machine): agentsh's
+# and the tests' modules are compiled once here, not in every agentsh process a test starts, and
+# pytest keeps its assertion-rewritten test modules, which each worker otherwise rewrites and
+# compiles again at every collection (5-10 s of CPU per worker; __pycache__ is git-ignored).
 test: install
 	.venv/bin/ruff check agentsh tests benchmarks
 	.venv/bin/mypy
-	.venv/bin/pytest -n 4 --dist worksteal $(PYTEST_ARGS)
+	.venv/bin/python -m compileall -q agentsh tests
+	env -u PYTHONDONTWRITEBYTECODE .venv/bin/pytest -n 4 --dist worksteal $(PYTEST_ARGS)
 
 bench: install
 	for b in benchmarks/bench_*.py; do echo "== $$b"; .venv/bin/python $$b || exit 1; done
