@@ -3,14 +3,12 @@
 A streaming assistant reply paints in frames: fragments are gathered and appended to its
 markdown body at most every :data:`FLUSH_S` (each frame mounts the new blocks, then relays out
 and repaints the screen: most of a frame's cost is Textual's), and after a frame the UI loop is
-left to keys for three times as long as the frame took, so painting takes at most a quarter of
-it however slow or busy the machine is. Each frame appends at most :data:`FRAME_CHARS`, so a
-burst or a backlog is painted over several frames, each on screen before the next, with keys
-handled between them; each append re-parses only the growing last block (Textual's
-``Markdown.append``, one shared parser). Message
-bodies are Textual ``Markdown`` whose blocks are built while the message is composed
-(:func:`_markdown`), so a screenful of messages mounts in one pass: a resume or a branch switch
-paints without a frame of empty bodies.
+left to keys for three times as long as the frame took, up to :data:`REST_MAX_S`, so painting
+takes at most a quarter of it on a machine that keeps up, and never falls behind the stream
+on one that does not. Each frame appends at most :data:`FRAME_CHARS`, so a burst or a backlog
+is painted over several frames, each on screen before the next, with keys handled between
+them; each append re-parses only the growing last block (Textual's ``Markdown.append``).
+Message bodies are built by :mod:`agentsh.tui.widgets.markdown_body`.
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ import contextlib
 import re
 import time
 from dataclasses import dataclass
-from functools import cache
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import events
@@ -34,6 +31,7 @@ from textual.widgets import Static
 from agentsh.events import Tier
 from agentsh.tui.status_format import human_tokens
 from agentsh.tui.widgets.block_fold import BlockFold, FoldingView
+from agentsh.tui.widgets.markdown_body import markdown
 
 FLUSH_S = 1 / 10  # streamed text reaches the screen in frames at most this often (10 a second)
 # The most of the UI loop frames may take: after a frame, the loop is left to keys (and the
@@ -43,135 +41,15 @@ PAINT_REST = (1 - PAINT_SHARE) / PAINT_SHARE
 # The most text one frame appends (a few blocks): a burst, or a reply the screen fell behind
 # on, is painted over several frames, with keys handled between them, not in one long stall.
 FRAME_CHARS = 1_600
+# ... but never longer than this: on a machine so loaded that a frame takes half a second,
+# resting three times as long let a reply pile up unpainted (6,000 of its 8,000 characters
+# when it ended) and then painted it all at the end, frame after frame, for seconds.
+REST_MAX_S = FLUSH_S
 FRAME_GAP_S = 0.005  # between the frames that paint what is left when a reply ends
 
 if TYPE_CHECKING:
     from textual.timer import Timer
     from textual.widgets import Markdown
-    from textual.widgets._markdown import MarkdownBlock
-
-
-INLINE_PARSE_CHARS = 20_000  # longer text is parsed the stock way, off the UI thread
-
-
-def _markdown(text: str, classes: str = "") -> Markdown:
-    """A message body: Textual's ``Markdown``, with its blocks built at compose time.
-
-    The stock widget parses in a thread once mounted and then mounts its blocks in a second
-    pass, so each message costs a thread hop and two mounts, and a freshly mounted screenful
-    shows empty bodies for a frame or more. Short text (nearly every message) is parsed here
-    with one shared parser, which takes well under a millisecond."""
-    # Imported on first use: markdown-it and pygments are not needed for the first frame.
-    if len(text) > INLINE_PARSE_CHARS:
-        return _markdown_class()(text, classes=classes)
-    return _composed_markdown_class()(text, classes=classes)
-
-
-def _alignment(style: object) -> str:
-    """``"text-align:right"`` (markdown-it's attribute for ``|--:|``) -> ``"right"``."""
-    value = str(style or "").replace(" ", "").lower()
-    for side in ("right", "center"):
-        if f"text-align:{side}" in value:
-            return side
-    return "left"
-
-
-@cache
-def _blocks() -> dict[str, type[MarkdownBlock]]:
-    """Textual's markdown blocks, with table columns aligned as written (``|--:|`` right,
-    ``|:-:|`` centre): the stock table sets every cell left."""
-    from textual.widgets import Markdown
-    from textual.widgets._markdown import (
-        MarkdownTable,
-        MarkdownTableContent,
-        MarkdownTH,
-    )
-
-    class AlignedTableContent(MarkdownTableContent):
-        def __init__(self, headers: list[Content], rows: list[list[Content]], aligns: list[str]):
-            super().__init__(headers, rows)
-            self.aligns = aligns
-
-        def on_mount(self) -> None:
-            self._align()
-
-        async def _update_rows(self, updated_rows: list[list[Content]]) -> None:
-            await super()._update_rows(updated_rows)  # a streamed table grows
-            self._align()
-
-        def _align(self) -> None:
-            columns = len(self.headers)
-            if not columns or all(a == "left" for a in self.aligns):
-                return
-            for index, cell in enumerate(self.children):
-                column = index % columns
-                if column < len(self.aligns):
-                    cell.styles.text_align = self.aligns[column]  # type: ignore[assignment]
-
-    class AlignedTable(MarkdownTable):
-        def compose(self) -> ComposeResult:
-            headers, rows = self._get_headers_and_rows()
-            self._headers, self._rows = headers, rows
-            aligns: list[str] = []
-
-            def walk(block: MarkdownBlock) -> None:
-                for child in block._blocks:
-                    if isinstance(child, MarkdownTH):
-                        aligns.append(_alignment(child._token.attrGet("style")))
-                    walk(child)
-
-            walk(self)
-            yield AlignedTableContent(headers, rows, aligns)
-
-    return {**Markdown.BLOCKS, "table_open": AlignedTable}
-
-
-@cache
-def _markdown_class() -> type[Markdown]:
-    """The stock ``Markdown`` (it parses off the UI thread), for very long text."""
-    from textual.widgets import Markdown
-
-    class AgentshMarkdown(Markdown):
-        BLOCKS = _blocks()
-
-    return AgentshMarkdown
-
-
-@cache
-def _composed_markdown_class() -> type[Markdown]:
-    from markdown_it import MarkdownIt
-    from textual.events import Mount
-    from textual.widget import Widget
-    from textual.widgets import Markdown
-
-    parser = MarkdownIt("gfm-like")  # what the stock widget parses with; shared, it keeps no state
-
-    class ComposedMarkdown(Markdown):
-        """``Markdown`` whose blocks are children from the start (streaming and ``update``
-        work as in the stock widget: the source and the parsed line count are set)."""
-
-        BLOCKS = _blocks()
-
-        def __init__(self, markdown: str | None = None, *, classes: str | None = None) -> None:
-            # The stock widget builds a parser per append: one per streamed frame.
-            super().__init__(markdown, classes=classes, parser_factory=lambda: parser)
-
-        def compose(self) -> ComposeResult:
-            text = self._initial_markdown or ""
-            self._initial_markdown = None
-            self._markdown = text
-            lines = text.splitlines()
-            # As Markdown.update leaves it, so a stream appended later starts right.
-            self._last_parsed_line = len(lines) - (1 if lines and lines[-1] else 0)
-            yield from self._parse_markdown(parser.parse(text))
-
-        async def _on_mount(self, event: Mount) -> None:  # type: ignore[override]  # as Markdown's
-            # The blocks exist already: skip the stock parse-and-mount (and its empty frame)
-            # but not what every widget does on mount.
-            event.prevent_default()
-            Widget._on_mount(self, event)
-
-    return ComposedMarkdown  # CSS type selectors match base class names: `Markdown` rules apply
 
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
@@ -245,7 +123,7 @@ class UserMessage(Vertical):
             return
         for part in user_text_parts(self.text):
             if part.fence:
-                yield _markdown(part.text, "user-fence")
+                yield markdown(part.text, "user-fence")
             else:
                 yield Static(Content(part.text), classes="user-text")
 
@@ -304,26 +182,37 @@ class AssistantMessage(Vertical):
         self.fold = BlockFold()
         self.folded_whole = False  # every block but the last is folded away
         self._replacing = False  # the body's blocks are being rebuilt: nothing to fold
+        self._body: Markdown | None = None
+        self._lines: dict[str, Static] = {}  # the thinking and footer lines, once made
 
     def compose(self) -> ComposeResult:
         # A reply from the log shows no thinking and rarely a footer: only a live reply (which
         # may get both) composes the lines it does not show yet. Fewer widgets per message is
         # most of what a resume or a branch switch costs.
         if self.live:
-            yield Static("", classes="thinking")
-        yield _markdown(self.text, "message-body")
+            yield self._keep("thinking", Static("", classes="thinking"))
+        self._body = markdown(self.text, "message-body")
+        yield self._body
         if self.live or self._footer_text():
-            yield Static(self._footer_text(), classes="message-footer")
+            yield self._keep(
+                "message-footer", Static(self._footer_text(), classes="message-footer")
+            )
+
+    def _keep(self, name: str, line: Static) -> Static:
+        self._lines[name] = line
+        return line
 
     def on_mount(self) -> None:
         self._refresh_footer()
 
     def _line(self, name: str) -> Static:
-        """The ``thinking`` or ``message-footer`` line, mounted when first needed."""
-        found = self.query(f".{name}").results(Static)
-        line = next(found, None)
+        """The ``thinking`` or ``message-footer`` line, mounted when first needed.
+
+        Kept, not queried: a query walks every block of the body, and thinking is shown at
+        each streamed fragment."""
+        line = self._lines.get(name)
         if line is None:
-            line = Static("", classes=name)
+            line = self._keep(name, Static("", classes=name))
             if name == "thinking":
                 self.mount(line, before=0)
             else:
@@ -332,9 +221,13 @@ class AssistantMessage(Vertical):
 
     @property
     def body(self) -> Markdown:
-        from textual.widgets import Markdown
+        """The markdown body (kept from compose: a query would walk all of its blocks, and a
+        streamed frame asks for it)."""
+        if self._body is None:
+            from textual.css.query import NoMatches
 
-        return self.query_one(".message-body", Markdown)
+            raise NoMatches(f"{self!r} has no body yet")
+        return self._body
 
     def fold_above(self, limit_y: int) -> bool:
         """Fold the body's blocks that end above screen row ``limit_y``; True if no more
@@ -351,10 +244,9 @@ class AssistantMessage(Vertical):
             self.fold.unfold(self._composed_body())
 
     def _composed_body(self) -> Markdown | None:
-        """The body, once composed (a row mounted this frame may not have it yet)."""
-        from textual.widgets import Markdown
-
-        return next(self.query(".message-body").results(Markdown), None)
+        """The body, once composed and mounted (a row mounted this frame may not have it)."""
+        body = self._body
+        return body if body is not None and body.parent is self else None
 
     async def append(self, fragment: str) -> None:
         """Add streamed text; it reaches the screen in the next frame.
@@ -393,7 +285,8 @@ class AssistantMessage(Vertical):
         paints fewer, larger frames instead of leaving keys waiting behind a queue of them)."""
         now = time.monotonic()
         self._drawing = False
-        self._next_frame = max(started + FLUSH_S, now + (now - started) * PAINT_REST)
+        rest = min((now - started) * PAINT_REST, REST_MAX_S)
+        self._next_frame = max(started + FLUSH_S, now + rest)
         if self._unsent:
             self._schedule()
 
@@ -463,12 +356,12 @@ class AssistantMessage(Vertical):
 
     def _refresh_footer(self) -> None:
         text = self._footer_text()
-        if text or self.query(".message-footer"):
+        if text or "message-footer" in self._lines:
             footer = self._line("message-footer")
             footer.update(text)
             footer.display = bool(text)
             footer.set_class(bool(self._error) and not self._aborted, "error")
-        for thinking in self.query(".thinking").results(Static):
+        if (thinking := self._lines.get("thinking")) is not None:
             thinking.display = bool(self._thinking_chars)
 
 
@@ -497,7 +390,7 @@ class NoteMarkdown(Vertical):
         self.plain = plain
 
     def compose(self) -> ComposeResult:
-        yield Static(Content(self.text)) if self.plain else _markdown(self.text)
+        yield Static(Content(self.text)) if self.plain else markdown(self.text)
 
 
 class CompactionLine(Static, can_focus=True):
