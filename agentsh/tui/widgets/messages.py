@@ -3,11 +3,11 @@
 A streaming assistant reply paints in frames: fragments are gathered and appended to its
 markdown body at most every :data:`FLUSH_S` (each frame mounts the new blocks, then relays out
 and repaints the screen: most of a frame's cost is Textual's), and after a frame the UI loop is
-left to keys for three times as long as the frame took, up to :data:`REST_MAX_S`, so painting
-takes at most a quarter of it on a machine that keeps up, and never falls behind the stream
-on one that does not. Each frame appends at most :data:`FRAME_CHARS`, so a burst or a backlog
-is painted over several frames, each on screen before the next, with keys handled between
-them; each append re-parses only the growing last block (Textual's ``Markdown.append``).
+left to keys for three times as long as the frame took, so painting takes at most a quarter
+of it however slow or busy the machine is. Each frame appends at most :data:`FRAME_CHARS`, so
+a burst or a backlog is painted over several frames, each on screen before the next, with keys
+handled between them; each append re-parses only the growing last block (Textual's
+``Markdown.append``).
 Message bodies are built by :mod:`agentsh.tui.widgets.markdown_body`.
 """
 
@@ -41,10 +41,6 @@ PAINT_REST = (1 - PAINT_SHARE) / PAINT_SHARE
 # The most text one frame appends (a few blocks): a burst, or a reply the screen fell behind
 # on, is painted over several frames, with keys handled between them, not in one long stall.
 FRAME_CHARS = 1_600
-# ... but never longer than this: on a machine so loaded that a frame takes half a second,
-# resting three times as long let a reply pile up unpainted (6,000 of its 8,000 characters
-# when it ended) and then painted it all at the end, frame after frame, for seconds.
-REST_MAX_S = FLUSH_S
 FRAME_GAP_S = 0.005  # between the frames that paint what is left when a reply ends
 
 if TYPE_CHECKING:
@@ -285,8 +281,7 @@ class AssistantMessage(Vertical):
         paints fewer, larger frames instead of leaving keys waiting behind a queue of them)."""
         now = time.monotonic()
         self._drawing = False
-        rest = min((now - started) * PAINT_REST, REST_MAX_S)
-        self._next_frame = max(started + FLUSH_S, now + rest)
+        self._next_frame = max(started + FLUSH_S, now + (now - started) * PAINT_REST)
         if self._unsent:
             self._schedule()
 
