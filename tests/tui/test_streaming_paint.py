@@ -7,6 +7,7 @@ between them; the finished body is the same blocks a resume composes from the lo
 
 from __future__ import annotations
 
+import time
 from itertools import pairwise
 
 import pytest
@@ -14,9 +15,11 @@ from textual.app import App, ComposeResult
 from textual.await_complete import AwaitComplete
 from textual.widgets._markdown import MarkdownBlock
 
+from agentsh.tui.widgets.chat import ChatView
+from agentsh.tui.widgets.composer import PromptInput
 from agentsh.tui.widgets.markdown_body import markdown as _markdown
 from agentsh.tui.widgets.messages import FRAME_CHARS, AssistantMessage
-from tests.tui.conftest import wait_for
+from tests.tui.conftest import MakeApp, ready, wait_for
 
 pytestmark = pytest.mark.asyncio
 
@@ -90,15 +93,20 @@ async def test_frames_leave_the_ui_loop_to_keys_however_slow_the_machine(
 ) -> None:
     """The first text after a pause waits for no beat; then frames start every FLUSH_S, and
     after a frame that took long (a loaded machine: it waited for a core) the next one waits
-    PAINT_REST times as long, so painting takes at most PAINT_SHARE of the UI loop. Before,
-    a slow frame was followed 5 ms later: frames ran back to back and keys waited behind them
-    (p99 1.3 s while a reply streamed at load 9)."""
+    PAINT_REST times as long while the user types, so painting takes at most PAINT_SHARE of
+    the UI loop, and at most REST_MAX_S while nobody types, so the reply keeps up. Before the
+    rests, a slow frame was followed 5 ms later: frames ran back to back and keys waited
+    behind them (p99 1.3 s while a reply streamed at load 9). Then it always rested PAINT_REST
+    times as long: at load 10-17 a reply streamed at 1,000 tokens/s was painted far slower than
+    it came, and its last word showed 5.6-8.6 s after the last chunk."""
     from types import SimpleNamespace
 
     from agentsh.tui.widgets import messages
 
     clock = [100.0]
     monkeypatch.setattr(messages, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    typing = [True]
+    monkeypatch.setattr(messages, "typing", lambda: typing[0])
     app = Host()
     async with app.run_test(size=(100, 30)) as pilot:
         reply = app.query_one(AssistantMessage)
@@ -129,10 +137,19 @@ async def test_frames_leave_the_ui_loop_to_keys_however_slow_the_machine(
         assert delays[-1] == messages.FRAME_GAP_S
         await wait_for(pilot, lambda: reply.body.source.endswith("then") and not reply._drawing)
         await reply.append(" some")
-        assert delays[-1] == pytest.approx(0.3 * messages.PAINT_REST)
+        assert delays[-1] == pytest.approx(0.3 * messages.PAINT_REST)  # the user types
         assert messages.PAINT_REST >= 2  # frames take at most a third of the loop
-        await reply.finish(text="first words more and then some")
-        assert reply.body.source == "first words more and then some"
+        await wait_for(pilot, lambda: reply.body.source.endswith("some") and not reply._drawing)
+
+        typing[0] = False  # nobody types: a slow frame rests no longer than a beat
+        await reply.append(" more")
+        await wait_for(pilot, lambda: reply.body.source.endswith("more") and not reply._drawing)
+        await reply.append(" words")
+        assert delays[-1] == pytest.approx(messages.REST_MAX_S)
+        assert messages.REST_MAX_S <= messages.FLUSH_S  # a frame at least every two beats
+        text = "first words more and then some more words"
+        await reply.finish(text=text)
+        assert reply.body.source == text
 
 
 async def test_what_is_left_when_a_reply_ends_is_painted_in_bounded_frames_each_on_screen() -> None:
@@ -167,3 +184,22 @@ async def test_what_is_left_when_a_reply_ends_is_painted_in_bounded_frames_each_
         assert all(size <= FRAME_CHARS for size, _ in appended)
         done_before = [count for _, count in appended]
         assert all(b > a for a, b in pairwise(done_before)), done_before
+
+
+async def test_keys_in_the_editor_tell_a_streamed_reply_the_user_types(make_app: MakeApp) -> None:
+    """What the frames' rest is chosen by (above): a key pressed in the editor, and a key the
+    App puts there for the user (the editor not focused), both count as typing."""
+    from agentsh.tui.widgets import typing_clock
+
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot, app)
+        before = time.monotonic()
+        await pilot.press("a")
+        assert typing_clock._last_key >= before and typing_clock.typing()
+        app.query_one(ChatView).focus()
+        await pilot.pause()
+        before = time.monotonic()
+        await pilot.press("b")
+        assert app.query_one(PromptInput).text == "ab"
+        assert typing_clock._last_key >= before

@@ -28,6 +28,7 @@ from textual.widgets.option_list import Option
 
 from agentsh.tui.file_list import rank
 from agentsh.tui.keys import spec
+from agentsh.tui.widgets.typing_clock import key_typed
 
 _AT_WORD = re.compile(r"(?:^|\s)@([^\s@]*)$")
 MENU_ROWS = 8
@@ -256,6 +257,7 @@ class PromptInput(TextArea):
         return tuple(k.strip() for k in keys.split(","))
 
     async def _on_key(self, event: events.Key) -> None:
+        key_typed()  # a streamed reply's frames give way to the keys (widgets/typing_clock.py)
         key = event.key
         action: Callable[[], None] | None = None
         if key == "escape" and self.menu is not None and self.menu.display:
@@ -282,6 +284,7 @@ class PromptInput(TextArea):
 
     @on(TextArea.Changed)
     def _update_completions(self) -> None:
+        key_typed()  # also a key the App typed in for the user (the editor not focused)
         if self.menu is None:
             return
         self._menu_for = (self.text, self.cursor_location)

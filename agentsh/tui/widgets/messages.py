@@ -3,11 +3,12 @@
 A streaming assistant reply paints in frames: fragments are gathered and appended to its
 markdown body at most every :data:`FLUSH_S` (each frame mounts the new blocks, then relays out
 and repaints the screen: most of a frame's cost is Textual's), and after a frame the UI loop is
-left to keys for three times as long as the frame took, so painting takes at most a quarter
-of it however slow or busy the machine is. Each frame appends at most :data:`FRAME_CHARS`, so
-a burst or a backlog is painted over several frames, each on screen before the next, with keys
-handled between them; each append re-parses only the growing last block (Textual's
-``Markdown.append``).
+left to keys for three times as long as the frame took while the user types, so painting
+then takes at most a quarter of it however slow or busy the machine is; while nobody types,
+the rest is at most :data:`REST_MAX_S`, so the reply keeps up with the stream. Each frame
+appends at most :data:`FRAME_CHARS`, so a burst or a backlog is painted over several frames,
+each on screen before the next, with keys handled between them; each append re-parses only
+the growing last block (Textual's ``Markdown.append``).
 Message bodies are built by :mod:`agentsh.tui.widgets.markdown_body`.
 """
 
@@ -32,6 +33,7 @@ from agentsh.events import Tier
 from agentsh.tui.status_format import human_tokens
 from agentsh.tui.widgets.block_fold import BlockFold, FoldingView
 from agentsh.tui.widgets.markdown_body import markdown
+from agentsh.tui.widgets.typing_clock import typing
 
 FLUSH_S = 1 / 10  # streamed text reaches the screen in frames at most this often (10 a second)
 # The most of the UI loop frames may take: after a frame, the loop is left to keys (and the
@@ -41,6 +43,12 @@ PAINT_REST = (1 - PAINT_SHARE) / PAINT_SHARE
 # The most text one frame appends (a few blocks): a burst, or a reply the screen fell behind
 # on, is painted over several frames, with keys handled between them, not in one long stall.
 FRAME_CHARS = 1_600
+# ... while the user types. While nobody does, the rest is at most this: at load 10-17 a frame
+# took half a second or more waiting for a core, and resting three times as long painted a
+# reply streamed at 1,000 tokens/s far slower than it came (6,000 of its 8,000 characters
+# still unpainted when it ended, then seconds of catching up); but keys typed meanwhile
+# waited 7 times longer with the short rest (median 0.8 s instead of 0.11 s).
+REST_MAX_S = FLUSH_S
 FRAME_GAP_S = 0.005  # between the frames that paint what is left when a reply ends
 
 if TYPE_CHECKING:
@@ -281,7 +289,10 @@ class AssistantMessage(Vertical):
         paints fewer, larger frames instead of leaving keys waiting behind a queue of them)."""
         now = time.monotonic()
         self._drawing = False
-        self._next_frame = max(started + FLUSH_S, now + (now - started) * PAINT_REST)
+        rest = (now - started) * PAINT_REST
+        if not typing():
+            rest = min(rest, REST_MAX_S)
+        self._next_frame = max(started + FLUSH_S, now + rest)
         if self._unsent:
             self._schedule()
 

@@ -1,0 +1,26 @@
+"""When the user last typed into the editor (a key, or text the App put there for them).
+
+A streamed reply reads it to choose how long its frames rest
+(:mod:`agentsh.tui.widgets.messages`): while the user types, the UI loop is left to their keys
+for three times as long as a frame took; while nobody types, the rest is short, so the reply
+is painted as fast as it comes even on a machine where one frame takes half a second. One
+clock per process: there is one screen.
+"""
+
+from __future__ import annotations
+
+import time
+
+TYPING_S = 1.0  # a key this recent means the user is typing
+
+_last_key = float("-inf")
+
+
+def key_typed() -> None:
+    global _last_key
+    _last_key = time.monotonic()
+
+
+def typing() -> bool:
+    """A key was typed into the editor within the last :data:`TYPING_S`."""
+    return time.monotonic() - _last_key < TYPING_S
