@@ -36,6 +36,7 @@ from agentsh.config_values import Bad, ConfigProblem, check_value
 from agentsh.fsutil import LinkRefused, read_beneath
 from agentsh.paths import ProjectPaths, UserPaths
 from agentsh.trust import TrustCheck, check_project
+from agentsh.values import loads_toml
 
 __all__ = [
     "AcpSettings",
@@ -103,13 +104,22 @@ def settings_from_mapping(raw: Mapping[str, Any], source: Path = Path("<memory>"
     return settings
 
 
+#: a config file larger than this is not read (a repository's 600 MB file was read whole)
+MAX_CONFIG_BYTES = 1 << 20
+
+
 def _read_toml(
     path: Path, problems: list[ConfigProblem], *, root: Path | None = None
 ) -> dict[str, Any] | None:
     """The parsed file, or None; beneath ``root`` (a project) it is never read through a link
-    out of the project."""
+    out of the project. Someone else's file: capped, and nesting too deep for the parser is
+    bad TOML, not a crash."""
     try:
-        data = read_beneath(root, path) if root is not None else path.read_bytes()
+        if root is not None:
+            data = read_beneath(root, path, max_bytes=MAX_CONFIG_BYTES + 1)
+        else:
+            with path.open("rb") as file:
+                data = file.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         return None
     except LinkRefused as exc:
@@ -120,8 +130,11 @@ def _read_toml(
         return None
     if data is None:
         return None
+    if len(data) > MAX_CONFIG_BYTES:
+        problems.append(ConfigProblem(path, "(file)", "is larger than 1 MiB; ignored"))
+        return None
     try:
-        return tomllib.loads(data.decode("utf-8"))
+        return loads_toml(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         problems.append(ConfigProblem(path, "(file)", f"is not valid TOML ({exc}); ignored"))
         return None

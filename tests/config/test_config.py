@@ -93,6 +93,27 @@ def test_broken_toml_is_reported_and_ignored(tmp_path: Path) -> None:
     assert loaded.settings == Settings()
 
 
+def test_a_project_config_nested_too_deep_is_bad_toml_not_a_crash(tmp_path: Path) -> None:
+    """A cloned repository's config of ``a = [[[[...`` thousands deep made the parser recurse
+    until RecursionError ended agentsh at start (trusted folder or --trust-project)."""
+    project = ProjectPaths(tmp_path / "p")
+    project.agentsh_dir.mkdir(parents=True)
+    project.config_file.write_text("a = " + "[" * 20_000 + "]" * 20_000 + "\n")
+    loaded = load_config(_user(tmp_path), project)
+    assert len(loaded.problems) == 1 and "not valid TOML" in loaded.problems[0].message
+    assert loaded.settings == Settings()
+
+
+def test_a_project_config_over_1_mib_is_not_read(tmp_path: Path) -> None:
+    project = ProjectPaths(tmp_path / "p")
+    project.agentsh_dir.mkdir(parents=True)
+    padding = "# " + "x" * 1000 + "\n"
+    project.config_file.write_text("[context]\nreserve_tokens = 2000\n" + padding * 1100)
+    loaded = load_config(_user(tmp_path), project)
+    assert [p.message for p in loaded.problems] == ["is larger than 1 MiB; ignored"]
+    assert loaded.settings == Settings()
+
+
 def test_project_root_is_the_nearest_git_root(tmp_path: Path) -> None:
     (tmp_path / "repo" / ".git").mkdir(parents=True)
     deep = tmp_path / "repo" / "a" / "b"
