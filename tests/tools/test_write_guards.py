@@ -278,7 +278,7 @@ async def test_write_and_edit_never_block_on_a_fifo_or_read_a_device(
     from agentsh.tools.files import _plan_edit, _plan_write
 
     os.mkfifo(project / "pipe")
-    cases = [
+    cases: list[tuple[Any, Any, dict[str, str]]] = [
         (WriteTool(), _plan_write, {"path": "pipe", "content": "x"}),
         (EditTool(), _plan_edit, {"path": "pipe", "old_text": "a", "new_text": "b"}),
         (WriteTool(), _plan_write, {"path": "/dev/zero", "content": "x"}),
