@@ -136,10 +136,18 @@ def main(args: argparse.Namespace) -> int:
 
         agent.close()
         raise CliError("no model is configured.\n\n" + no_model_help(env.user.config_file))
+    overview = agent.mcp_overview()
+    servers = {s.name for s in overview.servers} | set(overview.untrusted)
     for rule in (*rules.allow, *rules.deny):
         if not any(rule.covers(name) for name in _known_tools(agent)) and "mcp__" not in rule.text:
             print(
                 f"agentsh: warning: the rule {rule.text!r} names no tool agentsh has",
+                file=sys.stderr,
+            )
+        elif unknown := _unknown_server(rule.tools, servers):
+            print(
+                f"agentsh: warning: the rule {rule.text!r} names no configured MCP server "
+                f"{unknown!r} (rules name a server as configured, e.g. mcp__my.server__*)",
                 file=sys.stderr,
             )
     stream = ClaudeCodeStream(
@@ -205,6 +213,15 @@ def _rules(args: argparse.Namespace) -> ToolRules:
         )
     except RuleError as exc:
         raise CliError(str(exc), EXIT_USAGE) from exc
+
+
+def _unknown_server(patterns: tuple[str, ...], servers: set[str]) -> str:
+    """The server an ``mcp__`` rule names (no glob) that is not configured; ""."""
+    for pattern in patterns:
+        head = pattern.removeprefix("mcp__").partition("__")[0]
+        if pattern.startswith("mcp__") and not set("*?[") & set(head) and head not in servers:
+            return head
+    return ""
 
 
 def _known_tools(agent: AgentAPI) -> list[str]:

@@ -242,3 +242,4 @@ def test_allow_rules_name_the_configured_server_not_its_cleaned_prefix(
     assert run.code == 0, run.stderr
     results = [m["content"] for m in scripted_server.requests[-1].messages if m["role"] == "tool"]
     assert str(results[0]).startswith("Denied: my.server: echo text=dotted.")
+    assert "the rule 'mcp__my_server' names no configured MCP server 'my_server'" in run.stderr
