@@ -249,8 +249,5 @@ class FakeAgent:
     def denials(self) -> list[Denial]:
         return []
 
-    def mcp_identity(self, name: str) -> tuple[str, str] | None:
-        return None
-
     def close(self) -> None:
         self.session.close()
