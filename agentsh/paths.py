@@ -81,9 +81,9 @@ class UserPaths:
         return self.cache_dir / "tool-output"
 
     def project_tool_output_dir(self, project_root: Path) -> Path:
-        """Where one project's long outputs are saved. The model reads its own project's back
-        without asking; another project's (a long ``cat .env`` or ``env`` there) it may not:
-        a repository's prompt injection would have it list and read them all."""
+        """Where one project's long outputs are saved: the model reads its own project's back
+        without asking, never another project's unasked (they may hold that project's
+        secrets, and a hostile repository could steer the model to them)."""
         return self.tool_output_dir / project_slug(project_root)
 
     @property
