@@ -154,9 +154,11 @@ def shared_mcp(
         module_spec("time", "mcp_server_time", "--local-timezone", "UTC"),
         module_spec("git", "mcp_server_git"),
     ]
-    manager = make_manager(specs, tmp, call_timeout_s=2.0, startup_timeout_s=30.0)
+    # The minute every test server gets (STARTUP_TIMEOUT_S): five servers start at once, and 30 s
+    # ran out for all of them on a loaded machine (load 17, four workers).
+    manager = make_manager(specs, tmp, call_timeout_s=2.0)
     manager.start()
-    manager.wait_until_started_sync(60)
+    manager.wait_until_started_sync(120)
     try:
         yield manager
     finally:

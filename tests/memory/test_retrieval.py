@@ -65,6 +65,7 @@ def test_keyword_only_retrieval_stays_above_its_floor(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # the model embeds the set twice over: 100-144 s at load 10-17
 def test_hybrid_retrieval_with_the_local_model_beats_keywords_and_its_floor(
     make_index: IndexFactory, paths: tuple[UserPaths, ProjectPaths], tmp_path: Path
 ) -> None:
