@@ -49,6 +49,7 @@ from agentsh.tools.base import (
     outside_reason,
 )
 from agentsh.tools.git_armed import armed_programs, git_folders
+from agentsh.tools.headless_denial import headless_denial
 from agentsh.tools.protected import git_settings_reason, protected_reason
 from agentsh.tools.rules import ToolRule, ToolRules, command_parts
 
@@ -266,7 +267,8 @@ class Approver:
             return None  # the answer that rewrote the call allowed it in this mode
         what = "file edits" if effect is Effect.EDIT else "commands"
         if not self.interactive:
-            return self._headless_denial(summary, effect, tool.mcp_identity() if group else None)
+            mcp = tool.mcp_identity() if group else None
+            return headless_denial(summary, effect, self.mode, self.rules, mcp)
         reason = f"approval mode is '{self.mode}': {what} need your approval"
         return _asked(await ask(tool, params, ctx, reason, outside=False))
 
@@ -338,35 +340,6 @@ class Approver:
         return _asked(
             await ask(tool, params, ctx, reason, outside=False, sticky=False, folder=folder)
         )
-
-    def _headless_denial(
-        self, summary: str, effect: Effect, mcp: tuple[str, str] | None = None
-    ) -> tuple[str, str]:
-        if mcp is not None:  # an MCP server's tool: the rule names it (or, with a *, its server)
-            what = "calls to MCP tools cannot be approved, so this one did not run"
-            server = f"mcp__{mcp[0]}"  # as configured: rules match that (tools/rules.py)
-            grouped = f"{server}__{mcp[1]}"
-            allow = f"--allowedTools {grouped} (or {server}__*)"
-            how = f"the user can allow it with `--allowedTools {grouped}` (or `{server}__*`)"
-        elif effect is Effect.EDIT:
-            what = "file edits cannot be approved, so this edit was not made"
-            allow = "--approve edits"
-            how = (
-                "the user can allow edits inside the project with `--approve edits`, or edits "
-                "and commands with `--approve all`"
-            )
-        else:
-            what = "commands cannot be approved, so this one did not run"
-            allow = '--approve all, or a rule like --allowedTools "Bash(git:*)"'
-            how = (
-                "the user can allow commands with `--approve all`, or some of them with an "
-                'allow rule such as `--allowedTools "Bash(git:*)"`'
-            )
-        return (
-            f"Denied: {summary}. This run is non-interactive (agentsh -p) with approval mode "
-            f"'{self.mode}': {what}. Do not retry it; tell the user what you wanted to do. "
-            f"To allow it, {how}."
-        ), f"nobody can approve it in -p; {allow} allows it"
 
     async def _armed_git(
         self, tool: Tool, params: Any, ctx: ToolContext, rule: ToolRule | None

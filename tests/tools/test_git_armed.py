@@ -107,6 +107,22 @@ async def test_headless_denies_an_allowed_git_command_in_an_armed_repository(
 
 
 @pytest.mark.asyncio
+async def test_headless_denial_of_a_form_the_rule_does_not_cover_does_not_suggest_the_rule(
+    repo: Path, ctx: ToolContext
+) -> None:
+    """``git fetch --upl=...`` under ``Bash(git:*)``: the denial said "a rule like
+    Bash(git:*) allows it", the very rule given, which does not cover that form."""
+    approver = Approver(ApprovalMode.ASK, repo, interactive=False, rules=GIT_RULE)
+    message = await _authorize(approver, ctx, "git fetch --upl='touch /tmp/x;' .")
+    assert message is not None and "rules given do not cover this command" in message
+    (denial,) = approver.denials
+    assert "a rule like" not in denial.why and "--approve all" in denial.why
+    plain = Approver(ApprovalMode.ASK, repo, interactive=False)
+    message = await _authorize(plain, ctx, "git fetch --upl='touch /tmp/x;' .")
+    assert message is not None and 'such as `--allowedTools "Bash(git:*)"`' in message
+
+
+@pytest.mark.asyncio
 async def test_headless_still_allows_git_in_a_plain_repository(
     repo: Path, ctx: ToolContext
 ) -> None:
