@@ -23,6 +23,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from agentsh.fsutil import read_regular
 from agentsh.gitutil import GitError, GitResult, GitTimeout, arun_git, run_git
 
 LISTING_TIMEOUT_S = 10.0
@@ -119,7 +120,7 @@ def _git_dir(root: Path) -> Path | None:
     dot_git = root / ".git"
     if dot_git.is_dir():
         return dot_git
-    head = _read_head(dot_git, 4096).decode("utf-8", "replace").strip()
+    head = (read_regular(dot_git, 4096) or b"").decode("utf-8", "replace").strip()
     if not head.startswith("gitdir:"):
         return None
     folder = Path(head[len("gitdir:") :].strip())
@@ -193,12 +194,12 @@ def _untracked_ignore_files(root: Path, top: list[Path], nested: list[Path]) -> 
     lines: list[str] = []
     for path in nested:
         base = path.parent.relative_to(root).as_posix()
-        text = _read_head(path, _IGNORE_FILE_LIMIT).decode("utf-8", "surrogateescape")
+        text = (read_regular(path, _IGNORE_FILE_LIMIT) or b"").decode("utf-8", "surrogateescape")
         lines += [rewritten for line in text.splitlines() if (rewritten := _from_top(base, line))]
     with tempfile.TemporaryDirectory(prefix="agentsh-ignore-") as folder:
         combined = Path(folder) / "nested"
         combined.write_text("\n".join(lines) + "\n", "utf-8", "surrogateescape")
-        excludes = [f"--exclude-from={path}" for path in (*top, combined) if _read_head(path, 1)]
+        excludes = [f"--exclude-from={path}" for path in (*top, combined) if read_regular(path, 1)]
         try:
             listed = run_git(
                 ["ls-files", "-z", "--others", *excludes, "--", ":(glob)**/.gitignore"],
@@ -238,7 +239,7 @@ def _spinning_line(root: Path, files: list[Path]) -> str | None:
                 f"{where} is not a regular file (a FIFO or a device): git would wait on it "
                 "forever; this project's files are listed without git"
             )
-        text = _read_head(file, _IGNORE_FILE_LIMIT).decode("utf-8", "replace")
+        text = (read_regular(file, _IGNORE_FILE_LIMIT) or b"").decode("utf-8", "replace")
         for number, line in enumerate(text.splitlines(), 1):
             if spinning_pattern(line):
                 shown = line.strip()
@@ -259,19 +260,3 @@ def _blocks(path: Path) -> bool:
     except OSError:
         return False
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
-
-
-def _read_head(path: Path, limit: int) -> bytes:
-    """Up to ``limit`` bytes of a regular file; b"" for anything else (a FIFO never blocks)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return b""
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return b""
-        return os.read(fd, limit)
-    except OSError:
-        return b""
-    finally:
-        os.close(fd)
