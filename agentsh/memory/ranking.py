@@ -301,8 +301,12 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def make_snippet(text: str, plan: QueryPlan, limit: int = SNIPPET_CHARS) -> str:
-    """The lines around the first keyword hit (or the chunk's start), at most ``limit`` chars."""
-    lines = text.splitlines() or [text]
+    """The lines around the first keyword hit (or the chunk's start), at most ``limit`` chars.
+
+    A typed doc's front matter (``type:``, ``title:``) is metadata the result line already
+    names, so the snippet comes from the body when there is one.
+    """
+    lines = _without_front_matter(text.splitlines() or [text])
     needles = [w.stem for w in plan.words if w.stem] + [g for w in plan.words for g in w.trigrams]
     hit = 0
     for i, line in enumerate(lines):
@@ -318,3 +322,14 @@ def make_snippet(text: str, plan: QueryPlan, limit: int = SNIPPET_CHARS) -> str:
     if len(snippet) > limit:
         snippet = snippet[: limit - 1].rstrip() + "…"
     return snippet
+
+
+def _without_front_matter(lines: list[str]) -> list[str]:
+    """``lines`` after a leading ``---`` ... ``---`` block, unless nothing follows it."""
+    if not lines or lines[0].strip() != "---":
+        return lines
+    for end in range(1, len(lines)):
+        if lines[end].strip() == "---":
+            body = lines[end + 1 :]
+            return body if any(line.strip() for line in body) else lines
+    return lines

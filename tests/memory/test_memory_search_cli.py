@@ -37,6 +37,17 @@ def test_memory_search_prints_path_lines_scores_and_a_snippet(
     assert out[2].strip().startswith("Deploys: helm upgrade")
 
 
+def test_a_typed_docs_snippet_is_its_body_not_its_front_matter(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _keyword_only(project)
+    assert main(["memory", "add", "--type", "lesson", "--title", "pytest", "use pytest -x"]) == 0
+    capsys.readouterr()
+    assert main(["memory", "search", "pytest"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[2].strip() == "use pytest -x"
+
+
 def test_memory_search_json_has_every_part(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
