@@ -241,7 +241,7 @@ class Agent:
     def folders(self) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
         """The folders outside the project the tools may write (``--add-dir``) and those they
         may only read without asking (an editor's additional directories)."""
-        return self.approver.added_dirs, self.approver.read_dirs
+        return self.approver.reach.added_dirs, self.approver.reach.read_dirs
 
     def set_folders(
         self,
@@ -252,7 +252,7 @@ class Agent:
     ) -> None:
         """Replace the folders given (None: kept), from the next call on; ``note`` replaces
         what the end of the system prompt tells the model (an editor's folders)."""
-        self.approver.set_folders(added=added, read=read)
+        self.approver.reach.set_folders(added=added, read=read)
         if note is not None:
             self.prompt.appended = note
 

@@ -149,7 +149,7 @@ def tool_context(host: ToolCallHost, call_id: str) -> ToolContext:
         project_trusted=host.env.trusted,
         secrets=host.secrets,
         host=host.host,
-        added_dirs=host.approver.added_dirs,
+        added_dirs=host.approver.reach.added_dirs,
     )
 
 

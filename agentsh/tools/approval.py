@@ -28,8 +28,6 @@ denied with a message telling the model why and how the user can allow it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,18 +37,18 @@ from agentsh.config import ApprovalMode
 from agentsh.config_settings import PERMISSION_MODES as PERMISSION_MODES  # beside ApprovalMode
 from agentsh.errors import AgentshError
 from agentsh.events import ApprovalDecision, ApprovalRequest
-from agentsh.paths import ProjectPaths
-from agentsh.tools.base import (
-    Effect,
-    Tool,
-    ToolArgumentError,
-    ToolContext,
-    ToolError,
-    outside_reason,
-)
+from agentsh.tools.base import Effect, Tool, ToolArgumentError, ToolContext, ToolError
 from agentsh.tools.git_armed import armed_programs, git_folders
-from agentsh.tools.headless_denial import headless_denial
+from agentsh.tools.headless_denial import (
+    armed_git_denial,
+    headless_denial,
+    outside_write_denial,
+    protected_denial,
+    read_outside_denial,
+    shared_denial,
+)
 from agentsh.tools.protected import git_settings_reason, protected_reason
+from agentsh.tools.reach import Reach
 from agentsh.tools.rules import ToolRule, ToolRules, command_parts
 
 PLAN_INSTRUCTIONS = (
@@ -94,14 +92,8 @@ class Approver:
         read_dirs: Sequence[Path] = (),
     ) -> None:
         self.mode = ApprovalMode(mode)
-        self.project_root = project_root.resolve()
-        # --add-dir: folders the user gave on the command line, written like the project
-        # (the same guards: links followed before the check, hard links, .git/ protected)
-        self.added_dirs = tuple(d.resolve() for d in added_dirs)
-        # An ACP editor's additional directories: read without asking, written only if asked
-        # (like a folder the user allowed for reads, for the whole session)
-        self.read_dirs = tuple(Path(os.path.realpath(d)) for d in read_dirs)
-        self.project_config = ProjectPaths(self.project_root).config_file
+        self.reach = Reach(project_root, added=added_dirs, read=read_dirs)  # the folders
+        self.project_root = self.reach.project_root
         self.interactive = interactive
         self.rules = rules or ToolRules()  # --allowedTools / --disallowedTools (tools/rules.py)
         self.plan = plan  # plan mode: nothing but reads, whatever the mode or the rules say
@@ -112,16 +104,6 @@ class Approver:
         self._session_allowed: set[str] = set()
         self._session_groups: set[str] = set()  # ApprovalDecision.ALLOW_GROUP keys
         self._allowed_armed: set[str] = set()  # digests of repositories' programs allowed
-        self._read_dirs: set[Path] = set()  # folders outside the project allowed for reads
-
-    def set_folders(
-        self, *, added: Sequence[Path] | None = None, read: Sequence[Path] | None = None
-    ) -> None:
-        """Replace the written (``added``) or read-only (``read``) folders; None keeps them."""
-        if added is not None:
-            self.added_dirs = tuple(dict.fromkeys(d.resolve() for d in added))
-        if read is not None:
-            self.read_dirs = tuple(dict.fromkeys(Path(os.path.realpath(d)) for d in read))
 
     @property
     def session_allowed(self) -> frozenset[str]:
@@ -132,30 +114,7 @@ class Approver:
         self._session_allowed.clear()
         self._session_groups.clear()
         self._allowed_armed.clear()
-        self._read_dirs.clear()
-
-    def outside_paths(self, tool: Tool, params: Any, ctx: ToolContext) -> list[Path]:
-        """The call's write targets that count as outside the project (see outside_reason)."""
-        return [p for p, _why in self._outside(tool, params, ctx)]
-
-    def _outside(
-        self, tool: Tool, params: Any, ctx: ToolContext, *, added: bool = True
-    ) -> list[tuple[Path, str]]:
-        """``added=False``: the project alone counts as inside (the memory tool's writes)."""
-        found = []
-        for path in tool.target_paths(params, ctx):
-            why = outside_reason(path, self.root_of(path) if added else self.project_root)
-            if why is not None:
-                found.append((path, why))
-        return found
-
-    def root_of(self, path: Path) -> Path:
-        """The added folder ``path`` resolves into, else the project root."""
-        resolved = path.resolve()
-        if resolved.is_relative_to(self.project_root):  # the project's own rules first
-            return self.project_root
-        inside = (d for d in self.added_dirs if resolved.is_relative_to(d))
-        return next(inside, self.project_root)
+        self.reach.forget_session()
 
     async def authorize(self, tool: Tool, params: Any, ctx: ToolContext) -> str | None:
         """None if the call may run; otherwise the message the model gets as an error result."""
@@ -193,7 +152,7 @@ class Approver:
             if refused is not None:
                 return refused
         # A tool that writes without asking (memory) stays in the project, --add-dir or not.
-        reasons = self._outside(tool, params, ctx, added=effect is not Effect.READ)
+        reasons = self.reach.outside(tool, params, ctx, added=effect is not Effect.READ)
         outside = [path for path, _why in reasons]
         where = "; ".join(why for _path, why in reasons)
         if effect is Effect.READ:
@@ -214,24 +173,13 @@ class Approver:
             ), "plan mode changes no file and runs no command"
         if outside:
             if not self.interactive:
-                return (
-                    f"Denied: {summary} would write outside the project root "
-                    f"({self.project_root}): {where}. Writing outside the project is never "
-                    f"allowed in non-interactive mode (agentsh -p), whatever --approve says, "
-                    f"unless the user names the folder with --add-dir. Keep changes inside the "
-                    f"project, or tell the user to do this in an interactive agentsh session, "
-                    f"where they can approve it."
-                ), f"it writes outside the project ({where}), never allowed with -p"
+                return outside_write_denial(summary, self.project_root, where)
             reason = f"it writes outside the project root ({self.project_root}): {where}"
             return _asked(await ask(tool, params, ctx, reason, outside=True))
         protected = self._protected(tool, params, ctx) or await self._hooks(tool, params, ctx)
         if protected is not None:
             if not self.interactive:
-                return (
-                    f"Denied: {summary} would change {protected}, so it is never changed in "
-                    f"non-interactive mode (agentsh -p), whatever --approve says. Tell the "
-                    f"user what you wanted to change."
-                ), f"it would change {protected}, never allowed with -p"
+                return protected_denial(summary, protected)
             reason = f"it changes {protected}"
             return _asked(await ask(tool, params, ctx, reason, outside=False, sticky=False))
         if verdict is not None:  # an allow rule (never past the two guards above)
@@ -241,16 +189,7 @@ class Approver:
             armed, programs = found
             rule = verdict.rule.text if verdict.rule is not None else ""
             if not self.interactive:
-                return (
-                    f"Denied: {summary}: {armed}, so the user's rule {rule!r} does not cover "
-                    "git commands here, and nobody can approve them in non-interactive mode "
-                    "(agentsh -p). Do not retry it; tell the user what you wanted to do. "
-                    "The user can trust this folder with them as they are (open agentsh here: "
-                    "the trust screen lists them) or pass --trust-project."
-                ), (
-                    f"{armed}; {rule} covers them only as you trusted them with the folder "
-                    "(agentsh's trust screen, or --trust-project)"
-                )
+                return armed_git_denial(summary, armed, rule)
             reason = f"{armed}: the rule {rule} does not cover git here"
             asked = await ask(
                 tool, params, ctx, reason, outside=False, sticky=False, remember=programs
@@ -277,65 +216,22 @@ class Approver:
     ) -> tuple[str, str] | None:
         """Ask about a change to what every project reads (:meth:`Tool.shared_target`); with
         ``-p`` it is denied in one line. "Allow for this session" covers this call only."""
-        summary = tool.summary(params)
         if not self.interactive:
-            return (
-                f"Denied: {summary} would change {shared}. In non-interactive mode (agentsh -p) "
-                f"with approval mode '{self.mode}' nobody can approve that, so nothing was "
-                "written. Do not retry it; tell the user what you wanted to remember so they "
-                "can add it themselves."
-            ), f"it changes {shared}; --approve all allows it"
+            return shared_denial(tool.summary(params), shared, self.mode)
         reason = f"it changes {shared}"
         return _asked(await self._ask(tool, params, ctx, reason, outside=False, sticky=False))
-
-    def readable(self, path: Path, ctx: ToolContext) -> bool:
-        """Whether the read tools may read ``path`` without asking: it is named inside the
-        project (a link out of it is refused by the tool itself, naming the target), or it
-        resolves into the project, an ``--add-dir`` folder, this project's saved tool output, this
-        session's compaction archives, an editor's additional directory or a folder the user
-        allowed for reads this session."""
-        if path.is_relative_to(ctx.project.root) or path.is_relative_to(self.project_root):
-            return True
-        real = Path(os.path.realpath(path))
-        own = [ctx.user.project_tool_output_dir(ctx.project.root)]  # saved here, not elsewhere
-        if ctx.session_id:
-            with contextlib.suppress(ValueError):  # this session's compaction archives
-                own.append(ctx.user.session_workspace(ctx.session_id))
-        roots = (
-            self.project_root,
-            *self.added_dirs,
-            *(Path(os.path.realpath(folder)) for folder in own),
-            *self.read_dirs,
-            *self._read_dirs,
-        )
-        return any(real.is_relative_to(root) for root in roots)
-
-    def read_outside(self, tool: Tool, params: Any, ctx: ToolContext) -> tuple[Path, Path] | None:
-        """The first path the call reads that is not :meth:`readable`, resolved, and the
-        folder "allow for this session" would cover (itself, or the file's folder)."""
-        for path in tool.read_paths(params, ctx):
-            if not self.readable(path, ctx):
-                real = Path(os.path.realpath(path))
-                return real, real if real.is_dir() else real.parent
-        return None
 
     async def _read_outside(
         self, tool: Tool, params: Any, ctx: ToolContext, ask: _Ask
     ) -> tuple[str, str] | None:
-        """None when every path the call reads is :meth:`readable`; otherwise the user is
+        """None when every path the call reads is :meth:`Reach.readable`; otherwise the user is
         asked (never with ``-p``: denied, naming ``--add-dir``)."""
-        found = self.read_outside(tool, params, ctx)
+        found = self.reach.read_outside(tool, params, ctx)
         if found is None:
             return None
         real, folder = found
-        summary = tool.summary(params)
         if not self.interactive:
-            return (
-                f"Denied: {summary} reads outside the project ({real}). In non-interactive mode "
-                f"(agentsh -p) files outside the project root ({self.project_root}) are read "
-                f"only in folders the user names with --add-dir. Do not retry it; tell the user "
-                f"what you wanted to read and why."
-            ), f"it reads outside the project ({real}); --add-dir {folder} allows it"
+            return read_outside_denial(tool.summary(params), real, self.project_root, folder)
         reason = f"it reads outside the project root ({self.project_root}): {real}"
         return _asked(
             await ask(tool, params, ctx, reason, outside=False, sticky=False, folder=folder)
@@ -375,7 +271,7 @@ class Approver:
     def _protected(self, tool: Tool, params: Any, ctx: ToolContext) -> str | None:
         """What protected path the call writes, in words, or None."""
         for path in tool.target_paths(params, ctx):
-            what = protected_reason(path, self.root_of(path))
+            what = protected_reason(path, self.reach.root_of(path))
             if what is not None:
                 return what
         return tool.protected_target(params, ctx)
@@ -449,7 +345,7 @@ class Approver:
                 elif remember:
                     self._allowed_armed.add(remember)
                 elif folder is not None:
-                    self._read_dirs.add(folder)
+                    self.reach.allow_reads(folder)
                 ctx.outside_allowed = outside
                 return None
             case ApprovalDecision.ALLOW_GROUP:
