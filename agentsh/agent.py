@@ -17,22 +17,21 @@ never ran get a result saying so, so the log never holds an orphan tool call.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from agentsh.checkpoints.checkpointer import Checkpointer
 from agentsh.checkpoints.session_files import SessionFiles
 from agentsh.config import ApprovalMode, Environment
 from agentsh.context.breakdown import ContextUsage, CountedFile, compaction_point
-from agentsh.context.engine_protocol import SummaryReply
 from agentsh.context.manager import ContextManager
 from agentsh.context.undo import UndoResult, undo_compaction
 from agentsh.errors import AgentshError
-from agentsh.events import ContextStatus, ErrorKind, Event, Notice, NoticeLevel, StatusChanged, Tier
+from agentsh.events import ContextStatus, Event, Notice, NoticeLevel, StatusChanged, Tier
 from agentsh.instructions import USER_FILE_NAME, NestedInstructions
-from agentsh.llm.client import Completion, LLMClient, LLMError, environment_secrets
+from agentsh.llm.client import LLMClient, environment_secrets
 from agentsh.llm.models import ModelInfo, api_base_for, model_info
 from agentsh.llm.tokens import TokenCounter, estimate_tokens
 from agentsh.mcp.mcp_manager import McpManager
@@ -45,9 +44,9 @@ from agentsh.session.entries import (
     EntryAppended,
     ModelChangeEntry,
     ToolResultEntry,
-    Usage,
 )
 from agentsh.session.session import Session
+from agentsh.side_calls import SideCalls
 from agentsh.system_prompt import SystemPrompt
 from agentsh.tool_calls import TurnState
 from agentsh.tools.approval import Approver, Denial
@@ -56,11 +55,10 @@ from agentsh.tools.host import ToolHost
 from agentsh.tools.memory import MemoryTool
 from agentsh.tools.rules import ToolRules
 from agentsh.trust import covered
-from agentsh.turn import LoopShare, Turn
+from agentsh.turn import Turn
+from agentsh.work_stream import WorkStream
 
 DEFAULT_MAX_STEPS = 200
-
-_DONE = object()
 
 
 class AgentBusy(AgentshError, RuntimeError):
@@ -112,13 +110,12 @@ class Agent:
         self.spent_usd = 0.0  # by this agent's model calls, over every turn it ran
         self._on_summary_written = on_summary_written
         self._notices = list(notices)  # told to the user at the start of the next turn
-        self._emit: Callable[[Event], None] = lambda _event: None
-        self._task: asyncio.Task[None] | None = None
+        self._work = WorkStream()  # the running turn or compaction, and its events
         self._state = TurnState()  # the running turn's, for cancel
         self.tool_cancel = asyncio.Event()
         self._window = window
         self._max_output = max_output
-        self._branch_usage: dict[tuple[str, str], Usage] = {}  # written, not yet attached
+        self._side_calls = SideCalls(self)  # summaries: the compaction's, a branch's
         self._count_tokens = count_tokens
         # The server the user chose (--api-base, AGENTSH_API_BASE, [model] api_base): /model
         # keeps it for every model, as the start-up choice does.
@@ -137,7 +134,7 @@ class Agent:
                 mcp,
                 env.settings,
                 window=lambda: self._window,
-                count=self._count,
+                count=self.count,
                 # A bare deny rule (--disallowedTools mcp__git) takes them away, as it does
                 # a built-in tool.
                 hidden=lambda tools: self.approver.rules.hidden_tools(tools, mcp=tools),
@@ -166,7 +163,7 @@ class Agent:
 
     @property
     def busy(self) -> bool:
-        return self._task is not None and not self._task.done()
+        return self._work.busy
 
     def status(self) -> ContextStatus:
         return self.context.status()
@@ -175,7 +172,7 @@ class Agent:
         """Where the context's tokens go now: the breakdown of ``agentsh context``, the
         instruction and memory files of the system prompt, each MCP tool, and the usage at
         which automatic compaction starts."""
-        prompt, count = self.prompt, self._count
+        prompt, count = self.prompt, self.count
         user_file = self.env.user.config_dir / USER_FILE_NAME
         instructions = tuple(
             CountedFile(str(path), "user" if path == user_file else "project", count(block))
@@ -209,7 +206,7 @@ class Agent:
         view = self.context.accounting.view()
         results = [view.result_content(e) for e in view.entries if isinstance(e, ToolResultEntry)]
         return tuple(
-            CountedFile(str(path), "project", self._count(block))
+            CountedFile(str(path), "project", self.count(block))
             for path, block in self.nested.loaded
             if any(block in content for content in results)
         )
@@ -299,7 +296,7 @@ class Agent:
             self.context.accounting.use_counter(tokenizer.count)
             self.context.note_prompt(self.prompt.render(), self.tools.schemas())
 
-    def _count(self, text: str) -> int:
+    def count(self, text: str) -> int:
         """Tokens of ``text``: exact once the tokenizer has loaded, the estimate before."""
         count = self._count_tokens
         if count is not None:
@@ -315,8 +312,7 @@ class Agent:
             # the flag and ends the turn without another model call.
             self.tool_cancel.set()
         else:
-            assert self._task is not None
-            self._task.cancel()
+            self._work.cancel()
 
     def set_model(self, model: str) -> None:
         """Use ``model`` from the next request on, on the server chosen at start (``/model``
@@ -378,48 +374,13 @@ class Agent:
         return result
 
     async def summarize_branch(self, from_leaf: str, instructions: str = "") -> str:
-        """A short summary of the branch the leaf just left (``from_leaf`` was its leaf).
-
-        Covers the entries from ``from_leaf`` back to the common ancestor with the current
-        leaf, newest first within the window minus ``context.reserve_tokens``, tool results
-        skipped; the reply is capped at ``context.branch_summary_max_tokens``. Returns "" when
-        nothing was left behind. Raises :class:`LLMError` (kind NO_MODEL without a model). The
-        caller attaches the text with :meth:`attach_branch_summary`, which records the call's
-        usage with it so the session totals count it."""
-        from agentsh.context.branch_summary import (
-            abandoned_branch,
-            branch_summary_request,
-            budget_for,
-            select_entries,
-        )
-
-        if self.llm is None:
-            raise LLMError(ErrorKind.NO_MODEL, "No model is configured to write a branch summary.")
-        await self.ensure_tokenizer()
-        branch = abandoned_branch(self.session.tree, from_leaf, self.session.leaf_id)
-        budget = budget_for(self._window, self.env.settings.context.reserve_tokens)
-        entries = select_entries(branch.entries, budget, self.context.accounting.count)
-        if not entries:
-            return ""
-        max_tokens = self.env.settings.context.branch_summary_max_tokens
-        messages = branch_summary_request(entries, max_tokens=max_tokens, instructions=instructions)
-        model = self.env.settings.model.summary_model or None
-        completion = await self._side_call("branch summary", messages, max_tokens, model)
-        self.spent_usd += completion.usage.cost
-        text = completion.text.strip()
-        if text:
-            self._branch_usage[(from_leaf, text)] = completion.usage
-        else:  # nothing to attach: the call is recorded on its own
-            self.context.record_side_call("branch summary", completion.usage, "empty reply")
-        return text
+        """A short summary of the branch ``from_leaf`` ended, by the model (see
+        :meth:`agentsh.side_calls.SideCalls.summarize_branch`)."""
+        return await self._side_calls.summarize_branch(from_leaf, instructions)
 
     def attach_branch_summary(self, from_leaf: str, text: str) -> BranchSummaryEntry:
-        """Attach a branch summary below the leaf, with the usage of the call that wrote it
-        (when :meth:`summarize_branch` did), and make it durable."""
-        usage = self._branch_usage.pop((from_leaf, text), None)
-        entry = self.session.append_branch_summary(from_leaf, text, usage)
-        self.session.sync()
-        return entry
+        """Attach a branch summary below the leaf, with the usage of the call that wrote it."""
+        return self._side_calls.attach_branch_summary(from_leaf, text)
 
     def read_archive(self, where: str) -> str | None:
         """A compaction's workspace file, through the workspace that wrote it (a session not
@@ -498,35 +459,18 @@ class Agent:
     async def _drive(self, work: Awaitable[None]) -> AsyncIterator[Event]:
         if self.busy:
             raise AgentBusy("a turn is already running")
-        queue: asyncio.Queue[object] = asyncio.Queue()
-        self._emit = queue.put_nowait
         self.tool_cancel = asyncio.Event()
-        task: asyncio.Task[None] = asyncio.ensure_future(work)
-        self._task = task
-        task.add_done_callback(lambda _t: queue.put_nowait(_DONE))
-        share = LoopShare()  # a front end handling a backlog of events leaves room for keys
-        try:
-            while True:
-                item = await queue.get()
-                if item is _DONE:
-                    break
-                assert isinstance(item, Event)
-                yield item
-                await share.step()
-            task.result()
-        finally:
-            if not task.done():
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-            self._emit = lambda _event: None
+        async with contextlib.aclosing(self._work.drive(work)) as events:
+            async for event in events:
+                yield event
 
     def emit(self, event: Event) -> None:
         """Into the stream of the running turn or compaction (dropped when none runs)."""
-        self._emit(event)
+        self._work.emit(event)
 
     def _entry_appended(self, entry: AnyEntry) -> None:
         """Every entry written during a turn is announced, in order, after it is durable."""
-        self._emit(EntryAppended(entry))
+        self._work.emit(EntryAppended(entry))
 
     def _new_context(self, session: Session, window: int) -> ContextManager:
         context = ContextManager(
@@ -535,7 +479,7 @@ class Agent:
             self.env.user,
             model=self.model or "",
             window=window,
-            summarize=self._summarize,
+            summarize=self._side_calls.summary,
             count_tokens=self._count_tokens,
             emit=self.emit,
             on_summary_written=self._on_summary_written,
@@ -572,26 +516,3 @@ class Agent:
         finally:
             self.emit(StatusChanged(self.context.status()))
             self.sync_quietly()
-
-    async def _summarize(self, messages: list[dict[str, Any]], max_tokens: int) -> SummaryReply:
-        if self.llm is None:
-            raise LLMError(ErrorKind.NO_MODEL, "No model is configured to write a summary.")
-        model = self.env.settings.model.summary_model or None
-        completion = await self._side_call("summary", messages, max_tokens, model)
-        self.spent_usd += completion.usage.cost  # --max-budget-usd counts it, applied or not
-        return SummaryReply(completion.text, completion.usage)
-
-    async def _side_call(
-        self, purpose: str, messages: list[dict[str, Any]], max_tokens: int, model: str | None
-    ) -> Completion:
-        """A summary or branch-summary call. Cancelled (Esc) before it answered, its request
-        was still sent: its tokens count in the session, as an estimate (``modelCall`` record
-        marked estimated; unpriced, as pricing would wait on the model worker after a cancel)."""
-        assert self.llm is not None
-        try:
-            return await self.llm.complete(messages, max_tokens=max_tokens, model=model)
-        except asyncio.CancelledError:
-            sent = sum(self._count(str(m.get("content") or "")) for m in messages)
-            usage = Usage(input_tokens=sent, estimated=True)
-            self.context.record_side_call(purpose, usage, "cancelled before it answered")
-            raise

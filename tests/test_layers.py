@@ -59,6 +59,8 @@ LAYERS: dict[str, int] = {
     "system_prompt": 6,
     "turn": 6,
     "tool_calls": 6,
+    "side_calls": 6,
+    "work_stream": 6,
     "instructions": 6,
     "startup": 6,
     "run_options": 6,
@@ -99,6 +101,8 @@ NEVER: frozenset[tuple[str, str]] = frozenset(
         ("startup", "agent"),
         ("turn", "agent"),  # the turn and a tool call reach the agent through a protocol
         ("tool_calls", "agent"),
+        ("side_calls", "agent"),  # the summaries reach the agent through SideCallHost
+        ("work_stream", "agent"),
         ("tool_calls", "turn"),
     }
 )
