@@ -1,10 +1,14 @@
-"""The front-end protocol: everything a front end may ask of the agent, typed.
+"""The front-end protocols: what each front end may ask of the agent, typed.
 
 The TUI, headless ``-p`` and the ACP server are three front ends over one core. Each drives
-the agent only through :class:`AgentAPI` (the real :class:`agentsh.agent.Agent` satisfies it
-structurally; mypy checks that where a front end receives one), never through attribute
-chains into its parts, so renaming something inside the agent breaks the type check instead
-of silently blanking a pane.
+the agent through the protocol that names exactly what it uses (:class:`InteractiveAPI`,
+:class:`HeadlessAPI`, :class:`EditorAPI`), built from :class:`AgentAPI` (what every front end
+drives) and the roles only some share (:class:`McpAPI`, :class:`PermissionsAPI`). The real
+:class:`agentsh.agent.Agent` satisfies all of them structurally; mypy checks that where a front
+end receives one, and checks each front end (and a test's stand-in for the agent) against
+its own protocol only, so a fake TUI agent need not answer what only ``-p`` asks. Never
+attribute chains into the agent's parts: renaming something inside the agent breaks the type
+check instead of silently blanking a pane.
 
 What a front end does with the answers is its own business; what flows back during work is
 the event stream of :mod:`agentsh.events` (``run`` and ``compact`` yield it). The session log
@@ -34,18 +38,18 @@ if TYPE_CHECKING:
 
 
 class AgentAPI(Protocol):
-    """The agent as a front end sees it.
+    """What every front end drives: the session and model open, the work, closing.
 
     Work (``run``, ``compact``) is an async stream of events ending with the turn; one runs at a
     time (a second raises :class:`agentsh.agent.AgentBusy`: front ends queue instead). The rest
-    answers at once, except :meth:`summarize_branch`, which asks the model.
+    answers at once.
     """
 
-    # -- what is open ---------------------------------------------------------------------------
+    # -- what is open -----------------------------------------------------------------------------
 
     @property
     def session(self) -> Session:
-        """The session the agent appends to (replaced by :meth:`switch_session`)."""
+        """The session the agent appends to (replaced by :meth:`InteractiveAPI.switch_session`)."""
         ...
 
     @property
@@ -62,9 +66,47 @@ class AgentAPI(Protocol):
         """What the status line shows now: model, window, tokens, tier, cost, branch."""
         ...
 
-    def context_usage(self) -> ContextUsage:
-        """Where the context's tokens go now, part by part, file by file, tool by tool."""
+    # -- work: streams of events ------------------------------------------------------------------
+
+    def run(self, text: str) -> AsyncIterator[Event]:
+        """One user turn: the message is logged, the model and tools run, until ``TurnEnded``."""
         ...
+
+    def compact(self, tier: Tier | None = None, instructions: str = "") -> AsyncIterator[Event]:
+        """A manual compaction (``/compact``): the tier given, else the one the context is in
+        (Summarize when ``instructions`` steer the summary)."""
+        ...
+
+    def cancel(self) -> None:
+        """Stop the running work; what was received is kept and the turn marked aborted."""
+        ...
+
+    # -- the model, the end -----------------------------------------------------------------------
+
+    def set_model(self, model: str) -> None:
+        """Use ``model`` from the next request on (logged as a model change)."""
+        ...
+
+    def close(self) -> None:
+        """Finish the session log; the agent is not used afterwards."""
+        ...
+
+
+class McpAPI(Protocol):
+    """The MCP servers, listed and switched (the TUI's ``/mcp``, a ``-p`` host's requests)."""
+
+    def mcp_overview(self) -> McpOverview:
+        """Every MCP server with its state, its tools and what their definitions cost."""
+        ...
+
+    def set_mcp_server(self, name: str, *, enabled: bool | None = None) -> None:
+        """Enable or disable a server for this session, or (``enabled`` None) restart it."""
+        ...
+
+
+class PermissionsAPI(Protocol):
+    """What a host or an editor sets for the run from outside: the approval mode and the
+    folders beside the project (headless ``-p``, ACP). The TUI sets them at start only."""
 
     @property
     def approval_mode(self) -> ApprovalMode:
@@ -78,15 +120,6 @@ class AgentAPI(Protocol):
 
     def set_approval_mode(self, mode: ApprovalMode, *, plan: bool = False) -> None:
         """Change the approval mode (and plan mode) from the next tool call on."""
-        ...
-
-    @property
-    def tool_rules(self) -> ToolRules:
-        """The allow and deny rules calls are checked against (``--allowedTools``...)."""
-        ...
-
-    def set_tool_rules(self, rules: ToolRules) -> None:
-        """Replace the rules from the next tool call on."""
         ...
 
     @property
@@ -106,20 +139,14 @@ class AgentAPI(Protocol):
         the end of the system prompt tells the model about them."""
         ...
 
-    # -- work: streams of events ----------------------------------------------------------------
 
-    def run(self, text: str) -> AsyncIterator[Event]:
-        """One user turn: the message is logged, the model and tools run, until ``TurnEnded``."""
-        ...
+class InteractiveAPI(AgentAPI, McpAPI, Protocol):
+    """The agent as the TUI drives it: besides the work, the conversation's tree (sessions,
+    branches and their summaries, compactions undone, archives expanded), what the side panes
+    show, and the MCP servers watched as they come and go. Only :meth:`summarize_branch` asks
+    the model."""
 
-    def compact(self, tier: Tier | None = None, instructions: str = "") -> AsyncIterator[Event]:
-        """A manual compaction (``/compact``): the tier given, else the one the context is in
-        (Summarize when ``instructions`` steer the summary)."""
-        ...
-
-    def cancel(self) -> None:
-        """Stop the running work; what was received is kept and the turn marked aborted."""
-        ...
+    # -- the conversation -------------------------------------------------------------------------
 
     async def warm_up(self, *, tokenizer: bool = True) -> None:
         """Load what a turn needs (the model worker, the tokenizer) ahead of it: the user has
@@ -127,8 +154,6 @@ class AgentAPI(Protocol):
         model worker only (building the tokenizer holds the interpreter for 0.4-0.8 s, so a
         front end loads it when the user pauses, not under their fingers)."""
         ...
-
-    # -- the conversation -----------------------------------------------------------------------
 
     def switch_session(self, session: Session) -> None:
         """Continue in another session (new, resumed or forked); the old one is closed."""
@@ -148,11 +173,7 @@ class AgentAPI(Protocol):
         (counted in the session's tokens and cost)."""
         ...
 
-    def set_model(self, model: str) -> None:
-        """Use ``model`` from the next request on (logged as a model change)."""
-        ...
-
-    # -- what the agent holds -------------------------------------------------------------------
+    # -- what the agent holds ---------------------------------------------------------------------
 
     def read_archive(self, where: str) -> str | None:
         """The text of a compaction's workspace file (``CompactionEntry.workspace_file``), in
@@ -170,6 +191,35 @@ class AgentAPI(Protocol):
         when the agent holds none (the memory pane then lists the files without comparing)."""
         ...
 
+    # -- MCP servers as they change ---------------------------------------------------------------
+
+    def watch_mcp(self, callback: Callable[[], None]) -> None:
+        """``callback()`` on every server state change, called on the MCP thread."""
+        ...
+
+    def tools_changed(self) -> ContextStatus:
+        """The status with the tools offered now counted in (after servers came or went)."""
+        ...
+
+
+class HeadlessAPI(AgentAPI, McpAPI, PermissionsAPI, Protocol):
+    """The agent as headless ``-p`` drives it: the rules a host changes mid-run, what Claude
+    Code's output reports (tools offered, calls refused, the context's breakdown), the MCP
+    servers settled before the tools are listed."""
+
+    @property
+    def tool_rules(self) -> ToolRules:
+        """The allow and deny rules calls are checked against (``--allowedTools``...)."""
+        ...
+
+    def set_tool_rules(self, rules: ToolRules) -> None:
+        """Replace the rules from the next tool call on."""
+        ...
+
+    def context_usage(self) -> ContextUsage:
+        """Where the context's tokens go now, part by part, file by file, tool by tool."""
+        ...
+
     def tool_names(self) -> list[str]:
         """The tools the model is offered (headless ``system/init``)."""
         ...
@@ -184,28 +234,11 @@ class AgentAPI(Protocol):
         ``name``; None for any other name."""
         ...
 
-    # -- MCP servers ----------------------------------------------------------------------------
-
-    def mcp_overview(self) -> McpOverview:
-        """Every MCP server with its state, its tools and what their definitions cost."""
-        ...
-
     def settle_mcp(self, timeout: float | None = None) -> None:
         """Block until no MCP server is still starting (headless, before it lists tools)."""
         ...
 
-    def set_mcp_server(self, name: str, *, enabled: bool | None = None) -> None:
-        """Enable or disable a server for this session, or (``enabled`` None) restart it."""
-        ...
 
-    def watch_mcp(self, callback: Callable[[], None]) -> None:
-        """``callback()`` on every server state change, called on the MCP thread."""
-        ...
-
-    def tools_changed(self) -> ContextStatus:
-        """The status with the tools offered now counted in (after servers came or went)."""
-        ...
-
-    def close(self) -> None:
-        """Finish the session log; the agent is not used afterwards."""
-        ...
+class EditorAPI(AgentAPI, PermissionsAPI, Protocol):
+    """The agent as the ACP server drives it for an editor: the work, the mode the editor
+    picks and the editor's additional directories."""

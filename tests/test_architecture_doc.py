@@ -81,18 +81,27 @@ def test_the_diagram_reader_reads_numbers_rooms_and_continuation_lines() -> None
     assert diagram_layers(text) == {"paths": 1, "llm": 1, "config": 1, "errors": 0}
 
 
-def test_every_member_of_the_front_end_protocol_is_named() -> None:
-    """The "Typed doors" rule lists what a front end may ask; a member added to ``AgentAPI``
-    without the map following would leave a newcomer looking for a ``getattr``."""
-    from agentsh.frontend import AgentAPI
+def test_every_front_end_protocol_and_member_is_named() -> None:
+    """The "Typed doors" rule lists what each front end may ask; a protocol or a member added
+    to ``agentsh/frontend.py`` without the map following would leave a newcomer looking for a
+    ``getattr``."""
+    from agentsh import frontend
 
+    protocols = [
+        value
+        for value in vars(frontend).values()
+        if isinstance(value, type) and value.__module__ == frontend.__name__
+    ]
     members = {
         name
-        for name, member in vars(AgentAPI).items()
+        for protocol in protocols
+        for name, member in vars(protocol).items()
         if not name.startswith("_") and (callable(member) or isinstance(member, property))
     }
     spans = set(re.findall(r"`(\w+)`", DOC.read_text(encoding="utf-8")))
-    assert members and not sorted(members - spans)
+    assert len(protocols) > 1 and members
+    assert not sorted({p.__name__ for p in protocols} - spans)
+    assert not sorted(members - spans)
 
 
 def test_the_check_reads_names_with_and_without_folders() -> None:

@@ -129,7 +129,7 @@ ONLY_IN: dict[str, frozenset[str]] = {
     "acp": frozenset({"acp"}),  # the Agent Client Protocol package: the ACP front end only
 }
 
-# The front ends drive the agent through agentsh.frontend.AgentAPI (built by
+# The front ends drive the agent through their protocols of agentsh.frontend (built by
 # agentsh.agent_assembly.build_agent); from agentsh.agent they take only the busy error.
 FRONT_ENDS = frozenset({"tui", "headless", "acp"})
 FROM_AGENT = frozenset({"AgentBusy"})
@@ -319,7 +319,7 @@ def test_front_ends_drive_the_agent_through_the_protocol(name: str, path: Path) 
             names = {a.name for a in node.names}
             assert names <= FROM_AGENT, (
                 f"{name}:{node.lineno} takes {sorted(names - FROM_AGENT)} from agentsh.agent; "
-                "use agentsh.frontend.AgentAPI"
+                "use its protocol in agentsh.frontend"
             )
 
 
@@ -343,10 +343,10 @@ def _reflective_reaches(tree: ast.AST) -> Iterator[tuple[int, str]]:
     ids=[n for n, _ in MODULES if _room(n) in FRONT_ENDS],
 )
 def test_front_ends_name_what_they_use_of_the_agent(name: str, path: Path) -> None:
-    """What a front end uses of the agent is a typed member of AgentAPI, never a getattr."""
+    """What a front end uses of the agent is a typed member of its protocol, never a getattr."""
     tree = _tree(path)
     reaches = [f"{name}:{line} {call}" for line, call in _reflective_reaches(tree)]
-    assert not reaches, f"add it to agentsh.frontend.AgentAPI instead: {reaches}"
+    assert not reaches, f"add it to the front end's protocol in agentsh.frontend instead: {reaches}"
 
 
 def test_the_reflective_reach_check_sees_a_getattr_into_the_agent() -> None:

@@ -1,7 +1,7 @@
 """``agentsh acp``: agentsh as an Agent Client Protocol agent, for Zed, toad and other editors.
 
 A third front end beside the TUI and ``-p``, on the official ``agent-client-protocol`` package:
-the client drives one :class:`~agentsh.frontend.AgentAPI` per session, and the agent's event
+the client drives one :class:`~agentsh.frontend.EditorAPI` per session, and the agent's event
 stream comes back as ``session/update`` notifications. The rooms:
 
 - :mod:`.stdio`: the protocol owns stdout; everything else that prints goes to stderr.

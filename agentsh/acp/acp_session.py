@@ -1,6 +1,6 @@
 """One ACP session: an agentsh agent, and a prompt turn as a stream of ``session/update`` s.
 
-:meth:`AcpSession.prompt` runs the turn through :meth:`AgentAPI.run` and translates each event
+:meth:`AcpSession.prompt` runs the turn through :meth:`EditorAPI.run` and translates each event
 as it comes: text and thinking as message chunks, a tool call as ``tool_call`` (``pending``:
 checked, perhaps asked) then ``tool_call_update`` s (``in_progress`` once it runs, its output
 while it runs, its result, diffs of edits, the terminal it runs in), an approval as a
@@ -67,7 +67,7 @@ from agentsh.events import (
     TurnEnded,
     TurnOutcome,
 )
-from agentsh.frontend import AgentAPI
+from agentsh.frontend import EditorAPI
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ class AcpSession:
 
     def __init__(
         self,
-        agent: AgentAPI,
+        agent: EditorAPI,
         client: Client,
         *,
         cwd: Path,

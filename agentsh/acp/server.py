@@ -56,7 +56,7 @@ from agentsh.acp.prompt import PromptBlock
 from agentsh.acp.replay import replay
 from agentsh.acp.updates import usage_update
 from agentsh.config import ApprovalMode, Environment, load_environment
-from agentsh.frontend import AgentAPI
+from agentsh.frontend import EditorAPI
 from agentsh.mcp.servers_config import ServerSpec
 from agentsh.session.catalog import Catalog, SessionLookupError
 from agentsh.session.session import Session
@@ -365,10 +365,10 @@ class AcpServer:
         host: ClientHost,
         mcp_servers: list[ServerSpec],
         read_dirs: list[Path],
-    ) -> AgentAPI:
+    ) -> EditorAPI:
         from agentsh.agent_assembly import build_agent
 
-        agent: AgentAPI = build_agent(
+        agent: EditorAPI = build_agent(
             env,
             session,
             model=self.options.model,
@@ -425,7 +425,7 @@ def _saved_session(env: Environment, folder: Path, session_id: str) -> tuple[Ses
         raise RequestError(-32000, f"agentsh: {exc}", {"sessionId": session_id}) from exc
 
 
-def _modes(agent: AgentAPI) -> SessionModeState:
+def _modes(agent: EditorAPI) -> SessionModeState:
     current = PLAN if agent.plan_mode else agent.approval_mode.value
     return SessionModeState(current_mode_id=current, available_modes=list(MODES))
 

@@ -24,7 +24,7 @@ from agentsh.tools.approval import PERMISSION_MODES
 
 if TYPE_CHECKING:
     from agentsh.context.breakdown import ContextUsage, CountedFile
-    from agentsh.frontend import AgentAPI
+    from agentsh.frontend import HeadlessAPI
     from agentsh.mcp.state import ServerStatus
 
 # agentsh's MCP server states in Claude Code's words
@@ -37,7 +37,7 @@ class Controls:
 
     def __init__(
         self,
-        agent: AgentAPI,
+        agent: HeadlessAPI,
         interrupt: Callable[[], None] | None = None,
         *,
         bypass_allowed: bool = True,

@@ -35,7 +35,7 @@ from agentsh.tools.granted_folders import checked_folder
 from agentsh.tools.rules import RuleError, ToolRule, ToolRules, parse_rule
 
 if TYPE_CHECKING:
-    from agentsh.frontend import AgentAPI
+    from agentsh.frontend import HeadlessAPI
 
 #: where Claude Code would keep an update; agentsh keeps each for the run only
 DESTINATIONS = ("session", "localSettings", "projectSettings", "userSettings")
@@ -49,7 +49,7 @@ class PermissionUpdates:
 
     def __init__(
         self,
-        agent: AgentAPI,
+        agent: HeadlessAPI,
         cwd: Path,
         project: Path,
         *,

@@ -44,7 +44,7 @@ from agentsh.tools.approval import PERMISSION_MODES
 from agentsh.tools.base import params_json
 
 if TYPE_CHECKING:
-    from agentsh.frontend import AgentAPI
+    from agentsh.frontend import HeadlessAPI
     from agentsh.run_options import RunExtras
     from agentsh.tools.rules import ToolRules
 
@@ -112,7 +112,7 @@ def main(args: argparse.Namespace) -> int:
     approval = PERMISSION_MODES.get(permission or "")
     if args.approve:
         approval = ApprovalMode(args.approve)
-    agent: AgentAPI = build_agent(
+    agent: HeadlessAPI = build_agent(
         env,
         session,
         model=args.model,
@@ -224,14 +224,16 @@ def _unknown_server(patterns: tuple[str, ...], servers: set[str]) -> str:
     return ""
 
 
-def _known_tools(agent: AgentAPI) -> list[str]:
+def _known_tools(agent: HeadlessAPI) -> list[str]:
     from agentsh.tools.rules import CLAUDE_CODE_NAMES
 
     names = agent.tool_names()
     return [*names, *(n for group in CLAUDE_CODE_NAMES.values() for n in group)]
 
 
-def _init_line(stream: ClaudeCodeStream, agent: AgentAPI, cwd: Path, mode: str) -> dict[str, Any]:
+def _init_line(
+    stream: ClaudeCodeStream, agent: HeadlessAPI, cwd: Path, mode: str
+) -> dict[str, Any]:
     from agentsh import __version__
 
     # As Claude Code does, the MCP servers are given their start first: their tools are in the
@@ -251,7 +253,7 @@ def _init_line(stream: ClaudeCodeStream, agent: AgentAPI, cwd: Path, mode: str) 
 
 
 async def _drive(
-    agent: AgentAPI,
+    agent: HeadlessAPI,
     output: Output,
     first: str | None,
     streaming_in: bool,
@@ -276,7 +278,7 @@ async def _drive(
 
 
 async def _read_turns(
-    agent: AgentAPI,
+    agent: HeadlessAPI,
     output: Output,
     args: argparse.Namespace,
     first: str | None,
@@ -336,7 +338,7 @@ async def _read_turns(
 
 
 async def _turn(
-    agent: AgentAPI,
+    agent: HeadlessAPI,
     output: Output,
     prompt: str,
     args: argparse.Namespace,
@@ -393,7 +395,7 @@ def limit_message(limit: str, args: argparse.Namespace) -> str:
     )
 
 
-def _stop_on_signals(agent: AgentAPI, interrupt: Callable[[], None] | None = None) -> None:
+def _stop_on_signals(agent: HeadlessAPI, interrupt: Callable[[], None] | None = None) -> None:
     """Ctrl+C, SIGTERM and SIGHUP (a closed terminal) cancel the turn through the agent, like
     Esc in the TUI: the log is finished and the MCP servers stopped on the way out.
 

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from agentsh.config import Environment
     from agentsh.events import ApprovalDecision, ContextStatus, Event
-    from agentsh.frontend import AgentAPI
+    from agentsh.frontend import InteractiveAPI
     from agentsh.session.session import Session
     from agentsh.tui.options import LaunchOptions
     from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
@@ -84,7 +84,7 @@ class ChatController:
         return self.current.env
 
     @property
-    def agent(self) -> AgentAPI | None:
+    def agent(self) -> InteractiveAPI | None:
         return self.current.agent
 
     @property

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from textual.dom import DOMNode
 
     from agentsh.config import Environment
-    from agentsh.frontend import AgentAPI
+    from agentsh.frontend import InteractiveAPI
     from agentsh.session.session import Session
     from agentsh.tui.options import LaunchOptions
 
@@ -28,7 +28,7 @@ class Current:
         self.env = env
         self.options = options
         self.cwd = cwd or Path.cwd()
-        self.agent: AgentAPI | None = None
+        self.agent: InteractiveAPI | None = None
         self.session: Session | None = None  # opened before the agent has loaded
         self.agent_failed = ""  # why the agent could not start (then nothing can be sent)
         #: a turn, a compaction or a branch summary is running: messages queue, the leaf

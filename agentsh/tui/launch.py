@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
     from agentsh.config import Environment
-    from agentsh.frontend import AgentAPI
+    from agentsh.frontend import InteractiveAPI
     from agentsh.session.session import Session
     from agentsh.tui.options import LaunchOptions
 
@@ -65,7 +65,7 @@ def main(args: argparse.Namespace) -> int:
     return app.return_code or 0
 
 
-def worker_agent(env: Environment, session: Session, options: LaunchOptions) -> AgentAPI:
+def worker_agent(env: Environment, session: Session, options: LaunchOptions) -> InteractiveAPI:
     """The real agent, its model calls made by the model worker: litellm never loads in the UI
     process. Called in the load thread, so the model client's modules load there too."""
     from agentsh.llm import remote

@@ -32,19 +32,19 @@ if TYPE_CHECKING:
     from textual.timer import Timer
 
     from agentsh.config import Environment
-    from agentsh.frontend import AgentAPI
+    from agentsh.frontend import InteractiveAPI
     from agentsh.tui.current import Current
     from agentsh.tui.display import AppView
     from agentsh.tui.options import LaunchOptions
 
-AgentFactory = Callable[["Environment", Session, "LaunchOptions"], "AgentAPI"]
+AgentFactory = Callable[["Environment", Session, "LaunchOptions"], "InteractiveAPI"]
 
 
-def build_real_agent(env: Environment, session: Session, options: LaunchOptions) -> AgentAPI:
+def build_real_agent(env: Environment, session: Session, options: LaunchOptions) -> InteractiveAPI:
     """The default factory: the real agent (imports litellm; call it in a thread)."""
     from agentsh.agent_assembly import build_agent
 
-    agent: AgentAPI = build_agent(
+    agent: InteractiveAPI = build_agent(
         env,
         session,
         model=options.model,
@@ -121,7 +121,7 @@ class SessionLifecycle:
         # Between the load thread handing over what it built and the UI's shutdown.
         self._handover = threading.Lock()
         self._closing = False
-        self._built: AgentAPI | None = None
+        self._built: InteractiveAPI | None = None
 
     # -- start-up -----------------------------------------------------------------------------
 
@@ -252,7 +252,7 @@ class SessionLifecycle:
         if session.read_only_reason:
             await self.view.note(read_only_note(session), "warning")
 
-    async def _agent_ready(self, agent: AgentAPI) -> None:
+    async def _agent_ready(self, agent: InteractiveAPI) -> None:
         current = self.current
         current.agent = agent
         current.session = agent.session
@@ -299,7 +299,7 @@ class SessionLifecycle:
         self._tokenizer_asked = True
         self._warm_up(agent)
 
-    def _warm_up(self, agent: AgentAPI, *, tokenizer: bool = True) -> None:
+    def _warm_up(self, agent: InteractiveAPI, *, tokenizer: bool = True) -> None:
         async def warm() -> None:
             await agent.warm_up(tokenizer=tokenizer)
             if tokenizer and self.current.agent is agent and not self.current.turn_running:
@@ -307,7 +307,7 @@ class SessionLifecycle:
 
         self.app.run_worker(warm(), group="warm-up", exit_on_error=False)
 
-    def _watch_mcp(self, agent: AgentAPI) -> None:
+    def _watch_mcp(self, agent: InteractiveAPI) -> None:
         """MCP servers change state on the MCP thread: each change is handed to the UI loop
         without waiting (that thread must never block on the UI, which may be closing it)."""
         loop = asyncio.get_running_loop()
@@ -318,7 +318,7 @@ class SessionLifecycle:
 
         agent.watch_mcp(changed)
 
-    def _mcp_changed(self, agent: AgentAPI) -> None:
+    def _mcp_changed(self, agent: InteractiveAPI) -> None:
         """The status line counts the tools offered now (not under a running turn, whose own
         events carry the status); ``/mcp``'s window shows the new state."""
         current = self.current

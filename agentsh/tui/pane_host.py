@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from textual.signal import Signal
 
     from agentsh.config import Environment
-    from agentsh.frontend import AgentAPI
+    from agentsh.frontend import InteractiveAPI
     from agentsh.session.session import Session
 
 
@@ -24,7 +24,7 @@ class PaneHost(Protocol):
         ...
 
     @property
-    def agent(self) -> AgentAPI | None:
+    def agent(self) -> InteractiveAPI | None:
         """The agent, once it has loaded (None before, or when it could not start)."""
         ...
 

@@ -8,26 +8,51 @@ from pathlib import Path
 
 import pytest
 
+from agentsh import frontend
 from agentsh.agent import Agent
 from agentsh.agent_assembly import build_agent
 from agentsh.config import load_environment
-from agentsh.frontend import AgentAPI
 from agentsh.session.session import Session
+
+PROTOCOLS = [
+    value
+    for value in vars(frontend).values()
+    if isinstance(value, type) and value.__module__ == frontend.__name__
+]
 
 
 def _members(cls: type) -> set[str]:
     return {name for name in vars(cls) if not name.startswith("_")}
 
 
-def test_the_agent_has_every_member_of_the_protocol_with_compatible_parameters() -> None:
-    for name in _members(AgentAPI):
-        wanted = inspect.getattr_static(AgentAPI, name)
+@pytest.mark.parametrize("protocol", PROTOCOLS, ids=[p.__name__ for p in PROTOCOLS])
+def test_the_agent_has_every_member_of_each_protocol_with_compatible_parameters(
+    protocol: type,
+) -> None:
+    for name in _members(protocol):
+        wanted = inspect.getattr_static(protocol, name)
         if isinstance(wanted, property):
             continue  # a plain attribute of the agent answers a read-only property
         assert hasattr(Agent, name), name
         have = inspect.signature(getattr(Agent, name))
         for parameter in inspect.signature(wanted).parameters.values():
             assert parameter.name in have.parameters, f"{name}({parameter.name})"
+
+
+def test_each_member_is_declared_once_and_every_front_end_has_a_protocol() -> None:
+    """A member declared in two roles could drift apart; the three front ends each name theirs
+    (built from AgentAPI), so mypy checks each against what it calls."""
+    declared = [name for protocol in PROTOCOLS for name in _members(protocol)]
+    assert sorted(declared) == sorted(set(declared))
+    for front_end in (frontend.InteractiveAPI, frontend.HeadlessAPI, frontend.EditorAPI):
+        assert frontend.AgentAPI in front_end.__mro__
+
+
+def test_the_tui_protocol_asks_nothing_only_headless_or_an_editor_asks() -> None:
+    """The TUI's stand-in (tests/tui/fake_agent.py) answers InteractiveAPI only."""
+    tui = {n for p in frontend.InteractiveAPI.__mro__ if p in PROTOCOLS for n in _members(p)}
+    assert not tui & _members(frontend.PermissionsAPI)
+    assert not tui & _members(frontend.HeadlessAPI)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 
 from agentsh.config import Environment, load_environment
 from agentsh.events import ApprovalRequest, Event, TurnEnded, TurnOutcome
-from agentsh.frontend import AgentAPI
+from agentsh.frontend import InteractiveAPI
 from agentsh.session.entries import Role
 from agentsh.session.session import Session
 from agentsh.tui.app import AgentshApp
@@ -63,7 +63,7 @@ def make_app(env: Environment, project: Path) -> MakeApp:
 
 
 def fake_factory(**kwargs: Any) -> AgentFactory:
-    def build(_env: Environment, session: Session, _options: LaunchOptions) -> AgentAPI:
+    def build(_env: Environment, session: Session, _options: LaunchOptions) -> InteractiveAPI:
         return FakeAgent(session, **kwargs)
 
     return build
@@ -144,7 +144,7 @@ async def open_long_session(app: AgentshApp, project: Path, questions: int) -> S
     return session
 
 
-def agent_of(app: AgentshApp) -> AgentAPI:
+def agent_of(app: AgentshApp) -> InteractiveAPI:
     agent = app.controller.agent
     assert agent is not None, "the agent has not loaded"
     return agent

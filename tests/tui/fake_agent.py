@@ -1,21 +1,21 @@
 """A scripted stand-in for :class:`agentsh.agent.Agent`, for widget-level TUI tests only.
 
-It has the agent's public methods and yields events from a script, logging the user message and
-replies to the real session like the agent does, so the chat's projection of the log can be
-checked. Tests that pin streaming, tools, approval, cancel and the queue use the real agent
-against the scripted server instead (test_app_real_agent.py).
+It answers what the TUI asks of an agent (:class:`agentsh.frontend.InteractiveAPI`, which mypy
+checks it against where a test hands it to the app), not what only ``-p`` or an editor asks.
+It yields events from a script, logging the user message and replies to the real session like
+the agent does, so the chat's projection of the log can be checked. Tests that pin streaming,
+tools, approval, cancel and the queue use the real agent against the scripted server instead
+(test_app_real_agent.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from pathlib import Path
 
 from agentsh.checkpoints.session_files import SessionFiles
-from agentsh.config import ApprovalMode
-from agentsh.context.breakdown import ContextBreakdown, ContextUsage
 from agentsh.context.undo import UndoResult, undo_compaction
 from agentsh.events import (
     AssistantMessage,
@@ -39,8 +39,6 @@ from agentsh.session.entries import (
     StopReason,
 )
 from agentsh.session.session import Session
-from agentsh.tools.approval import Denial
-from agentsh.tools.rules import ToolRules
 
 Script = Callable[["FakeAgent", str], AsyncIterator[Event]]
 
@@ -82,10 +80,6 @@ class FakeAgent:
         self.snapshot: MemorySnapshot | None = None
         # None: file checkpoints off (a test sets a real SessionFiles to see restores)
         self.session_files: SessionFiles | None = None
-        self._approval = ApprovalMode.ASK
-        self._plan = False
-        self._rules = ToolRules()
-        self._folders: tuple[tuple[Path, ...], tuple[Path, ...]] = ((), ())
 
     @property
     def model(self) -> str | None:
@@ -96,55 +90,6 @@ class FakeAgent:
 
     def set_status(self, status: ContextStatus) -> None:
         self._status = status
-
-    def context_usage(self) -> ContextUsage:
-        """The status's figures, all of them messages (nothing else is counted here)."""
-        s = self._status
-        return ContextUsage(
-            ContextBreakdown(
-                *(s.model, s.window, "tiered", 0, 0, 0, 0, s.used, 0, s.used, s.used),
-                *(s.estimated, s.pct, s.tier, 0, 0, s.compactions, s.paused, s.problem),
-            )
-        )
-
-    @property
-    def approval_mode(self) -> ApprovalMode:
-        return self._approval
-
-    @property
-    def plan_mode(self) -> bool:
-        return self._plan
-
-    def set_approval_mode(self, mode: ApprovalMode, *, plan: bool = False) -> None:
-        self._approval = ApprovalMode(mode)
-        self._plan = plan
-
-    @property
-    def tool_rules(self) -> ToolRules:
-        return self._rules
-
-    def set_tool_rules(self, rules: ToolRules) -> None:
-        self._rules = rules
-
-    @property
-    def folders(self) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
-        return self._folders
-
-    def set_folders(
-        self,
-        *,
-        added: Sequence[Path] | None = None,
-        read: Sequence[Path] | None = None,
-        note: str | None = None,
-    ) -> None:
-        kept_added, kept_read = self._folders
-        self._folders = (
-            tuple(added) if added is not None else kept_added,
-            tuple(read) if read is not None else kept_read,
-        )
-
-    def mcp_identity(self, name: str) -> tuple[str, str] | None:
-        return None
 
     async def run(self, text: str) -> AsyncIterator[Event]:
         self.runs.append(text)
@@ -179,9 +124,6 @@ class FakeAgent:
 
     def set_mcp_server(self, name: str, *, enabled: bool | None = None) -> None:
         raise KeyError(f"no MCP server named {name!r}")
-
-    def settle_mcp(self, timeout: float | None = None) -> None:
-        pass  # no MCP server to wait for
 
     def watch_mcp(self, callback: Callable[[], None]) -> None:
         pass
@@ -242,12 +184,6 @@ class FakeAgent:
 
     def files(self) -> SessionFiles | None:
         return self.session_files
-
-    def tool_names(self) -> list[str]:
-        return []  # the script answers; no tool is offered to a model
-
-    def denials(self) -> list[Denial]:
-        return []
 
     def close(self) -> None:
         self.session.close()

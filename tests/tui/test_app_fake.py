@@ -26,7 +26,7 @@ from agentsh.events import (
     TurnEnded,
     TurnOutcome,
 )
-from agentsh.frontend import AgentAPI
+from agentsh.frontend import InteractiveAPI
 from agentsh.session.entries import Role, StopReason
 from agentsh.session.session import Session
 from agentsh.tui.app import AgentshApp
@@ -89,7 +89,7 @@ async def test_first_frame_shows_the_cached_model_and_loading_until_the_agent_is
     save_ui_state(env.user.ui_state_file, UiState("openai/gpt-4.1", 1_047_576))
     release = threading.Event()
 
-    def slow_factory(e: Environment, s: Session, o: LaunchOptions) -> AgentAPI:
+    def slow_factory(e: Environment, s: Session, o: LaunchOptions) -> InteractiveAPI:
         release.wait(10)
         status = ContextStatus(model="openai/gpt-4.1", window=1_047_576)
         return FakeAgent(s, model="openai/gpt-4.1", status=status)
@@ -119,7 +119,7 @@ async def test_first_frame_shows_the_model_the_user_named_not_no_model(
         monkeypatch.setenv("AGENTSH_MODEL", " openai/named-model ")
     release = threading.Event()
 
-    def slow_factory(e: Environment, s: Session, o: LaunchOptions) -> AgentAPI:
+    def slow_factory(e: Environment, s: Session, o: LaunchOptions) -> InteractiveAPI:
         release.wait(10)
         return FakeAgent(s, model="openai/named-model")
 
@@ -884,7 +884,7 @@ async def test_escape_in_the_chat_gives_the_focus_back_to_the_editor(make_app: M
 
 
 async def test_commands_that_need_the_agent_say_it_could_not_start(make_app: MakeApp) -> None:
-    def broken(_e: Environment, _s: Session, _o: LaunchOptions) -> AgentAPI:
+    def broken(_e: Environment, _s: Session, _o: LaunchOptions) -> InteractiveAPI:
         raise RuntimeError("the search index is locked")
 
     app = make_app(factory=broken)

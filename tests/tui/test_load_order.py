@@ -12,7 +12,7 @@ import pytest
 
 import agentsh.tui.lifecycle as lifecycle
 from agentsh.config import Environment
-from agentsh.frontend import AgentAPI
+from agentsh.frontend import InteractiveAPI
 from agentsh.session.entries import Role, StopReason
 from agentsh.session.session import Session
 from agentsh.tui.app import AgentshApp
@@ -25,7 +25,7 @@ def _recording(monkeypatch: pytest.MonkeyPatch, steps: list[str]) -> lifecycle.A
     monkeypatch.setattr(lifecycle, "_preload_markdown", lambda: steps.append("markdown"))
     build = fake_factory()
 
-    def factory(env: Environment, session: Session, options: LaunchOptions) -> AgentAPI:
+    def factory(env: Environment, session: Session, options: LaunchOptions) -> InteractiveAPI:
         steps.append("agent")
         return build(env, session, options)
 
@@ -68,7 +68,7 @@ async def test_the_theme_watcher_waits_for_the_agent(env: Environment, project: 
     building = threading.Event()
     release = threading.Event()
 
-    def slow_factory(_e: Environment, session: Session, _o: LaunchOptions) -> AgentAPI:
+    def slow_factory(_e: Environment, session: Session, _o: LaunchOptions) -> InteractiveAPI:
         building.set()  # the session has been shown (the load thread waited for that)
         release.wait(30)
         return FakeAgent(session)

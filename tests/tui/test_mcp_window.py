@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import OptionList
 
+from agentsh.agent import Agent
 from agentsh.config import load_environment
 from agentsh.mcp.state import ServerState
 from agentsh.tui.app import AgentshApp
@@ -36,6 +37,13 @@ SERVERS = {
     },
     "broken": {"command": sys.executable, "args": ["-c", "import sys; sys.exit('no token set')"]},
 }
+
+
+def _offered(app: AgentshApp) -> list[str]:
+    """The tools the real agent offers the model (the TUI itself never asks)."""
+    agent = agent_of(app)
+    assert isinstance(agent, Agent)
+    return agent.tool_names()
 
 
 def _state(app: AgentshApp, name: str) -> ServerState | None:
@@ -93,11 +101,11 @@ async def test_the_mcp_window_follows_the_servers_and_switches_one_off_and_on(
             pilot, lambda: any("does not start it" in str(n.message) for n in app._notifications)
         )
         assert _state(app, "fake") is ServerState.DISABLED
-        assert not [n for n in agent_of(app).tool_names() if n.startswith("mcp__fake__")]
+        assert not [n for n in _offered(app) if n.startswith("mcp__fake__")]
         assert app.controller.status_bar.status.mcp_tools == 0
         await pilot.press("e")
         await wait_for(pilot, lambda: _state(app, "fake") is ServerState.READY, limit_s=60)
-        assert "mcp__fake__echo" in agent_of(app).tool_names()
+        assert "mcp__fake__echo" in _offered(app)
         await wait_for(pilot, lambda: app.controller.status_bar.status.mcp_tools > 0)
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, McpServersScreen))

@@ -8,7 +8,7 @@ import pytest
 from textual.widgets import LoadingIndicator, OptionList
 
 from agentsh.config import Environment
-from agentsh.frontend import AgentAPI
+from agentsh.frontend import InteractiveAPI
 from agentsh.session.session import Session
 from agentsh.tui.options import LaunchOptions
 from agentsh.tui.screens import model_picker
@@ -67,7 +67,7 @@ async def test_a_model_picked_while_the_agent_loads_is_switched_to(
     monkeypatch.setattr(model_picker, "listed_models", lambda _env, _current: [])
     gate = threading.Event()
 
-    def slow_agent(env: Environment, session: Session, options: LaunchOptions) -> AgentAPI:
+    def slow_agent(env: Environment, session: Session, options: LaunchOptions) -> InteractiveAPI:
         gate.wait(30)  # litellm and the index load in the agent factory
         return FakeAgent(session)
 

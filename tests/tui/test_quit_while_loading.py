@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from agentsh.config import Environment
-from agentsh.frontend import AgentAPI
+from agentsh.frontend import InteractiveAPI
 from agentsh.session.session import Session
 from agentsh.tui.options import LaunchOptions
 from tests.tui.conftest import MakeApp, wait_for
@@ -30,7 +30,7 @@ async def test_a_quit_while_the_agent_loads_leaves_the_load_behind_and_it_closes
             super().close()
             closed.set()
 
-    def slow_factory(_e: Environment, s: Session, _o: LaunchOptions) -> AgentAPI:
+    def slow_factory(_e: Environment, s: Session, _o: LaunchOptions) -> InteractiveAPI:
         release.wait(30)  # a model worker still importing litellm, say
         return ClosingAgent(s)
 

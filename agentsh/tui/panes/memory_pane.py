@@ -17,7 +17,7 @@ within about a second. The watcher stops when the pane is unmounted (the app exi
 
 The pane is handed a :class:`~agentsh.tui.pane_host.PaneHost`, through which it finds the
 environment and the session's snapshot (the agent's
-:meth:`~agentsh.frontend.AgentAPI.memory_snapshot`); the side panel calls
+:meth:`~agentsh.frontend.InteractiveAPI.memory_snapshot`); the side panel calls
 :meth:`MemoryPane.refresh_content` when the session changes. What it shows is computed by
 :mod:`.memory_model` in a thread; this module only draws it.
 """

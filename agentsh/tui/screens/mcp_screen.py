@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 
 class McpControl(Protocol):
-    """What the window needs of the agent (:class:`agentsh.frontend.AgentAPI` has it)."""
+    """What the window needs of the agent (:class:`agentsh.frontend.McpAPI`)."""
 
     def mcp_overview(self) -> McpOverview: ...
 
