@@ -8,8 +8,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 pytest_plugins = ["tests.fakes.fixtures"]
+
+# Property tests check behaviour, not this machine's speed: on a shared 2-core box with four
+# workers, drawing inputs and running an example can be slow, which is no failure.
+settings.register_profile("agentsh", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("agentsh")
 
 _PROVIDER_KEYS = (
     "OPENAI_API_KEY",

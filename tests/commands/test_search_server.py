@@ -25,6 +25,7 @@ from agentsh.cli import main
 from agentsh.commands import search_server
 from agentsh.commands.search_server import SearchServer, socket_path
 from agentsh.config import load_environment
+from agentsh.memory import ranking
 from agentsh.paths import ProjectPaths, UserPaths
 from tests.memory.conftest import write
 
@@ -255,6 +256,10 @@ def test_the_warm_process_answers_what_the_command_prints(
         write(memory / "notes" / f"n{i}.md", body)
     _user_config("[search]\nwarm_process_s = 3\nmin_score = 7\n")  # a bad value: its warning
     monkeypatch.setattr(search_server, "start_unless_running", lambda _u, _s: None)
+    # Older files decay by age: one clock for both runs, or a slow machine's seconds between
+    # them can move a score across its printed rounding.
+    now = time.time()
+    monkeypatch.setattr(ranking, "time", types.SimpleNamespace(time=lambda: now))
     queries = [
         ["which port does the API listen on", "--json"],
         ["helm canary", "-k", "1"],

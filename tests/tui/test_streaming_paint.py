@@ -196,7 +196,8 @@ async def test_keys_in_the_editor_tell_a_streamed_reply_the_user_types(make_app:
         await ready(pilot, app)
         before = time.monotonic()
         await pilot.press("a")
-        assert typing_clock._last_key >= before and typing_clock.typing()
+        # (not typing() itself: on a loaded machine a second can pass before this line runs)
+        assert typing_clock._last_key >= before
         app.query_one(ChatView).focus()
         await pilot.pause()
         before = time.monotonic()
