@@ -11,6 +11,7 @@ call too), so stdout stays machine-readable or only the answer.
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any, TextIO
 
 from agentsh.events import (
@@ -20,6 +21,7 @@ from agentsh.events import (
     Notice,
     Retrying,
     ToolStarted,
+    TurnOutcome,
     event_to_json,
 )
 from agentsh.headless.claude_code import ClaudeCodeStream, RunTotals
@@ -39,6 +41,10 @@ class Output:
         self.out = out
         self.err = err
         self.verbose = verbose
+        self._open = False  # a turn started whose result is not written yet
+        # Lines are whole: the exit backstop (agentsh.headless.ending) may write the result
+        # from its own thread while the main thread is stuck.
+        self._lock = threading.RLock()
 
     @property
     def totals(self) -> RunTotals:
@@ -50,6 +56,7 @@ class Output:
 
     def start_turn(self) -> None:
         self.stream.start_turn()
+        self._open = True
 
     def event(self, event: Event) -> None:
         lines = self.stream.feed(event)
@@ -68,6 +75,22 @@ class Output:
         self.err.flush()
 
     def end_turn(self, denials: list[dict[str, Any]]) -> None:
+        with self._lock:
+            if not self._open:
+                return
+            self._open = False
+            self._end_turn(denials)
+
+    def abort(self) -> None:
+        """The run was ended outright in a turn (a second Ctrl+C, a signal the turn did not
+        end by itself after): its result, as interrupted, if it has none yet."""
+        with self._lock:
+            if self._open:
+                self.stream.note_interrupt()
+                self.totals.outcome = TurnOutcome.ABORTED
+                self.end_turn([])
+
+    def _end_turn(self, denials: list[dict[str, Any]]) -> None:
         if self.fmt == "text":
             if self.totals.answer and not self.totals.is_error:
                 self.out.write(printable(self.totals.answer.rstrip("\n")) + "\n")
@@ -81,8 +104,10 @@ class Output:
             self._json(data)
 
     def _json(self, data: dict[str, Any]) -> None:
-        self.out.write(json.dumps(data, ensure_ascii=False) + "\n")
-        self.out.flush()
+        line = json.dumps(data, ensure_ascii=False) + "\n"
+        with self._lock:
+            self.out.write(line)
+            self.out.flush()
 
 
 def progress(event: Event, err: TextIO, *, verbose: bool = False) -> None:

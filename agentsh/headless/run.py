@@ -8,17 +8,15 @@ the model told why, unless a mode (``--approve``, ``--permission-mode``) or an a
 success, 1 on an error or a reached limit (with a one-line reason on stderr in text mode), 130
 when interrupted. Ctrl+C (or SIGTERM) stops the turn the way Esc does in the TUI: a running
 command is killed and its output so far goes into the log, the partial reply is kept, and the
-result is still printed; a second Ctrl+C stops at once.
+result is still printed; a second Ctrl+C stops at once (:mod:`.ending`).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import sys
 from collections import deque
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +25,7 @@ from agentsh.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Cl
 from agentsh.events import ApprovalRequest, AssistantMessage, ToolFinished, TurnOutcome
 from agentsh.headless.claude_code import ClaudeCodeStream
 from agentsh.headless.control import MCP_STATUS, Controls
+from agentsh.headless.ending import Stopping, run_loop
 from agentsh.headless.output import Output
 from agentsh.headless.permission_prompt import STDIO, StdioPermissions
 from agentsh.headless.stdin import PROMPT_FROM_STDIN, resolve_prompt
@@ -163,6 +162,7 @@ def main(args: argparse.Namespace) -> int:
         stream.note_interrupt()
         agent.cancel()
 
+    stopping = Stopping(agent, interrupt, abort=output.abort)
     try:
         asks = None
         if prompt_tool is not None:
@@ -175,15 +175,19 @@ def main(args: argparse.Namespace) -> int:
                 bypass_allowed=not getattr(args, "_bypass_disabled", False),
             )
             asks = StdioPermissions(output.write, interrupt, _warn, updates)
-        code = asyncio.run(_drive(agent, output, first, streaming_in, args, asks, interrupt))
+        code = run_loop(_drive(agent, output, first, streaming_in, args, asks, stopping))
     except (KeyboardInterrupt, asyncio.CancelledError):
+        output.abort()  # the turn that was running still gets its result
         print("agentsh: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        code = EXIT_INTERRUPTED
     finally:
-        agent.close()
-        from agentsh.memory.index_registry import close_shared
+        try:
+            agent.close()
+            from agentsh.memory.index_registry import close_shared
 
-        close_shared()
+            close_shared()
+        finally:
+            stopping.done()
     return code
 
 
@@ -259,15 +263,15 @@ async def _drive(
     streaming_in: bool,
     args: argparse.Namespace,
     asks: StdioPermissions | None = None,
-    interrupt: Callable[[], None] | None = None,
+    stopping: Stopping | None = None,
 ) -> int:
     """Run the first prompt, then (stream-json input) one turn per message; the exit code.
-    ``interrupt`` stops the running turn (``agent.cancel`` by default)."""
-    interrupt = interrupt or agent.cancel
-    _stop_on_signals(agent, interrupt)
+    ``stopping`` takes the signals (:mod:`.ending`)."""
+    stopping = stopping or Stopping(agent)
+    stopping.install()
     codes: list[int] = []
     if streaming_in:  # stdin is read from the first turn on: it may carry approvals
-        codes += await _read_turns(agent, output, args, first, asks, interrupt)
+        codes += await _read_turns(agent, output, args, first, asks, stopping)
     elif first is not None:
         codes.append(await _turn(agent, output, first, args))
     if not codes:
@@ -283,14 +287,14 @@ async def _read_turns(
     args: argparse.Namespace,
     first: str | None,
     asks: StdioPermissions | None,
-    interrupt: Callable[[], None],
+    stopping: Stopping,
 ) -> list[int]:
     """Turns for ``first`` and the user messages on stdin, in order; control requests
     answered at once (an interrupt while a turn runs stops it), answers to approval questions
     handed to ``asks``."""
     reader = LineReader(sys.stdin.buffer)
     controls = Controls(
-        agent, interrupt, bypass_allowed=not getattr(args, "_bypass_disabled", False)
+        agent, stopping.interrupt, bypass_allowed=not getattr(args, "_bypass_disabled", False)
     )
     waiting: deque[UserInput] = deque([UserInput(first)] if first is not None else [])
     codes: list[int] = []
@@ -313,7 +317,7 @@ async def _read_turns(
         elif isinstance(item, BadLine):
             print(f"agentsh: warning: stdin: {item.problem}", file=sys.stderr)
 
-    while True:
+    while not stopping.signals:  # a signal ends the run once the turn it stopped is over
         while not waiting and not ended:
             take(await reader.get())
         if not waiting:
@@ -335,6 +339,7 @@ async def _read_turns(
             else:
                 getter.cancel()
         codes.append(turn.result())
+    return codes
 
 
 async def _turn(
@@ -393,31 +398,3 @@ def limit_message(limit: str, args: argparse.Namespace) -> str:
         f"stopped after {args.max_turns} model calls (--max-turns) before the model was done; "
         "continue with -c to go on"
     )
-
-
-def _stop_on_signals(agent: HeadlessAPI, interrupt: Callable[[], None] | None = None) -> None:
-    """Ctrl+C, SIGTERM and SIGHUP (a closed terminal) cancel the turn through the agent, like
-    Esc in the TUI: the log is finished and the MCP servers stopped on the way out.
-
-    Left to asyncio, a Ctrl+C cancels the whole task: a command that was running is recorded
-    as "not run" although it ran and may have changed files, and no result is printed. The
-    agent's own cancel lets a running tool stop itself and report its partial output. A second
-    signal, or one before the turn starts, cancels the task outright.
-    """
-    loop = asyncio.get_running_loop()
-    main = asyncio.current_task()
-    signals = 0
-
-    def stop() -> None:
-        nonlocal signals
-        signals += 1
-        if signals == 1 and agent.busy:
-            (interrupt or agent.cancel)()
-        elif main is not None:
-            main.cancel()
-
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        try:
-            loop.add_signal_handler(signum, stop)
-        except (NotImplementedError, RuntimeError, ValueError):
-            return  # not the main thread, or a platform without loop signal handlers

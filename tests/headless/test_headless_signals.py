@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agentsh.headless.run import _stop_on_signals
+from agentsh.headless.ending import Stopping
 
 
 class BusyAgent:
@@ -47,7 +47,8 @@ async def test_the_signal_cancels_the_running_turn(
 ) -> None:
     # A closed terminal (SIGHUP) ended -p at once: no log ending, servers left to watchdogs.
     agent: Any = BusyAgent()
-    _stop_on_signals(agent)
+    stopping = Stopping(agent)
+    stopping.install()
     try:
         os.kill(os.getpid(), signum)
         for _ in range(200):
@@ -55,6 +56,7 @@ async def test_the_signal_cancels_the_running_turn(
                 break
             await asyncio.sleep(0.01)
     finally:
+        stopping.done()  # no escalation of the stop after the test
         loop = asyncio.get_running_loop()
         for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.remove_signal_handler(number)
