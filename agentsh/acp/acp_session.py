@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 from acp import RequestError
@@ -68,6 +69,7 @@ from agentsh.events import (
     TurnOutcome,
 )
 from agentsh.frontend import EditorAPI
+from agentsh.mcp.servers_config import ServerSpec
 
 log = logging.getLogger(__name__)
 
@@ -87,8 +89,10 @@ class AcpSession:
         permission_timeout_s: float,
         notes: list[str] | None = None,
         host: ClientHost | None = None,
+        mcp_servers: Sequence[ServerSpec] = (),
     ) -> None:
         self.agent = agent
+        self.mcp_servers = tuple(mcp_servers)  # the editor's, as given when it was opened
         self.host = host
         self.client = client
         self.cwd = cwd

@@ -181,7 +181,9 @@ class AcpServer:
         **kwargs: Any,
     ) -> LoadSessionResponse:
         opened = self._sessions.get(session_id)
-        if opened is not None:  # open already: the editor's roots now are the ones it gives
+        if opened is not None and _servers_changed(mcp_servers, opened):
+            opened = await self._reopen(opened, cwd, mcp_servers or [], additional_directories)
+        elif opened is not None:  # open already: the editor's roots now are the ones it gives
             await self._refolder(opened, additional_directories)
         else:
             folder = _folder(cwd)
@@ -336,9 +338,45 @@ class AcpServer:
             permission_timeout_s=env.settings.acp.permission_timeout_s,
             notes=notes,
             host=host,
+            mcp_servers=specs,
         )
         self._sessions[session_id] = opened
         return opened
+
+    async def _reopen(
+        self,
+        opened: AcpSession,
+        cwd: str,
+        mcp_servers: list[Any],
+        additional_directories: list[str] | None,
+    ) -> AcpSession:
+        """``session/load`` of a session open here, with other MCP servers than it runs: the
+        session is closed (its turn ended as ``session/cancel`` does, its servers stopped) and
+        opened again from its log with the servers given now, as a load in a new agentsh
+        would; the mode the editor chose is kept."""
+        folder = _folder(cwd)
+        await opened.end_turn(_END_TURN_S)
+        if opened.agent.busy:
+            raise RequestError(
+                -32000,
+                "agentsh is still ending this session's turn; load it again in a moment",
+                {"sessionId": opened.id},
+            )
+        mode, plan = opened.agent.approval_mode, opened.agent.plan_mode
+        before = sorted(spec.name for spec in opened.mcp_servers)
+        self._sessions.pop(opened.id, None)
+        await asyncio.to_thread(opened.close)  # the log's lock and the servers let go
+        env = await asyncio.to_thread(self._environment, folder)
+        session, _found = await asyncio.to_thread(_saved_session, env, folder, opened.id)
+        reopened = await self._open(env, folder, session, mcp_servers, additional_directories)
+        reopened.agent.set_approval_mode(mode, plan=plan)
+        now = sorted(spec.name for spec in reopened.mcp_servers)
+        log.info("session %s: the editor's MCP servers now: %s (were %s)", opened.id, now, before)
+        reopened.tell_later(
+            f"agentsh: the editor's MCP servers are now {', '.join(now) or 'none'} (were "
+            f"{', '.join(before) or 'none'}); the session was reopened with them"
+        )
+        return reopened
 
     async def _refolder(self, opened: AcpSession, given: list[str] | None) -> None:
         """``session/load`` of a session open here: its additional directories become those
@@ -423,6 +461,12 @@ def _saved_session(env: Environment, folder: Path, session_id: str) -> tuple[Ses
         return open_session_file(env, info.path, fork_if_locked=False), True
     except SessionChoiceError as exc:
         raise RequestError(-32000, f"agentsh: {exc}", {"sessionId": session_id}) from exc
+
+
+def _servers_changed(given: list[Any] | None, opened: AcpSession) -> bool:
+    """Whether a ``session/load`` gives other MCP servers than the session runs (those agentsh
+    cannot take left out; order does not count)."""
+    return frozenset(client_servers(given or [])[0]) != frozenset(opened.mcp_servers)
 
 
 def _modes(agent: EditorAPI) -> SessionModeState:

@@ -611,3 +611,44 @@ async def test_the_editors_mcp_servers_are_started_and_their_tools_offered(
     assert "through the editor" in str(result["content"])
     # The entry agentsh could not take is one warning in the thread, not a failed session.
     assert "no spaces allowed" in client.text(sid)
+
+
+async def test_loading_an_open_session_with_other_mcp_servers_uses_those(
+    plain: AcpAgent,
+) -> None:
+    """``session/load`` of a session already open with another MCP server list (the user
+    changed the editor's context servers): the session runs the servers given now. The list
+    of the first open was kept: a server removed in the editor was still called, an added one
+    never started."""
+    client, server = plain.client, plain.server
+    script = [str(FAKE_MCP_SERVER)]
+    first = McpServerStdio(name="first", command=sys.executable, args=script, env=[])
+    second = McpServerStdio(name="second", command=sys.executable, args=script, env=[])
+    sid = (await plain.conn.new_session(cwd=str(plain.project), mcp_servers=[first])).session_id
+    await plain.conn.set_session_mode(session_id=sid, mode_id="all")
+    server.script(text("one"))
+    before = len(server.requests)
+    assert (await plain.prompt(sid, "hello")).stop_reason == "end_turn"
+    offered = [t["function"]["name"] for t in server.requests[before].body.get("tools", [])]
+    assert "mcp__first__echo" in offered
+
+    await plain.conn.load_session(cwd=str(plain.project), session_id=sid, mcp_servers=[second])
+    server.script(tool_call("mcp__second__echo", {"text": "from the second"}), text("two"))
+    before = len(server.requests)
+    assert (await plain.prompt(sid, "echo it")).stop_reason == "end_turn"
+    offered = [t["function"]["name"] for t in server.requests[before].body.get("tools", [])]
+    assert "mcp__second__echo" in offered and "mcp__first__echo" not in offered
+    result = [m for m in server.requests[-1].messages if m["role"] == "tool"][-1]
+    assert "from the second" in str(result["content"])  # run without asking: the mode held
+    assert not [a for a in client.asked if a.session_id == sid]
+    assert "MCP servers are now second (were first)" in client.text(sid)
+    # The conversation went on in the same log.
+    assert any("hello" in str(m["content"]) for m in server.requests[-1].messages)
+
+    await plain.conn.load_session(cwd=str(plain.project), session_id=sid, mcp_servers=[])
+    server.script(text("three"))
+    before = len(server.requests)
+    assert (await plain.prompt(sid, "and now")).stop_reason == "end_turn"
+    offered = [t["function"]["name"] for t in server.requests[before].body.get("tools", [])]
+    assert not [name for name in offered if name.startswith("mcp__")]
+
