@@ -32,9 +32,10 @@ import anyio
 from agentsh.config import McpSettings
 from agentsh.errors import AgentshError
 from agentsh.mcp import groups
-from agentsh.mcp.schema import SchemaProblem, checked_input_schema, injection_in
+from agentsh.mcp.bounded import within
+from agentsh.mcp.listing import description, list_tools
 from agentsh.mcp.servers_config import ExpansionError, Launch, ServerSpec, Transport
-from agentsh.mcp.state import RemoteTool, ServerState, ServerStatus
+from agentsh.mcp.state import ServerState, ServerStatus
 from agentsh.mcp.stderr_log import StderrLog, scrubbed
 from agentsh.mcp.watched_transport import WatchedTransport
 
@@ -45,15 +46,16 @@ if TYPE_CHECKING:
 
     from agentsh.mcp.http_transport import ConnectWatch
 
-MAX_TOOL_PAGES = 50
-MAX_DESCRIPTION_CHARS = 2048
-MAX_TOOL_NAME = 128  # the spec's limit; a longer or unprintable name is left out
 _CLOSE_GRACE_S = 8.0  # the SDK's own shutdown: stdin closed, 2 s, SIGTERM, 2 s, SIGKILL
 # How long the stderr log (stderr_log) may take to catch up with what a server wrote: its
 # launch shell's pid line (always there at once), and the last words of one that ended (a child
 # it left behind may hold the pipe open: the group is stopped after this).
 _PID_LINE_WAIT_S = 5.0
 _LAST_WORDS_WAIT_S = 2.0
+#: how long past its timeout a call may take to end by itself (the SDK's timeout starts later)
+_LATE_S = 0.5
+#: how long an HTTP or SSE server has to answer a ping after a call to it timed out
+PROBE_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +94,7 @@ class ServerConnection:
         self._started = anyio.Event()
         self._finished = anyio.Event()
         self._stop_requested = False
+        self._dropped = ""  # why agentsh dropped a connection that stopped answering
         self._running = False
         self._failures = 0  # in a row; a successful call resets it
         self._failed_at = 0.0
@@ -151,6 +154,7 @@ class ServerConnection:
             return
         self._running = True
         self._stop_requested = False
+        self._dropped = ""
         self._wake = anyio.Event()
         self._started = anyio.Event()
         self._finished = anyio.Event()
@@ -195,7 +199,7 @@ class ServerConnection:
                     await stack.enter_async_context(client)
                     await self._log_started()
                     self._learn_group()
-                    tools, problems = await self._list_tools(client)
+                    tools, problems = await list_tools(client, self.spec.name)
                     deadline.deadline = math.inf
                     self._client = client
                     self._ever_ready = True
@@ -205,7 +209,7 @@ class ServerConnection:
                         reason="",
                         tools=tools,
                         tool_problems=problems,
-                        server_version=_description(f"{info.name} {info.version}")[:80]
+                        server_version=description(f"{info.name} {info.version}")[:80]
                         if info
                         else "",
                         ready_after_s=self._clock() - began,
@@ -214,7 +218,7 @@ class ServerConnection:
                     await self._wake.wait()
                     self._client = None
                     if not self._stop_requested:
-                        self._fail(self._ended_reason("stopped unexpectedly"))
+                        self._fail(self._dropped or self._ended_reason("stopped unexpectedly"))
             if deadline.cancelled_caught:
                 self._fail(
                     f"did not start within {self.startup_timeout_s:g} s"
@@ -293,48 +297,6 @@ class ServerConnection:
         if groups.supported():
             await anyio.to_thread.run_sync(log.first_output.wait, _PID_LINE_WAIT_S)
 
-    async def _list_tools(self, client: Client) -> tuple[tuple[RemoteTool, ...], tuple[str, ...]]:
-        tools: list[RemoteTool] = []
-        problems: list[str] = []
-        cursor: str | None = None
-        for _page in range(MAX_TOOL_PAGES):
-            listing = await client.list_tools(cursor=cursor)
-            for tool in listing.tools:
-                if not tool.name.isprintable() or not 0 < len(tool.name) <= MAX_TOOL_NAME:
-                    shown = repr(tool.name[:MAX_TOOL_NAME]).encode("ascii", "backslashreplace")
-                    problems.append(f"{shown.decode()}: left out: not a usable tool name")
-                    continue
-                raw = tool.input_schema
-                if hasattr(raw, "model_dump"):
-                    raw = raw.model_dump(by_alias=True, exclude_unset=True, mode="json")
-                try:
-                    schema = checked_input_schema(raw)
-                except SchemaProblem as exc:
-                    problems.append(f"{tool.name}: left out: {exc}")
-                    continue
-                description = _description(tool.description or tool.title or "")
-                if found := injection_in(description, schema):
-                    problems.append(
-                        f"{_description(tool.name)}: left out: its definition looks like a "
-                        f"prompt injection ({found})"
-                    )
-                    continue
-                hints = tool.annotations
-                tools.append(
-                    RemoteTool(
-                        server=self.spec.name,
-                        remote_name=tool.name,
-                        name="",  # assigned by the manager, across all servers
-                        description=description,
-                        input_schema=schema,
-                        read_only=bool(hints and hints.read_only_hint),
-                    )
-                )
-            cursor = listing.next_cursor
-            if not cursor:
-                break
-        return tuple(tools), tuple(problems)
-
     async def _roots(self, context: ClientRequestContext) -> ListRootsResult | ErrorData:
         """The project folder, for servers that still ask for roots (deprecated in 2026)."""
         from mcp.types import ListRootsResult, Root
@@ -352,7 +314,7 @@ class ServerConnection:
             return
         try:
             with anyio.fail_after(self.startup_timeout_s):
-                tools, problems = await self._list_tools(client)
+                tools, problems = await list_tools(client, self.spec.name)
         except Exception:  # noqa: BLE001 - keep the old list; the next call will tell
             return
         self._set(tools=tools, tool_problems=problems)
@@ -461,16 +423,42 @@ class ServerConnection:
         assert client is not None
         timeout = self.call_timeout_s
         try:
-            # The SDK's own timeout sends the server a cancel; this outer one is a backstop
-            # for a write that cannot complete (a server that stopped reading its stdin).
-            with anyio.fail_after(timeout + 5):
-                result = await client.call_tool(tool, dict(arguments), read_timeout_seconds=timeout)
+            # The SDK's own timeout starts once the request is written and tells the server
+            # to cancel; this bound holds from the call's start, whatever the SDK waits for (a
+            # write behind a POST a half-open server never answers; a server that stopped
+            # reading its stdin). The SDK's side ends in the background (mcp.bounded).
+            result = await within(
+                task_group,
+                lambda: client.call_tool(tool, dict(arguments), read_timeout_seconds=timeout),
+                timeout + _LATE_S,
+            )
         except TimeoutError:
-            return CallOutcome(error=self._timeout_text(timeout), timed_out=True)
+            outcome = CallOutcome(error=self._timeout_text(timeout), timed_out=True)
         except Exception as exc:  # noqa: BLE001 - classified below
-            return self._call_error(exc, timeout)
-        self._failures = 0
-        return CallOutcome(result=result)
+            outcome = self._call_error(exc, timeout)
+        else:
+            self._failures = 0
+            return CallOutcome(result=result)
+        if outcome.timed_out and self.spec.transport is not Transport.STDIO:
+            task_group.start_soon(self._probe, task_group, client)
+        return outcome
+
+    async def _probe(self, task_group: anyio.abc.TaskGroup, client: Client) -> None:
+        """After a call to an HTTP or SSE server timed out: a request it does not answer within
+        :data:`PROBE_S` means the connection is dead (a half-open server, an SSE stream whose
+        POSTs hang); it is dropped, and the next call connects again rather than waiting out
+        its timeout on it. A stdio server is left running: its process may be busy."""
+        try:  # (ping is deprecated in the protocol's 2026 version)
+            await within(task_group, client.list_tools, PROBE_S)
+            answered = True
+        except Exception:  # noqa: BLE001 - no answer, whatever the reason
+            answered = False
+        if not answered and self._client is client:
+            self._dropped = (
+                f"it stopped answering: a call timed out and a request got no answer within "
+                f"{PROBE_S:g} s; agentsh connects again at the next call"
+            )
+            self._wake.set()
 
     def _timeout_text(self, timeout: float) -> str:
         return (
@@ -559,15 +547,6 @@ def _working_dir(configured: str, default: Path) -> Path:
     """The server's folder: its ``cwd`` (``~`` expanded, relative to the project), or the
     project's."""
     return default / Path(configured).expanduser() if configured else default
-
-
-def _description(text: str) -> str:
-    from agentsh.mcp.results import clean_text
-
-    text = clean_text(text).strip()
-    if len(text) > MAX_DESCRIPTION_CHARS:
-        text = text[: MAX_DESCRIPTION_CHARS - 1].rstrip() + "…"
-    return text
 
 
 def _leaf(exc: BaseException) -> BaseException:
