@@ -651,4 +651,3 @@ async def test_loading_an_open_session_with_other_mcp_servers_uses_those(
     assert (await plain.prompt(sid, "and now")).stop_reason == "end_turn"
     offered = [t["function"]["name"] for t in server.requests[before].body.get("tools", [])]
     assert not [name for name in offered if name.startswith("mcp__")]
-
