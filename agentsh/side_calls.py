@@ -54,7 +54,7 @@ class SideCalls:
         model = host.env.settings.model.summary_model or None
         completion = await self._call("summary", messages, max_tokens, model)
         host.spent_usd += completion.usage.cost  # --max-budget-usd counts it, applied or not
-        return SummaryReply(completion.text, completion.usage)
+        return SummaryReply.of(completion)  # cut off at its output limit: not a summary
 
     async def summarize_branch(self, from_leaf: str, instructions: str = "") -> str:
         """A short summary of the branch the leaf just left (``from_leaf`` was its leaf).

@@ -148,7 +148,7 @@ def _manager(
 
         client = LLMClient(summary_model, settings=settings.model, api_base=api_base or None)
         completion = await client.complete(messages, max_tokens=max_tokens)
-        return SummaryReply(completion.text, completion.usage)  # counted in the session
+        return SummaryReply.of(completion)  # counted in the session; cut off: refused
 
     return ContextManager(
         session,

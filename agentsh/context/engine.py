@@ -323,6 +323,13 @@ class TieredEngine:
             return None, _describe(exc)
         if isinstance(reply, SummaryReply):
             self._add_side_usage(reply.usage)
+            if reply.cut_off:
+                # Its last sections are missing, and filling them with "(none)" would tell the
+                # model nothing was left to do: the turns are archived verbatim instead.
+                return (
+                    None,
+                    f"the summary was cut off at the model's output limit ({max_tokens:,} tokens)",
+                )
             reply = reply.text
         doc = accept_summary(reply or "", self.template)
         if doc is None:

@@ -23,15 +23,23 @@ from agentsh.context.workspace import Workspace
 from agentsh.events import Tier
 from agentsh.session.entries import AnyEntry, CompactionEntry
 from agentsh.session.session import Session
-from agentsh.values import Usage
+from agentsh.values import StopReason, Usage
 
 
 @dataclass(frozen=True, slots=True)
 class SummaryReply:
-    """A summary model's answer with the usage of the call (counted in the session totals)."""
+    """A summary model's answer with the usage of the call (counted in the session totals).
+    ``cut_off``: the model stopped at its output limit, so the summary's end is missing."""
 
     text: str
     usage: Usage | None = None
+    cut_off: bool = False
+
+    @classmethod
+    def of(cls, completion: Any) -> SummaryReply:
+        """From a model client's completion (``text``, ``usage``, ``stop_reason``)."""
+        stop = getattr(completion, "stop_reason", None)
+        return cls(completion.text, completion.usage, stop is StopReason.LENGTH)
 
 
 Summarize = Callable[[list[dict[str, Any]], int], Awaitable[str | SummaryReply]]
