@@ -11,6 +11,7 @@ result is ever sent.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from agentsh.context.repair import CANCELLED, CUT_AWAY, INTERRUPTED, Message, repair_messages
@@ -26,10 +27,26 @@ SUMMARY_FOOTER = "[End of context summary. The conversation continues below.]"
 BRANCH_NOTE = "[Note: the user left another branch of this conversation; its summary follows.]"
 
 
+# The summary fence's tags in any case or spacing ("< / Context_Summary >"), and the first
+# words of its header and footer lines: text inside the summary can fake none of them.
+_SUMMARY_TAG = re.compile(r"<(\s*/?\s*context[\s_-]*summary\b)", re.IGNORECASE)
+_SUMMARY_MARKER = re.compile(r"\[(\s*(?:end\s+of\s+)?context\s+summary\b)", re.IGNORECASE)
+
+
+def fence_safe(summary: str) -> str:
+    """``summary`` unable to close its fence early or fake the fence's header or footer: the
+    model writes most of it from others' text (tool output, a web page), and code copies in a
+    failing command's output verbatim, so a ``</context-summary>`` line followed by orders
+    would otherwise read as the user speaking after the summary. A tag's ``<`` becomes ``‹``
+    and a marker's ``[`` becomes ``(``; all else is kept as written."""
+    summary = _SUMMARY_TAG.sub(r"‹\1", summary)
+    return _SUMMARY_MARKER.sub(r"(\1", summary)
+
+
 def summary_message(summary: str) -> Message:
     return {
         "role": "user",
-        "content": f"{SUMMARY_HEADER}\n<context-summary>\n{summary.strip()}\n"
+        "content": f"{SUMMARY_HEADER}\n<context-summary>\n{fence_safe(summary.strip())}\n"
         f"</context-summary>\n{SUMMARY_FOOTER}",
     }
 

@@ -334,6 +334,12 @@ class TieredEngine:
         doc = accept_summary(reply or "", self.template)
         if doc is None:
             return None, _not_a_summary(reply or "")
+        orders = _orders_in(doc.render(self.template))
+        if orders:
+            # The summary goes to the model as a user-role message: an order a tool output or a
+            # web page carried, copied into it, would read as the user's. The turns themselves
+            # (their outputs fenced by the guard when they came in) are archived instead.
+            return None, f"the summary carried orders to the model ({orders})"
         for heading, _ in self.template.model_sections:
             doc.sections.setdefault(heading, "(none)")
         return doc, ""
@@ -523,6 +529,15 @@ def _not_a_summary(reply: str) -> str:
         return "the model's reply was empty"
     shown = one_line(flat if len(flat) <= 60 else flat[:59] + "…")
     return f"the model's reply was not a summary: “{shown}”"
+
+
+def _orders_in(text: str) -> str:
+    """The injection guard's findings in a model-written summary ("" when clean): the patterns
+    that are orders to the model, as in tool output (a summary names commands and paths)."""
+    from agentsh.memory.guard import DEFAULT_MAX_SCAN_BYTES, Scope, scan
+
+    whole = max(DEFAULT_MAX_SCAN_BYTES, len(text.encode("utf-8")))  # a long one is no threat
+    return ", ".join(sorted({t.name for t in scan(text, Scope.TOOL_OUTPUT, max_bytes=whole)}))
 
 
 def _describe(exc: BaseException) -> str:
