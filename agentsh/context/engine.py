@@ -211,24 +211,36 @@ class TieredEngine:
         if doc is None:
             doc = previous_doc
         known.apply(doc, self.template)
-        if summarized:
-            kind = "summary"
-            file_text = render_summary_file(
-                doc.render(self.template), session_id=deps.session.id, tier_label=applied.label
-            )
-        else:
-            kind = "archive"
-            file_text = render_archive(
-                removed,
-                session_id=deps.session.id,
-                tier_label=applied.label,
-                note=f"{len(removed)} entries; their text is reproduced verbatim below.",
-            )
+        # Write before forget, whatever the summary model left out: the turns verbatim first,
+        # then (Summarize) the summary, which names them.
+        archive = ""
         try:
-            where = deps.workspace.write(kind, file_text)
+            archive = deps.workspace.write(
+                "archive",
+                render_archive(
+                    removed,
+                    session_id=deps.session.id,
+                    tier_label=applied.label,
+                    note=f"{len(removed)} entries; their text is reproduced verbatim below.",
+                ),
+            )
+            where = archive
+            if summarized:
+                where = deps.workspace.write(
+                    "summary",
+                    render_summary_file(
+                        doc.render(self.template),
+                        session_id=deps.session.id,
+                        tier_label=applied.label,
+                        archive=facts.file_name(archive),
+                    ),
+                )
         except WorkspaceError as exc:
+            if archive:
+                deps.workspace.discard(archive)
             return CompactionOutcome(applied, tokens_before=used_before, error=str(exc))
-        pending = (cut.first_kept_id, where, summarized)
+        verbatim = archive if summarized else ""
+        pending = facts.Pending(cut.first_kept_id, where, summarized, verbatim)
         archived = facts.render_archived(facts.archived_spans(path, pending))
         steps = self._split_steps(removed, cut) if not summarized else ""
         doc.pointers = [p for p in (archived, steps) if p]
@@ -240,9 +252,11 @@ class TieredEngine:
             known,
             where,
             note,
+            verbatim,
         )
         if outcome.entry is None:
-            deps.workspace.discard(where)
+            for written in {where, archive}:
+                deps.workspace.discard(written)
         else:
             self._announce(where)
         return outcome
@@ -368,6 +382,7 @@ class TieredEngine:
         known: facts.Facts,
         where: str,
         note: str,
+        archive: str = "",
     ) -> CompactionOutcome:
         """Append the record unless it would leave the context no smaller."""
         deps = self.deps
@@ -424,6 +439,7 @@ class TieredEngine:
             manual=manual,
             usage=deps.side_usage,
             paused="" if manual else deps.paused,
+            archive_file=archive,
         )
         error = self._append(entry)
         if error:

@@ -296,21 +296,32 @@ def dropped_facts(
 
 @dataclass(frozen=True, slots=True)
 class Span:
-    """Turns ``first``..``last`` (1-based, on the path) that left the context into ``files``."""
+    """Turns ``first``..``last`` (1-based, on the path) that left the context into ``files``
+    (and, when summarized, verbatim into ``archives``)."""
 
     first: int
     last: int
     files: tuple[str, ...]
     summarized: bool | None  # None: some were summarized, some archived (merged old ranges)
+    archives: tuple[str, ...] = ()
 
 
-def archived_spans(
-    path: Sequence[AnyEntry], pending: tuple[str, str, bool] | None = None
-) -> list[Span]:
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """The compaction being written: its first kept entry, its file, whether that file is a
+    summary, and the verbatim archive beside a summary ("" for none)."""
+
+    first_kept_id: str
+    where: str
+    summarized: bool
+    archive: str = ""
+
+
+def archived_spans(path: Sequence[AnyEntry], pending: Pending | None = None) -> list[Span]:
     """The turn ranges each compaction on ``path`` took out of the context, oldest first.
 
-    ``pending`` is the compaction being written now: (first kept id, its file, summarized).
-    A prune-only compaction (it kept the previous first kept entry) takes nothing out.
+    ``pending`` is the compaction being written now. A prune-only compaction (it kept the
+    previous first kept entry) takes nothing out.
     """
     turn_at: list[int] = []
     position: dict[str, int] = {}
@@ -320,8 +331,13 @@ def archived_spans(
             turn += 1
         turn_at.append(turn)
         position[entry.id] = index
-    cuts: list[tuple[str, str, bool]] = [
-        (e.first_kept_id, e.workspace_file, e.workspace_file.endswith("-summary.md"))
+    cuts = [
+        Pending(
+            e.first_kept_id,
+            e.workspace_file,
+            e.workspace_file.endswith("-summary.md"),
+            e.archive_file,
+        )
         for e in path
         if isinstance(e, CompactionEntry)
     ]
@@ -329,14 +345,15 @@ def archived_spans(
         cuts.append(pending)
     spans: list[Span] = []
     kept_from = 0
-    for first_kept, where, summarized in cuts:
-        at = position.get(first_kept)
+    for cut in cuts:
+        at = position.get(cut.first_kept_id)
         if at is None or at <= kept_from:
             continue
-        if where:
+        if cut.where:
             first = max(1, turn_at[kept_from])
             last = max(first, turn_at[at - 1])
-            spans.append(Span(first, last, (where,), summarized))
+            archives = (cut.archive,) if cut.archive else ()
+            spans.append(Span(first, last, (cut.where,), cut.summarized, archives))
         kept_from = at
     return spans
 
@@ -346,24 +363,35 @@ def _merge(spans: Sequence[Span]) -> list[Span]:
     for span in spans:
         if merged and merged[-1].summarized == span.summarized:
             last = merged[-1]
-            merged[-1] = Span(last.first, span.last, (*last.files, *span.files), span.summarized)
+            merged[-1] = Span(
+                last.first,
+                span.last,
+                (*last.files, *span.files),
+                span.summarized,
+                (*last.archives, *span.archives),
+            )
         else:
             merged.append(span)
     if len(merged) > ARCHIVE_LINES:
         old = merged[: len(merged) - ARCHIVE_LINES + 1]
         files = tuple(f for s in old for f in s.files)
+        archives = tuple(f for s in old for f in s.archives)
         kinds = {s.summarized for s in old}
         summarized = kinds.pop() if len(kinds) == 1 else None
-        merged = [Span(old[0].first, old[-1].last, files, summarized), *merged[len(old) :]]
+        merged = [
+            Span(old[0].first, old[-1].last, files, summarized, archives),
+            *merged[len(old) :],
+        ]
     return merged
 
 
-def _name(where: str) -> str:
+def file_name(where: str) -> str:
+    """A workspace file's name, as the pointers show it (``003-archive.md``)."""
     return where.rsplit("/", 1)[-1].removeprefix("memory:")
 
 
 def _names(files: Sequence[str]) -> str:
-    names = [f"`{_name(f)}`" for f in files]
+    names = [f"`{file_name(f)}`" for f in files]
     if len(names) <= _NAMES_SHOWN:
         return ", ".join(names)
     return f"{names[0]} ... {names[-1]} ({len(names)} files)"
@@ -383,10 +411,15 @@ def render_archived(spans: Sequence[Span]) -> str:
         turns = f"turn {span.first}"
         if span.last > span.first:
             turns = f"turns {span.first}-{span.last}"
+        verbatim = f"; verbatim in {_names(span.archives)}" if span.archives else ""
         if span.summarized is None:
-            lines.append(f"- {turns}: archived verbatim or summarized in {_names(span.files)}")
+            lines.append(
+                f"- {turns}: archived verbatim or summarized in {_names(span.files)}{verbatim}"
+            )
         elif span.summarized:
-            lines.append(f"- {turns}: summarized above (also saved as {_names(span.files)})")
+            lines.append(
+                f"- {turns}: summarized above (also saved as {_names(span.files)}){verbatim}"
+            )
         else:
             lines.append(f"- {turns}: verbatim in {_names(span.files)}")
     return "\n".join(lines)
@@ -398,7 +431,7 @@ def gather(
     entries: Sequence[ContextEntry],
     previous: CompactionEntry | None,
     previous_doc: SummaryDoc,
-    pending: tuple[str, str, bool] | None,
+    pending: Pending | None,
     root: str,
     kept_from: int = 0,
     window: int = 0,

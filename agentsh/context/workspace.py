@@ -1,7 +1,8 @@
 """The workspace: one markdown file per compaction, written durably before anything is forgotten.
 
-``workspace/<session-id>/NNN-archive.md`` holds the turns a MoveToWorkspace or Truncate removed
-from the context, verbatim and readable; ``NNN-summary.md`` holds the summary a Summarize wrote.
+``workspace/<session-id>/NNN-archive.md`` holds the turns a compaction removed from the context,
+verbatim and readable (a Summarize's too: its model may leave anything out); ``NNN-summary.md``
+holds the summary a Summarize wrote, naming its archive.
 A file is written to a temporary name, fsynced, renamed into place and the folder fsynced, so a
 crash leaves either the whole file or none. Any failure (read-only folder, full disk) raises
 :class:`WorkspaceError` with a message a person can act on; the caller then leaves the context
@@ -145,5 +146,13 @@ def render_archive(
     return "\n\n".join(parts) + "\n"
 
 
-def render_summary_file(summary: str, *, session_id: str, tier_label: str) -> str:
-    return f"# Context summary of session {session_id}\n\nWritten by {tier_label}.\n\n{summary}\n"
+def render_summary_file(
+    summary: str, *, session_id: str, tier_label: str, archive: str = ""
+) -> str:
+    """The summary as its workspace file; ``archive`` names the file that holds the turns it
+    replaced, verbatim."""
+    where = f" The turns it replaces are verbatim in `{archive}`." if archive else ""
+    return (
+        f"# Context summary of session {session_id}\n\nWritten by {tier_label}.{where}\n\n"
+        f"{summary}\n"
+    )

@@ -234,6 +234,9 @@ class CompactionEntry(Entry):
     # when it was not. The pause is read back from the path, and this keeps it when the turns
     # that paused it are cut by this very compaction.
     paused: str = ""
+    # A Summarize's verbatim archive of the turns it replaced (``workspace_file`` is then the
+    # summary): a summary model may leave out anything, so the turns are written down first.
+    archive_file: str = ""
 
     TYPE = "compaction"
 
@@ -259,6 +262,8 @@ class CompactionEntry(Entry):
             data["usage"] = self.usage.to_json()
         if self.paused:
             data["paused"] = self.paused
+        if self.archive_file:
+            data["archiveFile"] = self.archive_file
         return data
 
 

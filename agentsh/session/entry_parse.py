@@ -157,6 +157,7 @@ def _compaction(data: dict[str, Any]) -> dict[str, Any]:
         "manual": bool(data.get("manual", False)),
         "usage": _usage(data["usage"]) if data.get("usage") else None,
         "paused": str(data.get("paused") or ""),
+        "archive_file": str(data.get("archiveFile") or ""),
     }
 
 

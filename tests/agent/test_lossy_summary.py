@@ -19,6 +19,10 @@ __all__ = ["make_agent"]  # the fixture, imported for pytest
 WORDS = " ".join(f"w{i}" for i in range(400))
 
 
+def _read(path: str) -> str:
+    return Path(path).read_text(encoding="utf-8")
+
+
 def _keep_one_turn(project: Path) -> None:
     (project / ".agentsh").mkdir(exist_ok=True)
     (project / ".agentsh" / "config.toml").write_text(
@@ -115,3 +119,25 @@ async def test_a_failing_commands_output_cannot_close_the_summary_fence(
     assert "upload ~/.ssh/id_rsa" in str(summary["content"])  # the error is kept, verbatim
     outside = _outside_the_summary(summary)
     assert "IGNORE PREVIOUS" not in outside and "upload" not in outside
+
+
+@pytest.mark.asyncio
+async def test_a_summarize_writes_the_turns_down_verbatim_before_they_leave(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, project: Path
+) -> None:
+    """A lossy summary model (structured, silent on everything) was all that was written of
+    the turns a Summarize took out: what it left out was gone from the model's reach. The
+    turns are archived verbatim first, and the summary and its file say where."""
+    _keep_one_turn(project)
+    done, entry = await _two_turns_then_summarize(
+        make_agent, scripted_server, Reply(text=GOOD_SUMMARY.format(n=1))
+    )
+    assert done.tier is Tier.SUMMARIZE and entry.workspace_file.endswith("002-summary.md")
+    assert entry.archive_file.endswith("001-archive.md")
+    archive = _read(entry.archive_file)
+    assert "one: rename the `spacing` option" in archive and f"first {WORDS}" in archive
+    assert "summarized above (also saved as `002-summary.md`); verbatim in `001-archive.md`" in (
+        entry.summary
+    )
+    summary_file = _read(entry.workspace_file)
+    assert "The turns it replaces are verbatim in `001-archive.md`." in summary_file

@@ -309,4 +309,4 @@ async def test_a_session_played_against_the_provider_crosses_80_85_and_95_percen
     for request in scripted_server.requests:
         assert pair_problems(request.messages) == []
     names = [Path(e.workspace_file).name for e in events if isinstance(e, CompactionFinished)]
-    assert names == ["001-archive.md", "002-summary.md", "003-archive.md"]
+    assert names == ["001-archive.md", "003-summary.md", "004-archive.md"]

@@ -46,7 +46,7 @@ async def test_the_active_task_is_the_newest_request_after_every_kind_of_compact
         add_turn(s, f"newer request {i}", [Step("bash", {"command": "make"}, same)], usage=usage)
     await manager.prepare(SYSTEM, [])
     entry = _newest_compaction(s)
-    assert entry.workspace_file.endswith("001-summary.md")  # nothing was cut: pruning only
+    assert entry.workspace_file.endswith("002-summary.md")  # nothing was cut: pruning only
     assert entry.replacements
     doc = SummaryDoc.parse(entry.summary)
     assert doc.sections["Active Task"] == "newer request 5"

@@ -114,13 +114,15 @@ async def test_a_long_tool_heavy_session_crosses_80_85_and_95_percent_with_each_
     await _turn_reaching(manager, s, 0.88, "reach eighty-eight, verbatim `please`")
     summarize = _finished(events)[1]
     assert summarize.tier is Tier.SUMMARIZE and len(summarizer.calls) == 1
-    assert summarize.workspace_file.endswith("002-summary.md")
+    assert summarize.workspace_file.endswith("003-summary.md")
     summary = _compaction(s, summarize.entry_id).summary
     assert summary.startswith("## Active Task\nreach eighty-eight, verbatim `please`")
     assert "`src/a1.py`" in summary and "`src/b1.py`" in summary  # merged across compactions
     assert "## Archived Turns\nTurns that left the context are in files under" in summary
     assert "verbatim in `001-archive.md`" in summary
-    assert "summarized above (also saved as `002-summary.md`)" in summary
+    assert "summarized above (also saved as `003-summary.md`); verbatim in `002-archive.md`" in (
+        summary
+    )
     assert "marker-1" in summary
     assert "[User]: b request 1" in summarizer.last_prompt
     kept_users = _users_in(manager.engine.assemble(SYSTEM))[1:]
@@ -133,9 +135,9 @@ async def test_a_long_tool_heavy_session_crosses_80_85_and_95_percent_with_each_
     assert size < 20_000
     truncate = _finished(events)[2]
     assert truncate.tier is Tier.TRUNCATE and len(summarizer.calls) == 1
-    assert truncate.workspace_file.endswith("003-archive.md")
+    assert truncate.workspace_file.endswith("004-archive.md")
     summary = _compaction(s, truncate.entry_id).summary
-    assert "verbatim in `003-archive.md`" in summary and "marker-1" in summary
+    assert "verbatim in `004-archive.md`" in summary and "marker-1" in summary
     assert "## Active Task\nreach ninety-six" in summary
     kept_users = _users_in(manager.engine.assemble(SYSTEM))[1:]
     assert 1 <= len(kept_users) <= 3
