@@ -56,6 +56,9 @@ class ModelSettings:
         default="", metadata={"doc": "model for compaction summaries; empty: the session's model"}
     )
     window: int = _num(0, lo=0, doc="context window override in tokens; 0 = from litellm")
+    summary_window: int = _num(
+        0, lo=0, doc="the summary model's window in tokens; 0 = from litellm (at most window)"
+    )
     input_cost_per_mtok: float = _num(-1.0, lo=-1.0, doc="USD per 1M input tokens; -1 = litellm")
     output_cost_per_mtok: float = _num(-1.0, lo=-1.0, doc="USD per 1M output tokens; -1 = litellm")
     cache_read_cost_per_mtok: float = _num(

@@ -21,6 +21,7 @@ The agent loop never talks to an engine directly: :mod:`agentsh.context.manager`
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -283,11 +284,22 @@ class TieredEngine:
         cap = tiers.kept_tokens_cap(rule, self.deps.settings, self.deps.window, fixed)
         return choose_cut(view.entries, tokens, rule.keep_turns, cap)
 
-    def summary_max_tokens(self) -> int:
-        """The longest summary: ``summary_max_tokens``, at most a tenth of a small window."""
+    def summary_max_tokens(self, window: int | None = None) -> int:
+        """The longest summary: ``summary_max_tokens``, at most a tenth of a small window
+        (the session's, or ``window``: the summary model's)."""
         cap = self.deps.settings.summary_max_tokens
-        window = self.deps.window
+        window = self.deps.window if window is None else window
         return min(cap, max(256, window // 10)) if window > 0 else cap
+
+    async def _summary_fit(self) -> tuple[int, int]:
+        """The window the summary request must fit and the reply's length: the summary
+        model's own, when it is another model (a smaller one was sent the session's share)."""
+        window, output = self.deps.window, 0
+        if self.deps.summary_limits is not None:
+            limits = await asyncio.to_thread(self.deps.summary_limits, window)
+            window, output = limits.window, limits.max_output
+        max_tokens = self.summary_max_tokens(window)
+        return window, min(max_tokens, output) if output else max_tokens
 
     def _summary_guess(self, tier: Tier, summary_now: int) -> int:
         if tier is Tier.SUMMARIZE:
@@ -316,12 +328,12 @@ class TieredEngine:
         instructions: str,
     ) -> tuple[SummaryDoc | None, str]:
         settings = self.deps.settings
-        max_tokens = self.summary_max_tokens()
+        window, max_tokens = await self._summary_fit()
         steer = "\n\n".join(t.strip() for t in (settings.summary_instructions, instructions) if t)
         request = fitted_summary_request(
             serialize(removed),
             self.template,
-            window=self.deps.window,
+            window=window,
             count=self.deps.accounting.count,
             max_tokens=max_tokens,
             previous=previous,

@@ -18,6 +18,7 @@ from agentsh.context.accounting import Accounting
 from agentsh.context.cut import Cut
 from agentsh.context.prune import PruneResult
 from agentsh.context.repair import Message
+from agentsh.context.summary_model import SummaryLimits
 from agentsh.context.view import ContextView
 from agentsh.context.workspace import Workspace
 from agentsh.events import Tier
@@ -158,3 +159,6 @@ class EngineDeps:
     files_written: list[str] = field(default_factory=list)
     side_usage: Usage | None = None  # model calls to carry on the next compaction entry
     paused: str = ""  # why automatic compaction is paused, for the entry of one run meanwhile
+    # The summary model's limits (window, max output), when it is another model: blocking
+    # (litellm's figures), so called from a thread at the first summary.
+    summary_limits: Callable[[int], SummaryLimits] | None = None

@@ -38,6 +38,7 @@ from agentsh.context.preflight import (
     truncate_tool_results,
 )
 from agentsh.context.repair import Message
+from agentsh.context.summary_model import summary_limits
 from agentsh.context.view import is_sent, turn_starts
 from agentsh.context.workspace import DiskWorkspace, MemoryWorkspace, Workspace
 from agentsh.errors import AgentshError
@@ -112,6 +113,7 @@ class ContextManager:
             window=window,
             reserve=reply_reserve(window, cs, max_output),
             on_file_written=on_summary_written,
+            summary_limits=lambda window: summary_limits(settings.model, window),
         )
         self.engine: ContextEngine = make_engine(cs.engine, self.deps)
         self.problem = ""

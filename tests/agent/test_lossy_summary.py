@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from agentsh.config import load_environment
+from agentsh.context.summary import SYSTEM_PROMPT as SUMMARY_SYSTEM_PROMPT
 from agentsh.events import CompactionFinished, Tier
 from agentsh.session.entries import CompactionEntry
 from tests.agent.test_agent_loop import AgentFactory, collect, make_agent
@@ -141,3 +143,36 @@ async def test_a_summarize_writes_the_turns_down_verbatim_before_they_leave(
     )
     summary_file = _read(entry.workspace_file)
     assert "The turns it replaces are verbatim in `001-archive.md`." in summary_file
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("own_window", [0, 6_000])
+async def test_a_smaller_summary_model_is_sent_a_request_its_window_takes(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, project: Path, own_window: int
+) -> None:
+    """The summary request was sized to the session model's window: a 100k session with an
+    8k summary model (litellm's figure for openai/gpt-4, or ``summary_window``) sent it ~40k
+    tokens, which a real provider refuses, so every Summarize fell back to archiving after a
+    failed call."""
+    user_config = load_environment(project).user.config_file
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    extra = f"summary_window = {own_window}\n" if own_window else ""
+    user_config.write_text(f'[model]\nwindow = 100000\nsummary_model = "openai/gpt-4"\n{extra}')
+    _keep_one_turn(project)
+    turns = [Reply(text=f"answer {i} " + WORDS * 8) for i in range(12)]
+    scripted_server.script(*turns, Reply(text=GOOD_SUMMARY.format(n=1)))
+    agent = make_agent()
+    for i in range(12):
+        await collect(agent.run(f"request {i}"))
+    events = await collect(agent.compact(Tier.SUMMARIZE))
+    (done,) = [e for e in events if isinstance(e, CompactionFinished)]
+    assert done.tier is Tier.SUMMARIZE
+    sent = scripted_server.requests[-1]
+    assert sent.messages[0]["content"] == SUMMARY_SYSTEM_PROMPT
+    assert sent.body["model"] == "gpt-4"
+    window = own_window or 8_192
+    size = sum(agent.context.accounting.count(str(m["content"])) for m in sent.messages)
+    assert size + sent.body["max_tokens"] <= window, (size, sent.body["max_tokens"])
+    assert sent.body["max_tokens"] <= max(256, window // 10)
+    prompt = str(sent.messages[-1]["content"])
+    assert "characters of the conversation omitted" in prompt  # cut to fit, not refused
