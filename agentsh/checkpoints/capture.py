@@ -36,6 +36,7 @@ from agentsh.checkpoints.store import (
     CheckpointStore,
     blob_hash,
 )
+from agentsh.fsutil import open_dir_beneath
 
 RACY_NS = 2_000_000_000
 #: file times come from the kernel's coarse clock, which trails time.time_ns() by up to a tick
@@ -345,8 +346,15 @@ class Recorder:
         """Remove temporary files a killed restore left (holding the write lock, no restore of
         this project can be running)."""
         for path in strays:
+            folder, _, name = path.rpartition("/")
+            # Through folders opened without following a link: the listing is already old,
+            # and a folder swapped for a link to elsewhere since must not be swept through.
             with contextlib.suppress(OSError):
-                (self.root / path).unlink()
+                fd = open_dir_beneath(self.root, self.root / folder)
+                try:
+                    os.unlink(name, dir_fd=fd)
+                finally:
+                    os.close(fd)
 
     def _settle(self, changes: list[Change]) -> list[Change]:
         """Copy the old content of changed files that only git held into the store now."""

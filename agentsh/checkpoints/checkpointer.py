@@ -108,6 +108,12 @@ class Checkpointer:
                     f"Checkpoint failed ({_why(exc)}); the file changes of this step cannot be "
                     "restored."
                 )
+            except Exception as exc:  # noqa: BLE001 - a project that trips a bug of ours
+                # (a RecursionError from a deep tree, once) must not end the user's turn
+                self._tell(
+                    f"Checkpoint failed (unexpected {type(exc).__name__}: {_why(exc)}); the file "
+                    "changes of this step cannot be restored."
+                )
             return None
 
     def record(self, session: Session, reason: str, capture: Capture) -> CheckpointEntry | None:

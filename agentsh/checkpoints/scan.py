@@ -198,20 +198,25 @@ def _walk_listing(root: Path, max_files: int) -> Listing:
     paths: list[str] = []
     strays: list[str] = []
     undecodable = 0
-    for entry in Walker(root, skip_dirs=SKIP_DIRS):
-        if entry.is_dir:
-            continue
-        try:
-            entry.rel.encode("utf-8")
-        except UnicodeEncodeError:
-            undecodable += 1
-            continue
-        if covered(entry.rel):
-            paths.append(entry.rel)
-            if len(paths) > max_files:
-                break
-        elif _is_stray(entry.rel):
-            strays.append(entry.rel)
+    try:
+        for entry in Walker(root, skip_dirs=SKIP_DIRS):
+            if entry.is_dir:
+                continue
+            try:
+                entry.rel.encode("utf-8")
+            except UnicodeEncodeError:
+                undecodable += 1
+                continue
+            if covered(entry.rel):
+                paths.append(entry.rel)
+                if len(paths) > max_files:
+                    break
+            elif _is_stray(entry.rel):
+                strays.append(entry.rel)
+    except RecursionError:
+        # The walk recurses once per folder level: a tree nested deeper than Python's
+        # recursion limit (a cloned repository can hold one) cannot be listed this way.
+        raise ScanError("its folders are nested too deep to list") from None
     return Listing(paths, "walk", undecodable, tuple(strays))
 
 
@@ -334,27 +339,38 @@ class OpenFolders:
 
     def open(self, folder: str) -> int | None:
         """The descriptor of ``folder`` (relative, "" for the root), or None when it is not a
-        real folder reached through real folders now. Do not close it."""
-        fd = self._fds.pop(folder, None)
-        if fd is None:
-            fd = self._open(folder)
+        real folder reached through real folders now. Do not close it.
+
+        A loop, not a recursion, from the nearest folder already open down: a repository
+        can nest folders deeper than Python's recursion limit (1,200 levels of ``d/`` fit in
+        a path git accepts)."""
+        missing: list[str] = []
+        nearest = folder
+        while nearest not in self._fds and nearest:
+            missing.append(nearest)
+            nearest = nearest.rpartition("/")[0]
+        fd = self._fds.pop(nearest, None)
+        if fd is None:  # not even the root is open yet
+            missing.append("")
+        else:
+            self._fds[nearest] = fd  # the most recently used: kept while its children open
+        for name in reversed(missing):
+            fd = self._open_in(name, fd)
             if fd is None:
                 return None
             while len(self._fds) >= self.KEEP:
                 os.close(self._fds.pop(next(iter(self._fds))))
-        self._fds[folder] = fd
+            self._fds[name] = fd
         return fd
 
-    def _open(self, folder: str) -> int | None:
+    def _open_in(self, folder: str, parent_fd: int | None) -> int | None:
+        """Open ``folder`` in its parent's descriptor (the root: from its path)."""
         if not folder:
             with contextlib.suppress(OSError):
                 return os.open(self._root, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
             return None
-        parent, _, name = folder.rpartition("/")
-        if name in ("", ".", ".."):
-            return None
-        parent_fd = self.open(parent)
-        if parent_fd is None:
+        name = folder.rpartition("/")[2]
+        if name in ("", ".", "..") or parent_fd is None:
             return None
         with contextlib.suppress(OSError):
             return os.open(name, _FOLDER_FLAGS, dir_fd=parent_fd)
@@ -445,10 +461,14 @@ class RealFolders:
 
     def holds(self, rel: str) -> bool:
         """Whether every folder of ``rel`` is a real folder (the file itself may be a link)."""
+        missing: list[str] = []
         folder = rel.rpartition("/")[0]
-        known = self._known.get(folder)
-        if known is None:
-            known = self.holds(folder) and _is_folder(f"{self._root}{os.sep}{folder}")
+        while folder not in self._known:  # a loop: folders may nest past the recursion limit
+            missing.append(folder)
+            folder = folder.rpartition("/")[0]
+        known = self._known[folder]
+        for folder in reversed(missing):
+            known = known and _is_folder(f"{self._root}{os.sep}{folder}")
             self._known[folder] = known
         return known
 

@@ -1,0 +1,122 @@
+"""Projects shaped to break a capture or a restore: folders nested past Python's recursion
+limit, temporary-file names placed where a sweep would follow a link."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from agentsh.checkpoints import scan
+from agentsh.checkpoints.checkpointer import Checkpointer
+from tests.checkpoints.conftest import Driver, git
+
+#: deeper than Python's default recursion limit (1,000), shallower than PATH_MAX (4,096)
+DEPTH = 1_200
+DEEP = "/".join(["d"] * DEPTH)
+
+
+def make_deep(root: Path, text: bytes) -> None:
+    """``root/d/d/.../d/f.txt``, made one folder at a time (os.makedirs itself recurses)."""
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(DEPTH):
+            if not os.path.lexists(f"/proc/self/fd/{fd}/d"):
+                os.mkdir("d", dir_fd=fd)
+            inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        out = os.open("f.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=fd)
+        os.write(out, text)
+        os.close(out)
+    finally:
+        os.close(fd)
+
+
+def read_deep(root: Path) -> bytes:
+    fd = os.open(root, os.O_RDONLY)
+    for _ in range(DEPTH):
+        inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    try:
+        out = os.open("f.txt", os.O_RDONLY, dir_fd=fd)
+        try:
+            return os.read(out, 100)
+        finally:
+            os.close(out)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.slow
+def test_folders_nested_past_the_recursion_limit_are_captured_and_restored(
+    driver: Driver, repo: Path
+) -> None:
+    make_deep(repo, b"v1\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "deep")
+    start = driver.user("change the deep file")
+    driver.tool("bash", lambda: make_deep(repo, b"v2\n"))
+    assert driver.checkpointer.take_notices() == []
+    plan = driver.checkpointer.plan(driver.session, start.id)
+    assert [(i.path, i.action, i.problem) for i in plan.items] == [(f"{DEEP}/f.txt", "modify", "")]
+    driver.checkpointer.restore(driver.session, plan)
+    assert read_deep(repo) == b"v1\n"
+
+
+def test_a_deep_tree_outside_git_fails_the_checkpoint_with_a_notice_not_the_turn(
+    tmp_path: Path, make_checkpointer: Callable[..., Checkpointer]
+) -> None:
+    root = tmp_path / "plain"
+    root.mkdir()
+    make_deep(root, b"x")
+    checkpointer = make_checkpointer(root)
+    assert checkpointer.capture() is None
+    (notice,) = checkpointer.take_notices()
+    assert "nested too deep" in notice
+
+
+def test_an_unexpected_error_in_a_capture_is_a_notice_not_the_end_of_the_turn(
+    repo: Path, make_checkpointer: Callable[..., Checkpointer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checkpointer = make_checkpointer(repo)
+
+    def broken(*_args: object) -> None:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(checkpointer.recorder, "capture", broken)
+    assert checkpointer.capture() is None
+    (notice,) = checkpointer.take_notices()
+    assert notice.startswith("Checkpoint failed (unexpected RecursionError")
+
+
+def test_the_sweep_of_a_killed_restores_files_never_goes_through_a_link(
+    repo: Path,
+    tmp_path: Path,
+    make_checkpointer: Callable[..., Checkpointer],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A folder listed as holding a restore's leftover, then swapped for a link to a folder
+    elsewhere before the sweep: the file of that name elsewhere stays."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    leftover = f"{scan.TEMP_PREFIX}0123456789ab.tmp"
+    (outside / leftover).write_text("not agentsh's")
+    (repo / "cache").symlink_to(outside, target_is_directory=True)
+    (repo / leftover).write_text("a killed restore's")
+    assert make_checkpointer(repo).capture() is not None  # the baseline
+    checkpointer = make_checkpointer(repo)  # a new process: it lists everything
+    listed = scan.list_files
+
+    def listing_then_swap(root: Path, *, max_files: int) -> scan.Listing:
+        done = listed(root, max_files=max_files)
+        return dataclasses.replace(done, strays=(*done.strays, f"cache/{leftover}"))
+
+    monkeypatch.setattr(scan, "list_files", listing_then_swap)
+    assert checkpointer.capture() is not None
+    assert (outside / leftover).read_text() == "not agentsh's"
+    assert not (repo / leftover).exists()  # the project's own leftover is swept
