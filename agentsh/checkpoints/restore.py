@@ -21,7 +21,7 @@ import os
 import secrets
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -155,7 +155,7 @@ def plan(recorder: Recorder, seq: int) -> RestorePlan:
             items.append(
                 _item(recorder, path, target, current, outside=seen is not None, problem=problem)
             )
-    return RestorePlan(seq, tuple(items))
+    return RestorePlan(seq, _clear_own_way(recorder.root, items))
 
 
 def _same(recorder: Recorder, a: Ref, b: Ref) -> bool:
@@ -230,16 +230,104 @@ def _unsafe(recorder: Recorder, path: str) -> str:
         if stat.S_ISLNK(st.st_mode):
             return "a folder on its path is a symbolic link; left as it is"
         if not stat.S_ISDIR(st.st_mode):
-            return "a file is in the way of its folder; left as it is"
+            return FILE_IN_THE_WAY
     try:
         st = os.lstat(f"{recorder.root}{os.sep}{path}")
     except OSError:
         return ""
     if stat.S_ISDIR(st.st_mode):
-        return "a folder is in the way; left as it is"
+        return FOLDER_IN_THE_WAY
     if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
         return "it has other hard links (treated as outside the project); left as it is"
     return ""
+
+
+FOLDER_IN_THE_WAY = "a folder is in the way; left as it is"
+FILE_IN_THE_WAY = "a file is in the way of its folder; left as it is"
+FOLDER_HOLDS_MORE = (
+    "a folder of that name is in the way, holding files a restore does not cover; left as it is"
+)
+
+
+def _clear_own_way(root: Path, items: list[PlanItem]) -> tuple[PlanItem, ...]:
+    """A file that turned into a folder of the same name (``util`` -> ``util/__init__.py``),
+    or back: the plan's own deletions clear the way, since deletions are written first.
+    Where they do not (the folder holds other files, a ``__pycache__``), the deletions under
+    it are kept too, so a restore never leaves neither the file nor the folder."""
+    deleted = {i.path for i in items if i.action == "delete" and not i.problem and not i.outside}
+    kept: dict[str, str] = {}  # folder -> the file its files are kept for
+    out: list[PlanItem] = []
+    for item in items:
+        if item.problem == FILE_IN_THE_WAY and _blocking_file(root, item.path) in deleted:
+            item = replace(item, problem="")
+        elif item.problem == FOLDER_IN_THE_WAY:
+            if _emptied_by(root, item.path, deleted):
+                item = replace(item, problem="")
+            else:
+                kept[item.path] = item.path
+                item = replace(item, problem=FOLDER_HOLDS_MORE)
+        out.append(item)
+    if not kept:
+        return tuple(out)
+    return tuple(
+        replace(i, problem=f"left as it is, as {_blocked_by(i.path, kept)} is (see there)")
+        if not i.problem and _blocked_by(i.path, kept)
+        else i
+        for i in out
+    )
+
+
+def _blocked_by(path: str, kept: dict[str, str]) -> str:
+    parts = path.split("/")
+    for end in range(1, len(parts)):
+        folder = "/".join(parts[:end])
+        if folder in kept:
+            return kept[folder]
+    return ""
+
+
+def _blocking_file(root: Path, path: str) -> str:
+    """The first folder of ``path`` that is not a folder on disk ("" when none is)."""
+    parts = path.split("/")
+    for end in range(1, len(parts)):
+        prefix = "/".join(parts[:end])
+        try:
+            if not stat.S_ISDIR(os.lstat(f"{root}{os.sep}{prefix}").st_mode):
+                return prefix
+        except OSError:
+            return ""
+    return ""
+
+
+def _emptied_by(root: Path, folder: str, deleted: set[str]) -> bool:
+    """Whether deleting ``deleted`` leaves ``folder`` empty, so the deletions remove it
+    (a folder is removed once a deletion empties it). Looked at without following links,
+    and no further than those deletions reach."""
+    under = {p for p in deleted if p.startswith(f"{folder}/")}
+    needed = {p.rsplit("/", 1)[0] for p in under}  # folders that hold a deleted file
+    for path in list(needed):
+        while "/" in path and path != folder:
+            path = path.rsplit("/", 1)[0]
+            needed.add(path)
+    stack, seen = [folder], 0
+    while stack:
+        current = stack.pop()
+        try:
+            with os.scandir(f"{root}{os.sep}{current}") as entries:
+                for entry in entries:
+                    rel = f"{current}/{entry.name}"
+                    seen += 1
+                    if seen > len(under) + len(needed) + 1:
+                        return False  # more there than the deletions account for
+                    if entry.is_dir(follow_symlinks=False):
+                        if rel not in needed:
+                            return False
+                        stack.append(rel)
+                    elif rel not in under:
+                        return False
+        except OSError:
+            return False
+    return True
 
 
 def _item(
@@ -327,7 +415,8 @@ def apply(
                 if data is None:
                     raise RestoreError(f"the store has lost {item.path}; nothing was written")
                 contents[item.path] = data
-        for item in chosen:
+        # Deletions first: one may empty (and so remove) a folder in the way of a file.
+        for item in sorted(chosen, key=lambda i: i.target[0] != ABSENT):
             try:
                 if item.target[0] == ABSENT:
                     _delete(recorder.root, item.path)
