@@ -324,9 +324,13 @@ class Recorder:
             data = self.read(path, st)
             if data is None:
                 ref = NOT_CAPTURED
-            elif row is not None and _held_by_git(row.ref, data):
+            elif row is not None and row.mode == st.st_mode and _held_by_git(row.ref, data):
                 ref = row.ref  # touched, not changed: git still holds these bytes
             else:
+                # A new mode too: a reference to git says "as the index has it", mode and
+                # all, so git status may vouch for the file; once only its mode differs (a
+                # chmod +x), git status goes quiet when the mode comes back, and the stat
+                # cache would never learn it. A stored copy is looked at every time.
                 ref = store.put_blob(data)
             updates[path] = _row(st, ref, racy_after)
             if row is None:
@@ -390,8 +394,13 @@ class Recorder:
             if data is None:
                 ref = NOT_CAPTURED
             else:
-                oid = oids.get(item.path)
-                if oid and stat.S_ISREG(st.st_mode) and scan.git_blob_id(data, oid) == oid:
+                oid, executable = oids.get(item.path, ("", False))
+                if (
+                    oid
+                    and stat.S_ISREG(st.st_mode)
+                    and bool(st.st_mode & stat.S_IXUSR) == executable  # git's mode, too
+                    and scan.git_blob_id(data, oid) == oid
+                ):
                     ref = GIT_PREFIX + oid  # git holds these exact bytes: no copy needed yet
                 else:
                     ref = store.put_blob(data)

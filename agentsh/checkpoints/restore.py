@@ -375,6 +375,9 @@ def line_counts(old: bytes, new: bytes, path: str) -> tuple[int, int, bool]:
 
 def diff_text(recorder: Recorder, item: PlanItem) -> str:
     """The unified diff of one planned change, from the file now to the file restored."""
+    if item.action == "mode":
+        old_mode, new_mode = item.current[1] & 0o7777, item.target[1] & 0o7777
+        return f"{item.path}: mode {old_mode:04o} -> {new_mode:04o}\n"
     old = _bytes_now(recorder, item.path, item.current) or b""
     new = content(recorder, item.target[0]) if item.target[0] != ABSENT else b""
     new = new or b""

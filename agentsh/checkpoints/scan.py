@@ -225,25 +225,29 @@ def _is_stray(path: str) -> bool:
     return parts[-1].startswith(TEMP_PREFIX) and not any(p in SKIP_DIRS for p in parts[:-1])
 
 
-def index_oids(root: Path) -> dict[str, str]:
-    """path -> object id of its entry in the git index (merged entries only); {} outside git."""
+def index_oids(root: Path) -> dict[str, tuple[str, bool]]:
+    """path -> (object id, executable) of its entry in the git index (merged regular files
+    only); {} outside git."""
     if not is_git_project(root):
         return {}
     try:
         done = run_git(["ls-files", "-z", "--stage"], cwd=root, timeout=GIT_TIMEOUT_S)
     except GitError:
         return {}
-    oids: dict[str, str] = {}
+    oids: dict[str, tuple[str, bool]] = {}
     for raw in done.stdout.split(b"\0"):
         head, tab, name = raw.partition(b"\t")
         if not tab:
             continue
         fields = head.split()
-        if len(fields) != 3 or fields[2] != b"0":
+        if len(fields) != 3 or fields[2] != b"0" or fields[0] not in _REGULAR_MODES:
             continue
         with contextlib.suppress(UnicodeDecodeError):
-            oids[name.decode("utf-8")] = fields[1].decode("ascii")
+            oids[name.decode("utf-8")] = (fields[1].decode("ascii"), fields[0] == b"100755")
     return oids
+
+
+_REGULAR_MODES = (b"100644", b"100755")
 
 
 def git_blob_id(data: bytes, oid: str) -> str:

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+import agentsh.checkpoints.capture as capture_module
+from agentsh.checkpoints.restore import diff_text
 from tests.checkpoints.conftest import Driver, files_of
 
 
@@ -57,3 +61,36 @@ def test_a_folder_holding_other_files_keeps_the_whole_change_as_it_is(
     assert "as util is" in items["util/__init__.py"]
     driver.checkpointer.restore(driver.session, plan)
     assert files_of(repo) == package  # not half restored: neither util nor util/__init__.py
+
+
+def test_an_executable_bit_goes_back_and_forth_with_git_quiet_in_between(
+    driver: Driver, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``chmod +x`` on a tracked file, restored away and back: once the file is as the git
+    index has it again, ``git status`` says nothing of it, and the stat cache must still
+    learn its mode (it kept 0755 and the way back failed: "app.py changed after the restore
+    was planned")."""
+    monkeypatch.setattr(capture_module, "RACY_NS", 0)  # no file counts as just modified
+    start = driver.user("make it executable")
+    after = driver.tool("bash", lambda: (repo / "app.py").chmod(0o755))
+    plan = driver.checkpointer.plan(driver.session, start.id)
+    assert [(i.path, i.action, i.outside) for i in plan.items] == [("app.py", "mode", False)]
+    driver.checkpointer.restore(driver.session, plan)
+    assert (repo / "app.py").stat().st_mode & 0o777 == 0o644
+    back = driver.checkpointer.plan(driver.session, after.id)
+    assert [(i.path, i.action, i.outside) for i in back.items] == [("app.py", "mode", False)]
+    recorder = driver.checkpointer.recorder
+    assert diff_text(recorder, back.items[0]) == "app.py: mode 0644 -> 0755\n"
+    assert driver.checkpointer.restore(driver.session, back).written == ["app.py"]
+    assert (repo / "app.py").stat().st_mode & 0o777 == 0o755
+
+
+def test_a_mode_that_differs_from_git_at_the_first_capture_is_watched(
+    driver: Driver, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(capture_module, "RACY_NS", 0)
+    (repo / "app.py").chmod(0o755)  # before agentsh ever looked: not as git has it
+    start = driver.user("make it plain again")
+    driver.tool("bash", lambda: (repo / "app.py").chmod(0o644))  # git status: quiet
+    plan = driver.checkpointer.plan(driver.session, start.id)
+    assert [(i.path, i.action) for i in plan.items] == [("app.py", "mode")]
