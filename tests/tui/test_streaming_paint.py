@@ -1,8 +1,8 @@
 """A streamed reply is painted in frames, and ends up exactly as the log's text renders.
 
-A reply that arrives faster than it can be painted (one burst, or a screen that fell behind) is
-painted over several frames, each a bounded share of the backlog, so the keyboard gets its turns
-between them; the finished body is the same blocks a resume composes from the logged text.
+Each frame takes all the text that has arrived, up to a bound: only a burst longer than that is
+painted over several frames, so the keyboard gets its turns between them; the finished body is
+the same blocks a resume composes from the logged text.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from textual.widgets._markdown import MarkdownBlock
 from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.composer import PromptInput
 from agentsh.tui.widgets.markdown_body import markdown as _markdown
-from agentsh.tui.widgets.messages import FRAME_CHARS, AssistantMessage
+from agentsh.tui.widgets.messages import FRAME_CHARS, TYPING_FRAME_CHARS, AssistantMessage
 from tests.tui.conftest import MakeApp, ready, wait_for
 
 pytestmark = pytest.mark.asyncio
@@ -50,7 +50,7 @@ def _blocks(widget: object) -> list[tuple[str, str | None]]:
 
 
 async def test_a_reply_that_arrives_in_one_burst_is_painted_over_several_frames() -> None:
-    assert len(REPLY) > 4 * FRAME_CHARS
+    assert len(REPLY) > FRAME_CHARS
     app = Host()
     async with app.run_test(size=(100, 30)) as pilot:
         reply = app.query_one(AssistantMessage)
@@ -58,7 +58,7 @@ async def test_a_reply_that_arrives_in_one_burst_is_painted_over_several_frames(
         await wait_for(pilot, lambda: reply.body.source != "")
         first = reply.body.source
         # The first frame paints a share of it at once, not the whole reply after a long stall.
-        assert 0 < len(first) < len(REPLY) and REPLY.startswith(first)
+        assert 0 < len(first) <= FRAME_CHARS and REPLY.startswith(first)
         await reply.finish(text=REPLY)
         assert reply.body.source == REPLY
         painted = _blocks(reply)
@@ -127,9 +127,9 @@ async def test_frames_leave_the_ui_loop_to_keys_however_slow_the_machine(
 
         paint = reply._paint_frame
 
-        async def slow_paint() -> bool:
+        async def slow_paint(limit: int = messages.FRAME_CHARS) -> bool:
             clock[0] += 0.3  # a frame that took 0.3 s, append to screen
-            return await paint()
+            return await paint(limit)
 
         monkeypatch.setattr(reply, "_paint_frame", slow_paint)
         clock[0] += 1.0  # a pause: the next text is painted at once, slowly
@@ -159,7 +159,7 @@ async def test_what_is_left_when_a_reply_ends_is_painted_in_bounded_frames_each_
     30 blocks: seconds on a loaded machine), and the next was appended 5 ms later, whether or
     not the screen had drawn the last."""
     app = Host()
-    backlog = (REPLY * 2)[: 10 * FRAME_CHARS]
+    backlog = (REPLY * 2)[: 3 * FRAME_CHARS]
     async with app.run_test(size=(100, 30)) as pilot:
         reply = app.query_one(AssistantMessage)
         layouts = [0]
@@ -180,7 +180,7 @@ async def test_what_is_left_when_a_reply_ends_is_painted_in_bounded_frames_each_
         await reply.finish()
         await pilot.pause()
         assert body.source == backlog
-        assert len(appended) >= 10
+        assert len(appended) >= 3
         assert all(size <= FRAME_CHARS for size, _ in appended)
         done_before = [count for _, count in appended]
         assert all(b > a for a, b in pairwise(done_before)), done_before
@@ -204,3 +204,53 @@ async def test_keys_in_the_editor_tell_a_streamed_reply_the_user_types(make_app:
         await pilot.press("b")
         assert app.query_one(PromptInput).text == "ab"
         assert typing_clock._last_key >= before
+
+
+async def test_a_frame_paints_all_the_text_that_has_arrived(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Text that came while a frame waited is painted by that frame, all of it, while nobody
+    types: capped at 1,600 characters a frame, a reply streamed at 1,000 tokens/s on a loaded
+    machine fell behind and its last word showed 2-4 s after its last chunk. While the user
+    types, frames stay bounded (they rest three times as long as they took, so an unbounded
+    one would carry more text each time, and stall the keys longer each time)."""
+    from agentsh.tui.widgets import messages
+
+    arrived = REPLY[: 2 * TYPING_FRAME_CHARS + 500]
+    assert len(arrived) > 2 * TYPING_FRAME_CHARS
+    typing = [False]
+    monkeypatch.setattr(messages, "typing", lambda: typing[0])
+    app = Host()
+    async with app.run_test(size=(100, 30)) as pilot:
+        reply = app.query_one(AssistantMessage)
+        for start in range(0, len(arrived), 40):  # pieces, all in before the first frame
+            await reply.append(arrived[start : start + 40])
+        await wait_for(pilot, lambda: reply.body.source != "")
+        assert reply.body.source == arrived  # in one frame
+        await wait_for(pilot, lambda: not reply._drawing)
+
+        typing[0] = True
+        more = REPLY[len(arrived) : len(arrived) + 2 * TYPING_FRAME_CHARS + 500]
+        await reply.append(more)
+        await wait_for(pilot, lambda: reply.body.source != arrived)
+        shown = len(reply.body.source) - len(arrived)
+        assert 0 < shown <= TYPING_FRAME_CHARS
+        await reply.finish(text=arrived + more)
+        assert reply.body.source == arrived + more
+
+
+async def test_the_message_sent_is_not_typing(make_app: MakeApp) -> None:
+    """Enter sends the message: from then the user waits for the reply and is not typing, so
+    its first frames do not rest as if they were (they did, for a second after every Enter)."""
+    from agentsh.tui.widgets import typing_clock
+
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot, app)
+        await pilot.press(*"hi")
+        assert typing_clock.typing()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not typing_clock.typing()
+        await pilot.press("x")  # typing again (during the reply) counts again
+        assert typing_clock.typing()

@@ -28,7 +28,7 @@ from textual.widgets.option_list import Option
 
 from agentsh.tui.file_list import rank
 from agentsh.tui.keys import spec
-from agentsh.tui.widgets.typing_clock import key_typed
+from agentsh.tui.widgets.typing_clock import key_typed, message_sent
 
 _AT_WORD = re.compile(r"(?:^|\s)@([^\s@]*)$")
 MENU_ROWS = 8
@@ -148,6 +148,7 @@ class PromptInput(TextArea):
         self._history_index = None
         self._draft = ""
         self.clear()
+        message_sent()  # the keys were the message's: a reply's frames no longer give way
         self.post_message(self.Submitted(text))
 
     def action_newline(self) -> None:
@@ -284,7 +285,8 @@ class PromptInput(TextArea):
 
     @on(TextArea.Changed)
     def _update_completions(self) -> None:
-        key_typed()  # also a key the App typed in for the user (the editor not focused)
+        if self.text:  # (cleared by a send: not a key)
+            key_typed()  # also a key the App typed in for the user (the editor not focused)
         if self.menu is None:
             return
         self._menu_for = (self.text, self.cursor_location)

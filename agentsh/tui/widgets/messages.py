@@ -5,10 +5,11 @@ markdown body at most every :data:`FLUSH_S` (each frame mounts the new blocks, t
 and repaints the screen: most of a frame's cost is Textual's), and after a frame the UI loop is
 left to keys for three times as long as the frame took while the user types, so painting
 then takes at most a quarter of it however slow or busy the machine is; while nobody types,
-the rest is at most :data:`REST_MAX_S`, so the reply keeps up with the stream. Each frame
-appends at most :data:`FRAME_CHARS`, so a burst or a backlog is painted over several frames,
-each on screen before the next, with keys handled between them; each append re-parses only
-the growing last block (Textual's ``Markdown.append``).
+the rest is at most :data:`REST_MAX_S`, so the reply keeps up with the stream. A frame takes
+all the text that has arrived, up to :data:`FRAME_CHARS` (:data:`TYPING_FRAME_CHARS` while the
+user types): only a burst is painted over several frames, each on screen before the next, with
+keys handled between them; each append re-parses only the growing last block (Textual's
+``Markdown.append``).
 Message bodies are built by :mod:`agentsh.tui.widgets.markdown_body`.
 """
 
@@ -40,15 +41,24 @@ FLUSH_S = 1 / 10  # streamed text reaches the screen in frames at most this ofte
 # rest of the app) for PAINT_REST times as long as the frame took, append to screen.
 PAINT_SHARE = 1 / 4
 PAINT_REST = (1 - PAINT_SHARE) / PAINT_SHARE
-# The most text one frame appends (a few blocks): a burst, or a reply the screen fell behind
-# on, is painted over several frames, with keys handled between them, not in one long stall.
-FRAME_CHARS = 1_600
 # ... while the user types. While nobody does, the rest is at most this: at load 10-17 a frame
 # took half a second or more waiting for a core, and resting three times as long painted a
 # reply streamed at 1,000 tokens/s far slower than it came (6,000 of its 8,000 characters
 # still unpainted when it ended, then seconds of catching up); but keys typed meanwhile
 # waited 7 times longer with the short rest (median 0.8 s instead of 0.11 s).
 REST_MAX_S = FLUSH_S
+# The most text one frame appends while nobody types. A frame takes all the text that has
+# arrived: most of its cost is the same whatever it appends (the chat laid out and drawn again:
+# ~40 ms of CPU), the rest grows with the blocks it mounts (~37 ms per 1,000 characters), so
+# fewer, fuller frames paint a reply for less. Capped at 1,600, a reply streamed at 1,000
+# tokens/s fell seconds behind on a loaded machine, and its last word showed 2-4 s after its
+# last chunk. Only a burst longer than this (a long reply arriving at once) is painted over
+# several frames, each on screen before the next, with keys handled between them.
+FRAME_CHARS = 8_000
+# ... and while the user types: frames then rest three times as long as they took, so each
+# would carry more text, take longer and rest longer still; a bounded frame keeps each stall
+# a key can meet short (the reply catches up once the typing stops).
+TYPING_FRAME_CHARS = 1_600
 FRAME_GAP_S = 0.005  # between the frames that paint what is left when a reply ends
 
 if TYPE_CHECKING:
@@ -143,12 +153,11 @@ class UserMessage(Vertical):
             await self.unfold()
 
 
-def _frame_cut(text: str) -> int:
+def _frame_cut(text: str, limit: int) -> int:
     """Where one frame's share of ``text`` ends: all of it if short, else at a line break
-    before :data:`FRAME_CHARS` (any cut is correct: the last block is parsed again). A frame's
-    cost, and so the longest a key waits for one, grows with the blocks it mounts: however far
-    behind the screen is, no frame appends more."""
-    limit = FRAME_CHARS
+    before ``limit`` (any cut is correct: the last block is parsed again). A frame's cost, and
+    so the longest a key waits for one, grows with the blocks it mounts: however far behind the
+    screen is, no frame appends more."""
     if len(text) <= limit:
         return len(text)
     line_end = text.rfind("\n", 0, limit)
@@ -277,7 +286,7 @@ class AssistantMessage(Vertical):
         self._drawing = True
         started = time.monotonic()
         try:
-            await self._paint_frame()
+            await self._paint_frame(TYPING_FRAME_CHARS if typing() else FRAME_CHARS)
         finally:
             # Most of a frame's cost is the layout and render that follow the append: the
             # frame is timed up to the refresh that puts it on screen.
@@ -296,14 +305,14 @@ class AssistantMessage(Vertical):
         if self._unsent:
             self._schedule()
 
-    async def _paint_frame(self) -> bool:
-        """Append (a bounded share of) what arrived since the last frame; True if some of
-        it was left for the next frame."""
+    async def _paint_frame(self, limit: int = FRAME_CHARS) -> bool:
+        """Append what arrived since the last frame, up to ``limit`` characters; True if some
+        of it was left for the next frame."""
         async with self._painting:
             if not self._unsent:
                 return False
             pending = "".join(self._unsent)
-            cut = _frame_cut(pending)
+            cut = _frame_cut(pending, limit)
             self._unsent = [pending[cut:]] if cut < len(pending) else []
             self.folded_whole = False  # new blocks may come
             # (object: mypy finds no class both a DOMNode and the protocol, the metaclasses differ)
@@ -313,7 +322,8 @@ class AssistantMessage(Vertical):
             return cut < len(pending)
 
     async def _flush(self) -> None:
-        """Paint everything still unsent, frame by frame, letting keys in between frames:
+        """Paint everything still unsent (the reply has ended: at once, up to :data:`FRAME_CHARS`
+        a frame, typing or not), frame by frame, letting keys in between frames:
         each frame is on screen (laid out and rendered) before the next is appended, so no
         two frames' layouts add up to one long stall."""
         while self._unsent:
