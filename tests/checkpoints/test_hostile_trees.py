@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,41 @@ def make_deep(root: Path, text: bytes) -> None:
         os.close(out)
     finally:
         os.close(fd)
+
+
+def remove_deep(root: Path) -> None:
+    """Delete ``root/d/d/...`` from the bottom up. pytest's own clean-up of old temporary
+    folders (``shutil.rmtree``) recurses once per level: left in place, the tree made a later
+    run end with a RecursionError printed under its results."""
+    fds = [os.open(root, os.O_RDONLY | os.O_DIRECTORY)]
+    try:
+        while True:
+            try:
+                fds.append(
+                    os.open("d", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fds[-1])
+                )
+            except (FileNotFoundError, NotADirectoryError):
+                break
+        for depth in range(len(fds) - 1, 0, -1):
+            for name in os.listdir(fds[depth]):  # noqa: PTH208 (a folder fd)
+                if name == "d":
+                    continue  # the level below, gone already
+                try:
+                    os.unlink(name, dir_fd=fds[depth])
+                except IsADirectoryError:
+                    shutil.rmtree(name, dir_fd=fds[depth])  # a shallow folder beside the chain
+            os.rmdir("d", dir_fd=fds[depth - 1])
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+@pytest.fixture(autouse=True)
+def _deep_trees_removed(tmp_path: Path) -> Iterator[None]:
+    yield
+    for folder in [tmp_path, *(p for p in tmp_path.iterdir() if p.is_dir() and not p.is_symlink())]:
+        if (folder / "d").is_dir() and not (folder / "d").is_symlink():
+            remove_deep(folder)
 
 
 def read_deep(root: Path) -> bytes:
