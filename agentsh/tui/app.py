@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
     from textual.command import Provider
     from textual.driver import Driver
+    from textual.notifications import SeverityLevel
 
     from agentsh.tui.panes.tree_pane import TreePane
 
@@ -130,6 +131,19 @@ class AgentshApp(App[None]):
         from agentsh.tui.exit_driver import ExitDriver
 
         return ExitDriver
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every notice as text, never markup, whoever posts it: they carry config keys,
+        file names and errors a project or a provider wrote (``[@click=...]`` is a link)."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     # -- layout -------------------------------------------------------------------------------
 

@@ -662,6 +662,25 @@ async def test_user_themes_load_reload_on_change_and_bad_ones_are_reported(
         assert app.theme == "mine"
 
 
+async def test_notices_show_what_a_project_wrote_as_text_not_markup(
+    project: Path, env: Environment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A config problem names the key the file wrote: a key like ``[@click=app.quit]`` is a
+    clickable action as markup, and ``[b]`` would vanish."""
+    env.user.config_file.parent.mkdir(parents=True, exist_ok=True)
+    env.user.config_file.write_text('[tui]\n"[@click=app.quit]x[/]" = 1\n')
+    app = AgentshApp(load_environment(project), LaunchOptions(), agent_factory=fake_factory(),
+                     cwd=project, watch_themes=False)  # fmt: skip
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        app.query_one(ChatView).notify("a widget's [b]notice[/b]")
+        await pilot.pause()
+        shown = list(app._notifications)
+        assert any("[@click=app.quit]x[/]" in n.message for n in shown)
+        assert any(n.message == "a widget's [b]notice[/b]" for n in shown)
+        assert not any(n.markup for n in shown)
+
+
 async def test_a_configured_theme_with_a_bad_variable_is_skipped_not_fatal(
     project: Path, env: Environment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1093,6 +1112,31 @@ async def test_a_provider_error_mid_reply_is_shown_in_place(make_app: MakeApp) -
         assert any(
             "retrying in 2s (attempt 1/3): rate limited" in n.text for n in app.query(NoteLine)
         )
+
+
+async def test_a_provider_error_is_shown_as_text_not_markup(make_app: MakeApp) -> None:
+    """The error comes from the provider: Textual markup in it (``[@click=...]``, or just
+    ``[model]``) is shown as written, never obeyed."""
+    from agentsh.events import TextDelta, TurnStarted
+
+    said = "set [model] api_base, or [@click=app.quit]click here[/]"
+
+    async def failing(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        user = agent.session.append_message(Role.USER, text)
+        yield TurnStarted(user.id, text)
+        yield TextDelta("Partial")
+        yield ErrorOccurred(ErrorKind.SERVER, said)
+        yield TurnEnded(TurnOutcome.ERROR, error=said)
+
+    app = make_app(factory=fake_factory(script=failing))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot, app)
+        await pilot.press(*"go", "enter")
+        await wait_for(
+            pilot, lambda: not app.controller.turn_running and bool(app.query(AssistantMessage))
+        )
+        footer = app.query_one(AssistantMessage).query_one(".message-footer")
+        assert said in str(footer.render())
 
 
 async def test_the_send_key_can_be_remapped(project: Path, make_app: MakeApp) -> None:

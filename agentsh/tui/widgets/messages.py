@@ -208,7 +208,7 @@ class AssistantMessage(Vertical):
         yield self._body
         if self.live or self._footer_text():
             yield self._keep(
-                "message-footer", Static(self._footer_text(), classes="message-footer")
+                "message-footer", Static(Content(self._footer_text()), classes="message-footer")
             )
 
     def _keep(self, name: str, line: Static) -> Static:
@@ -374,7 +374,7 @@ class AssistantMessage(Vertical):
         text = self._footer_text()
         if text or "message-footer" in self._lines:
             footer = self._line("message-footer")
-            footer.update(text)
+            footer.update(Content(text))  # the provider's words: text, never markup
             footer.display = bool(text)
             footer.set_class(bool(self._error) and not self._aborted, "error")
         if (thinking := self._lines.get("thinking")) is not None:
