@@ -1,10 +1,11 @@
 """When the user last typed into the editor (a key, or text the App put there for them).
 
-A streamed reply reads it to choose how long its frames rest
+A streamed reply reads it to choose how long its frames rest and how much each takes
 (:mod:`agentsh.tui.widgets.messages`): while the user types, the UI loop is left to their keys
-for three times as long as a frame took; while nobody types, the rest is short, so the reply
-is painted as fast as it comes even on a machine where one frame takes half a second. One
-clock per process: there is one screen.
+for three times as long as a frame took, and a frame appends a bounded share; while nobody
+types, the rest is short and a frame takes all that arrived, so the reply is painted as fast
+as it comes even on a machine where one frame takes half a second. Sending a message ends the
+typing (:func:`message_sent`). One clock per process: there is one screen.
 """
 
 from __future__ import annotations
