@@ -140,6 +140,9 @@ class ContextSettings:
     strikes_to_pause: int = _num(2, lo=1, doc="strikes in a row that pause auto-compaction")
     max_messages: int = _num(100, lo=4, doc="messages after the system message")
     summary_max_tokens: int = _num(4096, lo=256, doc="longest compaction summary")
+    summary_timeout_s: float = _num(
+        300.0, lo=1.0, doc="a summary call still running then is given up: the turns are archived"
+    )
     branch_summary_max_tokens: int = _num(2048, lo=128, doc="longest branch summary")
     pre_compaction_memory_save: bool = field(
         default=False, metadata={"doc": "one memory-only model turn before a Summarize"}

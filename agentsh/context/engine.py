@@ -343,8 +343,13 @@ class TieredEngine:
         )
         if request is None:
             return None, "the summary request would not fit the window"
+        limit = settings.summary_timeout_s
         try:
-            reply = await self.deps.summarize(request, max_tokens)
+            # Bounded as a whole: a model that hangs was retried as a network error, each try
+            # waiting model.request_timeout_s (600 s), and the turn waited for all of it.
+            reply = await asyncio.wait_for(self.deps.summarize(request, max_tokens), limit)
+        except TimeoutError:
+            return None, f"the summary model did not answer within {limit:g} s"
         except Exception as exc:  # noqa: BLE001 - any failure of the injected model falls back
             return None, _describe(exc)
         if isinstance(reply, SummaryReply):

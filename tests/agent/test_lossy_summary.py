@@ -4,6 +4,7 @@ not first write down, and the summary never reads as the user speaking."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -11,10 +12,10 @@ import pytest
 from agentsh.config import load_environment
 from agentsh.context.summary import SYSTEM_PROMPT as SUMMARY_SYSTEM_PROMPT
 from agentsh.events import CompactionFinished, Tier
-from agentsh.session.entries import CompactionEntry
+from agentsh.session.entries import CompactionEntry, ModelCallEntry
 from tests.agent.test_agent_loop import AgentFactory, collect, make_agent
 from tests.context.conftest import GOOD_SUMMARY
-from tests.fakes.server import Reply, ScriptedServer, ToolCallSpec
+from tests.fakes.server import RecordedRequest, Reply, ScriptedServer, ToolCallSpec
 
 __all__ = ["make_agent"]  # the fixture, imported for pytest
 
@@ -176,3 +177,33 @@ async def test_a_smaller_summary_model_is_sent_a_request_its_window_takes(
     assert sent.body["max_tokens"] <= max(256, window // 10)
     prompt = str(sent.messages[-1]["content"])
     assert "characters of the conversation omitted" in prompt  # cut to fit, not refused
+
+
+@pytest.mark.asyncio
+async def test_a_summary_model_that_hangs_is_given_up_and_the_turns_are_archived(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, project: Path
+) -> None:
+    """A summary call that never answers was retried as a network error, each try waiting
+    model.request_timeout_s (600 s): the compaction, and the turn behind it, waited ~40
+    minutes. context.summary_timeout_s bounds it; the call still counts (estimated)."""
+    _keep_one_turn(project)
+    with (project / ".agentsh" / "config.toml").open("a") as config:
+        config.write("summary_timeout_s = 1\n")
+
+    def slow(_request: RecordedRequest) -> Reply:
+        time.sleep(4)
+        return Reply(text=GOOD_SUMMARY.format(n=1))
+
+    scripted_server.script(Reply(text=f"first {WORDS}"), Reply(text=f"second {WORDS}"), slow)
+    agent = make_agent()
+    await collect(agent.run("one"))
+    await collect(agent.run("two"))
+    started = time.monotonic()
+    events = await collect(agent.compact(Tier.SUMMARIZE))
+    took = time.monotonic() - started
+    (done,) = [e for e in events if isinstance(e, CompactionFinished)]
+    assert done.tier is Tier.MOVE_TO_WORKSPACE
+    assert "the summary model did not answer within 1 s" in done.note
+    assert took < 3.5
+    calls = [e for e in agent.session.tree.records if isinstance(e, ModelCallEntry)]
+    assert calls and calls[-1].usage.estimated and calls[-1].usage.input_tokens > 0
