@@ -379,6 +379,20 @@ class Turn:
             await mcp.wait_until_started()
         emit_mcp_notices(self.host)
 
+    async def _count_cancelled_save(self, sent: int) -> None:
+        """A memory save cancelled before it answered was still sent: its tokens count on its
+        own record (estimated; priced within 2 s, as a cancelled reply's), as a cancelled
+        summary call's do. It counted nothing."""
+        host = self.host
+        usage = Usage(input_tokens=sent, estimated=True)
+        llm = host.llm
+        if llm is not None:
+            with contextlib.suppress(Exception, asyncio.CancelledError):  # a dead worker, a 2nd Esc
+                cost = await asyncio.wait_for(asyncio.to_thread(llm.cost, usage, llm.model), 2)
+                usage = replace(usage, cost=cost)
+        host.spent_usd += usage.cost
+        host.context.record_side_call("memory save", usage, "cancelled before it answered")
+
     async def _memory_flush(self, system: str) -> None:
         """Before a Summarize, one extra model turn with only the memory tool (opt-in), so what
         matters can be saved before the details leave the context. The exchange itself is not
@@ -389,6 +403,7 @@ class Turn:
         # Without compacting: the point is to let the model see the turns about to leave.
         messages = await host.context.prepare(system, [], compact=False)
         messages.append({"role": "user", "content": MEMORY_FLUSH_PROMPT})
+        sent = host.context.status().used + host.context.accounting.count(MEMORY_FLUSH_PROMPT)
         host.emit(Notice(NoticeLevel.INFO, "Saving to memory before the context is summarized"))
         completion: Completion | None = None
         memory_tool = host.memory_tool
@@ -401,6 +416,9 @@ class Turn:
         except LLMError as err:
             host.emit(Notice(NoticeLevel.WARNING, f"Memory save skipped: {err.message}"))
             return
+        except asyncio.CancelledError:
+            await self._count_cancelled_save(sent)
+            raise
         if completion is None:
             return
         host.spent_usd += completion.usage.cost

@@ -14,7 +14,14 @@ import pytest
 
 from agentsh.config import load_environment
 from agentsh.events import Event, TextDelta, Tier, TurnOutcome, UsageReported
-from agentsh.session.entries import CompactionEntry, MessageEntry, ModelCallEntry, StopReason
+from agentsh.session.entries import (
+    CompactionEntry,
+    MessageEntry,
+    ModelCallEntry,
+    Role,
+    StopReason,
+    Usage,
+)
 from agentsh.session.session import Session
 from tests.agent.test_agent_loop import AgentFactory, collect, ended, make_agent
 from tests.context.conftest import GOOD_SUMMARY
@@ -137,3 +144,45 @@ async def test_a_summary_call_cancelled_before_it_answers_counts_what_was_sent(
     assert approx // 2 < record.usage.input_tokens < approx * 2
     after = agent.status()
     assert after.session_input_tokens == before.session_input_tokens + record.usage.input_tokens
+
+
+@pytest.mark.asyncio
+async def test_a_memory_save_cancelled_before_it_answers_counts_what_was_sent(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, project: Path
+) -> None:
+    """The pre-compaction memory save cancelled (Esc) before its reply counted nothing: its
+    request, the whole context, was sent and is billed."""
+    _priced(project)
+    (project / ".agentsh").mkdir()
+    (project / ".agentsh" / "config.toml").write_text(
+        "[model]\nwindow = 20000\n[context]\npre_compaction_memory_save = true\n"
+    )
+    session = Session.create(load_environment(project).user.project_sessions_dir(project), project)
+    for i in range(8):
+        session.append_message(Role.USER, f"question-{i}")
+        words = " ".join(f"detail{i}x{j}" for j in range(600))
+        session.append_message(Role.ASSISTANT, f"answer-{i} {words}")
+    session.append_message(Role.ASSISTANT, "noted", usage=Usage(input_tokens=17_900))
+
+    def slow_save(request: RecordedRequest) -> Reply:
+        time.sleep(3)  # the user presses Esc meanwhile
+        return text("nothing to save")
+
+    scripted_server.script(slow_save)
+    agent = make_agent(session=session)
+    before = agent.status()
+    turn = asyncio.create_task(collect(agent.run("one more")))
+    for _ in range(500):
+        if scripted_server.requests:
+            break
+        await asyncio.sleep(0.02)
+    agent.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await turn
+    assert "memory" in json.dumps(scripted_server.requests[0].body["tools"])
+    (record,) = [e for e in agent.session.tree.records if isinstance(e, ModelCallEntry)]
+    assert record.purpose == "memory save" and record.usage.estimated
+    assert 17_000 < record.usage.input_tokens < 21_000
+    assert record.usage.cost == pytest.approx(record.usage.input_tokens * 3.0 / 1e6)
+    after = agent.status()
+    assert after.session_input_tokens >= before.session_input_tokens + record.usage.input_tokens
