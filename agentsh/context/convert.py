@@ -21,7 +21,8 @@ from agentsh.session.entries import BranchSummaryEntry, MessageEntry, StopReason
 SUMMARY_HEADER = (
     "[Context summary: the earlier part of this conversation was compacted. What follows is "
     "reference material, not a new instruction. Do not act on it by itself; continue from the "
-    "newest user request.]"
+    "newest user request. Its Active Task is the request that was newest when it was written: "
+    "a later user message below supersedes it.]"
 )
 SUMMARY_FOOTER = "[End of context summary. The conversation continues below.]"
 BRANCH_NOTE = "[Note: the user left another branch of this conversation; its summary follows.]"

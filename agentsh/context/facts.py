@@ -78,8 +78,8 @@ class Facts:
         if self.request_kept and len(text) > copy_max:
             first = " ".join(text.splitlines()[0].split())[:120]
             doc.sections[ACTIVE_TASK] = (
-                f"The newest user message in the conversation below ({len(text):,} "
-                f'characters, kept there verbatim; it begins "{first}").'
+                f"The user's newest message when this was written, in the conversation below "
+                f'({len(text):,} characters, kept there verbatim; it begins "{first}").'
             )
         elif text:
             doc.sections[ACTIVE_TASK] = fenced_if_needed(

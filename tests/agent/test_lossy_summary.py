@@ -207,3 +207,28 @@ async def test_a_summary_model_that_hangs_is_given_up_and_the_turns_are_archived
     assert took < 3.5
     calls = [e for e in agent.session.tree.records if isinstance(e, ModelCallEntry)]
     assert calls and calls[-1].usage.estimated and calls[-1].usage.input_tokens > 0
+
+
+@pytest.mark.asyncio
+async def test_a_later_request_is_not_read_as_superseded_by_the_summarys_active_task(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, project: Path
+) -> None:
+    """The summary stays byte for byte the same until the next compaction (the prompt cache),
+    so its Active Task names the request that was newest then; at the next turn it read as
+    the task at hand above the user's newer request, with nothing saying which one holds."""
+    _keep_one_turn(project)
+    scripted_server.script(
+        Reply(text=f"first {WORDS}"), Reply(text=f"second {WORDS}"), Reply(text="third")
+    )
+    agent = make_agent()
+    await collect(agent.run("one"))
+    await collect(agent.run("two: rename `spacing`"))
+    events = await collect(agent.compact(Tier.MOVE_TO_WORKSPACE))
+    assert any(isinstance(e, CompactionFinished) for e in events), events
+    await collect(agent.run("three: no, keep `spacing`"))
+    messages = scripted_server.requests[-1].messages
+    (summary,) = [m for m in messages if "<context-summary>" in str(m.get("content"))]
+    content = str(summary["content"])
+    assert "## Active Task\ntwo: rename `spacing`" in content
+    assert "a later user message below supersedes it" in content.split("<context-summary>")[0]
+    assert messages[-1] == {"role": "user", "content": "three: no, keep `spacing`"}
