@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentsh.context.convert import summary_message
 from agentsh.context.view import ContextEntry, ContextView, build_view, is_sent
 from agentsh.session.entries import (
     AnyEntry,
@@ -88,6 +89,7 @@ class Accounting:
         self._branch: BranchPosition | None = None
         self._records_seen = 0
         self._totals = Totals()
+        self._fence = -1  # tokens of the summary's fence (header, tags, footer), once counted
 
     # -- counting ---------------------------------------------------------------------------
 
@@ -95,6 +97,7 @@ class Accounting:
         """Count with ``count`` from now on (an exact tokenizer has loaded); no count made with
         the old one is kept."""
         self.count = count
+        self._fence = -1
         self._entry_tokens.clear()
         self._text_tokens.clear()
         self._view = None
@@ -147,8 +150,13 @@ class Accounting:
         raise TypeError(f"not a context entry: {entry!r}")  # pragma: no cover
 
     def summary_tokens(self, summary: str) -> int:
-        # The fence around the summary (header, tags, footer) is about 60 tokens.
-        return MESSAGE_OVERHEAD + 60 + self.count(summary) if summary.strip() else 0
+        """The summary message as sent: the summary in its fence (header, tags, footer; they
+        were taken for 60 tokens, ~100 by the estimate)."""
+        if not summary.strip():
+            return 0
+        if self._fence < 0:
+            self._fence = self.count(str(summary_message("")["content"]))
+        return MESSAGE_OVERHEAD + self._fence + self.count(summary)
 
     # -- the view ---------------------------------------------------------------------------
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentsh.context.accounting import Accounting
+from agentsh.context.accounting import MESSAGE_OVERHEAD, Accounting
+from agentsh.context.convert import summary_message
 from agentsh.llm.tokens import estimate_tokens
 from agentsh.session.entries import Role, StopReason, Usage
 from agentsh.session.session import Session
@@ -115,3 +116,13 @@ def test_status_reports_model_window_and_percent(
     assert status.model == "test/model" and status.window == 10_000
     assert status.used == 1003 and status.pct == pytest.approx(10.0)
     assert status.tier.value == "none" and not status.paused
+
+
+def test_a_summary_counts_as_the_message_that_is_sent(memory_session: Session) -> None:
+    """The summary's fence (header, tags, footer) was taken for 60 tokens; as sent it is ~100
+    by the estimate, so every figure after a compaction was short by that much."""
+    acc = Accounting(memory_session, estimate_tokens)
+    summary = "## Active Task\nfix the parser\n\n## Goal\n- a parser that parses\n" * 5
+    sent = summary_message(summary)["content"]
+    assert abs(acc.summary_tokens(summary) - (MESSAGE_OVERHEAD + estimate_tokens(sent))) <= 2
+    assert acc.summary_tokens("  ") == 0

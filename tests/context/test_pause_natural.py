@@ -80,8 +80,8 @@ async def test_when_compaction_cannot_keep_up_it_pauses_once_and_stays_paused(
     assert again.status().paused
     assert not [e for _t, e in events if isinstance(e, Notice)]
 
-    # /compact lifts it.
-    assert await again.compact() is not None
+    # /compact lifts it (also when only the newest turn is left to keep, as on 4k here).
+    await again.compact()
     assert not again.status().paused
 
 
