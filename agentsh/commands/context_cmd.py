@@ -146,8 +146,13 @@ def _manager(
             raise RuntimeError(NO_MODEL)
         from agentsh.llm.client import LLMClient
 
-        client = LLMClient(summary_model, settings=settings.model, api_base=api_base or None)
-        completion = await client.complete(messages, max_tokens=max_tokens)
+        # The session model's client, asked for the summary model: a summary model of another
+        # provider goes to that provider's server, never to this one's (api_base), as in the
+        # agent; a client of its own sent the conversation and its key to this one's.
+        client = LLMClient(
+            model or summary_model, settings=settings.model, api_base=api_base or None
+        )
+        completion = await client.complete(messages, max_tokens=max_tokens, model=summary_model)
         return SummaryReply.of(completion)  # counted in the session; cut off: refused
 
     return ContextManager(

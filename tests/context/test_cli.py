@@ -17,6 +17,7 @@ from agentsh.paths import UserPaths
 from agentsh.session.entries import CompactionEntry
 from agentsh.session.session import Session
 from tests.context.builders import Step, add_turn
+from tests.fakes.server import ScriptedServer
 
 
 def _session_on_disk(project: Path) -> Session:
@@ -120,3 +121,29 @@ def test_context_counts_the_schemas_of_every_tool_the_agent_sends(
         agent.close()
         close_shared()
     assert data["tools"] == expected
+
+
+def test_compact_sends_a_summary_model_of_another_provider_to_its_own_server(
+    project: Path,
+    scripted_server: ScriptedServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`agentsh compact` gave the summary model the session model's server: with an OpenAI
+    model on a proxy and an Anthropic summary model, the conversation and the Anthropic key
+    went to the proxy. The agent's own summary calls never did (LLMClient._base_for)."""
+    secret = "sk-ant-test-AGENTSH-not-for-the-proxy"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+    monkeypatch.setenv("ANTHROPIC_API_BASE", "http://127.0.0.1:9")  # its "own" server: refused
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    config = UserPaths.from_env().config_file
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(
+        f'[model]\nname = "openai/test-model"\napi_base = "{scripted_server.base_url}"\n'
+        'summary_model = "anthropic/claude-3-haiku-20240307"\nmax_retries = 0\n'
+    )
+    session = _session_on_disk(project)
+    assert main(["compact", session.id[:8], "--tier", "summarize"]) == 0
+    assert not [r for r in scripted_server.requests if secret in json.dumps(r.to_json())]
+    assert scripted_server.requests == []
+    assert "summary failed" in capsys.readouterr().out  # its server refused the connection
