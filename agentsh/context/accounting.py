@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentsh.context.convert import summary_message
+from agentsh.context.convert import entry_message, summary_message
 from agentsh.context.view import ContextEntry, ContextView, build_view, is_sent
 from agentsh.session.entries import (
     AnyEntry,
@@ -146,7 +146,8 @@ class Accounting:
                     tokens += self.count(view.call_arguments(call))
                 return tokens
             case BranchSummaryEntry():
-                return MESSAGE_OVERHEAD + 20 + self.count(entry.summary)
+                # As sent: the note and the fence around it (taken for 20 tokens).
+                return MESSAGE_OVERHEAD + self.count(str(entry_message(entry, view)["content"]))
         raise TypeError(f"not a context entry: {entry!r}")  # pragma: no cover
 
     def summary_tokens(self, summary: str) -> int:
