@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentsh.errors import AgentshError
+from agentsh.git_pointer import foreign_reason, foreign_repository
+from agentsh.git_stalls import discover, stall_reason
 from agentsh.programs import find_program
 
 # Overrides that hold for every command; command-line scope outranks every config file.
@@ -167,6 +169,10 @@ class GitTimeout(GitError):
     """git ran past its timeout (and was killed)."""
 
 
+class GitStall(GitError):
+    """git was not run: a file it would open would make it wait forever (FIFO, device)."""
+
+
 @dataclass(frozen=True, slots=True)
 class GitResult:
     """What a finished git command gave back."""
@@ -286,6 +292,7 @@ def run_git(
     git = find_git()
     if git is None:
         raise GitError("git is not installed (not found on PATH)")
+    work_tree = _work_tree(cwd, git_dir, work_tree)
     extra: list[tuple[str, str]] = []
     if _needs_driver_listing(args):
         listing = git_argv(_LIST_DRIVERS, git=git, git_dir=git_dir, work_tree=work_tree)
@@ -313,6 +320,7 @@ async def arun_git(
     git = find_git()
     if git is None:
         raise GitError("git is not installed (not found on PATH)")
+    work_tree = _work_tree(cwd, git_dir, work_tree)
     extra: list[tuple[str, str]] = []
     if _needs_driver_listing(args):
         listing = git_argv(_LIST_DRIVERS, git=git, git_dir=git_dir, work_tree=work_tree)
@@ -323,6 +331,22 @@ async def arun_git(
     if check and done.returncode != 0:
         raise GitError(_failure(args, done))
     return done
+
+
+def _work_tree(cwd: Path, git_dir: Path | None, work_tree: Path | None) -> Path | None:
+    """The work tree to name: the folder holding the ``.git`` git finds from ``cwd``, unless
+    the caller named the repository (a ``core.worktree`` in a cloned repository's config
+    would have agentsh's listings and checkpoints cover another folder: ``~``, say).
+    GitError when a file git would open there would make it wait forever, or when that
+    ``.git`` leads to another folder's repository (:mod:`agentsh.git_pointer`)."""
+    found = discover(cwd) if git_dir is None else None
+    if (stall := stall_reason(cwd, git_dir, found)) is not None:
+        raise GitStall(stall)
+    if found is not None and (foreign := foreign_repository(*found)) is not None:
+        raise GitError(f"{foreign_reason(found[0], foreign)}; agentsh runs none there")
+    if work_tree is None and found is not None:
+        return found[0]
+    return work_tree
 
 
 def _with_own(env: dict[str, str], own: Mapping[str, str] | None) -> dict[str, str]:
@@ -353,6 +377,7 @@ def _run(
             capture_output=True,
             timeout=timeout,
             check=False,
+            start_new_session=True,  # no terminal: an include.path of /dev/tty reads nothing
         )
     except subprocess.TimeoutExpired as exc:
         raise GitTimeout(f"git {argv[-1]} timed out after {timeout:g} s") from exc
@@ -380,6 +405,7 @@ async def _arun(
             stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
         )
     except OSError as exc:
         raise GitError(f"git could not be run: {exc.strerror or exc}") from exc

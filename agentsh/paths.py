@@ -215,21 +215,28 @@ def git_common_dir(root: Path) -> Path | None:
     """The repository folder shared by all worktrees of the repository at ``root``, read from
     ``.git`` itself (a folder, or a worktree's ``gitdir:`` file and its ``commondir``): no
     git process, nothing the repository configures runs."""
+    from agentsh.fsutil import read_regular
+    from agentsh.git_pointer import foreign_repository
+
     dot = root / ".git"
-    try:
-        if dot.is_dir():
-            return dot.resolve()
-        text = dot.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    if not text.startswith("gitdir:"):
-        return None
-    git_dir = (root / text[len("gitdir:") :].strip()).resolve()
-    try:
-        common = (git_dir / "commondir").read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
+    if dot.is_dir():
+        git_dir = dot.resolve()
+    else:
+        # Read only if regular and small: an unpacked archive's .git or commondir may be a
+        # FIFO (open() would wait forever, at every start) or a huge file.
+        text = (read_regular(dot, _POINTER_BYTES) or b"").decode("utf-8", "replace")
+        if not text.startswith("gitdir:"):
+            return None
+        git_dir = (root / text[len("gitdir:") :].strip()).resolve()
+    if foreign_repository(root, git_dir) is not None:
+        return None  # another folder's repository: not this project's identity
+    common = read_regular(git_dir / "commondir", _POINTER_BYTES)
+    if common is None:
         return git_dir
-    return (git_dir / common).resolve()
+    return (git_dir / common.decode("utf-8", "replace").strip()).resolve()
+
+
+_POINTER_BYTES = 4096  # a gitdir: or commondir pointer is one path
 
 
 def first_commit(root: Path, cache_file: Path | None = None) -> str:

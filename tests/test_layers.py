@@ -33,6 +33,8 @@ LAYERS: dict[str, int] = {
     "fsutil": 1,
     "gitutil": 1,
     "git_listing": 1,
+    "git_stalls": 1,
+    "git_pointer": 1,
     "programs": 1,
     "trust": 1,
     "config": 1,

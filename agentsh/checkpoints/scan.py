@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentsh.errors import AgentshError
+from agentsh.fsutil import read_regular
 from agentsh.git_listing import run_listing
 from agentsh.gitutil import GitError, run_git
 from agentsh.tools.walk import Walker
@@ -183,7 +184,7 @@ def index_stamp(root: Path) -> tuple[int, int, int, int] | None:
     dot_git = root / ".git"
     try:
         if dot_git.is_file():  # a worktree or submodule: "gitdir: <path>"
-            line = dot_git.read_text("utf-8", "replace").strip()
+            line = (read_regular(dot_git, 4096) or b"").decode("utf-8", "replace").strip()
             if not line.startswith("gitdir:"):
                 return None
             folder = Path(line[len("gitdir:") :].strip())

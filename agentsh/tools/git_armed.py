@@ -33,7 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentsh.config import Environment
-from agentsh.gitutil import GitError, GitTimeout, run_git
+from agentsh.git_pointer import foreign_reason, foreign_repository
+from agentsh.git_stalls import discover
+from agentsh.gitutil import GitError, GitStall, GitTimeout, run_git
 from agentsh.trust import Finding, register_source
 
 # Repository settings that name a program git runs (or another file of settings, another work
@@ -65,9 +67,12 @@ class Armed:
 
     items: tuple[str, ...]  # "hook pre-commit", "setting core.fsmonitor", "submodule a: ..."
     digest: str
+    foreign: str = ""  # why the repository is another folder's (then the one item)
 
     def reason(self) -> str:
         """In one line, for an approval prompt or a denial."""
+        if self.foreign:
+            return self.foreign
         shown = ", ".join(self.items[:_SHOWN])
         more = f" and {len(self.items) - _SHOWN} more" if len(self.items) > _SHOWN else ""
         return f"this repository's git runs programs it names ({shown}{more})"
@@ -84,6 +89,8 @@ def armed_programs(cwd: Path, *, timeout: float = 5.0) -> Armed | None:
     (hooks, program-naming settings, also of its submodules, which ``git status`` and a
     recursive checkout enter); None when nothing (or no repository). ``timeout``: for each
     git call (a configuration git cannot read in time counts as carrying programs)."""
+    if (foreign := foreign_armed(cwd)) is not None:
+        return foreign
     found = _Found()
     try:
         common = run_git(["rev-parse", "--git-common-dir"], cwd=cwd, timeout=timeout, check=False)
@@ -104,15 +111,30 @@ def armed_programs(cwd: Path, *, timeout: float = 5.0) -> Armed | None:
                 _armed(found, cwd, module, module, f"submodule {name}: ", timeout)
             if len(modules) > _MAX_MODULES:
                 found.unchecked(f"more than {_MAX_MODULES} submodules (not checked)")
-    except GitTimeout:
-        # A configuration git cannot read in time (an include.path naming a FIFO): what it
-        # would make git run is unknown, so it counts, and is never covered without asking.
+    except (GitTimeout, GitStall):
+        # A configuration git cannot read in time, or would wait on for good (an include.path
+        # naming a FIFO, which agentsh's git now refuses to open): what it would make the
+        # user's git run is unknown, so it counts, and is never covered without asking.
         found.unchecked("settings git could not read in time (not checked)")
     except GitError:
         return None  # no git: the command fails as well
     if not found.items:
         return None
     return Armed(tuple(found.items), "sha256:" + found.digest.hexdigest())
+
+
+def foreign_armed(cwd: Path) -> Armed | None:
+    """The repository git would use from ``cwd`` when it is another folder's (an archive's
+    ``.git`` saying ``gitdir: ~/work/private/.git``): a rule for git commands must not let
+    them change it unasked (:mod:`agentsh.git_pointer`). Seen without running git (agentsh's
+    own git refuses such a repository)."""
+    found = discover(cwd)
+    foreign = foreign_repository(*found) if found is not None else None
+    if found is None or foreign is None:
+        return None
+    digest = hashlib.sha256(os.fsencode(foreign)).hexdigest()
+    item = f"the repository of another folder ({foreign})"
+    return Armed((item,), f"sha256:{digest}", foreign_reason(found[0], foreign))
 
 
 class _Found:
@@ -309,7 +331,12 @@ _TRUST_CHECK_TIMEOUT_S = 2.0
 def git_findings(root: Path, cwd: Path) -> list[Finding]:
     """The project repository's hooks and program settings, as one finding whose digest is
     what they run; none for a repository that carries nothing (most: seen without git)."""
-    if not os.path.lexists(root / ".git") or _plainly_unarmed(root / ".git"):
+    if not os.path.lexists(root / ".git"):
+        return []
+    if (foreign := foreign_armed(root)) is not None:
+        what = f"{foreign.foreign} (trusted, an allow rule such as Bash(git:*) covers them)"
+        return [Finding(root / ".git", KIND, what, foreign.digest, loads=False)]
+    if _plainly_unarmed(root / ".git"):
         return []
     armed = armed_programs(root, timeout=_TRUST_CHECK_TIMEOUT_S)  # at every start: short
     if armed is None:
