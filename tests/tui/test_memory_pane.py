@@ -325,3 +325,34 @@ async def test_slash_memory_opens_the_pane_and_memory_text_lists_the_files_in_th
         await pilot.press("enter")
         await wait_for(pilot, lambda: bool(app.query(NoteMarkdown)))
         assert "The parser lives in src/parser.py" in app.query_one(NoteMarkdown).text
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("case", ["link-out", "untrusted"])
+async def test_memory_text_reads_memory_md_as_the_pane_does(
+    make_app: MakeApp, project: Path, tmp_path: Path, case: str
+) -> None:
+    """``/memory text`` read MEMORY.md with a plain open: through a link out of the project
+    (a private key shown in the chat; a FIFO hung the TUI) and in a folder not trusted."""
+    from agentsh.tui.widgets.messages import NoteMarkdown
+
+    env = write_project(project)
+    memory_md = project / ".agentsh" / "memory" / "MEMORY.md"
+    if case == "link-out":
+        secret = tmp_path / "id_ed25519"
+        secret.write_text("PRIVATE-KEY-MATERIAL\n")
+        memory_md.unlink()
+        memory_md.symlink_to(secret)
+    else:
+        env = load_environment(project, trust_project=False)
+        assert not env.trusted
+    app = make_app(factory=snapshot_factory(env), environment=env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        app.controller.prompt.text = "/memory text"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: bool(app.query(NoteMarkdown)))
+        text = app.query_one(NoteMarkdown).text
+    assert "PRIVATE-KEY-MATERIAL" not in text
+    assert "The parser lives in src/parser.py" not in text
+    assert "**User memory**" in text

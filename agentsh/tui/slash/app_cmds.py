@@ -30,20 +30,22 @@ async def memory(ctx: CommandContext, arg: str) -> None:
 
         await ctx.app.query_one(SidePanel).show(PaneName.MEMORY)
         return
+    import asyncio
+
+    from agentsh.memory.curated import CuratedMemory, MemoryTarget
+
     env = ctx.current.env
+    # Read as the memory pane reads them: an untrusted folder's MEMORY.md not at all, a
+    # link out of the project (to ~/.ssh/id_ed25519) or a FIFO refused, in a thread.
+    curated = CuratedMemory(env.project, env.user, env.settings.memory, project_trusted=env.trusted)
     parts: list[str] = []
-    for title, path in (
-        ("Project memory", env.project.memory_file),
-        ("User memory", env.user.user_memory_file),
+    for title, target in (
+        ("Project memory", MemoryTarget.MEMORY),
+        ("User memory", MemoryTarget.USER),
     ):
-        try:
-            text = path.read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
-            text = ""
-        except (OSError, UnicodeDecodeError) as exc:
-            text = f"(cannot be read: {exc})"
-        body = text or "_empty_"
-        parts.append(f"**{title}** (`{_home(path)}`)\n\n{body}")
+        text, problem = await asyncio.to_thread(curated.read_text, target)
+        body = text.strip() or (f"({problem})" if problem else "_empty_")
+        parts.append(f"**{title}** (`{_home(curated.path(target))}`)\n\n{body}")
     await ctx.view.markdown_note("\n\n".join(parts))
 
 
