@@ -25,12 +25,17 @@ _NAMES = {"\r": "\\r", "\x1b": "\\x1b", "\x07": "\\a", "\x08": "\\b", "\x0c": "\
 
 
 def _shown(match: re.Match[str]) -> str:
-    char = match.group()
+    return _escape(match.group())
+
+
+def _escape(char: str) -> str:
     name = _NAMES.get(char)
     if name is not None:
         return name
     code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def printable(text: str) -> str:
@@ -38,6 +43,35 @@ def printable(text: str) -> str:
     if text.isprintable() or not _CONTROL.search(text):
         return text
     return _CONTROL.sub(_shown, text.replace("\r\n", "\n"))
+
+
+# What draws as nothing, or as a blank that is not whitespace (a terminal does not fold it):
+# zero-width and format characters, fillers, the Braille blank, invisible tag characters.
+# Padding made of them pushes the tail of a command out of the box that shows it. Not the
+# joiner and the marks that emoji and Arabic, Hebrew or Persian text need (U+200C-200F).
+_INVISIBLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u2028\u2029"
+    "\u2060-\u2064\u206a-\u206f\u2800\u3164\ufeff\uffa0\ufff9-\ufffb\U000e0000-\U000e007f]"
+)
+
+
+def exact(text: str) -> str:
+    """``printable``, with invisible and blank-looking characters shown as escapes too: for
+    what the user approves, which must read as what runs."""
+    shown = printable(text)
+    if shown.isascii():
+        return shown
+    return _INVISIBLE_RUN.sub(_shown_run, shown)
+
+
+_INVISIBLE_RUN = re.compile(f"({_INVISIBLE.pattern})\\1*")
+
+
+def _shown_run(match: re.Match[str]) -> str:
+    """One escape, and how many there are when it repeats: ``\\u3164×3000``."""
+    count = len(match.group())
+    one = _escape(match.group(1))
+    return one if count == 1 else f"{one}×{count}"
 
 
 def one_line(text: str) -> str:

@@ -31,7 +31,7 @@ from textual.widget import Widget
 from textual.widgets import Static, TextArea
 
 from agentsh.events import ApprovalDecision, ApprovalRequest
-from agentsh.termsafe import printable
+from agentsh.termsafe import exact, printable
 from agentsh.tui.keys import KeyScope, bindings_for, display_key, spec
 from agentsh.tui.projection import ApprovalItem, approval_item
 from agentsh.tui.widgets.tool_block import diff_content
@@ -75,6 +75,7 @@ class ApprovalPrompt(Vertical, can_focus=True):
         self.follow = follow  # False: the user had scrolled up; the chat is not moved
         self.waiting_below = False
         self.answered: ApprovalItem | None = None  # the line it collapsed to, once it did
+        self._keys: list[str | tuple[str, str]] = []  # the answer keys' line, without a hint
 
     def _key(self, binding_id: str) -> str:
         return display_key(self._keymap.get(binding_id, spec(binding_id).key))
@@ -86,15 +87,16 @@ class ApprovalPrompt(Vertical, can_focus=True):
         req = self.request
         # What is approved is shown as it is: a control character or a bidirectional override
         # in a command is shown as an escape, not dropped or obeyed (an RLO reorders the text
-        # a reader sees: "Trojan Source").
-        summary = printable(req.summary)
+        # a reader sees: "Trojan Source"), and so is a character that draws as nothing or a
+        # blank (U+3164 padding pushed "; curl ... | sh" out of the box, unseen).
+        summary = exact(req.summary)
         title = Content.assemble(("? ", "bold $warning"), ("Allow ", ""), (summary, "bold"))
         yield Static(title, classes="approval-title")
         if req.reason:
             yield Static(Content(printable(req.reason)), classes="approval-reason")
         lines = 0
         if req.detail:
-            detail = printable(req.detail)
+            detail = exact(req.detail)
             lines = detail.count("\n") + 1
             body = (
                 diff_content(detail)
@@ -118,13 +120,31 @@ class ApprovalPrompt(Vertical, can_focus=True):
             group = printable(req.group)
             keys += [(f"[{self._key('approve_group')}]", "bold $success"), f" {group}   "]
         keys += [(f"[{self._key('deny')}]", "bold $error"), " deny"]
+        self._keys = keys
         if lines > DETAIL_ROWS:
-            up, down = (self._first_key(k) for k in ("approval_scroll_up", "approval_scroll_down"))
-            keys += ["   ", (f"[{up}/{down}]", "bold $accent"), f" scroll all {lines} lines"]
+            keys = [*keys, *self._scroll_hint(f"{lines} lines")]
         yield Static(Content.assemble(*keys), classes="approval-keys")
+
+    def _scroll_hint(self, what: str) -> list[str | tuple[str, str]]:
+        up, down = (self._first_key(k) for k in ("approval_scroll_up", "approval_scroll_down"))
+        return ["   ", (f"[{up}/{down}]", "bold $accent"), f" scroll all {what}"]
+
+    def _hint_overflow(self) -> None:
+        """Laid out: a detail that wraps past its box says so, as one of many lines does
+        (a single line of 5,000 characters showed its first rows and no hint of the rest)."""
+        if self.decision is not None or not self.is_mounted:
+            return
+        for detail in self.query(ApprovalDetail):
+            rows = detail.virtual_size.height
+            if detail.max_scroll_y > 0 and rows > detail.content_region.height:
+                hint = self._scroll_hint(f"{rows} rows")
+                self.query_one(".approval-keys", Static).update(
+                    Content.assemble(*self._keys, *hint)
+                )
 
     def on_mount(self) -> None:
         self._shown_at = time.monotonic()
+        self.call_after_refresh(self._hint_overflow)
         self.request.decision.add_done_callback(lambda _f: self._on_future_done())
         # Toasts sit over the bottom right, where the question's keys are: they go (a
         # project's config problems, shown at start for 10 s, hid "[n] deny").
@@ -164,6 +184,9 @@ class ApprovalPrompt(Vertical, can_focus=True):
         if self.waiting_below and self.decision is None and self.in_view():
             self._not_below()
             self._take_focus()
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._hint_overflow)  # wrapped anew
 
     def on_focus(self) -> None:
         # Ctrl+Up (or a click on the notice) focused it: Textual scrolled it into view.
