@@ -61,7 +61,11 @@ _KEY_SHAPES = re.compile(
     r"|hf_[A-Za-z0-9]{10,}|gh[pousr]_[A-Za-z0-9]{10,}|AKIA[0-9A-Z]{16}"
     r"|(?<=Bearer )[A-Za-z0-9._\-]{8,})"
 )
-_SECRET_ENV = re.compile(r"(API_KEY|_TOKEN|_SECRET|SECRET_KEY|ACCESS_KEY)$")
+# Also the names some providers use that the common suffixes miss: WATSONX_APIKEY, Bedrock's
+# AWS_BEARER_TOKEN_BEDROCK, CLARIFAI_PAT; and passwords (PGPASSWORD, MYSQL_PASSWORD).
+_SECRET_ENV = re.compile(
+    r"(API_?KEY|_TOKEN|_SECRET|SECRET_KEY|ACCESS_KEY|_PAT|PASSWORD|PASSWD)$|_BEARER_TOKEN_"
+)
 REDACTED = "[redacted]"
 # Credentials carried by a URL: a key in its query string (Azure's ``?api-key=``, ``&token=``,
 # signed URLs' ``sig=``) or a ``user:password@`` before the host.

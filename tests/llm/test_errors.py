@@ -220,3 +220,27 @@ async def test_a_local_openai_compatible_server_needs_no_key(
 
     assert done.text == "served without a key"
     assert scripted_server.requests[0].headers["authorization"] == "Bearer agentsh-no-key"
+
+
+def test_key_variables_every_provider_names_are_secrets() -> None:
+    """Names the common suffixes missed: litellm's WATSONX_APIKEY, Bedrock's
+    AWS_BEARER_TOKEN_BEDROCK, CLARIFAI_PAT, and passwords; a `bash` command's `env` output
+    reached the model with them in clear (README: provider keys are redacted)."""
+    from agentsh.llm.client import environment_secrets
+
+    secret = {
+        "WATSONX_APIKEY": "wx-0123456789",
+        "AWS_BEARER_TOKEN_BEDROCK": "bedrock-abcdefgh",
+        "CLARIFAI_PAT": "pat-abcdefgh12",
+        "PGPASSWORD": "hunter2hunter2",
+        "OPENAI_API_KEY": "sk-0123456789",
+    }
+    plain = {
+        "HOME": "/home/someone",
+        "SSH_AUTH_SOCK": "/tmp/ssh-XXXX/agent.1",
+        "KEYBOARD_LAYOUT": "us-international",
+        "PATH": "/usr/local/bin:/usr/bin",
+        "TOKENIZERS_PARALLELISM": "false-ish",
+    }
+    found = set(environment_secrets({**secret, **plain}))
+    assert found == set(secret.values())
