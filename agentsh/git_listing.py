@@ -79,7 +79,9 @@ def run_listing(
     if reason is not None:
         raise GitError(reason)
     try:
-        return run_git(args, cwd=cwd or root, work_tree=work_tree, env=env, timeout=timeout)
+        return run_git(
+            args, cwd=cwd or root, work_tree=work_tree, env=env, timeout=timeout, give_up=False
+        )
     except GitTimeout:
         raise GitError(_mark_slow(root, timeout)) from None
 
@@ -98,7 +100,7 @@ async def arun_listing(
     if reason is not None:
         raise GitError(reason)
     try:
-        return await arun_git(args, cwd=cwd or root, timeout=timeout)
+        return await arun_git(args, cwd=cwd or root, timeout=timeout, give_up=False)
     except GitTimeout:
         raise GitError(_mark_slow(root, timeout)) from None
 

@@ -281,25 +281,33 @@ def run_git(
     env: Mapping[str, str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     check: bool = True,
+    give_up: bool = True,
 ) -> GitResult:
     """Run ``git <args>`` in ``cwd`` with every repository-chosen program disarmed.
 
     ``git_dir``/``work_tree`` name the repository explicitly (``--git-dir``/``--work-tree``,
     which also outrank a ``core.worktree`` in the repository's config). ``env`` extends the
     environment (e.g. ``GIT_INDEX_FILE`` for a private index). Raises ``GitError`` when git is
-    missing, times out, or (with ``check``) exits non-zero.
+    missing, times out, or (with ``check``) exits non-zero. A timeout of
+    :data:`GIVE_UP_AFTER_S` or more keeps agentsh's git out of that repository for the rest of
+    the process (``give_up=False``: the caller bounds such commands itself).
     """
     git = find_git()
     if git is None:
         raise GitError("git is not installed (not found on PATH)")
-    work_tree = _work_tree(cwd, git_dir, work_tree)
+    work_tree, repository = _work_tree(cwd, git_dir, work_tree)
     extra: list[tuple[str, str]] = []
-    if _needs_driver_listing(args):
-        listing = git_argv(_LIST_DRIVERS, git=git, git_dir=git_dir, work_tree=work_tree)
-        listed = _run(listing, cwd, git_env(), None, timeout)
-        extra = driver_overrides(_names(listed.stdout)) if listed.returncode == 0 else []
-    argv = git_argv(args, git=git, git_dir=git_dir, work_tree=work_tree)
-    done = _run(argv, cwd, _with_own(git_env(None, extra), env), input, timeout)
+    try:
+        if _needs_driver_listing(args):
+            listing = git_argv(_LIST_DRIVERS, git=git, git_dir=git_dir, work_tree=work_tree)
+            listed = _run(listing, cwd, git_env(), None, timeout)
+            extra = driver_overrides(_names(listed.stdout)) if listed.returncode == 0 else []
+        argv = git_argv(args, git=git, git_dir=git_dir, work_tree=work_tree)
+        done = _run(argv, cwd, _with_own(git_env(None, extra), env), input, timeout)
+    except GitTimeout:
+        if give_up:
+            _give_up(repository, args, timeout)
+        raise
     if check and done.returncode != 0:
         raise GitError(_failure(args, done))
     return done
@@ -315,38 +323,63 @@ async def arun_git(
     env: Mapping[str, str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,  # noqa: ASYNC109 - the same signature as run_git
     check: bool = True,
+    give_up: bool = True,
 ) -> GitResult:
     """``run_git`` for the event loop: the same argv and environment, without blocking it."""
     git = find_git()
     if git is None:
         raise GitError("git is not installed (not found on PATH)")
-    work_tree = _work_tree(cwd, git_dir, work_tree)
+    work_tree, repository = _work_tree(cwd, git_dir, work_tree)
     extra: list[tuple[str, str]] = []
-    if _needs_driver_listing(args):
-        listing = git_argv(_LIST_DRIVERS, git=git, git_dir=git_dir, work_tree=work_tree)
-        listed = await _arun(listing, cwd, git_env(), None, timeout)
-        extra = driver_overrides(_names(listed.stdout)) if listed.returncode == 0 else []
-    argv = git_argv(args, git=git, git_dir=git_dir, work_tree=work_tree)
-    done = await _arun(argv, cwd, _with_own(git_env(None, extra), env), input, timeout)
+    try:
+        if _needs_driver_listing(args):
+            listing = git_argv(_LIST_DRIVERS, git=git, git_dir=git_dir, work_tree=work_tree)
+            listed = await _arun(listing, cwd, git_env(), None, timeout)
+            extra = driver_overrides(_names(listed.stdout)) if listed.returncode == 0 else []
+        argv = git_argv(args, git=git, git_dir=git_dir, work_tree=work_tree)
+        done = await _arun(argv, cwd, _with_own(git_env(None, extra), env), input, timeout)
+    except GitTimeout:
+        if give_up:
+            _give_up(repository, args, timeout)
+        raise
     if check and done.returncode != 0:
         raise GitError(_failure(args, done))
     return done
 
 
-def _work_tree(cwd: Path, git_dir: Path | None, work_tree: Path | None) -> Path | None:
+GIVE_UP_AFTER_S = 10.0  # a timeout at least this long says the repository makes git hang
+_GAVE_UP: dict[str, str] = {}  # repository folder -> why agentsh's git stays out of it
+
+
+def _give_up(repository: str, args: Sequence[str], timeout: float) -> None:
+    """git hung on this repository (a FIFO where it reads attributes, a stalled mount): every
+    later call would wait as long, so the rest of the process runs no git there."""
+    if repository and timeout >= GIVE_UP_AFTER_S:
+        _GAVE_UP[repository] = (
+            f"git {args[0] if args else ''} did not finish in {timeout:g} s in {repository} "
+            "(a file git reads there may never end): agentsh runs no more git there in this run"
+        )
+
+
+def _work_tree(cwd: Path, git_dir: Path | None, work_tree: Path | None) -> tuple[Path | None, str]:
     """The work tree to name: the folder holding the ``.git`` git finds from ``cwd``, unless
     the caller named the repository (a ``core.worktree`` in a cloned repository's config
     would have agentsh's listings and checkpoints cover another folder: ``~``, say).
     GitError when a file git would open there would make it wait forever, or when that
-    ``.git`` leads to another folder's repository (:mod:`agentsh.git_pointer`)."""
+    ``.git`` leads to another folder's repository (:mod:`agentsh.git_pointer`), or git hung
+    there before. Also the repository's folder, resolved ("" when none was found)."""
     found = discover(cwd) if git_dir is None else None
+    folder = git_dir if git_dir is not None else found[1] if found is not None else None
+    repository = os.path.realpath(folder) if folder is not None else ""
+    if (gave_up := _GAVE_UP.get(repository)) is not None:
+        raise GitStall(gave_up)
     if (stall := stall_reason(cwd, git_dir, found)) is not None:
         raise GitStall(stall)
     if found is not None and (foreign := foreign_repository(*found)) is not None:
         raise GitError(f"{foreign_reason(found[0], foreign)}; agentsh runs none there")
     if work_tree is None and found is not None:
-        return found[0]
-    return work_tree
+        return found[0], repository
+    return work_tree, repository
 
 
 def _with_own(env: dict[str, str], own: Mapping[str, str] | None) -> dict[str, str]:

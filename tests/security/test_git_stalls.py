@@ -236,3 +236,27 @@ def test_a_core_worktree_elsewhere_does_not_move_agentshs_listings(
     assert changes is not None
     assert "new.py" in changes.paths and "tax-return.pdf" not in changes.paths
     assert "a.txt" not in changes.paths  # unchanged, and present where agentsh looks
+
+
+def test_after_git_hangs_once_in_a_repository_agentsh_runs_no_more_git_there(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A FIFO no check can list cheaply (``pkg/.gitattributes``, read when a file of ``pkg``
+    changed) made every ``git status`` wait out its 30 s: a two-call ``-p`` run took 84 s."""
+    from agentsh import gitutil
+    from agentsh.gitutil import GitStall, GitTimeout
+
+    monkeypatch.setattr(gitutil, "_GAVE_UP", {})
+    monkeypatch.setattr(gitutil, "GIVE_UP_AFTER_S", 1.0)
+    (project / "pkg").mkdir()
+    (project / "pkg" / "a.txt").write_text("a\n")
+    git(project, "add", ".")
+    git(project, *("-c", "user.email=a@b", "-c", "user.name=a"), "commit", "-qm", "init")
+    os.mkfifo(project / "pkg" / ".gitattributes")
+    (project / "pkg" / "a.txt").write_text("b\n")
+    with pytest.raises(GitTimeout):
+        _quick(lambda: run_git(["status", "--porcelain"], cwd=project, timeout=1.5))
+    started = time.monotonic()
+    with pytest.raises(GitStall, match=r"did not finish in 1\.5 s .* no more git there"):
+        run_git(["status", "--porcelain"], cwd=project / "pkg", timeout=1.5)
+    assert time.monotonic() - started < 0.5
