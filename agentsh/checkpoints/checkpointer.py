@@ -197,14 +197,21 @@ class Checkpointer:
             self._tell(report.shortfall)
 
     def _relative(self, paths: Sequence[Path]) -> list[str]:
-        """``paths`` as the store names them; [] (look at everything) if one is outside."""
+        """``paths`` as the store names them; [] (look at everything) if one is outside.
+        A file outside the project (an ``--add-dir`` folder's) is not checkpointed, and the
+        user is told so once per folder: no restore brings it back."""
         out: list[str] = []
+        outside = False
         for path in paths:
             try:
                 out.append(path.relative_to(self.root).as_posix())
             except ValueError:
-                return []
-        return out
+                outside = True
+                self._tell(
+                    f"{path.parent} is outside the project: file checkpoints do not cover "
+                    "what is written there, and no restore brings it back."
+                )
+        return [] if outside else out
 
     def take_notices(self) -> list[str]:
         """What the user has not been told yet (evictions, failures), once."""

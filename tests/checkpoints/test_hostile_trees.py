@@ -156,3 +156,17 @@ def test_the_sweep_of_a_killed_restores_files_never_goes_through_a_link(
     assert checkpointer.capture() is not None
     assert (outside / leftover).read_text() == "not agentsh's"
     assert not (repo / leftover).exists()  # the project's own leftover is swept
+
+
+def test_a_write_outside_the_project_is_named_as_not_covered(
+    repo: Path, tmp_path: Path, make_checkpointer: Callable[..., Checkpointer]
+) -> None:
+    added = tmp_path / "added"  # an --add-dir folder
+    added.mkdir()
+    checkpointer = make_checkpointer(repo)
+    assert checkpointer.capture() is not None
+    (added / "x.txt").write_text("x\n")
+    assert checkpointer.capture([added / "x.txt", repo / "app.py"]) is not None
+    assert checkpointer.capture([added / "y.txt"]) is not None
+    (notice,) = checkpointer.take_notices()
+    assert notice.startswith(f"{added} is outside the project: file checkpoints do not cover")
