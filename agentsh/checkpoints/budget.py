@@ -45,7 +45,7 @@ def enforce_budget(user: UserPaths, budget_bytes: int, current: CheckpointStore)
     """Evict oldest-first until every store together fits ``budget_bytes``."""
     if total_bytes(user) <= budget_bytes:
         return BudgetReport()
-    reports: list[str] = []
+    dropped: dict[Path, Eviction] = {}  # per store, all passes together (in order)
     shortfall = ""
     opened: dict[Path, CheckpointStore] = {current.path: current}
     try:
@@ -60,14 +60,30 @@ def enforce_budget(user: UserPaths, budget_bytes: int, current: CheckpointStore)
                 )
                 break
             records = max(1, victim.journal_size() // 4)
-            reports.append(_sentence(victim, victim.evict(records), budget_bytes))
+            dropped[victim.path] = _added(dropped.get(victim.path), victim.evict(records))
             if total_bytes(user) <= budget_bytes:
                 break
+        # One sentence per store, however many passes it took (it was one per pass: a
+        # single capture over budget printed 40 warning lines).
+        reports = tuple(
+            _sentence(opened[path], eviction, budget_bytes) for path, eviction in dropped.items()
+        )
     finally:
         for store in opened.values():
             if store is not current:
                 store.close()
-    return BudgetReport(tuple(reports), shortfall)
+    return BudgetReport(reports, shortfall)
+
+
+def _added(before: Eviction | None, now: Eviction) -> Eviction:
+    if before is None:
+        return now
+    return Eviction(
+        before.records + now.records,
+        before.freed_bytes + now.freed_bytes,
+        now.horizon,
+        now.horizon_time,
+    )
 
 
 def _oldest(user: UserPaths, opened: dict[Path, CheckpointStore]) -> CheckpointStore | None:

@@ -47,3 +47,20 @@ def test_an_impossible_budget_is_reported_through_the_agents_notices(
     notices = checkpointer.take_notices()
     assert any("budget, dropped the" in n for n in notices)
     assert sum("no file history left" in n for n in notices) == 1  # told once, not per capture
+
+
+def test_every_store_is_reported_in_one_sentence_however_many_passes_it_took(
+    driver: Driver, repo: Path
+) -> None:
+    driver.user("go")
+    for round_ in range(12):
+        data = os.urandom(60_000) + bytes([round_])
+        driver.tool("write", partial((repo / "data.bin").write_bytes, data))
+    store = driver.checkpointer.recorder.store
+    records = store.journal_size()
+    size = budget.total_bytes(driver.checkpointer.user)
+    report = budget.enforce_budget(driver.checkpointer.user, size // 4, store)
+    (sentence,) = report.evictions  # a quarter of the records per pass: several passes
+    dropped = records - store.journal_size()
+    assert dropped > records // 4
+    assert f"dropped the {dropped} oldest file changes of {repo}" in sentence
