@@ -8,9 +8,11 @@ import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import agentsh.checkpoints.restore as restore_module
 from agentsh.checkpoints import scan
 from agentsh.checkpoints.checkpointer import Checkpointer
 from tests.checkpoints.conftest import Driver, git
@@ -170,3 +172,30 @@ def test_a_write_outside_the_project_is_named_as_not_covered(
     assert checkpointer.capture([added / "y.txt"]) is not None
     (notice,) = checkpointer.take_notices()
     assert notice.startswith(f"{added} is outside the project: file checkpoints do not cover")
+
+
+def test_a_folder_swapped_for_a_link_after_the_last_check_is_not_written_through(
+    driver: Driver, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The restore's own check passes; then, before the writes, ``src`` becomes a link to a
+    folder elsewhere. The writes walk from the root without following links: nothing lands
+    there (the file is reported as not restored)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    start = driver.user("go")
+    driver.tool("bash", lambda: (repo / "src" / "lib.py").write_text("VALUE = 2\n"))
+    plan = driver.checkpointer.plan(driver.session, start.id)
+    assert [(i.path, i.problem) for i in plan.items] == [("src/lib.py", "")]
+    checked = restore_module._moved_since_plan
+
+    def check_then_swap(*args: Any) -> str:
+        moved = checked(*args)
+        (repo / "src").rename(tmp_path / "src-moved")
+        (repo / "src").symlink_to(outside, target_is_directory=True)
+        return moved
+
+    monkeypatch.setattr(restore_module, "_moved_since_plan", check_then_swap)
+    result = restore_module.apply(driver.checkpointer.recorder, plan)
+    assert [path for path, _why in result.failed] == ["src/lib.py"]
+    assert list(outside.iterdir()) == []
+    assert (tmp_path / "src-moved" / "lib.py").read_text() == "VALUE = 2\n"
