@@ -30,7 +30,7 @@ from agentsh.checkpoints.restore import (
     check_unchanged,
     plan,
 )
-from agentsh.checkpoints.scan import ScanError
+from agentsh.checkpoints.scan import ScanError, TooManyFiles
 from agentsh.checkpoints.store import CheckpointStore, StoreError
 from agentsh.config import CheckpointSettings
 from agentsh.git_listing import known_listing_refusal
@@ -63,6 +63,7 @@ class Checkpointer:
         self._lock = threading.RLock()
         self._warming: threading.Thread | None = None
         self._closed = False
+        self._off = ""  # why checkpoints gave up for this run ("": they did not)
         self.last_capture: Capture | None = None
 
     @property
@@ -92,7 +93,7 @@ class Checkpointer:
         or an edit just wrote), which spares listing the project. None when it failed (the
         user is told)."""
         with self._lock:
-            if self._closed:
+            if self._closed or self._off:
                 return None
             try:
                 capture = self.recorder.capture(self._relative(paths))
@@ -103,6 +104,14 @@ class Checkpointer:
                 if capture.changed or capture.baseline:
                     self._enforce_budget()
                 return capture
+            except TooManyFiles as exc:
+                # Listing 150,000 files to find there are too many took 2-3 s, twice per tool
+                # call: give up for this run instead.
+                self._off = str(exc)
+                self._tell(
+                    f"Checkpoints are off for this run: {_why(exc)}. File changes cannot be "
+                    "restored."
+                )
             except CheckpointFailure as exc:
                 self._tell(
                     f"Checkpoint failed ({_why(exc)}); the file changes of this step cannot be "

@@ -48,6 +48,10 @@ class ScanError(AgentshError):
     """The project's files cannot be listed (too many, or unreadable)."""
 
 
+class TooManyFiles(ScanError):
+    """The project has more files than a checkpoint covers (listing them costs seconds)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Listing:
     paths: list[str]
@@ -78,7 +82,7 @@ def list_files(root: Path, *, max_files: int) -> Listing:
     if listing is None:
         listing = _walk_listing(root, max_files)
     if len(listing.paths) > max_files:
-        raise ScanError(
+        raise TooManyFiles(
             f"the project has more than {max_files:,} files; checkpoints cover at most that many"
         )
     return listing

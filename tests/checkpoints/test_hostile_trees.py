@@ -199,3 +199,24 @@ def test_a_folder_swapped_for_a_link_after_the_last_check_is_not_written_through
     assert [path for path, _why in result.failed] == ["src/lib.py"]
     assert list(outside.iterdir()) == []
     assert (tmp_path / "src-moved" / "lib.py").read_text() == "VALUE = 2\n"
+
+
+def test_a_project_with_too_many_files_is_listed_once_per_run(
+    repo: Path, make_checkpointer: Callable[..., Checkpointer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Listing 150,000 files to learn there are too many took 2-3 s: twice per tool call."""
+    listings: list[Path] = []
+    listed = scan.list_files
+
+    def counted(root: Path, *, max_files: int) -> scan.Listing:
+        listings.append(root)
+        return listed(root, max_files=max_files)
+
+    monkeypatch.setattr(scan, "list_files", counted)
+    checkpointer = make_checkpointer(repo)
+    checkpointer.recorder.max_files = 3  # the repository has 4
+    assert checkpointer.capture() is None
+    assert checkpointer.capture() is None
+    assert len(listings) == 1
+    (notice,) = checkpointer.take_notices()
+    assert notice.startswith("Checkpoints are off for this run: the project has more than 3 files")
