@@ -46,11 +46,21 @@ def enforce_budget(user: UserPaths, budget_bytes: int, current: CheckpointStore)
     if total_bytes(user) <= budget_bytes:
         return BudgetReport()
     dropped: dict[Path, Eviction] = {}  # per store, all passes together (in order)
+    forgotten: list[str] = []
     shortfall = ""
     opened: dict[Path, CheckpointStore] = {current.path: current}
     try:
         for _ in range(MAX_PASSES):
             victim = _oldest(user, opened)
+            idle = _least_recent(opened, current)
+            if idle is not None and (victim is None or idle[0] <= _oldest_time(victim)):
+                # Another project with no file history left, last used before the oldest
+                # history anywhere: the copies of its current files go (kept, they made every
+                # capture of every other project drop its own new history at once).
+                forgotten.append(_forgot(idle[1], idle[1].forget_files(), budget_bytes))
+                if total_bytes(user) <= budget_bytes:
+                    break
+                continue
             if victim is None:
                 size = total_bytes(user) / 1e6
                 shortfall = (
@@ -67,7 +77,7 @@ def enforce_budget(user: UserPaths, budget_bytes: int, current: CheckpointStore)
         # single capture over budget printed 40 warning lines).
         reports = tuple(
             _sentence(opened[path], eviction, budget_bytes) for path, eviction in dropped.items()
-        )
+        ) + tuple(forgotten)
     finally:
         for store in opened.values():
             if store is not current:
@@ -102,6 +112,35 @@ def _oldest(user: UserPaths, opened: dict[Path, CheckpointStore]) -> CheckpointS
             if oldest is not None and (best is None or oldest[1] < best[0]):
                 best = (oldest[1], store)
     return None if best is None else best[1]
+
+
+def _least_recent(
+    opened: dict[Path, CheckpointStore], current: CheckpointStore
+) -> tuple[float, CheckpointStore] | None:
+    """(last used, store): another project's store with no file history left that still
+    holds copies of its files, the least recently used."""
+    idle: list[tuple[float, CheckpointStore]] = []
+    for store in opened.values():
+        if store is current:
+            continue
+        with contextlib.suppress(sqlite3.Error):
+            if store.has_baseline() and not store.journal_size():
+                idle.append((store.last_used() / 1e9, store))
+    return min(idle, key=lambda pair: pair[0]) if idle else None
+
+
+def _oldest_time(store: CheckpointStore) -> float:
+    oldest = store.oldest_record()
+    return oldest[1] if oldest is not None else float("inf")
+
+
+def _forgot(store: CheckpointStore, freed: int, budget_bytes: int) -> str:
+    root = store.meta("root") or str(store.root)
+    return (
+        f"Checkpoints: over the {budget_bytes / 1e6:.0f} MB budget, dropped the copies of the "
+        f"files of {root} (no file history was left there; {freed / 1e6:.1f} MB freed); its "
+        "next checkpoint starts afresh."
+    )
 
 
 def _sentence(store: CheckpointStore, eviction: Eviction, budget_bytes: int) -> str:

@@ -431,11 +431,36 @@ class CheckpointStore:
                 f"{time.time():.0f} {eviction.records} {eviction.horizon} {eviction.horizon_time}",
             )
         with self._lock:
-            self._db.execute("PRAGMA incremental_vacuum")
+            self._db.executescript("PRAGMA incremental_vacuum;")  # execute() frees one page
             with contextlib.suppress(sqlite3.OperationalError):
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         freed = max(0, before - self.disk_bytes())
         return Eviction(eviction.records, freed, eviction.horizon, eviction.horizon_time)
+
+    def forget_files(self) -> int:
+        """Drop the copies of the files as they are now, in a store with no file history
+        left (a project not worked on lately); its next capture starts afresh. Returns the
+        bytes freed; 0 (and nothing dropped) if the store holds history after all."""
+        before = self.disk_bytes()
+        with self.writing():
+            if self.journal_size():
+                return 0
+            self._db.execute("DELETE FROM files")
+            self._db.execute("DELETE FROM blobs")
+            self.set_meta("baseline", "0")
+            self.set_meta("horizon", str(self.seq()))
+            self.set_meta("generation", str(int(self.meta("generation", "0") or 0) + 1))
+            self._cache = None
+            self._cache_generation = -1
+        with self._lock:
+            self._db.executescript("PRAGMA incremental_vacuum;")  # execute() frees one page
+            with contextlib.suppress(sqlite3.OperationalError):
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return max(0, before - self.disk_bytes())
+
+    def last_used(self) -> int:
+        """When the store's last capture began (ns since the epoch; 0: never)."""
+        return int(self.meta("last_capture_ns", "0") or 0)
 
     def journal_size(self) -> int:
         row = self._db.execute("SELECT count(*) FROM journal").fetchone()
