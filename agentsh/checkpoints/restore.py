@@ -187,8 +187,8 @@ def content(recorder: Recorder, ref: str) -> bytes | None:
 def _problem(recorder: Recorder, path: str, target: Ref, current: Ref) -> str:
     if target[0] == NOT_CAPTURED:
         return (
-            "its content at that point was not kept (over max_file_bytes, hard-linked, or "
-            "unreadable)"
+            "agentsh has no copy of it from that point (it was over max_file_bytes, "
+            "hard-linked or unreadable)"
         )
     if current[0] == NOT_CAPTURED:
         # A hard-linked file is not captured either (it counts as outside the project).

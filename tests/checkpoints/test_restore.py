@@ -129,12 +129,17 @@ def test_a_forged_plan_cannot_reach_git_data_or_leave_the_project(
 def test_a_file_over_the_cap_is_never_overwritten_or_deleted(driver: Driver, repo: Path) -> None:
     big = b"x" * (5 * 1024 * 1024)
     start = driver.user("go")
-    driver.tool("bash", lambda: (repo / "dump.bin").write_bytes(big))
+    written = driver.tool("bash", lambda: (repo / "dump.bin").write_bytes(big))
     plan = driver.checkpointer.plan(driver.session, start.id)
     (item,) = plan.items
     assert item.path == "dump.bin" and "max_file_bytes" in item.problem
     driver.checkpointer.restore(driver.session, plan, include_outside=True)
     assert (repo / "dump.bin").read_bytes() == big
+    # Gone later, the point where it was too big to keep says why it cannot come back (the
+    # list read "kept: its content at that point was not kept").
+    driver.tool("bash", (repo / "dump.bin").unlink)
+    (item,) = driver.checkpointer.plan(driver.session, written.id).items
+    assert item.problem.startswith("agentsh has no copy of it from that point")
 
 
 def test_a_change_after_the_plan_stops_the_restore_before_any_write(
