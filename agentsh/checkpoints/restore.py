@@ -570,6 +570,6 @@ def _sweep_temps(fd: int) -> None:
     lock, so no other restore of this project is running)."""
     with contextlib.suppress(OSError):
         for name in os.listdir(fd):
-            if name.startswith(scan.TEMP_PREFIX):
+            if scan.is_temp_name(name):
                 with contextlib.suppress(OSError):
                     os.unlink(name, dir_fd=fd)

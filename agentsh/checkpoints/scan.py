@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import stat
 import threading
 from dataclasses import dataclass
@@ -41,6 +42,16 @@ SKIP_DIRS = frozenset(
 #: the temporary files a restore writes next to their targets (never covered; a kill can
 #: leave one behind, and the next restore removes it)
 TEMP_PREFIX = ".agentsh-restore-"
+#: exactly the names those temporary files get (8 or 12 hex digits): a project's own file that
+#: merely starts with the prefix is the project's, never swept
+_TEMP_NAME = re.compile(r"\.agentsh-restore-[0-9a-f]{8}(?:[0-9a-f]{4})?\.tmp")
+
+
+def is_temp_name(name: str) -> bool:
+    """Whether ``name`` (a file name, no folder) is a restore's temporary file."""
+    return _TEMP_NAME.fullmatch(name) is not None
+
+
 GIT_TIMEOUT_S = 30.0
 
 
@@ -64,7 +75,7 @@ class Listing:
 def covered(path: str) -> bool:
     """False for a path inside a skipped folder, or a restore's temporary file."""
     parts = path.split("/")
-    if parts[-1].startswith(TEMP_PREFIX):
+    if is_temp_name(parts[-1]):
         return False
     return not any(part in SKIP_DIRS for part in parts[:-1])
 
@@ -164,7 +175,7 @@ def _ls_files(root: Path, which: list[str]) -> Listing:
             paths[name] = None
             if raw[:1] != b"?":
                 tracked.add(name)
-        elif _is_stray(name):
+        elif raw[:1] == b"?" and _is_stray(name):  # never a file git tracks
             strays.append(name)
     return Listing(list(paths), "git", undecodable, tuple(strays), frozenset(tracked))
 
@@ -227,7 +238,7 @@ def _walk_listing(root: Path, max_files: int) -> Listing:
 
 def _is_stray(path: str) -> bool:
     parts = path.split("/")
-    return parts[-1].startswith(TEMP_PREFIX) and not any(p in SKIP_DIRS for p in parts[:-1])
+    return is_temp_name(parts[-1]) and not any(p in SKIP_DIRS for p in parts[:-1])
 
 
 def index_oids(root: Path) -> dict[str, tuple[str, bool]]:

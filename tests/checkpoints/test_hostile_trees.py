@@ -220,3 +220,29 @@ def test_a_project_with_too_many_files_is_listed_once_per_run(
     assert len(listings) == 1
     (notice,) = checkpointer.take_notices()
     assert notice.startswith("Checkpoints are off for this run: the project has more than 3 files")
+
+
+def test_a_projects_own_file_named_like_a_restores_temporary_file_is_kept(
+    driver: Driver, repo: Path, make_checkpointer: Callable[..., Checkpointer]
+) -> None:
+    """Only the exact names a restore gives its temporary files are swept: a committed
+    ``.agentsh-restore-notes.txt`` was deleted by every capture, and never checkpointed."""
+    own = repo / f"{scan.TEMP_PREFIX}notes.txt"
+    own.write_text("mine\n")
+    (repo / "src" / f"{scan.TEMP_PREFIX}0123abcd.tmp").write_text("a killed restore's\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "own file")
+    untracked = repo / f"{scan.TEMP_PREFIX}89abcdef.tmp"
+    untracked.write_text("a killed restore's\n")
+    start = driver.user("go")
+    driver.tool("bash", lambda: own.write_text("changed\n"))
+    assert own.read_text() == "changed\n"
+    assert not untracked.exists()  # swept
+    assert (repo / "src" / f"{scan.TEMP_PREFIX}0123abcd.tmp").exists()  # tracked: git's
+    plan = driver.checkpointer.plan(driver.session, start.id)
+    assert [i.path for i in plan.items] == [own.name]
+    driver.checkpointer.restore(driver.session, plan)
+    assert own.read_text() == "mine\n"
+    # A new process lists every file (the tracked ones too) at its first capture.
+    assert make_checkpointer(repo).capture() is not None
+    assert own.read_text() == "mine\n"
