@@ -39,6 +39,7 @@ from agentsh.llm.failures import (
     url_secrets,
 )
 from agentsh.llm.models import needs_cache_markers, provider_of
+from agentsh.llm.stream_end import skip_rebuild
 from agentsh.llm.usage import call_cost, parse_usage
 from agentsh.values import StopReason, ToolCall, Usage
 
@@ -271,6 +272,7 @@ class LLMClient:
             try:
                 try:
                     response = await litellm.acompletion(**kwargs)
+                    skip_rebuild(response, litellm)  # the last item without a 1-2 s rebuild
                     async for chunk in response:
                         for event in assembler.feed(chunk):
                             yield event
