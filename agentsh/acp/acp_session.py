@@ -106,6 +106,11 @@ class AcpSession:
     def id(self) -> str:
         return self.agent.session.id
 
+    @property
+    def running(self) -> bool:
+        """A prompt (or a command such as ``/compact``) is being answered."""
+        return self._lock.locked()
+
     def tell_later(self, text: str) -> None:
         self._notes.append(text)
 

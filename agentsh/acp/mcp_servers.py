@@ -14,16 +14,33 @@ from typing import Any
 
 from agentsh.mcp.servers_config import ServerSpec, spec_from_acp
 
+#: at most this many of the editor's servers are started (each may be a process)
+MAX_SERVERS = 64
+
 
 def client_servers(servers: Sequence[Any]) -> tuple[list[ServerSpec], list[str]]:
     """The editor's ``servers`` (the ``acp`` package's models) as agentsh server specs, and a
-    problem for each one agentsh cannot take."""
-    specs: list[ServerSpec] = []
+    problem for each one agentsh cannot take: malformed, a name given twice (the first one
+    is used), or past :data:`MAX_SERVERS`."""
+    specs: dict[str, ServerSpec] = {}
     problems: list[str] = []
     for server in servers:
         entry = server.model_dump() if hasattr(server, "model_dump") else server
         try:
-            specs.append(spec_from_acp(entry))
+            spec = spec_from_acp(entry)
         except (ValueError, TypeError, AttributeError) as exc:
             problems.append(f"the editor's {exc}; not started")
-    return specs, problems
+            continue
+        if spec.name in specs:
+            problems.append(
+                f"the editor's MCP server {spec.name!r} is given twice; the first is used"
+            )
+        elif len(specs) == MAX_SERVERS:
+            problems.append(
+                f"the editor passed more than {MAX_SERVERS} MCP servers; {spec.name!r} and "
+                "those after it are not started"
+            )
+            break
+        else:
+            specs[spec.name] = spec
+    return list(specs.values()), problems

@@ -114,6 +114,10 @@ class AcpServer:
         self._capabilities: ClientCapabilities | None = None
         self._sessions: dict[str, AcpSession] = {}
         self._warming = False
+        # One session/load at a time: two loads of one open session, each reopening it with
+        # other MCP servers, would each close the session and open it again (the second
+        # could drop the first one's reopened agent unclosed, its log still locked).
+        self._loading = asyncio.Lock()
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
@@ -179,6 +183,16 @@ class AcpServer:
         mcp_servers: list[Any] | None = None,
         additional_directories: list[str] | None = None,
         **kwargs: Any,
+    ) -> LoadSessionResponse:
+        async with self._loading:
+            return await self._load(cwd, session_id, mcp_servers, additional_directories)
+
+    async def _load(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[Any] | None,
+        additional_directories: list[str] | None,
     ) -> LoadSessionResponse:
         opened = self._sessions.get(session_id)
         if opened is not None and _servers_changed(mcp_servers, opened):
@@ -356,7 +370,7 @@ class AcpServer:
         would; the mode the editor chose is kept."""
         folder = _folder(cwd)
         await opened.end_turn(_END_TURN_S)
-        if opened.agent.busy:
+        if opened.running:
             raise RequestError(
                 -32000,
                 "agentsh is still ending this session's turn; load it again in a moment",
@@ -364,7 +378,8 @@ class AcpServer:
             )
         mode, plan = opened.agent.approval_mode, opened.agent.plan_mode
         before = sorted(spec.name for spec in opened.mcp_servers)
-        self._sessions.pop(opened.id, None)
+        if self._sessions.get(opened.id) is opened:
+            del self._sessions[opened.id]
         await asyncio.to_thread(opened.close)  # the log's lock and the servers let go
         env = await asyncio.to_thread(self._environment, folder)
         session, _found = await asyncio.to_thread(_saved_session, env, folder, opened.id)

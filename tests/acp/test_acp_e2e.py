@@ -651,3 +651,29 @@ async def test_loading_an_open_session_with_other_mcp_servers_uses_those(
     assert (await plain.prompt(sid, "and now")).stop_reason == "end_turn"
     offered = [t["function"]["name"] for t in server.requests[before].body.get("tools", [])]
     assert not [name for name in offered if name.startswith("mcp__")]
+
+
+async def test_two_loads_at_once_with_other_mcp_servers_leave_one_working_session(
+    plain: AcpAgent,
+) -> None:
+    """Two ``session/load`` s of one open session, each with another server list, sent
+    together (a window reopened twice): each reopens it in turn; the last one's servers are
+    the session's. Run side by side, the second could drop the first one's reopened agent
+    unclosed, its log still locked, and fail, leaving no open session."""
+    server = plain.server
+    script = [str(FAKE_MCP_SERVER)]
+    first = McpServerStdio(name="first", command=sys.executable, args=script, env=[])
+    second = McpServerStdio(name="second", command=sys.executable, args=script, env=[])
+    sid = (await plain.conn.new_session(cwd=str(plain.project), mcp_servers=[])).session_id
+    server.script(text("one"))
+    assert (await plain.prompt(sid, "hello")).stop_reason == "end_turn"
+
+    await asyncio.gather(
+        plain.conn.load_session(cwd=str(plain.project), session_id=sid, mcp_servers=[first]),
+        plain.conn.load_session(cwd=str(plain.project), session_id=sid, mcp_servers=[second]),
+    )
+    server.script(text("two"))
+    before = len(server.requests)
+    assert (await plain.prompt(sid, "and now")).stop_reason == "end_turn"
+    offered = [t["function"]["name"] for t in server.requests[before].body.get("tools", [])]
+    assert "mcp__second__echo" in offered and "mcp__first__echo" not in offered
