@@ -66,10 +66,16 @@ async def _serve(server: AcpServer, pipes: ProtocolPipes, received: list[int]) -
 
     _end_on_signals(server, received)
     reader, writer = await open_streams(pipes)
-    # The methods AcpServer does not define (fork, resume, config options) are answered
-    # "method not found" by the package's router: it looks each one up by name. Lines that
-    # are no JSON-RPC message never reach it (agentsh.acp.frames).
-    await run_agent(cast("Agent", server), ScreenedTransport(reader, writer, server.end_turns))
+    # The methods AcpServer does not define (fork, config options) are answered "method not
+    # found" by the package's router: it looks each one up by name. session/close and
+    # session/resume are in the package's "unstable" set (the protocol has them, and agentsh
+    # advertises them): without the flag the router refused them although they are defined.
+    # Lines that are no JSON-RPC message never reach it (agentsh.acp.frames).
+    await run_agent(
+        cast("Agent", server),
+        ScreenedTransport(reader, writer, server.end_turns),
+        use_unstable_protocol=True,
+    )
 
 
 def _end_on_signals(server: AcpServer, received: list[int]) -> None:

@@ -29,6 +29,7 @@ from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
     ClientCapabilities,
+    CloseSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
@@ -37,12 +38,15 @@ from acp.schema import (
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    ResumeSessionResponse,
     SessionAdditionalDirectoriesCapabilities,
     SessionCapabilities,
+    SessionCloseCapabilities,
     SessionInfo,
     SessionListCapabilities,
     SessionMode,
     SessionModeState,
+    SessionResumeCapabilities,
     SetSessionModeResponse,
 )
 
@@ -149,6 +153,8 @@ class AcpServer:
                 session_capabilities=SessionCapabilities(
                     list=SessionListCapabilities(),
                     additional_directories=SessionAdditionalDirectoriesCapabilities(),
+                    resume=SessionResumeCapabilities(),
+                    close=SessionCloseCapabilities(),
                 ),
             ),
             agent_info=Implementation(name="agentsh", title="agentsh", version=__version__),
@@ -185,39 +191,65 @@ class AcpServer:
         **kwargs: Any,
     ) -> LoadSessionResponse:
         async with self._loading:
-            return await self._load(cwd, session_id, mcp_servers, additional_directories)
-
-    async def _load(
-        self,
-        cwd: str,
-        session_id: str,
-        mcp_servers: list[Any] | None,
-        additional_directories: list[str] | None,
-    ) -> LoadSessionResponse:
-        opened = self._sessions.get(session_id)
-        if opened is not None and _servers_changed(mcp_servers, opened):
-            opened = await self._reopen(opened, cwd, mcp_servers or [], additional_directories)
-        elif opened is not None:  # open already: the editor's roots now are the ones it gives
-            await self._refolder(opened, additional_directories)
-        else:
-            folder = _folder(cwd)
-            if not _is_uuid(session_id):
-                raise RequestError.invalid_params({"sessionId": "not an agentsh session id"})
-            env = await asyncio.to_thread(self._environment, folder)
-            session, found = await asyncio.to_thread(_saved_session, env, folder, session_id)
-            opened = await self._open(
-                env, folder, session, mcp_servers or [], additional_directories
-            )
-            if not found:
-                await opened.say(
-                    "agentsh: there is no saved conversation with this id (it may have ended "
-                    "before anything was said); it goes on from here as a new one."
-                )
+            opened = await self._opened_for(cwd, session_id, mcp_servers, additional_directories)
         await opened.send(available_commands())
         for update in replay(opened.agent.session.current_path(), opened.cwd):
             await opened.send(update)
         await opened.send(usage_update(opened.agent.status()))
         return LoadSessionResponse(modes=_modes(opened.agent))
+
+    async def resume_session(
+        self,
+        cwd: str,
+        session_id: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> ResumeSessionResponse:
+        """``session/resume``: ``session/load`` without the replay (the client kept the
+        thread), the same servers and folders rules."""
+        async with self._loading:
+            opened = await self._opened_for(cwd, session_id, mcp_servers, additional_directories)
+        await opened.send(available_commands())
+        await opened.send(usage_update(opened.agent.status()))
+        return ResumeSessionResponse(modes=_modes(opened.agent))
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
+        """``session/close``: its turn ended as ``session/cancel`` does, its log finished and
+        let go (``agentsh -r`` can resume it at once), its MCP servers stopped."""
+        async with self._loading:
+            opened = self._session(session_id)
+            await self._let_go(opened)
+        log.info("session %s: closed by the client", session_id)
+        return CloseSessionResponse()
+
+    async def _opened_for(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[Any] | None,
+        additional_directories: list[str] | None,
+    ) -> AcpSession:
+        """The session a load or resume names: open already (reopened when the client's MCP
+        servers changed, else given the client's folders now), or opened from its log."""
+        opened = self._sessions.get(session_id)
+        if opened is not None and _servers_changed(mcp_servers, opened):
+            return await self._reopen(opened, cwd, mcp_servers or [], additional_directories)
+        if opened is not None:  # open already: the editor's roots now are the ones it gives
+            await self._refolder(opened, additional_directories)
+            return opened
+        folder = _folder(cwd)
+        if not _is_uuid(session_id):
+            raise RequestError.invalid_params({"sessionId": "not an agentsh session id"})
+        env = await asyncio.to_thread(self._environment, folder)
+        session, found = await asyncio.to_thread(_saved_session, env, folder, session_id)
+        opened = await self._open(env, folder, session, mcp_servers or [], additional_directories)
+        if not found:
+            await opened.say(
+                "agentsh: there is no saved conversation with this id (it may have ended "
+                "before anything was said); it goes on from here as a new one."
+            )
+        return opened
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
@@ -369,18 +401,9 @@ class AcpServer:
         opened again from its log with the servers given now, as a load in a new agentsh
         would; the mode the editor chose is kept."""
         folder = _folder(cwd)
-        await opened.end_turn(_END_TURN_S)
-        if opened.running:
-            raise RequestError(
-                -32000,
-                "agentsh is still ending this session's turn; load it again in a moment",
-                {"sessionId": opened.id},
-            )
         mode, plan = opened.agent.approval_mode, opened.agent.plan_mode
         before = sorted(spec.name for spec in opened.mcp_servers)
-        if self._sessions.get(opened.id) is opened:
-            del self._sessions[opened.id]
-        await asyncio.to_thread(opened.close)  # the log's lock and the servers let go
+        await self._let_go(opened)
         env = await asyncio.to_thread(self._environment, folder)
         session, _found = await asyncio.to_thread(_saved_session, env, folder, opened.id)
         reopened = await self._open(env, folder, session, mcp_servers, additional_directories)
@@ -392,6 +415,21 @@ class AcpServer:
             f"{', '.join(before) or 'none'}); the session was reopened with them"
         )
         return reopened
+
+    async def _let_go(self, opened: AcpSession) -> None:
+        """Close ``opened``: its turn ended first (as ``session/cancel``, up to 3 s), then its
+        log and servers; refused while the turn has not ended (closing the log under it
+        would lose what it appends)."""
+        await opened.end_turn(_END_TURN_S)
+        if opened.running:
+            raise RequestError(
+                -32000,
+                "agentsh is still ending this session's turn; try again in a moment",
+                {"sessionId": opened.id},
+            )
+        if self._sessions.get(opened.id) is opened:
+            del self._sessions[opened.id]
+        await asyncio.to_thread(opened.close)  # the log's lock and the servers let go
 
     async def _refolder(self, opened: AcpSession, given: list[str] | None) -> None:
         """``session/load`` of a session open here: its additional directories become those

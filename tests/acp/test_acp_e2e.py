@@ -29,6 +29,7 @@ from agentsh.session.session import Session
 from agentsh.values import Role, StopReason
 from tests.acp.conftest import AcpAgent, Asked, EditorClient, spawn_acp
 from tests.fakes.server import ErrorReply, Reply, text, tool_call
+from tests.mcp.conftest import wait_gone
 
 #: A real MCP server (the SDK's), run as a script as an editor would start it.
 FAKE_MCP_SERVER = Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py"
@@ -677,3 +678,48 @@ async def test_two_loads_at_once_with_other_mcp_servers_leave_one_working_sessio
     assert (await plain.prompt(sid, "and now")).stop_reason == "end_turn"
     offered = [t["function"]["name"] for t in server.requests[before].body.get("tools", [])]
     assert "mcp__second__echo" in offered and "mcp__first__echo" not in offered
+
+
+async def test_close_lets_the_session_go_and_resume_goes_on_without_a_replay(
+    plain: AcpAgent, tmp_path: Path
+) -> None:
+    """``session/close`` and ``session/resume`` (advertised): a closed session's log is
+    let go (the TUI can resume it at once) and its MCP servers stopped; a resume continues
+    the conversation without replaying it. Both were "method not found": a thread closed in
+    the editor kept its log locked and its servers running until the agent exited."""
+    assert plain.initialized.agent_capabilities is not None
+    caps = plain.initialized.agent_capabilities.session_capabilities
+    assert caps is not None and caps.close is not None and caps.resume is not None
+    client, server = plain.client, plain.server
+    pids = tmp_path / "pids"
+    fake = McpServerStdio(
+        name="fake",
+        command=sys.executable,
+        args=[str(FAKE_MCP_SERVER), "--pid-dir", str(pids)],
+        env=[],
+    )
+    sid = (await plain.conn.new_session(cwd=str(plain.project), mcp_servers=[fake])).session_id
+    server.script(text("noted: banana"))
+    assert (await plain.prompt(sid, "remember banana")).stop_reason == "end_turn"
+    assert list(pids.glob("server-*"))
+
+    await plain.conn.close_session(session_id=sid)
+    path = next((plain.home / "data" / "sessions").rglob(f"*_{sid}.jsonl"))
+    Session.open(path).close()  # the lock is free: another agentsh can take the session
+    servers = [int(f.name.split("-")[1]) for f in pids.glob("server-*")]
+    assert await asyncio.to_thread(wait_gone, servers) == [], "its MCP server outlived it"
+    with pytest.raises(RequestError):  # closed: no prompt goes to it any more
+        await plain.prompt(sid, "still there?")
+
+    updates_before = len(client.updates[sid])
+    resumed = await plain.conn.resume_session(cwd=str(plain.project), session_id=sid)
+    assert resumed.modes is not None
+    replayed = [
+        u
+        for u in client.updates[sid][updates_before:]
+        if u.session_update in ("user_message_chunk", "agent_message_chunk")
+    ]
+    assert replayed == []  # the client kept the thread
+    server.script(text("banana it was"))
+    assert (await plain.prompt(sid, "what was it?")).stop_reason == "end_turn"
+    assert "remember banana" in json.dumps(server.requests[-1].messages)
