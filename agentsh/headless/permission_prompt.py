@@ -6,7 +6,8 @@ with a ``control_request`` line on stdout (subtype ``can_use_tool``: the tool's 
 input, the call's id, a title and why it asks), and the host's ``control_response`` on stdin
 decides: ``allow`` runs it once, ``deny`` refuses it (``interrupt: true`` also stops the turn),
 an error response refuses it as unanswered. A question the turn no longer waits for (an
-interrupt, Ctrl+C) is withdrawn with a ``control_cancel_request``. Refusals are listed in the
+interrupt, Ctrl+C) is withdrawn with a ``control_cancel_request``; one the host can no longer
+answer (it closed stdin) is refused as unanswered. Refusals are listed in the
 result's ``permission_denials`` as Claude Code does. An ``allow`` with another ``updatedInput``
 runs the call with that input, as Claude Code does, once the approver has checked it: it must
 fit the tool's parameters and need no approval beyond this one (not outside the project, not a
@@ -54,6 +55,7 @@ class StdioPermissions:
         self._inputs: dict[str, dict[str, Any]] = {}  # call id -> the model's arguments
         self._asked: dict[str, ApprovalRequest] = {}  # our request id -> the waiting request
         self.denied: list[dict[str, Any]] = []  # for the result's permission_denials
+        self._gone = False  # the host closed stdin: nobody can answer any more
 
     def note(self, event: AssistantMessage) -> None:
         """Remember the calls' arguments: the question shows the host the tool's input."""
@@ -65,6 +67,9 @@ class StdioPermissions:
             self._inputs[call_id] = parsed if isinstance(parsed, dict) else {}
 
     def ask(self, request: ApprovalRequest) -> None:
+        if self._gone:
+            self._unanswered(request)
+            return
         request_id = f"agentsh-permission-{next(self._ids)}"
         self._asked[request_id] = request
         self._write(
@@ -111,6 +116,27 @@ class StdioPermissions:
         if body.get("interrupt") is True:
             self._interrupt()
         return True
+
+    def host_gone(self) -> None:
+        """The host closed stdin: the questions it was asked, and any asked from now on, are
+        refused as unanswered (the model is told nobody answered) rather than waited for
+        forever."""
+        self._gone = True
+        pending, self._asked = list(self._asked.values()), {}
+        for request in pending:
+            if not request.decision.done():
+                self._unanswered(request)
+
+    def _unanswered(self, request: ApprovalRequest) -> None:
+        self._warn(f"{one_line(request.summary)}: refused: stdin is closed, nobody can answer")
+        self.denied.append(
+            {
+                "tool_name": request.tool,
+                "tool_use_id": request.call_id,
+                "tool_input": self._inputs.get(request.call_id, {}),
+            }
+        )
+        request.decision.set_result(ApprovalDecision.NO_ANSWER)
 
     def _permissions(self, request: ApprovalRequest, updates: object) -> None:
         """Apply the updates that came with an allow; a warning line for each problem."""

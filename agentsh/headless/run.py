@@ -304,6 +304,8 @@ async def _read_turns(
         nonlocal ended
         if item is EOF:
             ended = True
+            if asks is not None:  # nobody is left to answer an approval
+                asks.host_gone()
         elif isinstance(item, UserInput):
             waiting.append(item)
         elif isinstance(item, ControlRequest):

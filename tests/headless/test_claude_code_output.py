@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from claude_agent_sdk import (
     AssistantMessage,
     ResultMessage,
@@ -317,6 +318,36 @@ def test_stream_json_input_drives_several_turns(
     assert len(results) == 2
     second = [m["content"] for m in scripted_server.requests[1].messages]
     assert "question one" in second and "first answer" in second and "question two" in second
+
+
+@pytest.mark.timeout(300)  # it hung for good; a loaded machine took 90 s to pass it
+def test_a_question_the_host_can_no_longer_answer_is_refused(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, project: Path
+) -> None:
+    # The host closed stdin after its message (it died, or it never answers can_use_tool):
+    # the approval was waited for forever and the run never ended.
+    scripted_server.script(
+        tool_call("bash", {"command": "echo hi > out.txt"}, id="b1"), text("could not")
+    )
+    message = {"type": "user", "message": {"role": "user", "content": "run it"}}
+    run = run_agentsh(
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--permission-prompt-tool",
+        "stdio",
+        input=json.dumps(message) + "\n",
+    )
+    assert run.code == 0, run.stderr
+    assert not (project / "out.txt").exists()
+    results = [line for line in _lines(run) if line["type"] == "result"]
+    assert [r["result"] for r in results] == ["could not"]
+    assert [d["tool_use_id"] for d in results[0]["permission_denials"]] == ["b1"]
+    assert "stdin is closed, nobody can answer" in run.stderr
+    told = [m for m in scripted_server.requests[1].messages if m["role"] == "tool"]
+    assert "nobody answered" in str(told[0]["content"])
 
 
 def test_partial_messages_stream_text_deltas(
