@@ -60,3 +60,6 @@ class HalfOpenProxy:
             while data := source.recv(65536):
                 if not self.frozen:
                     sink.sendall(data)
+        if not self.frozen:  # an end is passed on, as a network would (frozen: it is lost)
+            with contextlib.suppress(OSError):
+                sink.shutdown(socket.SHUT_WR)
