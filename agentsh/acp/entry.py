@@ -20,6 +20,7 @@ import sys
 from typing import TYPE_CHECKING, cast
 
 from agentsh.errors import EXIT_OK
+from agentsh.process_end import run_loop
 
 if TYPE_CHECKING:
     from agentsh.acp.server import AcpServer
@@ -44,7 +45,9 @@ def main(args: argparse.Namespace) -> int:
     server = AcpServer(options)
     received: list[int] = []
     try:
-        asyncio.run(_serve(server, pipes, received))
+        # Not asyncio.run: it waits for the worker threads, and one stuck in a system call
+        # (a tool reading a FIFO, a hung mount) kept the agent from ever exiting.
+        run_loop(_serve(server, pipes, received))
     except (KeyboardInterrupt, asyncio.CancelledError):
         pass
     finally:

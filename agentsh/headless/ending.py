@@ -7,10 +7,10 @@ the first, ends the run outright: the main task is cancelled and the result of t
 stopped written as interrupted (``Output.abort``).
 
 Either way a worker thread may be blocked for good in a system call (a tool reading a FIFO or
-a hung network mount, a library's socket read): asyncio would wait for it when its loop
-closes and the interpreter again when it exits, and ``agentsh -p`` never ended. So the loop is
-run by :func:`run_loop`, which does not wait for the default executor's threads; once the run
-was ended outright, :func:`leave` skips the interpreter's wait for threads; and a backstop
+a hung network mount, a library's socket read): the loop is run by
+:func:`agentsh.process_end.run_loop`, which does not wait for such threads; once the run was
+ended outright, :func:`~agentsh.process_end.leave` skips the interpreter's wait for them; and a
+backstop
 (:data:`BACKSTOP_S` after it) writes the result if nobody has and ends the process from a
 thread of its own, should the main thread be stuck itself.
 """
@@ -18,19 +18,15 @@ thread of its own, should the main thread be stuck itself.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
-import os
 import signal
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, NoReturn, Protocol, TypeVar
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from agentsh.errors import EXIT_INTERRUPTED
-
-T = TypeVar("T")
+from agentsh.process_end import leave, stuck_threads
 
 #: how long a stopped turn may take to end by itself before the run is ended outright
 GRACE_S = 3.0
@@ -126,7 +122,7 @@ class Stopping:
             with contextlib.suppress(OSError, ValueError, TypeError):
                 signal.signal(signum, previous)
         self._previous = {}
-        if self.forced and _stuck_threads():
+        if self.forced and stuck_threads():
             leave(EXIT_INTERRUPTED)
 
     def _end_process(self) -> None:
@@ -135,54 +131,3 @@ class Stopping:
             print("agentsh: interrupted (the run did not end by itself)", file=sys.stderr)
             self.abort()
         leave(EXIT_INTERRUPTED)
-
-
-def run_loop(main: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(main)`` except that the loop's default executor is shut down without
-    waiting for its threads: one blocked in a system call would hold the process forever."""
-    loop = asyncio.new_event_loop()
-    executor = ThreadPoolExecutor(thread_name_prefix="agentsh-worker")
-    loop.set_default_executor(executor)
-    try:
-        asyncio.set_event_loop(loop)
-        return loop.run_until_complete(main)
-    finally:
-        try:
-            _cancel_all(loop)
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        finally:
-            executor.shutdown(wait=False, cancel_futures=True)
-            asyncio.set_event_loop(None)
-            loop.close()
-
-
-def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
-    """Cancel the tasks still pending and let them unwind (as ``asyncio.run`` does)."""
-    pending = asyncio.all_tasks(loop)
-    if not pending:
-        return
-    for task in pending:
-        task.cancel()
-    gathered: Awaitable[Any] = asyncio.gather(*pending, return_exceptions=True)
-    loop.run_until_complete(gathered)
-
-
-def _stuck_threads() -> list[threading.Thread]:
-    """Threads the interpreter would wait for at exit (not daemons), other than this one."""
-    me = threading.current_thread()
-    return [t for t in threading.enumerate() if t is not me and not t.daemon and t.is_alive()]
-
-
-def leave(code: int) -> NoReturn:
-    """End the process now: streams flushed and the exit handlers run (they end the model
-    worker and the MCP servers, each bounded), without the interpreter's wait for threads
-    (as ``agentsh.tui.launch.leave`` does after the TUI)."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    with contextlib.suppress(Exception):
-        atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)

@@ -25,7 +25,7 @@ from agentsh.errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Cl
 from agentsh.events import ApprovalRequest, AssistantMessage, ToolFinished, TurnOutcome
 from agentsh.headless.claude_code import ClaudeCodeStream
 from agentsh.headless.control import MCP_STATUS, Controls
-from agentsh.headless.ending import Stopping, run_loop
+from agentsh.headless.ending import Stopping
 from agentsh.headless.output import Output
 from agentsh.headless.permission_prompt import STDIO, StdioPermissions
 from agentsh.headless.stdin import PROMPT_FROM_STDIN, resolve_prompt
@@ -37,6 +37,7 @@ from agentsh.headless.stream_input import (
     LineReader,
     UserInput,
 )
+from agentsh.process_end import run_loop
 from agentsh.session.entries import EntryAppended
 from agentsh.startup import SessionChoiceError, session_for_args
 from agentsh.tools.approval import PERMISSION_MODES

@@ -21,23 +21,7 @@ import pytest
 
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer, text, tool_call
-
-# agentsh's command line with grep's worker (the pure-Python walk, run in a thread) replaced
-# by one that blocks in open() of a FIFO that nobody ever opens for writing.
-DRIVER = """
-import os, sys
-import agentsh.tools.search as search
-fifo = os.path.abspath("never.fifo")
-os.mkfifo(fifo)
-def blocked(*_args, **_kwargs):
-    print("blocked", file=sys.stderr, flush=True)
-    open(fifo, "rb").read()
-search._grep_python = blocked
-real_find = search.find_program
-search.find_program = lambda name: None if name == "rg" else real_find(name)
-from agentsh.cli import main
-sys.exit(main())
-"""
+from tests.fakes.stuck_tool import DRIVER
 
 
 def _start(server: ScriptedServer, project: Path) -> subprocess.Popen[str]:
