@@ -152,6 +152,12 @@ _REFUSED_FLAGS = {
     "--json-schema": "structured output (--json-schema) is not supported by agentsh",
     "--plugin-dir": "Claude Code plugins (--plugin-dir) are not supported by agentsh",
     "--session-mirror": "--session-mirror is not supported by agentsh",
+    # The SDK's resume at a message (and the guard that goes with it): the uuids of agentsh's
+    # message lines are not entries of its log, and resuming the whole session instead
+    # would keep what the host asked to drop.
+    "--resume-session-at": "resuming at a message (--resume-session-at) is not supported by "
+    "agentsh; branch from a message in the TUI's tree (/tree) instead",
+    "--resume-drops-turn": "--resume-drops-turn is not supported by agentsh",
 }
 
 

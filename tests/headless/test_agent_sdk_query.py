@@ -329,3 +329,32 @@ def test_every_flag_the_sdk_builds_is_taken_or_refused_by_name(tmp_path: Path) -
     args = parser.parse_args(split_prompt_words(parser, argv)[0])
     with pytest.raises(CliError, match="structured output"):
         resolve(args, tmp_path, headless=True)
+
+
+@pytest.mark.parametrize(
+    ("options", "why"),
+    [
+        (
+            {"resume": "abc", "resume_session_at": "1b7e6c1e-0000-4000-8000-000000000000"},
+            "at a message",
+        ),
+        ({"resume": "abc", "resume_drops_turn": "x"}, "--resume-drops-turn is not supported"),
+    ],
+)
+def test_resuming_at_a_message_is_refused_by_name(options: dict[str, Any], why: str) -> None:
+    """The SDK's resume_session_at: it was an unknown option, "did you mean --fork-session?"
+    (a fork of the whole session is not what the host asked for)."""
+    from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
+
+    from agentsh.cli import build_parser
+    from agentsh.cli_words import split_prompt_words
+    from agentsh.errors import CliError
+    from agentsh.run_options import resolve
+
+    argv = SubprocessCLITransport(
+        prompt="hi", options=ClaudeAgentOptions(cli_path="agentsh", **options)
+    )._build_command()[1:]
+    parser = build_parser()
+    args = parser.parse_args(split_prompt_words(parser, argv)[0])
+    with pytest.raises(CliError, match=why):
+        resolve(args, Path.cwd(), headless=True)
