@@ -63,6 +63,7 @@ from agentsh.config import ApprovalMode, Environment, load_environment
 from agentsh.frontend import EditorAPI
 from agentsh.mcp.servers_config import ServerSpec
 from agentsh.session.catalog import Catalog, SessionLookupError
+from agentsh.session.log import SessionLocked
 from agentsh.session.session import Session
 from agentsh.startup import SessionChoiceError, new_session, open_session_file
 
@@ -513,7 +514,13 @@ def _saved_session(env: Environment, folder: Path, session_id: str) -> tuple[Ses
     try:
         return open_session_file(env, info.path, fork_if_locked=False), True
     except SessionChoiceError as exc:
-        raise RequestError(-32000, f"agentsh: {exc}", {"sessionId": session_id}) from exc
+        text = str(exc)
+        if isinstance(exc.__cause__, SessionLocked):  # "pass --fork" means nothing here
+            text = (
+                "this conversation is open in another agentsh (a terminal, or another editor "
+                "window); close it there, then load it again"
+            )
+        raise RequestError(-32000, f"agentsh: {text}", {"sessionId": session_id}) from exc
 
 
 def _servers_changed(given: list[Any] | None, opened: AcpSession) -> bool:

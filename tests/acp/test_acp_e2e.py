@@ -723,3 +723,20 @@ async def test_close_lets_the_session_go_and_resume_goes_on_without_a_replay(
     server.script(text("banana it was"))
     assert (await plain.prompt(sid, "what was it?")).stop_reason == "end_turn"
     assert "remember banana" in json.dumps(server.requests[-1].messages)
+
+
+async def test_loading_a_session_another_agentsh_holds_says_what_to_do(plain: AcpAgent) -> None:
+    """The conversation is open in the TUI (its log locked): the editor was told to "pass
+    --fork", an option it has no way to give."""
+    saved = _saved_session(plain)
+    held = Session.open(saved.path)  # as a TUI in a terminal holds it
+    try:
+        with pytest.raises(RequestError) as refused:
+            await plain.conn.load_session(
+                cwd=str(plain.project), session_id=saved.id, mcp_servers=[]
+            )
+    finally:
+        held.close()
+    message = str(refused.value.data or "") + str(refused.value)
+    assert "open in another agentsh" in message and "close it there" in message
+    assert "--fork" not in message
