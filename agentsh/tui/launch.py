@@ -12,11 +12,15 @@ trusted yet (:mod:`agentsh.trust`) is asked about first, in a small app of its o
 from __future__ import annotations
 
 import argparse
-import atexit
-import contextlib
-import os
 import sys
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
+
+# Ends the process once the App has finished. By then the App has restored the terminal and
+# synced and closed the session, and the agent its MCP servers: the exit handlers still run
+# (the model worker is ended, logging flushed); what is skipped is joining leftover threads (a
+# quit while the agent loads must not wait for the load) and freeing every object one by one,
+# which took 1-1.6 s on a loaded machine after everything was saved.
+from agentsh.process_end import leave as leave
 
 if TYPE_CHECKING:
     from agentsh.config import Environment
@@ -104,21 +108,3 @@ def review_trust(args: argparse.Namespace) -> int:
     (grant if answer else decline)(env.user, check)
     print(f"{check.root}: {'trusted' if answer else 'not trusted (not asked again at start)'}.")
     return 0
-
-
-def leave(code: int) -> NoReturn:
-    """End the process once the TUI has finished, without the interpreter's teardown.
-
-    By then the App has restored the terminal and synced and closed the session, and the
-    agent its MCP servers. The exit handlers still run (the model worker is ended, logging
-    flushed); what is skipped is joining leftover threads (a quit while the agent loads must
-    not wait for the load) and freeing every object one by one, which took 1-1.6 s on a loaded
-    machine after everything was saved."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
