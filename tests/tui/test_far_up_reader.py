@@ -520,3 +520,24 @@ async def test_output_below_arriving_as_the_screen_closes_is_ignored(make_app: M
         chat.post_message(ChatView.OutputBelow(True))
         await pilot.pause()
         assert app.is_running
+
+
+@pytest.mark.parametrize("move", ["reveal_start", "reveal_end"])
+async def test_a_fresh_window_is_laid_out_before_the_change_ends(
+    make_app: MakeApp, project: Path, windowed_env: Environment, move: str
+) -> None:
+    """Home (or End) far from the rows mounted unmounts them all and mounts a fresh window.
+    The change ended before the screen had laid that window out, so the scroll adjustment
+    that runs next could read the old geometry (or none: no rows between the unmount and the
+    mount) and mount a batch the view did not need: 37 rows in a window of 30 after Home
+    while a reply streamed, 1 run in ~20 under load. The change now waits for the frame."""
+    app = make_app(environment=windowed_env)
+    async with app.run_test(size=(80, 24)) as pilot:
+        chat = await (long_chat if move == "reveal_start" else far_up_chat)(pilot, app, project)
+        await wait_for(pilot, lambda: not chat.window_busy)
+        await getattr(chat, move)()
+        seen = (chat.virtual_size.height, [c.virtual_region.y for c in chat.children])
+        for _ in range(3):
+            await chat.wait_for_refresh()
+        settled = (chat.virtual_size.height, [c.virtual_region.y for c in chat.children])
+        assert seen == settled

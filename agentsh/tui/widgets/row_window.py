@@ -314,6 +314,7 @@ class RowWindow(VerticalScroll):
             row.widget = None
         self.first = self.last = max(0, min(start, len(self.rows) - self.initial))
         await self._mount_below(start)
+        await self._frame()  # laid out before the change ends (see _rewindow)
         self.anchor()
         self.scroll_end(animate=False, immediate=True)
 
@@ -387,6 +388,11 @@ class RowWindow(VerticalScroll):
             row.widget = None
         self.first = self.last = max(0, min(center - self.batch_rows, start - 1))
         await self._mount_below(max(center + 1, self.first + self.initial))
+        # The fresh window is laid out before the change ends: the scroll adjustment that
+        # runs next reads its height. It read the old window's (or none, a frame landing
+        # between the unmount and the mount) and mounted a batch more than the view needed:
+        # 37 rows in a window of 30 after Home while a reply streamed, now and then.
+        await self._frame()
 
     async def _adjust_to_view(self) -> None:
         """Mount the next batch at the edge the reader reached and unmount rows far from the
