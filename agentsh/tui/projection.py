@@ -291,6 +291,8 @@ def items_for(entry: AnyEntry, results: Mapping[str, ToolResultEntry]) -> list[C
                 result = results.get(call.id)
                 items.append(tool_item(call, entry.id, result))
                 items.extend(approval_items(result))
+            if any(cancelled_here(results.get(call.id)) for call in entry.tool_calls):
+                items.append(NoteItem("", TURN_CANCELLED, "warning"))
             return items
         case CompactionEntry():
             return [
@@ -305,6 +307,22 @@ def items_for(entry: AnyEntry, results: Mapping[str, ToolResultEntry]) -> list[C
         case UnknownEntry():
             return [NoteItem(entry.id, f"unknown entry type {entry.type_name!r}", "warning")]
     return []  # a tool result (shown with its call), a label or leaf record
+
+
+#: the line under a turn cancelled with no reply to mark aborted (Esc at an approval, or
+#: while a tool ran), live and reloaded
+TURN_CANCELLED = "turn cancelled"
+#: what the agent answers for a call the cancel left unrun, or stopped as it ran (turn.py)
+_CANCELLED_RESULTS = ("not run: the user cancelled the turn", "stopped while it ran (the user")
+
+
+def cancelled_here(result: ToolResultEntry | None) -> bool:
+    """The turn was cancelled at this call: it was never run, or stopped as it ran, because
+    the user cancelled (a command's result says it was ``aborted``). A quit or an editor gone
+    is not a cancel the chat marks; nor is a call's own error."""
+    if result is None or not result.is_error:
+        return False
+    return result.details.get("aborted") is True or result.content.startswith(_CANCELLED_RESULTS)
 
 
 def model_changed(model: str) -> str:

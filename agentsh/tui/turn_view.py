@@ -37,6 +37,7 @@ from agentsh.events import (
 )
 from agentsh.session.entries import EntryAppended
 from agentsh.tui.projection import (
+    TURN_CANCELLED,
     Added,
     ApprovalItem,
     AssistantItem,
@@ -259,7 +260,7 @@ class TurnView:
             await reply.finish(aborted=aborted)
             self.chat.set_item(reply, AssistantItem("", reply.text, aborted=aborted))
         elif aborted and not self.logged_abort:
-            await self.view.note("turn cancelled", "warning")
+            await self.view.note(TURN_CANCELLED, "warning")
         for block in self.blocks.values():
             if not block.finished:
                 block.finish(block.output or "(cancelled)", is_error=True)
