@@ -29,6 +29,7 @@ from agentsh.events import (
     TurnEnded,
     TurnStarted,
 )
+from agentsh.termsafe import one_line
 
 WAITING = "waiting for the model"
 COMPACTING = "compacting"
@@ -141,5 +142,5 @@ def _doing(event: Event) -> str | None:
 
 
 def _one_line(text: str, limit: int = 60) -> str:
-    first = " ".join(text.split())
+    first = one_line(text).strip()  # a line break in a path shows as \n, as in the prompt
     return first if len(first) <= limit else first[: limit - 1] + "…"

@@ -31,7 +31,7 @@ from agentsh.session.entries import (
     ToolResultEntry,
     UnknownEntry,
 )
-from agentsh.termsafe import printable
+from agentsh.termsafe import one_line
 from agentsh.values import ToolCall
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ class ApprovalItem:
 
     @property
     def text(self) -> str:
-        return printable(f"{self.summary}: {self.outcome}")  # both may come from the log
+        return one_line(f"{self.summary}: {self.outcome}")  # both may come from the log
 
 
 @dataclass(frozen=True, slots=True)

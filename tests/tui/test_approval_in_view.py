@@ -186,3 +186,30 @@ async def test_a_waiting_approval_is_never_dropped_by_the_chat_window(
         await wait_for(pilot, lambda: app.focused is prompt and prompt.in_view())
         await pilot.press("y")
         await wait_for(pilot, lambda: decisions == ["allow_once"])
+
+
+async def test_a_path_with_a_line_break_is_one_line_in_the_title_header_and_answer(
+    real: MakeApp,  # noqa: F811
+    scripted_server: ScriptedServer,
+    answer_at_once: None,
+) -> None:
+    """A path (or any argument) holding a line break put a raw break in the approval's title,
+    the tool block's header and the answered line: "? Allow write: a" with "b.txt" on a line
+    of its own, as if it were part of the question. Each is one line, the break shown as \\n."""
+    scripted_server.script(
+        tool_call("write", {"path": "a\nb.txt", "content": "x\n"}), text("Wrote it.")
+    )
+    app = real(approval=ApprovalMode.ASK)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot, app)
+        await pilot.press(*"write it", "enter")
+        await wait_for(pilot, lambda: bool(app.query(ApprovalPrompt)))
+        await wait_for(pilot, lambda: "[n] deny" in screen_text(app))
+        lines = screen_text(app).splitlines()
+        assert any("? Allow write: a\\nb.txt" in line for line in lines), lines
+        assert any("⋯ write: a\\nb.txt" in line for line in lines), lines
+        title = next(i for i, line in enumerate(lines) if "? Allow" in line)
+        assert "approval mode is 'ask'" in lines[title + 1]  # the title's one line is whole
+        await pilot.press("n")
+        await idle(pilot, app)
+        await wait_for(pilot, lambda: "write: a\\nb.txt: denied" in screen_text(app))

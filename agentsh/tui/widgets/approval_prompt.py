@@ -31,7 +31,7 @@ from textual.widget import Widget
 from textual.widgets import Static, TextArea
 
 from agentsh.events import ApprovalDecision, ApprovalRequest
-from agentsh.termsafe import exact, printable
+from agentsh.termsafe import exact, one_line
 from agentsh.tui.keys import KeyScope, bindings_for, display_key, spec
 from agentsh.tui.projection import ApprovalItem, approval_item
 from agentsh.tui.widgets.tool_block import diff_content
@@ -88,12 +88,14 @@ class ApprovalPrompt(Vertical, can_focus=True):
         # What is approved is shown as it is: a control character or a bidirectional override
         # in a command is shown as an escape, not dropped or obeyed (an RLO reorders the text
         # a reader sees: "Trojan Source"), and so is a character that draws as nothing or a
-        # blank (U+3164 padding pushed "; curl ... | sh" out of the box, unseen).
-        summary = exact(req.summary)
+        # blank (U+3164 padding pushed "; curl ... | sh" out of the box, unseen). The title and
+        # the reason are one line each: a line break in a path is shown as \n, not as a line
+        # of the question.
+        summary = one_line(exact(req.summary))
         title = Content.assemble(("? ", "bold $warning"), ("Allow ", ""), (summary, "bold"))
         yield Static(title, classes="approval-title")
         if req.reason:
-            yield Static(Content(printable(req.reason)), classes="approval-reason")
+            yield Static(Content(one_line(req.reason)), classes="approval-reason")
         lines = 0
         if req.detail:
             detail = exact(req.detail)
@@ -112,12 +114,12 @@ class ApprovalPrompt(Vertical, can_focus=True):
         if req.session_scope:  # not offered where it would allow this call only (.git/, ...)
             keys += [
                 (f"[{self._key('approve_session')}]", "bold $success"),
-                f" allow reads in {printable(req.scope_path)} for this session   "
+                f" allow reads in {one_line(req.scope_path)} for this session   "
                 if req.session_scope == "folder"
                 else " allow for this session   ",
             ]
         if req.group:  # e.g. every tool of the MCP server
-            group = printable(req.group)
+            group = one_line(req.group)
             keys += [(f"[{self._key('approve_group')}]", "bold $success"), f" {group}   "]
         keys += [(f"[{self._key('deny')}]", "bold $error"), " deny"]
         self._keys = keys
@@ -287,7 +289,7 @@ class ApprovalNotice(Static):
         """``prompt`` waits below (shown), or no longer does (hidden if it was the one)."""
         if prompt.waiting_below and prompt.is_attached:
             self.prompt = prompt
-            summary = " ".join(printable(prompt.request.summary).split())
+            summary = one_line(prompt.request.summary)
             self.update(
                 Content.assemble(
                     ("▼ approval waiting below: ", "bold"),

@@ -18,7 +18,7 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import Static
 
-from agentsh.termsafe import printable
+from agentsh.termsafe import one_line
 from agentsh.tools.untrusted import preview_source
 from agentsh.tui.keys import KeyScope, bindings_for
 
@@ -148,7 +148,7 @@ class ToolBlock(Vertical, can_focus=True):
             (f"{arrow} ", "$foreground-muted"),
             (mark, style),
             " ",
-            (printable(self.summary), "bold"),
+            (one_line(self.summary), "bold"),  # a line break in a path is shown as \n
         )
         self.query_one(".tool-header", Static).update(header)
         self.set_class(self.is_error, "error")
