@@ -11,6 +11,7 @@ index are imported later, by the agent factory in a thread worker (a test pins t
 
 from __future__ import annotations
 
+import functools
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from textual.command import Provider
     from textual.driver import Driver
     from textual.notifications import SeverityLevel
+    from textual.worker import WorkType
 
     from agentsh.tui.panes.tree_pane import TreePane
 
@@ -217,11 +219,10 @@ class AgentshApp(App[None]):
     def _quit_on_signal(self, signum: int) -> None:
         # 128 + the signal number, as a shell reports a process the signal ended.
         code = 128 + signum
-        job = (
-            self.controller.hang_up(return_code=code)
-            if signum == getattr(signal, "SIGHUP", None)
-            else self.controller.quit(return_code=code)
-        )
+        # The job as a function: a quit cancelled before it ran (a second signal, Ctrl+C)
+        # left its coroutine never awaited, which Python reports on stderr at exit.
+        end = self.controller.hang_up if signum == getattr(signal, "SIGHUP", None) else None
+        job: WorkType[None] = functools.partial(end or self.controller.quit, return_code=code)
         self.run_worker(job, group="quit", exclusive=True, exit_on_error=False)
 
     # -- themes -------------------------------------------------------------------------------
@@ -299,7 +300,8 @@ class AgentshApp(App[None]):
             prompt.focus()
             return
         if self._ctrl_c.press():
-            self.run_worker(self.controller.quit(), group="quit", exclusive=True)
+            leave: WorkType[None] = self.controller.quit  # a function: see _quit_on_signal
+            self.run_worker(leave, group="quit", exclusive=True)
             return
         self.query_one(StatusBar).flash(QUIT_HINT, QUIT_WINDOW_S)  # under the editor
 

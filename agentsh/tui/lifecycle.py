@@ -30,6 +30,7 @@ from agentsh.tui.projection import project_session
 if TYPE_CHECKING:
     from textual.app import App
     from textual.timer import Timer
+    from textual.worker import WorkType
 
     from agentsh.config import Environment
     from agentsh.frontend import InteractiveAPI
@@ -151,7 +152,8 @@ class SessionLifecycle:
         done while the load thread imports, where it held the interpreter as long again."""
         self._after_load = after_load
         if self.current.options.wants_picker:
-            self.app.run_worker(self._startup_picker(), group="command", exit_on_error=False)
+            picker: WorkType[None] = self._startup_picker  # a function: see _warm_up
+            self.app.run_worker(picker, group="command", exit_on_error=False)
         else:
             self._load_in_thread(None)
 
@@ -305,7 +307,10 @@ class SessionLifecycle:
             if tokenizer and self.current.agent is agent and not self.current.turn_running:
                 self.view.show_status(agent.status())  # exact counts from here on
 
-        self.app.run_worker(warm(), group="warm-up", exit_on_error=False)
+        # The function, not a coroutine: a worker cancelled before it runs (a quit at the
+        # first key) never awaited the coroutine, and Python said so on stderr at exit.
+        work: WorkType[None] = warm
+        self.app.run_worker(work, group="warm-up", exit_on_error=False)
 
     def _watch_mcp(self, agent: InteractiveAPI) -> None:
         """MCP servers change state on the MCP thread: each change is handed to the UI loop

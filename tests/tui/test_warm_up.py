@@ -7,6 +7,9 @@ it made the keys after it echo that late.
 
 from __future__ import annotations
 
+import gc
+import warnings
+
 import pytest
 
 from agentsh.tui.app import AgentshApp
@@ -51,3 +54,25 @@ async def test_keys_typed_while_the_agent_loads_warm_it_when_it_is_ready(
         agent = fake_of(app)
         await wait_for(pilot, lambda: agent.tokenizer_warmed == 1)
         assert agent.warmed == 2  # the worker at once, then the tokenizer after the pause
+
+
+async def test_a_warm_up_cancelled_before_it_starts_leaves_no_coroutine_unawaited(
+    make_app: MakeApp,
+) -> None:
+    """A key and a quit in the same moment (or a session switch) cancelled the warm-up worker
+    before its task ran: the coroutine handed to it was never awaited, and Python said so on
+    stderr ("coroutine ... was never awaited") as agentsh exited. The worker now makes the
+    coroutine itself, when it runs."""
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot, app)
+        agent = fake_of(app)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            app.controller.sessions._warm_up(agent)
+            app.workers.cancel_group(app, "warm-up")
+            await pilot.pause()
+            gc.collect()
+        never = [w for w in caught if "never awaited" in str(w.message)]
+        assert not never, [str(w.message) for w in never]
+        assert agent.warmed == 0

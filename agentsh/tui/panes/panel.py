@@ -27,6 +27,7 @@ from textual.widget import Widget
 if TYPE_CHECKING:
     from textual.app import RenderResult
     from textual.widgets import TabbedContent, TabPane
+    from textual.worker import WorkType
 
     from agentsh.tui.pane_host import PaneHost
 
@@ -189,8 +190,9 @@ class SidePanel(Vertical):
     def _path_changed(self, _reason: str) -> None:
         if not self._prebuilt:
             self._prebuilt = True
+            prebuild: WorkType[None] = self._prebuild  # a function: never an unawaited coroutine
             self.call_after_refresh(
-                lambda: self.run_worker(self._prebuild(), group="panel", exit_on_error=False)
+                lambda: self.run_worker(prebuild, group="panel", exit_on_error=False)
             )
         active = self.active
         for name, pane in self._panes.items():
