@@ -14,14 +14,32 @@ from textual.widget import Widget
 from textual.widgets import Static, TabbedContent
 
 from agentsh.config import Environment
-from agentsh.events import ErrorKind, ErrorOccurred, Event, TurnEnded, TurnOutcome
+from agentsh.events import (
+    AssistantMessage,
+    ErrorKind,
+    ErrorOccurred,
+    Event,
+    TextDelta,
+    TurnEnded,
+    TurnOutcome,
+    TurnStarted,
+)
 from agentsh.llm.models import HELP_COLUMNS, no_model_help
+from agentsh.tui.app import AgentshApp
 from agentsh.tui.panes.panel import PaneName, SidePanel
 from agentsh.tui.themes import shipped_themes_dir
 from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.composer import CompletionMenu, PromptInput
 from agentsh.tui.widgets.messages import NoteMarkdown, UserMessage
-from tests.tui.conftest import MakeApp, fake_factory, ready, screen_text, wait_for
+from tests.tui.conftest import (
+    MakeApp,
+    fake_factory,
+    idle,
+    ready,
+    screen_text,
+    submit,
+    wait_for,
+)
 from tests.tui.fake_agent import FakeAgent
 
 pytestmark = pytest.mark.asyncio
@@ -277,3 +295,54 @@ async def test_a_cancelled_reply_leaves_a_blank_line_before_the_next_message(
         lines = [line.strip() for line in screen_text(app).splitlines()]
         at = lines.index("aborted")
         assert lines[at + 1] == "" and lines[at + 2] == "▌ you", lines
+
+
+def _gap_after_question(app: AgentshApp, question: str, first_line: str) -> int:
+    """Blank lines between the line `question` and the line `first_line`."""
+    lines = [line.strip(" ▌") for line in screen_text(app).splitlines()]
+    start, end = lines.index(question), lines.index(first_line)
+    assert all(not line for line in lines[start + 1 : end]), lines[start:end]
+    return end - start - 1
+
+
+@pytest.mark.parametrize("how", ["streamed", "loaded"])
+async def test_a_reply_opening_with_a_heading_starts_where_a_paragraph_would(
+    make_app: MakeApp, project: Path, how: str
+) -> None:
+    """A reply opening with `# Heading` sat three blank lines below the question (the
+    message's margin and Textual's two above a heading), a paragraph one; and an H1 was
+    centred, a title across the terminal rather than the reply's first line."""
+    from agentsh.session.entries import Role, StopReason
+    from agentsh.session.session import Session
+
+    replies = {"plain": "A paragraph first.", "heading": "# Heading first\n\nThen text."}
+
+    async def answer(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        user = agent.session.append_message(Role.USER, text)
+        yield TurnStarted(user.id, text)
+        reply = replies[text]
+        yield TextDelta(reply)
+        entry = agent.session.append_message(Role.ASSISTANT, reply, stop_reason=StopReason.STOP)
+        yield AssistantMessage(entry.id, reply, (), "stop")
+        yield TurnEnded(TurnOutcome.DONE, text=reply)
+
+    app = make_app(factory=fake_factory(script=answer))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot, app)
+        if how == "loaded":
+            session = Session.create(None, project)
+            for question, reply in replies.items():
+                session.append_message(Role.USER, question)
+                session.append_message(Role.ASSISTANT, reply, stop_reason=StopReason.STOP)
+            await app.controller.switch_session(session)
+        else:
+            for question in replies:
+                await submit(pilot, app, question)
+                await idle(pilot, app)
+        await wait_for(pilot, lambda: "Then text." in screen_text(app))
+        await pilot.pause()
+        assert _gap_after_question(app, "plain", "A paragraph first.") == 1
+        assert _gap_after_question(app, "heading", "Heading first") == 1
+        assert _gap_after_question(app, "Heading first", "Then text.") == 1
+        heading = next(line for line in screen_text(app).splitlines() if "Heading first" in line)
+        assert heading.index("Heading first") <= 4, heading  # where the reply's text starts
