@@ -346,3 +346,27 @@ async def test_a_reply_opening_with_a_heading_starts_where_a_paragraph_would(
         assert _gap_after_question(app, "Heading first", "Then text.") == 1
         heading = next(line for line in screen_text(app).splitlines() if "Heading first" in line)
         assert heading.index("Heading first") <= 4, heading  # where the reply's text starts
+
+
+async def test_the_command_menu_shows_one_line_a_command_with_its_summaries_aligned(
+    make_app: MakeApp,
+) -> None:
+    """At 80 columns "/" offered four commands in the menu's eight lines: each summary wrapped
+    (/compact's to three lines), and each started where its command's name happened to end.
+    As in Claude Code: one line a command, the summaries in one column, cut with an ellipsis."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        await pilot.press("/")
+        menu = app.query_one(CompletionMenu)
+        await wait_for(pilot, lambda: menu.display and menu.region.height > 0)
+        await pilot.pause()
+        assert menu.region.height == min(8, len(menu.completions))
+        lines = screen_text(app).splitlines()
+        shown = lines[menu.region.y : menu.region.bottom]
+        assert all(line.strip().startswith("/") for line in shown), shown
+        help_line = next(line for line in shown if "/help" in line)
+        model_line = next(line for line in shown if "/model" in line)
+        assert help_line.index("List commands") == model_line.index("Show or switch"), shown
+        compact = next(line for line in shown if "/compact" in line)
+        assert compact.rstrip().endswith("…"), compact

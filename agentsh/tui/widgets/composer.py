@@ -32,6 +32,7 @@ from agentsh.tui.widgets.typing_clock import key_typed, message_sent
 
 _AT_WORD = re.compile(r"(?:^|\s)@([^\s@]*)$")
 MENU_ROWS = 8
+USAGE_COLUMN = 24  # the command column of the menu, at most (summaries start after it)
 
 
 class CommandHint(Protocol):
@@ -300,17 +301,23 @@ class PromptInput(TextArea):
         row, col = self.cursor_location
         line = self.document[row][:col]
         if row == 0 and line.startswith("/") and " " not in line and "\n" not in self.text:
-            word = line[1:]
+            commands = self.commands(line[1:])
+            # One line a command, the summaries in one column (the menu cuts them with an
+            # ellipsis): a long argument pushes only its own summary along.
+            usage = [f"/{c.name} {c.argument}".rstrip() for c in commands]
+            column = min(max(map(len, usage), default=0), USAGE_COLUMN)
             return [
                 Completion(
                     0,
                     f"/{c.name} " if c.argument else f"/{c.name}",
                     Content.assemble(
-                        (f"/{c.name}", "bold"), f" {c.argument}  ", (c.summary, "dim")
+                        (f"/{c.name}", "bold"),
+                        f"{text[len(c.name) + 1 :]:<{column - len(c.name) - 1}}  ",
+                        (c.summary, "dim"),
                     ),
                     submit=not c.argument,
                 )
-                for c in self.commands(word)
+                for c, text in zip(commands, usage, strict=True)
             ]
         if row == 0 and line.startswith("/") and "\n" not in self.text:
             # A command's argument: the words it takes are offered after its space, and
