@@ -187,6 +187,7 @@ class AgentshApp(App[None]):
             word, typed, current
         )
         prompt.focus()
+        prompt.fit(self.size.height)
         status_bar = self.query_one(StatusBar)
         # A pane over the narrow chat hides the working indicator: the status bar shows it.
         self.query_one(ActivityLine).mirror = lambda text: setattr(status_bar, "working", text)
@@ -194,6 +195,9 @@ class AgentshApp(App[None]):
             self.notify(problem, title="Configuration", severity="warning", timeout=10)
         self.controller.show_initial_status()
         self.call_after_refresh(self._after_first_frame)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.query_one(PromptInput).fit(event.size.height)
 
     def _after_first_frame(self) -> None:
         self._gc.install()

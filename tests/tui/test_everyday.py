@@ -370,3 +370,36 @@ async def test_the_command_menu_shows_one_line_a_command_with_its_summaries_alig
         assert help_line.index("List commands") == model_line.index("Show or switch"), shown
         compact = next(line for line in shown if "/compact" in line)
         assert compact.rstrip().endswith("…"), compact
+
+
+def _editor_whole(app: AgentshApp, height: int) -> None:
+    prompt = app.query_one(PromptInput)
+    composer = app.query_one("#composer")
+    assert composer.region.contains_region(prompt.region), (composer.region, prompt.region)
+    lines = screen_text(app).splitlines()
+    assert lines[prompt.region.bottom - 1].strip().startswith("╰"), lines
+    assert "line 199" in lines[prompt.region.bottom - 2]  # the cursor's line
+    assert app.query_one(ChatView).region.height >= height // 2 - 2
+
+
+@pytest.mark.parametrize("size", [(80, 24), (80, 16), (120, 36)])
+async def test_a_long_paste_leaves_the_editor_whole_with_room_for_the_chat(
+    make_app: MakeApp, size: tuple[int, int]
+) -> None:
+    """A 200-line paste at 80x24: the editor grew to its 12 lines, the column under the chat
+    was capped at half the screen (11), and the editor's bottom border (at smaller sizes its
+    last lines, the cursor's) were cut off. The editor now stops growing at that half, also
+    after the terminal is resized."""
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await ready(pilot, app)
+        prompt = app.query_one(PromptInput)
+        prompt.focus()
+        prompt.insert("\n".join(f"line {i}" for i in range(200)))
+        await pilot.pause()
+        await pilot.pause()
+        _editor_whole(app, size[1])
+        await pilot.resize_terminal(80, 18 if size[1] > 18 else 30)
+        await pilot.pause()
+        await pilot.pause()
+        _editor_whole(app, app.size.height)

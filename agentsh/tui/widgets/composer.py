@@ -22,6 +22,7 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.content import Content
+from textual.css.scalar import Scalar
 from textual.message import Message
 from textual.widgets import OptionList, TextArea
 from textual.widgets.option_list import Option
@@ -32,6 +33,7 @@ from agentsh.tui.widgets.typing_clock import key_typed, message_sent
 
 _AT_WORD = re.compile(r"(?:^|\s)@([^\s@]*)$")
 MENU_ROWS = 8
+EDITOR_ROWS = 12  # the editor's height at most, borders included
 USAGE_COLUMN = 24  # the command column of the menu, at most (summaries start after it)
 
 
@@ -252,6 +254,15 @@ class PromptInput(TextArea):
             return True
         menu.highlighted = (menu.highlighted + step) % len(menu.completions)
         return True
+
+    def fit(self, screen_height: int) -> None:
+        """Grow to :data:`EDITOR_ROWS` rows at most, and to no more than the half of the chat
+        column the composer may take (``#composer`` in agentsh.tcss): past it the composer cut
+        the editor's last rows off, the cursor's among them (a long paste at 80x24)."""
+        rows = max(3, min(EDITOR_ROWS, (screen_height - 1) // 2))
+        if self.styles.max_height != Scalar.from_number(rows):
+            self.styles.max_height = rows
+            self.call_after_refresh(self.scroll_cursor_visible)  # shorter: keep the cursor
 
     def _keys(self, binding_id: str) -> tuple[str, ...]:
         keymap: dict[str, str] = getattr(self.app, "keymap", {})
