@@ -33,7 +33,7 @@ from agentsh.tui.quit_signals import QuitSignals
 from agentsh.tui.terminal_safety import install as install_terminal_safety
 from agentsh.tui.themes import DEFAULT_THEME, load_themes, shipped_themes_dir
 from agentsh.tui.widgets.activity_line import ActivityLine
-from agentsh.tui.widgets.approval_prompt import ApprovalNotice, ApprovalPrompt
+from agentsh.tui.widgets.approval_prompt import ApprovalNotice, ApprovalPrompt, give_keys_back
 from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.composer import Composer, PromptInput
 from agentsh.tui.widgets.output_notice import OutputNotice
@@ -439,7 +439,7 @@ class AgentshApp(App[None]):
 
     @on(ChatView.SelectionCleared)
     def _selection_cleared(self) -> None:
-        self.query_one(PromptInput).focus()
+        give_keys_back(self.query_one(PromptInput))
 
     # The tree pane's messages, by name: its module loads only when the panel first opens.
     def on_tree_pane_chosen(self, event: TreePane.Chosen) -> None:

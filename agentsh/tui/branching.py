@@ -35,6 +35,7 @@ from agentsh.tui.interrupt import DoublePress
 from agentsh.tui.keys import display_key, spec
 from agentsh.tui.panes.panel import PaneName, SidePanel
 from agentsh.tui.projection import BranchItem, NoteItem, branch_marks, project_session
+from agentsh.tui.widgets.approval_prompt import give_keys_back
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -153,7 +154,7 @@ class BranchNavigator:
         if item is not None:
             chat.focus()
         elif chat.selected_id is None and step > 0:
-            self.view.prompt.focus()
+            give_keys_back(self.view.prompt)
 
     async def edit_message(self, entry_id: str) -> None:
         """Enter on a selected message: its text becomes the draft. The leaf stays where it is

@@ -213,3 +213,28 @@ async def test_a_path_with_a_line_break_is_one_line_in_the_title_header_and_answ
         await pilot.press("n")
         await idle(pilot, app)
         await wait_for(pilot, lambda: "write: a\\nb.txt: denied" in screen_text(app))
+
+
+@pytest.mark.parametrize("leave", ["escape", "alt+down"])
+async def test_leaving_a_message_selection_gives_the_keys_back_to_a_waiting_approval(
+    make_app: MakeApp, answer_at_once: None, leave: str
+) -> None:
+    """Seen in tmux: Alt+Up while an approval waited (to read the question asked), then Esc:
+    the editor got the focus, and the `n` meant for the prompt was typed into it while the
+    prompt kept waiting. The keys go back to the prompt, as they were before Alt+Up."""
+    asks = Asks(log_user=True)
+    decisions = asks.decisions
+    app = make_app(factory=fake_factory(script=asks))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot, app)
+        await pilot.press(*"build it", "enter")
+        await wait_for(pilot, lambda: isinstance(app.focused, ApprovalPrompt))
+        await pilot.press("alt+up")
+        chat = app.query_one(ChatView)
+        await wait_for(pilot, lambda: chat.selected_id is not None)
+        await pilot.press(leave)
+        await wait_for(pilot, lambda: chat.selected_id is None)
+        await pilot.pause()
+        await pilot.press("n")
+        await wait_for(pilot, lambda: decisions == ["deny"])
+        assert app.query_one(PromptInput).text == ""

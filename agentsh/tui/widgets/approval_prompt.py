@@ -39,6 +39,21 @@ from agentsh.tui.widgets.tool_block import diff_content
 DETAIL_ROWS = 16  # the detail box's height at most (agentsh.tcss); longer details scroll
 
 
+def give_keys_back(editor: TextArea) -> None:
+    """After a detour (a message selected with Alt+Up, then Esc): the keys go to an approval
+    waiting in view for its answer, as on its arrival, unless the editor holds a draft;
+    else to the editor. They went to the editor, and an `n` meant to deny was typed there."""
+    waiting = [
+        prompt
+        for prompt in editor.app.query(ApprovalPrompt)
+        if prompt.decision is None and not prompt.waiting_below and prompt.display
+    ]
+    if waiting and not editor.text.strip():
+        waiting[-1].focus(scroll_visible=False)
+    else:
+        editor.focus()
+
+
 class ApprovalDetail(VerticalScroll, can_focus=False):
     """The command or diff being approved; scrolled by the prompt's keys, not focused."""
 
