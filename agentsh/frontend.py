@@ -104,9 +104,9 @@ class McpAPI(Protocol):
         ...
 
 
-class PermissionsAPI(Protocol):
-    """What a host or an editor sets for the run from outside: the approval mode and the
-    folders beside the project (headless ``-p``, ACP). The TUI sets them at start only."""
+class ModesAPI(Protocol):
+    """The approval mode, switched while the agent runs: the TUI's Shift+Tab, an editor's
+    mode, a ``-p`` host's request."""
 
     @property
     def approval_mode(self) -> ApprovalMode:
@@ -121,6 +121,11 @@ class PermissionsAPI(Protocol):
     def set_approval_mode(self, mode: ApprovalMode, *, plan: bool = False) -> None:
         """Change the approval mode (and plan mode) from the next tool call on."""
         ...
+
+
+class PermissionsAPI(ModesAPI, Protocol):
+    """What a host or an editor sets for the run from outside: besides the mode, the folders
+    beside the project (headless ``-p``, ACP). The TUI sets them at start only."""
 
     @property
     def folders(self) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
@@ -140,7 +145,7 @@ class PermissionsAPI(Protocol):
         ...
 
 
-class InteractiveAPI(AgentAPI, McpAPI, Protocol):
+class InteractiveAPI(AgentAPI, McpAPI, ModesAPI, Protocol):
     """The agent as the TUI drives it: besides the work, the conversation's tree (sessions,
     branches and their summaries, compactions undone, archives expanded), what the side panes
     show, and the MCP servers watched as they come and go. Only :meth:`summarize_branch` asks

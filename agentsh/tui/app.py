@@ -23,6 +23,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Input, TextArea
 
 from agentsh.config import Environment
+from agentsh.tui.approval_modes import Mode, next_mode
 from agentsh.tui.controller import AgentFactory, ChatController
 from agentsh.tui.interrupt import QUIT_HINT, QUIT_WINDOW_S, DoublePress
 from agentsh.tui.keys import KeyScope, bindings_for, display_key, keymap_from_settings, spec
@@ -30,6 +31,7 @@ from agentsh.tui.options import LaunchOptions
 from agentsh.tui.panes.panel import WIDE_COLUMNS, PaneName, SidePanel
 from agentsh.tui.quiet_gc import QuietCollector
 from agentsh.tui.quit_signals import QuitSignals
+from agentsh.tui.status_format import Part
 from agentsh.tui.terminal_safety import install as install_terminal_safety
 from agentsh.tui.themes import DEFAULT_THEME, load_themes, shipped_themes_dir
 from agentsh.tui.widgets.activity_line import ActivityLine
@@ -118,6 +120,7 @@ class AgentshApp(App[None]):
         # A closed terminal (SIGHUP) or a kill (SIGTERM) quits like Ctrl+Q: the log is finished.
         self._quit_signals = QuitSignals(self._quit_on_signal)
         self._ctrl_c = DoublePress()
+        self._started_mode: Mode | None = None  # the approval mode Shift+Tab first found
         self._gc = QuietCollector()  # full collections wait for a quiet keyboard
         self._install_themes()
 
@@ -436,6 +439,18 @@ class AgentshApp(App[None]):
     def _edit_requested(self, event: ChatView.EditRequested) -> None:
         branching = self.controller.branching
         branching.run(branching.edit_message(event.entry_id), "Editing the message")
+
+    @on(PromptInput.ModeCycled)
+    def _cycle_mode(self) -> None:
+        agent = self.controller.agent
+        if agent is None:
+            return  # loading: the mode the command line chose holds until it is ready
+        current = Mode(agent.approval_mode, agent.plan_mode)
+        if self._started_mode is None:
+            self._started_mode = current  # nothing else in the TUI changes it
+        mode = next_mode(current, self._started_mode)
+        agent.set_approval_mode(mode.approval, plan=mode.plan)
+        self.query_one(StatusBar).mode = Part(mode.label, mode.style)
 
     @on(ChatView.SelectionCleared)
     def _selection_cleared(self) -> None:

@@ -176,6 +176,14 @@ KEYS: tuple[KeySpec, ...] = (
         KeyScope.INPUT,
         in_widget=True,
     ),
+    KeySpec(
+        "cycle_mode",
+        "shift+tab",
+        "cycle_mode",
+        "Approval mode: ask, accept edits, plan (read only), and back",
+        KeyScope.INPUT,
+        in_widget=True,
+    ),
     # The chat.
     KeySpec("chat_next", "down,j", "focus_next_block", "Next tool block", KeyScope.CHAT),
     KeySpec("chat_prev", "up,k", "focus_previous_block", "Previous tool block", KeyScope.CHAT),

@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from agentsh.events import ContextStatus
 from agentsh.session.session import Session
+from agentsh.tui.approval_modes import Mode
 from agentsh.tui.projection import project_session
+from agentsh.tui.status_format import Part
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -259,6 +261,8 @@ class SessionLifecycle:
         current.agent = agent
         current.session = agent.session
         self.view.status_bar.starting = False
+        mode = Mode(agent.approval_mode, agent.plan_mode)  # as the command line chose it
+        self.view.status_bar.mode = Part(mode.label, mode.style)
         self.view.show_status(agent.status())
         current.path_changed.publish("agent")  # the memory pane can compare with the snapshot
         self._tokenizer_asked = False

@@ -6,7 +6,8 @@ rank; when the line is too wide the lowest-ranked segment goes first, in this fi
 bar graphic, the MCP tool definitions' share (``mcp 4.2k``), the compaction count and the
 prompt-cache share, the model's provider prefix (``anthropic/``), the session tokens, the
 branch position, the session cost, and last the model name (cut with an ellipsis). The running
-turn (shown here only while a pane hides the working indicator), the current context figure,
+turn (shown here only while a pane hides the working indicator), the approval mode when it is
+not "ask", the current context figure,
 the tier name, "auto-compaction paused" and a problem are never dropped (a long problem is
 shortened).
 
@@ -94,12 +95,17 @@ def context_bar(pct: float, cells: int = BAR_CELLS) -> tuple[str, str]:
     return "█" * filled, "░" * (cells - filled)
 
 
-def segments(status: ContextStatus, *, loading: bool = False, working: str = "") -> list[Segment]:
-    """Every field of the bar, in display order (``working``: the running turn, first)."""
+def segments(
+    status: ContextStatus, *, loading: bool = False, working: str = "", mode: Part | None = None
+) -> list[Segment]:
+    """Every field of the bar, in display order (``working``: the running turn, first; then
+    ``mode``: the approval mode when it is not "ask")."""
     tier_style = TIER_STYLE[status.tier]
     out: list[Segment] = []
     if working:
         out.append(Segment("working", (Part(working, "bold $accent"),), NEVER))
+    if mode is not None and mode.text:
+        out.append(Segment("mode", (mode,), NEVER))
     model = status.model or "no model"
     short = model.rsplit("/", 1)[-1] if "/" in model else ""
     model_seg = Segment("model", (Part(short or model, "bold $primary"),), drop_rank=7)
@@ -157,10 +163,15 @@ def segments(status: ContextStatus, *, loading: bool = False, working: str = "")
 
 
 def layout(
-    status: ContextStatus, width: int, *, loading: bool = False, working: str = ""
+    status: ContextStatus,
+    width: int,
+    *,
+    loading: bool = False,
+    working: str = "",
+    mode: Part | None = None,
 ) -> list[Segment]:
     """The segments that fit in ``width`` cells, dropping and shortening in the fixed order."""
-    segs = segments(status, loading=loading, working=working)
+    segs = segments(status, loading=loading, working=working, mode=mode)
 
     def total(items: list[Segment]) -> int:
         return sum(s.width for s in items) + len(SEPARATOR) * max(0, len(items) - 1) + 2

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from agentsh.checkpoints.session_files import SessionFiles
+from agentsh.config import ApprovalMode
 from agentsh.context.undo import UndoResult, undo_compaction
 from agentsh.events import (
     AssistantMessage,
@@ -65,6 +66,7 @@ class FakeAgent:
         model: str | None = "test/fake",
         script: Script = echo_script,
         status: ContextStatus | None = None,
+        approval: ApprovalMode = ApprovalMode.ASK,
     ) -> None:
         self.session = session
         self._model = model
@@ -80,6 +82,8 @@ class FakeAgent:
         self.snapshot: MemorySnapshot | None = None
         # None: file checkpoints off (a test sets a real SessionFiles to see restores)
         self.session_files: SessionFiles | None = None
+        self._approval = approval
+        self._plan = False
 
     @property
     def model(self) -> str | None:
@@ -87,6 +91,18 @@ class FakeAgent:
 
     def status(self) -> ContextStatus:
         return self._status
+
+    @property
+    def approval_mode(self) -> ApprovalMode:
+        return self._approval
+
+    @property
+    def plan_mode(self) -> bool:
+        return self._plan
+
+    def set_approval_mode(self, mode: ApprovalMode, *, plan: bool = False) -> None:
+        self._approval = ApprovalMode(mode)
+        self._plan = plan
 
     def set_status(self, status: ContextStatus) -> None:
         self._status = status

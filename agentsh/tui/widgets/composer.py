@@ -100,13 +100,16 @@ class PromptInput(TextArea):
     # binding runs as soon as the App sees the key, ahead of characters still queued for this
     # widget, so a fast typist's last characters would arrive after their message was sent.
     BINDINGS: ClassVar[list[BindingType]] = []
-    WIDGET_KEYS = ("submit", "newline", "complete")
+    WIDGET_KEYS = ("submit", "newline", "complete", "cycle_mode")
 
     @dataclass
     class Submitted(Message):
         """The user sent ``text`` (a message or a slash command)."""
 
         text: str
+
+    class ModeCycled(Message):
+        """Shift+Tab: the App moves the approval mode on (agentsh/tui/approval_modes.py)."""
 
     def __init__(self) -> None:
         super().__init__(
@@ -281,12 +284,17 @@ class PromptInput(TextArea):
             action = self.action_newline
         elif key in self._keys("complete"):
             action = self.action_complete
+        elif key in self._keys("cycle_mode"):
+            action = self._cycle_mode
         if action is not None:
             event.stop()
             event.prevent_default()
             action()
             return
         await super()._on_key(event)
+
+    def _cycle_mode(self) -> None:
+        self.post_message(self.ModeCycled())
 
     def _sync_menu(self) -> None:
         """Offer what fits the text as it is now. The menu follows the text through

@@ -12,7 +12,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from agentsh.events import ContextStatus
-from agentsh.tui.status_format import SEPARATOR, layout
+from agentsh.tui.status_format import SEPARATOR, Part, layout
 
 
 class StatusBar(Widget):
@@ -22,6 +22,8 @@ class StatusBar(Widget):
     working: reactive[str] = reactive("", layout=False)
     # A word for the key just pressed ("Ctrl+C again to quit"), for a moment (:meth:`flash`).
     hint: reactive[str] = reactive("", layout=False)
+    # The approval mode's words and style when it is not "ask" (Shift+Tab cycles it).
+    mode: reactive[Part] = reactive(lambda: Part(""), layout=False)
 
     def flash(self, text: str, seconds: float) -> None:
         """Show ``text`` first on the bar for ``seconds``, where the eye is while typing (a
@@ -37,7 +39,7 @@ class StatusBar(Widget):
     def render(self) -> RenderResult:
         width = self.size.width or 80
         working = self.hint or self.working
-        segs = layout(self.status, width, loading=self.starting, working=working)
+        segs = layout(self.status, width, loading=self.starting, working=working, mode=self.mode)
         pieces: list[tuple[str, str] | str] = []
         for i, seg in enumerate(segs):
             if i:
