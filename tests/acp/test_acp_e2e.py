@@ -729,6 +729,7 @@ async def test_loading_a_session_another_agentsh_holds_says_what_to_do(plain: Ac
     """The conversation is open in the TUI (its log locked): the editor was told to "pass
     --fork", an option it has no way to give."""
     saved = _saved_session(plain)
+    assert saved.path is not None
     held = Session.open(saved.path)  # as a TUI in a terminal holds it
     try:
         with pytest.raises(RequestError) as refused:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from acp import connect_to_agent, text_block
@@ -54,7 +55,7 @@ async def test_sigterm_ends_the_agent_although_a_tool_thread_is_stuck(tmp_path: 
     assert process.stderr is not None
     client = EditorClient()
     conn = connect_to_agent(client, process.stdin, process.stdout)  # type: ignore[arg-type]
-    prompt: asyncio.Future[object] | None = None
+    prompt: asyncio.Future[Any] | None = None
     try:
         await asyncio.wait_for(
             conn.initialize(protocol_version=1, client_capabilities=client.capabilities), 60

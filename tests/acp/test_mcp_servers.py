@@ -20,7 +20,7 @@ def test_a_name_given_twice_starts_the_first_and_says_so() -> None:
 
 def test_a_flood_of_servers_is_cut() -> None:
     # Each one may be a process started on the user's machine.
-    given = [_stdio(f"s{n}") for n in range(MAX_SERVERS + 50)]
+    given: list[McpServerStdio | HttpMcpServer] = [_stdio(f"s{n}") for n in range(MAX_SERVERS + 50)]
     given.append(HttpMcpServer(name="late", url="http://127.0.0.1:1/mcp", headers=[], type="http"))
     specs, problems = client_servers(given)
     assert len(specs) == MAX_SERVERS
