@@ -16,16 +16,21 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NoReturn, TypeVar
 
 T = TypeVar("T")
 
 
-def run_loop(main: Coroutine[Any, Any, T]) -> T:
+def run_loop(
+    main: Coroutine[Any, Any, T], *, wait_for_threads: Callable[[], bool] = lambda: False
+) -> T:
     """``asyncio.run(main)`` except that the loop's default executor is shut down without
-    waiting for its threads: one blocked in a system call would hold the process forever."""
+    waiting for its threads (one blocked in a system call would hold the process forever),
+    unless ``wait_for_threads()`` says so at the end: a run that ended by itself, not by a
+    signal, lets a thread it started finish first, as ``asyncio.run`` does (a ``-p`` run
+    inside the tests' process left one working beside the next run)."""
     loop = asyncio.new_event_loop()
     executor = ThreadPoolExecutor(thread_name_prefix="agentsh-worker")
     loop.set_default_executor(executor)
@@ -37,7 +42,7 @@ def run_loop(main: Coroutine[Any, Any, T]) -> T:
             _cancel_all(loop)
             loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
-            executor.shutdown(wait=False, cancel_futures=True)
+            executor.shutdown(wait=wait_for_threads(), cancel_futures=True)
             asyncio.set_event_loop(None)
             loop.close()
 

@@ -86,6 +86,11 @@ class Stopping:
             with contextlib.suppress(OSError, ValueError):
                 self._previous[signum] = signal.signal(signum, handler)
 
+    @property
+    def signalled(self) -> bool:
+        """A signal came (even one whose handling the loop never got to run)."""
+        return self._raw > 0 or self.signals > 0
+
     def on_signal(self) -> None:
         self.signals += 1
         if self.signals == 1 and self.agent.busy:

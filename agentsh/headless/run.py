@@ -176,7 +176,10 @@ def main(args: argparse.Namespace) -> int:
                 bypass_allowed=not getattr(args, "_bypass_disabled", False),
             )
             asks = StdioPermissions(output.write, interrupt, _warn, updates)
-        code = run_loop(_drive(agent, output, first, streaming_in, args, asks, stopping))
+        code = run_loop(
+            _drive(agent, output, first, streaming_in, args, asks, stopping),
+            wait_for_threads=lambda: not stopping.signalled,
+        )
     except (KeyboardInterrupt, asyncio.CancelledError):
         output.abort()  # the turn that was running still gets its result
         print("agentsh: interrupted", file=sys.stderr)

@@ -91,6 +91,7 @@ class ApprovalPrompt(Vertical, can_focus=True):
         self.waiting_below = False
         self.answered: ApprovalItem | None = None  # the line it collapsed to, once it did
         self._keys: list[str | tuple[str, str]] = []  # the answer keys' line, without a hint
+        self._lines = 0  # the detail's lines, before wrapping
 
     def _key(self, binding_id: str) -> str:
         return display_key(self._keymap.get(binding_id, spec(binding_id).key))
@@ -137,7 +138,7 @@ class ApprovalPrompt(Vertical, can_focus=True):
             group = one_line(req.group)
             keys += [(f"[{self._key('approve_group')}]", "bold $success"), f" {group}   "]
         keys += [(f"[{self._key('deny')}]", "bold $error"), " deny"]
-        self._keys = keys
+        self._keys, self._lines = keys, lines
         if lines > DETAIL_ROWS:
             keys = [*keys, *self._scroll_hint(f"{lines} lines")]
         yield Static(Content.assemble(*keys), classes="approval-keys")
@@ -154,7 +155,8 @@ class ApprovalPrompt(Vertical, can_focus=True):
         for detail in self.query(ApprovalDetail):
             rows = detail.virtual_size.height
             if detail.max_scroll_y > 0 and rows > detail.content_region.height:
-                hint = self._scroll_hint(f"{rows} rows")
+                what = f"{rows} rows" if rows > self._lines else f"{self._lines} lines"
+                hint = self._scroll_hint(what)
                 self.query_one(".approval-keys", Static).update(
                     Content.assemble(*self._keys, *hint)
                 )
