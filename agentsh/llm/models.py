@@ -22,6 +22,7 @@ import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import SupportsFloat, SupportsIndex, SupportsInt
 
 from agentsh.config import ModelSettings
 from agentsh.llm.model_name import ModelSource, named_model
@@ -215,15 +216,19 @@ def _apply_overrides(info: ModelInfo, settings: ModelSettings) -> ModelInfo:
 
 
 def _int(value: object) -> int:
+    if not isinstance(value, str | bytes | SupportsInt | SupportsIndex):
+        return 0  # None, or nothing a number can be read from
     try:
-        return int(value) if value is not None else 0  # type: ignore[call-overload]
+        return int(value)
     except (TypeError, ValueError):
         return 0
 
 
 def _float(value: object) -> float:
+    if not isinstance(value, str | bytes | SupportsFloat | SupportsIndex):
+        return 0.0
     try:
-        return float(value) if value is not None else 0.0  # type: ignore[arg-type]
+        return float(value)
     except (TypeError, ValueError):
         return 0.0
 

@@ -17,6 +17,7 @@ import time
 import types
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,11 +65,11 @@ def _spawned(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     started: list[list[str]] = []
     real = subprocess.Popen
 
-    def popen(argv: list[str], **kwargs: object) -> object:
+    def popen(argv: list[str], **kwargs: Any) -> object:
         if "agentsh.commands.search_server" in argv:
             started.append(argv)
             return None
-        return real(argv, **kwargs)  # type: ignore[call-overload]
+        return real(argv, **kwargs)
 
     monkeypatch.setattr(subprocess, "Popen", popen)
     return started
@@ -88,6 +89,13 @@ def test_the_socket_folder_must_be_the_users_alone(short_home: Path) -> None:
     assert socket_path(user) is None
 
 
+def _folder(user: UserPaths) -> Path:
+    """The folder of the user's socket (there is one: the folder is safely theirs)."""
+    path = socket_path(user)
+    assert path is not None
+    return path.parent
+
+
 def test_the_users_runtime_folder_is_used_when_it_is_theirs_alone(
     short_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -99,14 +107,14 @@ def test_the_users_runtime_folder_is_used_when_it_is_theirs_alone(
     assert path is not None and path.parent == runtime / "agentsh"
     assert path.parent.stat().st_mode & 0o777 == 0o700
     runtime.chmod(0o777)  # a shared folder, or one named by a relative path: not used
-    assert socket_path(user).parent == user.cache_dir / "run"  # type: ignore[union-attr]
+    assert _folder(user) == user.cache_dir / "run"
     runtime.chmod(0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", "rt")
-    assert socket_path(user).parent == user.cache_dir / "run"  # type: ignore[union-attr]
+    assert _folder(user) == user.cache_dir / "run"
     link = short_home / "link"
     link.symlink_to(runtime)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(link))
-    assert socket_path(user).parent == user.cache_dir / "run"  # type: ignore[union-attr]
+    assert _folder(user) == user.cache_dir / "run"
 
 
 def test_a_project_cannot_turn_the_warm_process_on_or_off(project: Path, short_home: Path) -> None:

@@ -515,7 +515,7 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.flush()
                 self.connection.shutdown(socket.SHUT_RDWR)
 
-        def _usage(self, request: RecordedRequest, reply: Reply) -> dict[str, int]:
+        def _usage(self, request: RecordedRequest, reply: Reply) -> dict[str, Any]:
             body = request.body if isinstance(request.body, dict) else {}
             sent = json.dumps(body.get("messages", [])) + json.dumps(body.get("tools", []))
             out_chars = len(reply.text) + len(reply.thinking)
@@ -525,13 +525,13 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             if reply.usage:
                 prompt = int(reply.usage.get("prompt_tokens", prompt))
                 completion = int(reply.usage.get("completion_tokens", completion))
-            usage = {
+            usage: dict[str, Any] = {
                 "prompt_tokens": prompt,
                 "completion_tokens": completion,
                 "total_tokens": prompt + completion,
             }
             if reply.usage and "cached_tokens" in reply.usage:
-                usage["prompt_tokens_details"] = {"cached_tokens": reply.usage["cached_tokens"]}  # type: ignore[assignment]
+                usage["prompt_tokens_details"] = {"cached_tokens": reply.usage["cached_tokens"]}
             return usage
 
         def _full(self, request: RecordedRequest, reply: Reply) -> dict[str, Any]:

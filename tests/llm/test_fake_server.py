@@ -114,7 +114,8 @@ def test_text_is_cut_into_irregular_but_reproducible_pieces() -> None:
 
 def test_the_script_file_format_parses_every_kind_of_reply() -> None:
     assert reply_from_json("hi") == Reply(text="hi")
-    assert reply_from_json({"overflow": True}).code == "context_length_exceeded"  # type: ignore[union-attr]
+    overflow = reply_from_json({"overflow": True})
+    assert isinstance(overflow, ErrorReply) and overflow.code == "context_length_exceeded"
     error = reply_from_json({"error": {"status": 503, "retry_after": 2}})
     assert isinstance(error, ErrorReply) and (error.status, error.retry_after) == (503, "2")
     calls = reply_from_json({"tool_calls": [{"name": "bash", "arguments": {"cmd": "ls"}}]})

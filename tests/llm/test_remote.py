@@ -204,7 +204,7 @@ async def test_a_worker_that_dies_fails_the_call_in_flight_and_the_next_call_sta
     try:
         scripted_server.script(Reply(text="word " * 400, delay_s=0.05), Reply(text="again"))
         first = asyncio.Event()
-        outcome: list[BaseException] = []
+        outcome: list[LLMError] = []
 
         async def consume() -> None:
             try:
@@ -220,7 +220,7 @@ async def test_a_worker_that_dies_fails_the_call_in_flight_and_the_next_call_sta
         assert dead is not None
         os.kill(dead, signal.SIGKILL)
         await asyncio.wait_for(task, 30)
-        assert outcome and outcome[0].kind is ErrorKind.OTHER  # type: ignore[attr-defined]
+        assert outcome and outcome[0].kind is ErrorKind.OTHER
         assert "model worker process stopped unexpectedly" in str(outcome[0])
         items = await asyncio.wait_for(_items(client(scripted_server, own)), 120)
         completion = items[-1]

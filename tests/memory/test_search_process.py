@@ -16,6 +16,7 @@ import pytest
 
 from agentsh.memory import embeddings
 from agentsh.memory.embeddings import EmbeddingUnavailable
+from agentsh.memory.index import MemoryIndex
 from agentsh.memory.index_db import IndexStore
 from tests.memory.conftest import HashEmbedder, IndexFactory, write
 
@@ -27,8 +28,8 @@ def _notes(memory_dir: Path) -> Path:
     return memory_dir / "redis.md"
 
 
-def _ranked(index: object, query: str) -> list[tuple[str, int, float]]:
-    response = index.search(query)  # type: ignore[attr-defined]
+def _ranked(index: MemoryIndex, query: str) -> list[tuple[str, int, float]]:
+    response = index.search(query)
     return [(r.path, r.start_line, round(r.score, 6)) for r in response.results]
 
 

@@ -94,11 +94,11 @@ def test_a_full_disk_leaves_the_old_file_whole(root: Path, monkeypatch: pytest.M
     real_write = os.write
     calls = 0
 
-    def short_then_full(fd: int, data: object) -> int:
+    def short_then_full(fd: int, data: bytes | memoryview) -> int:
         nonlocal calls
         calls += 1
         if calls == 1:
-            return real_write(fd, bytes(data)[:100])  # type: ignore[call-overload]
+            return real_write(fd, bytes(data)[:100])
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "write", short_then_full)  # the os module fsutil calls

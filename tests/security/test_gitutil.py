@@ -116,9 +116,11 @@ def test_raw_cat_file_skips_the_driver_listing_and_a_converting_one_is_disarmed(
     spawned: list[list[str]] = []
     real = gitutil._run
 
-    def counting(argv: list[str], *rest: object) -> gitutil.GitResult:
+    def counting(
+        argv: list[str], cwd: Path, env: dict[str, str], input: bytes | None, timeout: float
+    ) -> gitutil.GitResult:
         spawned.append(argv)
-        return real(argv, *rest)  # type: ignore[arg-type]
+        return real(argv, cwd, env, input, timeout)
 
     monkeypatch.setattr(gitutil, "_run", counting)
     raw = run_git(["cat-file", "--batch"], cwd=root, input=b"HEAD:a.txt\n")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -29,6 +29,9 @@ from agentsh.session.entries import (
     encode_line,
 )
 from agentsh.session.entry_parse import entry_from_json
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 SAMPLES: list[E.AnyEntry] = [
     MessageEntry(id="a1", parent_id=None, timestamp="t1", role=Role.USER, content="héllo 漢字"),
@@ -166,7 +169,9 @@ def test_malformed_known_entries_raise_entry_error(raw: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     "cls", [MessageEntry, ToolResultEntry, Usage, ToolCall], ids=lambda c: c.__name__
 )
-def test_fast_constructors_build_the_same_object_as_the_dataclass(cls: type[object]) -> None:
+def test_fast_constructors_build_the_same_object_as_the_dataclass(
+    cls: type[DataclassInstance],
+) -> None:
     # The loader builds entries with direct slot stores; they must equal (and hash like) what
     # the regular constructor builds, field for field.
     sample = {

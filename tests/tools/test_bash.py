@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agentsh.events import ToolOutput
+from agentsh.events import Event, ToolOutput
 from agentsh.tools.base import ToolContext
 from agentsh.tools.shell import BashTool
 from tests.tools.conftest import MakeCtx, Recorder, call
@@ -128,12 +128,12 @@ async def test_output_streams_as_events_while_the_command_runs(
     seen: list[str] = []
     go = tmp_path_factory.mktemp("signal") / "go"  # outside the project: no file changed
 
-    def emit(event: object) -> None:
+    def emit(event: Event) -> None:
         if isinstance(event, ToolOutput):
             seen.append(event.text)
             if "first" in event.text:
                 go.touch()
-        recorder(event)  # type: ignore[arg-type]
+        recorder(event)
 
     ctx.emit = emit
     command = f"echo first; until [ -e '{go}' ]; do sleep 0.02; done; echo second"
