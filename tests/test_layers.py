@@ -355,3 +355,32 @@ def test_front_ends_name_what_they_use_of_the_agent(name: str, path: Path) -> No
 def test_the_reflective_reach_check_sees_a_getattr_into_the_agent() -> None:
     sample = "s = getattr(self.c.agent, 'summarize_branch', None)\nt = getattr(x, 'y')\n"
     assert [line for line, _ in _reflective_reaches(ast.parse(sample))] == [1]
+
+
+# Each front end names the agent by its own protocol of agentsh.frontend (or a role of it), so
+# mypy checks it against what it calls; typing a TUI module with HeadlessAPI to reach a rule
+# would put the TUI's stand-in for the agent on the hook for what only -p asks.
+PROTOCOLS_OF: dict[str, frozenset[str]] = {
+    "tui": frozenset({"AgentAPI", "McpAPI", "InteractiveAPI"}),
+    "headless": frozenset({"AgentAPI", "McpAPI", "PermissionsAPI", "HeadlessAPI"}),
+    "acp": frozenset({"AgentAPI", "PermissionsAPI", "EditorAPI"}),
+}
+
+
+def _frontend_names(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "agentsh.frontend":
+            yield from ((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.Import) and any(a.name == "agentsh.frontend" for a in node.names):
+            yield node.lineno, "*"  # the whole module: any protocol
+
+
+@pytest.mark.parametrize(
+    ("name", "path"),
+    [(n, p) for n, p in MODULES if _room(n) in FRONT_ENDS],
+    ids=[n for n, _ in MODULES if _room(n) in FRONT_ENDS],
+)
+def test_front_ends_type_the_agent_with_their_own_protocol(name: str, path: Path) -> None:
+    allowed = PROTOCOLS_OF[_room(name)]
+    other = [f"line {line}: {p}" for line, p in _frontend_names(_tree(path)) if p not in allowed]
+    assert not other, f"{name} takes another front end's protocol: {other}"
