@@ -17,7 +17,6 @@ never ran get a result saying so, so the log never holds an orphan tool call.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -456,13 +455,13 @@ class Agent:
 
     # -- driving a task as an event stream ------------------------------------------------------
 
-    async def _drive(self, work: Awaitable[None]) -> AsyncIterator[Event]:
+    def _drive(self, work: Awaitable[None]) -> AsyncIterator[Event]:
+        """``work``'s events (called where the stream is first read, as ``run`` and
+        ``compact`` are async generators: a second piece of work raises there)."""
         if self.busy:
             raise AgentBusy("a turn is already running")
         self.tool_cancel = asyncio.Event()
-        async with contextlib.aclosing(self._work.drive(work)) as events:
-            async for event in events:
-                yield event
+        return self._work.drive(work)
 
     def emit(self, event: Event) -> None:
         """Into the stream of the running turn or compaction (dropped when none runs)."""
