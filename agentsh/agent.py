@@ -17,9 +17,10 @@ never ran get a result saying so, so the log never holds an orphan tool call.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from agentsh.checkpoints.checkpointer import Checkpointer
 from agentsh.checkpoints.session_files import SessionFiles
@@ -455,10 +456,11 @@ class Agent:
 
     # -- driving a task as an event stream ------------------------------------------------------
 
-    def _drive(self, work: Awaitable[None]) -> AsyncIterator[Event]:
+    def _drive(self, work: Coroutine[Any, Any, None]) -> AsyncIterator[Event]:
         """``work``'s events (called where the stream is first read, as ``run`` and
         ``compact`` are async generators: a second piece of work raises there)."""
         if self.busy:
+            work.close()  # never started
             raise AgentBusy("a turn is already running")
         self.tool_cancel = asyncio.Event()
         return self._work.drive(work)
