@@ -10,7 +10,7 @@ what came from a config file or a server of control characters.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -26,15 +26,7 @@ from agentsh.mcp import report
 if TYPE_CHECKING:
     from textual.signal import Signal
 
-    from agentsh.mcp.state import McpOverview
-
-
-class McpControl(Protocol):
-    """What the window needs of the agent (:class:`agentsh.frontend.McpAPI`)."""
-
-    def mcp_overview(self) -> McpOverview: ...
-
-    def set_mcp_server(self, name: str, *, enabled: bool | None = None) -> None: ...
+    from agentsh.frontend import McpAPI
 
 
 class McpServersScreen(ModalScreen[None]):
@@ -57,7 +49,7 @@ class McpServersScreen(ModalScreen[None]):
     McpServersScreen #mcp-footer { color: $text-muted; height: 1; }
     """
 
-    def __init__(self, control: McpControl, changed: Signal[str] | None = None) -> None:
+    def __init__(self, control: McpAPI, changed: Signal[str] | None = None) -> None:
         super().__init__()
         self.control = control
         self.changed = changed
