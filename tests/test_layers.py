@@ -360,11 +360,15 @@ def test_the_reflective_reach_check_sees_a_getattr_into_the_agent() -> None:
 # Each front end names the agent by its own protocol of agentsh.frontend (or a role of it), so
 # mypy checks it against what it calls; typing a TUI module with HeadlessAPI to reach a rule
 # would put the TUI's stand-in for the agent on the hook for what only -p asks.
-PROTOCOLS_OF: dict[str, frozenset[str]] = {
-    "tui": frozenset({"AgentAPI", "McpAPI", "InteractiveAPI"}),
-    "headless": frozenset({"AgentAPI", "McpAPI", "PermissionsAPI", "HeadlessAPI"}),
-    "acp": frozenset({"AgentAPI", "PermissionsAPI", "EditorAPI"}),
-}
+PROTOCOL_OF = {"tui": "InteractiveAPI", "headless": "HeadlessAPI", "acp": "EditorAPI"}
+
+
+def _protocols_of(room: str) -> frozenset[str]:
+    """The front end's protocol and the protocols of agentsh.frontend it is made of."""
+    from agentsh import frontend
+
+    own = getattr(frontend, PROTOCOL_OF[room])
+    return frozenset(c.__name__ for c in own.__mro__ if c.__module__ == frontend.__name__)
 
 
 def _frontend_names(tree: ast.AST) -> Iterator[tuple[int, str]]:
@@ -381,6 +385,6 @@ def _frontend_names(tree: ast.AST) -> Iterator[tuple[int, str]]:
     ids=[n for n, _ in MODULES if _room(n) in FRONT_ENDS],
 )
 def test_front_ends_type_the_agent_with_their_own_protocol(name: str, path: Path) -> None:
-    allowed = PROTOCOLS_OF[_room(name)]
+    allowed = _protocols_of(_room(name))
     other = [f"line {line}: {p}" for line, p in _frontend_names(_tree(path)) if p not in allowed]
     assert not other, f"{name} takes another front end's protocol: {other}"
