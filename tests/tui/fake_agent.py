@@ -107,6 +107,18 @@ class FakeAgent:
     def set_status(self, status: ContextStatus) -> None:
         self._status = status
 
+    @property
+    def approval_mode(self) -> ApprovalMode:
+        return self._approval
+
+    @property
+    def plan_mode(self) -> bool:
+        return self._plan
+
+    def set_approval_mode(self, mode: ApprovalMode, *, plan: bool = False) -> None:
+        self._approval = ApprovalMode(mode)
+        self._plan = plan
+
     async def run(self, text: str) -> AsyncIterator[Event]:
         self.runs.append(text)
         async for event in self._announcing(self.script(self, text)):
