@@ -403,3 +403,22 @@ async def test_a_long_paste_leaves_the_editor_whole_with_room_for_the_chat(
         await pilot.pause()
         await pilot.pause()
         _editor_whole(app, app.size.height)
+
+
+async def test_help_in_the_chat_is_one_line_a_command_at_80x24(make_app: MakeApp) -> None:
+    """`/help` at 80x24 drew a table of about fifty lines (a rule between every two rows, the
+    summaries wrapped in a narrow column): the screen showed its last third. As Claude Code
+    lists them: one line a command, long ones wrapping under their own text."""
+    from agentsh.tui.slash.registry import COMMANDS
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        await pilot.press(*"/help", "enter")
+        await wait_for(pilot, lambda: bool(app.query(NoteMarkdown)))
+        await pilot.pause()
+        note = app.query_one(NoteMarkdown)
+        await wait_for(pilot, lambda: note.region.height > 0)
+        assert note.outer_size.height <= 2 * len(COMMANDS), screen_text(app)  # was 64
+        text = screen_text(app)
+        assert "/quit" in text and "Quit agentsh (also /exit, /q)" in text

@@ -12,10 +12,10 @@ if TYPE_CHECKING:
 
 
 async def help_(ctx: CommandContext, arg: str) -> None:
-    from agentsh.tui.slash.registry import commands_table
+    from agentsh.tui.slash.registry import commands_list
 
     await ctx.view.markdown_note(
-        f"**Commands**\n\n{commands_table()}\n\n"
+        f"**Commands**\n\n{commands_list()}\n\n"
         "Press **F1** for every key binding, **Ctrl+P** for the command palette."
     )
 

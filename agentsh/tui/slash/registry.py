@@ -176,8 +176,18 @@ def complete_argument(word: str, typed: str, current: Current | None = None) -> 
     return [choice for choice in offered if choice.lower().startswith(prefix)]
 
 
+def commands_list() -> str:
+    """Every command as a markdown list, one line each where it fits (``/help`` in the chat:
+    a table drew a rule between every two rows, fifty lines at 80x24)."""
+    lines = []
+    for c in COMMANDS:
+        aliases = ", ".join(f"/{a}" for a in c.aliases)
+        lines.append(f"- `{c.usage}` — {c.summary}" + (f" (also {aliases})" if aliases else ""))
+    return "\n".join(lines)
+
+
 def commands_table() -> str:
-    """Every command as a markdown table (``/help`` in the chat, and F1).
+    """Every command as a markdown table (F1).
 
     A ``|`` inside a cell ends the cell in markdown, even inside backticks (``/compact
     [tier|undo]``), so it is escaped.
