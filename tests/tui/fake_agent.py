@@ -92,18 +92,6 @@ class FakeAgent:
     def status(self) -> ContextStatus:
         return self._status
 
-    @property
-    def approval_mode(self) -> ApprovalMode:
-        return self._approval
-
-    @property
-    def plan_mode(self) -> bool:
-        return self._plan
-
-    def set_approval_mode(self, mode: ApprovalMode, *, plan: bool = False) -> None:
-        self._approval = ApprovalMode(mode)
-        self._plan = plan
-
     def set_status(self, status: ContextStatus) -> None:
         self._status = status
 
