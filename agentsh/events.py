@@ -253,6 +253,19 @@ class Retrying(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class ModelClientStarting(Event):
+    """The model call waits for the model client to start (the model worker process is still
+    importing litellm: seconds on a loaded machine); nothing has been sent to the model yet.
+    :class:`ModelClientReady` follows when the request goes out."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelClientReady(Event):
+    """The model client has started (after :class:`ModelClientStarting`): the request is
+    sent, the call now waits for the model."""
+
+
+@dataclass(frozen=True, slots=True)
 class CompactionStarted(Event):
     tier: Tier
     reason: str

@@ -25,7 +25,15 @@ from types import ModuleType
 from typing import Any
 
 from agentsh.config import ModelSettings
-from agentsh.events import ErrorKind, Retrying, TextDelta, ThinkingDelta, ToolCallDelta
+from agentsh.events import (
+    ErrorKind,
+    ModelClientReady,
+    ModelClientStarting,
+    Retrying,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+)
 from agentsh.llm.env import import_litellm, litellm_loaded
 from agentsh.llm.failures import (
     LLMError,
@@ -75,7 +83,17 @@ __all__ = [
     "url_secrets",
 ]
 
-StreamItem = TextDelta | ThinkingDelta | ToolCallDelta | Retrying | Completion
+# ModelClientStarting/Ready come only from a client whose calls wait for a process to start
+# (agentsh.llm.remote); this module's own client never yields them.
+StreamItem = (
+    TextDelta
+    | ThinkingDelta
+    | ToolCallDelta
+    | Retrying
+    | ModelClientStarting
+    | ModelClientReady
+    | Completion
+)
 Sleep = Callable[[float], Awaitable[Any]]
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from agentsh.config import ModelSettings
 from agentsh.errors import AgentshError
-from agentsh.events import ErrorKind, Retrying
+from agentsh.events import ErrorKind, ModelClientReady, ModelClientStarting, Retrying
 from agentsh.llm import wire
 from agentsh.llm.client import Completion, LLMClient, LLMError, StreamItem, scrub
 from agentsh.llm.env import prepare_environment
@@ -61,6 +61,9 @@ class _Call:
         self.call_id = 0
         self.child: _Child | None = None
         self.finished = False
+        # Opened before the worker had said it was ready (its litellm import still running):
+        # the call is told "ready" when it is (ModelWorker._ready).
+        self.starting = False
 
     def deliver(self, message: dict[str, Any]) -> None:
         raise NotImplementedError
@@ -128,6 +131,7 @@ class _Child:
         self.process = process
         self.write_lock = threading.Lock()
         self.sent_env = environ
+        self.ready = False  # the worker's litellm import is over (it said "ready")
 
     def write(self, data: bytes, *, environ: dict[str, str] | None = None) -> None:
         """Send ``data``, preceded by the environment when it has changed since the last send."""
@@ -242,6 +246,7 @@ class ModelWorker:
             child = self._ensure_started()
             call.call_id = next(self._ids)
             call.child = child
+            call.starting = not child.ready
             data = wire.dumps({**request, "id": call.call_id})  # before the call is registered
             self._calls[call.call_id] = call
         # If the worker died under us, the reader thread fails this call with the reason.
@@ -279,6 +284,9 @@ class ModelWorker:
                 continue
             if not isinstance(message, dict):
                 continue
+            if message.get("ev") == "ready" and "id" not in message:
+                self._ready(child)
+                continue
             with self._lock:
                 call = self._calls.get(message.get("id", 0))
                 if call is None:
@@ -298,6 +306,15 @@ class ModelWorker:
         reason = self._stopped_reason(code)
         for call in orphans:
             call.deliver({"id": call.call_id, "ev": "gone", "message": reason})
+
+    def _ready(self, child: _Child) -> None:
+        """The worker's import is over: the calls opened while it ran are told so (a call
+        opened from now on finds ``child.ready`` set, under the same lock)."""
+        with self._lock:
+            child.ready = True
+            waiting = [c for c in self._calls.values() if c.child is child and c.starting]
+        for call in waiting:
+            call.deliver({"id": call.call_id, "ev": "ready"})
 
     def _read_stderr(self, process: subprocess.Popen[bytes]) -> None:
         assert process.stderr is not None
@@ -422,13 +439,21 @@ class RemoteLLMClient(LLMClient):
 
     async def _exchange(self, request: dict[str, Any]) -> AsyncGenerator[StreamItem, None]:
         """One call in the worker: its events as they come, the completion last; the call
-        is cancelled in the worker when the caller stops listening early."""
+        is cancelled in the worker when the caller stops listening early. A call made while
+        the worker still starts says so first (:class:`ModelClientStarting`), then when the
+        request goes out (:class:`ModelClientReady`): a front end tells a starting client
+        from a slow model."""
         call = _AsyncCall(asyncio.get_running_loop())
         self._worker.open(request, call)
         try:
+            if call.starting:
+                yield ModelClientStarting()
             while True:
                 answer = await call.next()
                 event = answer.get("ev")
+                if event == "ready":
+                    yield ModelClientReady()
+                    continue
                 if event == "done":
                     yield wire.decode_completion(answer["value"])
                     return

@@ -3,6 +3,8 @@
 The front end (:mod:`agentsh.llm.remote`) sends requests, each with an ``id``; the worker
 (:mod:`agentsh.llm.worker`) answers with any number of ``ev`` messages for that id and ends it
 with exactly one ``done``, ``error`` (an :class:`LLMError`) or ``failed`` (anything else).
+Once, unasked and without an id, the worker says ``{"ev": "ready"}`` when its litellm import
+is over (a call opened before that waited for it, not for the model).
 Encoding goes through the dataclasses' own fields, so a field added to :class:`Completion`,
 :class:`Usage` or an event travels without a change here. Decoding accepts only the event
 types listed below. Nothing here imports litellm.
@@ -15,7 +17,15 @@ import json
 from typing import Any
 
 from agentsh.config import ModelSettings
-from agentsh.events import ErrorKind, Retrying, TextDelta, ThinkingDelta, ToolCallDelta
+from agentsh.events import (
+    ErrorKind,
+    ModelClientReady,
+    ModelClientStarting,
+    Retrying,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+)
 from agentsh.llm.client import Completion, LLMError, StreamItem
 from agentsh.llm.models import ModelInfo
 from agentsh.values import StopReason, ToolCall, Usage
@@ -46,6 +56,9 @@ def _fields(obj: Any) -> dict[str, Any]:
 def encode_item(call_id: int, item: StreamItem) -> dict[str, Any]:
     if isinstance(item, Completion):
         return {"id": call_id, "ev": "done", "value": encode_completion(item)}
+    if isinstance(item, ModelClientStarting | ModelClientReady):
+        # The front end's own notes about the worker; the worker's client never yields them.
+        raise TypeError(f"{type(item).__name__} is not sent by the worker")
     return {"id": call_id, "ev": _NAMES[type(item)], **_fields(item)}
 
 

@@ -50,10 +50,17 @@ class Worker:
         except Exception as exc:  # noqa: BLE001 - every call then says why it cannot run
             self._import_error = f"litellm could not be imported: {type(exc).__name__}: {exc}"
 
+    def _say_ready(self) -> None:
+        with contextlib.suppress(OSError, ValueError):  # the front end has gone
+            self.send({"ev": "ready"})
+
     async def serve(self, reader: asyncio.StreamReader) -> None:
         # The import starts at once (the front end started us so that it is paid now), while
         # requests are read; each waits for it.
         self._loading = asyncio.ensure_future(asyncio.to_thread(self.load))
+        # Said once, before any call's answer (the first callback of the import's future): the
+        # front end tells a call that waited for the import from one that waits for the model.
+        self._loading.add_done_callback(lambda _: self._say_ready())
         while line := await reader.readline():
             try:
                 request = _parse(line)

@@ -1,10 +1,11 @@
 """What a running turn is doing, read from its events, for the working indicator.
 
 While a turn (or a ``/compact``) runs, the line above the editor says what it is doing —
-waiting for the model, thinking, writing the reply, running ``bash: pytest -q``, waiting for
-an approval, retrying, compacting — with the seconds since it started and the key that cancels
-it. This module is the state only (no Textual): the turn feeds it every event, the widget
-(:class:`agentsh.tui.widgets.activity_line.ActivityLine`) draws :meth:`Activity.line` on a timer.
+starting the model client, waiting for the model, thinking, writing the reply, running
+``bash: pytest -q``, waiting for an approval, retrying, compacting — with the seconds since it
+started and the key that cancels it. This module is the state only (no Textual): the turn
+feeds it every event, the widget (:class:`agentsh.tui.widgets.activity_line.ActivityLine`)
+draws :meth:`Activity.line` on a timer.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from agentsh.events import (
     CompactionFinished,
     CompactionStarted,
     Event,
+    ModelClientReady,
+    ModelClientStarting,
     Retrying,
     TextDelta,
     ThinkingDelta,
@@ -32,6 +35,7 @@ from agentsh.events import (
 from agentsh.termsafe import one_line
 
 WAITING = "waiting for the model"
+STARTING = "starting the model client"  # the model worker still imports litellm
 COMPACTING = "compacting"
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
@@ -130,7 +134,9 @@ def _doing(event: Event) -> str | None:
             return f"about to run {calls[0][1]}"
         case ToolStarted(summary=summary, name=name):
             return f"running {_one_line(summary or name)}"
-        case ToolFinished() | CompactionFinished() | CompactionFailed():
+        case ModelClientStarting():
+            return STARTING
+        case ToolFinished() | CompactionFinished() | CompactionFailed() | ModelClientReady():
             return WAITING
         case ApprovalRequest(summary=summary):
             return f"waiting for your answer: {_one_line(summary)}"

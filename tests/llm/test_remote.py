@@ -14,14 +14,21 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agentsh.config import ModelSettings
-from agentsh.events import ErrorKind, Retrying, TextDelta, ToolCallDelta
+from agentsh.events import (
+    ErrorKind,
+    ModelClientReady,
+    ModelClientStarting,
+    Retrying,
+    TextDelta,
+    ToolCallDelta,
+)
 from agentsh.llm import facts_cache, remote
 from agentsh.llm.client import Completion, LLMError
 from agentsh.llm.models import ModelInfo
@@ -414,10 +421,58 @@ async def test_a_call_cancelled_while_litellm_loads_leaves_the_worker_serving(
     await asyncio.sleep(0.05)
     release.set()
     for _ in range(200):
-        if out.getvalue():
+        if b'"id":2' in out.getvalue():
             break
         await asyncio.sleep(0.01)
     reader.feed_eof()
     await asyncio.wait_for(serving, 5)
     answers = [json.loads(line) for line in out.getvalue().splitlines()]
-    assert answers == [{"id": 2, "ev": "done", "value": ["m"]}]
+    # "ready" (the import is over) comes once, unasked, before any call's answer.
+    assert answers == [{"ev": "ready"}, {"id": 2, "ev": "done", "value": ["m"]}]
+
+
+@pytest.mark.asyncio
+async def test_a_call_made_while_the_worker_starts_says_so_then_when_it_is_sent(
+    scripted_server: ScriptedServer, tmp_path: Path
+) -> None:
+    """Issue 14: at load 12 the first message showed "waiting for the model" for 23 s while
+    the worker was still importing litellm, and the front end could not tell. A call made
+    then says the client is starting, then when its request goes out; a call made once the
+    worker is ready says neither."""
+    gate = tmp_path / "import-may-run"
+    code = (
+        "import pathlib, time\n"
+        "from agentsh.llm import worker\n"
+        "real = worker.import_litellm\n"
+        f"gate = pathlib.Path({str(gate)!r})\n"
+        "def held():\n"
+        "    while not gate.exists():\n"
+        "        time.sleep(0.01)\n"
+        "    return real()\n"
+        "worker.import_litellm = held\n"
+        "worker.main()\n"
+    )
+    own = ModelWorker([sys.executable, "-P", "-c", code])
+    starts = (ModelClientStarting, ModelClientReady)
+    try:
+        scripted_server.script(Reply(text="hello"), Reply(text="again"))
+        stream = client(scripted_server, own).stream(USER)
+        async with contextlib.aclosing(stream):
+            first = await asyncio.wait_for(anext(stream), 60)
+            assert isinstance(first, ModelClientStarting)
+            await asyncio.sleep(0.3)
+            assert not scripted_server.requests  # nothing sent while the import is held
+            gate.touch()
+            rest = await asyncio.wait_for(_rest(stream), 120)
+        assert isinstance(rest[0], ModelClientReady)
+        assert not any(isinstance(item, starts) for item in rest[1:])
+        assert isinstance(rest[-1], Completion) and rest[-1].text == "hello"
+        again = await asyncio.wait_for(_items(client(scripted_server, own)), 120)
+        assert not any(isinstance(item, starts) for item in again)
+        assert isinstance(again[-1], Completion) and again[-1].text == "again"
+    finally:
+        own.close()
+
+
+async def _rest(stream: AsyncIterator[object]) -> list[object]:
+    return [item async for item in stream]

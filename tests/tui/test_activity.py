@@ -16,6 +16,8 @@ from agentsh.events import (
     CompactionFinished,
     CompactionStarted,
     Event,
+    ModelClientReady,
+    ModelClientStarting,
     Retrying,
     TextDelta,
     ThinkingDelta,
@@ -26,7 +28,8 @@ from agentsh.events import (
     TurnOutcome,
     TurnStarted,
 )
-from agentsh.tui.activity import COMPACTING, WAITING, Activity, human_seconds
+from agentsh.session.entries import Role
+from agentsh.tui.activity import COMPACTING, STARTING, WAITING, Activity, human_seconds
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer, text, tool_call
 from tests.tui.conftest import MakeApp, idle, ready, screen_text, wait_for
@@ -160,3 +163,45 @@ async def test_an_answered_approval_shows_the_step_it_interrupted_again() -> Non
     asked.decision.set_result(ApprovalDecision.ALLOW_ONCE)
     await asyncio.sleep(0)  # the future's callbacks run on the loop
     assert activity.doing == "running bash: make test"
+
+
+def test_a_model_client_still_starting_is_not_a_slow_model() -> None:
+    """Issue 14: at load 12 the first message said "waiting for the model" for 23 s while the
+    model worker was still importing litellm. The line says what is happening."""
+    activity = Activity(clock=lambda: 1.0)
+    activity.start()
+    activity.follow(TurnStarted("u1", "hi"))
+    activity.follow(ModelClientStarting())
+    assert activity.doing == STARTING == "starting the model client"
+    activity.follow(ModelClientReady())
+    assert activity.doing == WAITING
+
+
+@pytest.mark.asyncio
+async def test_the_working_line_says_the_client_starts_then_that_the_model_is_asked(
+    make_app: MakeApp,
+) -> None:
+    started, sent = asyncio.Event(), asyncio.Event()
+
+    async def first_call(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        user = agent.session.append_message(Role.USER, text)
+        yield TurnStarted(user.id, text)
+        yield ModelClientStarting()
+        await started.wait()
+        yield ModelClientReady()
+        await sent.wait()
+        yield TurnEnded(TurnOutcome.DONE)
+
+    app = make_app(factory=lambda _e, s, _o: FakeAgent(s, script=first_call))
+    line = re.compile(r"(starting the model client|waiting for the model) · (\d+)s · Esc to cancel")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        await pilot.press(*"hello", "enter")
+        await wait_for(pilot, lambda: "starting the model client ·" in screen_text(app))
+        started.set()
+        await wait_for(pilot, lambda: "waiting for the model ·" in screen_text(app))
+        assert "starting the model client" not in screen_text(app)
+        shown = line.search(screen_text(app))
+        assert shown is not None and shown[1] == WAITING  # the same clock, one line
+        sent.set()
+        await wait_for(pilot, lambda: "to cancel" not in screen_text(app))
