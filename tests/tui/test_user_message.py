@@ -52,7 +52,8 @@ async def test_a_long_paste_keeps_its_lines_folded_until_clicked(make_app: MakeA
         # Folded: its first lines, one row each and as typed, then how many more there are.
         assert message.folded and FOLD_SHOWN < message.region.height < FOLD_OVER
         fold = message.query_one(".user-fold", Static)
-        assert str(fold.render()) == f"… {200 - FOLD_SHOWN} more lines (click to show all)"
+        more = 200 - FOLD_SHOWN
+        assert str(fold.render()) == f"… {more} more lines  [enter or click: show all]"
         text = "\n".join(str(s.render()) for s in message.query(".user-text").results(Static))
         assert text.splitlines() == pasted.splitlines()[:FOLD_SHOWN]
         fold.scroll_visible(animate=False, immediate=True)
@@ -60,6 +61,35 @@ async def test_a_long_paste_keeps_its_lines_folded_until_clicked(make_app: MakeA
         await pilot.click(fold)
         await wait_for(pilot, lambda: not message.folded and message.region.height >= 200)
         assert not message.query(".user-fold")
+
+
+@pytest.mark.asyncio
+async def test_a_folded_message_opens_and_folds_from_the_keyboard(make_app: MakeApp) -> None:
+    """Issue 14: a folded paste could only be opened with the mouse. It is one of the chat's
+    keyboard stops, as a tool block is (Ctrl+Up, Up/Down): Enter shows all, Enter folds it."""
+    pasted = "\n".join(f"row {i}" for i in range(200))
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        app.query_one(PromptInput).put_text(pasted)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: bool(app.query(UserMessage)))
+        await wait_for(pilot, lambda: not app.controller.turn_running)
+        message = app.query_one(UserMessage)
+        assert message.folded
+        await pilot.press("ctrl+up")  # the chat's last stop: the message (the echo has no tool)
+        await wait_for(pilot, lambda: app.focused is message)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: not message.folded and message.region.height >= 200)
+        assert app.focused is message and len(app.query(UserMessage)) == 1  # nothing sent
+        await pilot.press("space")
+        await wait_for(pilot, lambda: message.folded and message.region.height < FOLD_OVER)
+        # A short message is no stop: nothing to show or fold.
+        app.query_one(PromptInput).focus()
+        app.query_one(PromptInput).put_text("short")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: len(app.query(UserMessage)) == 2)
+        assert not app.query(UserMessage).last().can_focus
 
 
 @pytest.mark.asyncio

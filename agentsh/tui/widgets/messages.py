@@ -31,6 +31,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from agentsh.events import Tier
+from agentsh.tui.keys import KeyScope, bindings_for
 from agentsh.tui.status_format import human_tokens
 from agentsh.tui.widgets.block_fold import BlockFold, FoldingView
 from agentsh.tui.widgets.markdown_body import markdown
@@ -118,7 +119,13 @@ class UserMessage(Vertical):
     It is not markdown: ``__init__`` keeps its underscores, ``*args`` its star, ``<Foo>`` its
     brackets. Only the fenced code blocks the user wrote are rendered (syntax-highlighted).
     A long paste is folded to its first lines and a line saying how many more there are; a
-    click on that line unfolds it (the model always receives the whole text)."""
+    click on that line unfolds it (the model always receives the whole text). A long message
+    is also one of the chat's stops for the keyboard, as a tool block is (Ctrl+Up, then
+    Up/Down): Enter or Space shows it all, and folds it again."""
+
+    FOCUS_ON_CLICK = False  # a click leaves the focus (and typing) in the editor
+
+    BINDINGS: ClassVar[list[BindingType]] = bindings_for(KeyScope.TOOL_BLOCK)
 
     def __init__(self, text: str, *, entry_id: str = "") -> None:
         super().__init__(classes="message user-message")
@@ -126,6 +133,7 @@ class UserMessage(Vertical):
         self.entry_id = entry_id
         self.line_count = text.count("\n") + 1
         self.folded = self.line_count > FOLD_OVER
+        self.can_focus = self.folded  # only a long message has something to show or fold
 
     def compose(self) -> ComposeResult:
         yield Static("you", classes="role-label")
@@ -133,7 +141,8 @@ class UserMessage(Vertical):
             shown = "\n".join(self.text.split("\n")[:FOLD_SHOWN])
             yield Static(Content(shown), classes="user-text")
             more = self.line_count - FOLD_SHOWN
-            yield Static(Content(f"… {more} more lines (click to show all)"), classes="user-fold")
+            fold = f"… {more} more lines  [enter or click: show all]"
+            yield Static(Content(fold), classes="user-fold")
             return
         for part in user_text_parts(self.text):
             if part.fence:
@@ -146,6 +155,14 @@ class UserMessage(Vertical):
             return
         self.folded = False
         await self.recompose()
+
+    async def action_toggle_expand(self) -> None:
+        """Enter/Space on the focused message: all of it, or its first lines again."""
+        if self.folded:
+            await self.unfold()
+        elif self.line_count > FOLD_OVER:
+            self.folded = True
+            await self.recompose()
 
     async def on_click(self, event: events.Click) -> None:
         if self.folded and isinstance(event.widget, Static) and event.widget.has_class("user-fold"):
