@@ -202,7 +202,7 @@ KEYS: tuple[KeySpec, ...] = (
         "toggle_block",
         "enter,space",
         "toggle_expand",
-        "Expand/collapse this tool block",
+        "Expand/collapse this tool block (or long message)",
         KeyScope.TOOL_BLOCK,
     ),
     # An approval prompt.
