@@ -69,7 +69,7 @@ class ModelSettings:
     )
     max_output_tokens: int = _num(0, lo=0, doc="0 = provider default")
     request_timeout_s: float = _num(600.0, lo=1.0, doc="seconds before a model call is abandoned")
-    max_retries: int = _num(3, lo=0, hi=20, doc="retries on 429, 5xx and network errors")
+    max_retries: int = _num(3, lo=0, hi=20, doc="retries on 429, 5xx, network errors and timeouts")
     retry_base_delay_s: float = _num(2.0, lo=0.0, doc="first backoff delay, doubled each retry")
     retry_max_delay_s: float = _num(60.0, lo=0.0, doc="longest backoff delay")
     ollama_url: str = field(

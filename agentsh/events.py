@@ -61,6 +61,7 @@ class ErrorKind(StrEnum):
     CONTEXT_OVERFLOW = "context_overflow"
     BAD_REQUEST = "bad_request"
     NETWORK = "network"
+    TIMEOUT = "timeout"  # the provider took the request but did not answer in time
     SERVER = "server"
     NO_MODEL = "no_model"
     OTHER = "other"

@@ -379,7 +379,7 @@ class LLMClient:
     def _context(self, model: str) -> _CallContext:
         base = self._base_for(model)
         secrets = ((self._api_key,) if self._api_key else ()) + url_secrets(base)
-        return _CallContext(model, base, secrets)
+        return _CallContext(model, base, secrets, self.settings.request_timeout_s)
 
     def _base_for(self, model: str) -> str | None:
         # A summary model from another provider must not be sent to this model's server.
@@ -472,6 +472,8 @@ class LLMClient:
                 return "rate limited (429)"
             case ErrorKind.SERVER:
                 return f"server error ({error.status})" if error.status else "server error"
+            case ErrorKind.TIMEOUT:
+                return "timed out"
             case _:
                 return "network error"
 

@@ -1,9 +1,10 @@
 """How a model call fails: :class:`LLMError` and the classification of what litellm raised.
 
 Every failure becomes an :class:`LLMError` whose kind the agent branches on (auth, rate limit,
-context overflow, bad request, network, server) and whose message a person understands. API
-keys are scrubbed from every message: the exact values of key-like environment variables and
-anything shaped like a key.
+context overflow, bad request, network, timeout, server) and whose message a person understands:
+one line in agentsh's words and the provider's, never litellm's labels. API keys are scrubbed
+from every message: the exact values of key-like environment variables and anything shaped like
+a key.
 """
 
 from __future__ import annotations
@@ -49,7 +50,9 @@ class StreamClosed(AgentshError, ConnectionError):
     """A streamed reply that ended before its first token or its finish (a dropped link)."""
 
 
-_RETRYABLE = frozenset({ErrorKind.RATE_LIMIT, ErrorKind.SERVER, ErrorKind.NETWORK})
+_RETRYABLE = frozenset(
+    {ErrorKind.RATE_LIMIT, ErrorKind.SERVER, ErrorKind.NETWORK, ErrorKind.TIMEOUT}
+)
 
 # ---------------------------------------------------------------------------------------------
 # Secrets
@@ -163,6 +166,21 @@ _NETWORK_CLASSES = frozenset(
         "MidStreamFallbackError",
     }
 )
+# A timeout while connecting (nothing answered: the network); any other timeout came after the
+# provider took the connection (it was slow to answer). Looked for below litellm's own classes:
+# its Timeout (status 408, a subclass of openai's APITimeoutError) wraps both, and a provider's
+# own 408 reply.
+_CONNECT_TIMEOUTS = frozenset({"ConnectTimeout", "ConnectionTimeoutError", "PoolTimeout"})
+_TIMEOUTS = frozenset(
+    {"APITimeoutError", "TimeoutException", "ReadTimeout", "WriteTimeout", "TimeoutError"}
+    | {"ServerTimeoutError", "SocketTimeoutError"}
+)
+# litellm's own words around a provider's: "<what> Error_str: <the same or the cause>", and the
+# advice to its library users; the count of its retries (never any: retries are agentsh's).
+_ERROR_STR = re.compile(r"\s*\bError_str:\s*")
+_LITELLM_NOISE = re.compile(
+    r"\s*Handle with `litellm\.\w+`\.?|\s*,?\s*LiteLLM (Retried|Max Retries): \d+( times)?"
+)
 _PREFIX = re.compile(
     r"^\s*(litellm\.)?[A-Za-z]*(Error|Exception|Timeout)\s*(:|-)\s*", re.IGNORECASE
 )
@@ -183,6 +201,20 @@ def _is_network(exc: BaseException) -> bool:
         if names & _NETWORK_CLASSES or isinstance(link, OSError | TimeoutError):
             return True
     return False
+
+
+def _timeout(exc: BaseException) -> str | None:
+    """``"connect"`` or ``"read"`` when the call timed out (in connecting, or after), else None."""
+    found = None
+    for link in _chain(exc):
+        if type(link).__module__.startswith("litellm"):
+            continue
+        names = {cls.__name__ for cls in type(link).__mro__}
+        if names & _CONNECT_TIMEOUTS:
+            return "connect"
+        if names & _TIMEOUTS:
+            found = "read"
+    return found
 
 
 def _status(exc: BaseException) -> int | None:
@@ -235,7 +267,12 @@ def _detail(exc: BaseException, secrets: Sequence[str]) -> str:
     while previous != text:
         previous = text
         text = _PREFIX.sub("", text, count=1)
-    text = " ".join(text.split())
+    text = _LITELLM_NOISE.sub("", " ".join(text.split()))
+    head, *rest = _ERROR_STR.split(text, maxsplit=1)
+    tail = rest[0].strip() if rest else ""
+    if rest:  # "Request timed out. Error_str: Request timed out." says it once
+        same = not tail or tail.strip(" .").lower() in head.lower()
+        text = head if same else f"{head.rstrip(' .:')}: {_PREFIX.sub('', tail)}"
     if len(text) > 400:
         text = text[:400] + "..."
     return scrub(text, secrets)
@@ -246,6 +283,7 @@ class _CallContext:
     model: str
     api_base: str | None
     secrets: tuple[str, ...]
+    timeout_s: float | None = None  # the request's timeout (``request_timeout_s``)
 
 
 def classify(exc: BaseException, ctx: _CallContext, *, mid_stream: bool = False) -> LLMError:
@@ -323,7 +361,20 @@ def classify(exc: BaseException, ctx: _CallContext, *, mid_stream: bool = False)
             ErrorKind.BAD_REQUEST,
             f"The provider rejected the request for {ctx.model} ({status}): {detail}",
         )
-    if _is_network(exc) or status == 408:
+    timeout = _timeout(exc)
+    if timeout == "read" or (status == 408 and timeout is None):
+        code = None if timeout else status
+        message = _timed_out(ctx, where, code, mid_stream)
+        return LLMError(ErrorKind.TIMEOUT, message, code, retry_after)
+    if timeout == "connect":
+        waited = f" after {ctx.timeout_s:g} s" if ctx.timeout_s else ""
+        message = (
+            f"Could not reach the provider at {where}: the connection timed out{waited}. Check "
+            "the network connection and the API base (--api-base, AGENTSH_API_BASE or [model] "
+            "api_base)."
+        )
+        return LLMError(ErrorKind.NETWORK, scrub(message, ctx.secrets), None, retry_after)
+    if _is_network(exc):
         if mid_stream:
             message = f"The connection to the provider at {where} dropped mid-reply: {detail}"
         else:
@@ -342,6 +393,19 @@ def classify(exc: BaseException, ctx: _CallContext, *, mid_stream: bool = False)
             f"The provider had a server error{_code(status)} answering {ctx.model}: {detail}",
         )
     return error(ErrorKind.OTHER, f"The call to {ctx.model} failed: {detail}")
+
+
+def _timed_out(ctx: _CallContext, where: str, status: int | None, mid_stream: bool) -> str:
+    """What a timeout after the provider took the request says (no litellm wording)."""
+    within = f" within {ctx.timeout_s:g} s" if ctx.timeout_s else ""
+    if status == 408:
+        text = f"The provider at {where} gave up on the request for {ctx.model} (408 timeout)."
+    elif mid_stream:
+        text = f"The provider at {where} stopped sending mid-reply: nothing more came{within}."
+    else:
+        text = f"The provider at {where} took the request for {ctx.model} but did not answer"
+        text += f"{within}."
+    return scrub(f"{text} Try again, or raise [model] request_timeout_s.", ctx.secrets)
 
 
 def _code(status: int | None) -> str:
