@@ -4,12 +4,13 @@ branch summary a front end asks for (``summarize_branch``, then ``attach_branch_
 Each is paid for like a turn's call (``spent_usd``, which ``--max-budget-usd`` reads) and
 counted in the session: a compaction summary by the context manager, a branch summary with the
 entry it is attached as (or on its own when nothing is attached), and a call cancelled before
-it answered as an estimate of what was sent.
+it answered as an estimate of what was sent, priced (:func:`priced_estimate`).
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentsh.context.engine_protocol import SummaryReply
@@ -23,6 +24,25 @@ if TYPE_CHECKING:
     from agentsh.llm.client import Completion, LLMClient
     from agentsh.session.entries import BranchSummaryEntry
     from agentsh.session.session import Session
+
+
+#: how long a cancel waits to price what it counts (the model worker may still be loading litellm)
+PRICE_WAIT_S = 2.0
+
+
+async def priced_estimate(llm: LLMClient | None, usage: Usage, model: str | None = None) -> Usage:
+    """``usage`` (an estimate, of a call cancelled or cut off) priced as a reply's would be, for
+    ``model`` (default: the client's). In a thread, as the model worker is asked synchronously;
+    at most :data:`PRICE_WAIT_S`, as Esc must not wait on it: the tokens then count unpriced."""
+    if llm is None or not usage.input_tokens + usage.output_tokens:
+        return usage
+    try:
+        cost = await asyncio.wait_for(
+            asyncio.to_thread(llm.cost, usage, model or llm.model), PRICE_WAIT_S
+        )
+    except (Exception, asyncio.CancelledError):  # noqa: BLE001 - a second cancel, a dead worker
+        return usage
+    return replace(usage, cost=cost)
 
 
 class SideCallHost(Protocol):
@@ -108,13 +128,15 @@ class SideCalls:
     ) -> Completion:
         """A summary or branch-summary call. Cancelled (Esc) before it answered, its request
         was still sent: its tokens count in the session, as an estimate (``modelCall`` record
-        marked estimated; unpriced, as pricing would wait on the model worker after a cancel)."""
+        marked estimated), priced like a cancelled reply's, so the session's cost and
+        ``--max-budget-usd`` count it."""
         host = self.host
         assert host.llm is not None
         try:
             return await host.llm.complete(messages, max_tokens=max_tokens, model=model)
         except asyncio.CancelledError:
             sent = sum(host.count(str(m.get("content") or "")) for m in messages)
-            usage = Usage(input_tokens=sent, estimated=True)
+            usage = await priced_estimate(host.llm, Usage(input_tokens=sent, estimated=True), model)
+            host.spent_usd += usage.cost
             host.context.record_side_call(purpose, usage, "cancelled before it answered")
             raise

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentsh.context.manager import ContextManager, ContextTooLarge
@@ -36,6 +35,7 @@ from agentsh.llm.client import Completion, LLMClient, LLMError
 from agentsh.llm.models import no_model_help
 from agentsh.session.entries import MessageEntry, Role, StopReason
 from agentsh.session.log import SessionError
+from agentsh.side_calls import priced_estimate
 from agentsh.tool_calls import (
     ToolCallHost,
     ToolCalls,
@@ -337,9 +337,7 @@ class Turn:
     async def _estimate(self) -> Usage:
         """The usage of the model call in flight as agentsh counts it: the request's tokens as
         the accounting measured them when it was sent, and the tokens of what arrived; priced
-        as a reply's would be (in a thread: the model worker is asked synchronously; at most 2 s,
-        as a cancel before the first token may find the worker still loading litellm, and Esc
-        must not wait for it: the tokens then count unpriced)."""
+        as a reply's would be, within a short bound (:func:`priced_estimate`)."""
         host, state = self.host, self.state
         received = "".join(state.received)
         usage = Usage(
@@ -347,14 +345,7 @@ class Turn:
             output_tokens=host.context.accounting.count(received) if received else 0,
             estimated=True,
         )
-        llm = host.llm
-        if llm is None or not usage.input_tokens + usage.output_tokens:
-            return usage
-        try:
-            cost = await asyncio.wait_for(asyncio.to_thread(llm.cost, usage, llm.model), 2)
-        except (Exception, asyncio.CancelledError):  # noqa: BLE001 - a second cancel, a dead worker
-            return usage  # the tokens still count; unpriced
-        return replace(usage, cost=cost)
+        return await priced_estimate(host.llm, usage)
 
     def _report(self, usage: Usage) -> None:
         """An estimated usage counts where a provider's does: spend, and the usage event."""
@@ -384,12 +375,7 @@ class Turn:
         own record (estimated; priced within 2 s, as a cancelled reply's), as a cancelled
         summary call's do. It counted nothing."""
         host = self.host
-        usage = Usage(input_tokens=sent, estimated=True)
-        llm = host.llm
-        if llm is not None:
-            with contextlib.suppress(Exception, asyncio.CancelledError):  # a dead worker, a 2nd Esc
-                cost = await asyncio.wait_for(asyncio.to_thread(llm.cost, usage, llm.model), 2)
-                usage = replace(usage, cost=cost)
+        usage = await priced_estimate(host.llm, Usage(input_tokens=sent, estimated=True))
         host.spent_usd += usage.cost
         host.context.record_side_call("memory save", usage, "cancelled before it answered")
 

@@ -116,6 +116,7 @@ async def test_a_reply_cut_off_mid_stream_counts_and_an_error_before_output_does
 async def test_a_summary_call_cancelled_before_it_answers_counts_what_was_sent(
     make_agent: AgentFactory, scripted_server: ScriptedServer, project: Path
 ) -> None:
+    _priced(project)
     (project / ".agentsh").mkdir()
     (project / ".agentsh" / "config.toml").write_text("[context]\nsummarize_keep_turns = 1\n")
 
@@ -144,6 +145,11 @@ async def test_a_summary_call_cancelled_before_it_answers_counts_what_was_sent(
     assert approx // 2 < record.usage.input_tokens < approx * 2
     after = agent.status()
     assert after.session_input_tokens == before.session_input_tokens + record.usage.input_tokens
+    # Priced as a cancelled reply is: the session's cost and --max-budget-usd count it.
+    assert record.usage.cost == pytest.approx(record.usage.input_tokens * 3 / 1e6)
+    assert record.usage.cost > 0
+    assert after.session_cost == pytest.approx(before.session_cost + record.usage.cost)
+    assert agent.spent_usd == pytest.approx(before.session_cost + record.usage.cost)
 
 
 @pytest.mark.asyncio
