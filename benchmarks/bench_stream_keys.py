@@ -151,12 +151,12 @@ class NumberedServer(PacedServer):
         pieces = split_pieces(text, random.Random(0))
         super().__init__(pieces, len(text) / 4 / TOKENS_PER_SECOND / len(pieces))
 
-    def stream(self, out: BufferedIOBase) -> None:
+    def stream(self, out: BufferedIOBase, request: dict[str, object] | None = None) -> None:
         self.count += 1
         text = self.text.replace("STREAMSTART", self.begin(self.count))
         self.pieces = split_pieces(text.replace("STREAMEND", self.end(self.count)),
                                    random.Random(0))  # fmt: skip
-        super().stream(out)
+        super().stream(out, request)
 
     @staticmethod
     def begin(n: int) -> str:

@@ -260,7 +260,10 @@ class PacedServer:
     The scripted test server sleeps a fixed delay per chunk, and on a loaded machine every
     sleep overshoots, so it cannot hold 1,000 tokens/s. This one paces against the clock (chunk
     i is due at start + i * interval; a late chunk is sent at once), so the rate is what the
-    benchmark asks for, and it records when the first and last chunks left.
+    benchmark asks for, and it records when the first and last chunks left. Like a provider
+    (and the scripted server) it ends with a usage chunk when the request asks for one
+    (``stream_options.include_usage``, which agentsh sends), so the client takes the path real
+    replies take; ``usage_chunks`` counts them.
     """
 
     def __init__(self, pieces: list[str], interval: float) -> None:
@@ -268,6 +271,7 @@ class PacedServer:
         self.interval = interval
         self.sent_first = 0.0
         self.sent_last = 0.0
+        self.usage_chunks = 0
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -277,12 +281,16 @@ class PacedServer:
                 pass
 
             def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    body = {}
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Connection", "close")
                 self.end_headers()
-                outer.stream(self.wfile)
+                outer.stream(self.wfile, body if isinstance(body, dict) else {})
                 self.close_connection = True
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -292,24 +300,39 @@ class PacedServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
-    def stream(self, out: BufferedIOBase) -> None:
-        def send(delta: dict[str, object], finish: str | None = None) -> None:
-            choice = {"index": 0, "delta": delta, "finish_reason": finish}
-            chunk = {"id": "bench", "object": "chat.completion.chunk", "created": 0,
-                     "model": "test-model", "choices": [choice]}  # fmt: skip
+    def stream(self, out: BufferedIOBase, request: dict[str, object] | None = None) -> None:
+        """Stream the pieces to ``out``, for ``request`` (the parsed JSON body)."""
+
+        def send(delta: dict[str, object] | None, finish: str | None = None,
+                 usage: dict[str, int] | None = None) -> None:  # fmt: skip
+            chunk: dict[str, object] = {"id": "bench", "object": "chat.completion.chunk",
+                                        "created": 0, "model": "test-model"}  # fmt: skip
+            if delta is None:  # the usage chunk: no choices
+                chunk |= {"choices": [], "usage": usage}
+            else:
+                chunk["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish}]
             out.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
             out.flush()
 
+        request = request or {}
+        pieces = self.pieces
         send({"role": "assistant", "content": ""})
         start = time.perf_counter()
         self.sent_first = start
-        for i, piece in enumerate(self.pieces):
+        for i, piece in enumerate(pieces):
             due = start + i * self.interval
             if (wait := due - time.perf_counter()) > 0:
                 time.sleep(wait)
             send({"content": piece})
         self.sent_last = time.perf_counter()
         send({}, "stop")
+        options = request.get("stream_options")
+        if isinstance(options, dict) and options.get("include_usage"):
+            prompt = len(json.dumps(request.get("messages", []))) // 4 or 1
+            completion = sum(len(piece) for piece in pieces) // 4 or 1
+            send(None, usage={"prompt_tokens": prompt, "completion_tokens": completion,
+                              "total_tokens": prompt + completion})  # fmt: skip
+            self.usage_chunks += 1
         out.write(b"data: [DONE]\n\n")
         out.flush()
 
