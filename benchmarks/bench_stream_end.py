@@ -43,9 +43,9 @@ class UsageServer(PacedServer):
         super().__init__(pieces, interval)
         self.usage = usage
 
-    def stream(self, out: BufferedIOBase) -> None:
+    def stream(self, out: BufferedIOBase, request: dict[str, object] | None = None) -> None:
         buffer = io.BytesIO()
-        super().stream(buffer)
+        super().stream(buffer)  # no request: the usage chunk is this bench's choice (--no-usage)
         body, _, _ = buffer.getvalue().rpartition(b"data: [DONE]")
         if self.usage:
             counts = {"prompt_tokens": 12, "completion_tokens": 4000, "total_tokens": 4012}
