@@ -214,25 +214,20 @@ def _walk_listing(root: Path, max_files: int) -> Listing:
     paths: list[str] = []
     strays: list[str] = []
     undecodable = 0
-    try:
-        for entry in Walker(root, skip_dirs=SKIP_DIRS):
-            if entry.is_dir:
-                continue
-            try:
-                entry.rel.encode("utf-8")
-            except UnicodeEncodeError:
-                undecodable += 1
-                continue
-            if covered(entry.rel):
-                paths.append(entry.rel)
-                if len(paths) > max_files:
-                    break
-            elif _is_stray(entry.rel):
-                strays.append(entry.rel)
-    except RecursionError:
-        # The walk recurses once per folder level: a tree nested deeper than Python's
-        # recursion limit (a cloned repository can hold one) cannot be listed this way.
-        raise ScanError("its folders are nested too deep to list") from None
+    for entry in Walker(root, skip_dirs=SKIP_DIRS):
+        if entry.is_dir:
+            continue
+        try:
+            entry.rel.encode("utf-8")
+        except UnicodeEncodeError:
+            undecodable += 1
+            continue
+        if covered(entry.rel):
+            paths.append(entry.rel)
+            if len(paths) > max_files:
+                break
+        elif _is_stray(entry.rel):
+            strays.append(entry.rel)
     return Listing(paths, "walk", undecodable, tuple(strays))
 
 

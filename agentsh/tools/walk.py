@@ -211,7 +211,9 @@ class Walker:
     """A sorted, depth-first walk that skips ``.git`` and what ``.gitignore`` files ignore.
 
     Ignore files above the search root (up to the repository root) apply too, as they do in
-    git. Directories that are ignored are not entered at all; symlinks are not followed.
+    git. Directories that are ignored are not entered at all; symlinks are not followed. The
+    walk keeps a stack of the folders it is in rather than recursing, so no depth of nesting
+    (PATH_MAX bounds it) reaches Python's recursion limit.
     """
 
     root: Path
@@ -236,24 +238,20 @@ class Walker:
             if rules:
                 stack.append(rules)
             folder = folder / parts[depth]
-        yield from self._walk(self.root, prefix, "", stack)
-
-    def _walk(
-        self, folder: Path, anchored: str, rel: str, stack: list[IgnoreFile]
-    ) -> Iterator[Entry]:
-        if self.stop.is_set():
-            return
-        local = _read_ignore(folder / ".gitignore", anchored)
-        if local:
-            stack = [*stack, local]
-        try:
-            with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError:
-            return  # unreadable folders are skipped, as rg and fd do
-        for entry in entries:
+        # Depth first with a stack of open folders, not a call per level: a cloned project
+        # with folders nested deeper than Python's recursion limit is walked like any other.
+        frames: list[_Frame] = []
+        top = self._enter(self.root, prefix, "", stack)
+        if top is not None:
+            frames.append(top)
+        while frames:
             if self.stop.is_set():
                 return
+            frame = frames[-1]
+            entry = next(frame.entries, None)
+            if entry is None:
+                frames.pop()
+                continue
             name = entry.name
             if name == ".git":
                 continue
@@ -264,13 +262,41 @@ class Walker:
                 continue
             if is_dir and name in self.skip_dirs:
                 continue
-            child_anchored = f"{anchored}/{name}" if anchored else name
-            if _ignored(stack, child_anchored, is_dir):
+            child_anchored = f"{frame.anchored}/{name}" if frame.anchored else name
+            if _ignored(frame.stack, child_anchored, is_dir):
                 continue
-            child_rel = f"{rel}/{name}" if rel else name
+            child_rel = f"{frame.rel}/{name}" if frame.rel else name
             yield Entry(Path(entry.path), child_rel, is_dir, is_symlink)
             if is_dir:
-                yield from self._walk(Path(entry.path), child_anchored, child_rel, stack)
+                child = self._enter(Path(entry.path), child_anchored, child_rel, frame.stack)
+                if child is not None:
+                    frames.append(child)
+
+    def _enter(
+        self, folder: Path, anchored: str, rel: str, stack: list[IgnoreFile]
+    ) -> _Frame | None:
+        """The sorted entries of ``folder`` with the ignore rules that apply in it."""
+        if self.stop.is_set():
+            return None
+        local = _read_ignore(folder / ".gitignore", anchored)
+        if local:
+            stack = [*stack, local]
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            return None  # unreadable folders are skipped, as rg and fd do
+        return _Frame(iter(entries), anchored, rel, stack)
+
+
+@dataclass(slots=True)
+class _Frame:
+    """A folder being walked: its entries still to visit and where it sits."""
+
+    entries: Iterator[os.DirEntry[str]]
+    anchored: str  # POSIX path from the walk's anchor (for the ignore rules)
+    rel: str  # POSIX path from the search root
+    stack: list[IgnoreFile]
 
 
 def _ignored(stack: list[IgnoreFile], rel: str, is_dir: bool) -> bool:

@@ -4,8 +4,6 @@ limit, temporary-file names placed where a sweep would follow a link."""
 from __future__ import annotations
 
 import dataclasses
-import os
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,79 +13,16 @@ import pytest
 import agentsh.checkpoints.restore as restore_module
 from agentsh.checkpoints import scan
 from agentsh.checkpoints.checkpointer import Checkpointer
+from agentsh.paths import UserPaths
+from agentsh.session.session import Session
 from tests.checkpoints.conftest import Driver, git
-
-#: deeper than Python's default recursion limit (1,000), shallower than PATH_MAX (4,096)
-DEPTH = 1_200
-DEEP = "/".join(["d"] * DEPTH)
-
-
-def make_deep(root: Path, text: bytes) -> None:
-    """``root/d/d/.../d/f.txt``, made one folder at a time (os.makedirs itself recurses)."""
-    fd = os.open(root, os.O_RDONLY)
-    try:
-        for _ in range(DEPTH):
-            if not os.path.lexists(f"/proc/self/fd/{fd}/d"):
-                os.mkdir("d", dir_fd=fd)
-            inner = os.open("d", os.O_RDONLY, dir_fd=fd)
-            os.close(fd)
-            fd = inner
-        out = os.open("f.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=fd)
-        os.write(out, text)
-        os.close(out)
-    finally:
-        os.close(fd)
-
-
-def remove_deep(root: Path) -> None:
-    """Delete ``root/d/d/...`` from the bottom up. pytest's own clean-up of old temporary
-    folders (``shutil.rmtree``) recurses once per level: left in place, the tree made a later
-    run end with a RecursionError printed under its results."""
-    fds = [os.open(root, os.O_RDONLY | os.O_DIRECTORY)]
-    try:
-        while True:
-            try:
-                fds.append(
-                    os.open("d", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fds[-1])
-                )
-            except (FileNotFoundError, NotADirectoryError):
-                break
-        for depth in range(len(fds) - 1, 0, -1):
-            for name in os.listdir(fds[depth]):  # noqa: PTH208 (a folder fd)
-                if name == "d":
-                    continue  # the level below, gone already
-                try:
-                    os.unlink(name, dir_fd=fds[depth])
-                except IsADirectoryError:
-                    shutil.rmtree(name, dir_fd=fds[depth])  # a shallow folder beside the chain
-            os.rmdir("d", dir_fd=fds[depth - 1])
-    finally:
-        for fd in fds:
-            os.close(fd)
+from tests.fakes.deep_tree import DEEP, make_deep, read_deep, remove_deep_trees
 
 
 @pytest.fixture(autouse=True)
 def _deep_trees_removed(tmp_path: Path) -> Iterator[None]:
     yield
-    for folder in [tmp_path, *(p for p in tmp_path.iterdir() if p.is_dir() and not p.is_symlink())]:
-        if (folder / "d").is_dir() and not (folder / "d").is_symlink():
-            remove_deep(folder)
-
-
-def read_deep(root: Path) -> bytes:
-    fd = os.open(root, os.O_RDONLY)
-    for _ in range(DEPTH):
-        inner = os.open("d", os.O_RDONLY, dir_fd=fd)
-        os.close(fd)
-        fd = inner
-    try:
-        out = os.open("f.txt", os.O_RDONLY, dir_fd=fd)
-        try:
-            return os.read(out, 100)
-        finally:
-            os.close(out)
-    finally:
-        os.close(fd)
+    remove_deep_trees(tmp_path)
 
 
 @pytest.mark.slow
@@ -106,16 +41,28 @@ def test_folders_nested_past_the_recursion_limit_are_captured_and_restored(
     assert read_deep(repo) == b"v1\n"
 
 
-def test_a_deep_tree_outside_git_fails_the_checkpoint_with_a_notice_not_the_turn(
-    tmp_path: Path, make_checkpointer: Callable[..., Checkpointer]
+@pytest.mark.slow
+def test_folders_nested_past_the_recursion_limit_outside_git_are_captured_and_restored(
+    tmp_path: Path, user_paths: UserPaths, make_checkpointer: Callable[..., Checkpointer]
 ) -> None:
+    """Outside git the files are listed by agentsh's own walk, which recursed once per folder
+    level: such a tree failed every checkpoint with a notice."""
     root = tmp_path / "plain"
     root.mkdir()
-    make_deep(root, b"x")
-    checkpointer = make_checkpointer(root)
-    assert checkpointer.capture() is None
-    (notice,) = checkpointer.take_notices()
-    assert "nested too deep" in notice
+    make_deep(root, b"v1\n")
+    session = Session.create(user_paths.project_sessions_dir(root), root)
+    try:
+        driver = Driver(session, make_checkpointer(root))
+        start = driver.user("change the deep file")
+        driver.tool("bash", lambda: make_deep(root, b"v2\n"))
+        assert driver.checkpointer.take_notices() == []
+        plan = driver.checkpointer.plan(driver.session, start.id)
+        items = [(i.path, i.action, i.problem) for i in plan.items]
+        assert items == [(f"{DEEP}/f.txt", "modify", "")]
+        driver.checkpointer.restore(driver.session, plan)
+        assert read_deep(root) == b"v1\n"
+    finally:
+        session.close()
 
 
 def test_an_unexpected_error_in_a_capture_is_a_notice_not_the_end_of_the_turn(
