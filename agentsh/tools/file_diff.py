@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
+from agentsh.termsafe import one_line
 from agentsh.tools.base import format_size, truncate_head
 
 # difflib is quadratic on pathological input: above this many lines on both sides, no diff.
@@ -29,6 +30,13 @@ def diff_lines(text: str) -> list[str]:
     if parts[-1]:
         lines.append(parts[-1])
     return lines
+
+
+def _header_name(name: str) -> str:
+    """A file name for a ``---``/``+++`` line: on that one line, line breaks and control
+    characters shown as escapes (a name is the project's or the model's to choose, and the
+    approval prompt shows the header)."""
+    return one_line(name).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 _HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
@@ -56,8 +64,9 @@ def unified_diff(old: str, new: str, name: str, *, created: bool = False) -> tup
         return f"(diff not shown: {removed} lines replaced by {added} lines)\n", added, removed
     out: list[str] = []
     added = removed = 0
-    fromfile = "/dev/null" if created else f"a/{name}"
-    lines = _unified(a_mid, b_mid, fromfile, f"b/{name}", context)
+    shown = _header_name(name)
+    fromfile = "/dev/null" if created else f"a/{shown}"
+    lines = _unified(a_mid, b_mid, fromfile, f"b/{shown}", context)
     for index, line in enumerate(lines):
         if index < 2:  # the ---/+++ header
             out.append(line if line.endswith("\n") else line + "\n")

@@ -258,3 +258,21 @@ def test_unified_diff_matches_difflib_on_a_large_file_with_small_changes() -> No
 def test_unified_diff_marks_a_missing_final_newline() -> None:
     diff, _, _ = unified_diff("a\nb", "a\nc", "f")
     assert diff.endswith("-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n")
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("a\nb.txt", "a\\nb.txt"),
+        ("a\r\n+++ b/evil.txt", "a\\n+++ b/evil.txt"),
+        ("x\x1b[2Jy.py", "x\\x1b[2Jy.py"),
+        ("p\u2028q.md", "p\\u2028q.md"),
+    ],
+)
+def test_a_diff_header_shows_a_file_name_on_one_line(name: str, shown: str) -> None:
+    """A name holding a line break was printed raw: ``+++ b/a`` and then ``b.txt`` on a line of
+    its own, in the approval prompt of a write or edit (a name can forge a header line)."""
+    diff, _, _ = unified_diff("old\n", "new\n", name)
+    assert diff.splitlines()[:3] == [f"--- a/{shown}", f"+++ b/{shown}", "@@ -1 +1 @@"]
+    created, _, _ = unified_diff("", "new\n", name, created=True)
+    assert created.splitlines()[:2] == ["--- /dev/null", f"+++ b/{shown}"]
