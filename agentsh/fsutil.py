@@ -22,6 +22,7 @@ import secrets
 import stat
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 from agentsh.errors import AgentshError
 
@@ -246,6 +247,27 @@ def read_regular(path: Path, max_bytes: int) -> bytes | None:
         return None
     finally:
         os.close(fd)
+
+
+def open_regular(path: Path, *, follow_links: bool = True) -> BinaryIO | None:
+    """``path`` opened for reading if it is a regular file, else None: what :func:`read_regular`
+    reads, for a caller that streams it. A FIFO is opened without blocking and closed, a device
+    or folder refused; without ``follow_links`` a link is refused too. The check is made on the
+    opened descriptor, so a name swapped after the caller's own check cannot slip through."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+    if not follow_links:
+        flags |= os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return os.fdopen(fd, "rb")
+    except OSError:
+        pass
+    os.close(fd)
+    return None
 
 
 def read_beneath(

@@ -14,19 +14,20 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import json
 import os
 import re
-import stat
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, BinaryIO, ClassVar, TypeVar
 
 from agentsh.config import ToolSettings
 from agentsh.errors import AgentshError
+from agentsh.fsutil import open_regular
 from agentsh.programs import find_program
 from agentsh.tools.base import (
     Tool,
@@ -43,6 +44,8 @@ from agentsh.tools.base import (
 )
 from agentsh.tools.file_access import no_link_out
 from agentsh.tools.walk import Walker, glob_regex
+
+_T = TypeVar("_T")
 
 
 def _search_root(raw: str | None, ctx: ToolContext) -> Path:
@@ -158,10 +161,9 @@ class GrepTool(Tool):
             if rg is None:
                 regex = _compile(params)
                 stop = threading.Event()
-                worker = asyncio.create_task(
-                    asyncio.to_thread(_grep_python, regex, params, root, out, stop, tools)
+                await _off_loop(
+                    lambda: _grep_python(regex, params, root, out, stop, tools), ctx, stop
                 )
-                await _until_cancelled(worker, ctx, stop)
         except ToolError as exc:
             return ToolResult(str(exc), is_error=True)
         if ctx.cancelled.is_set():
@@ -180,16 +182,44 @@ class GrepTool(Tool):
         return ToolResult(text, truncated=cut or out.more, details=details)
 
 
-async def _until_cancelled(
-    worker: asyncio.Task[None], ctx: ToolContext, stop: threading.Event
-) -> None:
+async def _off_loop(work: Callable[[], _T], ctx: ToolContext, stop: threading.Event) -> _T | None:
+    """``work()`` run in a thread of its own; None as soon as ``ctx.cancelled`` is set.
+
+    On cancel the thread is told to ``stop`` (the walk checks between files and lines) but
+    never waited for: one blocked in a read that never returns (a hung network mount) would
+    hold Esc up forever. It is a daemon thread, so it does not hold up agentsh's exit either.
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[_T] = loop.create_future()
+
+    def deliver(outcome: Callable[[], None]) -> None:
+        def run() -> None:
+            if not done.done():  # else cancelled: nobody waits for it
+                outcome()
+
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(run)
+
+    def target() -> None:
+        try:
+            result = work()
+        except Exception as exc:  # noqa: BLE001 (raised again in the awaiting task)
+            deliver(functools.partial(done.set_exception, exc))
+        else:
+            deliver(functools.partial(done.set_result, result))
+
+    threading.Thread(target=target, name=f"agentsh-{ctx.call_id}", daemon=True).start()
     cancelled = asyncio.create_task(ctx.cancelled.wait())
     try:
-        await asyncio.wait({worker, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+        waiters: set[asyncio.Future[Any]] = {done, cancelled}
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
     finally:
         stop.set()
         cancelled.cancel()
-    await worker  # returns soon: the walk checks ``stop`` between files and lines
+    if done.done():
+        return done.result()
+    done.cancel()
+    return None
 
 
 def _compile(params: GrepParams) -> re.Pattern[str]:
@@ -212,21 +242,22 @@ def _grep_python(
     tools: ToolSettings,
 ) -> None:
     glob = glob_regex(params.glob) if params.glob else None
-    if root.is_file():
-        files: Iterator[Path] = iter([root])
-    else:
-        files = (
-            e.path
-            for e in Walker(root, stop)
-            if not e.is_dir and not e.is_symlink and (glob is None or glob.match(e.rel))
-        )
-    for path in files:
+    sniff = tools.binary_sniff_bytes
+    if root.is_file():  # the file named (through a link too, as read does)
+        _grep_file(open_regular(root), root, regex, params.context, out, stop, sniff)
+        return
+    for entry in Walker(root, stop):
         if stop.is_set() or out.more:
             return
-        _grep_file(path, regex, params.context, out, stop, tools.binary_sniff_bytes)
+        if entry.is_dir or entry.is_symlink or (glob is not None and not glob.match(entry.rel)):
+            continue
+        # Listed as a file, opened as one: a name made a FIFO since is not opened blocking.
+        file = open_regular(entry.path, follow_links=False)
+        _grep_file(file, entry.path, regex, params.context, out, stop, sniff)
 
 
 def _grep_file(
+    file: BinaryIO | None,
     path: Path,
     regex: re.Pattern[str],
     context: int,
@@ -234,11 +265,11 @@ def _grep_file(
     stop: threading.Event,
     sniff: int,
 ) -> None:
+    """Search one opened file (None: not a regular file, skipped)."""
+    if file is None:
+        return
     try:
-        mode = path.stat().st_mode
-        if not stat.S_ISREG(mode):
-            return
-        with path.open("rb") as f:
+        with file as f:
             if b"\x00" in f.read(sniff):
                 return  # binary: rg skips these too
             f.seek(0)
@@ -380,18 +411,14 @@ class FindTool(Tool):
             if not root.is_dir():
                 raise ToolError(f"{display_path(root, ctx.cwd)} is a file; find searches folders.")
             stop = threading.Event()
-            worker = asyncio.create_task(
-                asyncio.to_thread(_find, root, params.pattern, limit, stop, ctx.cwd)
+            done = await _off_loop(
+                lambda: _find(root, params.pattern, limit, stop, ctx.cwd), ctx, stop
             )
-            cancelled = asyncio.create_task(ctx.cancelled.wait())
-            await asyncio.wait({worker, cancelled}, return_when=asyncio.FIRST_COMPLETED)
-            cancelled.cancel()
-            stop.set()
-            found, total = await worker
         except ToolError as exc:
             return ToolResult(str(exc), is_error=True)
-        if ctx.cancelled.is_set():
+        if done is None or ctx.cancelled.is_set():
             return ToolResult("find was cancelled.", is_error=True)
+        found, total = done
         where = display_path(root, ctx.cwd)
         if not found:
             return ToolResult(f"Nothing matches {params.pattern!r} in {where}.")

@@ -1,7 +1,7 @@
 """``agentsh acp`` ends on SIGTERM although a tool's worker thread never comes back.
 
 The editor quitting sends SIGTERM; the running turn is cancelled and given 3 s, then the agent
-exits. With a worker thread blocked for good in a system call (here grep's walk opening a FIFO
+exits. With a worker thread blocked for good in a system call (here ls's listing opening a FIFO
 nobody writes: a hung network mount does the same) it never exited: ``asyncio.run`` waited for
 the thread when its loop closed.
 """
@@ -34,7 +34,7 @@ async def test_sigterm_ends_the_agent_although_a_tool_thread_is_stuck(tmp_path: 
     project.mkdir()
     await asyncio.to_thread(subprocess.run, ["git", "init", "-q", str(project)], check=True)
     server = ScriptedServer().start()
-    server.script(tool_call("grep", {"pattern": "anything"}), text("never asked for"))
+    server.script(tool_call("ls", {}), text("never asked for"))
     env = dict(
         os.environ,
         OPENAI_API_KEY=FAKE_KEY,

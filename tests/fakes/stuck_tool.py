@@ -1,9 +1,9 @@
 """agentsh's command line with a tool whose worker thread never comes back.
 
-``python -c DRIVER ARGS...`` runs ``agentsh ARGS...`` with grep's worker (the pure-Python walk,
-run in a thread: ripgrep is hidden) replaced by one that blocks in ``open()`` of a FIFO nobody
-ever opens for writing, as a hung network mount or a library's socket read would. It writes
-``blocked`` on stderr once the thread is in its ``open()``.
+``python -c DRIVER ARGS...`` runs ``agentsh ARGS...`` with ls's worker (run in a thread the tool
+waits for; grep and find leave theirs behind when stopped) replaced by one that blocks in
+``open()`` of a FIFO nobody ever opens for writing, as a hung network mount or a library's
+socket read would. It writes ``blocked`` on stderr once the thread is in its ``open()``.
 """
 
 DRIVER = """
@@ -14,9 +14,7 @@ os.mkfifo(fifo)
 def blocked(*_args, **_kwargs):
     print("blocked", file=sys.stderr, flush=True)
     open(fifo, "rb").read()
-search._grep_python = blocked
-real_find = search.find_program
-search.find_program = lambda name: None if name == "rg" else real_find(name)
+search._list = blocked
 from agentsh.cli import main
 sys.exit(main())
 """

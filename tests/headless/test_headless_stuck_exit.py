@@ -1,6 +1,6 @@
 """``agentsh -p`` ends on Ctrl+C and SIGTERM although a worker thread never comes back.
 
-A tool's worker thread blocked in a system call for good (here grep's walk, opening a FIFO
+A tool's worker thread blocked in a system call for good (here ls's listing, opening a FIFO
 nobody writes: a hung network mount or a library's socket read do the same) used to hold the
 process forever: the first Ctrl+C waited for the tool, the second cancelled the task and then
 asyncio waited for the thread when its loop closed, and the interpreter again at exit. No
@@ -25,7 +25,7 @@ from tests.fakes.stuck_tool import DRIVER
 
 
 def _start(server: ScriptedServer, project: Path) -> subprocess.Popen[str]:
-    server.script(tool_call("grep", {"pattern": "anything"}), text("never asked for"))
+    server.script(tool_call("ls", {}), text("never asked for"))
     env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY)
     command = [sys.executable, "-c", DRIVER, "-m", TEST_MODEL, "--api-base", server.base_url]
     command += ["-p", "search", "--output-format", "stream-json", "--verbose"]
@@ -42,7 +42,7 @@ def _start(server: ScriptedServer, project: Path) -> subprocess.Popen[str]:
     deadline = time.monotonic() + 120
     while proc.stderr.readline().strip() != "blocked":  # the thread is in its open() now
         assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "grep never started"
+        assert time.monotonic() < deadline, "ls never started"
     time.sleep(0.3)
     return proc
 
