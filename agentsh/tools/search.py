@@ -216,10 +216,10 @@ async def _off_loop(work: Callable[[], _T], ctx: ToolContext, stop: threading.Ev
     finally:
         stop.set()
         cancelled.cancel()
-    if done.done():
-        return done.result()
-    done.cancel()
-    return None
+        finished = done.done()
+        if not finished:  # stopped, or this task cancelled: the thread's outcome goes nowhere
+            done.cancel()
+    return done.result() if finished else None
 
 
 def _compile(params: GrepParams) -> re.Pattern[str]:

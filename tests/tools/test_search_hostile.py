@@ -154,3 +154,33 @@ async def test_find_blocked_in_its_walk_is_cancelled_at_once(
     finally:
         _release(blocking_fifo, 1.0)  # before the loop closes (it waits for its threads)
     assert (result.is_error, result.content) == (True, "find was cancelled.")
+
+
+@pytest.mark.asyncio
+async def test_a_worker_failing_after_its_grep_was_cancelled_is_not_reported(
+    project: Path,
+    ctx: ToolContext,
+    monkeypatch: pytest.MonkeyPatch,
+    blocking_fifo: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The tool's task cancelled (the turn ended) while its thread was stuck: what the thread
+    raises once it comes back goes nowhere, not to asyncio's 'exception never retrieved'."""
+    import gc
+
+    def blocked_then_failing(*_args: object) -> None:
+        blocking_fifo.read_bytes()
+        raise OSError("the mount came back broken")
+
+    monkeypatch.setattr(search, "_grep_python", blocked_then_failing)
+    task = asyncio.create_task(call(GrepTool(use_ripgrep=False), ctx, pattern="needle"))
+    await asyncio.sleep(0.3)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    _release(blocking_fifo, 1.0)
+    await asyncio.sleep(0.3)  # the thread hands its error to the loop
+    del task
+    gc.collect()
+    await asyncio.sleep(0)
+    assert "never retrieved" not in caplog.text
