@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agentsh.tools import search
-from agentsh.tools.base import ToolContext
+from agentsh.tools.base import ToolContext, ToolResult
 from agentsh.tools.search import FindTool, GrepTool
 from agentsh.tools.walk import Walker
 from tests.fakes.deep_tree import DEEP, DEPTH, make_deep, remove_deep_trees
@@ -121,7 +122,16 @@ async def test_grep_blocked_in_a_read_is_cancelled_at_once(
         blocking_fifo.read_bytes()
 
     monkeypatch.setattr(search, "_grep_file", blocked_read)
-    task = asyncio.create_task(call(GrepTool(use_ripgrep=False), ctx, pattern="needle"))
+    running = call(GrepTool(use_ripgrep=False), ctx, pattern="needle")
+    result = await _cancelled_while_blocked(running, ctx, blocking_fifo)
+    assert (result.is_error, result.content) == (True, "grep was cancelled.")
+
+
+async def _cancelled_while_blocked(
+    running: Coroutine[Any, Any, ToolResult], ctx: ToolContext, blocking_fifo: Path
+) -> ToolResult:
+    """Start the call, cancel it while its thread is blocked: it must end within 2 s."""
+    task = asyncio.create_task(running)
     try:
         await asyncio.sleep(0.3)
         assert not task.done()
@@ -131,7 +141,7 @@ async def test_grep_blocked_in_a_read_is_cancelled_at_once(
         assert time.monotonic() - started < 2
     finally:
         _release(blocking_fifo, 1.0)  # before the loop closes (it waits for its threads)
-    assert (result.is_error, result.content) == (True, "grep was cancelled.")
+    return result
 
 
 @pytest.mark.asyncio
@@ -143,16 +153,7 @@ async def test_find_blocked_in_its_walk_is_cancelled_at_once(
         return [], 0
 
     monkeypatch.setattr(search, "_find", blocked_walk)
-    task = asyncio.create_task(call(FindTool(), ctx, pattern="*"))
-    try:
-        await asyncio.sleep(0.3)
-        assert not task.done()
-        started = time.monotonic()
-        ctx.cancelled.set()
-        result = await asyncio.wait_for(task, 5)
-        assert time.monotonic() - started < 2
-    finally:
-        _release(blocking_fifo, 1.0)  # before the loop closes (it waits for its threads)
+    result = await _cancelled_while_blocked(call(FindTool(), ctx, pattern="*"), ctx, blocking_fifo)
     assert (result.is_error, result.content) == (True, "find was cancelled.")
 
 
