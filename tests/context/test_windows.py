@@ -413,9 +413,9 @@ def test_a_skip_names_only_the_tiers_the_engine_runs(
     """The pi engine compacts only by Summarize, near the window's end: its "skipped" notice
     said "Compaction waits for Truncate at 95%", a tier it never runs (seen in a 4k drive)."""
     pi = make_manager(memory_session, window=4_000, engine="pi")
-    assert pi._next(Tier.SUMMARIZE) == "Run /compact to choose what leaves."
+    assert pi.compactor._next(Tier.SUMMARIZE) == "Run /compact to choose what leaves."
     tiered = make_manager(memory_session, window=4_000)
-    assert "Truncate at 95%" in tiered._next(Tier.SUMMARIZE)
+    assert "Truncate at 95%" in tiered.compactor._next(Tier.SUMMARIZE)
 
 
 @pytest.mark.asyncio
