@@ -11,9 +11,9 @@ newest compaction ``C`` on the current path, whose parent is ``P``:
   history followed by everything said since.
 
 The compacted branch stays in the tree (the tree pane shows both, and the user can go back).
-Copies drop the provider's usage figures: the session totals sum every reply in the file, so a
-copied usage would count the same spend twice, and those figures measured the compacted
-context, so they must not anchor the size of the restored one. Labels stay on the originals.
+Copies drop the usage figures (a reply's, a branch summary call's): the session totals sum
+every call in the file, so a copied usage would count the same spend twice, and a reply's
+figures measured the compacted context, so they must not anchor the size of the restored one. Labels stay on the originals.
 An older compaction further up the path still applies: one undo reverts one compaction.
 """
 
@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from agentsh.errors import AgentshError
 from agentsh.session.entries import (
     AnyEntry,
+    BranchSummaryEntry,
     CompactionEntry,
     MessageEntry,
     UnknownEntry,
@@ -97,7 +98,7 @@ def undo_compaction(session: Session) -> UndoResult:
 def _copy(entry: AnyEntry, new_id: str, parent_id: str | None) -> AnyEntry:
     """``entry`` under a new id and parent; content, tool-call ids and time unchanged."""
     match entry:
-        case MessageEntry():
+        case MessageEntry() | BranchSummaryEntry():
             return replace(entry, id=new_id, parent_id=parent_id, usage=None)
         case UnknownEntry():
             raw = dict(entry.raw, id=new_id, parentId=parent_id)

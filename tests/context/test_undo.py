@@ -13,6 +13,7 @@ from agentsh.context.undo import UndoError, undo_compaction
 from agentsh.context.view import build_view
 from agentsh.events import Tier
 from agentsh.session.entries import (
+    BranchSummaryEntry,
     CompactionEntry,
     MessageEntry,
     Role,
@@ -158,3 +159,27 @@ def test_a_read_only_session_cannot_be_undone(tmp_path: Path) -> None:
     session.read_only_reason = "opened as a read-only view"
     with pytest.raises(UndoError, match="read-only"):
         undo_compaction(session)
+
+
+@pytest.mark.asyncio
+async def test_undo_does_not_count_a_branch_summary_call_twice(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    """A branch summary attached after the compaction carries the usage of the call that wrote
+    it; its copy on the restored branch kept that usage, so the session's tokens and cost
+    counted the call twice after ``/compact undo``."""
+    manager = make_manager(memory_session)
+    _turns(memory_session, 8)
+    assert await manager.compact(Tier.SUMMARIZE) is not None
+    memory_session.append_branch_summary(
+        memory_session.leaf_id or "",
+        "the user tried another parser there",
+        Usage(input_tokens=7_000, output_tokens=300, cost=0.25),
+    )
+    before = manager.accounting.totals()
+
+    undo_compaction(memory_session)
+
+    copies = [e for e in memory_session.current_path() if isinstance(e, BranchSummaryEntry)]
+    assert len(copies) == 1 and copies[0].summary == "the user tried another parser there"
+    assert manager.accounting.totals() == before
