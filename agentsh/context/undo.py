@@ -13,8 +13,9 @@ newest compaction ``C`` on the current path, whose parent is ``P``:
 The compacted branch stays in the tree (the tree pane shows both, and the user can go back).
 Copies drop the usage figures (a reply's, a branch summary call's): the session totals sum
 every call in the file, so a copied usage would count the same spend twice, and a reply's
-figures measured the compacted context, so they must not anchor the size of the restored one. Labels stay on the originals.
-An older compaction further up the path still applies: one undo reverts one compaction.
+figures measured the compacted context, so they must not anchor the size of the restored one.
+Labels stay on the originals. An older compaction further up the path still applies: one undo
+reverts one compaction.
 """
 
 from __future__ import annotations
