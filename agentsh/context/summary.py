@@ -263,17 +263,51 @@ def _listing(label: str, paths: Sequence[str], room: int, name_newest: bool) -> 
 
 
 def accept_summary(text: str, template: Template) -> SummaryDoc | None:
-    """The model's summary if it is one: enough of the requested sections, not a reply."""
+    """The model's summary if it is one: enough of the requested sections, not a reply. A
+    reply wrapped whole in a code fence is unwrapped, and a fence a section leaves open is
+    closed at its end: code writes sections after the model's, and the summary's own sections
+    after them, which an open fence made one code block (the closing fence of a reply wrapped
+    in ```markdown stayed at the end of its last section)."""
     if not text or len(text.strip()) < 40:
         return None
-    doc = SummaryDoc.parse(text, template, fences=False)
+    doc = SummaryDoc.parse(_unwrapped(text, template), template, fences=False)
     wanted = {h for h, _ in template.model_sections}
     found = wanted & doc.sections.keys()
     if len(found) < min(3, len(wanted)):
         return None
-    doc.sections = {h: b for h, b in doc.sections.items() if h in wanted}
+    doc.sections = {h: _closed(b) for h, b in doc.sections.items() if h in wanted}
     doc.pointers = []  # pointers are code's; a model echoing them must not duplicate them
     return doc
+
+
+def _unwrapped(text: str, template: Template) -> str:
+    """What a reply wrapped in a code fence (a fence opened before its first heading) holds:
+    the lines up to the last line that closes that fence (text after it, "Let me know...", is
+    no section's)."""
+    known = _known_headings(template)
+    lines = text.splitlines()
+    start, fence = next(
+        ((i, m.group(1)) for i, line in enumerate(lines) if (m := _FENCE.match(line))), (-1, "")
+    )
+    if start < 0 or any(_heading(line, known) for line in lines[:start]):
+        return text
+    for end in range(len(lines) - 1, start, -1):
+        closing = lines[end].strip()
+        if closing.startswith(fence) and not closing.strip(fence[0]):
+            return "\n".join(lines[start + 1 : end])
+    return "\n".join(lines[start + 1 :])
+
+
+def _closed(body: str) -> str:
+    """``body`` with a fence it leaves open closed at its end."""
+    fence = ""
+    for line in body.splitlines():
+        opened = _FENCE.match(line)
+        if opened and not fence:
+            fence = opened.group(1)
+        elif opened and opened.group(1).startswith(fence) and not line.strip().strip(fence[0]):
+            fence = ""
+    return f"{body}\n{fence}" if fence else body
 
 
 # -- the transcript and the request -----------------------------------------------------------

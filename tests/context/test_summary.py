@@ -178,3 +178,32 @@ async def test_the_summary_request_fits_the_window_on_a_small_one(
         messages, max_tokens = summarizer.calls[-1]
         sent = sum(manager.accounting.count(str(m["content"])) for m in messages)
         assert sent + max_tokens <= window, (round_, sent, max_tokens)
+
+
+def test_a_summary_wrapped_in_a_code_fence_leaves_no_fence_open() -> None:
+    """Models often wrap the whole reply in ```markdown ... ```: the closing fence (and a
+    "Let me know" after it) stayed at the end of Critical Context, so the sections code adds
+    after it (Archived Turns) were one open code block, in the context and the summary file."""
+    body = GOOD_SUMMARY.format(n=1)
+    for reply in (
+        f"```markdown\n{body}```\n",
+        f"Here is the summary:\n\n````md\n{body}\n````\nLet me know if you need more.",
+    ):
+        doc = accept_summary(reply, TIERED)
+        assert doc is not None, reply
+        doc.pointers = ["- 2 earlier turns were moved verbatim to `001-archive.md`"]
+        text = doc.render()
+        assert "```" not in text and "Let me know" not in text
+        assert (
+            doc.sections["Critical Context"] == SummaryDoc.parse(body).sections["Critical Context"]
+        )
+
+
+def test_a_fence_a_section_leaves_open_is_closed_at_its_end() -> None:
+    reply = GOOD_SUMMARY.format(n=1).replace(
+        "## Blocked\n- (none)", "## Blocked\n- pytest fails:\n```\nE   AssertionError: 1 != 2"
+    )
+    doc = accept_summary(reply, TIERED)
+    assert doc is not None
+    assert doc.sections["Blocked"] == "- pytest fails:\n```\nE   AssertionError: 1 != 2\n```"
+    assert doc.sections["Key Decisions"] == "- Use the simple fix."
