@@ -361,10 +361,12 @@ class TieredEngine:
                     None,
                     f"the summary was cut off at the model's output limit ({max_tokens:,} tokens)",
                 )
-            reply = reply.text
+            called, reply = reply.tools_called, reply.text
+        else:
+            called = ()
         doc = accept_summary(reply or "", self.template)
         if doc is None:
-            return None, _not_a_summary(reply or "")
+            return None, _not_a_summary(reply or "", called)
         orders = _orders_in(doc.render(self.template))
         if orders:
             # The summary goes to the model as a user-role message: an order a tool output or a
@@ -555,8 +557,12 @@ def _with_pruning(view: ContextView, pruned: PruneResult) -> ContextView:
     return replace(view, compaction=provisional, entries=list(view.entries))
 
 
-def _not_a_summary(reply: str) -> str:
-    """Why a reply is no summary, with its start quoted (a refusal, a reply to the user)."""
+def _not_a_summary(reply: str, called: Sequence[str] = ()) -> str:
+    """Why a reply is no summary, with its start quoted (a refusal, a reply to the user), or
+    the tools it called (it went on with the conversation instead)."""
+    if called and not reply.strip():
+        names = one_line(", ".join(dict.fromkeys(called)))[:80]
+        return f"the model called a tool ({names}) instead of writing the summary"
     flat = " ".join(reply.split())
     if not flat:
         return "the model's reply was empty"

@@ -35,12 +35,15 @@ class SummaryReply:
     text: str
     usage: Usage | None = None
     cut_off: bool = False
+    tools_called: tuple[str, ...] = ()  # names of tools it called instead of answering
 
     @classmethod
     def of(cls, completion: Any) -> SummaryReply:
-        """From a model client's completion (``text``, ``usage``, ``stop_reason``)."""
+        """From a model client's completion (``text``, ``usage``, ``stop_reason``,
+        ``tool_calls``)."""
         stop = getattr(completion, "stop_reason", None)
-        return cls(completion.text, completion.usage, stop is StopReason.LENGTH)
+        names = tuple(str(c.name) for c in getattr(completion, "tool_calls", ()))
+        return cls(completion.text, completion.usage, stop is StopReason.LENGTH, names)
 
 
 Summarize = Callable[[list[dict[str, Any]], int], Awaitable[str | SummaryReply]]

@@ -232,3 +232,17 @@ async def test_a_later_request_is_not_read_as_superseded_by_the_summarys_active_
     assert "## Active Task\ntwo: rename `spacing`" in content
     assert "a later user message below supersedes it" in content.split("<context-summary>")[0]
     assert messages[-1] == {"role": "user", "content": "three: no, keep `spacing`"}
+
+
+@pytest.mark.asyncio
+async def test_a_summary_model_that_calls_a_tool_is_named_as_such(
+    make_agent: AgentFactory, scripted_server: ScriptedServer, project: Path
+) -> None:
+    """A summary model that answers with a tool call (it continued the conversation instead
+    of summarizing it) fell back to archiving, as it should, but the note said "the model's
+    reply was empty", pointing the user at the wrong problem."""
+    _keep_one_turn(project)
+    call = Reply(tool_calls=(ToolCallSpec("bash", {"command": "ls"}, "s1"),))
+    done, entry = await _two_turns_then_summarize(make_agent, scripted_server, call)
+    assert done.tier is Tier.MOVE_TO_WORKSPACE and entry.workspace_file.endswith("-archive.md")
+    assert "the model called a tool (bash) instead of writing the summary" in done.note
