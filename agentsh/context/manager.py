@@ -232,7 +232,11 @@ class ContextManager:
             messages = self.engine.assemble(system_prompt)
             check = self._preflight(messages, pending_input, cap)
         self.last_truncated = 0
-        if check.route is not Route.FITS or self.compactor.force_truncate:
+        if (
+            check.route is not Route.FITS
+            or self.compactor.force_truncate
+            or self._over_budget_whole(pending_input)
+        ):
             messages, self.last_truncated = truncate_tool_results(messages, cap)
             if compact:  # a side request (the memory save) leaves the flag for the real one
                 self.compactor.force_truncate = False
@@ -260,6 +264,16 @@ class ContextManager:
         budget = budget_for(self.window, self.reserve)
         reducible = int(reducible_tokens(messages, cap, self.accounting.count) * cs.safety_margin)
         return Preflight(choose_route(need, budget, reducible), need, budget, reducible)
+
+    def _over_budget_whole(self, pending: str) -> bool:
+        """The request over the budget when all of it is estimated. A reply's figure measured
+        the request it answered, which this check may have sent with oversized outputs cut;
+        they are whole in the context, so by that figure the next request "fits" and they went
+        whole (34.6k tokens on a 32k window). Judged this way they are cut in every request
+        that needs it, the same way each time (the prompt cache keeps it), in every process."""
+        pending_tokens = self.accounting.count(pending) if pending else 0
+        whole = self._system_tokens + self._tools_tokens + self.accounting.messages_tokens()
+        return whole + pending_tokens > budget_for(self.window, self.reserve)
 
     def _refuse_if_too_large(self, check: Preflight, pending: str) -> None:
         """The estimate without its margin, less what truncation freed, against the whole

@@ -25,7 +25,15 @@ from agentsh.events import (
     Tier,
 )
 from agentsh.paths import UserPaths
-from agentsh.session.entries import AnyEntry, CompactionEntry, MessageEntry, Role, Usage
+from agentsh.session.entries import (
+    AnyEntry,
+    CompactionEntry,
+    MessageEntry,
+    Role,
+    StopReason,
+    ToolCall,
+    Usage,
+)
 from agentsh.session.log import SessionError
 from agentsh.session.session import Session
 from tests.context.builders import SYSTEM, Step, add_turn, drive_turn, unique_output
@@ -740,3 +748,32 @@ async def test_tokens_after_stay_on_the_providers_scale_when_it_counts_less(
     assert entry is not None
     assert 0 < entry.tokens_after < entry.tokens_before
     assert entry.tokens_after > 0.5 * entry.tokens_before  # ten of thirteen turns stay
+
+
+@pytest.mark.asyncio
+async def test_an_output_truncated_to_fit_stays_truncated_after_the_reply_that_measured_it(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    """The pre-flight check cut an oversized output to fit one request; the provider's count
+    of that (cut) request then anchored the context's size, so at the next request the context
+    "fit" and the output went whole: 34.6k tokens on a 32k window, which a provider refuses
+    (seen in an ``agentsh -p -c`` drive with provider-scale counts)."""
+    s = memory_session
+    window = 20_000
+    manager = make_manager(s, window=window, auto_compact=False)
+    s.append_message(Role.USER, "one")
+    call = ToolCall(id="c1", name="bash", arguments='{"command": "cat big.log"}')
+    s.append_message(Role.ASSISTANT, "", tool_calls=(call,), stop_reason=StopReason.TOOL_CALLS)
+    s.append_tool_result("c1", "bash", unique_output(80_000, "big"))
+
+    first = await manager.prepare(SYSTEM, [])
+    assert manager.last_truncated == 1
+    sent = sum(manager.accounting.count(str(m["content"])) + 4 for m in first)
+    s.append_message(Role.ASSISTANT, "Read it.", usage=Usage(input_tokens=sent, output_tokens=5))
+    s.append_message(Role.USER, "two")
+
+    second = await manager.prepare(SYSTEM, [])
+    (tool,) = [m for m in second if m["role"] == "tool"]
+    assert "cut from the middle" in str(tool["content"]) and manager.last_truncated == 1
+    size = sum(manager.accounting.count(str(m["content"])) + 4 for m in second)
+    assert size <= window - manager.reserve
