@@ -52,6 +52,7 @@ __all__ = [
     "ToolResultEntry",
     "UnknownEntry",
     "Usage",
+    "encode_checked",
     "encode_line",
     "new_id",
     "now_iso",
@@ -467,6 +468,17 @@ def _call_json(call: ToolCall) -> dict[str, str]:
 
 def encode_line(entry: AnyEntry | Header) -> bytes:
     """One complete line, newline included, ready to be written in a single call."""
-    return (json.dumps(entry.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n").encode(
-        "utf-8"
-    )
+    return encode_checked(entry)[0]
+
+
+def encode_checked(entry: AnyEntry | Header) -> tuple[bytes, bool]:
+    """:func:`encode_line`, and whether text had to be repaired: lone surrogates (a model's
+    text escaped as UTF-16 by its provider, a pair split between stream deltas) are joined
+    into their character when paired and become U+FFFD when not. UTF-8 cannot hold them, so
+    the line was refused and the reply lost ("Internal error")."""
+    line = json.dumps(entry.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n"
+    try:
+        return line.encode("utf-8"), False
+    except UnicodeEncodeError:
+        joined = line.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return joined.encode("utf-8"), True

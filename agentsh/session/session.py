@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from agentsh.session import entries
 from agentsh.session.entries import (
@@ -35,9 +35,11 @@ from agentsh.session.entries import (
     ToolResultEntry,
     Usage,
     clean_name,
+    encode_checked,
     new_id,
     now_iso,
 )
+from agentsh.session.entry_parse import entry_from_json
 from agentsh.session.log import (
     LoadProblem,
     LogWriter,
@@ -48,6 +50,8 @@ from agentsh.session.log import (
 )
 from agentsh.session.tree import BranchPosition, SessionTree
 from agentsh.values import loads_json
+
+_E = TypeVar("_E", bound=AnyEntry)
 
 
 class Session:
@@ -185,7 +189,7 @@ class Session:
             if not self.tree.has_id(candidate):
                 return candidate
 
-    def append(self, entry: AnyEntry) -> AnyEntry:
+    def append(self, entry: _E) -> _E:
         """Write ``entry`` (one line) and apply it to the tree; the write comes first."""
         if self.read_only_reason:
             raise SessionReadOnly(self.read_only_reason)
@@ -198,10 +202,13 @@ class Session:
         )
         if target is not None and target not in self.tree.nodes:
             raise SessionError(f"no entry {target} in this session")
+        line, repaired = encode_checked(entry)
+        if repaired:  # the entry as written (and as a reload reads it), also in memory
+            entry = cast("_E", entry_from_json(json.loads(line)))
         if self.path is not None:
             if self._writer is None:
                 self._writer = LogWriter.create(self.path, self.header, fsync_each=self._fsync_each)
-            self._writer.append(entry)
+            self._writer.append_line(line)
         self.tree.add(entry)
         if self.on_append is not None:
             self.on_append(entry)
@@ -229,8 +236,7 @@ class Session:
             stop_reason=stop_reason,
             error=error,
         )
-        self.append(entry)
-        return entry
+        return self.append(entry)
 
     def append_tool_result(
         self,
@@ -252,8 +258,7 @@ class Session:
             truncated=truncated,
             details=details or {},
         )
-        self.append(entry)
-        return entry
+        return self.append(entry)
 
     def move_leaf(self, target_id: str | None) -> None:
         """Continue from ``target_id`` (None: start over from an empty context)."""
@@ -297,8 +302,7 @@ class Session:
         entry = BranchSummaryEntry(
             id=self.new_id(), parent_id=self.leaf_id, from_id=from_id, summary=summary, usage=usage
         )
-        self.append(entry)
-        return entry
+        return self.append(entry)
 
     def record_model_call(self, purpose: str, usage: Usage, note: str = "") -> ModelCallEntry:
         """Record a model call whose output is not kept (see :class:`ModelCallEntry`), durably:
@@ -306,7 +310,7 @@ class Session:
         entry = ModelCallEntry(
             id=self.new_id(), parent_id=None, purpose=purpose, usage=usage, note=note
         )
-        self.append(entry)
+        entry = self.append(entry)
         self.sync()
         return entry
 

@@ -192,3 +192,17 @@ def test_new_ids_are_short_hex() -> None:
     ids = {E.new_id() for _ in range(200)}
     assert len(ids) == 200
     assert all(len(i) == 8 and int(i, 16) >= 0 for i in ids)
+
+
+def test_a_reply_holding_lone_surrogates_is_written_not_refused() -> None:
+    """A provider that escapes text as UTF-16 (``\\ud83d`` in one stream delta, ``\\ude00`` in
+    the next, or half a pair cut off) hands Python lone surrogates, which UTF-8 cannot encode:
+    appending the reply raised, the turn ended in "Internal error" and the reply was lost.
+    A split pair is joined again; a lone half becomes U+FFFD."""
+    entry = E.MessageEntry(
+        id="a1", parent_id=None, role=E.Role.ASSISTANT, content="ok \ud83d\ude00 and \ud83d."
+    )
+    line, repaired = E.encode_checked(entry)
+    back = entry_from_json(json.loads(line))
+    assert repaired and isinstance(back, E.MessageEntry)
+    assert back.content == "ok \U0001f600 and \ufffd."

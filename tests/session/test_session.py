@@ -330,3 +330,25 @@ def test_a_promotion_never_counts_the_frozen_objects(
     with gc_paused(promote=True):
         pass
     Session.open(session.path, lock=False)
+
+
+@pytest.mark.parametrize("on_disk", [True, False])
+def test_a_reply_with_lone_surrogates_is_kept_as_written(tmp_path: Path, on_disk: bool) -> None:
+    """The entry kept in memory is the one written (its lone surrogates repaired): one that
+    kept them failed again at the next request, when the client encoded it to send it."""
+    session = Session.create(tmp_path if on_disk else None, tmp_path)
+    session.append_message(Role.USER, "hi")
+    text = "half an emoji: \ud83d, a whole one: \ud83d\ude00"
+    entry = session.append_message(Role.ASSISTANT, text)
+    expected = "half an emoji: \ufffd, a whole one: \U0001f600"
+    assert isinstance(entry, MessageEntry) and entry.content == expected
+    stored = session.current_path()[-1]
+    assert isinstance(stored, MessageEntry) and stored.content == expected
+    stored.content.encode("utf-8")
+    if on_disk:
+        assert session.path is not None
+        session.close()
+        again = Session.open(session.path)
+        last = again.current_path()[-1]
+        assert isinstance(last, MessageEntry) and last.content == expected
+        again.close()
