@@ -149,6 +149,7 @@ class AcpSession:
             finally:
                 self._turn = None
                 await turn.withdraw()
+                await turn.close_unfinished()
             return turn.response()
 
     def offer_commands(self) -> None:
@@ -209,6 +210,7 @@ class _Turn:
         self.paths: dict[str, str] = {}  # model's call id -> the file it touches
         self.terminals: dict[str, str] = {}  # model's call id -> client terminal id
         self.output: dict[str, str] = {}  # model's call id -> its output so far
+        self.unfinished: dict[str, None] = {}  # model's call ids shown and not yet ended
         self.asking: set[asyncio.Task[None]] = set()
         self.ended: TurnEnded | None = None
         self.errors: list[str] = []
@@ -266,6 +268,7 @@ class _Turn:
 
     async def _started(self, event: ToolStarted) -> None:
         acp_id = self._acp_id(event.call_id)
+        self.unfinished[event.call_id] = None
         where = locations(event.name, event.arguments, self.session.cwd)
         if where:
             self.paths[event.call_id] = where[0].path
@@ -295,6 +298,7 @@ class _Turn:
 
     async def _finished(self, event: ToolFinished) -> None:
         acp_id = self._acp_id(event.call_id)
+        self.unfinished.pop(event.call_id, None)
         content: list[ToolContent] = []
         terminal = self.terminals.get(event.call_id)
         if terminal is not None:
@@ -345,6 +349,24 @@ class _Turn:
         for task in list(self.asking):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+    async def close_unfinished(self) -> None:
+        """A call the editor was shown and that never ended (a cancel withdrew its question,
+        or stopped the turn before it ran) gets its final status before the prompt is answered:
+        the protocol has the turn's updates all sent by then, and an editor that does not close
+        pending calls itself would keep its question or its spinner on it."""
+        for call_id in list(self.unfinished):
+            self.unfinished.pop(call_id, None)
+            text = "not run: the turn was cancelled before this call ran"
+            with contextlib.suppress(Exception):  # a client gone: nobody to tell
+                await self.session.send(
+                    update_tool_call(
+                        self._acp_id(call_id),
+                        status="failed",
+                        content=[text_content(text)],
+                        raw_output={"content": text, "is_error": True},
+                    )
+                )
 
     # -- the ending -------------------------------------------------------------------------
 

@@ -247,6 +247,25 @@ async def test_cancel_while_asking_withdraws_the_question(plain: AcpAgent) -> No
     assert "nobody answered" not in client.text(sid)
 
 
+async def test_a_call_the_cancel_left_unrun_is_closed_before_the_turn_ends(plain: AcpAgent) -> None:
+    """Every tool call the editor was shown ends with a final status before the prompt's
+    answer: a call whose question the cancel withdrew stayed "pending" for good (an editor
+    that does not close pending calls itself keeps a spinner, or the question, on it)."""
+    client, server = plain.client, plain.server
+    sid = await plain.new_session()
+    client.answer = "never"
+    server.script(tool_call("bash", {"command": "touch unrun.txt"}))
+    turn = asyncio.ensure_future(plain.prompt(sid, "touch it"))
+    await client.wait_for(lambda: any(a.session_id == sid for a in client.asked))
+    await plain.conn.cancel(session_id=sid)
+    assert (await asyncio.wait_for(turn, 10)).stop_reason == "cancelled"
+    (started,) = [u for u in client.updates[sid] if u.session_update == "tool_call"]
+    (final,) = _finals(client, sid)
+    assert final.tool_call_id == started.tool_call_id and final.status == "failed"
+    assert "not run" in json.dumps(final.model_dump(mode="json"))
+    assert not (plain.project / "unrun.txt").exists()
+
+
 async def test_mode_all_runs_commands_without_asking(plain: AcpAgent) -> None:
     client, server = plain.client, plain.server
     sid = await plain.new_session()
