@@ -31,7 +31,7 @@ import anyio
 
 from agentsh.config import McpSettings
 from agentsh.errors import AgentshError
-from agentsh.mcp import groups
+from agentsh.mcp import groups, tool_changes
 from agentsh.mcp.bounded import within
 from agentsh.mcp.listing import description, list_tools
 from agentsh.mcp.servers_config import ExpansionError, Launch, ServerSpec, Transport
@@ -215,7 +215,12 @@ class ServerConnection:
                         ready_after_s=self._clock() - began,
                     )
                     self._started.set()
-                    await self._wake.wait()
+                    async with anyio.create_task_group() as watchers:
+                        watchers.start_soon(
+                            tool_changes.follow, client, self._relist, self.spec.name
+                        )
+                        await self._wake.wait()
+                        watchers.cancel_scope.cancel()
                     self._client = None
                     if not self._stop_requested:
                         self._fail(self._dropped or self._ended_reason("stopped unexpectedly"))
@@ -305,10 +310,15 @@ class ServerConnection:
         return ListRootsResult(roots=[root])
 
     async def _on_message(self, message: Any) -> None:
-        """A server that says its tools changed is listed again (if it is still up)."""
-        if getattr(message, "method", "") != "notifications/tools/list_changed":
+        """A server that says its tools changed (before protocol 2026-07-28: after it, the
+        word comes on the stream :func:`tool_changes.follow` opens) is listed again."""
+        if not tool_changes.is_tools_changed(message):
             await anyio.lowlevel.checkpoint()
             return
+        await self._relist()
+
+    async def _relist(self) -> None:
+        """List the tools again (if the server is still up); on failure keep the old list."""
         client = self._client
         if client is None:
             return

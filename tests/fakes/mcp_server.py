@@ -134,17 +134,17 @@ def build_server(pid_dir: Path | None = None) -> FakeServer:
 
 
 class HttpServer:
-    """The fake server on streamable HTTP (or the older SSE transport, ``sse=True``) in a
-    thread of this process (uvicorn)."""
+    """The fake server (or another, ``server``) on streamable HTTP (or the older SSE transport,
+    ``sse=True``) in a thread of this process (uvicorn)."""
 
-    def __init__(self, *, sse: bool = False) -> None:
+    def __init__(self, *, sse: bool = False, server: MCPServer | None = None) -> None:
         import uvicorn
 
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
         self.sse = sse
-        server = build_server()
+        server = server or build_server()
         app = server.sse_app() if sse else server.streamable_http_app()
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
         self._server = uvicorn.Server(config)
