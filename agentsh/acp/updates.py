@@ -132,12 +132,19 @@ def diff_contents(path: str, diff: str) -> list[ToolContent]:
 
 
 def first_changed_line(diff: str) -> int | None:
-    """The line of the new file where the diff's first hunk starts."""
+    """The line of the new file where the diff's first change is (an added or removed line:
+    the context lines a hunk starts with are stepped over)."""
+    at: int | None = None
     for line in diff.splitlines():
         match = _HUNK.match(line)
         if match:
-            return int(match.group(2))
-    return None
+            at = int(match.group(2))
+        elif at is not None:
+            if line.startswith(("+", "-")):
+                return max(at, 1)  # a removal at the very top: the first line
+            if line.startswith(" "):
+                at += 1
+    return at
 
 
 # -- text ---------------------------------------------------------------------------------------

@@ -42,7 +42,19 @@ def test_a_diff_becomes_one_acp_diff_per_hunk() -> None:
     assert first.type == "diff" and first.path == "/p/f.txt"
     assert "line 3\n" in (first.old_text or "") and "line three\n" in first.new_text
     assert "line 30\n" in (second.old_text or "") and "line 30\n" not in second.new_text
-    assert first_changed_line(diff) == 1
+    assert first_changed_line(diff) == 3
+
+
+def test_the_location_of_an_edit_is_its_first_changed_line_not_the_context_before() -> None:
+    """The editor follows the agent to the line that changed: the hunk's start is three
+    lines of context above it (an edit "first at line 20" was located at line 17)."""
+    old = "".join(f"l{i}\n" for i in range(1, 30))
+    changed, _, _ = unified_diff(old, old.replace("l20\n", "L20\n"), "f.txt")
+    assert first_changed_line(changed) == 20
+    deleted, _, _ = unified_diff(old, old.replace("l20\n", ""), "f.txt")
+    assert first_changed_line(deleted) == 20  # where the gap is in the new file
+    added, _, _ = unified_diff(old, old + "l30\n", "f.txt")
+    assert first_changed_line(added) == 30
 
 
 def test_a_created_file_has_no_old_text() -> None:
