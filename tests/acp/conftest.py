@@ -50,6 +50,7 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 
+from tests.acp.wire import schema_problems
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer
 
@@ -274,7 +275,8 @@ class AcpAgent:
         )
 
     def frames(self) -> list[dict[str, Any]]:
-        """Every line the agent wrote on stdout, each of which must be a JSON-RPC frame."""
+        """Every line the agent wrote on stdout, each of which must be a JSON-RPC frame, and
+        each request or notification one the protocol's schema reads strictly (:mod:`.wire`)."""
         frames = []
         for raw in self.stdout_lines:
             line = raw.decode("utf-8")
@@ -282,6 +284,7 @@ class AcpAgent:
             frame = json.loads(line)
             assert isinstance(frame, dict) and frame.get("jsonrpc") == "2.0", line
             assert ("method" in frame) or ("result" in frame) or ("error" in frame), line
+            assert not (problems := schema_problems(frame)), problems
             frames.append(frame)
         return frames
 

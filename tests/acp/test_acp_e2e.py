@@ -535,7 +535,7 @@ async def test_edits_go_through_the_editor_buffer(editor: AcpAgent) -> None:
     final = _finals(client, sid)[-1]
     diff = next(c for c in final.content if c.type == "diff")
     assert diff.path == str(source) and "b = 3" in diff.new_text
-    assert final.locations[0].path == str(source) and final.locations[0].line == 1
+    assert final.locations[0].path == str(source) and final.locations[0].line == 2  # b = 3
 
 
 async def test_writes_the_editor_must_not_see_stay_guarded(
