@@ -108,7 +108,11 @@ class CachedTools:
         return ()
 
     async def call(
-        self, tool: RemoteTool, arguments: Mapping[str, Any], cancelled: Any
+        self,
+        tool: RemoteTool,
+        arguments: Mapping[str, Any],
+        cancelled: Any,
+        on_progress: Any = None,
     ) -> ToolResult:
         return ToolResult(f"MCP server '{tool.server}' is not running here.", is_error=True)
 

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
-import shutil
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
@@ -30,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from agentsh.config import McpSettings
-from agentsh.errors import AgentshError
-from agentsh.mcp import groups, tool_changes
+from agentsh.mcp import groups, stdio_launch, tool_changes
 from agentsh.mcp.bounded import within
 from agentsh.mcp.listing import description, list_tools
+from agentsh.mcp.progress import ProgressLines
 from agentsh.mcp.servers_config import ExpansionError, Launch, ServerSpec, Transport
 from agentsh.mcp.state import ServerState, ServerStatus
 from agentsh.mcp.stderr_log import StderrLog, scrubbed
@@ -263,9 +261,9 @@ class ServerConnection:
         if self.spec.transport is Transport.STDIO:
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
-            cwd = _working_dir(launch.cwd, self.cwd)
-            env = _absolute_path_only(launch.env)
-            _check_command(launch.command, cwd, env["PATH"])
+            cwd = stdio_launch.working_dir(launch.cwd, self.cwd)
+            env = stdio_launch.absolute_path_only(launch.env)
+            stdio_launch.check_command(launch.command, cwd, env["PATH"])
             self._log = StderrLog(self.log_path, self._secrets)
             errlog = stack.enter_context(self._log.opened(self.spec.describe()))
             command, args = launch.command, list(launch.args)
@@ -383,7 +381,7 @@ class ServerConnection:
 
     def _start_error(self, exc: BaseException) -> str:
         leaf = _leaf(exc)
-        if isinstance(leaf, _CommandProblem):
+        if isinstance(leaf, stdio_launch.CommandProblem):
             return str(leaf)
         if unreachable := self._unreachable():
             return unreachable
@@ -416,9 +414,14 @@ class ServerConnection:
         return ""
 
     async def call(
-        self, task_group: anyio.abc.TaskGroup, tool: str, arguments: Mapping[str, Any]
+        self,
+        task_group: anyio.abc.TaskGroup,
+        tool: str,
+        arguments: Mapping[str, Any],
+        on_progress: Callable[[str], None] | None = None,
     ) -> CallOutcome:
-        """One ``tools/call``, starting (or restarting) the server first if needed."""
+        """One ``tools/call``, starting (or restarting) the server first if needed; the
+        server's progress notices go to ``on_progress`` as lines (:mod:`.progress`)."""
         reason = self.unavailable_reason()
         if reason:
             return CallOutcome(error=reason)
@@ -432,6 +435,7 @@ class ServerConnection:
         client = self._client
         assert client is not None
         timeout = self.call_timeout_s
+        progress = ProgressLines(on_progress, self._scrub) if on_progress else None
         try:
             # The SDK's own timeout starts once the request is written and tells the server
             # to cancel; this bound holds from the call's start, whatever the SDK waits for (a
@@ -439,7 +443,12 @@ class ServerConnection:
             # reading its stdin). The SDK's side ends in the background (mcp.bounded).
             result = await within(
                 task_group,
-                lambda: client.call_tool(tool, dict(arguments), read_timeout_seconds=timeout),
+                lambda: client.call_tool(
+                    tool,
+                    dict(arguments),
+                    read_timeout_seconds=timeout,
+                    progress_callback=progress,
+                ),
                 timeout + _LATE_S,
             )
         except TimeoutError:
@@ -525,38 +534,6 @@ class ServerConnection:
 
     def disable(self, reason: str) -> None:
         self._set(state=ServerState.DISABLED, reason=reason)
-
-
-class _CommandProblem(AgentshError):
-    """The server's command cannot be run (checked before spawning: the launch shell would
-    only say so on the server's stderr)."""
-
-
-def _check_command(command: str, cwd: Path, path: str | None) -> None:
-    if "/" in command:
-        target = cwd / Path(command).expanduser()
-        if not target.exists():
-            raise _CommandProblem(f"cannot run {command!r}: no such file")
-        if target.is_dir() or not os.access(target, os.X_OK):
-            raise _CommandProblem(f"cannot run {command!r}: not an executable file")
-        return
-    if shutil.which(command, path=path) is None:
-        raise _CommandProblem(f"cannot run {command!r}: command not found")
-
-
-def _absolute_path_only(env: dict[str, str]) -> dict[str, str]:
-    """The server's environment with only the absolute entries of its ``PATH`` (its own, else
-    agentsh's): a ``.`` there would run the folder's own ``npx`` or ``uvx`` (and ``sleep``, in
-    the watchdog) in place of the real one, and your servers start in untrusted folders."""
-    path = env.get("PATH") or os.environ.get("PATH", os.defpath)
-    kept = [entry for entry in path.split(os.pathsep) if Path(entry).is_absolute()]
-    return {**env, "PATH": os.pathsep.join(kept)}
-
-
-def _working_dir(configured: str, default: Path) -> Path:
-    """The server's folder: its ``cwd`` (``~`` expanded, relative to the project), or the
-    project's."""
-    return default / Path(configured).expanduser() if configured else default
 
 
 def _leaf(exc: BaseException) -> BaseException:

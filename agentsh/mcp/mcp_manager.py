@@ -219,13 +219,25 @@ class McpManager:
     # -- calls -----------------------------------------------------------------------------------
 
     async def call(
-        self, tool: RemoteTool, arguments: Mapping[str, Any], cancelled: asyncio.Event
+        self,
+        tool: RemoteTool,
+        arguments: Mapping[str, Any],
+        cancelled: asyncio.Event,
+        on_progress: Callable[[str], None] | None = None,
     ) -> ToolResult:
-        """Call ``tool`` from any loop; setting ``cancelled`` (Esc) cancels it on the server."""
+        """Call ``tool`` from any loop; setting ``cancelled`` (Esc) cancels it on the server.
+        ``on_progress`` gets the server's progress notices as lines, on the caller's loop."""
         if self._closed:
             return ToolResult("The MCP servers are closed.", is_error=True)
         self._ensure_running()
-        future = asyncio.wrap_future(mcp_loop.submit(self._call(tool, arguments)))
+        report = None
+        if on_progress is not None:
+            loop = asyncio.get_running_loop()
+
+            def report(line: str) -> None:  # on the MCP loop's thread
+                loop.call_soon_threadsafe(on_progress, line)
+
+        future = asyncio.wrap_future(mcp_loop.submit(self._call(tool, arguments, report)))
         stop = asyncio.ensure_future(cancelled.wait())
         waiters: set[asyncio.Future[Any]] = {future, stop}
         try:
@@ -315,12 +327,17 @@ class McpManager:
             with contextlib.suppress(Exception):
                 await asyncio.wrap_future(main)
 
-    async def _call(self, tool: RemoteTool, arguments: Mapping[str, Any]) -> ToolResult:
+    async def _call(
+        self,
+        tool: RemoteTool,
+        arguments: Mapping[str, Any],
+        on_progress: Callable[[str], None] | None,
+    ) -> ToolResult:
         await self._up_event().wait()
         conn = self._conns.get(tool.server)
         if conn is None or self._task_group is None:
             return ToolResult(f"No MCP server named '{tool.server}'.", is_error=True)
-        outcome = await conn.call(self._task_group, tool.remote_name, arguments)
+        outcome = await conn.call(self._task_group, tool.remote_name, arguments, on_progress)
         if outcome.result is None:
             # The error can quote the server (its error message, its last stderr line).
             error = guarded(outcome.error, tool=tool.name, server=tool.server)

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Protocol
 
 from agentsh.config import Settings
 from agentsh.context.breakdown import CountedTool
+from agentsh.events import ToolOutput
 from agentsh.mcp.mcp_manager import tools_json
 from agentsh.mcp.schema import argument_problem
 from agentsh.mcp.servers_config import ServerSpec
@@ -56,7 +57,11 @@ class ToolProvider(Protocol):
     def statuses(self) -> tuple[ServerStatus, ...]: ...
 
     async def call(
-        self, tool: RemoteTool, arguments: Mapping[str, Any], cancelled: asyncio.Event
+        self,
+        tool: RemoteTool,
+        arguments: Mapping[str, Any],
+        cancelled: asyncio.Event,
+        on_progress: Callable[[str], None] | None = None,
     ) -> ToolResult: ...
 
 
@@ -110,7 +115,10 @@ class McpTool(Tool):
         )
 
     async def run(self, params: Any, ctx: ToolContext) -> ToolResult:
-        return await self.manager.call(self.remote, params, ctx.cancelled)
+        def progress(line: str) -> None:  # shown as a command's output is, not to the model
+            ctx.emit(ToolOutput(ctx.call_id, line))
+
+        return await self.manager.call(self.remote, params, ctx.cancelled, progress)
 
 
 def make_tool(manager: ToolProvider, remote: RemoteTool) -> McpTool:

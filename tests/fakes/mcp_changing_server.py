@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import warnings
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 
 
@@ -33,9 +34,10 @@ def build_server() -> MCPServer:
         return "locked"
 
     @server.tool(description="Report progress and log lines, then answer.")
-    async def chatty(ctx: Context, steps: int = 3) -> str:
+    async def chatty(ctx: Context, steps: int = 3, label: str = "step", pause: float = 0.0) -> str:
         for step in range(steps):
-            await ctx.report_progress(step + 1, steps, f"step {step + 1} of {steps}")
+            await ctx.report_progress(step + 1, steps, f"{label} {step + 1} of {steps}")
+            await anyio.sleep(pause)
             with warnings.catch_warnings():  # logging is deprecated in the 2026 protocol
                 warnings.simplefilter("ignore")
                 await ctx.log("info", f"log line {step + 1}")

@@ -191,6 +191,10 @@ class ListedTools:
         return ()
 
     async def call(
-        self, tool: RemoteTool, arguments: Mapping[str, Any], cancelled: asyncio.Event
+        self,
+        tool: RemoteTool,
+        arguments: Mapping[str, Any],
+        cancelled: asyncio.Event,
+        on_progress: Any = None,
     ) -> ToolResult:
         raise AssertionError("not called")
