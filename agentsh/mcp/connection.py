@@ -467,8 +467,9 @@ class ServerConnection:
         :data:`PROBE_S` means the connection is dead (a half-open server, an SSE stream whose
         POSTs hang); it is dropped, and the next call connects again rather than waiting out
         its timeout on it. A stdio server is left running: its process may be busy."""
-        try:  # (ping is deprecated in the protocol's 2026 version)
-            await within(task_group, client.list_tools, PROBE_S)
+        try:  # (ping is deprecated in the protocol's 2026 version; the list asked of the
+            # server itself: one its cache hint lets the SDK keep answered for the dead server)
+            await within(task_group, lambda: client.list_tools(cache_mode="bypass"), PROBE_S)
             answered = True
         except Exception:  # noqa: BLE001 - no answer, whatever the reason
             answered = False

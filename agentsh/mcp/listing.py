@@ -23,12 +23,14 @@ MAX_TOOL_NAME = 128  # the spec's limit; a longer or unprintable name is left ou
 
 async def list_tools(client: Client, server: str) -> tuple[tuple[RemoteTool, ...], tuple[str, ...]]:
     """The tools of ``server`` (its configured name) that agentsh offers, and a problem for
-    each one it left out."""
+    each one it left out. Always the server's answer, never the SDK's cache of an earlier
+    one (a server's freshness hint, SEP-2549, would let a list taken again after a change
+    notice come from it)."""
     tools: list[RemoteTool] = []
     problems: list[str] = []
     cursor: str | None = None
     for _page in range(MAX_TOOL_PAGES):
-        listing = await client.list_tools(cursor=cursor)
+        listing = await client.list_tools(cursor=cursor, cache_mode="refresh")
         for tool in listing.tools:
             if not tool.name.isprintable() or not 0 < len(tool.name) <= MAX_TOOL_NAME:
                 shown = repr(tool.name[:MAX_TOOL_NAME]).encode("ascii", "backslashreplace")

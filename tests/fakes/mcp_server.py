@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from mcp.server.caching import CacheableMethod, CacheHint
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import (
@@ -69,8 +70,13 @@ class FakeServer(MCPServer):
         ]
 
 
-def build_server(pid_dir: Path | None = None) -> FakeServer:
-    server = FakeServer("agentsh-fake", version="1.0", log_level="WARNING")
+def build_server(pid_dir: Path | None = None, *, tools_ttl_ms: int = 0) -> FakeServer:
+    """The fake server; ``tools_ttl_ms`` lets its clients cache ``tools/list`` that long (a
+    2026-07-28 freshness hint, SEP-2549)."""
+    hints: dict[CacheableMethod, CacheHint] | None = (
+        {"tools/list": CacheHint(ttl_ms=tools_ttl_ms)} if tools_ttl_ms else None
+    )
+    server = FakeServer("agentsh-fake", version="1.0", log_level="WARNING", cache_hints=hints)
 
     @server.tool(description="Echo the text back.")
     def echo(text: str) -> str:

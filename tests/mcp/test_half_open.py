@@ -21,16 +21,20 @@ from agentsh.mcp import connection
 from agentsh.mcp.servers_config import Scope, ServerSpec, Transport
 from agentsh.mcp.state import ServerState
 from tests.fakes.half_open import HalfOpenProxy
-from tests.fakes.mcp_server import HttpServer
+from tests.fakes.mcp_server import HttpServer, build_server
 from tests.mcp.conftest import make_manager
 
 pytestmark = pytest.mark.asyncio
 
 
-@pytest.fixture(params=[True, False], ids=["sse", "http"])
+@pytest.fixture(params=["sse", "http", "http-cached"])
 def proxied(request: pytest.FixtureRequest) -> Iterator[tuple[HalfOpenProxy, ServerSpec]]:
-    sse: bool = request.param
-    server = HttpServer(sse=sse).start()
+    """The fake server behind a proxy that can go half-open; "http-cached" lets clients cache
+    its tool list for a minute (the probe after a timed-out call was answered from that
+    cache, so a dead connection was kept)."""
+    sse = request.param == "sse"
+    ttl_ms = 60_000 if request.param == "http-cached" else 0
+    server = HttpServer(sse=sse, server=build_server(tools_ttl_ms=ttl_ms)).start()
     proxy = HalfOpenProxy(server.port).start()
     url = f"http://127.0.0.1:{proxy.port}/{'sse' if sse else 'mcp'}"
     transport = Transport.SSE if sse else Transport.HTTP
