@@ -29,6 +29,7 @@ from typing import Any
 
 from acp import connect_to_agent, text_block
 from acp.client.connection import ClientSideConnection
+from acp.connection import StreamDirection, StreamEvent
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
@@ -264,6 +265,7 @@ class AcpAgent:
     stderr: Path
     stdout_lines: list[bytes]
     initialized: InitializeResponse
+    asked: dict[Any, str]  # the method of each request the client sent, by id
 
     async def new_session(self, cwd: Path | None = None) -> str:
         response = await self.conn.new_session(cwd=str(cwd or self.project), mcp_servers=[])
@@ -284,7 +286,7 @@ class AcpAgent:
             frame = json.loads(line)
             assert isinstance(frame, dict) and frame.get("jsonrpc") == "2.0", line
             assert ("method" in frame) or ("result" in frame) or ("error" in frame), line
-            assert not (problems := schema_problems(frame)), problems
+            assert not (problems := schema_problems(frame, self.asked)), problems
             frames.append(frame)
         return frames
 
@@ -359,12 +361,21 @@ async def spawn_acp(
     recorder = asyncio.ensure_future(record(process.stdout))
     # The SDK's Client protocol lists every optional handler (elicitation, extensions), which it
     # looks up with getattr; this editor leaves them out, as a real one may.
-    conn = connect_to_agent(client, process.stdin, feed)  # type: ignore[arg-type]
+    asked: dict[Any, str] = {}
+
+    def note_request(event: StreamEvent) -> None:  # so each response is read by its model
+        message = event.message
+        if event.direction is StreamDirection.OUTGOING and "method" in message and "id" in message:
+            asked[message["id"]] = message["method"]
+
+    conn = connect_to_agent(client, process.stdin, feed, observers=[note_request])  # type: ignore[arg-type]
     try:
         initialized = await asyncio.wait_for(
             conn.initialize(protocol_version=1, client_capabilities=client.capabilities), 30
         )
-        yield AcpAgent(conn, client, process, server, project, home, stderr, lines, initialized)
+        yield AcpAgent(
+            conn, client, process, server, project, home, stderr, lines, initialized, asked
+        )
     finally:
         with contextlib.suppress(Exception):
             await conn.close()

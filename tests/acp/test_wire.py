@@ -36,3 +36,16 @@ def test_snake_case_names_unknown_keys_and_salvaged_values_are_refused() -> None
     bad_line = {**good, "locations": [{"path": "/a", "line": -3}]}  # the package reads None
     assert schema_problems(_frame(bad_line))
     assert schema_problems({"jsonrpc": "2.0", "method": "session/prompt", "params": {}})
+
+
+def test_a_response_is_read_by_the_model_of_the_request_it_answers() -> None:
+    asked = {1: "session/prompt", 2: "session/new"}
+    answer = {"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}}
+    assert schema_problems(answer, asked) == []
+    assert schema_problems({**answer, "result": {"stop_reason": "end_turn"}}, asked)
+    assert schema_problems({**answer, "result": {"stopReason": "finished"}}, asked)
+    assert schema_problems({"jsonrpc": "2.0", "id": 2, "result": {}}, asked)  # no sessionId
+    assert schema_problems({"jsonrpc": "2.0", "id": 2, "error": {"code": "x"}}, asked)
+    error = {"jsonrpc": "2.0", "id": 2, "error": {"code": -32602, "message": "bad"}}
+    assert schema_problems(error, asked) == []
+    assert schema_problems({"jsonrpc": "2.0", "id": 9, "result": {"odd": 1}}, asked) == []

@@ -30,6 +30,22 @@ AGENT_TO_CLIENT: dict[str, type[BaseModel]] = {
 }
 
 
+#: what the agent answers, by the method of the client's request, and the model of its result
+AGENT_RESULTS: dict[str, type[BaseModel]] = {
+    "initialize": schema.InitializeResponse,
+    "authenticate": schema.AuthenticateResponse,
+    "session/new": schema.NewSessionResponse,
+    "session/load": schema.LoadSessionResponse,
+    "session/resume": schema.ResumeSessionResponse,
+    "session/fork": schema.ForkSessionResponse,
+    "session/close": schema.CloseSessionResponse,
+    "session/list": schema.ListSessionsResponse,
+    "session/prompt": schema.PromptResponse,
+    "session/set_mode": schema.SetSessionModeResponse,
+    "session/set_config_option": schema.SetSessionConfigOptionResponse,
+}
+
+
 def _extra_keys(value: Any, where: str) -> list[str]:
     """The keys the schema does not know, anywhere inside a validated model."""
     found: list[str] = []
@@ -43,16 +59,38 @@ def _extra_keys(value: Any, where: str) -> list[str]:
     return found
 
 
-def schema_problems(frame: dict[str, Any]) -> list[str]:
-    """Why ``frame`` (a request or notification from the agent) is not what the schema says;
-    empty when it is. Responses are not checked here (their model depends on the request)."""
+def schema_problems(frame: dict[str, Any], asked: dict[Any, str] | None = None) -> list[str]:
+    """Why ``frame`` (a request, a notification or a response from the agent) is not what the
+    schema says; empty when it is. ``asked``: the method of each request the client sent, by
+    id (a response to a request not in it, such as a raw line a test wrote, is not checked)."""
     method = frame.get("method")
     if method is None:
-        return []
+        return _response_problems(frame, asked or {})
     model = AGENT_TO_CLIENT.get(method)
     if model is None:
         return [f"{method}: not a method an agent sends"]
-    params = frame.get("params")
+    return _read_strictly(model, frame.get("params"), method)
+
+
+def _response_problems(frame: dict[str, Any], asked: dict[Any, str]) -> list[str]:
+    method = asked.get(frame.get("id"))
+    if method is None:
+        return []
+    if "error" in frame:
+        error = frame["error"]
+        good = (
+            isinstance(error, dict)
+            and isinstance(error.get("code"), int)
+            and isinstance(error.get("message"), str)
+        )
+        return [] if good else [f"{method}: a malformed error {error!r:.300}"]
+    model = AGENT_RESULTS.get(method)
+    if model is None:
+        return []
+    return _read_strictly(model, frame.get("result"), f"{method} result")
+
+
+def _read_strictly(model: type[BaseModel], params: Any, method: str) -> list[str]:
     try:
         read = model.model_validate(params, by_alias=True, by_name=False)
     except ValueError as exc:  # pydantic's ValidationError
