@@ -101,6 +101,7 @@ class ServerConnection:
         self._http: ConnectWatch | None = None  # why an HTTP server could not be reached
         self._pgid = 0  # the stdio server's process group, once known
         self._secrets: tuple[str, ...] = ()
+        self._relist = tool_changes.Coalesced(self._list_again)  # at each change notice
         self.status = ServerStatus(
             name=spec.name,
             scope=spec.scope,
@@ -315,7 +316,7 @@ class ServerConnection:
             return
         await self._relist()
 
-    async def _relist(self) -> None:
+    async def _list_again(self) -> None:
         """List the tools again (if the server is still up); on failure keep the old list."""
         client = self._client
         if client is None:

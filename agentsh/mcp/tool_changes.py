@@ -60,3 +60,27 @@ async def follow(client: Client, relist: Callable[[], Awaitable[None]], name: st
         return
     except Exception as exc:  # noqa: BLE001 - the SDK and transports raise anything
         log.info("MCP server %s: tool changes are not followed: %s", name, exc)
+
+
+class Coalesced:
+    """``fn`` run for any number of calls that come while it runs, but once more after it,
+    not once each: a server may send a notice hundreds of times at once (each was a listing
+    of its own, all at the same time)."""
+
+    def __init__(self, fn: Callable[[], Awaitable[None]]) -> None:
+        self._fn = fn
+        self._running = False
+        self._again = False
+
+    async def __call__(self) -> None:
+        if self._running:
+            self._again = True
+            return
+        self._running = True
+        try:
+            self._again = True
+            while self._again:
+                self._again = False
+                await self._fn()
+        finally:
+            self._running = False

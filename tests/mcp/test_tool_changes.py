@@ -15,13 +15,14 @@ import pytest
 
 from agentsh.mcp.mcp_manager import McpManager
 from agentsh.mcp.servers_config import Scope, ServerSpec, Transport
-from tests.fakes import mcp_changing_server
+from tests.fakes import mcp_changing_server, mcp_legacy_server
 from tests.fakes.mcp_server import HttpServer
 from tests.mcp.conftest import call, make_manager
 
 pytestmark = pytest.mark.asyncio
 
 CHANGING = Path(mcp_changing_server.__file__)
+LEGACY = Path(mcp_legacy_server.__file__)
 
 
 @pytest.fixture
@@ -90,3 +91,47 @@ async def test_a_tool_an_http_server_adds_and_removes_is_offered_and_withdrawn(
 ) -> None:
     spec = ServerSpec("changing", Transport.HTTP, Scope.USER, Path("test"), url=http_changing.url)
     await _added_then_removed(make_manager([spec], tmp_path))
+
+
+def _legacy(tmp_path: Path) -> tuple[ServerSpec, Path]:
+    requests = tmp_path / "requests.txt"
+    spec = ServerSpec(
+        "legacy",
+        Transport.STDIO,
+        Scope.USER,
+        Path("test"),
+        command=sys.executable,
+        args=(str(LEGACY), "--requests", str(requests)),
+    )
+    return spec, requests
+
+
+async def test_a_pre_2026_servers_change_notice_is_followed(tmp_path: Path) -> None:
+    spec, _requests = _legacy(tmp_path)
+    manager = make_manager([spec], tmp_path)
+    manager.start()
+    try:
+        await manager.wait_until_started()
+        assert (await call(manager, "mcp__legacy__unlock")).content == "unlock done"
+        names = await _until(manager, True, "mcp__legacy__secret")
+        assert "mcp__legacy__secret" in names, names
+    finally:
+        manager.close()
+
+
+async def test_a_flood_of_change_notices_is_not_a_flood_of_listings(tmp_path: Path) -> None:
+    """A server that sends 500 notices at once is listed again a few times, not 500 times at
+    once (each notice started its own listing)."""
+    spec, requests = _legacy(tmp_path)
+    manager = make_manager([spec], tmp_path)
+    manager.start()
+    try:
+        await manager.wait_until_started()
+        assert (await call(manager, "mcp__legacy__flood", count=500)).content == "flood done"
+        await asyncio.sleep(2.0)  # the notices arrive and are acted on
+        assert (await call(manager, "mcp__legacy__unlock")).content == "unlock done"
+        assert "mcp__legacy__secret" in await _until(manager, True, "mcp__legacy__secret")
+    finally:
+        manager.close()
+    listings = requests.read_text().splitlines().count("tools/list")
+    assert listings <= 5, listings
