@@ -210,7 +210,7 @@ class _Turn:
         self.paths: dict[str, str] = {}  # model's call id -> the file it touches
         self.terminals: dict[str, str] = {}  # model's call id -> client terminal id
         self.output: dict[str, str] = {}  # model's call id -> its output so far
-        self.unfinished: dict[str, None] = {}  # model's call ids shown and not yet ended
+        self.unfinished: dict[str, bool] = {}  # model's call id shown, not ended -> it ran
         self.asking: set[asyncio.Task[None]] = set()
         self.ended: TurnEnded | None = None
         self.errors: list[str] = []
@@ -231,6 +231,7 @@ class _Turn:
             case ToolStarted():
                 await self._started(event)
             case ToolRunning(call_id=call_id):
+                self.unfinished[call_id] = True
                 await send(update_tool_call(self._acp_id(call_id), status="in_progress"))
             case ToolOutput():
                 await self._output(event)
@@ -268,7 +269,7 @@ class _Turn:
 
     async def _started(self, event: ToolStarted) -> None:
         acp_id = self._acp_id(event.call_id)
-        self.unfinished[event.call_id] = None
+        self.unfinished[event.call_id] = False
         where = locations(event.name, event.arguments, self.session.cwd)
         if where:
             self.paths[event.call_id] = where[0].path
@@ -352,12 +353,17 @@ class _Turn:
 
     async def close_unfinished(self) -> None:
         """A call the editor was shown and that never ended (a cancel withdrew its question,
-        or stopped the turn before it ran) gets its final status before the prompt is answered:
+        or stopped the turn before it ran; or the turn was stopped from outside while it ran)
+        gets its final status before the prompt is answered:
         the protocol has the turn's updates all sent by then, and an editor that does not close
         pending calls itself would keep its question or its spinner on it."""
-        for call_id in list(self.unfinished):
+        for call_id, ran in list(self.unfinished.items()):
             self.unfinished.pop(call_id, None)
-            text = "not run: the turn was cancelled before this call ran"
+            text = (
+                "stopped while it ran: it may have had some of its effects"
+                if ran
+                else "not run: the turn was cancelled before this call ran"
+            )
             with contextlib.suppress(Exception):  # a client gone: nobody to tell
                 await self.session.send(
                     update_tool_call(
