@@ -231,11 +231,16 @@ class McpManager:
             return ToolResult("The MCP servers are closed.", is_error=True)
         self._ensure_running()
         report = None
+        pending = [True]  # a line handed over once the call has ended is dropped
         if on_progress is not None:
             loop = asyncio.get_running_loop()
 
+            def deliver(line: str) -> None:
+                if pending[0]:
+                    on_progress(line)
+
             def report(line: str) -> None:  # on the MCP loop's thread
-                loop.call_soon_threadsafe(on_progress, line)
+                loop.call_soon_threadsafe(deliver, line)
 
         future = asyncio.wrap_future(mcp_loop.submit(self._call(tool, arguments, report)))
         stop = asyncio.ensure_future(cancelled.wait())
@@ -247,6 +252,7 @@ class McpManager:
             raise
         finally:
             stop.cancel()
+            pending[0] = False
         if future in done:
             return future.result()
         future.cancel()  # cancels the call on the MCP loop; the SDK tells the server

@@ -84,3 +84,25 @@ async def test_a_servers_progress_text_cannot_drive_the_terminal_or_flood_it(
     assert lines and "\x1b" not in text and "\x07" not in text
     assert all(len(line) <= 240 for line in lines)
     assert len(lines) < 50  # 400 notices at once are not 400 redraws
+
+
+async def test_no_progress_line_comes_after_the_calls_result(tmp_path: Path) -> None:
+    """A notice sent just before the result may be handled after it: shown then, it would be
+    the call's output after its end (in an editor, it replaced the result on screen)."""
+    manager = _manager(tmp_path)
+    manager.start()
+    try:
+        await manager.wait_until_started()
+        remote = manager.find("mcp__changing__chatty")
+        assert remote is not None
+        late = 0
+        for _ in range(30):
+            lines: list[str] = []
+            result = await manager.call(remote, {"steps": 1}, asyncio.Event(), lines.append)
+            assert result.content == "chatty done"
+            shown = len(lines)
+            await asyncio.sleep(0.05)
+            late += len(lines) - shown
+        assert late == 0, f"{late} lines came after their call's result"
+    finally:
+        manager.close()
