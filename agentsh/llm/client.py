@@ -47,7 +47,8 @@ from agentsh.llm.failures import (
     url_secrets,
 )
 from agentsh.llm.models import needs_cache_markers, provider_of
-from agentsh.llm.stream_end import skip_rebuild
+from agentsh.llm.stream_end import Count, StreamEnd, skip_rebuild
+from agentsh.llm.tokens import TokenCounter
 from agentsh.llm.usage import call_cost, parse_usage
 from agentsh.values import StopReason, ToolCall, Usage
 
@@ -228,6 +229,28 @@ def _new_call_id() -> str:
     return "call_" + os.urandom(6).hex()
 
 
+def _counter(
+    model: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    assembler: _Assembler,
+) -> Count:
+    """The request's and the reply's tokens as agentsh counts them (tiktoken, the files litellm
+    ships), for a stream whose provider reports no usage: what litellm would otherwise count
+    after rebuilding the whole reply from its chunks."""
+
+    def count() -> tuple[int, int] | None:
+        if not assembler.spoke:
+            return None  # nothing came: litellm's end of stream says so (a dropped link)
+        counter = TokenCounter(model)
+        reply = counter.count("".join(assembler.text)) + counter.count("".join(assembler.thinking))
+        for call in assembler.calls:  # a few tokens of framing each, as in a request
+            reply += 3 + counter.count(call.name) + counter.count("".join(call.parts))
+        return counter.count_messages(messages, tools), reply
+
+    return count
+
+
 # ---------------------------------------------------------------------------------------------
 # The client
 
@@ -287,10 +310,13 @@ class LLMClient:
         while True:
             assembler = _Assembler()
             response: Any = None
+            end: StreamEnd | None = None
             try:
                 try:
                     response = await litellm.acompletion(**kwargs)
-                    skip_rebuild(response, litellm)  # the last item without a 1-2 s rebuild
+                    # The last item without litellm's rebuild of the whole reply (0.4-2 s).
+                    count = _counter(use, messages, tools, assembler)
+                    end = skip_rebuild(response, litellm, count)
                     async for chunk in response:
                         for event in assembler.feed(chunk):
                             yield event
@@ -325,7 +351,7 @@ class LLMClient:
                 continue
             if use != self.model:  # after a fallback, the fallback model answers from now on
                 self.model, self.fallback_model = use, None
-            yield self._completion(use, assembler)
+            yield self._completion(use, assembler, estimated=end is not None and end.estimated)
             return
 
     async def complete(
@@ -477,7 +503,11 @@ class LLMClient:
             case _:
                 return "network error"
 
-    def _completion(self, model: str, assembler: _Assembler) -> Completion:
+    def _completion(
+        self, model: str, assembler: _Assembler, *, estimated: bool = False
+    ) -> Completion:
+        """The finished reply; ``estimated``: the usage is agentsh's count (the provider
+        reported none: :mod:`agentsh.llm.stream_end`)."""
         calls = assembler.tool_calls()
         usage = parse_usage(assembler.usage)
         usage = Usage(
@@ -486,6 +516,7 @@ class LLMClient:
             cache_read_tokens=usage.cache_read_tokens,
             cache_write_tokens=usage.cache_write_tokens,
             cost=call_cost(model, usage, self.settings),
+            estimated=estimated,
         )
         return Completion(
             text="".join(assembler.text),

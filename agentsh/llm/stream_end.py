@@ -12,14 +12,20 @@ one thing agentsh takes from it is the usage.
 counts (agentsh always asks for them: ``stream_options.include_usage``), the usage is built by
 the same ``stream_chunk_builder`` from the few chunks that bear on it (the first, the ones that
 carry usage, the ones that carry the finish reason), so the figures are exactly litellm's. When
-the provider did not report them, litellm counts the tokens from the whole text, and the full
-rebuild runs as before. A litellm whose stream wrapper no longer has these members is left
-alone: slower, never wrong.
+the provider reported none (some local servers, proxies that drop ``stream_options``), litellm
+would count the tokens of the whole request and reply itself, after the rebuild: 0.4-1 s
+after the last chunk of a 2,000-chunk reply. The caller's ``count`` gives those counts instead
+(agentsh counts the reply it already assembled and the request it sent, with the same
+tokenizer files), and the :class:`StreamEnd` it gets back says they are estimated: either way
+the figures are agentsh's or litellm's count, never the provider's, and now they say so. A
+provider that reported one count and not the other keeps litellm's full rebuild. A litellm
+whose stream wrapper no longer has these members is left alone: slower, never wrong.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -28,17 +34,43 @@ from typing import Any
 HOOK = "_async_build_complete_streaming_response"
 
 
-def skip_rebuild(response: Any, litellm: ModuleType) -> bool:
+#: the request's and the reply's tokens as the caller counts them (prompt, completion), or
+#: None when the caller has nothing to count (litellm's own end of stream then decides)
+Count = Callable[[], tuple[int, int] | None]
+
+
+@dataclass(slots=True)
+class StreamEnd:
+    """What the end of one stream did: ``estimated`` when the usage litellm hands over is the
+    caller's count (the provider reported none), not the provider's."""
+
+    estimated: bool = False
+
+
+def skip_rebuild(
+    response: Any, litellm: ModuleType, count: Count | None = None
+) -> StreamEnd | None:
     """Make ``response`` (what ``litellm.acompletion(stream=True)`` returned) build its final
-    usage from the usage-bearing chunks only, when the provider reported the counts. Returns
-    whether the hook was installed."""
+    usage from the usage-bearing chunks only when the provider reported the counts, and from
+    ``count`` when it reported none. Returns the stream's :class:`StreamEnd` when the hook was
+    installed, else None."""
     full = getattr(response, HOOK, None)
     if not callable(full) or not isinstance(getattr(response, "chunks", None), list):
-        return False
+        return None
+    end = StreamEnd()
 
     async def rebuild() -> Any:
         few = usage_chunks(response.chunks)
-        if few is None or not _reported(few):
+        reported = _reported(few) if few is not None else (False, False)
+        if reported == (False, False) and count is not None:
+            try:
+                counted = count()
+            except Exception:  # noqa: BLE001 - litellm's own path decides what a failure gives
+                counted = None
+            if counted is None:
+                return await full()
+            return _counted(litellm, response, counted, end)
+        if few is None or reported != (True, True):
             return await full()
         try:
             return litellm.stream_chunk_builder(
@@ -52,7 +84,19 @@ def skip_rebuild(response: Any, litellm: ModuleType) -> bool:
 
     hook: Callable[[], Awaitable[Any]] = rebuild
     setattr(response, HOOK, hook)
-    return True
+    return end
+
+
+def _counted(litellm: ModuleType, response: Any, counted: tuple[int, int], end: StreamEnd) -> Any:
+    """The complete response litellm's end of stream reads its usage from, with the caller's
+    counts: a bare one (no choices), as only the usage is read from it."""
+    prompt, completion = counted
+    usage = litellm.Usage(
+        prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion
+    )
+    built = litellm.ModelResponse(model=getattr(response, "model", None), usage=usage)
+    end.estimated = True
+    return built
 
 
 def usage_chunks(chunks: list[Any]) -> list[Any] | None:
@@ -96,14 +140,15 @@ def _finished(chunk: Any) -> bool:
     return getattr(choices[0], "finish_reason", None) is not None
 
 
-def _reported(chunks: list[Any]) -> bool:
-    """Whether litellm reads both the prompt and the completion counts from ``chunks`` (so it
+def _reported(chunks: list[Any]) -> tuple[bool, bool]:
+    """Whether litellm reads the prompt and the completion counts from ``chunks`` (both: it
     counts nothing from the text, which the kept chunks do not hold): litellm's own reading,
-    with its provider quirks (Anthropic's placeholder count, Ollama's zeros)."""
+    with its provider quirks (Anthropic's placeholder count, Ollama's zeros). An unknown
+    litellm says (True, False): its full rebuild decides."""
     try:
         from litellm.litellm_core_utils.streaming_chunk_builder_utils import ChunkProcessor
 
         per_chunk = ChunkProcessor(list(chunks), None)._calculate_usage_per_chunk(chunks=chunks)
     except Exception:  # noqa: BLE001 - unknown to this litellm: the full rebuild decides
-        return False
-    return per_chunk["prompt_tokens"] is not None and per_chunk["completion_tokens"] is not None
+        return True, False
+    return per_chunk["prompt_tokens"] is not None, per_chunk["completion_tokens"] is not None

@@ -23,7 +23,9 @@ JSON list of replies, each one of::
                      "arguments": {"cmd": "ls"},   string (sent as-is, even if not JSON)
                      "id": "call_1"}],
      "finish_reason": "stop", "delay": 0.05,       per-chunk delay in seconds (slow streams)
-     "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
+     "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+     "no_usage": true}                             no usage chunk even when asked (some local
+                                                   servers and proxies)
     {"error": {"status": 429, "message": "...",    an HTTP error; "body" replaces the JSON body,
                "retry_after": "2", "code": "..."}} "retry_after" sets the Retry-After header
     {"overflow": true}                             OpenAI's 400 context_length_exceeded error
@@ -86,6 +88,7 @@ class Reply:
     finish_reason: str = ""  # default: "tool_calls" when there are calls, else "stop"
     delay_s: float = 0.0  # sleep before each streamed chunk
     usage: Mapping[str, int] | None = None  # prompt_tokens / completion_tokens override
+    no_usage: bool = False  # no usage chunk even when ``stream_options.include_usage`` asks
 
     @property
     def finish(self) -> str:
@@ -231,6 +234,7 @@ def reply_from_json(item: Any) -> AnyReply:
         finish_reason=str(item.get("finish_reason", "")),
         delay_s=float(item.get("delay", 0.0)),
         usage=item.get("usage"),
+        no_usage=bool(item.get("no_usage", False)),
     )
 
 
@@ -593,7 +597,7 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                     self._event(self._chunk({"tool_calls": [fragment]}), delay)
             self._event(self._chunk({}, finish=reply.finish), delay)
             options = request.body.get("stream_options") if isinstance(request.body, dict) else None
-            if isinstance(options, dict) and options.get("include_usage"):
+            if isinstance(options, dict) and options.get("include_usage") and not reply.no_usage:
                 self._event(self._chunk({}, usage=self._usage(request, reply)))
             self._raw(b"data: [DONE]\n\n")
 

@@ -1,6 +1,8 @@
 """The end of a stream: litellm does not rebuild the whole reply when the provider reported its
 usage (the rebuild walks every chunk and held the turn's end 0.7-1.9 s after a 2,000-chunk
-reply), and the usage recorded is exactly what litellm's full rebuild gives."""
+reply), and the usage recorded is exactly what litellm's full rebuild gives; when the provider
+reported none, agentsh counts it (as litellm's rebuild would have, 0.4-1 s later) and marks it
+estimated."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from agentsh.llm.env import import_litellm
 from agentsh.values import Usage
 from tests.fakes.anthropic import PromptCache
 from tests.fakes.fixtures import make_llm_client
-from tests.fakes.server import Reply, ScriptedServer, tool_calls
+from tests.fakes.server import Reply, ScriptedServer, ToolCallSpec, tool_calls
 
 LONG = " ".join(f"word{i}" for i in range(600))
 USER = [{"role": "user", "content": "write a long answer"}]
@@ -47,7 +49,7 @@ async def _completion(client: LLMClient) -> Completion:
 
 def _full_rebuild(monkeypatch: pytest.MonkeyPatch) -> None:
     """litellm's own end of stream, as before this module existed."""
-    monkeypatch.setattr(client_module, "skip_rebuild", lambda response, litellm: False)
+    monkeypatch.setattr(client_module, "skip_rebuild", lambda response, litellm, count=None: None)
 
 
 @pytest.mark.asyncio
@@ -153,13 +155,83 @@ class _Stream:
 
 
 @pytest.mark.asyncio
-async def test_without_a_reported_usage_litellm_counts_from_the_whole_reply() -> None:
-    # No usage chunk: litellm counts the tokens of the text, which needs every chunk.
+async def test_without_a_reported_usage_and_no_count_litellm_counts_from_the_whole_reply() -> None:
+    # No usage chunk and nothing to count with: litellm counts the text, from every chunk.
     stream = _Stream([_Chunk(), _Chunk(), _Chunk(finish="stop")])
     assert stream_end.skip_rebuild(stream, import_litellm())
 
     assert await stream._async_build_complete_streaming_response() == "full"
     assert stream.full_rebuilds == 1
+
+
+@pytest.mark.asyncio
+async def test_without_a_reported_usage_the_callers_count_is_the_usage_marked_estimated() -> None:
+    stream = _Stream([_Chunk(), _Chunk(), _Chunk(finish="stop")])
+    end = stream_end.skip_rebuild(stream, import_litellm(), lambda: (120, 34))
+    assert end is not None and not end.estimated
+
+    built: Any = await stream._async_build_complete_streaming_response()
+
+    assert stream.full_rebuilds == 0
+    assert (built.usage.prompt_tokens, built.usage.completion_tokens) == (120, 34)
+    assert end.estimated
+
+
+@pytest.mark.asyncio
+async def test_a_count_that_fails_leaves_it_to_litellms_rebuild() -> None:
+    def broken() -> tuple[int, int]:
+        raise ValueError("no tokenizer")
+
+    stream = _Stream([_Chunk(), _Chunk(finish="stop")])
+    end = stream_end.skip_rebuild(stream, import_litellm(), broken)
+
+    assert await stream._async_build_complete_streaming_response() == "full"
+    assert end is not None and not end.estimated
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(text=LONG, no_usage=True),
+        Reply(text="thinking done", thinking="let me see " * 50, no_usage=True),
+        Reply(
+            text="Two.",
+            tool_calls=(ToolCallSpec("bash", {"cmd": "ls -la " * 40}),),
+            no_usage=True,
+        ),
+    ],
+    ids=["text", "thinking", "tool-call"],
+)
+async def test_a_stream_without_usage_is_counted_from_the_reply_not_rebuilt(
+    scripted_server: ScriptedServer,
+    llm_client_factory: Callable[..., LLMClient],
+    monkeypatch: pytest.MonkeyPatch,
+    reply: Reply,
+) -> None:
+    scripted_server.script(reply, reply)
+    sizes = _count_rebuilds(monkeypatch)
+    quick = await _completion(llm_client_factory())
+    # Before: litellm rebuilt the reply from every one of its chunks, then counted it.
+    assert sizes == [], sizes
+    _full_rebuild(monkeypatch)
+    full = await _completion(llm_client_factory())
+
+    assert quick.usage.estimated and not full.usage.estimated
+
+    # The same tokenizer files count the same reply: litellm's figures, give or take the
+    # framing each side adds (litellm counts a tool call's whole JSON, ids and all).
+    def near(ours: int, litellms: int) -> bool:
+        return abs(ours - litellms) <= max(8, litellms // 5)
+
+    assert near(quick.usage.output_tokens, full.usage.output_tokens), (quick.usage, full.usage)
+    assert near(quick.usage.input_tokens, full.usage.input_tokens), (quick.usage, full.usage)
+    assert quick.usage.output_tokens > 0 and quick.usage.input_tokens > 0
+    assert (quick.text, quick.thinking, quick.stop_reason) == (
+        full.text,
+        full.thinking,
+        full.stop_reason,
+    )
 
 
 def test_a_stream_without_the_hook_is_left_alone() -> None:
