@@ -251,6 +251,7 @@ class Retrying(Event):
     delay_s: float
     reason: str
     fallback_model: str = ""  # the next attempt goes to this model (--fallback-model)
+    model: str = ""  # with fallback_model: the model given up on
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,7 +114,10 @@ def progress(event: Event, err: TextIO, *, verbose: bool = False) -> None:
     """What a person watching stderr wants to know while the answer is being made."""
     match event:
         case Retrying(fallback_model=fallback) if fallback:
-            err.write(f"agentsh: {event.reason}; going on with {fallback} (--fallback-model)\n")
+            failed = f"{event.model}: " if event.model else ""
+            err.write(
+                f"agentsh: {failed}{event.reason}; going on with {fallback} (--fallback-model)\n"
+            )
         case Retrying():
             err.write(
                 f"agentsh: {event.reason}; retrying in {event.delay_s:.1f}s "

@@ -96,6 +96,8 @@ StreamItem = (
     | Completion
 )
 Sleep = Callable[[float], Awaitable[Any]]
+# The final errors that hand a call to --fallback-model (LLMClient._fall_back).
+_FALLBACK_KINDS = frozenset({ErrorKind.SERVER, ErrorKind.TIMEOUT})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -336,9 +338,11 @@ class LLMClient:
                 delay = self._retry_delay(error, attempt)
                 if delay is None and use != self.fallback_model and self._fall_back(error):
                     assert self.fallback_model is not None
-                    use = self.fallback_model
                     reason = self._reason(error)
-                    yield Retrying(attempt, self.settings.max_retries, 0.0, reason, use)
+                    if attempt:
+                        reason += f" after {attempt} {'retry' if attempt == 1 else 'retries'}"
+                    failed, use = use, self.fallback_model
+                    yield Retrying(attempt, self.settings.max_retries, 0.0, reason, use, failed)
                     ctx = self._context(use)
                     kwargs = self._stream_kwargs(use, messages, tools, max_tokens)
                     attempt = 0
@@ -459,10 +463,11 @@ class LLMClient:
 
     def _fall_back(self, error: LLMError) -> bool:
         """Whether a final ``error`` hands the call to the fallback model: the provider is
-        overloaded or unavailable (a 5xx such as Anthropic's 529 or a 503, after the retries).
-        Not for a rate limit, a bad key or a bad request: another model would not help, or
+        overloaded or unavailable (a 5xx such as Anthropic's 529 or a 503), or took the
+        request and never answered (a timeout), after the retries. Not for a rate limit, a
+        bad key, a bad request or an unreachable network: another model would not help, or
         would hide the user's mistake, as in Claude Code."""
-        return self.fallback_model is not None and error.kind is ErrorKind.SERVER
+        return self.fallback_model is not None and error.kind in _FALLBACK_KINDS
 
     def _retry_delay(self, error: LLMError, attempt: int) -> float | None:
         """Seconds before the next attempt, or None when ``error`` is final."""

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.agent.conftest import AgentshRunner, Run
-from tests.fakes.server import ErrorReply, ScriptedServer, text, tool_call
+from tests.fakes.server import ErrorReply, Reply, ScriptedServer, text, tool_call
 from tests.mcp.conftest import FAKE_SERVER
 
 
@@ -283,6 +283,26 @@ def test_fallback_model_takes_over_when_the_model_stays_overloaded(
     assert [e["model"] for e in events if e["type"] == "usage_reported"] == [spare, spare]
     assert list(result["modelUsage"]) == [spare]
     assert result["modelUsage"][spare]["costUSD"] == result["total_cost_usd"] > 0
+
+
+def test_fallback_model_takes_over_when_the_model_keeps_timing_out(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, fast_retries: Path
+) -> None:
+    # The provider takes the request and sends nothing within the timeout, each time.
+    with fast_retries.open("a") as config:
+        config.write("request_timeout_s = 1.0\nmax_retries = 1\n")
+    late = Reply(text="late", delay_s=3.0)
+    scripted_server.script(late, late, text("from the fallback"))
+    spare = "openai/gpt-4.1"
+    run = run_agentsh("-p", "hi", "--fallback-model", spare)
+    assert run.code == 0, run.stderr
+    assert run.stdout.strip() == "from the fallback"
+    assert [r.body["model"] for r in scripted_server.requests] == ["test-model"] * 2 + ["gpt-4.1"]
+    # one line naming both models
+    assert (
+        f"agentsh: openai/test-model: timed out after 1 retry; going on with {spare} "
+        "(--fallback-model)" in run.stderr
+    ), run.stderr
 
 
 def test_fallback_model_is_not_used_for_a_rate_limit(
