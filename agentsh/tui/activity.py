@@ -10,6 +10,7 @@ draws :meth:`Activity.line` on a timer.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
@@ -48,6 +49,10 @@ class Activity:
         self.started: float | None = None
         self.doing = ""
         self._turn = False  # a turn (the model is asked after a compaction), not a /compact
+        # The backoff being waited out (a 429's Retry-After, a 5xx's backoff) and when it
+        # ends: the line counts down to the next attempt rather than showing the wait once.
+        self._retry: Retrying | None = None
+        self._retry_at = 0.0
 
     @property
     def running(self) -> bool:
@@ -70,6 +75,10 @@ class Activity:
             self._turn = True
         elif isinstance(event, CompactionFinished | CompactionFailed) and not self._turn:
             doing = None  # a /compact: nothing waits for the model after it, it ends
+        if doing is not None or isinstance(event, TurnEnded):
+            self._retry = None
+        if isinstance(event, Retrying) and not event.fallback_model:
+            self._retry, self._retry_at = event, self._clock() + event.delay_s
         if isinstance(event, TurnEnded):
             self.stop()
         elif doing is not None:
@@ -96,7 +105,18 @@ class Activity:
             return ""
         elapsed = self.elapsed()
         frame = SPINNER[int(elapsed * 8) % len(SPINNER)]
-        return f"{frame} {self.doing} · {human_seconds(elapsed)} · {cancel_key} to cancel"
+        doing = self._countdown() or self.doing
+        return f"{frame} {doing} · {human_seconds(elapsed)} · {cancel_key} to cancel"
+
+    def _countdown(self) -> str:
+        """``"retrying in 4s (rate limited (429); attempt 1/3)"`` while a retry's wait runs,
+        ``"retrying (...)"`` once it is over and the attempt is on its way ("" if no retry)."""
+        retry = self._retry
+        if retry is None:
+            return ""
+        left = math.ceil(self._retry_at - self._clock())
+        when = f" in {human_seconds(left)}" if left > 0 else ""
+        return f"retrying{when} ({retry.reason}; attempt {retry.attempt}/{retry.max_attempts})"
 
     def compact(self, cancel_key: str = "Esc") -> str:
         """``"⠙ working · 12s · Esc to cancel"`` for the status bar ("" when idle)."""
@@ -140,6 +160,8 @@ def _doing(event: Event) -> str | None:
             return WAITING
         case ApprovalRequest(summary=summary):
             return f"waiting for your answer: {_one_line(summary)}"
+        case Retrying(fallback_model=fallback, model=model, reason=reason) if fallback:
+            return f"{model or 'the model'} {reason}: switching to {fallback}"
         case Retrying(attempt=attempt, max_attempts=most, delay_s=delay, reason=reason):
             return f"retrying ({reason}; attempt {attempt}/{most} in {delay:.0f}s)"
         case CompactionStarted(tier=tier):

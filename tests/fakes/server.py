@@ -170,6 +170,7 @@ class RecordedRequest:
     path: str
     headers: Mapping[str, str]
     body: Any
+    received_s: float = field(default_factory=time.monotonic)  # when it arrived (monotonic)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -190,6 +191,7 @@ class RecordedRequest:
             "path": self.path,
             "headers": dict(self.headers),
             "body": self.body,
+            "time": time.time(),  # when it was logged (wall clock: other processes compare)
         }
 
 

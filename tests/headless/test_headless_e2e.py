@@ -87,6 +87,22 @@ def test_rate_limit_then_server_error_then_success_is_retried(
     assert "retrying" in run.stderr
 
 
+def test_a_rate_limits_retry_after_is_waited_out_and_said(
+    run_agentsh: AgentshRunner, scripted_server: ScriptedServer, fast_retries: Path
+) -> None:
+    # The user's backoff is 0.01-0.05 s, but the provider asked for 1 s: that wait is kept
+    # (up to retry_max_delay_s, raised here to let it), and stderr says it.
+    with fast_retries.open("a") as config:
+        config.write("retry_max_delay_s = 5.0\n")
+    scripted_server.script(ErrorReply(429, "slow down", retry_after="1"), text("made it"))
+    run = run_agentsh("-p", "hello")
+    assert run.code == 0, run.stderr
+    assert run.stdout.strip() == "made it"
+    assert "agentsh: rate limited (429); retrying in 1.0s (attempt 1/3)" in run.stderr
+    first, second = scripted_server.requests
+    assert second.received_s - first.received_s >= 0.95
+
+
 def test_auth_error_exits_non_zero_without_leaking_the_key(
     run_agentsh: AgentshRunner, scripted_server: ScriptedServer, agentsh_home: Path
 ) -> None:

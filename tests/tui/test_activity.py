@@ -68,6 +68,30 @@ def test_the_indicator_follows_what_the_turn_is_doing_and_stops_with_it() -> Non
     assert not activity.running and activity.line() == ""
 
 
+def test_a_retrys_wait_counts_down_on_the_line_until_the_next_attempt() -> None:
+    # A 429 whose Retry-After says 7 s: the line says how long is left, each time it is drawn,
+    # not the wait as it was when the notice came.
+    now = [100.0]
+    activity = Activity(clock=lambda: now[0])
+    activity.follow(TurnStarted("u1", "hi"))
+    activity.follow(Retrying(1, 3, 7.0, "rate limited (429)"))
+    assert "retrying in 7s (rate limited (429); attempt 1/3) · 0s" in activity.line()
+    now[0] = 103.5
+    assert "retrying in 4s (rate limited (429); attempt 1/3) · 3s" in activity.line()
+    now[0] = 107.2
+    assert "retrying (rate limited (429); attempt 1/3) · 7s" in activity.line()
+    activity.follow(TextDelta("at last"))
+    assert "writing the reply · 7s" in activity.line()
+
+
+def test_a_fallback_names_both_models_on_the_line() -> None:
+    activity = Activity(clock=lambda: 1.0)
+    activity.follow(TurnStarted("u1", "hi"))
+    spare = Retrying(3, 3, 0.0, "timed out after 3 retries", "openai/spare", "openai/main")
+    activity.follow(spare)
+    assert "openai/main timed out after 3 retries: switching to openai/spare" in activity.line()
+
+
 def test_a_compaction_without_a_turn_starts_the_clock_itself() -> None:
     activity = Activity(clock=lambda: 5.0)
     activity.follow(CompactionStarted(Tier.TRUNCATE, "manual"))
