@@ -12,6 +12,8 @@ the first frame.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import importlib.util
 import logging
 import os
@@ -130,6 +132,41 @@ def _ignore_abandoned_provider_calls() -> None:
             message=rf"coroutine '(?:{alternatives})\.\w+' was never awaited",
             category=RuntimeWarning,
         )
+
+
+# A made-up call (litellm's ``mock_response``: nothing leaves the process) to the generic
+# OpenAI-style path every provider's streamed call shares.
+_WARM_UP_CALL = {
+    "model": "openai/gpt-4o-mini",
+    "messages": [{"role": "user", "content": "warm-up"}],
+    "mock_response": "ok",
+    "stream": True,
+    "stream_options": {"include_usage": True},
+    "api_key": "agentsh-warm-up",
+    "api_base": "http://127.0.0.1:9/v1",
+    "max_retries": 0,
+    "drop_params": True,
+}
+
+
+def warm_first_call() -> bool:
+    """Pay litellm's first-call costs now: the first ``acompletion`` imports a dozen more
+    modules (its proxy types, cost and logging helpers) and builds the default tiktoken
+    encoding, 0.7-1 s before the first request leaves (more at load), after the user's Enter.
+    A made-up streamed call, answered by litellm itself, loads them. Call it in a thread after
+    :func:`import_litellm` (the model worker does); True when it ran through."""
+    litellm = import_litellm()
+    try:
+        for _chunk in litellm.completion(**_WARM_UP_CALL):
+            pass
+    except Exception:  # noqa: BLE001 - a warm-up that fails leaves the first call to pay
+        return False
+    # What only the asynchronous path imports (httpx's asyncio backend, litellm's service
+    # logger), without an event loop of its own here.
+    for name in ("anyio._backends._asyncio", "litellm._service_logger"):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    return True
 
 
 def litellm_loaded() -> bool:

@@ -1,8 +1,10 @@
 """The model worker: a child process that makes a front end's model calls through litellm.
 
 ``python -m agentsh.llm.worker`` is started by :mod:`agentsh.llm.remote`. It imports litellm at
-once (the seconds that import costs are spent here, on another core, not in the UI process),
-then serves requests read from stdin, one JSON object per line (:mod:`agentsh.llm.wire`), and
+once (the seconds that import costs are spent here, on another core, not in the UI process)
+and makes one made-up call that litellm answers itself (what its first real call would load,
+loaded before anyone waits for it: :func:`~agentsh.llm.env.warm_first_call`), then serves
+requests read from stdin, one JSON object per line (:mod:`agentsh.llm.wire`), and
 writes the answers to stdout. Each call runs the real :class:`~agentsh.llm.client.LLMClient`
 (retries, error classification, redaction and cost are exactly the in-process ones) in its own
 task, so a cancel ends one call and closes its HTTP stream at once. The environment litellm
@@ -26,7 +28,7 @@ from typing import Any, BinaryIO
 from agentsh.events import ErrorKind
 from agentsh.llm import wire
 from agentsh.llm.client import Completion, LLMClient, LLMError
-from agentsh.llm.env import import_litellm, prepare_environment
+from agentsh.llm.env import import_litellm, prepare_environment, warm_first_call
 from agentsh.values import Usage
 
 # A request line can hold a whole context (megabytes of JSON).
@@ -49,6 +51,9 @@ class Worker:
             import_litellm()
         except Exception as exc:  # noqa: BLE001 - every call then says why it cannot run
             self._import_error = f"litellm could not be imported: {type(exc).__name__}: {exc}"
+            return
+        # What litellm loads on its first call, loaded now: not after the user's Enter.
+        warm_first_call()
 
     def _say_ready(self) -> None:
         with contextlib.suppress(OSError, ValueError):  # the front end has gone

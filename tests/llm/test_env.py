@@ -99,3 +99,50 @@ def test_litellm_imports_offline_quietly_and_counts_with_the_shipped_encodings()
     assert data["unknown_known"] is False
     assert data["known_window"] > 100_000
     assert data["counts"] == [2, 2]
+
+
+def test_the_warm_up_call_loads_what_the_first_call_would_without_a_connection() -> None:
+    # The model worker warms up after its import so that the user's first request does not
+    # pay litellm's first-call imports (99 modules, the default encoding: 0.7-1 s) after
+    # Enter. The warm-up itself tries no connection; the first real call then imports next
+    # to nothing.
+    from tests.fakes.server import ScriptedServer
+
+    with ScriptedServer().start() as server:
+        server.script("hello")
+        result = run_python(
+            f"""
+            import asyncio, json, socket, sys
+            attempts = []
+            real_connect = socket.socket.connect
+            def refuse(self, address):
+                attempts.append(str(address))
+                raise OSError("network disabled during the warm-up")
+            socket.socket.connect = refuse
+
+            from agentsh.llm.env import import_litellm, warm_first_call
+            import_litellm()
+            warmed = warm_first_call()
+            socket.socket.connect = real_connect
+
+            from agentsh.config import ModelSettings
+            from agentsh.llm.client import LLMClient
+            client = LLMClient("openai/test-model", settings=ModelSettings(),
+                               api_base="{server.base_url}", api_key="sk-test-0123456789")
+            before = set(sys.modules)
+
+            async def call():
+                return [item async for item in client.stream([{{"role": "user", "content": "hi"}}])]
+
+            items = asyncio.run(call())
+            print(json.dumps({{"warmed": warmed, "attempts": attempts,
+                               "text": items[-1].text,
+                               "imported": sorted(set(sys.modules) - before)}}))
+            """
+        )
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout)
+    assert outcome["warmed"] and outcome["attempts"] == []
+    assert outcome["text"] == "hello"
+    # Before the warm-up existed: 99 modules, litellm's proxy types and tiktoken's among them.
+    assert len(outcome["imported"]) <= 5, outcome["imported"]

@@ -1,0 +1,144 @@
+"""From the user's Enter to the request arriving at the model server: the "waiting for the
+model" that is agentsh's own, for the first and second turns of a TUI session and of ``-p``.
+
+The endpoint is the scripted server as a process (``python -m tests.fakes.server --log``), which
+logs the wall-clock time each request arrives. For each tree (this checkout, and ``--baseline``,
+e.g. /work/main, run alternately so machine load hits them alike, each in a fresh home):
+
+- ``tui 1`` / ``tui 2``: agentsh in a 120x40 tmux pane; once its agent is ready ("loading…"
+  gone) and the process tree has gone quiet (the model worker's litellm import over: this
+  measures the model path, not the start), "hello" is typed and Enter pressed as soon as it
+  shows (``--pause`` seconds later); the figure is Enter to the request's arrival. Then, the
+  answer shown and the tree quiet again, a second message the same way;
+- ``-p 1`` / ``-p 2``: ``agentsh -p hello`` then ``agentsh -c -p again`` (the same session,
+  continued), each from its process start to its request's arrival (start-up included: that
+  is what a ``-p`` user waits).
+
+    .venv/bin/python benchmarks/bench_first_request.py --baseline /work/main [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchlib import ROOT, bench_env, git_project, median, tree_cpu_s
+
+from tests.e2e.tmux import ScriptedServerProcess, TmuxPane
+
+ANSWER = "Here is the answer you asked for."
+
+
+def _arrivals(log: Path) -> list[float]:
+    if not log.exists():
+        return []
+    return [json.loads(line)["time"] for line in log.read_text().splitlines() if line.strip()]
+
+
+def _wait_request(log: Path, count: int, timeout: float = 120) -> float:
+    """The wall-clock arrival of request number ``count`` (1-based)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        times = _arrivals(log)
+        if len(times) >= count:
+            return times[count - 1]
+        time.sleep(0.005)
+    raise TimeoutError(f"request {count} never arrived")
+
+
+def _wait_quiet(pid: int, quiet_s: float = 1.0, timeout: float = 90) -> None:
+    """Until the process tree under ``pid`` used < 5 % of a core for ``quiet_s``."""
+    deadline = time.monotonic() + timeout
+    last = tree_cpu_s(pid)
+    while time.monotonic() < deadline:
+        time.sleep(quiet_s)
+        now = tree_cpu_s(pid)
+        if now - last < 0.05 * quiet_s:
+            return
+        last = now
+    raise TimeoutError("the program never went quiet")
+
+
+def _tui(tree: Path, home: Path, base_url: str, log: Path, pause: float) -> tuple[float, float]:
+    project = git_project(home / "project")
+    env = bench_env(home, PYTHONPATH=str(tree))
+    command = [sys.executable, "-m", "agentsh", "-m", "openai/test-model", "--api-base", base_url]
+    gaps = []
+    with TmuxPane(command, cwd=project, env=env, width=120, height=40) as pane:
+        pane.wait_for(lambda s: "Message agentsh" in s, timeout=60)
+        pane.wait_for(lambda s: "loading…" not in s and "│" in s, timeout=120)
+        done = len(_arrivals(log))
+        for turn, words in enumerate(("hello", "and again"), start=1):
+            _wait_quiet(pane.pid())
+            pane.type(words)
+            pane.wait_for(lambda s, w=words: w in s, timeout=10)
+            time.sleep(pause)  # a user who reads over the message before sending it
+            enter = time.time()
+            pane.send("Enter")
+            gaps.append(_wait_request(log, done + turn) - enter)
+            pane.wait_for(lambda s, n=turn: s.count(ANSWER) >= n, timeout=60)
+    return gaps[0], gaps[1]
+
+
+def _print_mode(
+    tree: Path, home: Path, base_url: str, log: Path, pause: float
+) -> tuple[float, float]:
+    project = git_project(home / "project")
+    env = bench_env(home, PYTHONPATH=str(tree))
+    gaps = []
+    for turn, args in enumerate((["-p", "hello"], ["-c", "-p", "again"]), start=1):
+        done = len(_arrivals(log))
+        command = [sys.executable, "-m", "agentsh", "-m", "openai/test-model",
+                   "--api-base", base_url, *args]  # fmt: skip
+        start = time.time()
+        run = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True,
+                             timeout=180)  # fmt: skip
+        if run.returncode != 0 or ANSWER not in run.stdout:
+            raise SystemExit(f"-p turn {turn} failed: {run.stderr.strip()[-400:]}")
+        gaps.append(_wait_request(log, done + 1) - start)
+    return gaps[0], gaps[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", type=Path, required=True, help="a tree to compare with")
+    parser.add_argument("--runs", type=int, default=3, help="runs per tree and mode")
+    parser.add_argument("--modes", default="tui,p", help="tui, p, or both (comma-separated)")
+    parser.add_argument("--pause", type=float, default=0.0,
+                        help="seconds between the message on screen and Enter (tui)")  # fmt: skip
+    args = parser.parse_args()
+    trees = {"this": ROOT, "baseline": args.baseline.resolve()}
+    modes = args.modes.split(",")
+    rows: dict[tuple[str, str], list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        script = tmp / "script.json"
+        script.write_text(json.dumps([ANSWER] * (args.runs * len(trees) * 4 + 4)))
+        log = tmp / "requests.jsonl"
+        with ScriptedServerProcess(script, root=ROOT, log=log) as server:
+            for run in range(args.runs):
+                for name, tree in trees.items():
+                    for mode in modes:
+                        home = tmp / f"{name}-{mode}-{run}"
+                        measure = _tui if mode == "tui" else _print_mode
+                        first, second = measure(tree, home, server.base_url, log, args.pause)
+                        label = "tui" if mode == "tui" else "-p "
+                        rows.setdefault((f"{label} 1", name), []).append(first)
+                        rows.setdefault((f"{label} 2", name), []).append(second)
+                        print(f"run {run + 1} {name:8s} {mode:3s} {first:6.3f} {second:6.3f} s",
+                              flush=True)  # fmt: skip
+    print(f"load {os.getloadavg()[0]:.1f}; Enter (tui) or process start (-p) to the request's "
+          "arrival, medians")  # fmt: skip
+    for (what, name), values in sorted(rows.items()):
+        runs = ", ".join(f"{v:.2f}" for v in values)
+        print(f"{what} {name:8s} median {median(values):6.2f} s  [{runs}]")
+
+
+if __name__ == "__main__":
+    main()
