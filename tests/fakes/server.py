@@ -24,8 +24,10 @@ JSON list of replies, each one of::
                      "id": "call_1"}],
      "finish_reason": "stop", "delay": 0.05,       per-chunk delay in seconds (slow streams)
      "usage": {"prompt_tokens": 10, "completion_tokens": 5},
-     "no_usage": true}                             no usage chunk even when asked (some local
+     "no_usage": true,                             no usage chunk even when asked (some local
                                                    servers and proxies)
+     "stall": 5.0}                                 seconds before the status line (a provider
+                                                   that takes the request and says nothing)
     {"error": {"status": 429, "message": "...",    an HTTP error; "body" replaces the JSON body,
                "retry_after": "2", "code": "..."}} "retry_after" sets the Retry-After header
     {"overflow": true}                             OpenAI's 400 context_length_exceeded error
@@ -89,6 +91,7 @@ class Reply:
     delay_s: float = 0.0  # sleep before each streamed chunk
     usage: Mapping[str, int] | None = None  # prompt_tokens / completion_tokens override
     no_usage: bool = False  # no usage chunk even when ``stream_options.include_usage`` asks
+    stall_s: float = 0.0  # wait before the status line: no headers, no byte, for this long
 
     @property
     def finish(self) -> str:
@@ -237,6 +240,7 @@ def reply_from_json(item: Any) -> AnyReply:
         delay_s=float(item.get("delay", 0.0)),
         usage=item.get("usage"),
         no_usage=bool(item.get("no_usage", False)),
+        stall_s=float(item.get("stall", 0.0)),
     )
 
 
@@ -452,6 +456,8 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
 
         # -- replies ---------------------------------------------------------------------
         def _answer(self, request: RecordedRequest, reply: AnyReply) -> None:
+            if isinstance(reply, Reply) and reply.stall_s > 0:
+                self._wait_watching_client(reply.stall_s)
             match reply:
                 case ErrorReply():
                     headers = dict(reply.headers)

@@ -120,6 +120,8 @@ def test_the_script_file_format_parses_every_kind_of_reply() -> None:
     assert isinstance(error, ErrorReply) and (error.status, error.retry_after) == (503, "2")
     calls = reply_from_json({"tool_calls": [{"name": "bash", "arguments": {"cmd": "ls"}}]})
     assert isinstance(calls, Reply) and calls.finish == "tool_calls"
+    quiet = reply_from_json({"text": "x", "no_usage": True, "stall": 1.5})
+    assert isinstance(quiet, Reply) and (quiet.no_usage, quiet.stall_s) == (True, 1.5)
     with pytest.raises(ValueError):
         reply_from_json(42)
 

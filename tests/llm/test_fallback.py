@@ -32,14 +32,20 @@ def models(server: ScriptedServer) -> list[str]:
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "late",
+    [Reply(text="late", delay_s=2.5), Reply(text="late", stall_s=2.5)],
+    ids=["silent-stream", "no-headers"],
+)
 async def test_a_model_that_keeps_timing_out_hands_over_to_the_fallback(
     scripted_server: ScriptedServer,
     llm_client_factory: Callable[..., LLMClient],
     fake_sleep: FakeSleep,
+    late: Reply,
 ) -> None:
-    # The provider takes each request and sends nothing within the timeout, twice (the
-    # request and its one retry): the spare model answers, and keeps answering.
-    late = Reply(text="late", delay_s=2.5)
+    # The provider takes each request and sends nothing within the timeout (an opened stream
+    # that stays silent, or no answer at all), twice (the request and its one retry): the
+    # spare model answers, and keeps answering.
     scripted_server.script(late, late, "from the spare", "again")
     client = with_spare(llm_client_factory(request_timeout_s=1.0, max_retries=1))
 
