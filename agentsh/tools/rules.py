@@ -22,7 +22,9 @@ a glob (``*`` inside one folder, ``**`` across folders) relative to the working 
 
 A command matches a ``Bash(...)`` allow rule only when every part of it does (``git status &&
 rm -rf x`` is not ``git:*``), and a command whose parts cannot be told apart (``$(...)``,
-backticks, redirections, a subshell) matches no allow rule, nor does git told to run a
+backticks, redirections, a subshell) matches no allow rule, nor does one whose words bash would
+make up from an expansion (``git $U-c core.fsmonitor=... status``, ``git {-c,alias.x=!sh} x``:
+the rule would be matched against other words than the ones that run), nor does git told to run a
 program or write a file it names (``git -c core.fsmonitor=...``, ``--config-env``,
 ``--exec-path``, ``rebase --exec``, ``submodule foreach``, ``--upload-pack``, ``log --output``,
 ``difftool``...) or pointed at another repository (``-C``, ``--git-dir``, ``--work-tree``).
@@ -249,11 +251,14 @@ class _Call:
             parts = command_parts(self.command)
             if parts is None:
                 return None
-            return any(
-                _command_matches(candidate, specifier)
-                for part in parts
-                for candidate in _unwrapped(part)
-            )
+            candidates = [candidate for part in parts for candidate in _unwrapped(part)]
+            if any(_command_matches(candidate, specifier) for candidate in candidates):
+                return True
+            if shell_expands(self.command) and any(
+                set(c.split(" ", 1)[0]) & set("${}*?[") for c in candidates
+            ):
+                return None  # the program's name is made up when it runs (X=rm; $X -rf /)
+            return False
         if self.path is not None:
             return any(_path_matches(p, specifier, cwd, root) for p in _path_forms(self.path, cwd))
         return False
@@ -261,7 +266,9 @@ class _Call:
     def allowed_by(self, specifiers: list[str], cwd: Path, root: Path) -> bool:
         if self.command is not None:
             parts = command_parts(self.command)
-            if not parts or any(_git_told_to_run_a_program(p) for p in parts):
+            if not parts or shell_expands(self.command):
+                return False
+            if any(_git_told_to_run_a_program(p) for p in parts):
                 return False
             return all(any(_command_matches(p, s) for s in specifiers) for p in parts)
         if self.path is not None:
@@ -296,6 +303,47 @@ def command_parts(command: str) -> list[str] | None:
     if words:
         parts.append(" ".join(words))
     return parts
+
+
+# What follows a ``$`` that bash expands: a name or a digit, ``${``, ``$(``, ``$[``, a special
+# parameter, ``$'...'`` (ANSI-C quoting, ``$'\\x2dc'`` is ``-c``) and ``$"..."``.
+_EXPANSION_START = frozenset("_{([@*#?$!-'\"")
+
+
+def shell_expands(command: str) -> bool:
+    """Whether bash would make words of the command line up as it runs it: a parameter,
+    arithmetic or quoting expansion (``$X``, ``${X}``, ``$'\\x2dc'``, also inside double
+    quotes: ``"$U-c"`` is ``-c``) or an unquoted brace expansion (``{-c,core.pager=sh}``,
+    ``{1..3}``). Single quotes, backslashes and a lone ``$`` are read as bash reads them."""
+    quote = ""
+    brace = separated = False
+    index = 0
+    while index < len(command):
+        char = command[index]
+        after = command[index + 1 : index + 2]
+        if quote == "'":
+            quote = "" if char == "'" else quote
+        elif char == "\\":
+            index += 1  # the next character is literal (in double quotes: near enough)
+        elif char == "$" and after and (after.isalnum() or after in _EXPANSION_START):
+            if quote != '"' or after not in "'\"":  # "...$" and "$'" in quotes are literal
+                return True
+        elif quote == '"':
+            quote = "" if char == '"' else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "{":
+            brace, separated = True, False
+        elif brace and (char == "," or command.startswith("..", index)):
+            separated = True
+        elif brace and char == "}":
+            if separated:
+                return True
+            brace = False
+        elif char.isspace() or char in ";&|<>()":
+            brace = False
+        index += 1
+    return False
 
 
 # git settings on the command line that name no program (``-c user.name=...``); any other
@@ -358,6 +406,8 @@ def _git_told_to_run_a_program(command: str) -> bool:
         index += 2 if option == "--namespace" else 1
     if index >= len(words):
         return False
+    if words[index][:1] in ("*", "?", "["):
+        return True  # a glob where the subcommand goes can match a file named "-c"
     runners = _GIT_RUNNERS.get(words[index])
     if runners is None:
         return any(word.startswith("ext::") for word in words[index:])

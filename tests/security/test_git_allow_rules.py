@@ -12,8 +12,40 @@ from pathlib import Path
 
 import pytest
 
+from agentsh.config import ApprovalMode, Settings
+from agentsh.paths import ProjectPaths, UserPaths
+from agentsh.tools.approval import Approver
+from agentsh.tools.base import ToolContext
 from agentsh.tools.rules import ToolRules
-from agentsh.tools.shell import BashParams
+from agentsh.tools.shell import BashParams, BashTool
+from tests.fakes.git_repo import git
+
+
+@pytest.mark.asyncio
+async def test_git_options_made_up_by_bash_do_not_run_under_a_git_rule(project: Path) -> None:
+    """End to end through the approval and the bash tool, in a plain repository (no hooks, no
+    settings): ``$U-c`` and ``{-c,...}`` were matched as a subcommand, so the rule let git run
+    the fsmonitor and the alias they turn into."""
+    git(project, "init", "-q")
+    marker = project.parent / "ran"
+    commands = [
+        f"git $U-c core.fsmonitor='touch {marker}-1;false' status",
+        f"git {{-c,alias.x=!touch\\ {marker}-2}} x",
+    ]
+    approver = Approver(
+        ApprovalMode.ASK, project, interactive=False, rules=ToolRules.parse(["Bash(git:*)"])
+    )
+    tool = BashTool()
+    for command in commands:
+        ctx = ToolContext(
+            ProjectPaths(project), UserPaths.from_env(), Settings(), project, "call-1"
+        )
+        params = tool.parse({"command": command})
+        refusal = await approver.authorize(tool, params, ctx)
+        if refusal is None:
+            await tool.run(params, ctx)
+        assert refusal is not None and refusal.startswith("Denied"), command
+    assert not list(project.parent.glob("ran-*"))
 
 
 def _allowed(command: str, tmp_path: Path) -> bool:
@@ -65,6 +97,15 @@ def _allowed(command: str, tmp_path: Path) -> bool:
         "git -C vendored status",
         "git --git-dir=notes/.hidden status",
         "git --work-tree=/ status",
+        # ... or made up by bash as it runs the line: an empty variable, a brace or ANSI-C
+        # quoting turns a word that is no option here into "-c" (the rule saw "$U-c").
+        "git $U-c core.fsmonitor='touch /tmp/x;false' status",
+        'git "${U}-c" core.fsmonitor=/tmp/x status',
+        "git {-c,alias.x=!sh} x",
+        "git $'\\x2dc' core.pager=sh log",
+        "git $IFS-C$IFS/tmp/elsewhere status",
+        "git status && git ${U}--exec-path=/tmp log",
+        "git ?c core.fsmonitor=/tmp/x status",
     ],
 )
 def test_git_told_to_run_a_program_matches_no_allow_rule(command: str, tmp_path: Path) -> None:
@@ -89,7 +130,24 @@ def test_git_told_to_run_a_program_matches_no_allow_rule(command: str, tmp_path:
         "git rebase -i --autosquash HEAD~3",
         "git fetch --prune origin",
         "git bundle verify repo.bundle",
+        "git commit -m 'costs $5, {a,b} kept'",
+        'git commit -m "pay \\$HOME in cash, not $ 5"',
+        "git log --format='%H ${x}'",
+        "git show HEAD:a{b}c",
     ],
 )
 def test_plain_git_commands_still_match(command: str, tmp_path: Path) -> None:
     assert _allowed(command, tmp_path)
+
+
+def test_a_deny_rule_cannot_be_dodged_by_a_made_up_program_name(tmp_path: Path) -> None:
+    rules = ToolRules.parse(allow=["Bash"], deny=["Bash(rm:*)"])
+
+    def verdict(command: str) -> bool | None:
+        found = rules.check("bash", BashParams(command=command), tmp_path, tmp_path)
+        return None if found is None else found.allowed
+
+    assert verdict("X=rm; $X -rf /") is False
+    assert verdict("r{m,} -rf /") is False
+    assert verdict("echo $HOME") is True  # the program is plain to see
+    assert verdict("ls {a,b}.txt") is True
