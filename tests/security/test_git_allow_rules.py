@@ -93,6 +93,14 @@ def _allowed(command: str, tmp_path: Path) -> bool:
         "git format-patch -o /tmp/out HEAD~1",
         "git log -1 --outp=/home/u/.bashrc",
         "git bundle create /home/u/.bashrc HEAD",
+        "git checkout-index --prefix=/home/u/ .bashrc",
+        "git apply --unsafe-paths --directory=/home/u p.diff",
+        "git merge-file /home/u/.bashrc base.txt ours.txt",
+        "git diff --no-index /dev/null /home/u/.ssh/id_ed25519",
+        # ... or a transport the line names (fed by a git command before it in the pipe).
+        "git log -1 --format='format:connect x%n' | git remote-ext . 'sh -c id'",
+        "git log -1 | git receive-pack ./planted",
+        "git shell -c 'git-receive-pack planted'",
         # ... or obey another repository's config and hooks (a .git file the model wrote).
         "git -C vendored status",
         "git --git-dir=notes/.hidden status",
