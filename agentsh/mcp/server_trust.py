@@ -64,7 +64,7 @@ def mcp_findings(root: Path, cwd: Path) -> list[Finding]:
         problems: list[str] = []
         for spec in parse_servers(raw, scope=Scope.PROJECT, source=path, problems=problems):
             what = "runs" if spec.transport is Transport.STDIO else "connects to"
-            line = f"MCP server '{spec.name}' {what}: {spec.describe()}"
+            line = f"MCP server '{spec.name}' {what}: {spec.describe(env_values=True)}"
             if variables := spec.variables():
                 line += f"; reads {', '.join('$' + v for v in variables)}"
             if refused := spec.refused_variables():

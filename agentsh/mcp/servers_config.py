@@ -148,13 +148,16 @@ class ServerSpec:
     call_timeout_s: float | None = None
     expand: bool = True  # ${VAR} expansion at launch (not for values an ACP client passed)
 
-    def describe(self) -> str:
+    def describe(self, *, env_values: bool = False) -> str:
         """The exact command line or URL, as written (``${VAR}`` unexpanded), with the names
-        of the env variables and headers it sets: what a trust prompt must show."""
+        of the env variables and headers it sets; ``env_values``: with what each variable is
+        set to, as written (what the trust question shows: ``NODE_OPTIONS='--require
+        ./x.js'`` or ``LD_PRELOAD`` change what a harmless-looking command line runs)."""
         if self.transport is Transport.STDIO:
             text = shlex.join([self.command, *self.args])
             if self.env:
-                text += f"  (env: {', '.join(k for k, _ in self.env)})"
+                shown = (f"{k}={shlex.quote(v)}" if env_values else k for k, v in self.env)
+                text += f"  (env: {', '.join(shown)})"
             if self.cwd:
                 text += f"  (in {self.cwd})"
             return text
