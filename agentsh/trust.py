@@ -525,12 +525,20 @@ def revoke(user: UserPaths, root: Path) -> None:
         folders.pop(str(Path(os.path.realpath(root))), None)
 
 
-def record_own_write(user: UserPaths, root: Path, path: Path) -> None:
+def record_own_write(user: UserPaths, root: Path, path: Path, before: str = "missing") -> None:
     """agentsh itself wrote ``path`` (a guarded memory write) in a folder it runs trusted: the
-    new content is what the user trusts, so the next start does not ask about it."""
+    new content is what the user trusts, so the next start does not ask about it. Only when
+    the file it changed was what the user trusted: ``before`` is its digest as the write found
+    it (:func:`hash_file`; "missing": it made the file). A MEMORY.md someone else wrote (the
+    repository's own, loaded for one ``--trust-project`` run; a hand edit; a pull) is not
+    trusted along with agentsh's entry: the next start asks about it."""
     root = Path(os.path.realpath(root))
     digest, _data, _problem = hash_file(root, path)
     finding = Finding(Path(os.path.realpath(path)), "memory", "", digest)
+    if before != "missing":
+        seen = _load(user).get(str(root), {}).get("files", {})
+        if seen.get(finding.key(root)) != before:
+            return
     with _store(user) as folders:
         record = folders.setdefault(str(root), {"files": {}, "trusted_at": _now()})
         files = record.setdefault("files", {})

@@ -47,7 +47,7 @@ from agentsh.memory.curated_disk import (
 )
 from agentsh.memory.guard import Scope, Threat, blocked_note, fence_project, first_threat
 from agentsh.paths import ProjectPaths, UserPaths
-from agentsh.trust import record_own_write
+from agentsh.trust import hash_file, record_own_write
 
 DEFAULT_LOCK_TIMEOUT_S = 5.0
 PREVIEW_CHARS = 80
@@ -477,6 +477,7 @@ class CuratedMemory:
         with locked(path, self._lock_timeout_s, root):
             # Re-read under the lock, right before the change: whatever is on disk now (a
             # hand edit, another session's write) is what the change applies to.
+            found = hash_file(root, path)[0] if root is not None else ""  # what trust saw
             current = read_strict(path, target.file_name, root)
             entries = parse_entries(current)
             updated = edit(entries)
@@ -492,7 +493,7 @@ class CuratedMemory:
                 # A guarded write of agentsh's own in a trusted folder: the next start does
                 # not ask about it (agentsh.trust); a hand edit still does.
                 for written in {path, self.path(target)}:
-                    record_own_write(self._user, root, written)
+                    record_own_write(self._user, root, written, before=found)
         return WriteResult(target, path, tuple(updated), len(text), limit, True)
 
 
