@@ -396,6 +396,9 @@ _GIT_RUNNERS: dict[str, tuple[str, ...]] = {
     "instaweb": ("",),
     "daemon": ("",),
 }
+# Global options that take the next word as their value (``git --attr-source HEAD -c ...``:
+# read as the subcommand, "HEAD" hid the ``-c`` after it); -C and the like refuse anyway.
+_GIT_VALUE_OPTIONS = frozenset({"--namespace", "--attr-source", "--super-prefix"})
 # Global options that point git at another repository (whose config and hooks it obeys: a
 # folder the model wrote, holding a .git file that names a crafted git dir).
 _GIT_ELSEWHERE = ("-C", "--git-dir", "--work-tree")
@@ -420,7 +423,7 @@ def _git_told_to_run_a_program(command: str) -> bool:
                 return True
             index += 1 if option != "-c" else 2
             continue
-        index += 2 if option == "--namespace" else 1
+        index += 2 if option in _GIT_VALUE_OPTIONS else 1
     if index >= len(words):
         return False
     if words[index][:1] in ("*", "?", "["):

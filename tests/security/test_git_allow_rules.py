@@ -114,6 +114,9 @@ def _allowed(command: str, tmp_path: Path) -> bool:
         "git $IFS-C$IFS/tmp/elsewhere status",
         "git status && git ${U}--exec-path=/tmp log",
         "git ?c core.fsmonitor=/tmp/x status",
+        # ... or behind a global option that takes the next word (git 2.40's --attr-source).
+        "git --attr-source HEAD -c core.fsmonitor=/tmp/x status",
+        "git --super-prefix x/ -c core.fsmonitor=/tmp/x ls-files",
     ],
 )
 def test_git_told_to_run_a_program_matches_no_allow_rule(command: str, tmp_path: Path) -> None:
