@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentsh.config import Environment, load_environment
+from agentsh.config import Environment, load_environment, model_url
 from agentsh.context.breakdown import ContextBreakdown
 from agentsh.context.engine_protocol import SummaryReply
 from agentsh.context.manager import ContextManager
@@ -68,11 +68,18 @@ def _open(path: Path, *, lock: bool) -> Session:
 
 
 def _session_model(session: Session) -> str:
+    """The model the session last used, as its log records it; "" when none is recorded or
+    the recorded one names a server itself (``oobabooga/http://...``): a log may come from
+    elsewhere (``sessions import`` of someone's Pi file), and only the user's own config,
+    environment or command line may send the conversation to a server."""
     for entry in reversed(session.current_path()):
+        model = ""
         if isinstance(entry, ModelChangeEntry):
-            return entry.model
-        if isinstance(entry, MessageEntry) and entry.model:
-            return entry.model
+            model = entry.model
+        elif isinstance(entry, MessageEntry):
+            model = entry.model or ""
+        if model:
+            return "" if model_url(model) else model
     return ""
 
 
