@@ -107,6 +107,9 @@ class PriorKnowledge:
 
 # A memory doc is a note; a bigger file (a repository's 600 MB one) is skipped, never read whole.
 MAX_DOC_BYTES = 8 * 1024 * 1024
+# Problems named one by one; more are counted in one line (a repository's folder of thousands
+# of bare notes flooded stderr and the chat, burying the lines that matter).
+MAX_DOC_PROBLEMS = 20
 
 
 def _read_capped(path: Path, limit: int) -> bytes:
@@ -158,6 +161,9 @@ def load_docs(folder: Path, root: Path | None = None) -> tuple[list[MemoryDoc], 
         doc, found = parse_doc(path, text)
         docs.append(doc)
         problems.extend(found)
+    if len(problems) > MAX_DOC_PROBLEMS:  # a folder of 3,000 bare notes: 3,000 lines
+        more = len(problems) - MAX_DOC_PROBLEMS
+        problems = [*problems[:MAX_DOC_PROBLEMS], f"... and {more:,} more problems in {folder}"]
     return docs, problems
 
 

@@ -301,3 +301,16 @@ def test_write_doc_refuses_empty_or_multiline_input(tmp_path: Path, title: str, 
 def test_slug_keeps_letters_of_any_script() -> None:
     assert slug("배포 설정!") == "배포-설정"
     assert slug("***") == "doc"
+
+
+def test_a_folder_of_bare_notes_is_named_in_twenty_lines_and_a_count(tmp_path: Path) -> None:
+    """A repository's folder of 3,000 notes without front matter printed 3,000 warning lines
+    on every start, burying the ones that matter."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(30):
+        (folder / f"d{i:02}.md").write_text("x\n")
+    docs, problems = load_docs(folder, tmp_path)
+    assert len(docs) == 30
+    assert len(problems) == 21 and problems[0].startswith("d00.md: no front matter")
+    assert problems[-1] == f"... and 10 more problems in {folder}"
