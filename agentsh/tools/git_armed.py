@@ -36,6 +36,7 @@ from agentsh.config import Environment
 from agentsh.git_pointer import foreign_reason, foreign_repository
 from agentsh.git_stalls import discover
 from agentsh.gitutil import GitError, GitStall, GitTimeout, run_git
+from agentsh.tools.protected import framework_files
 from agentsh.trust import Finding, register_source
 
 # Repository settings that name a program git runs (or another file of settings, another work
@@ -181,32 +182,43 @@ def _armed(
     # git runs the hooks of the folder core.hooksPath names instead (below), if one is set.
     moved = not prefix and any(key.lower() == "core.hookspath" for key in settings)
     if hooks_of is not None and not own_hooks and not moved:
-        _add_hooks(found, hooks_of / "hooks", prefix, "")
+        top = hooks_of.parent if not prefix and hooks_of.name == ".git" else None
+        _add_hooks(found, hooks_of / "hooks", prefix, "", top)
     for key, value in settings.items():
         found.add(f"{prefix}setting {key}", value.encode("utf-8", "surrogateescape"))
         if key.lower() == "core.hookspath" and not prefix:
             # The hooks live where the setting says (often tracked files: .husky/): what
             # they run is in the digest, so a pull that changes them is new.
-            _add_hooks(found, _hooks_path(value, cwd, timeout), "", f" ({value})")
+            folder, top = _hooks_path(value, cwd, timeout)
+            _add_hooks(found, folder, "", f" ({value})", top)
 
 
-def _add_hooks(found: _Found, folder: Path, prefix: str, where: str) -> None:
+def _add_hooks(
+    found: _Found, folder: Path, prefix: str, where: str, top: Path | None = None
+) -> None:
+    """The hooks of ``folder``; with ``top`` (the work tree), also the config a hook
+    framework's hook runs as its commands (pre-commit's ``.pre-commit-config.yaml``): a pull
+    that changes it changes what the hook runs, as a changed hook would."""
     hooks = _active_hooks(folder)
     if hooks is None:
         found.unchecked(f"{prefix}hooks{where}: more than {_MAX_HOOKS} files (not checked)")
         return
     for name in hooks:
-        found.add(f"{prefix}hook {name}{where}", _content(folder / name))
+        content = _content(folder / name)
+        found.add(f"{prefix}hook {name}{where}", content)
+        if top is None:
+            continue
+        for config in framework_files(content):
+            if (top / config).is_file():
+                found.add(f"{prefix}hook {name}{where} runs {config}", _content(top / config))
 
 
-def _hooks_path(value: str, cwd: Path, timeout: float) -> Path:
-    """Where a ``core.hooksPath`` points: relative to the top of the work tree."""
-    path = Path(value).expanduser()
-    if path.is_absolute():
-        return path
+def _hooks_path(value: str, cwd: Path, timeout: float) -> tuple[Path, Path]:
+    """Where a ``core.hooksPath`` points (relative to the top of the work tree), and the top."""
     top = run_git(["rev-parse", "--show-toplevel"], cwd=cwd, timeout=timeout, check=False)
     base = top.stdout.decode("utf-8", "surrogateescape").strip() if top.returncode == 0 else ""
-    return Path(base or cwd) / path
+    path = Path(value).expanduser()
+    return (path if path.is_absolute() else Path(base or cwd) / path), Path(base or cwd)
 
 
 def _content(path: Path) -> bytes:

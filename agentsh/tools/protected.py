@@ -229,6 +229,19 @@ _LEFTHOOK_FILES = [f"{dot}lefthook{kind}" for dot in ("", ".") for kind in (".ym
 _LEFTHOOK_FILES += [f"{dot}lefthook-local.yml" for dot in ("", ".")]
 
 
+def framework_files(hook: bytes) -> list[str]:
+    """The files (relative to the top of the work tree) that a hook with this content runs as
+    its list of commands: pre-commit's config, lefthook's; [] for any other hook."""
+    files: list[str] = []
+    if _PRE_COMMIT_MARK in hook:
+        named = _PRE_COMMIT_CONFIG.search(hook)
+        files.append(named.group(1).decode("utf-8", "replace") if named else "")
+        files[-1] = files[-1] or ".pre-commit-config.yaml"
+    if b"lefthook" in hook:
+        files += _LEFTHOOK_FILES
+    return files
+
+
 def hook_framework_configs(root: Path, folder: Path | None = None) -> dict[Path, str]:
     """The files inside the project that a hook framework's hook in this repository reads as
     the programs to run (resolved path -> the hook's name): pre-commit's
@@ -248,16 +261,7 @@ def hook_framework_configs(root: Path, folder: Path | None = None) -> dict[Path,
             data = read_beneath(real_root, hook, max_bytes=64 * 1024, single_link=False)
         except (LinkRefused, OSError):
             continue
-        if not data:
-            continue
-        files: list[str] = []
-        if _PRE_COMMIT_MARK in data:
-            named = _PRE_COMMIT_CONFIG.search(data)
-            files.append(named.group(1).decode("utf-8", "replace") if named else "")
-            files[-1] = files[-1] or ".pre-commit-config.yaml"
-        if b"lefthook" in data:
-            files += _LEFTHOOK_FILES
-        for name in files:
+        for name in framework_files(data or b""):
             config = Path(os.path.realpath(real_root / name))
             if config.is_relative_to(real_root):
                 found.setdefault(config, hook.name)
