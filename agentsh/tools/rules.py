@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from agentsh.errors import AgentshError
+from agentsh.tools.rule_programs import git_told_to_run_a_program, runs_beyond
 
 # Claude Code's tool names -> the agentsh tools their rules cover.
 CLAUDE_CODE_NAMES: dict[str, tuple[str, ...]] = {
@@ -270,10 +271,10 @@ class _Call:
             parts = command_parts(self.command)
             if not parts or shell_expands(self.command):
                 return False
-            if any(_git_told_to_run_a_program(p) for p in parts):
+            if any(git_told_to_run_a_program(p) for p in parts):
                 return False
             return all(
-                any(_command_matches(p, s) and not _runs_beyond(p, s) for s in specifiers)
+                any(_command_matches(p, s) and not runs_beyond(p, s) for s in specifiers)
                 for p in parts
             )
         if self.path is not None:
@@ -349,143 +350,6 @@ def shell_expands(command: str) -> bool:
             brace = False
         index += 1
     return False
-
-
-# git settings on the command line that name no program (``-c user.name=...``); any other
-# ``-c`` may (core.fsmonitor, core.pager, alias.x=!sh, filter and diff drivers, include.path).
-_HARMLESS_GIT_SETTINGS = ("user.", "color.", "advice.", "core.quotepath=", "init.defaultbranch=")
-
-
-# What a git command line can name that git then runs (or writes): per subcommand, the
-# options (or words) that do it; "" means the subcommand itself does (difftool runs a tool).
-_GIT_RUNNERS: dict[str, tuple[str, ...]] = {
-    "submodule": ("foreach",),
-    "bisect": ("run",),
-    "rebase": ("--exec", "-x"),
-    "grep": ("-O", "--open-files-in-pager"),
-    "clone": ("-u", "--upload-pack", "--template"),
-    "fetch": ("--upload-pack",),
-    "pull": ("--upload-pack",),
-    "ls-remote": ("--upload-pack",),
-    "remote": ("--upload-pack",),
-    "archive": ("--exec", "--output", "-o"),
-    "push": ("--receive-pack", "--exec"),
-    "send-pack": ("--receive-pack", "--exec"),
-    "init": ("--template",),
-    "log": ("--output",),
-    "show": ("--output",),
-    "format-patch": ("--output", "-o", "--output-directory"),
-    "bundle": ("create",),
-    # ... write a file the line names outside the work tree, or read one (the key, as a diff)
-    "apply": ("--unsafe-paths",),
-    "checkout-index": ("--prefix",),
-    "merge-file": ("",),
-    "diff": ("--output", "--no-index"),
-    # ... run what the line names as a transport, or obey another repository's hooks
-    "remote-ext": ("",),
-    "receive-pack": ("",),
-    "upload-pack": ("",),
-    "upload-archive": ("",),
-    "shell": ("",),
-    "credential-store": ("",),
-    "credential-cache": ("",),
-    "filter-branch": ("",),
-    "difftool": ("",),
-    "mergetool": ("",),
-    "send-email": ("",),
-    "instaweb": ("",),
-    "daemon": ("",),
-}
-# Global options that take the next word as their value (``git --attr-source HEAD -c ...``:
-# read as the subcommand, "HEAD" hid the ``-c`` after it); -C and the like refuse anyway.
-_GIT_VALUE_OPTIONS = frozenset({"--namespace", "--attr-source", "--super-prefix"})
-# Global options that point git at another repository (whose config and hooks it obeys: a
-# folder the model wrote, holding a .git file that names a crafted git dir).
-_GIT_ELSEWHERE = ("-C", "--git-dir", "--work-tree")
-
-
-def _git_told_to_run_a_program(command: str) -> bool:
-    """Whether a simple command is git with options that can make it run any program (or
-    write a file it names): an allow rule for git commands (``Bash(git:*)``) must not cover
-    ``git -c core.fsmonitor=...``, ``git rebase --exec sh``, ``git submodule foreach``,
-    ``git fetch --upload-pack=...``, ``git log --output=~/.bashrc`` or ``git -C elsewhere``."""
-    words = command.split(" ")
-    if not words or words[0].rsplit("/", 1)[-1] != "git":
-        return False
-    index = 1
-    while index < len(words) and words[index].startswith("-"):
-        option = words[index]
-        if option.startswith(("--config-env", "--exec-path", *_GIT_ELSEWHERE)):
-            return True
-        if option == "-c" or (option.startswith("-c") and not option.startswith("--")):
-            setting = option[2:] or (words[index + 1] if index + 1 < len(words) else "")
-            if not setting.lower().startswith(_HARMLESS_GIT_SETTINGS):
-                return True
-            index += 1 if option != "-c" else 2
-            continue
-        index += 2 if option in _GIT_VALUE_OPTIONS else 1
-    if index >= len(words):
-        return False
-    if words[index][:1] in ("*", "?", "["):
-        return True  # a glob where the subcommand goes can match a file named "-c"
-    runners = _GIT_RUNNERS.get(words[index])
-    if runners is None:
-        return any(word.startswith("ext::") for word in words[index:])
-    if "" in runners:
-        return True
-    for word in words[index + 1 :]:
-        if word.startswith("ext::"):
-            return True
-        if any(_gives_option(word, runner) for runner in runners):
-            return True
-    return False
-
-
-# Programs that only read or list, with the options that make them run a program the command
-# line names, delete, or write a file it names (as Claude Code, ``Bash(find:*)`` does not
-# cover ``find -exec`` or ``-delete``). A rule that names the option itself does.
-_FIND_ACTIONS = "-exec -execdir -ok -okdir -delete -fprint -fprint0 -fprintf -fls"
-_FD_EXEC = ("-x", "--exec", "-X", "--exec-batch")
-_READER_RUNNERS: dict[str, tuple[str, ...]] = {
-    "find": tuple(_FIND_ACTIONS.split()),
-    "rg": ("--pre",),
-    "fd": _FD_EXEC,
-    "fdfind": _FD_EXEC,  # Debian's name for fd
-}
-
-
-def _runs_beyond(command: str, specifier: str) -> bool:
-    """Whether a simple command a rule matched is a reader (``find``, ``rg``, ``fd``) told by
-    an option the rule does not name to run a program, delete or write a file: ``find .
-    -exec sh -c ... {} +``, ``rg --pre ./x pattern``, ``fd -x rm``."""
-    words = command.split(" ")
-    program = words[0].rsplit("/", 1)[-1]
-    runners = _READER_RUNNERS.get(program)
-    if not runners:
-        return False
-    named = specifier.split()
-    for word in words[1:]:
-        if word == "--" and program != "find":
-            return False  # what follows is a pattern or a path
-        for runner in runners:
-            # find's primaries are whole words; rg and fd take --opt=value, fd clusters -Hx.
-            gives = word == runner if program == "find" else _gives_option(word, runner)
-            if gives and not any(w == runner or w.startswith(runner + "=") for w in named):
-                return True
-    return False
-
-
-def _gives_option(word: str, runner: str) -> bool:
-    """Whether the word hands git the option (or sub-subcommand) ``runner``, every way git's
-    option parser takes one: as written, with ``=value``, a long option cut to any prefix of
-    its name (``--upl`` is ``--upload-pack``, ``--exe`` is ``--exec``), a short one with its
-    value attached (``-x'cmd'``) or after other short flags (``-ix`` is ``-i -x``)."""
-    if not runner.startswith("-"):
-        return word == runner
-    if runner.startswith("--"):
-        name = word.split("=", 1)[0]
-        return len(name) > 2 and name.startswith("--") and runner.startswith(name)
-    return word.startswith("-") and not word.startswith("--") and runner[1] in word[1:]
 
 
 def _command_matches(command: str, specifier: str) -> bool:
