@@ -112,12 +112,17 @@ _READER_RUNNERS: dict[str, tuple[str, ...]] = {
 }
 
 
-def runs_beyond(command: str, specifier: str) -> bool:
-    """Whether a simple command a rule matched is a reader (``find``, ``rg``, ``fd``) told by
-    an option the rule does not name to run a program, delete or write a file: ``find .
-    -exec sh -c ... {} +``, ``rg --pre ./x pattern``, ``fd -x rm``."""
-    words = command.split(" ")
-    program = words[0].rsplit("/", 1)[-1]
+def runs_beyond(words: list[str], specifier: str) -> bool:
+    """Whether a simple command (its words) a rule matched is a reader (``find``, ``rg``,
+    ``fd``) told by an option the rule does not name to run a program, delete or write a file
+    (``find . -exec sh -c ... {} +``, ``rg --pre ./x pattern``, ``fd -x rm``), or sed given a
+    script that runs a command or writes a file (:func:`sed_runs`). A rule naming the command
+    exactly (no ``*``) covers it as named."""
+    program = words[0].rsplit("/", 1)[-1] if words else ""
+    if "*" not in specifier and " ".join(specifier.split()) == " ".join(words):
+        return False
+    if program in ("sed", "gsed"):
+        return sed_runs(words[1:])
     runners = _READER_RUNNERS.get(program)
     if not runners:
         return False
@@ -131,6 +136,144 @@ def runs_beyond(command: str, specifier: str) -> bool:
             if gives and not any(w == runner or w.startswith(runner + "=") for w in named):
                 return True
     return False
+
+
+def sed_runs(arguments: list[str]) -> bool:
+    """Whether sed with these arguments may run a command or write a file it names: a script
+    with GNU sed's ``e`` command or ``s///e`` flag, ``w``/``W`` or ``s///w``, a script read
+    from a file (``-f``), or anything this reader cannot follow. ``--sandbox`` refuses them.
+    Options are read wherever they stand (GNU's order: ``sed p -e '1e id' f`` is a script)."""
+    scripts: list[str] = []
+    operands: list[str] = []
+    words = iter(arguments)
+    for word in words:
+        if word == "--":
+            operands += words
+            break
+        if not word.startswith("-") or word == "-":
+            operands.append(word)
+            continue
+        name, equals, value = word.partition("=")
+        if name.startswith("--"):  # getopt takes any unambiguous prefix of a long option
+            if _long(name, "--sandbox", 4):
+                return False
+            if _long(name, "--file", 4):
+                return True
+            if _long(name, "--expression", 3):
+                scripts.append(value if equals else next(words, ""))
+            elif _long(name, "--line-length", 3) and not equals:
+                next(words, "")
+            continue
+        for position, flag in enumerate(word[1:], 1):
+            if flag in "efl":
+                rest = word[position + 1 :] or next(words, "")
+                if flag == "f":
+                    return True
+                if flag == "e":
+                    scripts.append(rest)
+                break
+            if flag == "i":
+                break  # -i[SUFFIX]
+            if flag not in "nrEsuzb":
+                return True
+    return any(_script_runs(script) for script in scripts or operands[:1])
+
+
+def _long(name: str, option: str, shortest: int) -> bool:
+    return len(name) >= shortest and option.startswith(name)
+
+
+_SED_PLAIN = frozenset("=dDgGhHnNpPxzF{}")  # {} after an address: a block
+
+
+def _script_runs(script: str) -> bool:
+    """Whether a sed script holds ``e``, ``w``/``W`` (as commands or ``s`` flags); True too
+    when it cannot be read to the end (the safe side)."""
+    text, index = script, 0
+    while index < len(text):
+        char = text[index]
+        if char in " \t\n;{}!":
+            index += 1
+            continue
+        index = _past_address(text, index)
+        if index < 0 or index >= len(text):
+            return index < 0
+        command = text[index]
+        index += 1
+        if command in "ewW":
+            return True
+        if command == "s" or command == "y":
+            index = _past_delimited(text, index, 2)
+            if index < 0:
+                return True
+            flags = ""
+            while command == "s" and index < len(text) and text[index] not in ";\n}":
+                flags += text[index]
+                index += 1
+            if "e" in flags or "w" in flags or "W" in flags:
+                return True
+        elif command in "aicrRbtTv:#":
+            # text, a file to read, a label or a comment: to the end of the line (a, i, c) or
+            # of the command
+            stops = "\n" if command in "aicrR#" else ";\n}"
+            while index < len(text) and text[index] not in stops:
+                index += 2 if text[index] == "\\" else 1
+        elif command in "qQlL":
+            while index < len(text) and text[index].isdigit():
+                index += 1
+        elif command not in _SED_PLAIN:
+            return True
+    return False
+
+
+def _past_address(text: str, index: int) -> int:
+    """Where the command after an address (or two, with ``!``) starts; -1 if unreadable."""
+    for _second in range(2):
+        char = text[index] if index < len(text) else ""
+        if char.isdigit():
+            while index < len(text) and (text[index].isdigit() or text[index] == "~"):
+                index += 1
+        elif char == "$":
+            index += 1
+        elif char in "/\\":
+            if char == "\\":
+                index += 1
+            index = _past_delimited(text, index, 1)
+            if index < 0:
+                return -1
+            while index < len(text) and text[index] in "IM":
+                index += 1
+        elif char in "+~" and _second:
+            index += 1
+            while index < len(text) and text[index].isdigit():
+                index += 1
+        while index < len(text) and text[index] in " \t":
+            index += 1
+        if index < len(text) and text[index] == "," and not _second:
+            index += 1
+            while index < len(text) and text[index] in " \t":
+                index += 1
+            continue
+        break
+    while index < len(text) and text[index] in " \t!":
+        index += 1
+    return index
+
+
+def _past_delimited(text: str, index: int, parts: int) -> int:
+    """Past ``parts`` parts closed by the delimiter at ``index`` (``/a/b/`` for two); -1 when
+    one is not closed."""
+    if index >= len(text) or text[index] in "\\\n":
+        return -1
+    delimiter = text[index]
+    index += 1
+    for _part in range(parts):
+        while index < len(text) and text[index] != delimiter:
+            index += 2 if text[index] == "\\" else 1
+        if index >= len(text):
+            return -1
+        index += 1
+    return index
 
 
 def _gives_option(word: str, runner: str) -> bool:

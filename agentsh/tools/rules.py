@@ -268,14 +268,15 @@ class _Call:
 
     def allowed_by(self, specifiers: list[str], cwd: Path, root: Path) -> bool:
         if self.command is not None:
-            parts = command_parts(self.command)
-            if not parts or shell_expands(self.command):
+            found = command_words(self.command)
+            if not found or shell_expands(self.command):
                 return False
+            parts = [" ".join(words) for words in found]
             if any(git_told_to_run_a_program(p) for p in parts):
                 return False
             return all(
-                any(_command_matches(p, s) and not runs_beyond(p, s) for s in specifiers)
-                for p in parts
+                any(_command_matches(p, s) and not runs_beyond(w, s) for s in specifiers)
+                for p, w in zip(parts, found, strict=True)
             )
         if self.path is not None:
             # Allowed only when the file a link leads to is covered as well.
@@ -287,18 +288,25 @@ class _Call:
 def command_parts(command: str) -> list[str] | None:
     """The simple commands of a command line, each normalised to single spaces; None when
     the line holds something that hides what runs (substitution, redirection, subshell)."""
+    found = command_words(command)
+    return None if found is None else [" ".join(words) for words in found]
+
+
+def command_words(command: str) -> list[list[str]] | None:
+    """The words of each simple command of a command line, unquoted as bash reads them (a
+    sed script or a pattern with spaces stays one word); None as for :func:`command_parts`."""
     if "$(" in command or "`" in command or "<(" in command or ">(" in command:
         return None
     lexer = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars=";&|<>()")
     lexer.whitespace_split = True
     lexer.commenters = ""
-    parts: list[str] = []
+    parts: list[list[str]] = []
     words: list[str] = []
     try:
         for token in lexer:
             if token in _OPERATORS:
                 if words:
-                    parts.append(" ".join(words))
+                    parts.append(words)
                 words = []
             elif token in _UNSAFE_TOKENS or set(token) <= set(";&|<>()"):
                 return None
@@ -307,7 +315,7 @@ def command_parts(command: str) -> list[str] | None:
     except ValueError:  # an unbalanced quote
         return None
     if words:
-        parts.append(" ".join(words))
+        parts.append(words)
     return parts
 
 
