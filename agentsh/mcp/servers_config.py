@@ -84,7 +84,13 @@ _MORE_MODEL_KEYS = frozenset(
 )
 # Variable names that hold a secret besides the key-like ones (_SECRET_KEY): a personal access
 # token, a connection string with its password, a private key.
-_SECRET_VARIABLE = re.compile(r"(^|_)PAT$|(^|_)DSN$|DATABASE_URL|PRIVATE", re.IGNORECASE)
+_SECRET_VARIABLE = re.compile(
+    r"(^|_)PAT$|(^|_)DSN$|DATABASE_URL|PRIVATE|PASS|_PWD$|JWT|CONNECTION_STRING|CONN_STR"
+    # connection URLs carry a password (redis://:pw@host), a proxy's may (user:pw@proxy)
+    r"|(REDIS|MONGO\w*|AMQP|RABBITMQ|BROKER|POSTGRES\w*|PG|MYSQL|MARIADB|DB|SQL\w*)_UR[LI]$"
+    r"|(^|_)(HTTPS?|ALL|FTP|SOCKS)_PROXY$",
+    re.IGNORECASE,
+)
 
 
 def model_key_variables() -> frozenset[str]:

@@ -154,7 +154,12 @@ def test_a_projects_server_may_not_read_a_model_providers_key() -> None:
 @pytest.mark.parametrize(
     "variable",
     ["GITHUB_TOKEN", "GH_TOKEN", "NPM_TOKEN", "AWS_SECRET_ACCESS_KEY", "PGPASSWORD",
-     "SSH_AUTH_SOCK", "DATABASE_URL", "SENTRY_DSN", "GITHUB_PAT", "SLACK_BOT_COOKIE"],
+     "SSH_AUTH_SOCK", "DATABASE_URL", "SENTRY_DSN", "GITHUB_PAT", "SLACK_BOT_COOKIE",
+     # Passwords and connection strings under other names: a URL that carries them, a
+     # proxy with user:password@ in it, a JWT.
+     "MYSQL_PWD", "PGPASS", "GPG_PASSPHRASE", "REDIS_URL", "MONGODB_URI", "CELERY_BROKER_URL",
+     "AMQP_URL", "POSTGRES_URL", "AZURE_STORAGE_CONNECTION_STRING", "HTTPS_PROXY", "http_proxy",
+     "ALL_PROXY", "CI_JOB_JWT"],
 )  # fmt: skip
 def test_a_projects_server_may_not_read_any_secret(variable: str) -> None:
     """A trusted folder's .mcp.json may name any server (a look-alike of the user's own
