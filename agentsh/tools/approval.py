@@ -10,7 +10,8 @@ Rules stand above the modes: a write whose target lies outside the project root 
 resolving symlinks and ``..``) or has more than one hard link always asks, and "allow for this
 session" never covers it. So
 does a write to a *protected* path: the project's ``.agentsh/config.toml`` (it holds
-``tools.approval``, and an agent allowed to edit files must not grant itself commands) and
+``tools.approval``, and an agent allowed to edit files must not grant itself commands), its
+``.mcp.json`` (the servers it lists are programs the next run starts) and
 anything under a ``.git`` folder (its config and hooks name programs that git, and so every
 later ``git status`` of the user's, runs). The memory tool never asks, but its writes pass the
 same outside-the-project check and are refused when it fails; its changes to the user's

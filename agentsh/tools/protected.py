@@ -1,4 +1,5 @@
-"""Protected paths: the project's ``.agentsh/config.toml`` and anything under ``.git/``.
+"""Protected paths: the project's ``.agentsh/config.toml``, its ``.mcp.json`` (servers agentsh
+starts: programs) and anything under ``.git/``.
 
 So is the folder the repository's ``core.hooksPath`` names inside the project (husky's
 ``.husky/``): git runs its files as hooks (:func:`hooks_folder`); and so is the file a hook
@@ -44,7 +45,7 @@ _MAX_FILES = 400
 # A command naming .git/ or the project's settings, or setting a git config value.
 _PROTECTED_TEXT = re.compile(
     r"(?:^|[\s;&|()'\"=<>`$/])\.git(?:/|\s|$|['\"`;)])"
-    r"|\.agentsh/config\.toml"
+    r"|\.agentsh/config\.toml|\.mcp\.json\b"
     r"|\bgit\b[^;&|\n]{0,80}?\bconfig\b(?:\s+-{1,2}[\w-]+(?:[= ][^\s-]\S*)?)*?"
     r"\s+(?!-)[\w.-]+\.[\w.-]+\s+(?!-)\S",
     re.IGNORECASE,
@@ -68,20 +69,39 @@ def protected_reason(path: Path, root: Path) -> str | None:
 
     Compared on the resolved path and name by name, case- and Unicode-insensitively, so a link
     to ``.git``, ``.GIT/config`` on a case-insensitive disk or ``.agentsh/CONFIG.toml`` are
-    caught too."""
-    try:
-        rel = path.resolve().relative_to(root.resolve())
-    except ValueError:
+    caught too; and on the path as written, and on where the protected files resolve to, so a
+    ``.agentsh`` that is a link to ``conf/`` inside the project protects ``conf/config.toml``
+    (the file agentsh loads) as well as ``.agentsh/config.toml``."""
+    real_root = root.resolve()
+    real = path.resolve()
+    written = Path(os.path.normpath(path))
+    names: list[tuple[str, ...]] = []
+    for candidate, base in ((real, real_root), (written, root), (written, real_root)):
+        with contextlib.suppress(ValueError):
+            names.append(tuple(_name_key(part) for part in candidate.relative_to(base).parts))
+    if not names:
         return None
-    keys = [_name_key(part) for part in rel.parts]
-    if ".git" in keys:
+    if any(".git" in keys for keys in names):
         return GIT_REASON
-    if keys[:2] == [".agentsh", "config.toml"]:
-        return (
-            f"agentsh's project settings ({root / '.agentsh' / 'config.toml'}), which decide "
-            "what tools may do without asking"
-        )
+    for settings, why in _PROTECTED_FILES:
+        if any(keys[: len(settings)] == settings for keys in names) or real == Path(
+            os.path.realpath(root.joinpath(*settings))
+        ):
+            return why.format(path=root.joinpath(*settings))
     return None
+
+
+# Files inside the project that decide what runs without asking: agentsh's project settings
+# (tools.approval, [mcp.servers]) and the MCP servers it starts (.mcp.json: any command). A
+# model allowed to edit files (--approve edits) must not grant itself commands for the next
+# run (a --trust-project run loads them with no question).
+_PROTECTED_FILES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (
+        (".agentsh", "config.toml"),
+        "agentsh's project settings ({path}), which decide what tools may do without asking",
+    ),
+    ((".mcp.json",), "the project's MCP servers ({path}): programs agentsh starts in this folder"),
+)
 
 
 def hooks_folder(root: Path) -> Path | None:
@@ -275,6 +295,8 @@ def protected_command(command: str) -> str | None:
         return None
     if ".agentsh" in found.group().lower():
         return "agentsh's project settings (.agentsh/config.toml)"
+    if ".mcp.json" in found.group().lower():
+        return "the project's MCP servers (.mcp.json)"
     return GIT_REASON
 
 
@@ -292,7 +314,7 @@ class Snapshot:
 
 def _watched(root: Path) -> list[Path]:
     """The files whose change makes git (or agentsh) run something else."""
-    paths = [root / ".agentsh" / "config.toml"]
+    paths = [root / ".agentsh" / "config.toml", root / ".mcp.json"]
     git_dirs = [root / ".git"]
     for place in git_config_places(root):  # a "gitdir:" folder, included config files
         if place.is_dir() and not place.is_symlink():

@@ -25,6 +25,7 @@ from tests.tools.conftest import call
         "cd .git && echo x >> config",
         "printf '[tools]\\napproval=\"all\"' > .agentsh/config.toml",
         "sed -i s/ask/all/ ./.agentsh/config.toml",
+        "printf '{\"mcpServers\": {}}' > .mcp.json",
     ],
 )
 def test_commands_that_name_protected_paths_are_seen(command: str) -> None:
@@ -90,16 +91,20 @@ async def test_a_disguised_change_is_undone_after_the_command(
         "h=$(echo LmdpdC9ob29rcy9wcmUtY29tbWl0 | base64 -d); printf '#!/bin/sh\\nid\\n' > $h; "
         "chmod +x $h; a=.agent; sed -i s/ask/all/ ${a}sh/config.toml; echo done"
     )
+    mcp = project / ".mcp.json"
+    script += "; m=.mc; printf '{\"mcpServers\":{}}' > ${m}p.json"
     assert protected_command(script) is None  # the text hides it...
     result = await call(BashTool(), ctx, command=script)
     assert "done" in result.content
     assert config.read_bytes() == before  # ...the tripwire does not
     assert not (project / ".git" / "hooks" / "pre-commit").exists()
     assert settings.read_text() == '[tools]\napproval = "ask"\n'
+    assert not mcp.exists()
     assert result.details["protected_undone"] == [
         ".agentsh/config.toml",
         ".git/config",
         ".git/hooks/pre-commit",
+        ".mcp.json",
     ]
     assert "agentsh undid this command's changes" in result.content
 
