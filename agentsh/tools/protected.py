@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentsh.fsutil import LinkRefused, atomic_write, read_beneath
+from agentsh.fsutil import LinkRefused, atomic_write, read_beneath, resolve_beneath
 
 _MAX_FILE_BYTES = 1024 * 1024
 _MAX_FILES = 400
@@ -378,6 +378,10 @@ def restore(before: Snapshot) -> list[str]:
             if old is None:
                 path.unlink(missing_ok=True)
             elif old[1] >= 0:
+                # Through a link inside the project (.agentsh -> conf): its target is the file
+                # that changed, and the write refuses a link on the way.
+                if not path.is_symlink() and os.path.lexists(path.parent):
+                    path = resolve_beneath(before.root, path)
                 atomic_write(path, old[0], mode=old[1], root=before.root)
             else:
                 continue  # it was a link before: not ours to recreate

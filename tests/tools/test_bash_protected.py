@@ -146,3 +146,19 @@ async def test_ordinary_git_work_is_left_alone(project: Path, ctx: ToolContext) 
         BashTool(), ctx, command=f"git add a.txt && {env} git commit -qm one && git log --oneline"
     )
     assert "one" in result.content and "protected_undone" not in result.details
+
+
+@pytest.mark.asyncio
+async def test_settings_behind_a_link_inside_the_project_are_put_back(
+    project: Path, ctx: ToolContext
+) -> None:
+    """A repository's ``.agentsh`` may be a link to ``conf/``: the check saw the change to
+    ``conf/config.toml`` but could not write back through the link, and said nothing."""
+    (project / "conf").mkdir()
+    settings = project / "conf" / "config.toml"
+    settings.write_text('[tools]\napproval = "ask"\n')
+    (project / ".agentsh").symlink_to("conf")
+    result = await call(BashTool(), ctx, command="sed -i s/ask/all/ conf/config.toml; echo done")
+    assert settings.read_text() == '[tools]\napproval = "ask"\n'
+    assert (project / ".agentsh").is_symlink()
+    assert result.details["protected_undone"] == [".agentsh/config.toml"]
