@@ -329,11 +329,37 @@ def _watched(root: Path) -> list[Path]:
         if not git.is_dir() or git.is_symlink():
             continue
         paths += [git / "config", git / "config.worktree", git / "info" / "attributes"]
-        hooks = git / "hooks"
-        if hooks.is_dir() and not hooks.is_symlink():
-            with contextlib.suppress(OSError):
-                paths += sorted(p for p in hooks.iterdir() if not p.name.endswith(".sample"))
-    return paths[:_MAX_FILES]
+        paths += _hook_files(git / "hooks")
+    # The hooks folder core.hooksPath names inside the project (.husky/), and what a hook
+    # framework's hook runs (.pre-commit-config.yaml): the user's next commit runs them.
+    # (git is asked only when the repository's own config files name a hooksPath at all)
+    folder = hooks_folder(root) if _names_hooks_path(root, paths) else None
+    if folder is not None:
+        paths += _hook_files(folder)
+    paths += sorted(hook_framework_configs(root, folder))
+    return list(dict.fromkeys(paths))[:_MAX_FILES]
+
+
+def _names_hooks_path(root: Path, paths: list[Path]) -> bool:
+    """Whether one of the repository's own config files (``config``, ``config.worktree``, an
+    included one) mentions ``hooksPath``: only then is git asked where the hooks are."""
+    for path in paths:
+        if path.name in ("config", "config.worktree") or path.parent.name != "hooks":
+            try:
+                data = read_beneath(root, path, max_bytes=_MAX_FILE_BYTES, single_link=False)
+            except (LinkRefused, OSError):
+                continue
+            if data is not None and b"hookspath" in data.lower():
+                return True
+    return False
+
+
+def _hook_files(hooks: Path) -> list[Path]:
+    if not hooks.is_dir() or hooks.is_symlink():
+        return []
+    with contextlib.suppress(OSError):
+        return sorted(p for p in hooks.iterdir() if not p.name.endswith(".sample"))
+    return []
 
 
 def snapshot(root: Path) -> Snapshot:
