@@ -30,9 +30,10 @@ program or write a file it names (``git -c core.fsmonitor=...``, ``--config-env`
 ``difftool``...) or pointed at another repository (``-C``, ``--git-dir``, ``--work-tree``),
 nor a reader told to run a program, delete or write (``find -exec``/``-delete``/``-fprint``,
 ``rg --pre``, ``fd -x``) unless the rule names that option.
-Deny rules look through ``sudo``, ``timeout``, ``env`` and the like, and a command they cannot
-see through is denied when any specific ``Bash(...)`` deny rule exists: refusing is the safe
-side.
+Deny rules look through a program's path, wrappers with their options (``sudo -u root``,
+``timeout -s KILL 5``), shells' ``-c`` scripts, ``eval`` and ``find -exec``
+(:mod:`agentsh.tools.rule_wrappers`), and a command they cannot see through is denied when any
+specific ``Bash(...)`` deny rule exists: refusing is the safe side.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from typing import Any
 
 from agentsh.errors import AgentshError
 from agentsh.tools.rule_programs import git_told_to_run_a_program, runs_beyond
+from agentsh.tools.rule_wrappers import inner_commands
 
 # Claude Code's tool names -> the agentsh tools their rules cover.
 CLAUDE_CODE_NAMES: dict[str, tuple[str, ...]] = {
@@ -65,9 +67,6 @@ _RULE = re.compile(r"^([A-Za-z0-9_*?.\-]+)(?:\((.*)\))?$", re.S)
 _MCP = "mcp__"
 _OPERATORS = frozenset({"&&", "||", ";", "|", "&", "|&", ";;", "\n"})
 _UNSAFE_TOKENS = frozenset({">", ">>", "<", "<<", "<<<", "(", ")", ">&", "<&", "&>", ">|"})
-# Wrappers that run the rest of the line as the command (deny rules look through them).
-_WRAPPERS = frozenset({"sudo", "doas", "env", "nice", "nohup", "time", "command", "exec", "xargs"})
-_WRAPPERS_WITH_ARG = frozenset({"timeout"})
 
 
 class RuleError(AgentshError, ValueError):
@@ -251,10 +250,16 @@ class _Call:
     def denied_by(self, specifier: str, cwd: Path, root: Path) -> bool | None:
         """True when the call matches; None when a command cannot be checked."""
         if self.command is not None:
-            parts = command_parts(self.command)
-            if parts is None:
+            found = command_words(self.command)
+            if found is None:
                 return None
-            candidates = [candidate for part in parts for candidate in _unwrapped(part)]
+            commands: list[list[str]] = []
+            for words in found:
+                inner = inner_commands(words, command_words)
+                if inner is None:  # a shell's script that hides what runs
+                    return None
+                commands += inner
+            candidates = [" ".join(words) for words in commands]
             if any(_command_matches(candidate, specifier) for candidate in candidates):
                 return True
             if shell_expands(self.command) and any(
@@ -367,25 +372,6 @@ def _command_matches(command: str, specifier: str) -> bool:
     if "*" in specifier:
         return fnmatch.fnmatchcase(command, " ".join(specifier.split()))
     return command == " ".join(specifier.split())
-
-
-def _unwrapped(command: str) -> list[str]:
-    """The command and what it runs through wrappers (``sudo rm x`` -> also ``rm x``)."""
-    found = [command]
-    words = command.split(" ")
-    while words:
-        head = words[0]
-        if head in _WRAPPERS or "=" in head:
-            words = words[1:]
-            while words and words[0].startswith("-"):  # the wrapper's own options
-                words = words[1:]
-        elif head in _WRAPPERS_WITH_ARG and len(words) > 1:
-            words = words[2:]
-        else:
-            break
-        if words:
-            found.append(" ".join(words))
-    return found
 
 
 def _path_forms(path: str, cwd: Path) -> list[Path]:
