@@ -21,7 +21,7 @@ _GIT_RUNNERS: dict[str, tuple[str, ...]] = {
     "bisect": ("run",),
     "rebase": ("--exec", "-x"),
     "grep": ("-O", "--open-files-in-pager"),
-    "clone": ("-u", "--upload-pack", "--template"),
+    "clone": ("-u", "--upload-pack", "--template", "-c", "--config"),
     "fetch": ("--upload-pack",),
     "pull": ("--upload-pack",),
     "ls-remote": ("--upload-pack",),
@@ -48,6 +48,7 @@ _GIT_RUNNERS: dict[str, tuple[str, ...]] = {
     "credential-store": ("",),
     "credential-cache": ("",),
     "filter-branch": ("",),
+    "filter-repo": ("",),  # git-filter-repo's --*-callback options are Python code
     "difftool": ("",),
     "mergetool": ("",),
     "send-email": ("",),

@@ -88,6 +88,10 @@ def _allowed(command: str, tmp_path: Path) -> bool:
         "git rebase -ix 'touch /tmp/x' HEAD~1",
         "git grep -nO'touch /tmp/x' main",
         "git clone --up 'touch /tmp/x;' . /tmp/y",
+        # clone -c sets the new repository's config before its checkout runs the hooks.
+        "git clone -c core.hooksPath=./planted . /tmp/y",
+        "git clone -q --config=core.fsmonitor=/tmp/x . /tmp/y",
+        "git filter-repo --blob-callback 'import os; os.system(\"id\")'",
         # ... or write a file it names (the commit message the model wrote, into ~/.bashrc).
         "git log -1 --format=%B --output=/home/u/.bashrc",
         "git format-patch -o /tmp/out HEAD~1",
