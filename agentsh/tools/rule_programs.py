@@ -87,6 +87,8 @@ def git_told_to_run_a_program(command: str) -> bool:
         return False
     if words[index][:1] in ("*", "?", "["):
         return True  # a glob where the subcommand goes can match a file named "-c"
+    if any(_gives_option(word, "--output") for word in words[index + 1 :]):
+        return True  # every command with revision or diff options takes it (rev-list, blame...)
     runners = _GIT_RUNNERS.get(words[index])
     if runners is None:
         return any(word.startswith("ext::") for word in words[index:])
