@@ -9,6 +9,8 @@ core.fsmonitor=...``, ``git rebase --exec``, ``git log --output=~/.bashrc``, ``f
 
 from __future__ import annotations
 
+import re
+
 # git settings on the command line that name no program (``-c user.name=...``); any other
 # ``-c`` may (core.fsmonitor, core.pager, alias.x=!sh, filter and diff drivers, include.path).
 _HARMLESS_GIT_SETTINGS = ("user.", "color.", "advice.", "core.quotepath=", "init.defaultbranch=")
@@ -112,7 +114,14 @@ _READER_RUNNERS: dict[str, tuple[str, ...]] = {
     "rg": ("--pre",),
     "fd": _FD_EXEC,
     "fdfind": _FD_EXEC,  # Debian's name for fd
+    # sort writes -o FILE and runs --compress-program; tree writes -o FILE
+    "sort": ("-o", "--output", "--compress-program"),
+    "tree": ("-o",),
 }
+_AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
+# What in an awk program runs a command or writes a file: system(), a pipe to or from a
+# command (one "|", not "||"), print or printf redirected with ">", gawk's extensions.
+_AWK_RUNS = re.compile(r"\bsystem\s*\(|(?<!\|)\|(?!\|)|\bprintf?\b[^;}\n]*>|@load|\bextension\s*\(")
 
 
 def runs_beyond(words: list[str], specifier: str) -> bool:
@@ -126,6 +135,8 @@ def runs_beyond(words: list[str], specifier: str) -> bool:
         return False
     if program in ("sed", "gsed"):
         return sed_runs(words[1:])
+    if program in _AWKS:
+        return awk_runs(words[1:])
     runners = _READER_RUNNERS.get(program)
     if not runners:
         return False
@@ -139,6 +150,34 @@ def runs_beyond(words: list[str], specifier: str) -> bool:
             if gives and not any(w == runner or w.startswith(runner + "=") for w in named):
                 return True
     return False
+
+
+def awk_runs(arguments: list[str]) -> bool:
+    """Whether awk with these arguments may run a command or write a file: a program with
+    ``system()``, a pipe, ``print > file``, gawk's ``@load``; or one read from a file (``-f``),
+    a library loaded (``-l``, ``-i``, ``-E``)."""
+    programs: list[str] = []
+    operands: list[str] = []
+    words = iter(arguments)
+    for word in words:
+        if word == "--":
+            operands += words
+            break
+        if word.startswith("--"):
+            name = word.partition("=")[0]
+            if name in ("--file", "--load", "--include", "--exec", "--source"):
+                return name != "--source" or awk_runs(["--", word.partition("=")[2]])
+            continue
+        if word.startswith("-") and len(word) > 1:
+            flag = word[1]
+            if flag in "flEi":
+                return True
+            if flag in "vF" and len(word) == 2:
+                next(words, "")  # -v name=value, -F separator
+            continue
+        operands.append(word)
+    programs = operands[:1]
+    return any(_AWK_RUNS.search(program) for program in programs)
 
 
 def sed_runs(arguments: list[str]) -> bool:
