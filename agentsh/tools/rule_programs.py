@@ -111,13 +111,16 @@ _FIND_ACTIONS = "-exec -execdir -ok -okdir -delete -fprint -fprint0 -fprintf -fl
 _FD_EXEC = ("-x", "--exec", "-X", "--exec-batch")
 _READER_RUNNERS: dict[str, tuple[str, ...]] = {
     "find": tuple(_FIND_ACTIONS.split()),
-    "rg": ("--pre",),
+    "rg": ("--pre", "--hostname-bin"),
     "fd": _FD_EXEC,
     "fdfind": _FD_EXEC,  # Debian's name for fd
     # sort writes -o FILE and runs --compress-program; tree writes -o FILE
     "sort": ("-o", "--output", "--compress-program"),
     "tree": ("-o",),
-}
+    # tar -tf (a listing) runs a decompressor it is given, or a script at each checkpoint
+    "tar": (*("-I", "--use-compress-program", "--to-command", "--checkpoint-action", "-F"),
+            *("--info-script", "--new-volume-script", "--rsh-command", "--rmt-command")),
+}  # fmt: skip
 _AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
 # What in an awk program runs a command or writes a file: system(), a pipe to or from a
 # command (one "|", not "||"), print or printf redirected with ">", gawk's extensions.

@@ -92,6 +92,9 @@ def test_a_rule_naming_the_command_exactly_covers_it(tmp_path: Path) -> None:
         ("sort", "sort -o /home/u/.bashrc notes.txt"),
         ("sort", "sort -S 1 --compress-program=./planted notes.txt"),
         ("tree", "tree -o /home/u/.bashrc"),
+        ("rg", "rg --hyperlink-format=default --hostname-bin=./planted TODO"),
+        ("tar -tf", "tar -tf release.tar -I ./planted"),
+        ("tar -tf", "tar -tf release.tar --checkpoint=1 --checkpoint-action=exec=./planted"),
     ],
 )
 def test_awk_sort_and_tree_told_to_run_or_write_match_no_allow_rule(
@@ -109,9 +112,10 @@ def test_awk_sort_and_tree_told_to_run_or_write_match_no_allow_rule(
         "awk 'NR > 5' notes.txt",
         "sort -u -k2,2 notes.txt",
         "tree -L 2",
+        "tar -tzf release.tgz",
     ],
 )
 def test_plain_awk_sort_and_tree_still_match(command: str, tmp_path: Path) -> None:
-    rules = ToolRules.parse(allow=["Bash(awk:*)", "Bash(sort:*)", "Bash(tree:*)"])
+    rules = ToolRules.parse(allow=["Bash(awk:*)", "Bash(sort:*)", "Bash(tree:*)", "Bash(tar:*)"])
     verdict = rules.check("bash", BashParams(command=command), tmp_path, tmp_path)
     assert verdict is not None and verdict.allowed
