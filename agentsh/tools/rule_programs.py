@@ -127,6 +127,37 @@ _AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
 _AWK_RUNS = re.compile(r"\bsystem\s*\(|(?<!\|)\|(?!\|)|\bprintf?\b[^;}\n]*>|@load|\bextension\s*\(")
 
 
+def takes_options_from_globs(command: str, programs: list[str]) -> bool:
+    """Whether one of ``programs`` (a command line's) has options that run or write, and the
+    line has an unquoted glob that can expand to a word starting with ``-``: ``find . -e*ec
+    sh -c id ;`` or ``find . -name x *`` where the model created a file named ``-exec`` or
+    ``-delete``. Such a line is matched by no allow rule."""
+    names = {program.rsplit("/", 1)[-1] for program in programs}
+    if not names & (_READER_RUNNERS.keys() | _AWKS | {"git", "sed", "gsed"}):
+        return False
+    quote, first, index = "", "", 0
+    while index < len(command):
+        char, step = command[index], 1
+        if quote:
+            if char == quote:
+                quote = ""
+            else:
+                step = 2 if quote == '"' and char == "\\" else 1
+                first = first or command[index + step - 1]
+        elif char == "\\":
+            first, step = first or command[index + 1 : index + 2], 2
+        elif char in "'\"":
+            quote = char
+        elif char.isspace() or char in ";&|<>()":
+            first = ""
+        elif char in "*?[" and first in ("", "-"):
+            return True  # a glob at the start of a word, or in an option
+        else:
+            first = first or char
+        index += step
+    return False
+
+
 def runs_beyond(words: list[str], specifier: str) -> bool:
     """Whether a simple command (its words) a rule matched is a reader (``find``, ``rg``,
     ``fd``) told by an option the rule does not name to run a program, delete or write a file

@@ -47,7 +47,11 @@ from pathlib import Path
 from typing import Any
 
 from agentsh.errors import AgentshError
-from agentsh.tools.rule_programs import git_told_to_run_a_program, runs_beyond
+from agentsh.tools.rule_programs import (
+    git_told_to_run_a_program,
+    runs_beyond,
+    takes_options_from_globs,
+)
 from agentsh.tools.rule_wrappers import inner_commands
 
 # Claude Code's tool names -> the agentsh tools their rules cover.
@@ -278,6 +282,8 @@ class _Call:
                 return False
             parts = [" ".join(words) for words in found]
             if any(git_told_to_run_a_program(p) for p in parts):
+                return False
+            if takes_options_from_globs(self.command, [words[0] for words in found]):
                 return False
             return all(
                 any(_command_matches(p, s) and not runs_beyond(w, s) for s in specifiers)

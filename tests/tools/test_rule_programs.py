@@ -119,3 +119,32 @@ def test_plain_awk_sort_and_tree_still_match(command: str, tmp_path: Path) -> No
     rules = ToolRules.parse(allow=["Bash(awk:*)", "Bash(sort:*)", "Bash(tree:*)", "Bash(tar:*)"])
     verdict = rules.check("bash", BashParams(command=command), tmp_path, tmp_path)
     assert verdict is not None and verdict.allowed
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "find . -name x -e*ec sh -c id ;",  # a file named -exec in the folder
+        "find . -name '*.tmp' *",  # ... or one named -delete
+        "find . -name x '-e'*c sh -c id ;",
+        "git ?c core.fsmonitor=/tmp/x status",
+        "rg -n TODO -?pre=./planted",
+    ],
+)
+def test_a_glob_that_can_become_an_option_matches_no_allow_rule(
+    command: str, tmp_path: Path
+) -> None:
+    """The model can create a file named ``-exec`` or ``-delete`` (``write`` under --approve
+    edits); bash then expands an unquoted glob into that option, after the rule was checked."""
+    rules = ToolRules.parse(allow=["Bash(find:*)", "Bash(git:*)", "Bash(rg:*)"])
+    assert rules.check("bash", BashParams(command=command), tmp_path, tmp_path) is None
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["find . -name '*.py' -newer setup.py", "git add src/*.py", 'rg -g "*.md" TODO', "ls -l *"],
+)
+def test_quoted_or_inner_globs_still_match(command: str, tmp_path: Path) -> None:
+    rules = ToolRules.parse(allow=["Bash(find:*)", "Bash(git:*)", "Bash(rg:*)", "Bash(ls:*)"])
+    verdict = rules.check("bash", BashParams(command=command), tmp_path, tmp_path)
+    assert verdict is not None and verdict.allowed

@@ -181,6 +181,6 @@ def test_readers_still_match_and_a_rule_naming_the_option_covers_it(tmp_path: Pa
         "rg -n --pre-glob '*.gz' TODO",
         "rg -n -- --pre",
         "fd -e py src",
-        "find . -name *.pyc -delete",
+        "find . -name '*.pyc' -delete",  # quoted: bash does not expand it
     ):
         assert _allowed(rules, "bash", Cmd(command), tmp_path) is True, command
