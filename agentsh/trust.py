@@ -361,9 +361,11 @@ def memory_findings(root: Path, cwd: Path) -> list[Finding]:
     # The memo may stand in for reading a file only when no link leads to the folder.
     memo = _memo if _memo is not None and os.path.realpath(folder) == str(folder) else None
     found: list[Finding] = []
-    for path in _memory_files(folder):
+    files = _memory_files(folder)
+    for path in files:
         if len(found) >= _MAX_MEMORY_FILES:
-            found.append(Finding(folder, "memory", "too many memory files to list", "many"))
+            rest = _listing_digest([path, *files])  # loaded too: a change must ask again
+            found.append(Finding(folder, "memory", "too many memory files to list", rest))
             break
         remembered = memo.get(path) if memo is not None else None
         if remembered is not None:
@@ -381,6 +383,17 @@ def memory_findings(root: Path, cwd: Path) -> list[Finding]:
         if memo is not None and before is not None and data is not None:
             memo.keep(path, before, (what, digest))
     return found
+
+
+def _listing_digest(paths: list[Path]) -> str:
+    """What the files are (name, size, inode, times), none read: any change changes it."""
+    digest = hashlib.sha256()
+    for path in paths:
+        with contextlib.suppress(OSError):
+            info = path.lstat()
+            stamp = (info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
+            digest.update(f"{path}\0{stamp}\n".encode("utf-8", "surrogateescape"))
+    return "listing:" + digest.hexdigest()
 
 
 class _DigestMemo:
@@ -527,11 +540,10 @@ def revoke(user: UserPaths, root: Path) -> None:
 
 def record_own_write(user: UserPaths, root: Path, path: Path, before: str = "missing") -> None:
     """agentsh itself wrote ``path`` (a guarded memory write) in a folder it runs trusted: the
-    new content is what the user trusts, so the next start does not ask about it. Only when
-    the file it changed was what the user trusted: ``before`` is its digest as the write found
-    it (:func:`hash_file`; "missing": it made the file). A MEMORY.md someone else wrote (the
-    repository's own, loaded for one ``--trust-project`` run; a hand edit; a pull) is not
-    trusted along with agentsh's entry: the next start asks about it."""
+    new content is what the user trusts, so the next start does not ask about it; only when
+    ``before`` (:func:`hash_file` of it as the write found it; "missing": new) is what the user
+    trusted. Someone else's MEMORY.md (the repository's, loaded for one ``--trust-project``
+    run; a hand edit; a pull) is not trusted along with agentsh's entry."""
     root = Path(os.path.realpath(root))
     digest, _data, _problem = hash_file(root, path)
     finding = Finding(Path(os.path.realpath(path)), "memory", "", digest)
