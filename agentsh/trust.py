@@ -43,6 +43,7 @@ TRUST_FILE_NAME = "trusted-folders.json"
 _FORMAT = 1
 _HASH_MAX_BYTES = 8 * 1024 * 1024  # a bigger file is hashed on its start and its size
 _MAX_MEMORY_FILES = 2000  # a folder of more memory files than this is described, not walked
+_MEMORY_HASH_BYTES = 64 * 1024 * 1024  # read of memory files at each start; the rest: listed
 CONTEXT_FILE_NAMES = ("AGENTS.md", "CLAUDE.md")
 
 
@@ -358,27 +359,26 @@ def memory_findings(root: Path, cwd: Path) -> list[Finding]:
                 f"refused:{target or digest}",
             )
         ]
-    # The memo may stand in for reading a file only when no link leads to the folder.
     memo = _memo if _memo is not None and os.path.realpath(folder) == str(folder) else None
     found: list[Finding] = []
-    files = _memory_files(folder)
+    files, read = _memory_files(folder), 0
     for path in files:
-        if len(found) >= _MAX_MEMORY_FILES:
+        if len(found) >= _MAX_MEMORY_FILES or read > _MEMORY_HASH_BYTES:
             rest = _listing_digest([path, *files])  # loaded too: a change must ask again
             found.append(Finding(folder, "memory", "too many memory files to list", rest))
             break
-        remembered = memo.get(path) if memo is not None else None
+        remembered = memo.get(path) if memo is not None else None  # (no link to the folder)
         if remembered is not None:
             found.append(Finding(path, "memory", *remembered))
             continue
         before = _stamp(path) if memo is not None else None
         digest, data, problem = hash_file(root, path)
+        read += len(data or b"")
         if data is None:
             what = f"not loaded: it {problem}" if problem else "not readable"
-        elif path.name == "MEMORY.md":
-            what = f"project memory ({_size(data, path)})"
         else:
-            what = f"memory doc ({_size(data, path)})"
+            what = "project memory" if path.name == "MEMORY.md" else "memory doc"
+            what = f"{what} ({_size(data, path)})"
         found.append(Finding(path, "memory", what, digest))
         if memo is not None and before is not None and data is not None:
             memo.keep(path, before, (what, digest))

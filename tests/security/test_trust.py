@@ -181,6 +181,24 @@ def test_a_memory_doc_past_the_listed_ones_still_asks_when_it_changes(
     assert check_project(user, project).state is TrustState.CHANGED
 
 
+def test_huge_memory_files_are_read_to_a_budget_and_listed_past_it(
+    project: Path, user: UserPaths, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """2,000 sparse 8 MB docs (a tiny archive) made every start read and hash 16 GB: about
+    25 s before the first frame, trusted or not. Past a budget they are listed, not read,
+    and a change still asks."""
+    monkeypatch.setattr(trust, "_MEMORY_HASH_BYTES", 1000)
+    docs = project / ".agentsh" / "memory" / "docs"
+    docs.mkdir(parents=True)
+    for i in range(4):
+        (docs / f"d{i}.md").write_text("x" * 600)
+    check = check_project(user, project)
+    assert len(check.findings) == 3 and check.findings[-1].digest.startswith("listing:")
+    grant(user, check)
+    (docs / "d3.md").write_text("y" * 600)
+    assert check_project(user, project).state is TrustState.CHANGED
+
+
 def test_an_untrusted_folder_loads_none_of_its_files(project: Path, user: UserPaths) -> None:
     _hostile(project)
     env = load_environment(project)
