@@ -99,6 +99,12 @@ class ApprovalItem:
     def text(self) -> str:
         return one_line(f"{self.summary}: {self.outcome}")  # both may come from the log
 
+    @property
+    def withdrawn(self) -> bool:
+        """Never answered: the turn was cancelled while it waited. Its row draws nothing:
+        the "turn cancelled" line under the call says it once."""
+        return self.outcome == APPROVAL_OUTCOMES["cancelled"]
+
 
 @dataclass(frozen=True, slots=True)
 class ArchiveItem:
@@ -312,8 +318,11 @@ def items_for(entry: AnyEntry, results: Mapping[str, ToolResultEntry]) -> list[C
 #: the line under a turn cancelled with no reply to mark aborted (Esc at an approval, or
 #: while a tool ran), live and reloaded
 TURN_CANCELLED = "turn cancelled"
-#: what the agent answers for a call the cancel left unrun, or stopped as it ran (turn.py)
-_CANCELLED_RESULTS = ("not run: the user cancelled the turn", "stopped while it ran (the user")
+#: what the agent answers for a call the cancel left unrun (turn.py); its block shows no body
+#: for it, as "turn cancelled" under the call says it
+NOT_RUN_CANCELLED = "not run: the user cancelled the turn"
+#: ... or stopped as it ran
+_CANCELLED_RESULTS = (NOT_RUN_CANCELLED, "stopped while it ran (the user")
 
 
 def cancelled_here(result: ToolResultEntry | None) -> bool:

@@ -23,7 +23,15 @@ from agentsh.tui.widgets.messages import AssistantMessage, QueuedMessage, UserMe
 from agentsh.tui.widgets.tool_block import ToolBlock
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer, text, tool_call
-from tests.tui.conftest import MakeApp, agent_of, idle, ready, session_of, wait_for
+from tests.tui.conftest import (
+    MakeApp,
+    agent_of,
+    idle,
+    ready,
+    screen_text,
+    session_of,
+    wait_for,
+)
 
 if TYPE_CHECKING:
     from rich.style import Style
@@ -284,12 +292,19 @@ async def test_a_kill_or_a_closed_terminal_quits_like_ctrl_q_and_logs_the_partia
     assert str(assistant[-1]["content"]).startswith("word0")
 
 
-async def test_an_approval_withdrawn_by_esc_keeps_its_line_when_remounted_and_resumed(
+def _cancel_lines(app: AgentshApp) -> list[str]:
+    """The screen's lines that speak of the cancel."""
+    return [line.strip() for line in screen_text(app).splitlines() if "cancel" in line]
+
+
+async def test_esc_at_an_approval_says_so_in_one_line_live_and_resumed(
     real: MakeApp, scripted_server: ScriptedServer
 ) -> None:
-    """Esc while the prompt waits: it reads "not answered", and its row says the same, so the
-    window's remount (a long chat scrolled far and back) draws that line, not the question;
-    the call's result records it, so a resumed chat draws it too (it was gone)."""
+    """Esc while the prompt waits drew three lines for one cancel: the call's "not run: the
+    user cancelled the turn", the prompt's "not answered: the turn was cancelled" and "turn
+    cancelled". Now "turn cancelled" alone says it; the withdrawn prompt keeps its row (a
+    remount draws nothing, not the question again) and its answer is logged with the call's
+    result, so a resumed chat reads the same."""
     scripted_server.script(tool_call("bash", {"command": "echo never"}), text("unused"))
     app = real()
     async with app.run_test(size=(100, 40)) as pilot:
@@ -299,11 +314,17 @@ async def test_an_approval_withdrawn_by_esc_keeps_its_line_when_remounted_and_re
         prompt = app.query_one(ApprovalPrompt)
         await pilot.press("escape")
         await idle(pilot, app)
+        await pilot.pause()
         chat = app.controller.view.chat
         item = chat.item_of(prompt)
-        assert isinstance(item, ApprovalItem)
-        assert item.text == f"{prompt.request.summary}: not answered: the turn was cancelled"
-        assert prompt.answered is not None and prompt.answered.text == item.text
+        assert isinstance(item, ApprovalItem) and item.withdrawn
+        assert prompt.answered is not None and prompt.answered.withdrawn
+        assert prompt.outer_size.height == 0
         assert item.entry_id  # logged with the call's result
         assert _answers(app) == [item.text]
-        await _resumed_draws_it_alike(pilot, app, item.text)
+        assert _cancel_lines(app) == ["! turn cancelled"]
+        assert "bash: echo never" in screen_text(app)  # the call itself is still shown
+        await app.controller.switch_session(session_of(app))
+        await pilot.pause()
+        assert not app.query(ApprovalPrompt)
+        assert _cancel_lines(app) == ["! turn cancelled"]

@@ -273,6 +273,7 @@ class ApprovalPrompt(Vertical, can_focus=True):
         self.can_focus = False
         self.add_class("decided")
         self.set_class(item.denied, "denied")
+        self.set_class(item.withdrawn, "withdrawn")
         self.mount(Static(answered_content(item)))
 
 
@@ -287,7 +288,10 @@ class ApprovalLine(Static):
     share their rules in agentsh.tcss)."""
 
     def __init__(self, item: ApprovalItem) -> None:
-        super().__init__(answered_content(item), classes="denied" if item.denied else "")
+        classes = " ".join(
+            name for name, on in (("denied", item.denied), ("withdrawn", item.withdrawn)) if on
+        )
+        super().__init__(answered_content(item), classes=classes)
         self.item = item
 
 

@@ -21,6 +21,7 @@ from textual.widgets import Static
 from agentsh.termsafe import one_line
 from agentsh.tools.untrusted import preview_source
 from agentsh.tui.keys import KeyScope, bindings_for
+from agentsh.tui.projection import NOT_RUN_CANCELLED
 
 MAX_EXPANDED_LINES = 2000  # an expanded block beyond this shows its tail (full file is on disk)
 # Streamed output kept while the tool runs. Each chunk re-lays out the body, so keeping it all
@@ -175,6 +176,8 @@ class ToolBlock(Vertical, can_focus=True):
                     self.expand_key,
                     earlier=self.dropped_lines,
                 )
-            body.update(Content(text))
+            if self.finished and self.is_error and self.output == NOT_RUN_CANCELLED:
+                text = ""  # the "turn cancelled" line under the call says it
+        body.update(Content(text))
         self.body_text = text
         body.display = bool(text.strip())
