@@ -565,3 +565,27 @@ async def test_a_tree_pane_whose_children_are_gone_mounts_quietly(make_app: Make
         await wait_for(pilot, lambda: app.controller.current_session() is not None)
         pane = TreePane(app.query_one(SidePanel).host)
         pane.on_mount()  # no children, as when they were removed before the Mount arrived
+
+
+@pytest.mark.asyncio
+async def test_a_row_wider_than_the_pane_ends_in_an_ellipsis(
+    make_app: MakeApp, project: Path
+) -> None:
+    """A long message's row was cut at the pane's edge mid-word, as if it ended there."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        s = Session.create(app.env.user.project_sessions_dir(project), project)
+        s.append_message(Role.USER, "short")
+        s.append_message(Role.ASSISTANT, "wide " * 40 + "END")
+        await app.controller.switch_session(s)
+        await pilot.press("f4")
+        view = app.query_one(TreeView)
+        await wait_for(pilot, lambda: view.has_focus)
+        await pilot.pause()
+        width = view.scrollable_content_region.width
+        rows = [view.render_line(y - round(view.scroll_y)) for y in range(2)]
+        short, long = (strip.text for strip in rows)
+        assert all(strip.cell_length == width for strip in rows)
+        assert long.rstrip().endswith("…") and "END" not in long
+        assert "…" not in short and short.rstrip().endswith("short")

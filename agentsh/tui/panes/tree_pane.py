@@ -229,8 +229,11 @@ class TreeView(ScrollView, can_focus=True, inherit_bindings=False):
             parts.append((mark, style("tree--files", partial=True) + dim))
         if row.folded:
             parts.append((f"  (+{row.branches} branches)", style("tree--connector", partial=True)))
-        segments = [Segment(t, base + s + cursor) for t, s in parts if t]
-        return Strip(segments).crop_extend(0, width, base)
+        strip = Strip([Segment(t, base + s + cursor) for t, s in parts if t])
+        if strip.cell_length > width > 1:  # cut at the edge: say the row goes on
+            more = Segment("…", base + style("tree--connector", partial=True) + cursor)
+            strip = Strip.join([strip.crop(0, width - 1), Strip([more])])
+        return strip.crop_extend(0, width, base)
 
     # -- keys -------------------------------------------------------------------------------
 
