@@ -1,9 +1,10 @@
 """``/mcp`` as text: the servers, their state, their tools and what the definitions cost.
 
 Pure functions of a :class:`~agentsh.mcp.state.McpOverview`, so any front end can show them:
-markdown for a chat (:func:`overview_markdown`, :func:`server_markdown`), one plain line per
-server for a list (:func:`server_row`). Everything shown came from a server or a config file
-and is cleaned of control characters; markdown table cells have their ``|`` escaped.
+the overview and one server (:func:`overview_text`, :func:`server_text`), one line per server
+for a list (:func:`server_rows`). All of it is plain text, never Markdown or markup: a tool's
+description or a server's version is the server's to write (a Markdown link in it was a link
+in agentsh's window). Everything shown is cleaned of control characters.
 """
 
 from __future__ import annotations
@@ -11,16 +12,12 @@ from __future__ import annotations
 from agentsh.mcp.results import clean_text
 from agentsh.mcp.state import McpOverview, ServerState, ServerStatus
 
-USAGE = "`/mcp NAME` lists a server's tools; `/mcp enable|disable|restart NAME`."
+USAGE = "/mcp NAME lists a server's tools; /mcp enable|disable|restart NAME."
 
 
 def one_line(text: str) -> str:
     """``text`` cleaned of control characters, on one line (a name, a reason)."""
     return " ".join(clean_text(text).split())
-
-
-def _cell(text: str) -> str:
-    return one_line(text).replace("|", "\\|")
 
 
 def tokens_text(value: int) -> str:
@@ -81,7 +78,9 @@ def server_rows(overview: McpOverview) -> list[str]:
                 f"{status.scope.value}, {status.transport.value}",
                 one_line(state_text(status)),
                 f"{_tools_count(status)} tools",
-                f"{tokens_text(tokens)} tokens ({share})" if share else "",
+                f"{tokens_text(tokens)} tokens" + (f" ({share})" if share else "")
+                if tokens
+                else "",
             ]
         )
     widths = [max((len(row[i]) for row in cells), default=0) for i in range(4)]
@@ -120,52 +119,37 @@ def untrusted_text(overview: McpOverview) -> str:
     )
 
 
-def overview_markdown(overview: McpOverview) -> str:
+def overview_text(overview: McpOverview) -> str:
     """Every server on one row, then the budget line and how to go further."""
-    left_out = untrusted_text(overview).replace("--trust-project", "`--trust-project`")
+    left_out = untrusted_text(overview)
     if not overview.servers:
         none = (
-            "No MCP servers are configured. Add one with `agentsh mcp add NAME -- COMMAND ...` "
+            "No MCP servers are configured. Add one with agentsh mcp add NAME -- COMMAND ... "
             "(see the README, MCP)."
         )
         return left_out or none
-    rows = ["| server | state | tools | tokens |", "|---|---|---|---|"]
-    for status in overview.servers:
-        where = f"{status.scope.value}, {status.transport.value}"
-        state = _cell(state_text(status))
-        if status.state is ServerState.FAILED:
-            state = f"**{state}**"
-        tokens = overview.tokens.get(status.name, 0)
-        share = share_text(overview, tokens)
-        cost = f"{tokens_text(tokens)} ({share})" if share else tokens_text(tokens)
-        rows.append(
-            f"| {_cell(status.name)} ({where}) | {state} | {_tools_count(status)} "
-            f"| {cost if tokens else '-'} |"
-        )
-    budget = budget_text(overview).replace("mcp_search", "`mcp_search`")
-    budget = budget.replace("mcp.tool_budget", "`mcp.tool_budget`")
     left_out = f"\n\n{left_out}" if left_out else ""
-    return "\n".join(rows) + f"\n\n{budget}{left_out}\n\n{USAGE}"
+    rows = "\n".join(server_rows(overview))
+    return f"{rows}\n\n{budget_text(overview)}{left_out}\n\n{USAGE}"
 
 
-def server_markdown(status: ServerStatus, tokens: int) -> str:
+def server_text(status: ServerStatus, tokens: int) -> str:
     """One server: how it is started, its state, each tool and what was left out."""
     lines = [
-        f"**{_cell(status.name)}** ({status.scope.value}, {status.transport.value}): "
-        f"{_cell(state_text(status))}",
-        "",
-        f"`{_cell(status.command)}`",
+        f"{one_line(status.name)} ({status.scope.value}, {status.transport.value}): "
+        f"{one_line(state_text(status))}",
+        f"command: {one_line(status.command)}",
     ]
     if status.server_version:
-        lines += ["", f"Server: {_cell(status.server_version)}"]
+        lines.append(f"server: {one_line(status.server_version)}")
     if status.log_path:
-        lines += ["", f"Its stderr: `{_cell(status.log_path)}`"]
+        lines.append(f"its stderr: {one_line(status.log_path)}")
     if status.tools:
         cost = f"{tokens_text(tokens)} tokens of definitions" if tokens else "not offered now"
-        lines += ["", f"{len(status.tools)} tools, {cost}:", ""]
+        lines += ["", f"{len(status.tools)} tools, {cost}:"]
         for tool in status.tools:
             about = tool.description.splitlines()[0] if tool.description else ""
-            lines.append(f"- `{_cell(tool.remote_name)}`: {_cell(about)}")
+            lines.append(f"- {one_line(tool.remote_name)}: {one_line(about)}")
     for problem in status.tool_problems:
-        lines.append(f"- left out: {_cell(problem)}")
+        lines.append(f"- left out: {one_line(problem)}")
     return "\n".join(lines)

@@ -5,7 +5,8 @@ highlighted server's tools and how it is started. ``e`` enables, ``d`` disables 
 restarts the highlighted server for this session; Esc closes. The rows follow the servers as
 they start, fail and come back (the ``changed`` signal the session lifecycle publishes from
 the agent's MCP watch). Everything shown goes through :mod:`agentsh.mcp.report`, which cleans
-what came from a config file or a server of control characters.
+what came from a config file or a server of control characters, and it is shown as plain text
+(never Markdown: a server's link would be a link here).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Markdown, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from agentsh.mcp import report
@@ -62,7 +63,7 @@ class McpServersScreen(ModalScreen[None]):
             yield OptionList(id="mcp-list")
             yield Static(id="mcp-budget")
             with VerticalScroll(id="mcp-detail"):
-                yield Markdown(id="mcp-tools")
+                yield Static(id="mcp-tools")  # plain text: the server wrote it
             yield Static(
                 Content("↑↓ server · e enable · d disable · r restart · Esc close"),
                 id="mcp-footer",
@@ -110,11 +111,11 @@ class McpServersScreen(ModalScreen[None]):
             text = (
                 ""
                 if self.names or self.overview.untrusted
-                else report.overview_markdown(self.overview)
+                else report.overview_text(self.overview)
             )
         else:
-            text = report.server_markdown(status, self.overview.tokens.get(status.name, 0))
-        self.query_one("#mcp-tools", Markdown).update(text)
+            text = report.server_text(status, self.overview.tokens.get(status.name, 0))
+        self.query_one("#mcp-tools", Static).update(Content(text))
 
     def action_set_enabled(self, enabled: bool) -> None:
         self._act(enabled)

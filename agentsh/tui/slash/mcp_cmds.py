@@ -47,7 +47,7 @@ async def mcp(ctx: CommandContext, arg: str) -> None:
     overview = agent.mcp_overview()
     first = words[0].lower()
     if first == "text" and len(words) == 1:
-        await ctx.view.markdown_note(report.overview_markdown(overview))
+        await ctx.view.markdown_note(report.overview_text(overview), plain=True)
         return
     names = [status.name for status in overview.servers]
     if first in ACTIONS and len(words) == 2:
@@ -68,9 +68,8 @@ async def mcp(ctx: CommandContext, arg: str) -> None:
         if status is None:
             await _unknown(ctx, words[0], names)
             return
-        await ctx.view.markdown_note(
-            report.server_markdown(status, overview.tokens.get(status.name, 0))
-        )
+        tokens = overview.tokens.get(status.name, 0)
+        await ctx.view.markdown_note(report.server_text(status, tokens), plain=True)
         return
     await ctx.view.note("Usage: /mcp [text | NAME | enable|disable|restart NAME].", "error")
 
