@@ -8,39 +8,44 @@ kept, or their current content could not be saved first (so it would be lost for
 folder on the way is a symbolic link, or the file has other hard links (treated as outside the
 project), or an ignore rule now covers it.
 
-Applying writes each file atomically (temporary file, fsync, rename) through folder
-descriptors opened without following links, so a kill leaves each file old or new; ``.git/``
-is never listed, so never touched. The caller checkpoints the current state first, so a
-restore can itself be undone, and :func:`apply` refuses to write if anything changed since.
+Applying writes each file atomically (:mod:`agentsh.checkpoints.restore_fs`: temporary file,
+fsync, rename, through folder descriptors opened without following links), so a kill leaves
+each file old or new; ``.git/`` is never listed, so never touched. A set-user-ID or
+set-group-ID bit is never restored (git keeps neither): the plan and the result say so. The
+caller checkpoints the current state first, so a restore can itself be undone, and
+:func:`apply` refuses to write if anything changed since.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
 import stat
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import agentsh.checkpoints.scan as scan
 from agentsh.checkpoints.capture import Recorder
+from agentsh.checkpoints.restore_fs import (
+    VCS_REFUSED,
+    delete_file,
+    is_vcs,
+    write_file,
+)
+from agentsh.checkpoints.restore_fs import (
+    RestoreError as RestoreError,  # re-exported: the error of a restore, planned or written
+)
 from agentsh.checkpoints.store import ABSENT, GIT_PREFIX, NOT_CAPTURED, CacheRow, blob_hash
-from agentsh.errors import AgentshError
-from agentsh.fsutil import LinkRefused, atomic_write, open_dir_beneath
+from agentsh.fsutil import LinkRefused
 from agentsh.session.entries import CheckpointEntry
-from agentsh.tools.file_diff import unified_diff
+from agentsh.tools.file_diff import header_name, unified_diff
 
 Ref = tuple[str, int]  # (content reference, mode)
 
 #: +/- lines are counted only for texts up to this size (difflib is quadratic at worst)
 DIFF_MAX_BYTES = 1 << 20
-
-
-class RestoreError(AgentshError):
-    """The restore was not done; nothing was written. The message says why."""
+#: set-user-ID and set-group-ID: never restored (git keeps neither); a file comes back without
+ID_BITS = stat.S_ISUID | stat.S_ISGID
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +60,14 @@ class PlanItem:
     outside: bool = False  # changed outside agentsh since the last checkpoint
     problem: str = ""  # non-empty: left alone, and why
 
+    @property
+    def id_bits_dropped(self) -> str:
+        """The ID bits the file had at the checkpoint and comes back without ("" if none)."""
+        mode = 0 if stat.S_ISLNK(self.target[1]) else self.target[1]
+        bits = ((stat.S_ISUID, "set-user-ID"), (stat.S_ISGID, "set-group-ID"))
+        names = [name for bit, name in bits if mode & bit]
+        return f"{' and '.join(names)} bit{'s' * (len(names) > 1)}" if names else ""
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "path": self.path,
@@ -64,6 +77,8 @@ class PlanItem:
         }
         if self.binary:
             data["binary"] = True
+        if self.id_bits_dropped:
+            data["idBitsDropped"] = True
         if self.outside:
             data["changedOutside"] = True
         if self.problem:
@@ -106,6 +121,7 @@ class RestoreResult:
     written: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+    id_bits_dropped: list[str] = field(default_factory=list)  # written without setuid/setgid
     seq: int = 0  # the journal position after the restore
     undo: CheckpointEntry | None = None  # the record of the files as they were before it
 
@@ -146,8 +162,8 @@ def plan(recorder: Recorder, seq: int) -> RestorePlan:
         for path in sorted(set(targets) | set(outside)):
             target = targets.get(path, known(path))
             current = now.get(path, known(path))
-            if _same(recorder, target, current):
-                continue
+            if _same(recorder, target, current) or _same(recorder, _safe(target), current):
+                continue  # (ID bits alone are nothing a restore would bring back)
             seen = outside.get(path)
             problem = _problem(recorder, path, target, current)
             if seen is not None and not seen.listed:
@@ -156,6 +172,11 @@ def plan(recorder: Recorder, seq: int) -> RestorePlan:
                 _item(recorder, path, target, current, outside=seen is not None, problem=problem)
             )
     return RestorePlan(seq, _clear_own_way(recorder.root, items))
+
+
+def _safe(ref: Ref) -> Ref:
+    """``ref`` as a restore writes it: without set-user-ID and set-group-ID."""
+    return (ref[0], ref[1] & ~ID_BITS)
 
 
 def _same(recorder: Recorder, a: Ref, b: Ref) -> bool:
@@ -203,20 +224,10 @@ def _problem(recorder: Recorder, path: str, target: Ref, current: Ref) -> str:
     return _unsafe(recorder, path)
 
 
-#: version-control data: never written or deleted, as a folder or as a file (a worktree's or
-#: a submodule's ``.git`` is a file), whatever a plan says
-VCS_NAMES = frozenset({".git", ".hg", ".svn"})
-VCS_REFUSED = "it is version-control data (.git); never restored"
-
-
-def _vcs(path: str) -> bool:
-    return any(part in VCS_NAMES for part in path.split("/"))
-
-
 def _unsafe(recorder: Recorder, path: str) -> str:
     """Why writing ``path`` would reach outside the project, or "" when it would not."""
-    if _vcs(path) or not path or path.startswith("/") or ".." in path.split("/"):
-        return VCS_REFUSED if _vcs(path) else "its name points outside the project"
+    if is_vcs(path) or not path or path.startswith("/") or ".." in path.split("/"):
+        return VCS_REFUSED if is_vcs(path) else "its name points outside the project"
     parts = path.split("/")
     folder = str(recorder.root)
     for part in parts[:-1]:
@@ -374,17 +385,26 @@ def line_counts(old: bytes, new: bytes, path: str) -> tuple[int, int, bool]:
 
 
 def diff_text(recorder: Recorder, item: PlanItem) -> str:
-    """The unified diff of one planned change, from the file now to the file restored."""
+    """The unified diff of one planned change, from the file now to the file restored (a
+    name on one line, escaped as in a diff header), and the ID bits it comes back without."""
+    name = header_name(item.path)
+    dropped = item.id_bits_dropped
+    verb = "are" if dropped.endswith("bits") else "is"
+    note = f"{name}: its {dropped} {verb} not restored (as git does)\n" if dropped else ""
+    return _change_text(recorder, item, name) + note
+
+
+def _change_text(recorder: Recorder, item: PlanItem, name: str) -> str:
     if item.action == "mode":
-        old_mode, new_mode = item.current[1] & 0o7777, item.target[1] & 0o7777
-        return f"{item.path}: mode {old_mode:04o} -> {new_mode:04o}\n"
+        old_mode, new_mode = item.current[1] & 0o7777, _safe(item.target)[1] & 0o7777
+        return f"{name}: mode {old_mode:04o} -> {new_mode:04o}\n"
     old = _bytes_now(recorder, item.path, item.current) or b""
     new = content(recorder, item.target[0]) if item.target[0] != ABSENT else b""
     new = new or b""
     if b"\0" in old[:8192] or b"\0" in new[:8192]:
-        return f"Binary file {item.path} differs\n"
+        return f"Binary file {name} differs\n"
     if len(old) > DIFF_MAX_BYTES or len(new) > DIFF_MAX_BYTES:
-        return f"{item.path}: too large to show a diff ({len(old):,} -> {len(new):,} bytes)\n"
+        return f"{name}: too large to show a diff ({len(old):,} -> {len(new):,} bytes)\n"
     text, _added, _removed = unified_diff(
         old.decode("utf-8", "replace"),
         new.decode("utf-8", "replace"),
@@ -422,11 +442,14 @@ def apply(
         for item in sorted(chosen, key=lambda i: i.target[0] != ABSENT):
             try:
                 if item.target[0] == ABSENT:
-                    _delete(recorder.root, item.path)
+                    delete_file(recorder.root, item.path)
                     result.deleted.append(item.path)
                 else:
-                    _write(recorder.root, item.path, contents[item.path], item.target[1])
+                    path, data = item.path, contents[item.path]
+                    write_file(recorder.root, path, data, _safe(item.target)[1])
                     result.written.append(item.path)
+                    if item.id_bits_dropped:
+                        result.id_bits_dropped.append(item.path)
             except LinkRefused as exc:
                 result.failed.append((item.path, exc.reason))
             except (OSError, RestoreError) as exc:
@@ -480,96 +503,3 @@ def _moved_since_plan(recorder: Recorder, cache: dict[str, CacheRow], items: lis
         if not _same(recorder, now, item.current):
             return item.path
     return ""
-
-
-@contextlib.contextmanager
-def _folder(root: Path, parts: list[str], *, create: bool) -> Iterator[int]:
-    """An open descriptor of the folder ``parts`` beneath ``root``, reached without following
-    any link (:class:`~agentsh.fsutil.LinkRefused` otherwise)."""
-    fd = open_dir_beneath(root, root.joinpath(*parts), create=create)
-    try:
-        yield fd
-    finally:
-        os.close(fd)
-
-
-def _write(root: Path, path: str, data: bytes, mode: int) -> None:
-    if _vcs(path):
-        raise RestoreError(VCS_REFUSED)
-    parts = path.split("/")
-    with _folder(root, parts[:-1], create=True) as fd:
-        name = parts[-1]
-        _sweep_temps(fd)
-        try:
-            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-        except FileNotFoundError:
-            st = None
-        if st is not None:
-            if stat.S_ISDIR(st.st_mode):
-                raise RestoreError("a folder is in the way")
-            if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
-                raise RestoreError("it has other hard links (treated as outside the project)")
-        if stat.S_ISLNK(mode):
-            _link_at(fd, name, data)
-            return
-    # The one durable atomic write, confined beneath the root (no link followed on the way).
-    # Its temporary file is named like the links' (scan.TEMP_PREFIX): never checkpointed, and
-    # swept from the folder by the next restore or capture if a kill leaves it behind.
-    atomic_write(
-        root / path, data, mode=mode & 0o7777 or 0o644, root=root, temp_prefix=scan.TEMP_PREFIX
-    )
-
-
-def _link_at(fd: int, name: str, target: bytes) -> None:
-    """Put a symbolic link to ``target`` at ``name`` in one rename (the link is never
-    followed: only the name is replaced)."""
-    temp = f"{scan.TEMP_PREFIX}{secrets.token_hex(6)}.tmp"
-    os.symlink(os.fsdecode(target), temp, dir_fd=fd)
-    try:
-        os.rename(temp, name, src_dir_fd=fd, dst_dir_fd=fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp, dir_fd=fd)
-        raise
-    with contextlib.suppress(OSError):
-        os.fsync(fd)
-
-
-def _delete(root: Path, path: str) -> None:
-    if _vcs(path):
-        raise RestoreError(VCS_REFUSED)
-    parts = path.split("/")
-    try:
-        with _folder(root, parts[:-1], create=False) as fd:
-            st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
-            if stat.S_ISDIR(st.st_mode):
-                raise RestoreError("a folder is in the way")
-            if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
-                raise RestoreError("it has other hard links (treated as outside the project)")
-            os.unlink(parts[-1], dir_fd=fd)
-            with contextlib.suppress(OSError):
-                os.fsync(fd)
-    except FileNotFoundError:
-        return  # already gone
-    _prune_empty(root, parts[:-1])
-
-
-def _prune_empty(root: Path, folders: list[str]) -> None:
-    """Remove the folders a deletion left empty (as git does when switching branches)."""
-    while folders:
-        try:
-            with _folder(root, folders[:-1], create=False) as fd:
-                os.rmdir(folders[-1], dir_fd=fd)
-        except (OSError, RestoreError):
-            return
-        folders = folders[:-1]
-
-
-def _sweep_temps(fd: int) -> None:
-    """Remove what a killed restore left in this folder (the caller holds the store's write
-    lock, so no other restore of this project is running)."""
-    with contextlib.suppress(OSError):
-        for name in os.listdir(fd):
-            if scan.is_temp_name(name):
-                with contextlib.suppress(OSError):
-                    os.unlink(name, dir_fd=fd)

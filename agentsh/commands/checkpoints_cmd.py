@@ -207,7 +207,9 @@ def _item_line(item: PlanItem, *, overwrite: bool) -> str:
             "--overwrite-changed restores it)"
         )
     if item.outside:
-        return f"{line}  (changed outside agentsh; overwritten)"
+        line = f"{line}  (changed outside agentsh; overwritten)"
+    if item.id_bits_dropped:  # as git: never set again by a restore
+        line = f"{line}  (without its {item.id_bits_dropped}, as git does)"
     return line
 
 

@@ -32,7 +32,7 @@ def diff_lines(text: str) -> list[str]:
     return lines
 
 
-def _header_name(name: str) -> str:
+def header_name(name: str) -> str:
     """A file name for a ``---``/``+++`` line: on that one line, line breaks and control
     characters shown as escapes (a name is the project's or the model's to choose, and the
     approval prompt shows the header)."""
@@ -64,7 +64,7 @@ def unified_diff(old: str, new: str, name: str, *, created: bool = False) -> tup
         return f"(diff not shown: {removed} lines replaced by {added} lines)\n", added, removed
     out: list[str] = []
     added = removed = 0
-    shown = _header_name(name)
+    shown = header_name(name)
     fromfile = "/dev/null" if created else f"a/{shown}"
     lines = _unified(a_mid, b_mid, fromfile, f"b/{shown}", context)
     for index, line in enumerate(lines):

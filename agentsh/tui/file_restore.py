@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 from agentsh.session.entries import MessageEntry, Role
+from agentsh.termsafe import one_line
 from agentsh.tui.screens.picker import PickerItem, PickerScreen
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ def _short(text: str, limit: int = 50) -> str:
 
 
 def _names(paths: list[str]) -> str:
-    shown = ", ".join(paths[:SHOWN_NAMES])
+    shown = ", ".join(one_line(path) for path in paths[:SHOWN_NAMES])  # a name on its line
     more = len(paths) - SHOWN_NAMES
     return shown + (f" and {more} more" if more > 0 else "")
 
@@ -145,8 +146,15 @@ class FileRestorer:
                 "the last checkpoint.",
                 "warning",
             )
+        if dropped := result.id_bits_dropped:
+            await self.view.note(
+                f"{_names(dropped)} came back without {'its' if len(dropped) == 1 else 'their'} "
+                "set-user-ID / set-group-ID bit (git keeps neither): set it again with chmod if "
+                "you meant it.",
+                "warning",
+            )
         for path, why in result.failed:
-            await self.view.note(f"Could not restore {path}: {why}", "error")
+            await self.view.note(f"Could not restore {one_line(path)}: {one_line(why)}", "error")
 
     # -- /rewind --------------------------------------------------------------------------------
 

@@ -94,3 +94,72 @@ def test_a_mode_that_differs_from_git_at_the_first_capture_is_watched(
     driver.tool("bash", lambda: (repo / "app.py").chmod(0o644))  # git status: quiet
     plan = driver.checkpointer.plan(driver.session, start.id)
     assert [(i.path, i.action) for i in plan.items] == [("app.py", "mode")]
+
+
+def test_a_name_with_a_line_break_or_an_escape_stays_on_its_one_line(
+    driver: Driver, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The "Binary file" and "mode" lines printed the raw name: 'a<LF>b' split the line in
+    two (a name could forge a line of the restore's output) and ESC reached the terminal.
+    They are escaped as the diff header escapes them."""
+    monkeypatch.setattr(capture_module, "RACY_NS", 0)
+    binary, script = "blob\nforged.bin", "run\x1b[2J.sh"
+    (repo / binary).write_bytes(b"\0one")
+    (repo / script).write_text("echo hi\n")
+    start = driver.user("change them")
+
+    def change() -> None:
+        (repo / binary).write_bytes(b"\0two")
+        (repo / script).chmod(0o755)
+
+    driver.tool("bash", change)
+    plan = driver.checkpointer.plan(driver.session, start.id)
+    recorder = driver.checkpointer.recorder
+    shown = {i.path: diff_text(recorder, i) for i in plan.items}
+    assert shown == {
+        binary: "Binary file blob\\nforged.bin differs\n",
+        script: "run\\x1b[2J.sh: mode 0755 -> 0644\n",
+    }
+
+
+def test_a_restore_brings_back_no_set_user_or_group_id_bit_and_says_so(
+    driver: Driver, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file that was setuid at the checkpoint came back setuid (the mode was written as
+    captured): a restore could hand out a set-user-ID program. As git does, the bits are not
+    restored, and the plan and the result say so."""
+    monkeypatch.setattr(capture_module, "RACY_NS", 0)
+    tool = repo / "tool.sh"
+    tool.write_text("echo one\n")
+    tool.chmod(0o6755)
+    start = driver.user("change the tool")
+
+    def change() -> None:
+        tool.write_text("echo two\n")
+        tool.chmod(0o755)
+
+    driver.tool("bash", change)
+    plan = driver.checkpointer.plan(driver.session, start.id)
+    assert [(i.path, i.action) for i in plan.items] == [("tool.sh", "modify")]
+    item = plan.items[0]
+    assert item.id_bits_dropped == "set-user-ID and set-group-ID bits"
+    assert diff_text(driver.checkpointer.recorder, item).endswith(
+        "tool.sh: its set-user-ID and set-group-ID bits are not restored (as git does)\n"
+    )
+    assert item.to_json()["idBitsDropped"] is True
+    result = driver.checkpointer.restore(driver.session, plan)
+    assert result.written == ["tool.sh"] and result.id_bits_dropped == ["tool.sh"]
+    assert tool.read_text() == "echo one\n"
+    assert tool.stat().st_mode & 0o7777 == 0o755
+    # The bits alone are no change to offer: the file is as restored.
+    assert driver.checkpointer.plan(driver.session, start.id).items == ()
+
+
+def test_agentsh_restore_names_the_id_bits_a_file_comes_back_without() -> None:
+    from agentsh.checkpoints.restore import PlanItem
+    from agentsh.commands.checkpoints_cmd import _item_line
+
+    item = PlanItem("tool.sh", "modify", ("ref", 0o104755), ("ref2", 0o100755), 1, 1)
+    assert _item_line(item, overwrite=False) == (
+        "M tool.sh  +1 -1  (without its set-user-ID bit, as git does)"
+    )

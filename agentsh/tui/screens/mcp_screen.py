@@ -109,9 +109,7 @@ class McpServersScreen(ModalScreen[None]):
         status = next((s for s in self.overview.servers if s.name == name), None)
         if status is None:
             text = (
-                ""
-                if self.names or self.overview.untrusted
-                else report.overview_text(self.overview)
+                "" if self.names or self.overview.untrusted else report.overview_text(self.overview)
             )
         else:
             text = report.server_text(status, self.overview.tokens.get(status.name, 0))
