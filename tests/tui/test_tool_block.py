@@ -94,3 +94,15 @@ async def test_the_header_shows_control_characters_and_overrides_as_escapes() ->
     async with app.run_test(size=(80, 24)):
         header = str(app.query_one(".tool-header", Static).render())
         assert "bash: echo ok #\\u202e; rm -rf ~\\x1b[2J" in header
+
+
+async def test_one_line_more_than_the_preview_is_shown_not_folded() -> None:
+    """Four lines in a three-line preview read "(1 earlier lines, Ctrl+O to expand)" and
+    three lines: the note took the row the hidden line needed, and said "lines"."""
+    app = _OneBlock()
+    async with app.run_test(size=(80, 24)):
+        block = app.query_one(ToolBlock)
+        block.finish("one\ntwo\nthree\nfour", is_error=False)
+        assert block.body_text == "one\ntwo\nthree\nfour" and block.hidden_lines == 0
+        block.finish("one\ntwo\nthree\nfour\nfive", is_error=False)
+        assert block.body_text.startswith("(2 earlier lines, Ctrl+O to expand)\nthree")

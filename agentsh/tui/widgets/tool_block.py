@@ -58,11 +58,14 @@ def collapse(
     ``earlier`` counts lines already dropped before ``text`` began (a running tool's output);
     a line longer than :data:`PREVIEW_LINE_CHARS` is cut and says by how much."""
     lines = text.rstrip("\n").splitlines()
+    if len(lines) == preview_lines + 1 and not earlier:
+        preview_lines += 1  # the note would take the row the one hidden line needs
     hidden = max(0, len(lines) - preview_lines) + earlier
     shown = "\n".join(_cut_line(line) for line in lines[-preview_lines:])
     if not hidden:
         return shown, 0
-    return f"({hidden} earlier lines, {expand_key} to expand)\n{shown}", hidden
+    lines_word = "line" if hidden == 1 else "lines"
+    return f"({hidden} earlier {lines_word}, {expand_key} to expand)\n{shown}", hidden
 
 
 def _cut_line(line: str) -> str:
