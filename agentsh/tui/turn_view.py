@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from textual.content import Content
+
 from agentsh.events import (
     ApprovalRequest,
     CompactionFailed,
@@ -50,7 +52,7 @@ from agentsh.tui.projection import (
 )
 from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
 from agentsh.tui.widgets.messages import AssistantMessage as AssistantWidget
-from agentsh.tui.widgets.messages import CompactionLine
+from agentsh.tui.widgets.messages import CompactionLine, NoteLine
 from agentsh.tui.widgets.tool_block import ToolBlock
 
 if TYPE_CHECKING:
@@ -110,11 +112,7 @@ class TurnView:
             case StatusChanged():
                 self.view.show_status(event.status)
             case Retrying():
-                await self.view.note(
-                    f"retrying in {event.delay_s:.0f}s (attempt {event.attempt}/"
-                    f"{event.max_attempts}): {event.reason}",
-                    "warning",
-                )
+                await self._retrying(event)
             case CompactionStarted():
                 line = CompactionLine(event.tier.value, 0, 0, running=True)
                 self.compaction = line
@@ -233,6 +231,23 @@ class TurnView:
         line.tier = item.tier
         line.finish(item.tokens_before, item.tokens_after, item.summary, item.entry_id)
         self.chat.set_item(line, item)
+
+    async def _retrying(self, event: Retrying) -> None:
+        """A retry's line; the next retry of the same wait (nothing came in between) says
+        its attempt on that line instead of stacking one line per attempt."""
+        text = (
+            f"retrying in {event.delay_s:.0f}s (attempt {event.attempt}/{event.max_attempts}): "
+            f"{event.reason}"
+        )
+        item = NoteItem("", text, "warning")
+        rows = self.chat.rows
+        last = rows[-1].widget if rows else None
+        if isinstance(last, NoteLine) and last.text.startswith("retrying in "):
+            last.text = text
+            last.update(Content(f"! {text}"))  # as NoteLine draws a warning
+            self.chat.set_item(last, item)
+            return
+        await self.chat.append(item, NoteLine(text, kind="warning"))
 
     # -- endings ------------------------------------------------------------------------------
 

@@ -1114,6 +1114,35 @@ async def test_a_provider_error_mid_reply_is_shown_in_place(make_app: MakeApp) -
         )
 
 
+async def test_retries_in_a_row_are_one_line_that_counts_them(make_app: MakeApp) -> None:
+    """Three retries of one call stacked three "! retrying" lines above the error; the line
+    now says the latest attempt, and a retry after new output gets a line of its own."""
+    from agentsh.events import Retrying, TextDelta, TurnStarted
+
+    async def failing(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        user = agent.session.append_message(Role.USER, text)
+        yield TurnStarted(user.id, text)
+        for attempt in (1, 2, 3):
+            yield Retrying(attempt, 3, 2.0 * attempt, "network error")
+        yield TextDelta("Partial ans")
+        yield Retrying(1, 3, 2.0, "rate limited")
+        yield ErrorOccurred(ErrorKind.SERVER, "The provider failed (HTTP 500).")
+        yield TurnEnded(TurnOutcome.ERROR, error="HTTP 500")
+
+    app = make_app(factory=fake_factory(script=failing))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot, app)
+        await pilot.press(*"go", "enter")
+        await wait_for(pilot, lambda: not app.controller.turn_running)
+        await pilot.pause()
+        lines = [n.text for n in app.query(NoteLine) if "retrying" in n.text]
+        assert lines == [
+            "retrying in 6s (attempt 3/3): network error",
+            "retrying in 2s (attempt 1/3): rate limited",
+        ]
+        assert screen_text(app).count("retrying in") == 2
+
+
 async def test_a_provider_error_is_shown_as_text_not_markup(make_app: MakeApp) -> None:
     """The error comes from the provider: Textual markup in it (``[@click=...]``, or just
     ``[model]``) is shown as written, never obeyed."""
