@@ -114,7 +114,7 @@ def segments(
     out.append(model_seg)
     if loading:
         out.append(Segment("loading", (Part("loading…", "italic $foreground-muted"),), NEVER))
-    if status.window > 0:
+    if status.window > 0 and status.model:  # no model: no window to fill
         filled, empty = context_bar(status.pct)
         out.append(
             Segment(

@@ -150,3 +150,10 @@ def test_the_mcp_share_shows_after_the_context_and_goes_right_after_the_bar() ->
     narrow = plain(layout(status, len(no_bar) - 1))
     assert "mcp" not in narrow and "9k / 128k" in narrow
     assert "mcp" not in plain(layout(ContextStatus(model="m", window=1000, used=10, pct=1.0), 200))
+
+
+def test_with_no_model_the_bar_shows_no_context_gauge() -> None:
+    """Started with no model configured, the bar read "no model │ ░░░ │ 2.2k? / 128k (2%?)":
+    a window and a share of it for a model that does not exist."""
+    bar = plain(layout(ContextStatus(model="", window=128_000, used=2_200, estimated=True), 80))
+    assert bar.strip() == "no model"
