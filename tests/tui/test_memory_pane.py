@@ -356,3 +356,15 @@ async def test_memory_text_reads_memory_md_as_the_pane_does(
     assert "PRIVATE-KEY-MATERIAL" not in text
     assert "The parser lives in src/parser.py" not in text
     assert "**User memory**" in text
+
+
+@pytest.mark.asyncio
+async def test_an_empty_memory_file_says_how_it_fills(make_app: MakeApp) -> None:
+    """A first start showed "(empty)" under both files, and nothing said how a line gets
+    there."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        text = rows(await open_pane(pilot, app))
+    empty = [r.strip() for r in text if r.strip().startswith("(empty")]
+    assert empty == ["(empty: ask the model to remember something)"] * 2

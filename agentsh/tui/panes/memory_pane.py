@@ -286,7 +286,8 @@ class MemoryPane(Widget):
         if view.problem:
             options.append(Option(Content.styled(f"  ! {view.problem}", "$error"), disabled=True))
         if not view.entries:
-            options.append(Option(Content.styled("  (empty)", "$text-muted"), disabled=True))
+            empty = "  (empty: ask the model to remember something)"  # its memory tool writes it
+            options.append(Option(Content.styled(empty, "$text-muted"), disabled=True))
         for number, entry in enumerate(view.entries, start=1):
             options.append(self._entry_option(view, number, entry))
         if view.differs:
