@@ -113,6 +113,12 @@ class SidePanel(Vertical):
         # The pane and its tab first, then the panel: opened first, it would show the tab
         # that was active (an empty one) until the pane is built.
         pane = await self._ensure_pane(name)
+        focused = self.app.focused
+        if focus and focused is not None and self in focused.ancestors:
+            # Let go of the pane being hidden first: its focused widget, hidden by the
+            # switch, gave the focus to a hidden sibling after the new pane took it (F2 then
+            # F3 left nothing focused, and Esc deaf, with the chat replaced by the panel).
+            self.screen.set_focus(None)
         self._tabs.active = name.tab_id
         self._set_open(True)
         if name in self._stale:
