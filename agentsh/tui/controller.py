@@ -263,14 +263,25 @@ class ChatController:
         """Esc (unless the focused widget takes it): cancel the running turn; else, from the
         chat (Ctrl+Up walks its blocks) or a side pane, back to the editor, where typing goes
         (a pane that had taken the narrow chat's place closes); else, from the editor, close
-        the side pane beside the chat; else, twice on an empty editor, open the tree."""
+        the side pane beside the chat; else, twice on an empty editor, open the tree. A pane
+        that has taken the narrow chat's place goes first: Esc never stops a turn out of
+        sight (the next Esc, with the chat back, does)."""
+        focused = self.app.focused
+        panel = self.branching.panel
+        if (
+            self.current.turn_running
+            and panel.is_open
+            and panel.overlays_chat
+            and focused is not None
+            and panel in focused.ancestors
+        ):
+            self.branching.tree_closed()  # the pane closes, the editor has the keys
+            return
         if self.cancel():
             return
-        focused = self.app.focused
         if focused is self.prompt and self.branching.drop_edit():
             self.prompt.clear()  # the edit's draft goes (Ctrl+Z brings it back); nothing moved
             return
-        panel = self.branching.panel
         if focused is self.prompt and panel.is_open:
             # Seen: Esc "did not close the pane" beside a wide chat; it only moved the focus
             # back here. From the editor there is nowhere else to go back from: it closes.
