@@ -150,9 +150,22 @@ class BranchNavigator:
 
     async def select_message(self, step: int) -> None:
         chat = self.view.chat
+        fresh = chat.selected_id is None
         item = await chat.select_user_message(step)
         if item is not None:
             chat.focus()
+            if fresh:  # what the marked message is for, once per selection
+                keymap = self.view.keymap
+
+                def key(binding: str) -> str:
+                    return display_key(keymap.get(binding, spec(binding).key))
+
+                self.view.notify(
+                    f"{key('edit_message')}: edit it and send as a new branch (the old one "
+                    f"stays) · Up/Down: another message · {key('clear_selection')}: back to "
+                    "the editor",
+                    timeout=4,
+                )
         elif chat.selected_id is None and step > 0:
             give_keys_back(self.view.prompt)
 

@@ -154,3 +154,22 @@ async def test_an_edit_left_unsent_moves_nothing(make_app: MakeApp, project: Pat
         assert path[:7] == ["first", "re: first", "second", "re: second", "third", "re: third",
                             "fourth"]  # fmt: skip
         assert len(session.tree.children_of(session.current_path()[2].parent_id)) == 1
+
+
+@pytest.mark.asyncio
+async def test_a_new_selection_says_what_enter_and_esc_do(make_app: MakeApp, project: Path) -> None:
+    """Alt+Up marked a message and said nothing: a newcomer saw a bar change colour and had
+    to guess that Enter edits it as a new branch. The first step says so, once."""
+    app = make_app()
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        await app.controller.switch_session(_three_turns(project))
+        await pilot.press("alt+up")
+        await wait_for(pilot, lambda: _selected(app) == "third")
+        await pilot.press("alt+up")
+        await wait_for(pilot, lambda: _selected(app) == "second")
+        said = [str(n.message) for n in app._notifications]
+        assert said == [
+            "Enter: edit it and send as a new branch (the old one stays) · "
+            "Up/Down: another message · Esc: back to the editor"
+        ]
