@@ -133,6 +133,7 @@ class TurnRunner:
         agent = self.current.agent
         if self.current.turn_running and agent is not None:
             agent.cancel()
+            self.view.activity.cancel_asked()
         elif not self.queue:
             return False
         if self.queue:

@@ -81,3 +81,38 @@ def test_the_second_press_counts_only_inside_the_window() -> None:
     presses.reset()
     now[0] = 3.2
     assert not presses.press()
+
+
+@pytest.mark.asyncio
+async def test_esc_says_cancelling_until_the_turn_has_stopped(make_app: MakeApp) -> None:
+    """Esc while the model client was still starting left "starting the model client · 6s ·
+    Esc to cancel" up for seconds after the key, as if it had not been heard."""
+    gate, stop = asyncio.Event(), asyncio.Event()
+
+    class SlowToStop(FakeAgent):
+        def cancel(self) -> None:
+            super().cancel()
+            gate.set()
+
+    async def gated(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        await gate.wait()
+        await stop.wait()  # the stop itself takes a while
+        yield TurnEnded(TurnOutcome.ABORTED)
+
+    app = make_app(factory=lambda _e, s, _o: SlowToStop(s, script=gated))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        await pilot.press(*"work", "enter")
+        await wait_for(pilot, lambda: app.controller.turn_running)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: "cancelling…" in screen_text(app))
+        assert "Esc to cancel" not in screen_text(app)
+        stop.set()
+        await wait_for(pilot, lambda: not app.controller.turn_running)
+        gate.clear()
+        stop.clear()
+        await pilot.press(*"again", "enter")  # the next turn's line is its own again
+        await wait_for(pilot, lambda: "Esc to cancel" in screen_text(app))
+        assert "cancelling…" not in screen_text(app)
+        gate.set()
+        stop.set()

@@ -18,7 +18,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 
 from agentsh.events import Event
-from agentsh.tui.activity import WAITING, Activity
+from agentsh.tui.activity import SPINNER, WAITING, Activity, human_seconds
 
 TICK_S = 1 / 8  # the spinner's frame; the elapsed seconds follow from it
 
@@ -29,6 +29,7 @@ class ActivityLine(Widget):
         self.activity = Activity()
         self.cancel_key = cancel_key
         self._timer: Timer | None = None
+        self.cancelling = False  # Esc was pressed; the work has not stopped yet
         self.display = False
         # Shown elsewhere while a container above hides this line ("" once it shows again).
         self.mirror: Callable[[str], None] | None = None
@@ -55,7 +56,15 @@ class ActivityLine(Widget):
     def begin(self, doing: str = WAITING) -> None:
         """Work started (before its first event arrives: a slow model sends none for a while)."""
         self.activity.start(doing)
+        self.cancelling = False
         self._shown(True)
+
+    def cancel_asked(self) -> None:
+        """Esc was pressed: the line says "cancelling…" until the work has stopped (a model
+        client still starting, a command being ended, take a moment)."""
+        if self.activity.running:
+            self.cancelling = True
+            self.refresh()
 
     def follow(self, event: Event) -> None:
         was_running = self.activity.running
@@ -68,6 +77,7 @@ class ActivityLine(Widget):
     def end(self) -> None:
         """The work ended (also when its stream broke off without a TurnEnded)."""
         self.activity.stop()
+        self.cancelling = False
         self._shown(False)
 
     def _shown(self, shown: bool) -> None:
@@ -81,4 +91,8 @@ class ActivityLine(Widget):
         self._mirror()
 
     def render(self) -> Content:
+        if self.cancelling and self.activity.running:
+            elapsed = self.activity.elapsed()
+            frame = SPINNER[int(elapsed * 8) % len(SPINNER)]
+            return Content(f"{frame} cancelling… · {human_seconds(elapsed)}")
         return Content(self.activity.line(self.cancel_key))
