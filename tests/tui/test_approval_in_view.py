@@ -238,3 +238,31 @@ async def test_leaving_a_message_selection_gives_the_keys_back_to_a_waiting_appr
         await pilot.press("n")
         await wait_for(pilot, lambda: decisions == ["deny"])
         assert app.query_one(PromptInput).text == ""
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_a_long_diff_leaves_the_answer_keys_on_screen(
+    make_app: MakeApp, size: tuple[int, int]
+) -> None:
+    """Seen at 80x24: a 40-line write's diff filled its 16-row box, the prompt was taller
+    than the chat, and it showed its top: "[y] allow once ... [n] deny" was below the
+    screen's edge. The diff's box now shrinks to leave the whole question in view."""
+    from tests.tui.conftest import request
+
+    diff = "\n".join(
+        ["--- a/big.txt", "+++ b/big.txt", "@@ -1,40 +1,40 @@"]
+        + [f"-line {i}" for i in range(40)]
+        + [f"+LINE {i}" for i in range(40)]
+    )
+    asks = Asks(request(tool="write", summary="write: big.txt", detail=diff, reason="ask"))
+    app = make_app(factory=fake_factory(script=asks))
+    async with app.run_test(size=size) as pilot:
+        await ready(pilot, app)
+        await pilot.press(*"rewrite it", "enter")
+        await wait_for(pilot, lambda: isinstance(app.focused, ApprovalPrompt))
+        await pilot.pause(0.2)
+        screen = screen_text(app)
+        assert "Allow write: big.txt" in screen
+        assert "[y] allow once" in screen and "deny" in screen and "scroll all" in screen
+        assert "-line 0" in screen  # the diff starts in view too

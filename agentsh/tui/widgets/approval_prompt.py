@@ -227,10 +227,26 @@ class ApprovalPrompt(Vertical, can_focus=True):
         chat = self.parent
         if not self.is_mounted or not isinstance(chat, Widget):
             return
+        if self._fit_detail(chat.size.height):
+            self.call_after_refresh(self._into_view)  # laid out again at the new height
+            self.call_after_refresh(self._hint_overflow)
+            return
         if self.outer_size.height <= chat.size.height and chat.is_scrollable:
             chat.scroll_end(animate=False, immediate=True)  # re-anchors an anchored chat
         else:
             self.scroll_visible(animate=False, top=True, immediate=True)
+
+    def _fit_detail(self, room: int) -> bool:
+        """Shrink the detail's box (DETAIL_ROWS at most, 3 at least) so that the whole
+        question, its keys included, fits ``room`` rows: at 80x24 a long diff pushed "[y]
+        allow once ... [n] deny" below the screen. True when the box changed."""
+        for detail in self.query(ApprovalDetail):
+            rest = self.outer_size.height - detail.outer_size.height
+            rows = max(3, min(DETAIL_ROWS, room - rest))
+            if detail.outer_size.height > rows:
+                detail.styles.max_height = rows
+                return True
+        return False
 
     def action_scroll_detail(self, lines: int) -> None:
         # From the scroll target, not the position: keys repeat faster than frames are drawn.
