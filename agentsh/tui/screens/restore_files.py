@@ -133,10 +133,11 @@ class RestoreFilesScreen(ModalScreen[RestoreChoice]):
                 f" since the last checkpoint ({names}). "
                 f"Overwrite {'it' if len(plan.outside) == 1 else 'them'} too?",
             )
+        one = len(plan.items) == 1
         return Content.assemble(
             ("Files", "bold $accent"),
-            f": {_plural(len(plan.items))} {'differs' if len(plan.items) == 1 else 'differ'} "
-            f"from {self.where}. Bring them back as they were?",
+            f": {_plural(len(plan.items))} {'differs' if one else 'differ'} from {self.where}. "
+            f"Bring {'it back as it was' if one else 'them back as they were'}?",
         )
 
     def _keys(self) -> Content:
