@@ -106,3 +106,23 @@ async def test_one_line_more_than_the_preview_is_shown_not_folded() -> None:
         assert block.body_text == "one\ntwo\nthree\nfour" and block.hidden_lines == 0
         block.finish("one\ntwo\nthree\nfour\nfive", is_error=False)
         assert block.body_text.startswith("(2 earlier lines, Ctrl+O to expand)\nthree")
+
+
+async def test_a_collapsed_diff_shows_its_head_where_the_change_is_named() -> None:
+    """A write's 80-line diff showed its last 15 lines: "+LINE 25" to "+LINE 39", no file
+    name and no hunk header; the head says which file and where."""
+    app = _OneBlock()
+    async with app.run_test(size=(80, 24)):
+        block = app.query_one(ToolBlock)
+        diff = "\n".join(
+            ["--- a/big.txt", "+++ b/big.txt", "@@ -1,40 +1,40 @@"]
+            + [f"-line {i}" for i in range(40)]
+            + [f"+LINE {i}" for i in range(40)]
+        )
+        block.finish("wrote big.txt", is_error=False, diff=diff)
+        lines = block.body_text.splitlines()
+        assert lines[:4] == ["--- a/big.txt", "+++ b/big.txt", "@@ -1,40 +1,40 @@", "-line 0"]
+        assert lines[-1] == "(74 more lines, Ctrl+O to expand)" and len(lines) == 10
+        assert block.hidden_lines == 74
+        block.action_toggle_expand()
+        assert block.body_text == diff

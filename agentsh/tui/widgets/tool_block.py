@@ -3,7 +3,8 @@
 The header is the tool and its main argument (``ToolStarted.summary``) with a state mark
 (running, done, failed). Collapsed, the body shows the last ``preview_lines`` lines and says
 how many came before and which key expands them; an edit's diff is shown coloured instead of
-the plain result. Enter or Space on the focused block (or Ctrl+O for the newest) toggles it.
+the plain result, collapsed to its head (the file and the first change). Enter or Space on
+the focused block (or Ctrl+O for the newest) toggles it.
 
 Output can be huge (a build log, ``cat`` of a minified file): while the tool runs the block
 keeps only the last :data:`LIVE_TAIL_CHARS` of what streamed in (the tool's result, which the
@@ -66,6 +67,17 @@ def collapse(
         return shown, 0
     lines_word = "line" if hidden == 1 else "lines"
     return f"({hidden} earlier {lines_word}, {expand_key} to expand)\n{shown}", hidden
+
+
+def collapse_head(text: str, preview_lines: int, expand_key: str) -> tuple[str, int]:
+    """(the first ``preview_lines`` lines and a line saying how many follow, how many were
+    hidden): a diff's head names the file and the first change; its tail did neither."""
+    lines = text.rstrip("\n").splitlines()
+    if len(lines) <= preview_lines + 1:  # the note would take the hidden line's row
+        return "\n".join(_cut_line(line) for line in lines), 0
+    hidden = len(lines) - preview_lines
+    shown = "\n".join(_cut_line(line) for line in lines[:preview_lines])
+    return f"{shown}\n({hidden} more lines, {expand_key} to expand)", hidden
 
 
 def _cut_line(line: str) -> str:
@@ -160,8 +172,10 @@ class ToolBlock(Vertical, can_focus=True):
         body = self.query_one(".tool-body", Static)
         if self.diff and not self.is_error:
             text = self.diff
-            if not self.expanded:
-                text, self.hidden_lines = collapse(text, self.preview_lines * 3, self.expand_key)
+            if not self.expanded:  # its head: which file, which lines
+                text, self.hidden_lines = collapse_head(
+                    text, self.preview_lines * 3, self.expand_key
+                )
             body.update(diff_content(text))
         else:
             text = self.output
