@@ -84,3 +84,31 @@ async def test_a_model_picked_while_the_agent_loads_is_switched_to(
             await wait_for(pilot, lambda: agent_of(app).model == "openai/picked-model")
     finally:
         gate.set()
+
+
+async def test_while_the_agent_loads_the_named_model_is_marked_current(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """/model opened before the agent had loaded marked nothing as current: the model the
+    status bar named read "(AGENTSH_MODEL)" or "(config)" like any other choice."""
+    monkeypatch.setattr(model_picker, "listed_models", lambda _env, _current: [])
+    monkeypatch.setenv("AGENTSH_MODEL", "openai/from-env")
+    gate = threading.Event()
+
+    def slow_agent(env: Environment, session: Session, options: LaunchOptions) -> InteractiveAPI:
+        gate.wait(30)
+        return FakeAgent(session)
+
+    app = make_app(factory=slow_agent)
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_for(pilot, lambda: app.controller.current_session() is not None)
+            await pilot.press(*"/model", "enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
+            picker = app.screen
+            assert isinstance(picker, PickerScreen)
+            options = picker.query_one(OptionList)
+            first = str(options.get_option_at_index(0).prompt)
+            assert first == "openai/from-env  (current)"
+    finally:
+        gate.set()

@@ -15,13 +15,24 @@ if TYPE_CHECKING:
 COMPACT_CHOICES = (*(t.value for t in Tier if t is not Tier.NONE), "undo")
 
 
+def _named(ctx: CommandContext) -> str | None:
+    """The model the agent being loaded will use (``-m``, ``AGENTSH_MODEL``, the config), as
+    the status bar names it meanwhile."""
+    import os
+
+    from agentsh.llm.model_name import named_model  # light: no litellm
+
+    named = named_model(ctx.current.env.settings.model, os.environ, ctx.current.options.model)
+    return named[0] if named is not None else None
+
+
 async def model(ctx: CommandContext, arg: str) -> None:
     from agentsh.tui.screens.model_picker import model_picker, switch_model
 
     agent = ctx.current.agent
     settings = ctx.current.env.settings.model
     if not arg:
-        current = agent.model if agent is not None else None
+        current = agent.model if agent is not None else _named(ctx)
         chosen = await ctx.app.push_screen_wait(model_picker(settings, current))
         if not chosen or chosen == current:
             return
