@@ -266,3 +266,8 @@ async def test_a_long_diff_leaves_the_answer_keys_on_screen(
         assert "Allow write: big.txt" in screen
         assert "[y] allow once" in screen and "deny" in screen and "scroll all" in screen
         assert "-line 0" in screen  # the diff starts in view too
+        # The terminal made smaller while the question waits: it fits again.
+        await pilot.resize_terminal(size[0], 20)
+        await pilot.pause(0.3)
+        screen = screen_text(app)
+        assert "Allow write: big.txt" in screen and "[y] allow once" in screen

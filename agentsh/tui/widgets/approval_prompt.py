@@ -20,6 +20,7 @@ scroll while the prompt has the focus: what is approved can be read to its end f
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 
@@ -87,6 +88,7 @@ class ApprovalPrompt(Vertical, can_focus=True):
         self.decision: ApprovalDecision | None = None
         self._keymap = keymap or {}
         self._shown_at = 0.0
+        self._fitted_for = -1  # the chat's height the detail box was last fitted to
         self.follow = follow  # False: the user had scrolled up; the chat is not moved
         self.waiting_below = False
         self.answered: ApprovalItem | None = None  # the line it collapsed to, once it did
@@ -178,6 +180,18 @@ class ApprovalPrompt(Vertical, can_focus=True):
             return
         self._take_focus()
         self.call_after_refresh(self._into_view)
+        # A terminal resized while the question waits: it is fitted to the chat again.
+        self.screen.screen_layout_refresh_signal.subscribe(self, self._chat_resized)
+
+    def _chat_resized(self, _screen: object) -> None:
+        chat = self.parent
+        if self.decision is not None or not isinstance(chat, Widget):
+            return
+        if chat.size.height != self._fitted_for:
+            self._fitted_for = chat.size.height
+            for detail in self.query(ApprovalDetail):
+                detail.styles.max_height = DETAIL_ROWS  # may grow again; _into_view fits it
+            self.call_after_refresh(self._into_view)
 
     def _take_focus(self) -> None:
         focused = self.app.focused
@@ -227,6 +241,7 @@ class ApprovalPrompt(Vertical, can_focus=True):
         chat = self.parent
         if not self.is_mounted or not isinstance(chat, Widget):
             return
+        self._fitted_for = chat.size.height
         if self._fit_detail(chat.size.height):
             self.call_after_refresh(self._into_view)  # laid out again at the new height
             self.call_after_refresh(self._hint_overflow)
@@ -284,6 +299,8 @@ class ApprovalPrompt(Vertical, can_focus=True):
         """Answered: from now on it draws as :class:`ApprovalLine` draws ``item`` (the same
         content and the same rules of agentsh.tcss), so a reload shows what was seen."""
         self._not_below()
+        with contextlib.suppress(Exception):  # no screen any more (the app closing)
+            self.screen.screen_layout_refresh_signal.unsubscribe(self)
         self.answered = item
         self.remove_children()
         self.can_focus = False
