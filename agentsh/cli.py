@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agentsh import __version__, run_options
+from agentsh import __version__, dataclass_code, run_options
 from agentsh.cli_checks import check_options_before, check_session_options
 from agentsh.cli_words import split_prompt_words, words_in_a_terminal
 from agentsh.commands import register_trust_sources
@@ -420,6 +420,8 @@ def _front_end(args: argparse.Namespace, words: list[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:  # the process's own command line, not a caller's (tests pass theirs)
+        dataclass_code.install()  # before the front end's modules define their classes
     parser = build_parser()
     try:
         argv, words = split_prompt_words(parser, sys.argv[1:] if argv is None else argv)

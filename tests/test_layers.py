@@ -29,6 +29,7 @@ LAYERS: dict[str, int] = {
     "termsafe": 0,
     "events": 0,
     "process_end": 0,
+    "dataclass_code": 0,
     # 1 - where things are, how they are written, what the user configured
     "paths": 1,
     "fsutil": 1,

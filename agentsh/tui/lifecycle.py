@@ -23,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentsh import dataclass_code
 from agentsh.events import ContextStatus
 from agentsh.session.session import Session
 from agentsh.tui.approval_modes import Mode
@@ -220,7 +221,9 @@ class SessionLifecycle:
             agent.close()  # built after the quit: its MCP servers stop, nothing is left
             return
         self._call_ui(self._agent_ready, agent, what="Showing the agent")
+        dataclass_code.save()  # the start-up's classes are all defined: kept for the next start
         _preload_markdown()  # before the first reply (a no-op when the transcript needed it)
+        dataclass_code.settle()
 
     def _call_ui(self, fn: Callable[..., Any], *args: Any, what: str) -> bool:
         """Run ``fn(*args)`` (a coroutine function) on the UI loop from the load thread; False
