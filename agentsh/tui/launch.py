@@ -30,6 +30,16 @@ if TYPE_CHECKING:
 
 
 def main(args: argparse.Namespace) -> int:
+    from agentsh.tui.quiet_gc import end_start_up, hold_for_start_up
+
+    hold_for_start_up()  # until the first frame: the collector has little to find in it
+    try:
+        return _run(args)
+    finally:
+        end_start_up()  # where no first frame came (a declined trust question, an error)
+
+
+def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from agentsh.config import load_environment

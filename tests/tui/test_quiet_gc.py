@@ -167,3 +167,48 @@ async def test_the_app_collects_on_its_own_terms_while_it_runs(make_app: MakeApp
         assert gc.get_freeze_count() > 0
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
+
+
+@needs_generational
+def test_start_up_holds_full_collections_until_the_first_frame_puts_the_thresholds_back(
+    collector: QuietCollector,
+) -> None:
+    """From the launcher to the first frame: a young collection every START_UP_YOUNG
+    allocations, no full one; the first frame's install sees (and later restores) the
+    thresholds the process had, not start-up's."""
+    before = gc.get_threshold()
+    quiet_gc.hold_for_start_up()
+    try:
+        assert gc.get_threshold() == (quiet_gc.START_UP_YOUNG, before[1], quiet_gc._OFF)
+        quiet_gc.hold_for_start_up()  # twice: the thresholds it keeps are still the first ones
+        collector.install()
+        assert gc.get_threshold() == (before[0], before[1], quiet_gc._OFF)
+        collector.remove()
+        assert gc.get_threshold() == before
+    finally:
+        quiet_gc.end_start_up()
+    assert gc.get_threshold() == before
+
+
+def test_a_launch_that_never_draws_leaves_the_collector_as_it_was(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import argparse
+
+    from agentsh.tui import launch
+
+    before = gc.get_threshold()
+    args = argparse.Namespace(allowed_tools=["Bash(git"], disallowed_tools=None)
+    assert launch.main(args) == 2  # a malformed rule: one line, before any frame
+    assert gc.get_threshold() == before
+
+
+def test_start_up_leaves_a_collector_someone_turned_off_alone() -> None:
+    before = gc.get_threshold()
+    gc.disable()
+    try:
+        quiet_gc.hold_for_start_up()
+        assert gc.get_threshold() == before
+    finally:
+        gc.enable()
+        quiet_gc.end_start_up()
