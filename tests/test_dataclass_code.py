@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from agentsh import dataclass_code
-from agentsh.dataclass_code import MethodCache, read_table
+from agentsh.dataclass_code import MethodCache, digest, entries, read_table, write_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -112,7 +112,7 @@ def test_a_second_process_compiles_nothing_the_first_saved(tmp_path: Path) -> No
     sources = set(first.fresh)
     assert len(sources) >= 10
     first.save()
-    assert set(read_table(table)) == sources
+    assert set(entries(*read_table(table))) == sources
     second = MethodCache(table)
     calls: list[str] = []
     second_compile: Callable[..., Any] = compile
@@ -133,20 +133,21 @@ def test_a_second_process_compiles_nothing_the_first_saved(tmp_path: Path) -> No
 
 def test_an_odd_or_unreadable_file_is_ignored_and_replaced(tmp_path: Path) -> None:
     table = tmp_path / "table.marshal"
-    for content in (b"not marshal at all", marshal.dumps([1, 2]), marshal.dumps({"k": 1})):
+    odd = [b"not marshal", marshal.dumps([1, 2]), marshal.dumps(({"k": 1}, b"")), b""]
+    for content in odd:
         table.write_bytes(content)
-        assert read_table(table) == {}
+        assert read_table(table) == ({}, b"")
     cache = MethodCache(table)
     with compiling_through(cache):
         assert _behaviour(_classes()) == _behaviour(_classes())
     cache.save()
-    assert len(read_table(table)) >= 10
+    assert len(entries(*read_table(table))) >= 10
     # An entry that is not a code object is compiled again, as if it were missing.
-    table.write_bytes(marshal.dumps({source: marshal.dumps(7) for source in read_table(table)}))
+    write_table(table, {key: marshal.dumps(7) for key in entries(*read_table(table))})
     again = MethodCache(table)
     with compiling_through(again):
         assert _behaviour(_classes()) == _behaviour(_classes())
-    assert set(again.fresh) == set(read_table(table))
+    assert set(again.fresh) == set(entries(*read_table(table)))
 
 
 def test_nothing_is_written_where_bytecode_is_not(tmp_path: Path) -> None:
@@ -162,8 +163,8 @@ def test_nothing_is_written_where_bytecode_is_not(tmp_path: Path) -> None:
 
 def test_a_full_table_keeps_what_this_process_ran(tmp_path: Path) -> None:
     table = tmp_path / "table.marshal"
-    stale = {f"x = {n}": marshal.dumps(compile(f"x = {n}", "<string>", "exec")) for n in range(50)}
-    table.write_bytes(marshal.dumps(stale))
+    stale = {digest(f"x = {n}"): marshal.dumps(compile(f"x = {n}", "", "exec")) for n in range(50)}
+    write_table(table, stale)
     cache = MethodCache(table)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(dataclass_code, "MAX_ENTRIES", 40)
@@ -171,7 +172,7 @@ def test_a_full_table_keeps_what_this_process_ran(tmp_path: Path) -> None:
             _classes()
         ran = set(cache.fresh)
         cache.save()
-    assert set(read_table(table)) == ran
+    assert set(entries(*read_table(table))) == ran
 
 
 def test_exec_without_namespaces_runs_in_the_callers_scope(tmp_path: Path) -> None:
@@ -185,7 +186,7 @@ def test_exec_without_namespaces_runs_in_the_callers_scope(tmp_path: Path) -> No
     caller(exec, "builtin")
     caller(cache.exec, "cached")
     assert seen == {"builtin": 42, "cached": 42}
-    assert list(cache.fresh) == ["box[key] = value + 1"]
+    assert list(cache.fresh) == [digest("box[key] = value + 1")]
 
 
 def test_the_command_line_keeps_the_table_beside_its_bytecode(tmp_path: Path) -> None:
@@ -204,7 +205,7 @@ def test_the_command_line_keeps_the_table_beside_its_bytecode(tmp_path: Path) ->
     tables = list(prefix.rglob("dataclass-methods.*.marshal"))
     assert len(tables) == 1, tables
     assert tables[0].parent.name == "agentsh"
-    assert len(read_table(tables[0])) >= 20
+    assert len(entries(*read_table(tables[0]))) >= 20
     written = tables[0].stat().st_mtime_ns
     subprocess.run(command, env=env, cwd=tmp_path, check=True, capture_output=True, timeout=120)
     assert tables[0].stat().st_mtime_ns == written
@@ -225,8 +226,8 @@ def test_settling_writes_the_table_and_gives_dataclasses_back(
     finally:
         vars(dataclasses).pop("exec", None)
     assert given_back
-    assert cache.table == {}
-    assert len(read_table(tmp_path / "table.marshal")) >= 10
+    assert cache.index == {}
+    assert len(entries(*read_table(tmp_path / "table.marshal"))) >= 10
     _classes()
     assert cache.fresh == {}
     dataclass_code.settle()  # twice: nothing more
