@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agentsh import __version__, dataclass_code, run_options
+from agentsh import __version__, run_options
 from agentsh.cli_checks import check_options_before, check_session_options
 from agentsh.cli_words import split_prompt_words, words_in_a_terminal
 from agentsh.commands import register_trust_sources
@@ -420,8 +420,7 @@ def _front_end(args: argparse.Namespace, words: list[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    if argv is None:  # the process's own command line, not a caller's (tests pass theirs)
-        dataclass_code.install()  # before the front end's modules define their classes
+    own = argv is None  # the process's own command line, not a caller's (tests pass theirs)
     parser = build_parser()
     try:
         argv, words = split_prompt_words(parser, sys.argv[1:] if argv is None else argv)
@@ -429,7 +428,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_usage(sys.stderr)
         print(f"agentsh: {exc}", file=sys.stderr)
         return exc.code
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # --help and --version end here
+    if own:
+        from agentsh import dataclass_code
+
+        dataclass_code.install()  # before the front end's modules define their classes
     key = getattr(args, "handler", None)
     try:
         if key is None:

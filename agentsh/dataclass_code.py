@@ -123,7 +123,9 @@ class MethodCache:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self.index, self.blob = read_table(path) if path is not None else ({}, b"")
+        self._read = path is None  # the file is read at the first class (not by --help)
+        self.index: Index = {}
+        self.blob = b""
         self.fresh: dict[bytes, bytes] = {}  # compiled by this process: to be written
         self.used: set[bytes] = set()  # the digest of every source this process ran
 
@@ -147,6 +149,9 @@ class MethodCache:
         if type(source) is not str:
             builtins.exec(source, globs, locs, **kwargs)
             return
+        if not self._read:
+            self._read = True
+            self.index, self.blob = read_table(self.path) if self.path else ({}, b"")
         key = digest(source)
         place = self.index.get(key)
         code = _code(self.blob, place) if place is not None else None
@@ -208,3 +213,4 @@ def settle() -> None:
         del dataclasses.exec  # type: ignore[attr-defined]
     cache.save()
     cache.index, cache.blob, cache.fresh, cache.used = {}, b"", {}, set()
+    cache._read = True
