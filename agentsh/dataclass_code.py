@@ -57,6 +57,7 @@ def cache_path() -> Path | None:
 
 
 def digest(source: str) -> bytes:
+    """The key of ``source`` in the table."""
     return hashlib.blake2b(source.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
@@ -75,8 +76,16 @@ def read_table(path: Path) -> tuple[Index, bytes]:
     ):
         return {}, b""
     index, blob = stored
-    valid = {k: v for k, v in index.items() if isinstance(k, bytes) and type(v) is int}
+    valid = {
+        k: v
+        for k, v in index.items()
+        if isinstance(k, bytes) and type(v) is int and v >= 0 and _end(v) <= len(blob)
+    }
     return valid, blob
+
+
+def _end(place: int) -> int:
+    return (place >> _SHIFT) + (place & ((1 << _SHIFT) - 1))
 
 
 def entries(index: Index, blob: bytes) -> dict[bytes, bytes]:
