@@ -106,8 +106,9 @@ class TurnRunner:
         if reveal:
             await view.chat.reveal_end()
         try:
+            activity = view.activity  # a query of the screen: once, not at every delta
             async for event in events:
-                view.activity.follow(event)
+                activity.follow(event)
                 await turn.handle(event)
         except Exception as exc:  # noqa: BLE001 - a crashed turn is shown, the app goes on
             await view.note(f"The turn failed: {exc}", "error")

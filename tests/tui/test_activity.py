@@ -229,3 +229,31 @@ async def test_the_working_line_says_the_client_starts_then_that_the_model_is_as
         assert shown is not None and shown[1] == WAITING  # the same clock, one line
         sent.set()
         await wait_for(pilot, lambda: "to cancel" not in screen_text(app))
+
+
+@pytest.mark.asyncio
+async def test_streamed_deltas_that_change_nothing_on_the_line_do_not_redraw_it() -> None:
+    """Each of a reply's hundreds of deltas a second redrew the line ("writing" again): a
+    screen update per delta, where the spinner's tick redraws it 8 times a second anyway."""
+    from textual.app import App, ComposeResult
+
+    from agentsh.tui.widgets.activity_line import ActivityLine
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield ActivityLine()
+
+    app = Host()
+    async with app.run_test():
+        line = app.query_one(ActivityLine)
+        drawn: list[int] = []
+        line.refresh = lambda *_a, **_k: drawn.append(1) or line  # type: ignore[method-assign,func-returns-value]
+        line.begin()
+        line.follow(TurnStarted("u1", "hi"))
+        line.follow(TextDelta("Hel"))  # waiting -> writing: drawn again
+        before = len(drawn)
+        for piece in ("lo", " the", "re"):
+            line.follow(TextDelta(piece))
+        assert len(drawn) == before, "deltas that change nothing redrew the line"
+        line.follow(ToolStarted("c1", "bash", {}, "bash: make"))
+        assert len(drawn) == before + 1  # what it says changed: drawn at once

@@ -67,11 +67,15 @@ class ActivityLine(Widget):
             self.refresh()
 
     def follow(self, event: Event) -> None:
-        was_running = self.activity.running
-        self.activity.follow(event)
-        if self.activity.running != was_running:
-            self._shown(self.activity.running)
-        elif self.activity.running:
+        """Follow the turn's event; the line is drawn again only when what it says changed
+        (a streamed reply sends hundreds of deltas a second, each one "writing": the timer's
+        next tick draws the spinner and the seconds anyway)."""
+        activity = self.activity
+        was_running, was_doing = activity.running, activity.doing
+        activity.follow(event)
+        if activity.running != was_running:
+            self._shown(activity.running)
+        elif activity.running and activity.doing != was_doing:
             self.refresh()
 
     def end(self) -> None:
