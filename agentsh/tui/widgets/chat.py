@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from textual import events, on
+from textual import on
 from textual.message import Message
 from textual.widget import Widget
 
@@ -40,6 +40,7 @@ from agentsh.tui.projection import (
     item_entry_ids,
 )
 from agentsh.tui.widgets.approval_prompt import ApprovalLine
+from agentsh.tui.widgets.chat_folds import FoldingWindow
 from agentsh.tui.widgets.chat_lines import ArchiveLine, BranchMarker
 from agentsh.tui.widgets.messages import (
     AssistantMessage,
@@ -48,7 +49,7 @@ from agentsh.tui.widgets.messages import (
     UserMessage,
     Welcome,
 )
-from agentsh.tui.widgets.row_window import Row, RowWindow, is_live, serialized
+from agentsh.tui.widgets.row_window import Row, is_live, serialized
 from agentsh.tui.widgets.tool_block import ToolBlock
 
 __all__ = ["ArchiveLine", "BranchMarker", "ChatView"]
@@ -57,7 +58,7 @@ HIGHLIGHT_S = 2.0  # how long a jumped-to entry stays highlighted
 ARCHIVE_END = "end of the archived turns (enter on the line above hides them)"
 
 
-class ChatView(RowWindow):
+class ChatView(FoldingWindow):
     BINDINGS = bindings_for(KeyScope.CHAT)
     DEFAULT_CSS = """
     ChatView > .archive-line { color: $text-muted; padding: 0 1; margin: 0 0 1 0; }
@@ -92,8 +93,6 @@ class ChatView(RowWindow):
         self.expand_key = expand_key
         self.expanded_archives: set[str] = set()
         self.selected_id: str | None = None  # the selected user message's entry
-        self._folds = False  # some reply has blocks folded away (widgets/block_fold.py)
-        self._fold_width = 0  # the width the folds were measured at
 
     # -- building widgets from rows -----------------------------------------------------------
 
@@ -140,52 +139,6 @@ class ChatView(RowWindow):
         if self.selected_id is not None and _user_id(row) == self.selected_id:
             widget.add_class("-selected")
 
-    # -- blocks far above a following view leave the layout (widgets/block_fold.py) ----------
-
-    def on_mount(self) -> None:
-        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.unfold_replies())
-
-    @on(AssistantMessage.Painted)
-    def _reply_painted(self, event: AssistantMessage.Painted) -> None:
-        event.stop()
-        self.fold_far_replies()
-
-    def fold_far_replies(self) -> None:
-        """Fold what went more than a screen above the view (at the last layout), from the
-        newest reply up to the first one folded whole before (all above it are, too)."""
-        if not self.following or not self.size.height:
-            return
-        if self.size.width != self._fold_width:
-            self.unfold_replies()
-            self._fold_width = self.size.width
-        limit = self.region.y - self.size.height
-        for row in reversed(self.rows[self.first : self.last]):
-            widget = row.widget
-            if not isinstance(widget, AssistantMessage) or not widget.display:
-                continue
-            if widget.folded_whole:
-                break
-            widget.fold_above(limit)
-            self._folds = self._folds or widget.fold.folded
-
-    def unfold_replies(self) -> None:
-        """Every folded block back in the layout (before the reader can see where it was)."""
-        if not self._folds:
-            return
-        self._folds = False
-        for row in self.rows[self.first : self.last]:
-            if isinstance(row.widget, AssistantMessage):
-                row.widget.unfold()
-
-    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
-        super().watch_scroll_y(old_value, new_value)
-        if self._folds and not self.following:
-            self.unfold_replies()
-
-    def on_resize(self, _event: events.Resize) -> None:
-        if self._folds and self.size.width != self._fold_width:
-            self.unfold_replies()
-
     def _branch_keys(self) -> str:
         keymap: dict[str, str] = getattr(self.app, "keymap", {})
         keys = [display_key(keymap.get(k, spec(k).key)) for k in ("branch_prev", "branch_next")]
@@ -213,6 +166,7 @@ class ChatView(RowWindow):
 
     async def _load(self, items: Sequence[ChatItem], count: int) -> None:
         self.clear_selection()
+        self.unfold_replies()  # rows go, and rows stay: all in the layout first
         keep = self._reusable_prefix(items)
         old = self.rows
         rows = [Row(item) for item in items]
@@ -227,6 +181,7 @@ class ChatView(RowWindow):
         else:
             kept_first = kept_last = first
         kept = {id(r.widget) for r in rows[kept_first:kept_last]}
+        self._release(r for r in old if id(r.widget) not in kept)
         stale = [child for child in self.children if id(child) not in kept]
         head = [self._widget_for(r) for r in rows[first:kept_first]]
         tail = [self._widget_for(r) for r in rows[kept_last:last]]
@@ -325,6 +280,7 @@ class ChatView(RowWindow):
             return False
         if compaction_id in self.expanded_archives:
             return True
+        self.unfold_replies()
         item = self.rows[g].item
         assert isinstance(item, ArchiveItem)
         self.expanded_archives.add(compaction_id)
@@ -352,6 +308,7 @@ class ChatView(RowWindow):
         """Fold the archived turns back into their line."""
         g = self._archive_index(compaction_id)
         self.expanded_archives.discard(compaction_id)
+        self.unfold_replies()
         if g is None:
             return False
         start = end = g + 1
@@ -361,8 +318,7 @@ class ChatView(RowWindow):
         if count:
             removed = self.rows[start:end]
             await self.remove_children([r.widget for r in removed if r.widget is not None])
-            for row in removed:
-                row.widget = None
+            self._release(removed)
             del self.rows[start:end]
             if start < self.last:  # else the archive lay wholly below the window
                 # Rows [start, end) are gone: positions at or past them move up by count.
@@ -386,6 +342,7 @@ class ChatView(RowWindow):
         hits = [i for i, r in enumerate(self.rows) if covered.intersection(item_entry_ids(r.item))]
         if not hits or self._archive_index(item.compaction_id) is not None:
             return
+        self.unfold_replies()
         a, b = hits[0], hits[-1] + 1
         span = self.rows[a:b]
         if any(is_live(r.widget) for r in span):
@@ -399,15 +356,13 @@ class ChatView(RowWindow):
         if a >= self.last:
             held = [r.widget for r in span if r.held and r.widget is not None]
             await self.remove_children(held)
-            for row in span:
-                row.widget = None
+            self._release(span)
             self.rows[a:b] = [group]
             return
         before = self.rows[b].widget if b < self.last else None
         after = self.rows[a - 1].widget if before is None and a - 1 >= self.first else None
         await self.remove_children([r.widget for r in span if r.widget is not None])
-        for row in span:
-            row.widget = None
+        self._release(span)
         self.rows[a:b] = [group]
         widget = self._widget_for(group)
         if before is not None:
@@ -563,6 +518,7 @@ class ChatView(RowWindow):
         await self._step_focus(-1)
 
     async def _step_focus(self, step: int) -> None:
+        self.unfold_replies()  # the blocks far above are stops too
         blocks = self._focusable_blocks()
         focused = self.screen.focused
         last_block = not blocks or focused is blocks[-1]

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -37,6 +37,7 @@ from textual.widget import Widget
 
 from agentsh.tui.projection import ChatItem
 from agentsh.tui.widgets.approval_prompt import ApprovalPrompt
+from agentsh.tui.widgets.row_fold import RowFold
 from agentsh.tui.widgets.tool_block import ToolBlock
 
 INITIAL_ROWS = 40  # rows mounted when a long session is opened
@@ -72,6 +73,11 @@ class Row:
     archived: str = ""  # the compaction whose expanded archive this row belongs to
     built: bool = False  # the widget was built here from ``item`` (not handed in live)
     held: bool = False  # newer than a reader far up: mounted hidden after the window
+
+
+def _keep_in_layout(widget: Widget) -> bool:
+    """A row never folded away: a turn still updates it, or it holds the focus."""
+    return is_live(widget) or widget.has_focus_within
 
 
 def is_live(widget: Widget | None) -> bool:
@@ -112,6 +118,7 @@ class RowWindow(VerticalScroll):
         self._fill = False  # mount rows above while they do not fill the screen
         self._adjuster: asyncio.Task[None] | None = None  # the task adjusting to the scroll
         self.output_below = False  # output arrived below the reader since they scrolled up
+        self.row_fold = RowFold()  # rows far above a following view, out of the layout
 
     def build(self, item: ChatItem) -> Widget:
         """The widget that shows ``item`` (the subclass knows how)."""
@@ -119,6 +126,16 @@ class RowWindow(VerticalScroll):
 
     def decorate(self, row: Row, widget: Widget) -> None:
         """Marks a freshly built widget gets from its row's state (the subclass's choice)."""
+
+    def forget(self, row: Row) -> None:
+        """``row``'s widget is unmounted: keep what the reader changed in it (the subclass's
+        choice), for the widget built again when the row is scrolled back to."""
+
+    def _release(self, rows: Iterable[Row]) -> None:
+        for row in rows:
+            if row.widget is not None:
+                self.forget(row)
+            row.widget = None
 
     def on_mount(self) -> None:
         self.anchor()
@@ -257,6 +274,7 @@ class RowWindow(VerticalScroll):
                     self.first -= 1
                 if index < self.last:
                     self.last -= 1
+                self.unfold_rows()  # it may be the row the folded ones stand on
                 widget.remove()
                 return
 
@@ -307,11 +325,11 @@ class RowWindow(VerticalScroll):
         if self.last >= len(self.rows):
             self.scroll_end(animate=False)
             return
+        self.unfold_rows()
         start = self._held_start()
         held = {id(r.widget) for r in self.rows[start:]}
         await self.remove_children([c for c in self.children if id(c) not in held])
-        for row in self.rows[self.first : self.last]:
-            row.widget = None
+        self._release(self.rows[self.first : self.last])
         self.first = self.last = max(0, min(start, len(self.rows) - self.initial))
         await self._mount_below(start)
         await self._frame()  # laid out before the change ends (see _rewindow)
@@ -328,6 +346,18 @@ class RowWindow(VerticalScroll):
     def widgets_of(self, kind: type[Widget]) -> list[Widget]:
         return [r.widget for r in self.rows[self.first : self.last] if isinstance(r.widget, kind)]
 
+    def fold_rows_above(self, limit_y: int) -> bool:
+        """Take the window's leading rows that ended above screen row ``limit_y`` out of the
+        layout (:mod:`agentsh.tui.widgets.row_fold`); True while some are."""
+        window = [r.widget for r in self.rows[self.first : self.last] if r.widget is not None]
+        self.row_fold.fold_above(window, limit_y, _keep_in_layout)
+        return self.row_fold.folded
+
+    def unfold_rows(self) -> None:
+        """Every folded row back in the layout: before a change mounts, unmounts or scrolls
+        to rows (their places are then real again, as the last layout saw them)."""
+        self.row_fold.unfold()
+
     def _loaded(self) -> None:
         """The first frame of a load is laid out: scrolling mounts rows again (and a scroll
         made meanwhile, which was not acted on, is now); rows too short to fill the screen
@@ -343,6 +373,7 @@ class RowWindow(VerticalScroll):
 
     async def _mount_row(self, index: int) -> Widget:
         """Make sure ``rows[index]`` has a mounted widget, keeping the window contiguous."""
+        self.unfold_rows()
         if self.first <= index < self.last:
             return self._widget_for(self.rows[index])
         if index >= self._held_start():
@@ -381,11 +412,11 @@ class RowWindow(VerticalScroll):
 
     async def _rewindow(self, center: int) -> None:
         """Mount a fresh window of rows around ``rows[center]`` (held rows stay as they are)."""
+        self.unfold_rows()
         start = self._held_start()
         held = {id(r.widget) for r in self.rows[start:]}
         await self.remove_children([c for c in self.children if id(c) not in held])
-        for row in self.rows[:start]:
-            row.widget = None
+        self._release(self.rows[:start])
         self.first = self.last = max(0, min(center - self.batch_rows, start - 1))
         await self._mount_below(max(center + 1, self.first + self.initial))
         # The fresh window is laid out before the change ends: the scroll adjustment that
@@ -425,6 +456,7 @@ class RowWindow(VerticalScroll):
         mounted. Textual clamps a scroll to the end of the rows mounted, and how far past it
         more rows were mounted then depended on how many frames the scroll took: back down
         from far up, PgDn could crawl or stall short of the end (issue 14)."""
+        self.unfold_rows()
         await self._frame()  # a pending keep_position first: it moves scroll_y
         target = self.scroll_y + self.scrollable_content_region.height
         while target > self.max_scroll_y and self.last < len(self.rows) and self.is_mounted:
@@ -438,6 +470,7 @@ class RowWindow(VerticalScroll):
         """Scroll a page up, mounting the rows above first when the page reaches past those
         mounted (as :meth:`page_down`): PgUp stopped at the top of the rows mounted, and the
         rows mounted there only moved the view back down, so it crawled (issue 14)."""
+        self.unfold_rows()
         await self._frame()  # a pending keep_position first: it moves scroll_y
         target = self.scroll_y - self.scrollable_content_region.height
         while target < 0 and self.first > 0 and self.is_mounted:
@@ -451,6 +484,7 @@ class RowWindow(VerticalScroll):
     async def reveal_start(self) -> None:
         """Mount the first rows and scroll to the top (Home); the rows far below are then
         unmounted by the adjustment to the new view, as when scrolling there."""
+        self.unfold_rows()
         if self.rows and self.first > 0:
             await self._mount_row(0)
         self.scroll_home(animate=False, immediate=True)
@@ -466,6 +500,7 @@ class RowWindow(VerticalScroll):
     async def _extend_top(self) -> float:
         """Mount a batch of rows above the window and keep what the reader sees in place
         once laid out; the lines the view moved down by."""
+        self.unfold_rows()
         anchor_widget = self.rows[self.first].widget
         start = max(0, self.first - self.batch_rows)
         widgets = [self._widget_for(r) for r in self.rows[start : self.first]]
@@ -521,13 +556,14 @@ class RowWindow(VerticalScroll):
             await self._unmount_leading(count)
 
     async def _unmount_leading(self, count: int) -> None:
-        """Unmount the first ``count`` mounted rows, keeping what the user sees in place."""
+        """Unmount the first ``count`` mounted rows, keeping what the user sees in place.
+        (Folded rows have no place in the last layout: they count as far above, as they are.)"""
+        self.unfold_rows()
         removed = self.rows[self.first : self.first + count]
         survivor = self.rows[self.first + count].widget if self.first + count < self.last else None
         before_y = survivor.virtual_region.y if survivor is not None else 0
         await self.remove_children([r.widget for r in removed if r.widget is not None])
-        for row in removed:
-            row.widget = None
+        self._release(removed)
         self.first += count
         if survivor is not None and before_y and not self.following:
 
@@ -551,6 +587,5 @@ class RowWindow(VerticalScroll):
             return
         removed = self.rows[self.last - count : self.last]
         await self.remove_children([r.widget for r in removed if r.widget is not None])
-        for row in removed:
-            row.widget = None
+        self._release(removed)
         self.last -= count
