@@ -4,9 +4,15 @@ The text goes to the model unchanged either way; these tests pin what the screen
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from textual.widgets import Static
 
+from agentsh.config import Environment
+from agentsh.session.entries import Role, StopReason
+from agentsh.session.session import Session
+from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.composer import PromptInput
 from agentsh.tui.widgets.messages import (
     FOLD_OVER,
@@ -138,3 +144,38 @@ def test_fences_are_split_by_commonmark_rules() -> None:
         assert user_text_parts(text) == [TextPart(text)]
     assert user_text_parts("~~~~ sh\nls\n~~~~~") == [TextPart("~~~~ sh\nls\n~~~~~", fence=True)]
     assert user_text_parts("") == [TextPart("")]
+
+
+@pytest.mark.asyncio
+async def test_an_unfolded_message_stays_unfolded_after_a_far_scroll(
+    make_app: MakeApp, project: Path, windowed_env: Environment
+) -> None:
+    """The row is built again when scrolled back to, far away: it remembered nothing and the
+    message the reader had opened came back folded. Its entry keeps it open now."""
+    pasted = "\n".join(f"pasted {i}" for i in range(200))
+    session = Session.create(None, project)
+    session.append_message(Role.USER, pasted)
+    session.append_message(Role.ASSISTANT, "ok", stop_reason=StopReason.STOP)
+    for i in range(60):  # two windows of rows below it (the window keeps 30)
+        session.append_message(Role.USER, f"question {i}")
+        session.append_message(Role.ASSISTANT, f"answer {i}", stop_reason=StopReason.STOP)
+    app = make_app(environment=windowed_env)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        await app.controller.switch_session(session)
+        chat = app.query_one(ChatView)
+        await chat.reveal_start()
+        message = app.query(UserMessage).first()
+        assert message.text == pasted and message.folded
+        await message.unfold()
+        await chat.reveal_end()  # far down: the message's row is unmounted
+        await wait_for(pilot, lambda: not message.is_attached)
+        await chat.reveal_start()
+        again = app.query(UserMessage).first()
+        assert again is not message and again.text == pasted
+        assert not again.folded and not again.query(".user-fold")
+        await again.action_toggle_expand()  # folded again by the reader: remembered too
+        await chat.reveal_end()
+        await wait_for(pilot, lambda: not again.is_attached)
+        await chat.reveal_start()
+        assert app.query(UserMessage).first().folded

@@ -43,6 +43,7 @@ from agentsh.tui.widgets.approval_prompt import ApprovalLine
 from agentsh.tui.widgets.chat_folds import FoldingWindow
 from agentsh.tui.widgets.chat_lines import ArchiveLine, BranchMarker
 from agentsh.tui.widgets.messages import (
+    FOLD_OVER,
     AssistantMessage,
     CompactionLine,
     NoteLine,
@@ -93,13 +94,16 @@ class ChatView(FoldingWindow):
         self.expand_key = expand_key
         self.expanded_archives: set[str] = set()
         self.selected_id: str | None = None  # the selected user message's entry
+        self.unfolded_users: set[str] = set()  # long messages shown whole, by entry id
 
     # -- building widgets from rows -----------------------------------------------------------
 
     def build(self, item: ChatItem) -> Widget:
         match item:
             case UserItem():
-                return UserMessage(item.text, entry_id=item.entry_id)
+                message = UserMessage(item.text, entry_id=item.entry_id)
+                message.folded = message.folded and item.entry_id not in self.unfolded_users
+                return message
             case AssistantItem():
                 return AssistantMessage(
                     item.text, entry_id=item.entry_id, aborted=item.aborted, error=item.error
@@ -132,6 +136,12 @@ class ChatView(FoldingWindow):
                 return ArchiveLine(item, expanded=item.compaction_id in self.expanded_archives)
             case BranchItem():
                 return BranchMarker(item, self._branch_keys() if item.nearest else "")
+
+    def forget(self, row: Row) -> None:
+        widget = row.widget  # a long message the reader unfolded shows whole when rebuilt
+        if isinstance(widget, UserMessage) and widget.line_count > FOLD_OVER:
+            change = self.unfolded_users.discard if widget.folded else self.unfolded_users.add
+            change(widget.entry_id)
 
     def decorate(self, row: Row, widget: Widget) -> None:
         if row.archived:
