@@ -4,7 +4,8 @@ by frame, with main's code in the same run.
 In-process (Textual's headless driver, 120x40): the real ``AgentshApp`` (chat, activity line,
 editor, status bar) with the scripted fake agent of ``tests/tui/test_stream_render_loop.py``,
 which streams its ~2,000-token Markdown reply at about 1,000 tokens a second in 12-character
-deltas, below an earlier reply. Taken while the second reply streams:
+deltas, below an earlier reply (and ``--above`` short exchanges before it, as a resumed session
+has). Taken while the second reply streams:
 
 - ``cpu``: the UI thread's CPU from Enter to the turn's end (``time.thread_time``);
 - ``frames``: the screen's layouts (one a streamed frame, and the frames it set off);
@@ -16,7 +17,7 @@ deltas, below an earlier reply. Taken while the second reply streams:
 ``--baseline DIR`` runs the same measurement on the checkout in DIR (e.g. ``git archive main``
 unpacked in /tmp) in a child process, alternating with this one, so both see the same load.
 
-    .venv/bin/python benchmarks/bench_stream_screen.py [--runs 5] [--baseline /tmp/main]
+    .venv/bin/python benchmarks/bench_stream_screen.py [--runs 5] [--above 40] [--baseline DIR]
 
 The last line is ``stream_screen_cpu: <median UI-thread CPU of the reply> ms``.
 """
@@ -41,12 +42,12 @@ from agentsh.events import Event
 ROOT = Path(__file__).resolve().parent.parent
 
 
-async def one_run(project: Path) -> dict[str, float]:
+async def one_run(project: Path, above: int) -> dict[str, float]:
     from agentsh.config import load_environment
     from agentsh.tui.app import AgentshApp
     from agentsh.tui.options import LaunchOptions
     from agentsh.tui.turns import TurnRunner
-    from tests.tui.conftest import fake_factory, ready, submit, wait_for
+    from tests.tui.conftest import fake_factory, open_long_session, ready, submit, wait_for
     from tests.tui.test_stream_render_loop import streamed
     from tests.tui.test_ui_loop_responsive import BLOCKED_S, LoopProbe
 
@@ -77,6 +78,8 @@ async def one_run(project: Path) -> dict[str, float]:
     layouts = [0]
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot, app)
+        if above:  # a session of that many short exchanges, all mounted above the reply
+            await open_long_session(app, project, above)
         await submit(pilot, app, "an earlier question")
         await wait_for(pilot, lambda: not app.controller.turn_running, limit_s=120)
         screen = app.screen
@@ -109,7 +112,7 @@ async def one_run(project: Path) -> dict[str, float]:
     }
 
 
-def child(runs: int) -> None:
+def child(runs: int, above: int) -> None:
     """One process, ``runs`` measurements; a JSON line each."""
     sys.path.insert(0, str(Path.cwd()))
     for _ in range(runs):
@@ -120,14 +123,15 @@ def child(runs: int) -> None:
             project = home / "project"
             project.mkdir(parents=True)
             subprocess.run(["git", "init", "-q", str(project)], check=True)
-            result = asyncio.run(one_run(project))
+            result = asyncio.run(one_run(project, above))
         print(json.dumps(result), flush=True)
 
 
-def measure(root: Path, runs: int) -> list[dict[str, float]]:
+def measure(root: Path, runs: int, above: int) -> list[dict[str, float]]:
     env = {**os.environ, "PYTHONPATH": str(root), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    script = str(Path(__file__).resolve())
     out = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--child", str(runs)],
+        [sys.executable, script, "--child", str(runs), "--above", str(above)],
         cwd=root,
         env=env,
         capture_output=True,
@@ -153,18 +157,20 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--baseline", type=Path, help="a checkout to measure alongside")
+    parser.add_argument("--above", type=int, default=0, help="short exchanges above the reply")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child)
+        child(args.child, args.above)
         return 0
     mine: list[dict[str, float]] = []
     base: list[dict[str, float]] = []
     for _ in range(args.runs):  # alternating, one run each, so both see the same load
         if args.baseline is not None:
-            base += measure(args.baseline, 1)
-        mine += measure(ROOT, 1)
-    print(f"{args.runs} runs each, medians; load {os.getloadavg()[0]:.1f}")
+            base += measure(args.baseline, 1, args.above)
+        mine += measure(ROOT, 1, args.above)
+    print(f"{args.runs} runs each, {args.above} exchanges above, medians; "
+          f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
     if base:
         print(summary(f"baseline ({args.baseline})", base))
     print(summary("this checkout", mine))
