@@ -73,7 +73,7 @@ async def test_rows_far_above_a_streaming_reply_leave_the_layout_and_come_back(
         unfolded = _places(chat)
         assert {k: unfolded[k] for k in places} == places
 
-        chat.fold_far_replies()  # folded again, then the reader leaves the end
+        chat._fold_far_rows()  # folded again (as the next frame does), then the reader leaves
         await pilot.pause()
         assert chat.row_fold.folded
         chat.scroll_home(animate=False, immediate=True)  # as Home or the wheel does
@@ -81,11 +81,12 @@ async def test_rows_far_above_a_streaming_reply_leave_the_layout_and_come_back(
         assert not chat.row_fold.folded and all(w.display for w in hidden)
 
 
-async def test_a_taller_terminal_shows_the_folded_rows_again(
+async def test_a_taller_terminal_never_shows_where_folded_rows_were(
     make_app: MakeApp, project: Path
 ) -> None:
-    """Rows are folded a screen above the view: a view grown to twice its height would reach
-    the place they left (a resize of the height alone unfolds them, not only of the width)."""
+    """Rows are folded a screen above the view: a view grown to twice its height could reach
+    the place they left. A resize (of the height alone too) unfolds them, and what folds again
+    is measured at the new size: the screen is the one an unfolded chat shows."""
     app = make_app(factory=fake_factory(script=streamed))
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(pilot, app)
@@ -95,6 +96,14 @@ async def test_a_taller_terminal_shows_the_folded_rows_again(
         await wait_for(pilot, lambda: bool(fake_of(app).runs))
         await idle(pilot, app)
         await wait_for(pilot, lambda: chat.row_fold.folded)
+        folded_at = chat.row_fold.size
         await pilot.resize_terminal(100, 70)
-        await wait_for(pilot, lambda: not chat.row_fold.folded)
-        assert all(w.display for w in chat.children)
+        await wait_for(pilot, lambda: chat.size != folded_at)
+        await wait_for(pilot, lambda: not chat.row_fold.folded or chat.row_fold.size == chat.size)
+        await _settled(pilot, app)
+        screen, height = screen_text(app), chat.virtual_size.height
+        chat.unfold_rows()
+        await pilot.pause()
+        await _settled(pilot, app)
+        assert chat.virtual_size.height == height
+        assert screen_text(app) == screen

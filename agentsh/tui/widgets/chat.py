@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from textual import on
+from textual import events, on
 from textual.message import Message
 from textual.widget import Widget
 
@@ -40,7 +40,6 @@ from agentsh.tui.projection import (
     item_entry_ids,
 )
 from agentsh.tui.widgets.approval_prompt import ApprovalLine
-from agentsh.tui.widgets.chat_folds import FoldingWindow
 from agentsh.tui.widgets.chat_lines import ArchiveLine, BranchMarker
 from agentsh.tui.widgets.messages import (
     FOLD_OVER,
@@ -50,7 +49,7 @@ from agentsh.tui.widgets.messages import (
     UserMessage,
     Welcome,
 )
-from agentsh.tui.widgets.row_window import Row, is_live, serialized
+from agentsh.tui.widgets.row_window import Row, RowWindow, is_live, serialized
 from agentsh.tui.widgets.tool_block import ToolBlock
 
 __all__ = ["ArchiveLine", "BranchMarker", "ChatView"]
@@ -59,7 +58,7 @@ HIGHLIGHT_S = 2.0  # how long a jumped-to entry stays highlighted
 ARCHIVE_END = "end of the archived turns (enter on the line above hides them)"
 
 
-class ChatView(FoldingWindow):
+class ChatView(RowWindow):
     BINDINGS = bindings_for(KeyScope.CHAT)
     DEFAULT_CSS = """
     ChatView > .archive-line { color: $text-muted; padding: 0 1; margin: 0 0 1 0; }
@@ -95,6 +94,8 @@ class ChatView(FoldingWindow):
         self.expanded_archives: set[str] = set()
         self.selected_id: str | None = None  # the selected user message's entry
         self.unfolded_users: set[str] = set()  # long messages shown whole, by entry id
+        self._folds = False  # some reply has blocks folded away (widgets/block_fold.py)
+        self._fold_width = 0  # the width the folds were measured at
 
     # -- building widgets from rows -----------------------------------------------------------
 
@@ -137,17 +138,61 @@ class ChatView(FoldingWindow):
             case BranchItem():
                 return BranchMarker(item, self._branch_keys() if item.nearest else "")
 
-    def forget(self, row: Row) -> None:
-        widget = row.widget  # a long message the reader unfolded shows whole when rebuilt
-        if isinstance(widget, UserMessage) and widget.line_count > FOLD_OVER:
-            change = self.unfolded_users.discard if widget.folded else self.unfolded_users.add
-            change(widget.entry_id)
+    def forget(self, row: Row) -> None:  # a long message the reader unfolded stays so
+        if isinstance(user := row.widget, UserMessage) and user.line_count > FOLD_OVER:
+            (self.unfolded_users.discard if user.folded else self.unfolded_users.add)(user.entry_id)
 
     def decorate(self, row: Row, widget: Widget) -> None:
         if row.archived:
             widget.add_class("archived")
         if self.selected_id is not None and _user_id(row) == self.selected_id:
             widget.add_class("-selected")
+
+    # -- blocks far above a following view leave the layout (widgets/block_fold.py) ----------
+
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.unfold_replies())
+
+    @on(AssistantMessage.Painted)
+    def _reply_painted(self, event: AssistantMessage.Painted) -> None:
+        event.stop()
+        self.fold_far_replies()
+
+    def fold_far_replies(self) -> None:
+        """Fold what went more than a screen above the view (at the last layout), from the
+        newest reply up to the first one folded whole before (all above it are, too)."""
+        if not self.following or not self.size.height:
+            return
+        if self.size.width != self._fold_width:
+            self.unfold_replies()
+            self._fold_width = self.size.width
+        limit = self.region.y - self.size.height
+        for row in reversed(self.rows[self.first : self.last]):
+            widget = row.widget
+            if not isinstance(widget, AssistantMessage) or not widget.display:
+                continue
+            if widget.folded_whole:
+                break
+            widget.fold_above(limit)
+            self._folds = self._folds or widget.fold.folded
+
+    def unfold_replies(self) -> None:
+        """Every folded block back in the layout (before the reader can see where it was)."""
+        if not self._folds:
+            return
+        self._folds = False
+        for row in self.rows[self.first : self.last]:
+            if isinstance(row.widget, AssistantMessage):
+                row.widget.unfold()
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if self._folds and not self.following:
+            self.unfold_replies()
+
+    def on_resize(self, _event: events.Resize) -> None:
+        if self._folds and self.size.width != self._fold_width:
+            self.unfold_replies()
 
     def _branch_keys(self) -> str:
         keymap: dict[str, str] = getattr(self.app, "keymap", {})
@@ -176,7 +221,7 @@ class ChatView(FoldingWindow):
 
     async def _load(self, items: Sequence[ChatItem], count: int) -> None:
         self.clear_selection()
-        self.unfold_replies()  # rows go, and rows stay: all in the layout first
+        self.unfold_rows()
         keep = self._reusable_prefix(items)
         old = self.rows
         rows = [Row(item) for item in items]
@@ -290,7 +335,6 @@ class ChatView(FoldingWindow):
             return False
         if compaction_id in self.expanded_archives:
             return True
-        self.unfold_replies()
         item = self.rows[g].item
         assert isinstance(item, ArchiveItem)
         self.expanded_archives.add(compaction_id)
@@ -318,7 +362,6 @@ class ChatView(FoldingWindow):
         """Fold the archived turns back into their line."""
         g = self._archive_index(compaction_id)
         self.expanded_archives.discard(compaction_id)
-        self.unfold_replies()
         if g is None:
             return False
         start = end = g + 1
@@ -352,7 +395,6 @@ class ChatView(FoldingWindow):
         hits = [i for i, r in enumerate(self.rows) if covered.intersection(item_entry_ids(r.item))]
         if not hits or self._archive_index(item.compaction_id) is not None:
             return
-        self.unfold_replies()
         a, b = hits[0], hits[-1] + 1
         span = self.rows[a:b]
         if any(is_live(r.widget) for r in span):
@@ -512,6 +554,7 @@ class ChatView(FoldingWindow):
     # -- keyboard walk over tool blocks -------------------------------------------------------
 
     def _focusable_blocks(self) -> list[Widget]:
+        self.unfold_rows()  # the blocks far above are stops too
         return [w for w in self.children if w.can_focus and w.display]
 
     async def action_focus_next_block(self) -> None:
@@ -528,7 +571,6 @@ class ChatView(FoldingWindow):
         await self._step_focus(-1)
 
     async def _step_focus(self, step: int) -> None:
-        self.unfold_replies()  # the blocks far above are stops too
         blocks = self._focusable_blocks()
         focused = self.screen.focused
         last_block = not blocks or focused is blocks[-1]

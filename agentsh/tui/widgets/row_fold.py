@@ -11,58 +11,64 @@ where they were: what is on screen is the same cells (:mod:`agentsh.tui.widgets.
 does the same inside one reply). The last row is never hidden, nor a live one (a turn still
 updates it) or one that holds the focus.
 
-The chat folds rows when it folds its replies' blocks (a streamed frame, a reply painted), and
-shows them again (:meth:`RowFold.unfold`) before anything could see the place they were in:
-when the view leaves the end, when the chat is resized or the theme changes, and before a
-window change that mounts, unmounts or scrolls to rows (:mod:`agentsh.tui.widgets.row_window`).
+The window folds rows when a following view scrolls (each frame that grows the chat), never
+while a window change runs, and shows them again (:meth:`RowFold.unfold`) before anything could
+see the place they were in: when the view leaves the end, when the chat is resized, before a
+window change (:mod:`agentsh.tui.widgets.row_window`), and before the keys walk the blocks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from textual.geometry import Size
 from textual.widget import Widget
+
+FOLD_ROWS = 10  # rows folded at a time, at least: a few rows cost a frame little (and a fold is
+# a layout change of its own)
 
 
 class RowFold:
     """The hidden leading rows of one scrolling view, and the row below them that stands in."""
 
-    __slots__ = ("anchor", "widgets")
+    __slots__ = ("anchor", "size", "widgets")
 
     def __init__(self) -> None:
         self.widgets: list[Widget] = []  # hidden, in order: always a leading run of the window
         self.anchor: Widget | None = None  # the first row shown, its top margin their rows
+        self.size = Size(0, 0)  # the view's size when they were folded
 
     @property
     def folded(self) -> bool:
         return bool(self.widgets)
 
     def fold_above(
-        self, window: Sequence[Widget], limit_y: int, keep: Callable[[Widget], bool]
+        self, window: Sequence[Widget], limit_y: int, size: Size, keep: Callable[[Widget], bool]
     ) -> None:
         """Hide the leading widgets of ``window`` (the view's rows, top first) whose bottom is
-        above screen row ``limit_y`` (from the last layout), up to the first that ``keep``
-        says must stay."""
+        above row ``limit_y`` of the view's content (where the last layout put them), up to
+        the first that ``keep`` says must stay."""
         start = len(self.widgets)
-        if list(window[:start]) != self.widgets:  # the window changed under the fold
+        if list(window[:start]) != self.widgets or (start and size != self.size):
             self.unfold()
             return
         end = start
         while end < len(window) - 1:
             widget = window[end]
-            region = widget.region
+            region = widget.virtual_region
             if not widget.display or not region or region.bottom >= limit_y or keep(widget):
                 break
             end += 1
-        if end == start:
+        if end - start < FOLD_ROWS:
             return
         first, shown = window[start], window[end]  # the first row shown now, and after
-        if not first.region or not shown.region or not shown.display:
+        top, below = first.virtual_region, shown.virtual_region
+        if not top or not below or not shown.display:
             return
         # Where the view's content starts (the first row shown sits its top margin below it;
         # a margin, not the view's padding: a scrolling view's padding narrows its viewport).
-        content_top = first.region.y - first.styles.margin.top
-        rows = shown.region.y - content_top
+        content_top = top.y - first.styles.margin.top
+        rows = below.y - content_top
         if rows < shown.styles.margin.top:  # a layout this arithmetic does not describe
             return
         for widget in window[start:end]:
@@ -71,7 +77,7 @@ class RowFold:
         margin = shown.styles.margin
         shown.styles.margin = margin._replace(top=rows)
         self.widgets.extend(window[start:end])
-        self.anchor = shown
+        self.anchor, self.size = shown, size
 
     def unfold(self) -> None:
         """Every hidden row back in the layout, and the first one's margin as it was."""

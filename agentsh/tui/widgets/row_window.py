@@ -31,6 +31,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from textual import events
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
@@ -61,6 +62,7 @@ def serialized(
     @functools.wraps(method)
     async def change(self: W, /, *args: P.args, **kwargs: P.kwargs) -> R:
         async with self.window_change():
+            self.unfold_rows()  # the rows' places as they are (folded ones have none)
             return await method(self, *args, **kwargs)
 
     return change
@@ -142,6 +144,7 @@ class RowWindow(VerticalScroll):
         self.watch(self, "scroll_y", self._hold_anchor, init=False)
         self.watch(self, "scroll_y", self._request_adjust, init=False)
         self.watch(self, "scroll_y", self._check_following, init=False)
+        self.watch(self, "scroll_y", self._fold_far_rows, init=False)
 
     def _hold_anchor(self) -> None:
         """Textual anchors a scrolled-up chat again when a scroll reaches the end of what is
@@ -170,6 +173,8 @@ class RowWindow(VerticalScroll):
             deferred, self._deferred = self._deferred, []
             for run in deferred:
                 run()  # none can start between the release and here
+            if self.is_mounted:  # rows it left far above a following view fold, once laid out
+                self.call_after_refresh(self._fold_far_rows)
 
     def _request_adjust(self) -> None:
         """The scroll watcher: mount and unmount for the new view, in the adjusting task (a
@@ -325,7 +330,6 @@ class RowWindow(VerticalScroll):
         if self.last >= len(self.rows):
             self.scroll_end(animate=False)
             return
-        self.unfold_rows()
         start = self._held_start()
         held = {id(r.widget) for r in self.rows[start:]}
         await self.remove_children([c for c in self.children if id(c) not in held])
@@ -346,12 +350,22 @@ class RowWindow(VerticalScroll):
     def widgets_of(self, kind: type[Widget]) -> list[Widget]:
         return [r.widget for r in self.rows[self.first : self.last] if isinstance(r.widget, kind)]
 
-    def fold_rows_above(self, limit_y: int) -> bool:
-        """Take the window's leading rows that ended above screen row ``limit_y`` out of the
-        layout (:mod:`agentsh.tui.widgets.row_fold`); True while some are."""
-        window = [r.widget for r in self.rows[self.first : self.last] if r.widget is not None]
-        self.row_fold.fold_above(window, limit_y, _keep_in_layout)
-        return self.row_fold.folded
+    def _fold_far_rows(self) -> None:
+        """The scroll watcher (a following view scrolls at each frame that grows it): the
+        rows more than a screen above a following view leave the layout, never while a window
+        change runs (:mod:`agentsh.tui.widgets.row_fold`); any other view has them all."""
+        if not self.following:
+            self.unfold_rows()
+        elif self.size.height and not self._loading and not self._lock.locked():
+            window = [r.widget for r in self.rows[self.first : self.last] if r.widget is not None]
+            # More than a screen above the view's top: a view pinned to its end that grows
+            # (the editor shrinks) cannot reach them.
+            limit = round(self.scroll_y) - self.screen.size.height
+            self.row_fold.fold_above(window, limit, self.size, _keep_in_layout)
+
+    def on_resize(self, _event: events.Resize) -> None:  # (the chat's handler runs too)
+        if self.row_fold.size != self.size:  # a taller view could reach where they were
+            self.unfold_rows()
 
     def unfold_rows(self) -> None:
         """Every folded row back in the layout: before a change mounts, unmounts or scrolls
@@ -373,7 +387,6 @@ class RowWindow(VerticalScroll):
 
     async def _mount_row(self, index: int) -> Widget:
         """Make sure ``rows[index]`` has a mounted widget, keeping the window contiguous."""
-        self.unfold_rows()
         if self.first <= index < self.last:
             return self._widget_for(self.rows[index])
         if index >= self._held_start():
@@ -412,7 +425,6 @@ class RowWindow(VerticalScroll):
 
     async def _rewindow(self, center: int) -> None:
         """Mount a fresh window of rows around ``rows[center]`` (held rows stay as they are)."""
-        self.unfold_rows()
         start = self._held_start()
         held = {id(r.widget) for r in self.rows[start:]}
         await self.remove_children([c for c in self.children if id(c) not in held])
@@ -456,7 +468,6 @@ class RowWindow(VerticalScroll):
         mounted. Textual clamps a scroll to the end of the rows mounted, and how far past it
         more rows were mounted then depended on how many frames the scroll took: back down
         from far up, PgDn could crawl or stall short of the end (issue 14)."""
-        self.unfold_rows()
         await self._frame()  # a pending keep_position first: it moves scroll_y
         target = self.scroll_y + self.scrollable_content_region.height
         while target > self.max_scroll_y and self.last < len(self.rows) and self.is_mounted:
@@ -470,7 +481,6 @@ class RowWindow(VerticalScroll):
         """Scroll a page up, mounting the rows above first when the page reaches past those
         mounted (as :meth:`page_down`): PgUp stopped at the top of the rows mounted, and the
         rows mounted there only moved the view back down, so it crawled (issue 14)."""
-        self.unfold_rows()
         await self._frame()  # a pending keep_position first: it moves scroll_y
         target = self.scroll_y - self.scrollable_content_region.height
         while target < 0 and self.first > 0 and self.is_mounted:
@@ -484,7 +494,6 @@ class RowWindow(VerticalScroll):
     async def reveal_start(self) -> None:
         """Mount the first rows and scroll to the top (Home); the rows far below are then
         unmounted by the adjustment to the new view, as when scrolling there."""
-        self.unfold_rows()
         if self.rows and self.first > 0:
             await self._mount_row(0)
         self.scroll_home(animate=False, immediate=True)
@@ -500,7 +509,6 @@ class RowWindow(VerticalScroll):
     async def _extend_top(self) -> float:
         """Mount a batch of rows above the window and keep what the reader sees in place
         once laid out; the lines the view moved down by."""
-        self.unfold_rows()
         anchor_widget = self.rows[self.first].widget
         start = max(0, self.first - self.batch_rows)
         widgets = [self._widget_for(r) for r in self.rows[start : self.first]]
