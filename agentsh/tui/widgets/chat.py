@@ -91,9 +91,9 @@ class ChatView(RowWindow):
         super().__init__(window=window, id=id)
         self.preview_lines = preview_lines
         self.expand_key = expand_key
+        self.unfolded_users: set[str] = set()  # long messages shown whole, by entry id
         self.expanded_archives: set[str] = set()
         self.selected_id: str | None = None  # the selected user message's entry
-        self.unfolded_users: set[str] = set()  # long messages shown whole, by entry id
         self._folds = False  # some reply has blocks folded away (widgets/block_fold.py)
         self._fold_width = 0  # the width the folds were measured at
 
