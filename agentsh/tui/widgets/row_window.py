@@ -173,8 +173,6 @@ class RowWindow(VerticalScroll):
             deferred, self._deferred = self._deferred, []
             for run in deferred:
                 run()  # none can start between the release and here
-            if self.is_mounted:  # rows it left far above a following view fold, once laid out
-                self.call_after_refresh(self._fold_far_rows)
 
     def _request_adjust(self) -> None:
         """The scroll watcher: mount and unmount for the new view, in the adjusting task (a
