@@ -145,6 +145,7 @@ class RowWindow(VerticalScroll):
         self.watch(self, "scroll_y", self._request_adjust, init=False)
         self.watch(self, "scroll_y", self._check_following, init=False)
         self.watch(self, "scroll_y", self._fold_far_rows, init=False)
+        self.watch(self, "virtual_size", self._fold_far_rows, init=False)  # each frame grown
 
     def _hold_anchor(self) -> None:
         """Textual anchors a scrolled-up chat again when a scroll reaches the end of what is
@@ -349,8 +350,8 @@ class RowWindow(VerticalScroll):
         return [r.widget for r in self.rows[self.first : self.last] if isinstance(r.widget, kind)]
 
     def _fold_far_rows(self) -> None:
-        """The scroll watcher (a following view scrolls at each frame that grows it): the
-        rows more than a screen above a following view leave the layout, never while a window
+        """The scroll and size watcher (the chat grows at each frame of a reply): the rows
+        more than a screen above a following view leave the layout, never while a window
         change runs (:mod:`agentsh.tui.widgets.row_fold`); any other view has them all."""
         if not self.following:
             self.unfold_rows()
