@@ -364,6 +364,13 @@ async def test_a_scroll_during_a_window_change_is_acted_on_after_it(
     app = make_app(environment=windowed_env)
     async with app.run_test(size=(80, 24)) as pilot:
         chat = await long_chat(pilot, app, project)
+        # The load's own follow-up first (its first frame, then the adjustment it asks for,
+        # which may mount a batch above if that frame came before the rows were laid out: a
+        # Markdown body's batch update lets call_after_refresh run without a layout). Begun
+        # while it ran, the window moved under the test: "first" changed with no scroll.
+        await wait_for(pilot, lambda: chat.ready_to_adjust and not chat.window_busy)
+        await pilot.pause()
+        await wait_for(pilot, lambda: not chat.window_busy)
         first = chat.first
         assert first > 0
         change_done = asyncio.Event()
