@@ -8,11 +8,18 @@ it), and they all come back as soon as the reader scrolls away from the end.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 from textual.widget import Widget
 
+from agentsh.events import AssistantMessage as Reply
+from agentsh.events import Event, TextDelta, TurnEnded, TurnOutcome, TurnStarted
+from agentsh.session.entries import Role, StopReason
+from agentsh.tui.app import AgentshApp
 from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.messages import AssistantMessage
 from tests.tui.conftest import (
@@ -26,9 +33,48 @@ from tests.tui.conftest import (
     submit,
     wait_for,
 )
-from tests.tui.test_block_fold import _settled, streamed
+from tests.tui.fake_agent import FakeAgent
 
 pytestmark = pytest.mark.asyncio
+
+REPLY = "\n\n".join(
+    [
+        "FIRSTLINE of the reply.",
+        *(
+            block
+            for part in range(15)
+            for block in (
+                f"## Part {part}",
+                f"Paragraph {part}: " + "some **bold** words and `code` " * 6,
+                "\n".join(f"- item {i} of part {part}" for i in range(3)),
+                "```python\n" + "\n".join(f"x_{i} = {i}" for i in range(4)) + "\n```",
+            )
+        ),
+        "LASTLINE of the reply.",
+    ]
+)
+
+
+async def streamed(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+    user = agent.session.append_message(Role.USER, text)
+    yield TurnStarted(user.id, text)
+    for start in range(0, len(REPLY), 40):
+        await asyncio.sleep(0.002)
+        yield TextDelta(REPLY[start : start + 40])
+    entry = agent.session.append_message(Role.ASSISTANT, REPLY, stop_reason=StopReason.STOP)
+    yield Reply(entry.id, REPLY, (), "stop")
+    yield TurnEnded(TurnOutcome.DONE, text=REPLY)
+
+
+async def _settled(pilot: Pilot[None], app: AgentshApp) -> None:
+    """Pump until two frames in a row draw the same screen (bounded: 5 s)."""
+    before = screen_text(app)
+    for _ in range(250):
+        await pilot.pause(0.02)
+        now = screen_text(app)
+        if now == before:
+            return
+        before = now
 
 
 def _laid_out(chat: ChatView) -> int:
