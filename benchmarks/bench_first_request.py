@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from benchlib import ROOT, bench_env, git_project, median, tree_cpu_s
@@ -93,16 +94,26 @@ def _tui(tree: Path, home: Path, base_url: str, log: Path, pause: float) -> tupl
             # The first key starts the model worker; a user who takes longer to write than
             # its litellm import (5-15 s here) finds it ready: wait for the tree to go quiet.
             pane.type(words[0])
-            pane.wait_for(lambda s, w=words[0]: w in s, timeout=10)
+            pane.wait_for(_shows(words[0]), timeout=10)
             _wait_quiet(pane.pid())
             pane.type(words[1:])
-            pane.wait_for(lambda s, w=words: w in s, timeout=10)
+            pane.wait_for(_shows(words), timeout=10)
             time.sleep(pause)  # a user who reads over the message before sending it
             enter = time.time()
             pane.send("Enter")
             gaps.append(_wait_request(log, done + turn) - enter)
-            pane.wait_for(lambda s, n=turn: s.count(ANSWER) >= n, timeout=60)
+            pane.wait_for(_answers(turn), timeout=60)
     return gaps[0], gaps[1]
+
+
+def _shows(text: str) -> Callable[[str], bool]:
+    """A screen test: ``text`` is on it."""
+    return lambda screen: text in screen
+
+
+def _answers(count: int) -> Callable[[str], bool]:
+    """A screen test: the scripted answer shows ``count`` times."""
+    return lambda screen: screen.count(ANSWER) >= count
 
 
 def _tui_early(
@@ -121,12 +132,12 @@ def _tui_early(
             if turn > 1:
                 _wait_quiet(pane.pid())
             pane.type(words)
-            pane.wait_for(lambda s, w=words: w in s, timeout=10)
+            pane.wait_for(_shows(words), timeout=10)
             time.sleep(pause)
             enter = time.time()
             pane.send("Enter")
             gaps.append(_wait_request(log, done + turn) - enter)
-            pane.wait_for(lambda s, n=turn: s.count(ANSWER) >= n, timeout=90)
+            pane.wait_for(_answers(turn), timeout=90)
     return gaps[0], gaps[1]
 
 

@@ -72,7 +72,8 @@ def test_a_session_naming_a_server_in_its_model_is_compacted_with_the_users_mode
         for i in range(14):
             text = f"question {i} " + "words " * 300
             lines.append(_pi_message(f"u{i}", parent, {"role": "user", "content": text}))
-            answer = {"role": "assistant", "content": [{"type": "text", "text": "ok " * 300}]}
+            reply = [{"type": "text", "text": "ok " * 300}]
+            answer: dict[str, object] = {"role": "assistant", "content": reply}
             lines.append(_pi_message(f"a{i}", f"u{i}", answer))
             parent = f"a{i}"
         pi.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
