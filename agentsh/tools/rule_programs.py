@@ -124,7 +124,27 @@ _READER_RUNNERS: dict[str, tuple[str, ...]] = {
 _AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
 # What in an awk program runs a command or writes a file: system(), a pipe to or from a
 # command (one "|", not "||"), print or printf redirected with ">", gawk's extensions.
-_AWK_RUNS = re.compile(r"\bsystem\s*\(|(?<!\|)\|(?!\|)|\bprintf?\b[^;}\n]*>|@load|\bextension\s*\(")
+_AWK_RUNS = re.compile(
+    r"\bsystem\s*\(|(?<!\|)\|(?!\|)|\bprintf?\b[^;}\n]*>|@load|@include|\bextension\s*\("
+)
+# awk's options (gawk's, which include POSIX's and mawk's -W): "" a switch, "arg" takes a
+# value, "program" takes a program's text, "runs" runs a file's code or writes a file.
+_AWK_SHORT = {
+    **dict.fromkeys("bcCghLMnNOPrsStV", ""),
+    **dict.fromkeys("FvW", "arg"),
+    "e": "program",
+    **dict.fromkeys("fEildDop", "runs"),
+}
+_AWK_LONG = {
+    **dict.fromkeys(("characters-as-bytes", "traditional", "compat", "copyright", "gen-pot"), ""),
+    **dict.fromkeys(("help", "usage", "lint", "bignum", "non-decimal-data", "optimize"), ""),
+    **dict.fromkeys(("no-optimize", "posix", "re-interval", "sandbox", "use-lc-numeric"), ""),
+    **dict.fromkeys(("version", "csv", "lint-old", "trace"), ""),
+    **dict.fromkeys(("assign", "field-separator"), "arg"),
+    "source": "program",
+    **dict.fromkeys(("file", "exec", "include", "load", "dump-variables", "debug"), "runs"),
+    **dict.fromkeys(("profile", "pretty-print"), "runs"),
+}
 
 
 def takes_options_from_globs(command: str, programs: list[str]) -> bool:
@@ -187,9 +207,13 @@ def runs_beyond(words: list[str], specifier: str) -> bool:
 
 
 def awk_runs(arguments: list[str]) -> bool:
-    """Whether awk with these arguments may run a command or write a file: a program with
-    ``system()``, a pipe, ``print > file``, gawk's ``@load``; or one read from a file (``-f``),
-    a library loaded (``-l``, ``-i``, ``-E``)."""
+    """Whether awk with these arguments may run a command or write a file: a program (every
+    ``-e``/``--source`` one, else the first operand) with ``system()``, a pipe, ``print >
+    file``, ``@load`` or ``@include``; a program read from a file (``-f``), a library loaded
+    (``-l``, ``-i``, ``-E``), a file written (``-o``, ``-p``, ``-d``, ``-D``), mawk's ``-W
+    exec``; or an option this reader does not know. Options are read as getopt reads them:
+    clustered (``-bf x``), their value attached or the next word, long ones by any unique
+    prefix (``--sou``)."""
     programs: list[str] = []
     operands: list[str] = []
     words = iter(arguments)
@@ -198,20 +222,42 @@ def awk_runs(arguments: list[str]) -> bool:
             operands += words
             break
         if word.startswith("--"):
-            name = word.partition("=")[0]
-            if name in ("--file", "--load", "--include", "--exec", "--source"):
-                return name != "--source" or awk_runs(["--", word.partition("=")[2]])
-            continue
-        if word.startswith("-") and len(word) > 1:
-            flag = word[1]
-            if flag in "flEi":
+            name, equals, value = word[2:].partition("=")
+            kind = _awk_long_option(name)
+            if kind in ("arg", "program") and not equals:
+                value = next(words, "")
+            if kind == "program":
+                programs.append(value)
+            elif kind == "runs":
                 return True
-            if flag in "vF" and len(word) == 2:
-                next(words, "")  # -v name=value, -F separator
             continue
-        operands.append(word)
-    programs = operands[:1]
+        if not word.startswith("-") or word == "-":
+            operands.append(word)
+            continue
+        for index, flag in enumerate(word[1:], start=2):
+            kind = _AWK_SHORT.get(flag, "runs")
+            if kind == "runs":
+                return True
+            if kind in ("arg", "program"):
+                value = word[index:] or next(words, "")
+                if kind == "program":
+                    programs.append(value)
+                elif flag == "W" and _awk_long_option(value.partition("=")[0]) != "":
+                    return True  # -W names a long option: mawk's exec, gawk's any
+                break
+    if not programs:
+        programs = operands[:1]
     return any(_AWK_RUNS.search(program) for program in programs)
+
+
+def _awk_long_option(name: str) -> str:
+    """What a long awk option (or a unique prefix of one, as getopt takes it) does: "" a
+    switch, "arg" takes a value, "program" a program's text, "runs" runs or writes (an
+    unknown or ambiguous name counts as that)."""
+    if name in _AWK_LONG:
+        return _AWK_LONG[name]
+    kinds = {kind for option, kind in _AWK_LONG.items() if option.startswith(name)}
+    return kinds.pop() if name and len(kinds) == 1 else "runs"
 
 
 def sed_runs(arguments: list[str]) -> bool:
