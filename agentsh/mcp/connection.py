@@ -429,9 +429,11 @@ class ServerConnection:
         if not self.ready:
             await self.start(task_group)
             if not self.ready:
+                # Said as a failed send is: whether the server's end was noticed before this
+                # call (its stream closed) or by it, the model reads one message.
                 return CallOutcome(
-                    error=f"MCP server '{self.spec.name}' could not be started: "
-                    f"{self.status.reason}."
+                    error=f"MCP server '{self.spec.name}' is down ({self.status.reason}); the "
+                    "call was not sent. agentsh connects again at its next call."
                 )
         client = self._client
         assert client is not None

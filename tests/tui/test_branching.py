@@ -116,6 +116,9 @@ async def test_three_branches_made_with_the_keys_and_switched_among(
         assert len(session.tree.children_of(session.tree.children_of(fork.id)[0])) == 3
         assert _users(app) == ["start", "three"] and _replies(app) == ["A0", "A-three"]
         await wait_for(pilot, lambda: _branch(app) == "3/3")
+        # The chat mounts its rows in batches of their own: on a loaded machine the status bar
+        # could say 3/3 a frame before the marker was mounted.
+        await wait_for(pilot, lambda: bool(app.query(BranchMarker)))
         marker = app.query_one(BranchMarker)
         assert str(marker.render()).startswith("↪ branch 3/3")
 
