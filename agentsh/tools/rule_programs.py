@@ -10,6 +10,7 @@ core.fsmonitor=...``, ``git rebase --exec``, ``git log --output=~/.bashrc``, ``f
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 # git settings on the command line that name no program (``-c user.name=...``); any other
 # ``-c`` may (core.fsmonitor, core.pager, alias.x=!sh, filter and diff drivers, include.path).
@@ -61,15 +62,21 @@ _GIT_RUNNERS: dict[str, tuple[str, ...]] = {
 # read as the subcommand, "HEAD" hid the ``-c`` after it); -C and the like refuse anyway.
 _GIT_VALUE_OPTIONS = frozenset({"--namespace", "--attr-source", "--super-prefix"})
 # Global options that point git at another repository (whose config and hooks it obeys: a
-# folder the model wrote, holding a .git file that names a crafted git dir).
-_GIT_ELSEWHERE = ("-C", "--git-dir", "--work-tree")
+# folder the model wrote, holding a .git file that names a crafted git dir; with --bare, the
+# folder itself, whose tracked ``config`` and ``info/attributes`` files name aliases, pagers
+# and textconv programs that the check of the project's own .git never sees).
+_GIT_ELSEWHERE = ("-C", "--git-dir", "--work-tree", "--bare")
+# git push options that take the next word as their value
+_PUSH_VALUE_OPTIONS = frozenset({"-o", "--push-option"})
 
 
-def git_told_to_run_a_program(command: str) -> bool:
+def git_told_to_run_a_program(command: str, cwd: Path | None) -> bool:
     """Whether a simple command is git with options that can make it run any program (or
     write a file it names): an allow rule for git commands (``Bash(git:*)``) must not cover
     ``git -c core.fsmonitor=...``, ``git rebase --exec sh``, ``git submodule foreach``,
-    ``git fetch --upload-pack=...``, ``git log --output=~/.bashrc`` or ``git -C elsewhere``."""
+    ``git fetch --upload-pack=...``, ``git log --output=~/.bashrc``, ``git -C elsewhere`` or
+    ``git push ./vendor/x.git`` (:func:`_pushes_to_a_local_repository`); ``cwd``: the folder
+    it runs in, None when the line moves first (``cd``)."""
     words = command.split(" ")
     if not words or words[0].rsplit("/", 1)[-1] != "git":
         return False
@@ -96,12 +103,57 @@ def git_told_to_run_a_program(command: str) -> bool:
         return any(word.startswith("ext::") for word in words[index:])
     if "" in runners:
         return True
+    if words[index] == "push" and _pushes_to_a_local_repository(words[index + 1 :], cwd):
+        return True
     for word in words[index + 1 :]:
         if word.startswith("ext::"):
             return True
         if any(_gives_option(word, runner) for runner in runners):
             return True
     return False
+
+
+def _pushes_to_a_local_repository(arguments: list[str], cwd: Path | None) -> bool:
+    """Whether ``git push`` with these arguments pushes to a repository on this machine: git
+    runs ``receive-pack`` there, and with it that repository's hooks (``pre-receive``,
+    ``update``, ``post-receive``): executable files a cloned repository can carry in any of
+    its folders (``vendor/cache.git/hooks/``), which the check of the project's own .git never
+    sees. A word that could name a configured remote (``origin``) is a folder when one of
+    that name is there (git uses a name no remote has as a path), or when ``cwd`` is unknown."""
+    words = iter(arguments)
+    for word in words:
+        if word == "--":
+            operand = next(words, "")
+            break
+        if word.startswith("--repo="):
+            if _local_url(word.partition("=")[2], cwd):
+                return True
+            continue
+        if word in _PUSH_VALUE_OPTIONS:
+            next(words, "")
+            continue
+        if not word.startswith("-"):
+            operand = word
+            break
+    else:
+        return False
+    return bool(operand) and _local_url(operand, cwd)
+
+
+def _local_url(url: str, cwd: Path | None) -> bool:
+    """Whether git reads ``url`` (a push's repository) as a folder on this machine, as its
+    ``url_is_local_not_ssh`` does: ``file://``, a path, not ``host:path`` nor a scheme's URL
+    nor a ``transport::address``; a bare word is a remote's name unless a folder has it."""
+    if url.startswith("file:"):
+        return True
+    if "::" in url or "://" in url:
+        return False
+    colon, slash = url.find(":"), url.find("/")
+    if colon >= 0 and (slash < 0 or colon < slash):
+        return False  # host:path, ssh
+    if slash >= 0 or url.startswith((".", "~")):
+        return True
+    return cwd is None or (cwd / url).exists()
 
 
 # Programs that only read or list, with the options that make them run a program the command

@@ -27,7 +27,8 @@ make up from an expansion (``git $U-c core.fsmonitor=... status``, ``git {-c,ali
 the rule would be matched against other words than the ones that run), nor does git told to run a
 program or write a file it names (``git -c core.fsmonitor=...``, ``--config-env``,
 ``--exec-path``, ``rebase --exec``, ``submodule foreach``, ``--upload-pack``, ``log --output``,
-``difftool``...) or pointed at another repository (``-C``, ``--git-dir``, ``--work-tree``),
+``difftool``...) or pointed at another repository (``-C``, ``--git-dir``, ``--work-tree``,
+``--bare``, ``push`` to one on this machine, whose hooks then run),
 nor a reader told to run a program, delete or write (``find -exec``/``-delete``/``-fprint``,
 ``rg --pre``, ``fd -x``) unless the rule names that option.
 Deny rules look through a program's path, wrappers with their options (``sudo -u root``,
@@ -281,7 +282,9 @@ class _Call:
             if not found or shell_expands(self.command):
                 return False
             parts = [" ".join(words) for words in found]
-            if any(git_told_to_run_a_program(p) for p in parts):
+            # a move (cd) first: where the git commands run is not known here
+            moved = any(words[0] in ("cd", "pushd", "popd", "chdir") for words in found)
+            if any(git_told_to_run_a_program(p, None if moved else cwd) for p in parts):
                 return False
             if takes_options_from_globs(self.command, [words[0] for words in found]):
                 return False

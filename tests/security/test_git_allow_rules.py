@@ -48,6 +48,49 @@ async def test_git_options_made_up_by_bash_do_not_run_under_a_git_rule(project: 
     assert not list(project.parent.glob("ran-*"))
 
 
+@pytest.mark.asyncio
+async def test_a_repository_in_the_project_runs_nothing_under_a_git_rule(project: Path) -> None:
+    """End to end, in a cloned repository carrying, as tracked files, a bare repository with
+    an executable pre-receive hook and, at its top, a bare repository's files (HEAD, objects/,
+    refs/, config with an alias): the project's own .git is plain, so nothing asked, and
+    ``git push`` to the folder ran its hook, ``git --bare`` the folder's alias."""
+    marker = project.parent / "ran"
+    origin = project.parent / "origin"
+    origin.mkdir()
+    git(origin, "init", "-q")
+    git(origin, "init", "-q", "--bare", "vendor/cache.git")
+    hook = origin / "vendor/cache.git/hooks/pre-receive"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}-hook\n")
+    hook.chmod(0o755)
+    (origin / "HEAD").write_text("ref: refs/heads/main\n")
+    for folder in ("objects/info", "refs/heads"):
+        (origin / folder).mkdir(parents=True)
+        (origin / folder / ".keep").write_text("")
+    (origin / "config").write_text(f"[alias]\n\tx = !touch {marker}-alias\n")
+    git(origin, "add", "-A")
+    git(origin, "-c", "user.name=a", "-c", "user.email=a@b.c", "commit", "-qm", "x")
+    clone = project / "clone"
+    git(project, "clone", "-q", str(origin), str(clone))
+    assert (clone / "vendor/cache.git/hooks/pre-receive").stat().st_mode & 0o100
+    commands = [
+        "git push vendor/cache.git HEAD:refs/heads/x",
+        "git push -q ./vendor/cache.git HEAD:refs/heads/y",
+        "git --bare x",
+    ]
+    approver = Approver(
+        ApprovalMode.ASK, clone, interactive=False, rules=ToolRules.parse(["Bash(git:*)"])
+    )
+    tool = BashTool()
+    for command in commands:
+        ctx = ToolContext(ProjectPaths(clone), UserPaths.from_env(), Settings(), clone, "call-1")
+        params = tool.parse({"command": command})
+        refusal = await approver.authorize(tool, params, ctx)
+        if refusal is None:
+            await tool.run(params, ctx)
+        assert refusal is not None and refusal.startswith("Denied"), command
+    assert not list(project.parent.glob("ran-*"))
+
+
 def _allowed(command: str, tmp_path: Path) -> bool:
     rules = ToolRules.parse(allow=["Bash(git:*)"])
     verdict = rules.check("bash", BashParams(command=command), tmp_path, tmp_path)
@@ -115,6 +158,14 @@ def _allowed(command: str, tmp_path: Path) -> bool:
         "git -C vendored status",
         "git --git-dir=notes/.hidden status",
         "git --work-tree=/ status",
+        "git --bare x",
+        # ... or push to a repository on this machine, whose hooks receive-pack runs.
+        "git push ./vendor/cache.git HEAD:x",
+        "git push -q /tmp/evil.git main",
+        "git push --repo=../evil.git",
+        "git push -o ci.skip ~/evil.git main",
+        "git push file:///tmp/evil.git main",
+        "git push -- ./evil.git main",
         # ... or made up by bash as it runs the line: an empty variable, a brace or ANSI-C
         # quoting turns a word that is no option here into "-c" (the rule saw "$U-c").
         "git $U-c core.fsmonitor='touch /tmp/x;false' status",
@@ -144,6 +195,10 @@ def test_git_told_to_run_a_program_matches_no_allow_rule(command: str, tmp_path:
         "git commit -m 'rebase --exec runs tests'",
         "git rebase -i HEAD~2",
         "git push -u origin main",
+        "git push git@github.com:me/repo.git main",
+        "git push https://github.com/me/repo.git HEAD:main",
+        "git push --force-with-lease origin HEAD",
+        "git init --bare",
         "git fetch origin",
         "git submodule update --init",
         "git grep -n TODO",
@@ -160,6 +215,22 @@ def test_git_told_to_run_a_program_matches_no_allow_rule(command: str, tmp_path:
 )
 def test_plain_git_commands_still_match(command: str, tmp_path: Path) -> None:
     assert _allowed(command, tmp_path)
+
+
+def test_a_push_to_a_bare_name_is_a_remote_unless_a_folder_has_it(tmp_path: Path) -> None:
+    """git reads a name no remote has as a path: ``git push evil`` is the folder evil when it
+    is there, and unknown after a ``cd`` (the folder the push runs in is not known here)."""
+    rules = ToolRules.parse(allow=["Bash(git:*)", "Bash(cd:*)"])
+
+    def allowed(command: str) -> bool:
+        verdict = rules.check("bash", BashParams(command=command), tmp_path, tmp_path)
+        return verdict is not None and verdict.allowed
+
+    assert allowed("git push evil main")
+    (tmp_path / "evil").mkdir()
+    assert not allowed("git push evil main")
+    assert not allowed("cd sub && git push origin main")
+    assert allowed("cd sub && git status")
 
 
 def test_a_deny_rule_cannot_be_dodged_by_a_made_up_program_name(tmp_path: Path) -> None:
