@@ -98,12 +98,14 @@ def git_told_to_run_a_program(command: str, cwd: Path | None) -> bool:
         return True  # a glob where the subcommand goes can match a file named "-c"
     if any(_gives_option(word, "--output") for word in words[index + 1 :]):
         return True  # every command with revision or diff options takes it (rev-list, blame...)
+    if words[index] == "push" and _pushes_to_a_local_repository(words[index + 1 :], cwd):
+        return True
+    if words[index] == "config" and not _config_only_reads(words[index + 1 :]):
+        return True
     runners = _GIT_RUNNERS.get(words[index])
     if runners is None:
         return any(word.startswith("ext::") for word in words[index:])
     if "" in runners:
-        return True
-    if words[index] == "push" and _pushes_to_a_local_repository(words[index + 1 :], cwd):
         return True
     for word in words[index + 1 :]:
         if word.startswith("ext::"):
@@ -111,6 +113,34 @@ def git_told_to_run_a_program(command: str, cwd: Path | None) -> bool:
         if any(_gives_option(word, runner) for runner in runners):
             return True
     return False
+
+
+_CONFIG_READS = ("--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--list")
+_CONFIG_CHANGES = ("--add", "--unset", "--unset-all", "--replace-all", "--rename-section",
+                   "--remove-section", "--edit", "-e", "--file", "-f")  # fmt: skip
+_VALUED = ("--type", "--default", "--comment", "--blob", "-t")
+
+
+def _config_only_reads(arguments: list[str]) -> bool:
+    """Whether ``git config`` with these arguments only reads the repository's settings
+    (``--get``, ``--list``, ``get``, ``list``). Setting one is not a git command the rule's
+    user had in mind: ``git config --global 'core.fsmonitor' 'curl ...|sh'`` wrote the user's
+    own ~/.gitconfig (outside the project, where the tripwire that undoes a change to
+    ``.git/config`` does not look, and counted as the user's) and the next ``git status``
+    ran it; ``--file`` reads or writes any file (``-f ~/.aws/credentials --list``)."""
+    operands = [word for word in arguments if not word.startswith("-")]
+    for word in arguments:
+        if any(_gives_option(word, option) for option in _CONFIG_CHANGES):
+            return False
+    reads = any(_gives_option(word, option) for word in arguments for option in _CONFIG_READS)
+    if reads or operands[:1] in (["get"], ["list"]) or _short_list(arguments):
+        return True
+    # ``git config user.name``: one name, no value (an option's value would count as one)
+    return len(operands) == 1 and not any(_gives_option(w, o) for w in arguments for o in _VALUED)
+
+
+def _short_list(arguments: list[str]) -> bool:
+    return any(w.startswith("-") and not w.startswith("--") and "l" in w[1:] for w in arguments)
 
 
 def _pushes_to_a_local_repository(arguments: list[str], cwd: Path | None) -> bool:

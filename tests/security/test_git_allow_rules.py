@@ -91,6 +91,42 @@ async def test_a_repository_in_the_project_runs_nothing_under_a_git_rule(project
     assert not list(project.parent.glob("ran-*"))
 
 
+@pytest.mark.asyncio
+async def test_a_git_rule_does_not_let_the_model_set_the_users_git_config(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``git config --global 'core.fsmonitor' ...`` (the name quoted: the text check for a
+    config write missed it) wrote ~/.gitconfig, where neither the tripwire nor the check of
+    the repository's own settings looks, and the next ``git status`` ran the program; so it
+    would in the user's own shell, long after agentsh."""
+    home = project.parent / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    git(project, "init", "-q")
+    marker = project.parent / "ran"
+    approver = Approver(
+        ApprovalMode.ASK, project, interactive=False, rules=ToolRules.parse(["Bash(git:*)"])
+    )
+    tool = BashTool()
+    refusals = []
+    for command in [
+        f"git config --global 'core.fsmonitor' 'touch {marker};false'",
+        "git status",
+    ]:
+        ctx = ToolContext(
+            ProjectPaths(project), UserPaths.from_env(), Settings(), project, "call-1"
+        )
+        params = tool.parse({"command": command})
+        refusal = await approver.authorize(tool, params, ctx)
+        if refusal is None:
+            await tool.run(params, ctx)
+        refusals.append(refusal)
+    assert refusals[0] is not None and refusals[0].startswith("Denied")
+    assert not (home / ".gitconfig").exists()
+    assert not marker.exists()
+
+
 def _allowed(command: str, tmp_path: Path) -> bool:
     rules = ToolRules.parse(allow=["Bash(git:*)"])
     verdict = rules.check("bash", BashParams(command=command), tmp_path, tmp_path)
@@ -159,6 +195,16 @@ def _allowed(command: str, tmp_path: Path) -> bool:
         "git --git-dir=notes/.hidden status",
         "git --work-tree=/ status",
         "git --bare x",
+        # ... or set a setting (the user's own ~/.gitconfig too), or read any file as one.
+        "git config --global 'core.fsmonitor' 'touch /tmp/x'",
+        "git config --global core\\.fsmonitor 'touch /tmp/x'",
+        "git config set --global core.fsmonitor 'touch /tmp/x'",
+        'git config "alias.st" "!touch /tmp/x"',
+        "git config --glob --add include.path /tmp/x",
+        "git config --global --edit",
+        "git config --type bool core.x true",
+        "git config -f ~/.aws/credentials --list",
+        "git config --fi=/home/u/.bashrc a.b c",
         # ... or push to a repository on this machine, whose hooks receive-pack runs.
         "git push ./vendor/cache.git HEAD:x",
         "git push -q /tmp/evil.git main",
@@ -199,6 +245,12 @@ def test_git_told_to_run_a_program_matches_no_allow_rule(command: str, tmp_path:
         "git push https://github.com/me/repo.git HEAD:main",
         "git push --force-with-lease origin HEAD",
         "git init --bare",
+        "git config user.name",
+        "git config --get user.email",
+        "git config get --global user.email",
+        "git config --global --get-regexp '^alias'",
+        "git config --list --show-origin",
+        "git config -l",
         "git fetch origin",
         "git submodule update --init",
         "git grep -n TODO",
