@@ -63,9 +63,10 @@ async def test_a_repository_in_the_project_runs_nothing_under_a_git_rule(project
     hook.write_text(f"#!/bin/sh\ntouch {marker}-hook\n")
     hook.chmod(0o755)
     (origin / "HEAD").write_text("ref: refs/heads/main\n")
-    for folder in ("objects/info", "refs/heads"):
-        (origin / folder).mkdir(parents=True)
-        (origin / folder / ".keep").write_text("")
+    for folder in ("objects/info", "refs/heads"):  # git tracks no empty folder
+        for top in ("", "vendor/cache.git/"):
+            (origin / top / folder).mkdir(parents=True, exist_ok=True)
+            (origin / top / folder / ".keep").write_text("")
     (origin / "config").write_text(f"[alias]\n\tx = !touch {marker}-alias\n")
     git(origin, "add", "-A")
     git(origin, "-c", "user.name=a", "-c", "user.email=a@b.c", "commit", "-qm", "x")
@@ -81,14 +82,16 @@ async def test_a_repository_in_the_project_runs_nothing_under_a_git_rule(project
         ApprovalMode.ASK, clone, interactive=False, rules=ToolRules.parse(["Bash(git:*)"])
     )
     tool = BashTool()
+    refusals = []
     for command in commands:
         ctx = ToolContext(ProjectPaths(clone), UserPaths.from_env(), Settings(), clone, "call-1")
         params = tool.parse({"command": command})
         refusal = await approver.authorize(tool, params, ctx)
         if refusal is None:
             await tool.run(params, ctx)
-        assert refusal is not None and refusal.startswith("Denied"), command
+        refusals.append(refusal)
     assert not list(project.parent.glob("ran-*"))
+    assert all(r is not None and r.startswith("Denied") for r in refusals), refusals
 
 
 @pytest.mark.asyncio
@@ -122,9 +125,9 @@ async def test_a_git_rule_does_not_let_the_model_set_the_users_git_config(
         if refusal is None:
             await tool.run(params, ctx)
         refusals.append(refusal)
-    assert refusals[0] is not None and refusals[0].startswith("Denied")
-    assert not (home / ".gitconfig").exists()
     assert not marker.exists()
+    assert not (home / ".gitconfig").exists()
+    assert refusals[0] is not None and refusals[0].startswith("Denied")
 
 
 def _allowed(command: str, tmp_path: Path) -> bool:
