@@ -102,6 +102,10 @@ def git_told_to_run_a_program(command: str, cwd: Path | None) -> bool:
         return True
     if words[index] == "config" and not _config_only_reads(words[index + 1 :]):
         return True
+    if words[index].startswith("credential"):
+        # ``git credential fill`` (or a helper, ``credential-libsecret get``) prints the user's
+        # password for the host on its stdin, which ``git log --format=host=...%n`` can feed
+        return True
     runners = _GIT_RUNNERS.get(words[index])
     if runners is None:
         return any(word.startswith("ext::") for word in words[index:])

@@ -130,6 +130,50 @@ async def test_a_git_rule_does_not_let_the_model_set_the_users_git_config(
     assert refusals[0] is not None and refusals[0].startswith("Denied")
 
 
+@pytest.mark.asyncio
+async def test_a_git_rule_does_not_hand_the_model_the_users_git_password(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``git credential fill`` prints the password the user's credential helper keeps for the
+    host it reads on stdin, and ``git log --format`` writes that in a pipe: two git commands,
+    and the model read the user's GitHub token."""
+    home = project.parent / "home"
+    home.mkdir()
+    (home / ".git-credentials").write_text("https://me:ghp_s3cr3t@github.com\n")
+    (home / ".gitconfig").write_text("[credential]\n\thelper = store\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    git(project, "init", "-q")
+    git(
+        project,
+        "-c",
+        "user.name=a",
+        "-c",
+        "user.email=a@b.c",
+        "commit",
+        "-qm",
+        "x",
+        "--allow-empty",
+    )
+    approver = Approver(
+        ApprovalMode.ASK, project, interactive=False, rules=ToolRules.parse(["Bash(git:*)"])
+    )
+    tool = BashTool()
+    seen = ""
+    for command in [
+        "git log -1 --format='protocol=https%nhost=github.com%n' | git credential fill",
+        "git log -1 --format='protocol=https%nhost=github.com%n' | git credential-store get",
+    ]:
+        ctx = ToolContext(
+            ProjectPaths(project), UserPaths.from_env(), Settings(), project, "call-1"
+        )
+        params = tool.parse({"command": command})
+        refusal = await approver.authorize(tool, params, ctx)
+        seen += refusal if refusal is not None else (await tool.run(params, ctx)).content
+    assert "s3cr3t" not in seen
+    assert seen.count("Denied") == 2
+
+
 def _allowed(command: str, tmp_path: Path) -> bool:
     rules = ToolRules.parse(allow=["Bash(git:*)"])
     verdict = rules.check("bash", BashParams(command=command), tmp_path, tmp_path)
@@ -208,6 +252,10 @@ def _allowed(command: str, tmp_path: Path) -> bool:
         "git config --type bool core.x true",
         "git config -f ~/.aws/credentials --list",
         "git config --fi=/home/u/.bashrc a.b c",
+        # ... or print the user's passwords (fed the host by a git command in a pipe).
+        "git log -1 --format=host=github.com%n | git credential fill",
+        "git credential approve",
+        "git credential-libsecret get",
         # ... or push to a repository on this machine, whose hooks receive-pack runs.
         "git push ./vendor/cache.git HEAD:x",
         "git push -q /tmp/evil.git main",
