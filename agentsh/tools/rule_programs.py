@@ -9,6 +9,7 @@ core.fsmonitor=...``, ``git rebase --exec``, ``git log --output=~/.bashrc``, ``f
 
 from __future__ import annotations
 
+import os.path
 import re
 from pathlib import Path
 
@@ -117,6 +118,63 @@ def git_told_to_run_a_program(command: str, cwd: Path | None) -> bool:
         if any(_gives_option(word, runner) for runner in runners):
             return True
     return False
+
+
+def git_names_a_path_outside(words: list[str], cwd: Path | None, root: Path) -> bool:
+    """Whether a git command (its words) names a file or folder outside the project: git
+    reads and writes what its line names wherever it is (``blame --contents ~/.ssh/id_rsa``
+    and ``hash-object -w`` then ``cat-file -p`` print a key, ``commit -F`` files one;
+    ``clone``, ``init`` and ``worktree add`` into ~/.config/autostart write programs there),
+    which an allow rule for git commands was not written for. A path is a word (or an
+    option's value) that starts with ``/`` or ``~`` or climbs with ``..``, or leads out
+    through a link; with ``cwd`` None (the line moves first) any word of the first kind
+    counts. A URL, a ``host:path`` and a commit message (``-m``) are not paths."""
+    if not words or words[0].rsplit("/", 1)[-1] != "git":
+        return False
+    message = False
+    for word in words[1:]:
+        if message:
+            message = False
+            continue
+        if word in ("-m", "--message"):
+            message = True
+            continue
+        if word.startswith(("--message=", "-m")):
+            continue
+        value = word
+        if word.startswith("--") and "=" in word:
+            value = word.partition("=")[2]
+        elif word.startswith("-") and len(word) > 2 and word[2] in "/~.":
+            value = word[2:]  # a short option's value written against it (-F/x, -o~/y)
+        elif word.startswith("-"):
+            continue
+        if _outside(value, cwd, root):
+            return True
+    return False
+
+
+def _outside(value: str, cwd: Path | None, root: Path) -> bool:
+    if value.startswith("file:"):
+        value = value.removeprefix("file:").removeprefix("//")
+    elif "://" in value or "::" in value:
+        return False
+    colon, slash = value.find(":"), value.find("/")
+    if colon >= 0 and (slash < 0 or colon < slash):
+        return False  # host:path, or a revision's path (HEAD:src/x)
+    if value == "/dev/null":
+        return False
+    looks = value.startswith(("/", "~")) or ".." in value.split("/")
+    if cwd is None:
+        return looks
+    where = os.path.normpath(cwd / Path(value).expanduser())
+    if looks and not _beneath(where, os.path.normpath(root)):
+        return True
+    # ... or through a link inside the project (a repository can carry one to /home/...)
+    return not _beneath(os.path.realpath(where), os.path.realpath(root))
+
+
+def _beneath(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
 
 
 _CONFIG_READS = ("--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--list")

@@ -28,7 +28,8 @@ the rule would be matched against other words than the ones that run), nor does 
 program or write a file it names (``git -c core.fsmonitor=...``, ``--config-env``,
 ``--exec-path``, ``rebase --exec``, ``submodule foreach``, ``--upload-pack``, ``log --output``,
 ``difftool``...) or pointed at another repository (``-C``, ``--git-dir``, ``--work-tree``,
-``--bare``, ``push`` to one on this machine, whose hooks then run),
+``--bare``, ``push`` to one on this machine, whose hooks then run), told to set a setting
+or print a password (``config``, ``credential``) or given a path outside the project,
 nor a reader told to run a program, delete or write (``find -exec``/``-delete``/``-fprint``,
 ``rg --pre``, ``fd -x``) unless the rule names that option.
 Deny rules look through a program's path, wrappers with their options (``sudo -u root``,
@@ -49,6 +50,7 @@ from typing import Any
 
 from agentsh.errors import AgentshError
 from agentsh.tools.rule_programs import (
+    git_names_a_path_outside,
     git_told_to_run_a_program,
     runs_beyond,
     takes_options_from_globs,
@@ -285,6 +287,8 @@ class _Call:
             # a move (cd) first: where the git commands run is not known here
             moved = any(words[0] in ("cd", "pushd", "popd", "chdir") for words in found)
             if any(git_told_to_run_a_program(p, None if moved else cwd) for p in parts):
+                return False
+            if any(git_names_a_path_outside(w, None if moved else cwd, root) for w in found):
                 return False
             if takes_options_from_globs(self.command, [words[0] for words in found]):
                 return False

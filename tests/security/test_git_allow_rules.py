@@ -256,6 +256,18 @@ def _allowed(command: str, tmp_path: Path) -> bool:
         "git log -1 --format=host=github.com%n | git credential fill",
         "git credential approve",
         "git credential-libsecret get",
+        # ... or read or write a file outside the project the line names.
+        "git blame --contents ~/.ssh/id_ed25519 README.md",
+        "git hash-object -w /home/u/.ssh/id_ed25519",
+        "git commit --allow-empty -F ~/.aws/credentials",
+        "git notes add --file=/home/u/.netrc",
+        "git tag -a v1 -F../../.ssh/id_ed25519",
+        "git clone https://github.com/a/b /home/u/.config/autostart",
+        "git clone --separate-git-dir=/tmp/x https://github.com/a/b b",
+        "git init ~/.vim/pack/x/start/y",
+        "git worktree add ../../.config/autostart main",
+        "git bugreport -o /home/u/.local/bin",
+        "git fast-export --export-marks=/home/u/.bashrc HEAD",
         # ... or push to a repository on this machine, whose hooks receive-pack runs.
         "git push ./vendor/cache.git HEAD:x",
         "git push -q /tmp/evil.git main",
@@ -297,6 +309,12 @@ def test_git_told_to_run_a_program_matches_no_allow_rule(command: str, tmp_path:
         "git push --force-with-lease origin HEAD",
         "git init --bare",
         "git config user.name",
+        "git commit -m '/etc/hosts is read once'",
+        "git log --oneline HEAD~3..HEAD -- src/../README.md",
+        "git diff main...feature/x",
+        "git show HEAD:docs/a.md",
+        "git clone https://github.com/a/b vendor/b",
+        "git log -- /dev/null",
         "git config --get user.email",
         "git config get --global user.email",
         "git config --global --get-regexp '^alias'",
@@ -318,6 +336,25 @@ def test_git_told_to_run_a_program_matches_no_allow_rule(command: str, tmp_path:
 )
 def test_plain_git_commands_still_match(command: str, tmp_path: Path) -> None:
     assert _allowed(command, tmp_path)
+
+
+def test_a_git_rule_does_not_read_through_a_link_out_of_the_project(tmp_path: Path) -> None:
+    """A repository can carry a link to a folder outside it (or git plumbing can make one):
+    ``git blame --contents keys/id_ed25519 f`` read the file the link leads to."""
+    outside = tmp_path / "home"
+    project = tmp_path / "project"
+    (outside / ".ssh").mkdir(parents=True)
+    project.mkdir()
+    (project / "keys").symlink_to(outside / ".ssh")
+    rules = ToolRules.parse(allow=["Bash(git:*)"])
+
+    def allowed(command: str) -> bool:
+        verdict = rules.check("bash", BashParams(command=command), project, project)
+        return verdict is not None and verdict.allowed
+
+    assert not allowed("git blame --contents keys/id_ed25519 README.md")
+    assert not allowed("git hash-object -w keys/id_ed25519")
+    assert allowed("git blame README.md")
 
 
 def test_a_push_to_a_bare_name_is_a_remote_unless_a_folder_has_it(tmp_path: Path) -> None:
