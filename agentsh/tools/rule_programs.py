@@ -101,6 +101,10 @@ def git_told_to_run_a_program(command: str, cwd: Path | None) -> bool:
         return True  # every command with revision or diff options takes it (rev-list, blame...)
     if words[index] == "push" and _pushes_to_a_local_repository(words[index + 1 :], cwd):
         return True
+    if words[index] in ("remote", "submodule") and _adds_a_local_remote(
+        words[index], words[index + 1 :], cwd
+    ):
+        return True
     if words[index] == "config" and not _config_only_reads(words[index + 1 :]):
         return True
     if words[index].startswith("credential"):
@@ -228,8 +232,24 @@ def _pushes_to_a_local_repository(arguments: list[str], cwd: Path | None) -> boo
             operand = word
             break
     else:
+        return cwd is None  # the branch's remote, in a repository the line moved to
+    return _local_url(operand, cwd) if operand else cwd is None
+
+
+def _adds_a_local_remote(subcommand: str, arguments: list[str], cwd: Path | None) -> bool:
+    """Whether ``git remote add|set-url`` or ``git submodule add`` names a repository on this
+    machine: ``git remote add v vendor/cache.git && git push v`` pushed there (the tripwire
+    puts .git/config back only after the line)."""
+    operands = [word for word in arguments if not word.startswith("-")]
+    if not operands or operands[0] not in ("add", "set-url"):
         return False
-    return bool(operand) and _local_url(operand, cwd)
+    if subcommand == "submodule":
+        urls = operands[1:2]  # (an option's value read as the URL: asks, the safe side)
+    elif operands[0] == "add":
+        urls = operands[-1:]
+    else:
+        urls = operands[2:]
+    return any(_local_url(url, cwd) for url in urls)
 
 
 def _local_url(url: str, cwd: Path | None) -> bool:

@@ -275,6 +275,9 @@ def _allowed(command: str, tmp_path: Path) -> bool:
         "git push -o ci.skip ~/evil.git main",
         "git push file:///tmp/evil.git main",
         "git push -- ./evil.git main",
+        "git remote add v vendor/cache.git && git push v HEAD",
+        "git remote set-url --push origin ./vendor/cache.git && git push",
+        "git submodule add ./vendor/cache.git s",
         # ... or made up by bash as it runs the line: an empty variable, a brace or ANSI-C
         # quoting turns a word that is no option here into "-c" (the rule saw "$U-c").
         "git $U-c core.fsmonitor='touch /tmp/x;false' status",
@@ -308,6 +311,9 @@ def test_git_told_to_run_a_program_matches_no_allow_rule(command: str, tmp_path:
         "git push https://github.com/me/repo.git HEAD:main",
         "git push --force-with-lease origin HEAD",
         "git init --bare",
+        "git remote add upstream git@github.com:a/b.git",
+        "git remote set-url origin https://github.com/a/b.git",
+        "git submodule add https://github.com/a/b vendor/b",
         "git config user.name",
         "git commit -m '/etc/hosts is read once'",
         "git log --oneline HEAD~3..HEAD -- src/../README.md",
@@ -370,6 +376,10 @@ def test_a_push_to_a_bare_name_is_a_remote_unless_a_folder_has_it(tmp_path: Path
     (tmp_path / "evil").mkdir()
     assert not allowed("git push evil main")
     assert not allowed("cd sub && git push origin main")
+    assert not allowed("cd sub && git push")
+    assert allowed("git push")
+    assert not allowed("git remote add v evil && git push v HEAD")
+    assert allowed("git remote add upstream https://github.com/a/b.git")
     assert allowed("cd sub && git status")
 
 
