@@ -49,12 +49,8 @@ from pathlib import Path
 from typing import Any
 
 from agentsh.errors import AgentshError
-from agentsh.tools.rule_programs import (
-    git_names_a_path_outside,
-    git_told_to_run_a_program,
-    runs_beyond,
-    takes_options_from_globs,
-)
+from agentsh.tools.rule_git import git_names_a_path_outside, git_told_to_run_a_program
+from agentsh.tools.rule_programs import runs_beyond, takes_options_from_globs
 from agentsh.tools.rule_wrappers import inner_commands
 
 # Claude Code's tool names -> the agentsh tools their rules cover.

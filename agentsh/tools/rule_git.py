@@ -1,0 +1,271 @@
+"""What a git command an allow rule (``Bash(git:*)``) matched can make run or reach beyond git.
+
+git can be told, on the same line, to run another program (``-c core.fsmonitor=...``, ``rebase
+--exec``, ``--upload-pack``), to obey another repository (``-C``, ``--bare``, a push to one on
+this machine, whose hooks run), to set the user's own settings or print a stored password
+(``config --global``, ``credential fill``), or to read or write a file outside the project
+(``blame --contents ~/.ssh/id_ed25519``, ``clone URL ~/.config/autostart``).
+:func:`git_told_to_run_a_program` and :func:`git_names_a_path_outside` find those, so
+:mod:`agentsh.tools.rules` does not let the rule cover them.
+"""
+
+from __future__ import annotations
+
+import os.path
+from pathlib import Path
+
+from agentsh.tools.rule_programs import gives_option as _gives_option
+
+# git settings on the command line that name no program (``-c user.name=...``); any other
+# ``-c`` may (core.fsmonitor, core.pager, alias.x=!sh, filter and diff drivers, include.path).
+_HARMLESS_GIT_SETTINGS = ("user.", "color.", "advice.", "core.quotepath=", "init.defaultbranch=")
+
+
+# What a git command line can name that git then runs (or writes): per subcommand, the
+# options (or words) that do it; "" means the subcommand itself does (difftool runs a tool).
+_GIT_RUNNERS: dict[str, tuple[str, ...]] = {
+    "submodule": ("foreach",),
+    "bisect": ("run",),
+    "rebase": ("--exec", "-x"),
+    "grep": ("-O", "--open-files-in-pager"),
+    "clone": ("-u", "--upload-pack", "--template", "-c", "--config"),
+    "fetch": ("--upload-pack",),
+    "pull": ("--upload-pack",),
+    "ls-remote": ("--upload-pack",),
+    "remote": ("--upload-pack",),
+    "archive": ("--exec", "--output", "-o"),
+    "push": ("--receive-pack", "--exec"),
+    "send-pack": ("--receive-pack", "--exec"),
+    "init": ("--template",),
+    "log": ("--output",),
+    "show": ("--output",),
+    "format-patch": ("--output", "-o", "--output-directory"),
+    "bundle": ("create",),
+    # ... write a file the line names outside the work tree, or read one (the key, as a diff)
+    "apply": ("--unsafe-paths",),
+    "checkout-index": ("--prefix",),
+    "merge-file": ("",),
+    "diff": ("--output", "--no-index"),
+    # ... run what the line names as a transport, or obey another repository's hooks
+    "remote-ext": ("",),
+    "receive-pack": ("",),
+    "upload-pack": ("",),
+    "upload-archive": ("",),
+    "shell": ("",),
+    "credential-store": ("",),
+    "credential-cache": ("",),
+    "filter-branch": ("",),
+    "filter-repo": ("",),  # git-filter-repo's --*-callback options are Python code
+    "difftool": ("",),
+    "mergetool": ("",),
+    "send-email": ("",),
+    "instaweb": ("",),
+    "daemon": ("",),
+}
+# Global options that take the next word as their value (``git --attr-source HEAD -c ...``:
+# read as the subcommand, "HEAD" hid the ``-c`` after it); -C and the like refuse anyway.
+_GIT_VALUE_OPTIONS = frozenset({"--namespace", "--attr-source", "--super-prefix"})
+# Global options that point git at another repository (whose config and hooks it obeys: a
+# folder the model wrote, holding a .git file that names a crafted git dir; with --bare, the
+# folder itself, whose tracked ``config`` and ``info/attributes`` files name aliases, pagers
+# and textconv programs that the check of the project's own .git never sees).
+_GIT_ELSEWHERE = ("-C", "--git-dir", "--work-tree", "--bare")
+# git push options that take the next word as their value
+_PUSH_VALUE_OPTIONS = frozenset({"-o", "--push-option"})
+
+
+def git_told_to_run_a_program(command: str, cwd: Path | None) -> bool:
+    """Whether a simple command is git with options that can make it run any program (or
+    write a file it names): an allow rule for git commands (``Bash(git:*)``) must not cover
+    ``git -c core.fsmonitor=...``, ``git rebase --exec sh``, ``git submodule foreach``,
+    ``git fetch --upload-pack=...``, ``git log --output=~/.bashrc``, ``git -C elsewhere`` or
+    ``git push ./vendor/x.git`` (:func:`_pushes_to_a_local_repository`); ``cwd``: the folder
+    it runs in, None when the line moves first (``cd``)."""
+    words = command.split(" ")
+    if not words or words[0].rsplit("/", 1)[-1] != "git":
+        return False
+    index = 1
+    while index < len(words) and words[index].startswith("-"):
+        option = words[index]
+        if option.startswith(("--config-env", "--exec-path", *_GIT_ELSEWHERE)):
+            return True
+        if option == "-c" or (option.startswith("-c") and not option.startswith("--")):
+            setting = option[2:] or (words[index + 1] if index + 1 < len(words) else "")
+            if not setting.lower().startswith(_HARMLESS_GIT_SETTINGS):
+                return True
+            index += 1 if option != "-c" else 2
+            continue
+        index += 2 if option in _GIT_VALUE_OPTIONS else 1
+    if index >= len(words):
+        return False
+    if words[index][:1] in ("*", "?", "["):
+        return True  # a glob where the subcommand goes can match a file named "-c"
+    if any(_gives_option(word, "--output") for word in words[index + 1 :]):
+        return True  # every command with revision or diff options takes it (rev-list, blame...)
+    if words[index] == "push" and _pushes_to_a_local_repository(words[index + 1 :], cwd):
+        return True
+    if words[index] in ("remote", "submodule") and _adds_a_local_remote(
+        words[index], words[index + 1 :], cwd
+    ):
+        return True
+    if words[index] == "config" and not _config_only_reads(words[index + 1 :]):
+        return True
+    if words[index].startswith("credential"):
+        # ``git credential fill`` (or a helper, ``credential-libsecret get``) prints the user's
+        # password for the host on its stdin, which ``git log --format=host=...%n`` can feed
+        return True
+    runners = _GIT_RUNNERS.get(words[index])
+    if runners is None:
+        return any(word.startswith("ext::") for word in words[index:])
+    if "" in runners:
+        return True
+    for word in words[index + 1 :]:
+        if word.startswith("ext::"):
+            return True
+        if any(_gives_option(word, runner) for runner in runners):
+            return True
+    return False
+
+
+def git_names_a_path_outside(words: list[str], cwd: Path | None, root: Path) -> bool:
+    """Whether a git command (its words) names a file or folder outside the project: git
+    reads and writes what its line names wherever it is (``blame --contents ~/.ssh/id_rsa``
+    and ``hash-object -w`` then ``cat-file -p`` print a key, ``commit -F`` files one;
+    ``clone``, ``init`` and ``worktree add`` into ~/.config/autostart write programs there),
+    which an allow rule for git commands was not written for. A path is a word (or an
+    option's value) that starts with ``/`` or ``~`` or climbs with ``..``, or leads out
+    through a link; with ``cwd`` None (the line moves first) any word of the first kind
+    counts. A URL, a ``host:path`` and a commit message (``-m``) are not paths."""
+    if not words or words[0].rsplit("/", 1)[-1] != "git":
+        return False
+    message = False
+    for word in words[1:]:
+        if message:
+            message = False
+            continue
+        if word in ("-m", "--message"):
+            message = True
+            continue
+        if word.startswith(("--message=", "-m")):
+            continue
+        value = word
+        if word.startswith("--") and "=" in word:
+            value = word.partition("=")[2]
+        elif word.startswith("-") and len(word) > 2 and word[2] in "/~.":
+            value = word[2:]  # a short option's value written against it (-F/x, -o~/y)
+        elif word.startswith("-"):
+            continue
+        if _outside(value, cwd, root):
+            return True
+    return False
+
+
+def _outside(value: str, cwd: Path | None, root: Path) -> bool:
+    if value.startswith("file:"):
+        value = value.removeprefix("file:").removeprefix("//")
+    elif "://" in value or "::" in value:
+        return False
+    colon, slash = value.find(":"), value.find("/")
+    if colon >= 0 and (slash < 0 or colon < slash):
+        return False  # host:path, or a revision's path (HEAD:src/x)
+    if value == "/dev/null":
+        return False
+    looks = value.startswith(("/", "~")) or ".." in value.split("/")
+    if cwd is None:
+        return looks
+    where = os.path.normpath(cwd / Path(value).expanduser())
+    if looks and not _beneath(where, os.path.normpath(root)):
+        return True
+    # ... or through a link inside the project (a repository can carry one to /home/...)
+    return not _beneath(os.path.realpath(where), os.path.realpath(root))
+
+
+def _beneath(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+_CONFIG_READS = ("--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--list")
+_CONFIG_CHANGES = ("--add", "--unset", "--unset-all", "--replace-all", "--rename-section",
+                   "--remove-section", "--edit", "-e", "--file", "-f")  # fmt: skip
+_VALUED = ("--type", "--default", "--comment", "--blob", "-t")
+
+
+def _config_only_reads(arguments: list[str]) -> bool:
+    """Whether ``git config`` with these arguments only reads the repository's settings
+    (``--get``, ``--list``, ``get``, ``list``). Setting one is not a git command the rule's
+    user had in mind: ``git config --global 'core.fsmonitor' 'curl ...|sh'`` wrote the user's
+    own ~/.gitconfig (outside the project, where the tripwire that undoes a change to
+    ``.git/config`` does not look, and counted as the user's) and the next ``git status``
+    ran it; ``--file`` reads or writes any file (``-f ~/.aws/credentials --list``)."""
+    operands = [word for word in arguments if not word.startswith("-")]
+    for word in arguments:
+        if any(_gives_option(word, option) for option in _CONFIG_CHANGES):
+            return False
+    reads = any(_gives_option(word, option) for word in arguments for option in _CONFIG_READS)
+    if reads or operands[:1] in (["get"], ["list"]) or _short_list(arguments):
+        return True
+    # ``git config user.name``: one name, no value (an option's value would count as one)
+    return len(operands) == 1 and not any(_gives_option(w, o) for w in arguments for o in _VALUED)
+
+
+def _short_list(arguments: list[str]) -> bool:
+    return any(w.startswith("-") and not w.startswith("--") and "l" in w[1:] for w in arguments)
+
+
+def _pushes_to_a_local_repository(arguments: list[str], cwd: Path | None) -> bool:
+    """Whether ``git push`` with these arguments pushes to a repository on this machine: git
+    runs ``receive-pack`` there, and with it that repository's hooks (``pre-receive``,
+    ``update``, ``post-receive``): executable files a cloned repository can carry in any of
+    its folders (``vendor/cache.git/hooks/``), which the check of the project's own .git never
+    sees. A word that could name a configured remote (``origin``) is a folder when one of
+    that name is there (git uses a name no remote has as a path), or when ``cwd`` is unknown."""
+    words = iter(arguments)
+    for word in words:
+        if word == "--":
+            operand = next(words, "")
+            break
+        if word.startswith("--repo="):
+            if _local_url(word.partition("=")[2], cwd):
+                return True
+            continue
+        if word in _PUSH_VALUE_OPTIONS:
+            next(words, "")
+            continue
+        if not word.startswith("-"):
+            operand = word
+            break
+    else:
+        return cwd is None  # the branch's remote, in a repository the line moved to
+    return _local_url(operand, cwd) if operand else cwd is None
+
+
+def _adds_a_local_remote(subcommand: str, arguments: list[str], cwd: Path | None) -> bool:
+    """Whether ``git remote add|set-url`` or ``git submodule add`` names a repository on this
+    machine: ``git remote add v vendor/cache.git && git push v`` pushed there (the tripwire
+    puts .git/config back only after the line)."""
+    operands = [word for word in arguments if not word.startswith("-")]
+    if not operands or operands[0] not in ("add", "set-url"):
+        return False
+    if subcommand == "submodule":
+        urls = operands[1:2]  # (an option's value read as the URL: asks, the safe side)
+    elif operands[0] == "add":
+        urls = operands[-1:]
+    else:
+        urls = operands[2:]
+    return any(_local_url(url, cwd) for url in urls)
+
+
+def _local_url(url: str, cwd: Path | None) -> bool:
+    """Whether git reads ``url`` (a push's repository) as a folder on this machine, as its
+    ``url_is_local_not_ssh`` does: ``file://``, a path, not ``host:path`` nor a scheme's URL
+    nor a ``transport::address``; a bare word is a remote's name unless a folder has it."""
+    if url.startswith("file:"):
+        return True
+    if "::" in url or "://" in url:
+        return False
+    colon, slash = url.find(":"), url.find("/")
+    if colon >= 0 and (slash < 0 or colon < slash):
+        return False  # host:path, ssh
+    if slash >= 0 or url.startswith((".", "~")):
+        return True
+    return cwd is None or (cwd / url).exists()
