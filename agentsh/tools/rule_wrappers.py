@@ -3,9 +3,11 @@
 ``--disallowedTools "Bash(rm:*)"`` must refuse ``rm`` however the line reaches it: by its path
 (``/bin/rm``), behind a wrapper and the wrapper's options with their values (``sudo -u root
 rm``, ``timeout -s KILL 5 rm``, ``nice -n 5 rm``, ``env -u HOME rm``, ``exec -a x rm``), in a
-string a shell, ``env -S`` or ``eval`` runs (``bash -c "rm -rf x"``), or as what ``find -exec``
-and ``xargs`` run. :func:`inner_commands` lists each of those commands; None when one of them
-cannot be read (a shell script with ``$(...)``): the caller refuses then, the safe side.
+string a shell, ``env -S``, ``eval``, ``script -c`` or ``su -c`` runs (``bash -c "rm -rf x"``,
+``bash -o errexit -c ...``), or as what ``find -exec`` and ``xargs`` run; and a git subcommand
+behind git's own options (``git --no-pager -C . push`` is also ``git push``).
+:func:`inner_commands` lists each of those commands; None when one of them cannot be read (a
+shell script with ``$(...)``): the caller refuses then, the safe side.
 """
 
 from __future__ import annotations
@@ -40,8 +42,31 @@ _WRAPPERS: dict[str, tuple[str, tuple[str, ...], int]] = {
     "flock": ("wEnc", ("--timeout", "--conflict-exit-code"), 1),
     "watch": ("nd", ("--interval",), 0),
     "unbuffer": ("", (), 0),
+    "fakeroot": ("ils", ("--lib", "--faked", "-s"), 0),
+    "eatmydata": ("", (), 0),
+    "torsocks": ("uapP", ("--user", "--pass", "--address", "--port"), 0),
+    "proxychains": ("f", (), 0),
+    "proxychains4": ("f", (), 0),
+    "chroot": ("", ("--userspec", "--groups"), 1),
+    "unshare": ("SGRwl", ("--setuid", "--setgid", "--root", "--wd", "--load-interp"), 0),
+    "strace": ("abeEIopPsSuUX", (), 0),
+    "ltrace": ("aAeEfLnopsSuxX", (), 0),
+    "prlimit": ("p", ("--pid",), 0),
+    "setpriv": ("", (), 0),
+    "systemd-run": ("pEMuHs", ("--property", "--setenv", "--machine", "--unit", "--host",
+                               "--slice", "--description", "--uid", "--gid", "--working-directory"),
+                    0),
+    "valgrind": ("", (), 0),
+    "firejail": ("", (), 0),
 }  # fmt: skip
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish"})
+_SHELL_LONG_VALUES = frozenset({"--rcfile", "--init-file"})
+# Programs that run a command given to their -c through a shell (script, su, sg, runuser).
+_COMMAND_RUNNERS = frozenset({"script", "su", "sg", "runuser"})
+_GIT_GLOBAL_VALUES = frozenset(
+    {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--attr-source", "--super-prefix",
+     "--config-env", "--exec-path", "--list-cmds"}
+)  # fmt: skip
 _FIND_RUNS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _MAX_DEPTH = 8
 
@@ -71,6 +96,12 @@ def inner_commands(words: list[str], parse: Parse, depth: int = 0) -> list[list[
         elif program == "find":
             inner = _find_commands(words[1:], parse, depth)
             words = []
+        elif program in _COMMAND_RUNNERS:
+            inner = _command_option(words[1:], parse, depth)
+            words = []
+        elif program == "git" and (plain := _git_plain(words)) is not None:
+            found.append(plain)
+            words = []
         elif program in _WRAPPERS:
             words, inner = _after_wrapper(program, words[1:], parse, depth)
         else:
@@ -95,14 +126,53 @@ def _parsed(text: str, parse: Parse, depth: int) -> list[list[str]] | None:
 
 
 def _shell_script(arguments: list[str], parse: Parse, depth: int) -> list[list[str]] | None:
-    """The commands of ``sh -c SCRIPT`` (also ``-ec``, ``-lc``); nothing for a shell given a
-    script file (``bash x.sh``), which no rule sees into, as for ``./x.sh`` or ``make``."""
-    for index, word in enumerate(arguments):
-        if word.startswith("-") and not word.startswith("--") and "c" in word[1:]:
-            return _parsed(arguments[index + 1] if index + 1 < len(arguments) else "", parse, depth)
+    """The commands of ``sh -c SCRIPT`` (also ``-ec``, ``-lc``, ``-o errexit -c``, ``-c --``,
+    ``--rcfile x -c``: options stand before and after ``-c``, and ``-o``/``-O`` and a few long
+    ones take the next word); nothing for a shell given a script file (``bash x.sh``), which
+    no rule sees into, as for ``./x.sh`` or ``make``."""
+    command = False
+    words = iter(arguments)
+    for word in words:
+        if word == "--" or word in ("-", "+"):
+            break
+        if word.startswith("--"):
+            if word in _SHELL_LONG_VALUES:
+                next(words, "")
+            elif word == "--command":
+                command = True
+            continue
         if not word.startswith(("-", "+")):
-            break  # the script file
+            return _parsed(word, parse, depth) if command else []
+        letters = word[1:]
+        command = command or (word[0] == "-" and "c" in letters)
+        if letters and letters[-1] in "oO":  # -o NAME, +O NAME, -eo NAME
+            next(words, "")
+    script = next(words, None)
+    if command:
+        return _parsed(script or "", parse, depth)
     return []
+
+
+def _command_option(arguments: list[str], parse: Parse, depth: int) -> list[list[str]] | None:
+    """What ``script -c CMD``, ``su -c CMD`` or ``sg GROUP -c CMD`` runs through a shell."""
+    for index, word in enumerate(arguments):
+        following = arguments[index + 1] if index + 1 < len(arguments) else ""
+        if word.startswith("--command"):
+            _name, equals, value = word.partition("=")
+            return _parsed(value if equals else following, parse, depth)
+        if word.startswith("-") and not word.startswith("--") and "c" in word:
+            attached = word[word.index("c") + 1 :]
+            return _parsed(attached or following, parse, depth)
+    return []
+
+
+def _git_plain(words: list[str]) -> list[str] | None:
+    """``git -C dir --no-pager -c x=y push`` as ``git push``: what a deny rule for a git
+    subcommand (``Bash(git push:*)``) is matched against too; None when nothing was skipped."""
+    index = 1
+    while index < len(words) and words[index].startswith("-"):
+        index += 2 if words[index] in _GIT_GLOBAL_VALUES else 1
+    return ["git", *words[index:]] if index > 1 else None
 
 
 def _find_commands(arguments: list[str], parse: Parse, depth: int) -> list[list[str]] | None:

@@ -44,6 +44,22 @@ def _allowed(command: str, tmp_path: Path) -> bool | None:
         "eval rm -rf build",
         "find . -name '*.o' -exec rm {} +",
         'bash -c "echo $(rm -rf build)"',  # a script that cannot be read: refused too
+        # A shell's options before and after -c, some taking the next word, and "--".
+        "bash -o errexit -c 'rm -rf build'",
+        "bash -O extglob -c 'rm -rf build'",
+        "sh +o posix -c 'rm -rf build'",
+        "bash --rcfile /dev/null -c 'rm -rf build'",
+        "bash -c -- 'rm -rf build'",
+        "bash -c -e 'rm -rf build'",
+        # Programs that run a -c command through a shell, and more wrappers.
+        "script -qc 'rm -rf build' /dev/null",
+        "su -c 'rm -rf build' root",
+        "sg wheel -c 'rm -rf build'",
+        "fakeroot rm -rf build",
+        "unshare -r rm -rf build",
+        "chroot / rm -rf build",
+        "strace -o /dev/null rm -rf build",
+        "eatmydata rm -rf build",
     ],
 )
 def test_a_deny_rule_sees_the_command_behind_wrappers_and_shells(
@@ -64,7 +80,31 @@ def test_a_deny_rule_sees_the_command_behind_wrappers_and_shells(
         "nice make -j4",
         "find . -name '*.o' -print",
         'bash -c "make clean"',
+        "bash -o errexit scripts/test.sh",
+        "script -q /dev/null",
     ],
 )
 def test_other_commands_still_run(command: str, tmp_path: Path) -> None:
     assert _allowed(command, tmp_path) is True
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git --no-pager push origin main",
+        "git -C . push origin main",
+        "git -c push.default=current push",
+        "git --git-dir .git push --force",
+        "sudo git -P push",
+    ],
+)
+def test_a_deny_rule_for_a_git_subcommand_sees_past_gits_own_options(
+    command: str, tmp_path: Path
+) -> None:
+    """``Bash(git push:*)`` was matched against ``git --no-pager push`` as written: git's
+    options before the subcommand hid it."""
+    rules = ToolRules.parse(allow=["Bash"], deny=["Bash(git push:*)"])
+    verdict = rules.check("bash", BashParams(command=command), tmp_path, tmp_path)
+    assert verdict is not None and not verdict.allowed
+    plain = rules.check("bash", BashParams(command="git -C . status"), tmp_path, tmp_path)
+    assert plain is not None and plain.allowed
