@@ -20,17 +20,27 @@ from agentsh.mcp.results import clean_text
 MIN_INTERVAL_S = 0.2
 #: the longest line shown (the server's message is cut to fit)
 MAX_LINE_CHARS = 200
+_READ_CHARS = 64 * MAX_LINE_CHARS  # of a message, before escapes and spaces are taken out
 
 
-def progress_line(progress: float, total: float | None, message: str | None) -> str:
-    """One notice as one line: ``[2/5] copying files`` (or ``[40%]``, ``[2]``)."""
+def progress_line(
+    progress: float,
+    total: float | None,
+    message: str | None,
+    scrub: Callable[[str], str] = str,
+) -> str:
+    """One notice as one line: ``[2/5] copying files`` (or ``[40%]``, ``[2]``), the message
+    ``scrub``-bed before it is cut (a secret the cut went through would no longer match) and
+    read no further than a line can show (a server's megabytes are not cleaned 5 times a
+    second)."""
     if total is not None and total > 0 and progress <= total and total == int(total):
         where = f"{_number(progress)}/{_number(total)}"
     elif total is not None and total > 0:
         where = f"{min(100.0, 100.0 * progress / total):.0f}%"
     else:
         where = _number(progress)
-    text = " ".join(clean_text(message or "").split())
+    raw = scrub(message or "")[:_READ_CHARS]
+    text = scrub(" ".join(clean_text(raw).split()))
     line = f"[{where}] {text}".rstrip()
     return line[: MAX_LINE_CHARS - 1] + "…" if len(line) > MAX_LINE_CHARS else line
 
@@ -61,7 +71,8 @@ class ProgressLines:
             return
         self._last = now
         try:
-            line = progress_line(float(progress), None if total is None else float(total), message)
+            number = None if total is None else float(total)
+            line = progress_line(float(progress), number, message, self._scrub)
         except (TypeError, ValueError, OverflowError):  # a server's odd numbers: no line
             return
-        self._show(self._scrub(line) + "\n")
+        self._show(line + "\n")

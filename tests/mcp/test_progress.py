@@ -24,7 +24,7 @@ from tests.mcp.conftest import make_manager
 pytestmark = pytest.mark.asyncio
 
 
-def _manager(tmp_path: Path) -> McpManager:
+def _manager(tmp_path: Path, env: tuple[tuple[str, str], ...] = ()) -> McpManager:
     spec = ServerSpec(
         "changing",
         Transport.STDIO,
@@ -32,6 +32,7 @@ def _manager(tmp_path: Path) -> McpManager:
         Path("test"),
         command=sys.executable,
         args=(mcp_changing_server.__file__,),
+        env=env,
     )
     return make_manager([spec], tmp_path)
 
@@ -106,3 +107,17 @@ async def test_no_progress_line_comes_after_the_calls_result(tmp_path: Path) -> 
         assert late == 0, f"{late} lines came after their call's result"
     finally:
         manager.close()
+
+
+async def test_a_secret_the_line_is_cut_through_is_not_shown_in_part(tmp_path: Path) -> None:
+    """The line was cut to 200 characters before the server's secrets were scrubbed from it:
+    a token across the cut no longer matched, and its first half was shown."""
+    token = "tok-" + "Q7" * 20
+    manager = _manager(tmp_path, env=(("API_TOKEN", token),))
+    try:
+        lines = await _run_chatty(manager, tmp_path, steps=1, label="x" * 180 + token)
+    finally:
+        manager.close()
+    text = "".join(lines)
+    assert lines and "x" * 150 in text
+    assert token[:8] not in text, text
