@@ -61,6 +61,8 @@ _GIT_RUNNERS: dict[str, tuple[str, ...]] = {
     "send-email": ("",),
     "instaweb": ("",),
     "daemon": ("",),
+    # ... or write the user's own config and scheduler (crontab, systemd units, launchd)
+    "maintenance": ("start", "register", "unregister", "stop"),
 }
 # Global options that take the next word as their value (``git --attr-source HEAD -c ...``:
 # read as the subcommand, "HEAD" hid the ``-c`` after it); -C and the like refuse anyway.

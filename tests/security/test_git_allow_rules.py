@@ -252,6 +252,8 @@ def _allowed(command: str, tmp_path: Path) -> bool:
         "git config --type bool core.x true",
         "git config -f ~/.aws/credentials --list",
         "git config --fi=/home/u/.bashrc a.b c",
+        "git maintenance start",
+        "git maintenance register",
         # ... or print the user's passwords (fed the host by a git command in a pipe).
         "git log -1 --format=host=github.com%n | git credential fill",
         "git credential approve",
@@ -315,6 +317,7 @@ def test_git_told_to_run_a_program_matches_no_allow_rule(command: str, tmp_path:
         "git remote set-url origin https://github.com/a/b.git",
         "git submodule add https://github.com/a/b vendor/b",
         "git config user.name",
+        "git maintenance run --task=gc",
         "git commit -m '/etc/hosts is read once'",
         "git log --oneline HEAD~3..HEAD -- src/../README.md",
         "git diff main...feature/x",
