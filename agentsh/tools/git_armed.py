@@ -5,7 +5,7 @@ wrote it thinking of git. But a repository delivered as an archive (not cloned: 
 copies them) can carry executable ``.git/hooks/*`` and a ``.git/config`` that names programs:
 ``core.fsmonitor`` (run by ``git status``), ``core.hooksPath``, ``core.sshCommand``, aliases
 (``!sh ...``), filter and diff drivers, credential helpers, an ``include.path`` that pulls in
-any of these. Then ``git commit`` runs the repository's ``pre-commit``: code the user never
+any of these, a remote that names a folder by a relative path (a push runs its hooks). Then ``git commit`` runs the repository's ``pre-commit``: code the user never
 approved. :func:`armed_reason` says, in one line, what a repository carries of that kind, so
 the approval layer can ask (or, in ``-p``, deny) instead of letting the rule cover the command.
 
@@ -288,11 +288,29 @@ def _program_keys(output: bytes) -> tuple[dict[str, str], bool]:
     own_hooks = False
     for scope, entry in zip(fields[::2], fields[1::2], strict=False):
         key, _, value = entry.partition("\n")
-        if scope in _REPOSITORY_SCOPES and _PROGRAM_KEYS.fullmatch(key):
+        if scope in _REPOSITORY_SCOPES and (
+            _PROGRAM_KEYS.fullmatch(key) or _pushes_to_a_folder_here(key, value)
+        ):
             keys[key] = value
         elif scope in ("system", "global") and key.lower() == "core.hookspath":
             own_hooks = True
     return keys, own_hooks
+
+
+_REMOTE_URL = re.compile(r"remote\..+\.(?:push)?url", re.IGNORECASE)
+
+
+def _pushes_to_a_folder_here(key: str, value: str) -> bool:
+    """Whether ``key`` is a remote's URL naming a folder by a relative path (``url =
+    ./vendor/cache.git``): a plain ``git push`` runs that repository's hooks, and an archive's
+    ``.git/config`` can point at one it carries. A clone's own remote (a URL, or the absolute
+    path it was cloned from) does not count."""
+    if not _REMOTE_URL.fullmatch(key) or value.startswith(("/", "~", "file:")):
+        return False
+    if "://" in value or "::" in value:
+        return False
+    colon, slash = value.find(":"), value.find("/")
+    return not (colon >= 0 and (slash < 0 or colon < slash))  # host:path is ssh
 
 
 def _active_hooks(folder: Path) -> list[str] | None:

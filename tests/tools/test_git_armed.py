@@ -57,6 +57,9 @@ def test_a_fresh_repository_carries_nothing(repo: Path) -> None:
         ("alias.st", "!sh -c id"),
         ("filter.x.clean", "sh -c id"),
         ("include.path", "../evil.config"),
+        # a push runs the hooks of the repository a remote names by a relative path
+        ("remote.origin.url", "./vendor/cache.git"),
+        ("remote.origin.pushurl", "cache.git"),
     ],
 )
 def test_a_setting_that_names_a_program_arms_the_repository(
@@ -65,6 +68,17 @@ def test_a_setting_that_names_a_program_arms_the_repository(
     git(repo, "config", key, value)
     reason = armed_reason(repo)
     assert reason is not None and f"setting {key.lower()}" in reason.lower()
+
+
+def test_a_remote_elsewhere_does_not_arm_the_repository(repo: Path) -> None:
+    for name, url in [
+        ("a", "https://github.com/a/b.git"),
+        ("b", "git@github.com:a/b.git"),
+        ("c", "/home/u/src/b.git"),  # the folder it was cloned from
+        ("d", "ssh://host/b.git"),
+    ]:
+        git(repo, "remote", "add", name, url)
+    assert armed_reason(repo) is None
 
 
 def test_hooks_are_named_and_counted(repo: Path) -> None:
