@@ -5,8 +5,9 @@ wrote it thinking of git. But a repository delivered as an archive (not cloned: 
 copies them) can carry executable ``.git/hooks/*`` and a ``.git/config`` that names programs:
 ``core.fsmonitor`` (run by ``git status``), ``core.hooksPath``, ``core.sshCommand``, aliases
 (``!sh ...``), filter and diff drivers, credential helpers, an ``include.path`` that pulls in
-any of these, a remote that names a folder by a relative path (a push runs its hooks). Then ``git commit`` runs the repository's ``pre-commit``: code the user never
-approved. :func:`armed_reason` says, in one line, what a repository carries of that kind, so
+any of these, a remote that names a folder by a relative path (a push runs its hooks). Then
+``git commit`` runs the repository's ``pre-commit``: code the user never approved.
+:func:`armed_reason` says, in one line, what a repository carries of that kind, so
 the approval layer can ask (or, in ``-p``, deny) instead of letting the rule cover the command.
 
 Only the repository's own configuration counts (``local`` and ``worktree`` scope, with what
