@@ -50,7 +50,8 @@ _PROGRAM_KEYS = re.compile(
     r"|filter\..+|gpg\..+|credential\..+|pager\..+|alias\..+|include\.path|includeif\..+\.path"
     r"|remote\..+\.(?:uploadpack|receivepack|vcs)|(?:difftool|mergetool|man|browser)\..+"
     r"|web\.browser|sendemail\..+|uploadpack\..+|ssh\.variant|protocol\..+|url\..+"
-    r"|submodule\..+\.update|commit\.template",
+    r"|submodule\..+\.update|commit\.template"
+    r"|core\.alternaterefscommand|tar\..+\.command|imap\.tunnel|interactive\.difffilter",
     re.IGNORECASE,
 )
 _REPOSITORY_SCOPES = frozenset({"local", "worktree"})

@@ -60,6 +60,11 @@ def test_a_fresh_repository_carries_nothing(repo: Path) -> None:
         # a push runs the hooks of the repository a remote names by a relative path
         ("remote.origin.url", "./vendor/cache.git"),
         ("remote.origin.pushurl", "cache.git"),
+        # run by archive --format=tgz, imap-send, add -p, and for an alternate's refs
+        ("tar.tgz.command", "sh -c id"),
+        ("imap.tunnel", "sh -c id"),
+        ("interactive.diffFilter", "sh -c id"),
+        ("core.alternateRefsCommand", "sh -c id"),
     ],
 )
 def test_a_setting_that_names_a_program_arms_the_repository(
