@@ -140,26 +140,32 @@ def git_names_a_path_outside(words: list[str], cwd: Path | None, root: Path) -> 
     counts. A URL, a ``host:path`` and a commit message (``-m``) are not paths."""
     if not words or words[0].rsplit("/", 1)[-1] != "git":
         return False
+    subcommand = next((word for word in words[1:] if not word.startswith("-")), "")
+    messages = subcommand in _MESSAGE_TAKERS
     message = False
     for word in words[1:]:
         if message:
             message = False
             continue
-        if word in ("-m", "--message"):
+        if messages and word in ("-m", "--message"):
             message = True
             continue
-        if word.startswith(("--message=", "-m")):
+        if messages and word.startswith(("--message=", "-m")):
             continue
-        value = word
-        if word.startswith("--") and "=" in word:
-            value = word.partition("=")[2]
-        elif word.startswith("-") and len(word) > 2 and word[2] in "/~.":
-            value = word[2:]  # a short option's value written against it (-F/x, -o~/y)
+        if word.startswith("--"):
+            values = [word.partition("=")[2]] if "=" in word else []
         elif word.startswith("-"):
-            continue
-        if _outside(value, cwd, root):
+            # a short option's value written against it, after other flags (-F/x, -aF~/y)
+            values = [word[i:] for i in range(2, len(word)) if word[i] in "/~."]
+        else:
+            values = [word]
+        if any(_outside(value, cwd, root) for value in values):
             return True
     return False
+
+
+# Subcommands whose -m is a message (elsewhere it is a flag: log -m, ls-files -m)
+_MESSAGE_TAKERS = frozenset({"commit", "tag", "notes", "merge", "stash", "pull"})
 
 
 def _outside(value: str, cwd: Path | None, root: Path) -> bool:

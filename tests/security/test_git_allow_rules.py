@@ -264,6 +264,8 @@ def _allowed(command: str, tmp_path: Path) -> bool:
         "git commit --allow-empty -F ~/.aws/credentials",
         "git notes add --file=/home/u/.netrc",
         "git tag -a v1 -F../../.ssh/id_ed25519",
+        "git tag -aF/home/u/.ssh/id_ed25519 v1",
+        "git log -m /home/u/.ssh/id_ed25519",
         "git clone https://github.com/a/b /home/u/.config/autostart",
         "git clone --separate-git-dir=/tmp/x https://github.com/a/b b",
         "git init ~/.vim/pack/x/start/y",
