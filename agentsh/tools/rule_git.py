@@ -209,6 +209,8 @@ def _config_only_reads(arguments: list[str]) -> bool:
     for word in arguments:
         if any(_gives_option(word, option) for option in _CONFIG_CHANGES):
             return False
+    if operands[:1] and operands[0] in ("set", "unset", "edit", "rename-section", "remove-section"):
+        return False
     reads = any(_gives_option(word, option) for word in arguments for option in _CONFIG_READS)
     if reads or operands[:1] in (["get"], ["list"]) or _short_list(arguments):
         return True

@@ -249,6 +249,7 @@ def _allowed(command: str, tmp_path: Path) -> bool:
         'git config "alias.st" "!touch /tmp/x"',
         "git config --glob --add include.path /tmp/x",
         "git config --global --edit",
+        "git config edit --global",
         "git config --type bool core.x true",
         "git config -f ~/.aws/credentials --list",
         "git config --fi=/home/u/.bashrc a.b c",
