@@ -5,7 +5,7 @@ wrote it thinking of git. But a repository delivered as an archive (not cloned: 
 copies them) can carry executable ``.git/hooks/*`` and a ``.git/config`` that names programs:
 ``core.fsmonitor`` (run by ``git status``), ``core.hooksPath``, ``core.sshCommand``, aliases
 (``!sh ...``), filter and diff drivers, credential helpers, an ``include.path`` that pulls in
-any of these, a remote that names a folder by a relative path (a push runs its hooks). Then
+any of these, a remote that is a repository on this machine (a push runs its hooks). Then
 ``git commit`` runs the repository's ``pre-commit``: code the user never approved.
 :func:`armed_reason` says, in one line, what a repository carries of that kind, so
 the approval layer can ask (or, in ``-p``, deny) instead of letting the rule cover the command.
@@ -187,6 +187,10 @@ def _armed(
         top = hooks_of.parent if not prefix and hooks_of.name == ".git" else None
         _add_hooks(found, hooks_of / "hooks", prefix, "", top)
     for key, value in settings.items():
+        if _pushes_to_a_folder_here(key, value):
+            if not prefix:
+                _push_target(found, cwd, value)
+            continue
         found.add(f"{prefix}setting {key}", value.encode("utf-8", "surrogateescape"))
         if key.lower() == "core.hookspath" and not prefix:
             # The hooks live where the setting says (often tracked files: .husky/): what
@@ -300,19 +304,51 @@ def _program_keys(output: bytes) -> tuple[dict[str, str], bool]:
 
 
 _REMOTE_URL = re.compile(r"remote\..+\.(?:push)?url", re.IGNORECASE)
+# What a push runs in the repository it pushes to (receive-pack's hooks).
+_RECEIVE_HOOKS = frozenset(
+    {"pre-receive", "update", "post-receive", "post-update", "push-to-checkout",
+     "reference-transaction", "proc-receive"}
+)  # fmt: skip
 
 
 def _pushes_to_a_folder_here(key: str, value: str) -> bool:
-    """Whether ``key`` is a remote's URL naming a folder by a relative path (``url =
-    ./vendor/cache.git``): a plain ``git push`` runs that repository's hooks, and an archive's
-    ``.git/config`` can point at one it carries. A clone's own remote (a URL, or the absolute
-    path it was cloned from) does not count."""
-    if not _REMOTE_URL.fullmatch(key) or value.startswith(("/", "~", "file:")):
+    """Whether ``key`` is a remote's URL naming a folder on this machine (``url =
+    ./vendor/cache.git``, or the absolute path a clone came from): a push runs that
+    repository's receive hooks (:func:`_push_target`)."""
+    if not _REMOTE_URL.fullmatch(key):
         return False
+    if value.startswith("file:"):
+        return True
     if "://" in value or "::" in value:
         return False
     colon, slash = value.find(":"), value.find("/")
     return not (colon >= 0 and (slash < 0 or colon < slash))  # host:path is ssh
+
+
+def _push_target(found: _Found, cwd: Path, url: str) -> None:
+    """The receive hooks of the repository a remote's ``url`` names on this machine, into
+    ``found``: a cloned repository can carry one as tracked files (``vendor/cache.git``, its
+    hooks executable), and ``git clone vendor/cache.git c`` then ``cd c && git push`` ran
+    them. Its ``core.hooksPath`` (hooks elsewhere) counts as not checked."""
+    path = url.removeprefix("file:").removeprefix("//") if url.startswith("file:") else url
+    target = cwd / Path(path).expanduser()
+    git_dir = target / ".git" if (target / ".git").is_dir() else target
+    if not (git_dir / "HEAD").is_file():
+        return  # no repository there: the push fails
+    where = f"push target {url}: "
+    try:
+        config = (git_dir / "config").read_bytes()[:_MAX_HOOK_BYTES]
+    except OSError:
+        config = b""
+    if b"hookspath" in config.lower():
+        found.unchecked(f"{where}hooks elsewhere (core.hooksPath)")
+    hooks = _active_hooks(git_dir / "hooks")
+    if hooks is None:
+        found.unchecked(f"{where}more than {_MAX_HOOKS} files in its hooks folder (not checked)")
+        return
+    for name in hooks:
+        if name in _RECEIVE_HOOKS:
+            found.add(f"{where}hook {name}", _content(git_dir / "hooks" / name))
 
 
 def _active_hooks(folder: Path) -> list[str] | None:

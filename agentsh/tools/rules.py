@@ -280,12 +280,12 @@ class _Call:
             if not found or shell_expands(self.command):
                 return False
             parts = [" ".join(words) for words in found]
-            # a move (cd) first: where the git commands run is not known here
-            moved = any(words[0] in ("cd", "pushd", "popd", "chdir") for words in found)
-            if any(git_told_to_run_a_program(p, None if moved else cwd) for p in parts):
-                return False
-            if any(git_names_a_path_outside(w, None if moved else cwd, root) for w in found):
-                return False
+            for part, words, places in zip(parts, found, _folders(found, cwd), strict=True):
+                for here in places:
+                    if git_told_to_run_a_program(part, here):
+                        return False
+                    if git_names_a_path_outside(words, here, root):
+                        return False
             if takes_options_from_globs(self.command, [words[0] for words in found]):
                 return False
             return all(
@@ -297,6 +297,25 @@ class _Call:
             forms = _path_forms(self.path, cwd)
             return all(any(_path_matches(f, s, cwd, root) for s in specifiers) for f in forms)
         return False
+
+
+def _folders(found: list[list[str]], cwd: Path) -> list[tuple[Path | None, ...]]:
+    """The folders each simple command may run in, following ``cd`` before it: the one it
+    names and the one before (``cd x || git ...``, or a cd that fails), None where a move
+    cannot be followed (``cd -``, ``popd``, a variable)."""
+    places: tuple[Path | None, ...] = (cwd,)
+    each: list[tuple[Path | None, ...]] = []
+    for words in found:
+        each.append(places)
+        if words[0] in ("cd", "pushd", "popd", "chdir"):
+            target = words[1] if len(words) > 1 else "~"
+            known = words[0] != "popd" and not target.startswith(("-", "$")) and len(words) <= 2
+            moved = tuple(
+                here / Path(target).expanduser() if known and here is not None else None
+                for here in places
+            )
+            places = tuple(dict.fromkeys(places + moved))
+    return each
 
 
 def command_parts(command: str) -> list[str] | None:

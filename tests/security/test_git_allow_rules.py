@@ -90,6 +90,31 @@ async def test_a_repository_in_the_project_runs_nothing_under_a_git_rule(project
         if refusal is None:
             await tool.run(params, ctx)
         refusals.append(refusal)
+    # A clone of the vendored repository pushes back to it by its absolute path.
+    git(clone, "clone", "-q", "vendor/cache.git", "c")
+    git(
+        clone / "c",
+        "-c",
+        "user.name=a",
+        "-c",
+        "user.email=a@b.c",
+        "commit",
+        "-qm",
+        "x",
+        "--allow-empty",
+    )
+    approver = Approver(
+        ApprovalMode.ASK,
+        clone,
+        interactive=False,
+        rules=ToolRules.parse(["Bash(git:*)", "Bash(cd:*)"]),
+    )
+    ctx = ToolContext(ProjectPaths(clone), UserPaths.from_env(), Settings(), clone, "call-2")
+    params = tool.parse({"command": "cd c && git push -q origin HEAD:refs/heads/z"})
+    refusal = await approver.authorize(tool, params, ctx)
+    if refusal is None:
+        await tool.run(params, ctx)
+    refusals.append(refusal)
     assert not list(project.parent.glob("ran-*"))
     assert all(r is not None and r.startswith("Denied") for r in refusals), refusals
 
@@ -381,8 +406,13 @@ def test_a_push_to_a_bare_name_is_a_remote_unless_a_folder_has_it(tmp_path: Path
     assert allowed("git push evil main")
     (tmp_path / "evil").mkdir()
     assert not allowed("git push evil main")
-    assert not allowed("cd sub && git push origin main")
-    assert not allowed("cd sub && git push")
+    assert not allowed("cd - && git push origin main")
+    assert not allowed("popd && git push")
+    assert allowed("cd sub && git push origin main")
+    (tmp_path / "sub" / "evil").mkdir(parents=True)
+    assert not allowed("cd sub && git push evil main")
+    assert not allowed("cd / && git blame --contents home/u/.ssh/id_ed25519 x")
+    assert not allowed("cd ~ && git hash-object -w .ssh/id_ed25519")
     assert allowed("git push")
     assert not allowed("git remote add v evil && git push v HEAD")
     assert allowed("git remote add upstream https://github.com/a/b.git")

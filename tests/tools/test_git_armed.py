@@ -57,9 +57,6 @@ def test_a_fresh_repository_carries_nothing(repo: Path) -> None:
         ("alias.st", "!sh -c id"),
         ("filter.x.clean", "sh -c id"),
         ("include.path", "../evil.config"),
-        # a push runs the hooks of the repository a remote names by a relative path
-        ("remote.origin.url", "./vendor/cache.git"),
-        ("remote.origin.pushurl", "cache.git"),
         # run by archive --format=tgz, imap-send, add -p, and for an alternate's refs
         ("tar.tgz.command", "sh -c id"),
         ("imap.tunnel", "sh -c id"),
@@ -73,6 +70,28 @@ def test_a_setting_that_names_a_program_arms_the_repository(
     git(repo, "config", key, value)
     reason = armed_reason(repo)
     assert reason is not None and f"setting {key.lower()}" in reason.lower()
+
+
+@pytest.mark.parametrize("relative", [True, False])
+def test_a_remote_on_this_machine_with_receive_hooks_arms_the_repository(
+    repo: Path, relative: bool
+) -> None:
+    """A push runs the receive hooks of the repository it pushes to: a cloned repository can
+    carry one (``vendor/cache.git``), and a remote can name it (an archive's ``.git/config``,
+    or ``git clone vendor/cache.git c``: the clone's origin is its absolute path)."""
+    target = repo / "vendor" / "cache.git"
+    git(repo, "init", "-q", "--bare", str(target))
+    git(repo, "remote", "add", "v", "./vendor/cache.git" if relative else str(target))
+    git(repo, "remote", "set-url", "--push", "v", "./vendor/cache.git")
+    assert armed_reason(repo) is None  # no hook there: nothing runs
+    (target / "hooks" / "post-commit").write_text("#!/bin/sh\n")  # not run by a push
+    (target / "hooks" / "post-commit").chmod(0o755)
+    assert armed_reason(repo) is None
+    hook = target / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\ntouch x\n")
+    hook.chmod(0o755)
+    reason = armed_reason(repo)
+    assert reason is not None and "hook pre-receive" in reason
 
 
 def test_a_remote_elsewhere_does_not_arm_the_repository(repo: Path) -> None:
