@@ -129,11 +129,13 @@ def _shell_script(arguments: list[str], parse: Parse, depth: int) -> list[list[s
     """The commands of ``sh -c SCRIPT`` (also ``-ec``, ``-lc``, ``-o errexit -c``, ``-c --``,
     ``--rcfile x -c``: options stand before and after ``-c``, and ``-o``/``-O`` and a few long
     ones take the next word); nothing for a shell given a script file (``bash x.sh``), which
-    no rule sees into, as for ``./x.sh`` or ``make``."""
-    command = False
+    no rule sees into, as for ``./x.sh`` or ``make``; None for one that reads its script from
+    stdin (``echo 'rm -rf x' | sh``, ``bash -s``): what it runs cannot be read here."""
+    command = stdin = False
     words = iter(arguments)
     for word in words:
         if word == "--" or word in ("-", "+"):
+            stdin = stdin or word == "-"
             break
         if word.startswith("--"):
             if word in _SHELL_LONG_VALUES:
@@ -142,15 +144,18 @@ def _shell_script(arguments: list[str], parse: Parse, depth: int) -> list[list[s
                 command = True
             continue
         if not word.startswith(("-", "+")):
-            return _parsed(word, parse, depth) if command else []
+            if command:
+                return _parsed(word, parse, depth)
+            return None if stdin else []  # bash -s x: x is an argument, the script is stdin
         letters = word[1:]
         command = command or (word[0] == "-" and "c" in letters)
+        stdin = stdin or (word[0] == "-" and "s" in letters)
         if letters and letters[-1] in "oO":  # -o NAME, +O NAME, -eo NAME
             next(words, "")
     script = next(words, None)
     if command:
         return _parsed(script or "", parse, depth)
-    return []
+    return [] if script is not None and not stdin else None
 
 
 def _command_option(arguments: list[str], parse: Parse, depth: int) -> list[list[str]] | None:

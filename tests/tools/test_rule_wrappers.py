@@ -60,6 +60,11 @@ def _allowed(command: str, tmp_path: Path) -> bool | None:
         "chroot / rm -rf build",
         "strace -o /dev/null rm -rf build",
         "eatmydata rm -rf build",
+        # A shell that reads its script from stdin runs what cannot be read here.
+        "echo 'rm -rf build' | sh",
+        "echo rm -rf build | bash -s",
+        "echo rm -rf build | bash -",
+        "echo rm -rf build | sudo sh",
     ],
 )
 def test_a_deny_rule_sees_the_command_behind_wrappers_and_shells(
@@ -81,6 +86,7 @@ def test_a_deny_rule_sees_the_command_behind_wrappers_and_shells(
         "find . -name '*.o' -print",
         'bash -c "make clean"',
         "bash -o errexit scripts/test.sh",
+        "sh -e scripts/test.sh",
         "script -q /dev/null",
     ],
 )
