@@ -61,6 +61,7 @@ _WRAPPERS: dict[str, tuple[str, tuple[str, ...], int]] = {
 }  # fmt: skip
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish"})
 _SHELL_LONG_VALUES = frozenset({"--rcfile", "--init-file"})
+_STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
 # Programs that run a command given to their -c through a shell (script, su, sg, runuser).
 _COMMAND_RUNNERS = frozenset({"script", "su", "sg", "runuser"})
 _GIT_GLOBAL_VALUES = frozenset(
@@ -90,6 +91,8 @@ def inner_commands(words: list[str], parse: Parse, depth: int = 0) -> list[list[
         if program in _SHELLS:
             inner = _shell_script(words[1:], parse, depth)
             words = []
+        elif program in (".", "source") and len(words) > 1 and words[1] in _STDIN_FILES:
+            return None  # echo 'rm -rf x' | source /dev/stdin
         elif program == "eval":
             inner = _parsed(" ".join(words[1:]), parse, depth)
             words = []
@@ -146,7 +149,8 @@ def _shell_script(arguments: list[str], parse: Parse, depth: int) -> list[list[s
         if not word.startswith(("-", "+")):
             if command:
                 return _parsed(word, parse, depth)
-            return None if stdin else []  # bash -s x: x is an argument, the script is stdin
+            # bash -s x: x is an argument, the script is stdin; bash /dev/stdin reads it too
+            return None if stdin or word in _STDIN_FILES else []
         letters = word[1:]
         command = command or (word[0] == "-" and "c" in letters)
         stdin = stdin or (word[0] == "-" and "s" in letters)

@@ -65,6 +65,9 @@ def _allowed(command: str, tmp_path: Path) -> bool | None:
         "echo rm -rf build | bash -s",
         "echo rm -rf build | bash -",
         "echo rm -rf build | sudo sh",
+        "echo rm -rf build | bash /dev/stdin",
+        "echo rm -rf build | source /dev/stdin",
+        "echo rm -rf build | . /dev/fd/0",
     ],
 )
 def test_a_deny_rule_sees_the_command_behind_wrappers_and_shells(
