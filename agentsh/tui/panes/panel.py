@@ -150,10 +150,20 @@ class SidePanel(Vertical):
     def _place_chat(self) -> None:
         """On a narrow terminal the open panel hides the rest of its row (the chat column)."""
         hide = self._open and self.overlays_chat
-        if self.parent is not None:
-            for sibling in self.parent.children:
-                if sibling is not self and sibling.display == hide:
-                    sibling.display = not hide
+        if self.parent is None:
+            return
+        hidden = [s for s in self.parent.children if s is not self and s.display == hide]
+        for sibling in hidden:
+            sibling.display = not hide
+        focused = self.app.focused
+        if hide and focused is not None and any(s in focused.ancestors_with_self for s in hidden):
+            # The terminal narrowed under an open panel: the focus was in the chat column
+            # (the editor), now hidden, where Esc went unheard and typing went unseen.
+            active = self.active
+            pane = self._panes.get(active) if active is not None else None
+            if pane is not None:
+                self.screen.set_focus(None)
+                self.call_after_refresh(_focus_pane, pane)
 
     def on_resize(self) -> None:
         self._place_chat()  # the terminal crossed WIDE_COLUMNS while the panel was open
