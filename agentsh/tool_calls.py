@@ -69,6 +69,9 @@ class TurnState:
     # it (text, reasoning, tool calls): its usage if it ends without the provider's figures.
     sent_tokens: int = 0
     received: list[str] = field(default_factory=list)
+    # The call waits for the model client to start (ModelClientStarting, not yet Ready):
+    # nothing went out, so a cancel now counts nothing.
+    unsent: bool = False
     pending_calls: list[ToolCall] = field(default_factory=list)
     answered_calls: set[str] = field(default_factory=set)
     started_calls: set[str] = field(default_factory=set)  # calls whose tool began to run

@@ -20,6 +20,8 @@ from agentsh.events import (
     AssistantMessage,
     ErrorKind,
     ErrorOccurred,
+    ModelClientReady,
+    ModelClientStarting,
     Notice,
     NoticeLevel,
     StatusChanged,
@@ -273,6 +275,7 @@ class Turn:
         state.text = ""
         state.received = []
         state.streaming = True
+        state.unsent = False
         completion: Completion | None = None
         max_tokens = host.env.settings.model.max_output_tokens or None
         stream = host.llm.stream(messages, schemas or None, max_tokens=max_tokens)
@@ -289,6 +292,8 @@ class Turn:
                         state.received.append(item.text)
                     elif isinstance(item, ToolCallDelta):
                         state.received.append(item.name + item.arguments_fragment)
+                    elif isinstance(item, ModelClientStarting | ModelClientReady):
+                        state.unsent = isinstance(item, ModelClientStarting)
                     host.emit(item)
                     await share.step()
         state.streaming = False
@@ -305,7 +310,9 @@ class Turn:
         state = self.state
         try:
             if state.streaming:
-                usage = await self._estimate()
+                # Cancelled while the model client still started: the request never went out.
+                sent = not state.unsent or bool(state.received)
+                usage = await self._estimate() if sent else None
                 self.host.session.append_message(
                     Role.ASSISTANT,
                     state.text,
@@ -314,7 +321,8 @@ class Turn:
                     usage=usage,
                 )
                 state.streaming = False
-                self._report(usage)
+                if usage is not None:
+                    self._report(usage)
             self.calls.answer_unrun("not run: the user cancelled the turn")
         except SessionError:
             pass  # the log is unwritable; the turn is over either way

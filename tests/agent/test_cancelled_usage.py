@@ -8,12 +8,21 @@ import asyncio
 import contextlib
 import json
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from agentsh.config import load_environment
-from agentsh.events import Event, TextDelta, Tier, TurnOutcome, UsageReported
+from agentsh.events import (
+    Event,
+    ModelClientReady,
+    ModelClientStarting,
+    TextDelta,
+    Tier,
+    TurnOutcome,
+    UsageReported,
+)
 from agentsh.session.entries import (
     CompactionEntry,
     MessageEntry,
@@ -192,3 +201,52 @@ async def test_a_memory_save_cancelled_before_it_answers_counts_what_was_sent(
     assert record.usage.cost == pytest.approx(record.usage.input_tokens * 3.0 / 1e6)
     after = agent.status()
     assert after.session_input_tokens >= before.session_input_tokens + record.usage.input_tokens
+
+
+@pytest.mark.asyncio
+async def test_a_call_cancelled_while_the_model_client_still_starts_counts_nothing(
+    make_agent: AgentFactory,
+    scripted_server: ScriptedServer,
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Esc while the model worker still imports litellm (seconds on a loaded machine: seen in
+    tmux, "starting the model client · 18s"): the request never went out, yet its tokens
+    were charged as an estimate (1,917 input tokens on a reply of nothing)."""
+    _priced(project)
+    agent = make_agent()
+
+    async def still_starting(*_args: object, **_kwargs: object) -> AsyncIterator[object]:
+        yield ModelClientStarting()
+        await asyncio.Event().wait()  # the worker never gets to send it
+
+    monkeypatch.setattr(agent.llm, "stream", still_starting)
+    events: list[Event] = []
+    async for event in agent.run("hello"):
+        events.append(event)
+        if isinstance(event, ModelClientStarting):
+            agent.cancel()
+    assert ended(events).outcome is TurnOutcome.ABORTED
+    assert not scripted_server.requests
+    last = agent.session.current_path()[-1]
+    assert isinstance(last, MessageEntry) and last.stop_reason is StopReason.ABORTED
+    assert last.usage is None
+    assert not any(isinstance(e, UsageReported) for e in events)
+    status = agent.status()
+    assert status.session_input_tokens == 0 and agent.spent_usd == 0
+    # Once the request went out (ModelClientReady), a cancel counts what was sent again.
+
+    async def sent_then_silent(*_args: object, **_kwargs: object) -> AsyncIterator[object]:
+        yield ModelClientStarting()
+        yield ModelClientReady()
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(agent.llm, "stream", sent_then_silent)
+    events = []
+    async for event in agent.run("again"):
+        events.append(event)
+        if isinstance(event, ModelClientReady):
+            agent.cancel()
+    last = agent.session.current_path()[-1]
+    assert isinstance(last, MessageEntry) and last.stop_reason is StopReason.ABORTED
+    assert last.usage is not None and last.usage.estimated and last.usage.input_tokens > 0
