@@ -18,7 +18,7 @@ from agentsh.tui.app import AgentshApp
 from agentsh.tui.panes.memory_model import EntryStatus, diff_entries
 from agentsh.tui.panes.memory_pane import MemoryPane, fill_style
 from agentsh.tui.screens.read_view import ReadView
-from tests.tui.conftest import MakeApp, wait_for
+from tests.tui.conftest import MakeApp, screen_text, wait_for
 from tests.tui.fake_agent import FakeAgent
 
 SEP = "\n§\n"
@@ -355,7 +355,7 @@ async def test_memory_text_reads_memory_md_as_the_pane_does(
         text = app.query_one(NoteMarkdown).text
     assert "PRIVATE-KEY-MATERIAL" not in text
     assert "The parser lives in src/parser.py" not in text
-    assert "**User memory**" in text
+    assert "User memory (" in text
 
 
 @pytest.mark.asyncio
@@ -368,3 +368,33 @@ async def test_an_empty_memory_file_says_how_it_fills(make_app: MakeApp) -> None
         text = rows(await open_pane(pilot, app))
     empty = [r.strip() for r in text if r.strip().startswith("(empty")]
     assert empty == ["(empty: ask the model to remember something)"] * 2
+
+
+@pytest.mark.asyncio
+async def test_memory_text_lists_one_entry_a_line_as_written(
+    make_app: MakeApp, project: Path
+) -> None:
+    """``/memory text`` rendered each file as Markdown: its entries ran together in one
+    paragraph ("… `pytest -q`. § The parser lives …") and a link the model wrote became a
+    link. One entry a line now, as written, like the pane."""
+    from agentsh.tui.widgets.messages import NoteMarkdown
+
+    env = write_project(project)
+    memory_md = project / ".agentsh" / "memory" / "MEMORY.md"
+    memory_md.write_text(
+        memory_md.read_text() + SEP + "Docs: [the site](http://x.test)\nline two\n"
+    )
+    app = make_app(factory=snapshot_factory(env), environment=env)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.controller.ready)
+        app.controller.prompt.text = "/memory text"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: bool(app.query(NoteMarkdown)))
+        await pilot.pause(0.2)
+        shown = [line.strip(" ▌") for line in screen_text(app).splitlines()]
+        note = app.query_one(NoteMarkdown).text
+    assert "• The project uses pytest; run `pytest -q`." in shown
+    assert "• The parser lives in src/parser.py and reads `name` from the header." in shown
+    assert "• Docs: [the site](http://x.test)" in shown and "line two" in shown
+    assert "Project memory (" in note and "): 3 entries\n" in note
+    assert note.endswith("USER.md): empty")

@@ -32,7 +32,7 @@ async def memory(ctx: CommandContext, arg: str) -> None:
         return
     import asyncio
 
-    from agentsh.memory.curated import CuratedMemory, MemoryTarget
+    from agentsh.memory.curated import CuratedMemory, MemoryTarget, parse_entries
 
     env = ctx.current.env
     # Read as the memory pane reads them: an untrusted folder's MEMORY.md not at all, a
@@ -44,9 +44,17 @@ async def memory(ctx: CommandContext, arg: str) -> None:
         ("User memory", MemoryTarget.USER),
     ):
         text, problem = await asyncio.to_thread(curated.read_text, target)
-        body = text.strip() or (f"({problem})" if problem else "_empty_")
-        parts.append(f"**{title}** (`{_home(curated.path(target))}`)\n\n{body}")
-    await ctx.view.markdown_note("\n\n".join(parts))
+        entries = parse_entries(text)
+        heading = f"{title} ({_home(curated.path(target))})"
+        if not entries:
+            parts.append(f"{heading}: {f'({problem})' if problem else 'empty'}")
+            continue
+        # One entry a line, as written: the model wrote them, so no Markdown (a link it
+        # wrote stays text), and entries never run together into one paragraph.
+        listed = ["  • " + entry.strip().replace("\n", "\n    ") for entry in entries]
+        plural = "entry" if len(entries) == 1 else "entries"
+        parts.append(f"{heading}: {len(entries)} {plural}\n" + "\n".join(listed))
+    await ctx.view.markdown_note("\n\n".join(parts), plain=True)
 
 
 async def theme(ctx: CommandContext, arg: str) -> None:
