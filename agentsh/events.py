@@ -275,12 +275,19 @@ class CompactionStarted(Event):
 
 @dataclass(frozen=True, slots=True)
 class CompactionFinished(Event):
+    """A compaction applied. ``archive_file`` holds the turns it took out, verbatim ("" when
+    it took none out: pruning only); ``summary_file`` the summary a Summarize wrote beside it
+    ("" for the other tiers, and when a summary failed and the turns were archived instead).
+    ``workspace_file`` is the one the context points at: the summary's, else the archive's."""
+
     entry_id: str
     tier: Tier
     tokens_before: int
     tokens_after: int
     workspace_file: str
     note: str = ""  # e.g. "summary failed; archived instead"
+    archive_file: str = ""
+    summary_file: str = ""  # "" when it wrote no summary
 
 
 @dataclass(frozen=True, slots=True)

@@ -393,6 +393,8 @@ def _compacted(event: CompactionFinished) -> str:
         f"agentsh: context compacted ({event.tier.label}): {event.tokens_before:,} → "
         f"{event.tokens_after:,} tokens"
     )
-    if event.workspace_file:
-        text += f"; the full turns are kept in {event.workspace_file}"
+    if event.summary_file:
+        text += f"; the summary is in {event.summary_file}"
+    if event.archive_file:
+        text += f"; the full turns are kept in {event.archive_file}"
     return text + (f". {event.note}" if event.note else "")

@@ -289,8 +289,10 @@ def compact_session(args: argparse.Namespace) -> int:
                     f"{event.tokens_before:,} -> {event.tokens_after:,} tokens "
                     f"({saved:,} freed)."
                 )
-                if event.workspace_file:
-                    print(f"Workspace file: {event.workspace_file}")
+                if event.summary_file:
+                    print(f"Summary file: {event.summary_file}")
+                if event.archive_file:
+                    print(f"Archive file (the turns verbatim): {event.archive_file}")
                 if event.note:
                     print(f"Note: {event.note}")
     return EXIT_OK
@@ -313,6 +315,8 @@ def _print_compaction_json(session_id: str, events: list[Event], failed: bool) -
                     "tokens_before": event.tokens_before,
                     "tokens_after": event.tokens_after,
                     "workspace_file": event.workspace_file or None,
+                    "archive_file": event.archive_file or None,
+                    "summary_file": event.summary_file or None,
                     "note": event.note,
                 }
     print(json.dumps(data, indent=2))

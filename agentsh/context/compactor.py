@@ -335,6 +335,8 @@ class Compactor:
                 tokens_after=outcome.tokens_after,
                 workspace_file=outcome.workspace_file,
                 note="; ".join(n for n in (outcome.note, _PAUSED_NOTE if held else "") if n),
+                archive_file=outcome.archive_file,
+                summary_file=outcome.summary_file,
             )
         )
         self.emit(StatusChanged(self._status()))

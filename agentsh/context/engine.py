@@ -466,7 +466,9 @@ class TieredEngine:
         deps.side_usage = None
         if cut is None and pruned is not None:
             note = "pruned tool output only (no model call): " + _prune_note(pruned)
-        return CompactionOutcome(plan.tier, entry, used_before, after, where, note)
+        return CompactionOutcome(
+            plan.tier, entry, used_before, after, where, note, archive_file=archive or where
+        )
 
     def _append(self, entry: CompactionEntry) -> str:
         """Append and sync the record; the reason on failure ("" when it is durable)."""

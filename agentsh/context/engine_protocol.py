@@ -62,9 +62,17 @@ class CompactionOutcome:
     entry: CompactionEntry | None = None
     tokens_before: int = 0
     tokens_after: int = 0
-    workspace_file: str = ""
+    workspace_file: str = ""  # the summary's file after a Summarize, else the archive's
     note: str = ""
     error: str = ""  # why nothing changed, when something went wrong
+    archive_file: str = ""  # the turns taken out, verbatim ("" when none left: pruning only)
+
+    @property
+    def summary_file(self) -> str:
+        """The summary's own file, "" when none was written (see ``CompactionFinished``)."""
+        if self.archive_file and self.workspace_file != self.archive_file:
+            return self.workspace_file
+        return ""
 
     @property
     def saved_fraction(self) -> float:

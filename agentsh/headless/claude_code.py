@@ -267,6 +267,9 @@ class ClaudeCodeStream:
                                 "pre_tokens": event.tokens_before,
                                 "post_tokens": event.tokens_after,
                                 "tier": event.tier.value,
+                                # agentsh's: where the turns went (None: pruning only)
+                                "archive_file": event.archive_file or None,
+                                "summary_file": event.summary_file or None,
                             },
                         }
                     )

@@ -126,12 +126,10 @@ def progress(event: Event, err: TextIO, *, verbose: bool = False) -> None:
         case Notice() if not event.limit:  # a reached limit is the run's one closing line
             err.write(f"agentsh: {event.level.value}: {one_line(event.text)}\n")
         case CompactionFinished():
-            # A prune-only compaction archives nothing: no "archive" with an empty path.
-            archive = f"; archive {event.workspace_file}" if event.workspace_file else ""
             note = f"; {event.note}" if event.note else ""
             err.write(
                 f"agentsh: context compacted ({event.tier.label}): {event.tokens_before:,} -> "
-                f"{event.tokens_after:,} tokens{archive}{note}\n"
+                f"{event.tokens_after:,} tokens{compaction_files(event)}{note}\n"
             )
         case CompactionFailed():
             err.write(f"agentsh: warning: {event.tier.label} compaction failed: {event.reason}\n")
@@ -140,3 +138,15 @@ def progress(event: Event, err: TextIO, *, verbose: bool = False) -> None:
         case _:
             return
     err.flush()
+
+
+def compaction_files(event: CompactionFinished) -> str:
+    """The files a compaction wrote, each named for what it holds: a Summarize writes its
+    summary and, first, the turns verbatim (the archive) in two files; a prune-only one wrote
+    none (no "archive" with an empty path)."""
+    files = ""
+    if event.summary_file:
+        files += f"; summary {event.summary_file}"
+    if event.archive_file:
+        files += f"; archive {event.archive_file}"
+    return files

@@ -8,12 +8,23 @@ from agentsh.events import CompactionFailed, CompactionFinished, Tier
 from agentsh.headless.output import progress as _progress
 
 
-def test_a_compaction_is_reported_on_stderr_with_its_tokens_and_archive() -> None:
+def test_a_compaction_is_reported_on_stderr_with_its_tokens_and_files() -> None:
+    # A Summarize writes the turns verbatim, then its summary: each named for what it holds
+    # (the summary was called the archive).
     err = io.StringIO()
-    _progress(CompactionFinished("e1", Tier.SUMMARIZE, 142_000, 31_000, "/w/s/001-summary.md"), err)
+    done = CompactionFinished(
+        "e1",
+        Tier.SUMMARIZE,
+        142_000,
+        31_000,
+        "/w/s/002-summary.md",
+        archive_file="/w/s/001-archive.md",
+        summary_file="/w/s/002-summary.md",
+    )
+    _progress(done, err)
     assert err.getvalue() == (
         "agentsh: context compacted (Summarize): 142,000 -> 31,000 tokens; "
-        "archive /w/s/001-summary.md\n"
+        "summary /w/s/002-summary.md; archive /w/s/001-archive.md\n"
     )
 
 

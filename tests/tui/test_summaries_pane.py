@@ -121,6 +121,31 @@ def test_the_read_view_lists_a_compactions_files_newest_first_modified_before_re
     assert shown_modified < shown_read
 
 
+def test_the_read_view_names_a_summarizes_two_files_and_a_prunes_none(tmp_path: Path) -> None:
+    """A Summarize's summary file was shown as its "Workspace file" and its archive (the turns
+    verbatim) nowhere; a prune-only compaction, whose record carries the previous one's file,
+    showed that file as its own, and on an archiving tier read it as its archive."""
+    s = Session.create(None, tmp_path)
+    for n in range(1, 4):
+        turn(s, n)
+    first, second = user_ids(s)[1:3]
+    compact(
+        s, first, workspace_file="/w/002-summary.md", archive_file="/w/001-archive.md"
+    )  # fmt: skip
+    compact(s, first, tier="truncate", workspace_file="/w/002-summary.md")
+    compact(s, second, tier="move_to_workspace", workspace_file="/w/003-archive.md")
+    moved, pruned, summarized = compaction_views(s.current_path())
+    body = read_body(summarized, None, "002-summary.md", "001-archive.md")
+    assert "**Summary file** `002-summary.md`" in body
+    assert "**Archive file** (the turns verbatim) `001-archive.md`" in body
+    body = read_body(moved, "# Archived turns", "003-archive.md")
+    assert "**Archive file** (the turns verbatim) `003-archive.md`" in body
+    assert "Summary file" not in body
+    body = read_body(pruned, None, "002-summary.md")
+    assert pruned.prune_only and "002-summary.md" not in body
+    assert "could not be read" not in body
+
+
 def test_the_chat_folds_archived_entries_into_one_line_where_they_stood(tmp_path: Path) -> None:
     s = Session.create(None, tmp_path)
     for n in range(1, 4):

@@ -112,8 +112,13 @@ def row_content(view: CompactionView) -> Content:
     return Content.assemble(*parts)
 
 
-def read_body(view: CompactionView, archive_text: str | None, where: str) -> str:
-    """The read view of one compaction: its facts, then the summary or the archive."""
+def read_body(
+    view: CompactionView, archive_text: str | None, where: str, archive_where: str = ""
+) -> str:
+    """The read view of one compaction: its facts, then the summary or the archive. ``where``
+    is its workspace file (a Summarize's summary, else its archive), ``archive_where`` a
+    Summarize's archive of the turns verbatim; a prune-only compaction wrote no file (its
+    record carries the previous one's)."""
     entry = view.entry
     lines = [
         f"**Tier** {view.tier_label}{' (manual)' if entry.manual else ''} · "
@@ -128,8 +133,15 @@ def read_body(view: CompactionView, archive_text: str | None, where: str) -> str
             f"**Archived** {view.archived_turns} turn(s), {view.archived_entries} entries; "
             "they stay in the session (press `e` in the pane to show them in the chat)."
         )
+    archive = entry.tier in ARCHIVE_TIERS
+    if view.prune_only:
+        where = archive_where = ""
+    elif archive:
+        where, archive_where = "", where
     if where:
-        lines += ["", f"**Workspace file** `{where}`"]
+        lines += ["", f"**Summary file** `{where}`"]
+    if archive_where:
+        lines += ["", f"**Archive file** (the turns verbatim) `{archive_where}`"]
     # The log keeps each list oldest first (by last touch); shown newest first, modified files
     # before read ones, as everywhere else files are listed (the facts in the context).
     for label, files in (("modified", entry.files_modified), ("read", entry.files_read)):
@@ -137,13 +149,12 @@ def read_body(view: CompactionView, archive_text: str | None, where: str) -> str
             newest = ", ".join(f"`{f}`" for f in reversed(files))
             lines += ["", f"**Files {label} (newest first)** {newest}"]
     lines += ["", "---", ""]
-    archive = entry.tier in ARCHIVE_TIERS
     if entry.summary.strip() and not (archive and archive_text):
         lines.append(entry.summary.strip())
     if archive:
         if archive_text is not None:
             lines.append(archive_text.strip() or "_the archive file is empty_")
-        elif entry.workspace_file:
+        elif entry.workspace_file and not view.prune_only:
             lines.append(
                 "_The archive file could not be read. The archived turns are still in the "
                 "session: press `e` in the pane to show them in the chat._"
@@ -249,7 +260,7 @@ class SummariesPane(Widget):
         where = self._display_where(view.entry.workspace_file)
         archive = (
             self._read_workspace(view.entry.workspace_file)
-            if view.entry.tier in ARCHIVE_TIERS
+            if view.entry.tier in ARCHIVE_TIERS and not view.prune_only
             else None
         )
         entry = view.entry
@@ -258,7 +269,7 @@ class SummariesPane(Widget):
             f"{human_tokens(entry.tokens_before)} → {human_tokens(entry.tokens_after)} tokens · "
             + ("summary" if entry.tier not in ARCHIVE_TIERS else "archive")
         )
-        body = read_body(view, archive, where)
+        body = read_body(view, archive, where, self._display_where(view.entry.archive_file))
         self.app.push_screen(ReadView(title, body, subtitle=subtitle))
 
     def _read_workspace(self, where: str) -> str | None:
