@@ -260,6 +260,17 @@ class Accounting:
         total = system_tokens + tools_tokens + self._summary_tokens + self._messages_total
         return Used(total, estimated=True, anchor_id=None)
 
+    def estimated_entries(self) -> list[ContextEntry]:
+        """The entries :meth:`used` counts by the estimate, as they are in the log (no
+        provider figure measured them as sent): those after the anchoring reply, else those
+        after the compaction record, else all."""
+        view = self.view()
+        if self._anchor_index >= 0:
+            return view.entries[self._anchor_index + 1 :]
+        if view.compaction is not None and view.compaction.tokens_after > 0:
+            return view.entries[view.tail_start :]
+        return view.entries
+
     def used_before_last_request(self) -> int | None:
         """What :meth:`used` measured when the newest request on the path was prepared: the
         newest provider figure before it (or the compaction's count) plus the estimate of the

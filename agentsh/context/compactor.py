@@ -153,14 +153,16 @@ class Compactor:
 
     # -- before a model call ----------------------------------------------------------------------
 
-    async def before_request(self, *, compact: bool) -> Tier | None:
+    async def before_request(self, *, compact: bool, judged: int | None = None) -> Tier | None:
         """The automatic tier, run when one applies and may run: its tier when it compacted.
-        ``compact=False`` (a side request) only reads the state."""
+        ``compact=False`` (a side request) only reads the state. ``judged``: the usage the
+        tier is judged on, when the request will be sent smaller than the context (the
+        pre-flight check's truncation of oversized tool output)."""
         if not self._declined_read:
             self._declined_read = True
             self._declined = self._tier_told_from_log()
         used = self._used()
-        tier = self.engine.auto_tier(used, self.window)
+        tier = self.engine.auto_tier(min(used, judged) if judged is not None else used, self.window)
         self._read_pause()
         if compact and self.pause.watching:
             self._watch(tier, used)
@@ -245,7 +247,9 @@ class Compactor:
         if self.engine.auto_tier(used, self.window) is not Tier.SUMMARIZE:
             return False
         plan = self.engine.plan(Tier.SUMMARIZE, used_before=used, stop_at_prune=True)
-        return plan.cut is not None and self._frees_enough(plan, used)
+        # (judged after pruning, it may be a MoveToWorkspace: no summary, nothing to save for)
+        summarizes = plan.tier is Tier.SUMMARIZE and plan.cut is not None
+        return summarizes and self._frees_enough(plan, used)
 
     def mark_memory_flushed(self) -> None:
         self._memory_flushed = True

@@ -8,7 +8,8 @@ Truncate), repair tool pairs on assembly. ``pi`` proves the seam: it compacts on
 minus reserve, keeps the newest 20,000 tokens and writes a six-section summary.
 
 A compaction is planned first (:class:`Plan`: what would leave, what it would free, or why
-nothing can), so the manager can decline a plan that frees nothing without starting anything.
+nothing can; :mod:`agentsh.context.planning`), so the manager can decline a plan that frees
+nothing without starting anything.
 Every compaction writes before it forgets: the workspace file is written and fsynced, then the
 ``compaction`` entry is appended and synced, and only then does the context change. A failure
 at either step leaves every turn where it was and is reported; a failed summary call falls back
@@ -28,18 +29,17 @@ from pathlib import Path
 
 from agentsh.context import facts, tiers
 from agentsh.context.convert import to_messages
-from agentsh.context.cut import Cut, choose_cut, choose_cut_by_tokens
+from agentsh.context.cut import Cut, choose_cut_by_tokens
 from agentsh.context.engine_protocol import (
-    PROVISIONAL,
     CompactionOutcome,
     ContextEngine,
     EngineDeps,
     Plan,
     SummaryReply,
-    TierPreview,
 )
+from agentsh.context.planning import TieredPlanner
 from agentsh.context.preflight import budget_for
-from agentsh.context.prune import PruneResult, prune
+from agentsh.context.prune import PruneResult
 from agentsh.context.repair import Message
 from agentsh.context.summary import (
     PI,
@@ -51,7 +51,7 @@ from agentsh.context.summary import (
     serialize,
     step_lines,
 )
-from agentsh.context.view import ContextEntry, ContextView, turn_starts
+from agentsh.context.view import ContextEntry, ContextView
 from agentsh.context.workspace import (
     WorkspaceError,
     render_archive,
@@ -66,18 +66,13 @@ from agentsh.values import Usage
 # Characters of transcript per token of summary-model window we dare send (conservative: code
 # and JSON run nearer 3 characters a token than 4).
 _POINTER_STEPS_CHARS = 400
-_FACTS_GUESS = 200  # tokens the code-kept facts add to a summary, for the estimate
 
 
-class TieredEngine:
-    """SPEC §4's default policy (see the module docstring)."""
+class TieredEngine(TieredPlanner):
+    """SPEC §4's default policy (see the module docstring); its plans are
+    :class:`~agentsh.context.planning.TieredPlanner`'s."""
 
-    name = "tiered"
     template: Template = TIERED
-    prunes = True
-
-    def __init__(self, deps: EngineDeps) -> None:
-        self.deps = deps
 
     # -- the protocol ---------------------------------------------------------------------------
 
@@ -88,71 +83,6 @@ class TieredEngine:
 
     def assemble(self, system_prompt: str) -> list[Message]:
         return to_messages(self.deps.accounting.view(), system_prompt)
-
-    def auto_tier(self, used: int, window: int) -> Tier:
-        return tiers.tier_for(used / window if window else 0.0, self.deps.settings)
-
-    def preview(self, tier: Tier, used_before: int) -> TierPreview:
-        plan = self.plan(tier, used_before=used_before, stop_at_prune=False)
-        rule = tiers.rule(tier, self.deps.settings)
-        if plan.cut is None:
-            return TierPreview(
-                tier,
-                rule.keep_turns,
-                len(plan.view.entries),
-                0,
-                sum(plan.tokens),
-                plan.frees,
-                prune_only=True,
-                note="nothing to cut: only pruning applies" if plan.changes else plan.blocker,
-            )
-        return TierPreview(
-            tier,
-            rule.keep_turns,
-            len(plan.view.entries) - plan.cut.index,
-            plan.cut.index,
-            plan.cut.kept_tokens,
-            plan.frees,
-            prune_only=False,
-            note="splits the newest turn" if plan.cut.split_turn else plan.blocker,
-        )
-
-    def plan(self, tier: Tier, *, used_before: int, stop_at_prune: bool) -> Plan:
-        acc = self.deps.accounting
-        settings = self.deps.settings
-        view = acc.view()
-        rule = tiers.rule(tier, settings)
-        pruned: PruneResult | None = None
-        work_view = view
-        if self.prunes:
-            begins = turn_starts(view.entries)
-            old_before = begins[-rule.keep_turns] if len(begins) > rule.keep_turns else 0
-            pruned = prune(view, old_before, settings, acc.count)
-            if pruned.changed:
-                work_view = _with_pruning(view, pruned)
-        tokens = [acc.entry_tokens(e, work_view) for e in work_view.entries]
-        before = acc.messages_tokens()
-        summary_now = acc.summary_tokens(view.summary)
-        pruned_only = summary_now + _FACTS_GUESS + sum(tokens)
-        prune_frees = max(0, before - pruned_only) if pruned is not None and pruned.changed else 0
-        # Stop at pruning when that alone takes the context down to ``compact_target`` and frees
-        # enough to matter: a prune that leaves it just under a tier would only make the next
-        # turn compact again (and then pause: see agentsh.context.pause).
-        if (
-            stop_at_prune
-            and prune_frees >= settings.strike_min_saving * used_before
-            and self._out_of_tiers(used_before - prune_frees)
-        ):
-            return Plan(tier, None, pruned, work_view, tokens, prune_frees)
-        # What stays beside the kept turns: agentsh's own prompt, the tools, the summary.
-        fixed = max(0, used_before - before) + self._summary_guess(tier, summary_now)
-        cut = self._choose_cut(work_view, tokens, rule, fixed)
-        if cut is None:
-            blocker = "" if prune_frees else self._nothing_to_free(tier, work_view)
-            return Plan(tier, None, pruned, work_view, tokens, prune_frees, blocker)
-        frees = max(0, before - cut.kept_tokens - self._summary_guess(tier, summary_now))
-        blocker = "" if frees else "nothing to free: the summary would be as large as what leaves"
-        return Plan(tier, cut, pruned, work_view, tokens, frees, blocker)
 
     async def compact(
         self, plan: Plan, *, used_before: int, manual: bool, instructions: str = ""
@@ -192,7 +122,7 @@ class TieredEngine:
             kept_from=cut.index,
             window=deps.window,
         )
-        note = ""
+        note = plan.note
         applied = plan.tier
         doc: SummaryDoc | None = None
         if plan.tier is Tier.SUMMARIZE:
@@ -262,35 +192,6 @@ class TieredEngine:
             self._announce(where)
         return outcome
 
-    # -- planning -------------------------------------------------------------------------------
-
-    def _nothing_to_free(self, tier: Tier, view: ContextView) -> str:
-        turns = len(turn_starts(view.entries))
-        keep = tiers.rule(tier, self.deps.settings).keep_turns
-        if self.name == "tiered" and 1 < turns <= keep:
-            return (
-                f"nothing to free: the context holds {turns} turns and {tier.label} keeps "
-                f"the last {keep}"
-            )
-        return "nothing to free: what is left is the newest turn, which must stay"
-
-    def _out_of_tiers(self, used: int) -> bool:
-        window = self.deps.window
-        return window > 0 and used / window <= self.deps.settings.compact_target
-
-    def _choose_cut(
-        self, view: ContextView, tokens: Sequence[int], rule: tiers.TierRule, fixed: int
-    ) -> Cut | None:
-        cap = tiers.kept_tokens_cap(rule, self.deps.settings, self.deps.window, fixed)
-        return choose_cut(view.entries, tokens, rule.keep_turns, cap)
-
-    def summary_max_tokens(self, window: int | None = None) -> int:
-        """The longest summary: ``summary_max_tokens``, at most a tenth of a small window
-        (the session's, or ``window``: the summary model's)."""
-        cap = self.deps.settings.summary_max_tokens
-        window = self.deps.window if window is None else window
-        return min(cap, max(256, window // 10)) if window > 0 else cap
-
     async def _summary_fit(self) -> tuple[int, int]:
         """The window the summary request must fit and the reply's length: the summary
         model's own, when it is another model (a smaller one was sent the session's share)."""
@@ -300,11 +201,6 @@ class TieredEngine:
             window, output = limits.window, limits.max_output
         max_tokens = self.summary_max_tokens(window)
         return window, min(max_tokens, output) if output else max_tokens
-
-    def _summary_guess(self, tier: Tier, summary_now: int) -> int:
-        if tier is Tier.SUMMARIZE:
-            return summary_now + _FACTS_GUESS + self.summary_max_tokens() // 2
-        return summary_now + _FACTS_GUESS
 
     def _frees_enough(self, doc: SummaryDoc, known: facts.Facts, cut: Cut, used: int) -> bool:
         """Whether ``doc`` (with the facts written in) beside the kept turns frees at least
@@ -538,25 +434,6 @@ def _prune_note(pruned: PruneResult) -> str:
         f"{pruned.shortened_calls} long tool arguments shortened" if pruned.shortened_calls else "",
     ]
     return ", ".join(p for p in parts if p)
-
-
-def _with_pruning(view: ContextView, pruned: PruneResult) -> ContextView:
-    """A copy of ``view`` whose compaction carries the new pruning (not written anywhere)."""
-    base = view.compaction or CompactionEntry(
-        id=PROVISIONAL,
-        parent_id=None,
-        tier="",
-        summary="",
-        first_kept_id="",
-        tokens_before=0,
-        tokens_after=0,
-    )
-    provisional = replace(
-        base,
-        replacements=pruned.replacements,
-        argument_replacements=pruned.argument_replacements,
-    )
-    return replace(view, compaction=provisional, entries=list(view.entries))
 
 
 def _not_a_summary(reply: str, called: Sequence[str] = ()) -> str:

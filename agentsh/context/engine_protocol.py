@@ -106,6 +106,8 @@ class Plan:
     tokens: list[int]  # parallel to view.entries, pruning applied
     frees: int  # estimated tokens freed (a summary's own size estimated)
     blocker: str = ""  # why it frees nothing, when it does not
+    prune_frees: int = 0  # of which the pruning, estimated
+    note: str = ""  # said with the compaction (a lighter tier judged after pruning)
 
     @property
     def previous(self) -> CompactionEntry | None:

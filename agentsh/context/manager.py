@@ -30,6 +30,7 @@ from agentsh.context.preflight import (
     reducible_tokens,
     reply_reserve,
     result_cap_chars,
+    truncate_text,
     truncate_tool_results,
 )
 from agentsh.context.repair import Message
@@ -40,7 +41,7 @@ from agentsh.errors import AgentshError
 from agentsh.events import ContextStatus, Event, StatusChanged, Tier, UsageReported
 from agentsh.llm.tokens import estimate_tokens
 from agentsh.paths import UserPaths
-from agentsh.session.entries import CompactionEntry, MessageEntry
+from agentsh.session.entries import CompactionEntry, MessageEntry, ToolResultEntry
 from agentsh.session.log import SessionError
 from agentsh.session.session import Session
 from agentsh.values import Usage
@@ -222,9 +223,10 @@ class ContextManager:
         if self.window <= 0:  # an unknown window: nothing to measure against
             messages, self.last_dropped = self._cap(self.engine.assemble(system_prompt))
             return messages
-        compacted_at = await self.compactor.before_request(compact=compact)
-        messages = self.engine.assemble(system_prompt)
         cap = result_cap_chars(self.window, cs)
+        judged = self._sent_usage(pending_input, cap)
+        compacted_at = await self.compactor.before_request(compact=compact, judged=judged)
+        messages = self.engine.assemble(system_prompt)
         check = self._preflight(messages, pending_input, cap)
         self.last_preflight = check
         must_compact = check.route in (Route.COMPACT_ONLY, Route.COMPACT_THEN_TRUNCATE)
@@ -256,14 +258,42 @@ class ContextManager:
         )
 
     def _preflight(self, messages: Sequence[Message], pending: str, cap: int) -> Preflight:
-        cs = self.settings.context
+        margin = self.settings.context.safety_margin
+        need, budget = self._need(pending), budget_for(self.window, self.reserve)
+        reducible = int(reducible_tokens(messages, cap, self.accounting.count) * margin)
+        return Preflight(choose_route(need, budget, reducible), need, budget, reducible)
+
+    def _need(self, pending: str) -> int:
+        """The next request by the pre-flight estimate: the provider's figure, and what came
+        after it (and ``pending``) times the safety margin."""
         used = self._used()
         pending_tokens = self.accounting.count(pending) if pending else 0
-        exact, estimated = used.base, used.tokens - used.base + pending_tokens
-        need = exact + int(estimated * cs.safety_margin)
-        budget = budget_for(self.window, self.reserve)
-        reducible = int(reducible_tokens(messages, cap, self.accounting.count) * cs.safety_margin)
-        return Preflight(choose_route(need, budget, reducible), need, budget, reducible)
+        estimated = used.tokens - used.base + pending_tokens
+        return used.base + int(estimated * self.settings.context.safety_margin)
+
+    def _sent_usage(self, pending: str, cap: int) -> int:
+        """The usage the automatic tiers are judged on: the request as the pre-flight check
+        will send it. When it will cut oversized tool output (the request does not fit whole),
+        what the cut frees does not count: judged whole, one large output on a half-full
+        window ran a Truncate (three turns kept, no summary) that the cut made needless, and
+        from the next reply on, whose figure measured the cut request, no tier applied.
+        Outputs a provider figure already measured as sent are not counted again."""
+        used = self._used().tokens
+        if not (
+            self._need(pending) > budget_for(self.window, self.reserve)
+            or self.compactor.force_truncate
+            or self._over_budget_whole(pending)
+        ):
+            return used
+        view = self.accounting.view()
+        freed = 0
+        for entry in self.accounting.estimated_entries():
+            if isinstance(entry, ToolResultEntry):
+                content = view.result_content(entry)
+                if len(content) > cap:
+                    cut = truncate_text(content, cap, entry.tool_name)
+                    freed += max(0, self.accounting.count(content) - self.accounting.count(cut))
+        return used - freed
 
     def _over_budget_whole(self, pending: str) -> bool:
         """The request over the budget when all of it is estimated. A reply's figure measured

@@ -273,6 +273,10 @@ async def test_a_session_played_against_the_provider_crosses_80_85_and_95_percen
         window,
         reserve_tokens=10_000,
         prune_old_output_min_chars=10**9,  # no pruning: let each tier's cut show
+        # nor the pre-flight cut of a jump's one large output: the tier is judged on what it
+        # leaves, and it would leave the context under 95 %
+        tool_result_max_chars=100_000,
+        tool_result_max_window_fraction=1.0,
     )
     size = [0]
 

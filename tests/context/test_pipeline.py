@@ -85,7 +85,14 @@ async def test_a_long_tool_heavy_session_crosses_80_85_and_95_percent_with_each_
     written: list[Path] = []
     manager = ContextManager(
         disk_session,
-        _settings(prune_old_output_min_chars=10**9, reserve_tokens=10_000),
+        # No pruning, nor the pre-flight cut of a jump's one large output (the tier is judged
+        # on what they leave): each tier's cut shows.
+        _settings(
+            prune_old_output_min_chars=10**9,
+            reserve_tokens=10_000,
+            tool_result_max_chars=100_000,
+            tool_result_max_window_fraction=1.0,
+        ),
         user_paths,
         model="test/model",
         window=W,
