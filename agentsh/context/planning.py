@@ -76,30 +76,34 @@ class TieredPlanner:
         """SPEC §4: every tier runs the cheap phase first, and pruning that takes the context
         under the tier's threshold ends it. Pruning alone stops only at ``compact_target`` (just
         under a tier, the next turn compacted again), so the turns still go, but as the
-        lightest tier the pruned context is in: a Summarize at 88 % whose pruning left 68 %
-        made a (lossy, paid) summary call where an archive keeping twice the turns was enough,
-        and a Truncate at 96 % pruned to 88 % dropped turns a summary would have kept."""
+        lightest tier the pruned context is in, with the pruning of the tier it was in: a
+        Summarize at 88 % whose pruning left 68 % made a (lossy, paid) summary call where an
+        archive was enough, and a Truncate at 96 % pruned to 88 % dropped turns a summary
+        would have kept."""
         window = self.deps.window
+        left = used_before - plan.prune_frees
+        lighter = max(self.auto_tier(left, window), Tier.MOVE_TO_WORKSPACE, key=tiers.severity)
+        if tiers.severity(lighter) >= tiers.severity(plan.tier):
+            return plan
+        keep = tiers.rule(plan.tier, self.deps.settings).keep_turns
+        candidate = self._plan_at(lighter, used_before, True, prune_keep=keep)
         enough = max(1.0, self.deps.settings.strike_min_saving * used_before)
-        for lighter in tiers.ORDER[1 : tiers.severity(plan.tier)]:
-            candidate = self._plan_at(lighter, used_before, True)
-            left = used_before - candidate.prune_frees
-            judged = self.auto_tier(left, window)
-            if tiers.severity(judged) > tiers.severity(lighter):
-                continue
-            if not candidate.changes or candidate.frees < enough:
-                continue
-            was, now = 100 * used_before / window, 100 * left / window
-            return replace(
-                candidate,
-                note=(
-                    f"pruning old tool output took the context from {was:.0f}% to {now:.0f}%, "
-                    f"so {lighter.label} ran instead of {plan.tier.label}"
-                ),
-            )
-        return plan
+        if candidate.cut is None or candidate.frees < enough:
+            return plan
+        was, now = 100 * used_before / window, 100 * left / window
+        return replace(
+            candidate,
+            note=(
+                f"pruning old tool output took the context from {was:.0f}% to {now:.0f}%, "
+                f"so {lighter.label} ran instead of {plan.tier.label}"
+            ),
+        )
 
-    def _plan_at(self, tier: Tier, used_before: int, stop_at_prune: bool) -> Plan:
+    def _plan_at(
+        self, tier: Tier, used_before: int, stop_at_prune: bool, prune_keep: int = 0
+    ) -> Plan:
+        """``tier``'s plan; ``prune_keep``: prune the outputs older than that many turns (by
+        default, those older than the turns the tier keeps)."""
         acc = self.deps.accounting
         settings = self.deps.settings
         view = acc.view()
@@ -108,7 +112,8 @@ class TieredPlanner:
         work_view = view
         if self.prunes:
             begins = turn_starts(view.entries)
-            old_before = begins[-rule.keep_turns] if len(begins) > rule.keep_turns else 0
+            keep = prune_keep or rule.keep_turns
+            old_before = begins[-keep] if len(begins) > keep else 0
             pruned = prune(view, old_before, settings, acc.count)
             if pruned.changed:
                 work_view = _with_pruning(view, pruned)

@@ -40,7 +40,7 @@ def _session(s: Session, *, answer_chars: int, output_chars: int, turns: int = 1
         # Summarize at ~88 %; pruning the 13 outputs past the 5 kept turns leaves ~68 %.
         (14_000, 5_400, Tier.SUMMARIZE, Tier.MOVE_TO_WORKSPACE),
         # Truncate at ~96 %; pruning leaves a Summarize's range whatever the tier prunes.
-        (18_100, 3_200, Tier.TRUNCATE, Tier.SUMMARIZE),
+        (18_900, 2_400, Tier.TRUNCATE, Tier.SUMMARIZE),
     ],
 )
 async def test_the_tier_that_runs_is_the_one_the_pruned_context_is_in(
