@@ -156,6 +156,10 @@ class TieredEngine(TieredPlanner):
                 ),
             )
             where = archive
+            if known.request_id in {e.id for e in removed} and not archive.startswith("memory:"):
+                # The request's own message just left: its copy names the file holding it.
+                known = replace(known, request_archive=archive)
+                known.apply(doc, self.template)
             if summarized:
                 where = deps.workspace.write(
                     "summary",

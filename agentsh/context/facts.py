@@ -5,7 +5,8 @@ Summarize, Truncate, and a prune-only one) rewrites them from the session itself
 
 - **Active Task**: the newest user request (the one being worked on now), verbatim within a
   share of the window (:func:`agentsh.context.prompt_budget.request_chars`: 800 characters on
-  4k, 6,553 on 32k); a longer one keeps its head and tail with the id of its log entry between.
+  4k, 6,553 on 32k); a longer one keeps its head and tail with, between them, the archive that
+  holds it whole (when its message just left; the model's read tool opens it) and its log entry.
   One that stays in the context verbatim anyway is named, not copied, unless it is short (half
   that share, at most 2,000 characters): a 2,000-character request took 12 % of a 4k window
   twice;
@@ -69,6 +70,7 @@ class Facts:
     files_chars: int | None = None  # the file lists' room in the context (None: 100 paths each)
     request_id: str = ""  # the newest request's log entry
     request_chars: int | None = None  # its copy's room (None: an unknown window)
+    request_archive: str = ""  # the workspace file that holds it verbatim, when it just left
 
     def apply(self, doc: SummaryDoc, template: Template) -> None:
         """Write the facts into ``doc`` (over whatever a model wrote under their headings)."""
@@ -83,7 +85,7 @@ class Facts:
             )
         elif text:
             doc.sections[ACTIVE_TASK] = fenced_if_needed(
-                bounded_request(text, limit, self.request_id)
+                bounded_request(text, limit, self.request_id, self.request_archive)
             )
         if RELEVANT_FILES in template.headings:
             doc.sections[RELEVANT_FILES] = files_text(
@@ -174,14 +176,18 @@ def newest_request(entries: Sequence[ContextEntry], previous: SummaryDoc) -> tup
     return unfenced(previous.sections.get(ACTIVE_TASK, "")), ""
 
 
-def bounded_request(text: str, limit: int | None, entry_id: str = "") -> str:
+def bounded_request(text: str, limit: int | None, entry_id: str = "", archive: str = "") -> str:
     """The request verbatim within ``limit`` characters; past it its head (two thirds) and its
-    tail, with where the whole text is between them (its log entry, also in the archive)."""
+    tail, with where the whole text is between them: the archive file the compaction that took
+    its message out wrote (the read tool opens this session's archives without asking; the
+    session log, named alone, was out of the model's reach), else its log entry."""
     if limit is None:
         return active_task_text(text)
     if len(text) <= limit:
         return text
     where = f"user message {entry_id} in the session log" if entry_id else "the session log"
+    if archive:
+        where = f"in `{archive}`, which the read tool opens ({where})"
     head, tail = limit * 2 // 3, limit // 3
     left_out = len(text) - head - tail
     return (

@@ -342,6 +342,25 @@ async def test_a_long_request_that_left_the_context_keeps_head_tail_and_its_entr
 
 
 @pytest.mark.asyncio
+async def test_a_long_request_that_left_the_context_names_the_archive_the_model_can_read(
+    disk_session: Session, make_manager: ManagerFactory
+) -> None:
+    """Its copy said the whole request was "in the session log", which no tool of the model
+    reads: on an 8k window a 6,000-character request lost its middle for the rest of the
+    turn. The archive that holds it verbatim is named; the read tool opens it without asking."""
+    s = disk_session
+    request = _long_request(4)
+    steps = [Step("bash", {"command": f"step {k}"}, unique_output(250, f"s{k}")) for k in range(8)]
+    add_turn(s, request, steps)
+    manager = make_manager(s, window=4_000)
+    entry = await manager.compact(Tier.TRUNCATE)
+    assert entry is not None and entry.workspace_file
+    task = SummaryDoc.parse(entry.summary).sections["Active Task"]
+    assert f"the whole request is in `{entry.workspace_file}`" in task
+    assert request in manager.workspace.read(entry.workspace_file)
+
+
+@pytest.mark.asyncio
 async def test_a_request_and_an_error_holding_summary_headings_survive_later_compactions(
     memory_session: Session, make_manager: ManagerFactory
 ) -> None:
