@@ -431,7 +431,9 @@ async def test_a_call_to_an_http_server_gone_since_its_start_says_it_was_not_sen
 
     http = HttpServer().start()
     spec = ServerSpec("web", Transport.HTTP, Scope.USER, Path("t"), url=http.url)
-    manager = make_manager([spec], tmp_path)
+    # No backoff: under load agentsh may notice the end (its tool-change stream closing) before
+    # the first call, a second failure in a row, and the next call would then be held back.
+    manager = make_manager([spec], tmp_path, restart_backoff_s=0.0)
     manager.start()
     try:
         await manager.wait_until_started()
