@@ -15,6 +15,7 @@ import os.path
 from pathlib import Path
 
 from agentsh.tools.rule_programs import gives_option as _gives_option
+from agentsh.tools.rule_remote import reaches_a_local_repository
 
 # git settings on the command line that name no program (``-c user.name=...``); any other
 # ``-c`` may (core.fsmonitor, core.pager, alias.x=!sh, filter and diff drivers, include.path).
@@ -31,7 +32,7 @@ _GIT_RUNNERS: dict[str, tuple[str, ...]] = {
     "clone": ("-u", "--upload-pack", "--template", "-c", "--config"),
     "fetch": ("--upload-pack",),
     "pull": ("--upload-pack",),
-    "ls-remote": ("--upload-pack",),
+    "ls-remote": ("--upload-pack", "-u"),
     "remote": ("--upload-pack",),
     "archive": ("--exec", "--output", "-o"),
     "push": ("--receive-pack", "--exec"),
@@ -67,13 +68,19 @@ _GIT_RUNNERS: dict[str, tuple[str, ...]] = {
 # Global options that take the next word as their value (``git --attr-source HEAD -c ...``:
 # read as the subcommand, "HEAD" hid the ``-c`` after it); -C and the like refuse anyway.
 _GIT_VALUE_OPTIONS = frozenset({"--namespace", "--attr-source", "--super-prefix"})
+# Global options that change nothing git obeys (git takes them as written, no abbreviation);
+# any other (``--exec-path``, ``--config-env``, ``--git-dir``, one git does not know) asks.
+_GIT_PLAIN_OPTIONS = frozenset(
+    {"--no-pager", "-P", "-p", "--paginate", "--no-replace-objects", "--literal-pathspecs",
+     "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs", "--no-optional-locks",
+     "--no-advice", "--no-lazy-fetch", "--version", "-v", "--help", "-h", "--html-path",
+     "--man-path", "--info-path"}
+)  # fmt: skip
 # Global options that point git at another repository (whose config and hooks it obeys: a
 # folder the model wrote, holding a .git file that names a crafted git dir; with --bare, the
 # folder itself, whose tracked ``config`` and ``info/attributes`` files name aliases, pagers
 # and textconv programs that the check of the project's own .git never sees).
 _GIT_ELSEWHERE = ("-C", "--git-dir", "--work-tree", "--bare")
-# git push options that take the next word as their value
-_PUSH_VALUE_OPTIONS = frozenset({"-o", "--push-option"})
 
 
 def git_told_to_run_a_program(command: str, cwd: Path | None) -> bool:
@@ -91,25 +98,25 @@ def git_told_to_run_a_program(command: str, cwd: Path | None) -> bool:
         option = words[index]
         if option.startswith(("--config-env", "--exec-path", *_GIT_ELSEWHERE)):
             return True
+        name = option.partition("=")[0]
+        known = name in _GIT_VALUE_OPTIONS or name == "--list-cmds"
+        if not known and option not in _GIT_PLAIN_OPTIONS and not option.startswith("-c"):
+            return True  # one git does not know (it refuses), or one to be read precisely
         if option == "-c" or (option.startswith("-c") and not option.startswith("--")):
             setting = option[2:] or (words[index + 1] if index + 1 < len(words) else "")
             if not setting.lower().startswith(_HARMLESS_GIT_SETTINGS):
                 return True
             index += 1 if option != "-c" else 2
             continue
-        index += 2 if option in _GIT_VALUE_OPTIONS else 1
+        index += 2 if option in _GIT_VALUE_OPTIONS else 1  # (with "=": its own word)
     if index >= len(words):
         return False
     if words[index][:1] in ("*", "?", "["):
         return True  # a glob where the subcommand goes can match a file named "-c"
     if any(_gives_option(word, "--output") for word in words[index + 1 :]):
         return True  # every command with revision or diff options takes it (rev-list, blame...)
-    if words[index] == "push" and _pushes_to_a_local_repository(words[index + 1 :], cwd):
-        return True
-    if words[index] in ("remote", "submodule") and _adds_a_local_remote(
-        words[index], words[index + 1 :], cwd
-    ):
-        return True
+    if reaches_a_local_repository(words[index], words[index + 1 :], cwd):
+        return True  # push, fetch, clone... to or from a repository on this machine
     if words[index] == "config" and not _config_only_reads(words[index + 1 :]):
         return True
     if words[index].startswith("credential"):
@@ -194,7 +201,7 @@ def _beneath(path: str, top: str) -> bool:
 
 _CONFIG_READS = ("--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--list")
 _CONFIG_CHANGES = ("--add", "--unset", "--unset-all", "--replace-all", "--rename-section",
-                   "--remove-section", "--edit", "-e", "--file", "-f")  # fmt: skip
+                   "--remove-section", "--edit", "-e", "--file", "-f", "--comment")  # fmt: skip
 _VALUED = ("--type", "--default", "--comment", "--blob", "-t")
 
 
@@ -205,7 +212,13 @@ def _config_only_reads(arguments: list[str]) -> bool:
     own ~/.gitconfig (outside the project, where the tripwire that undoes a change to
     ``.git/config`` does not look, and counted as the user's) and the next ``git status``
     ran it; ``--file`` reads or writes any file (``-f ~/.aws/credentials --list``)."""
-    operands = [word for word in arguments if not word.startswith("-")]
+    operands: list[str] = []
+    words = iter(arguments)
+    for word in words:
+        if word in _VALUED:
+            next(words, "")  # --type bool: "bool" is the option's, not a name or a value
+        elif not word.startswith("-"):
+            operands.append(word)
     for word in arguments:
         if any(_gives_option(word, option) for option in _CONFIG_CHANGES):
             return False
@@ -214,68 +227,9 @@ def _config_only_reads(arguments: list[str]) -> bool:
     reads = any(_gives_option(word, option) for word in arguments for option in _CONFIG_READS)
     if reads or operands[:1] in (["get"], ["list"]) or _short_list(arguments):
         return True
-    # ``git config user.name``: one name, no value (an option's value would count as one)
-    return len(operands) == 1 and not any(_gives_option(w, o) for w in arguments for o in _VALUED)
+    # ``git config user.name``, ``git config --type bool core.bare``: one name, no value
+    return len(operands) == 1
 
 
 def _short_list(arguments: list[str]) -> bool:
     return any(w.startswith("-") and not w.startswith("--") and "l" in w[1:] for w in arguments)
-
-
-def _pushes_to_a_local_repository(arguments: list[str], cwd: Path | None) -> bool:
-    """Whether ``git push`` with these arguments pushes to a repository on this machine: git
-    runs ``receive-pack`` there, and with it that repository's hooks (``pre-receive``,
-    ``update``, ``post-receive``): executable files a cloned repository can carry in any of
-    its folders (``vendor/cache.git/hooks/``), which the check of the project's own .git never
-    sees. A word that could name a configured remote (``origin``) is a folder when one of
-    that name is there (git uses a name no remote has as a path), or when ``cwd`` is unknown."""
-    words = iter(arguments)
-    for word in words:
-        if word == "--":
-            operand = next(words, "")
-            break
-        if word.startswith("--repo="):
-            if _local_url(word.partition("=")[2], cwd):
-                return True
-            continue
-        if word in _PUSH_VALUE_OPTIONS:
-            next(words, "")
-            continue
-        if not word.startswith("-"):
-            operand = word
-            break
-    else:
-        return cwd is None  # the branch's remote, in a repository the line moved to
-    return _local_url(operand, cwd) if operand else cwd is None
-
-
-def _adds_a_local_remote(subcommand: str, arguments: list[str], cwd: Path | None) -> bool:
-    """Whether ``git remote add|set-url`` or ``git submodule add`` names a repository on this
-    machine: ``git remote add v vendor/cache.git && git push v`` pushed there (the tripwire
-    puts .git/config back only after the line)."""
-    operands = [word for word in arguments if not word.startswith("-")]
-    if not operands or operands[0] not in ("add", "set-url"):
-        return False
-    if subcommand == "submodule":
-        urls = operands[1:2]  # (an option's value read as the URL: asks, the safe side)
-    elif operands[0] == "add":
-        urls = operands[-1:]
-    else:
-        urls = operands[2:]
-    return any(_local_url(url, cwd) for url in urls)
-
-
-def _local_url(url: str, cwd: Path | None) -> bool:
-    """Whether git reads ``url`` (a push's repository) as a folder on this machine, as its
-    ``url_is_local_not_ssh`` does: ``file://``, a path, not ``host:path`` nor a scheme's URL
-    nor a ``transport::address``; a bare word is a remote's name unless a folder has it."""
-    if url.startswith("file:"):
-        return True
-    if "::" in url or "://" in url:
-        return False
-    colon, slash = url.find(":"), url.find("/")
-    if colon >= 0 and (slash < 0 or colon < slash):
-        return False  # host:path, ssh
-    if slash >= 0 or url.startswith((".", "~")):
-        return True
-    return cwd is None or (cwd / url).exists()
