@@ -11,10 +11,10 @@ this machine, whose hooks run), to set the user's own settings or print a stored
 
 from __future__ import annotations
 
-import os.path
 from pathlib import Path
 
 from agentsh.tools.rule_programs import gives_option as _gives_option
+from agentsh.tools.rule_paths import outside
 from agentsh.tools.rule_remote import reaches_a_local_repository
 
 # git settings on the command line that name no program (``-c user.name=...``); any other
@@ -166,37 +166,13 @@ def git_names_a_path_outside(words: list[str], cwd: Path | None, root: Path) -> 
             values = [word[i:] for i in range(2, len(word)) if word[i] in "/~."]
         else:
             values = [word]
-        if any(_outside(value, cwd, root) for value in values):
+        if any(outside(value, cwd, root) for value in values):
             return True
     return False
 
 
 # Subcommands whose -m is a message (elsewhere it is a flag: log -m, ls-files -m)
 _MESSAGE_TAKERS = frozenset({"commit", "tag", "notes", "merge", "stash", "pull"})
-
-
-def _outside(value: str, cwd: Path | None, root: Path) -> bool:
-    if value.startswith("file:"):
-        value = value.removeprefix("file:").removeprefix("//")
-    elif "://" in value or "::" in value:
-        return False
-    colon, slash = value.find(":"), value.find("/")
-    if colon >= 0 and (slash < 0 or colon < slash):
-        return False  # host:path, or a revision's path (HEAD:src/x)
-    if value == "/dev/null":
-        return False
-    looks = value.startswith(("/", "~")) or ".." in value.split("/")
-    if cwd is None:
-        return looks
-    where = os.path.normpath(cwd / Path(value).expanduser())
-    if looks and not _beneath(where, os.path.normpath(root)):
-        return True
-    # ... or through a link inside the project (a repository can carry one to /home/...)
-    return not _beneath(os.path.realpath(where), os.path.realpath(root))
-
-
-def _beneath(path: str, top: str) -> bool:
-    return path == top or path.startswith(top.rstrip("/") + "/")
 
 
 _CONFIG_READS = ("--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--list")
@@ -233,3 +209,4 @@ def _config_only_reads(arguments: list[str]) -> bool:
 
 def _short_list(arguments: list[str]) -> bool:
     return any(w.startswith("-") and not w.startswith("--") and "l" in w[1:] for w in arguments)
+

@@ -50,6 +50,7 @@ from typing import Any
 
 from agentsh.errors import AgentshError
 from agentsh.tools.rule_git import git_names_a_path_outside, git_told_to_run_a_program
+from agentsh.tools.rule_paths import names_a_path_outside, outside_folder
 from agentsh.tools.rule_programs import runs_beyond, takes_options_from_globs
 from agentsh.tools.rule_wrappers import inner_commands
 
@@ -281,10 +282,18 @@ class _Call:
                 return False
             parts = [" ".join(words) for words in found]
             for part, words, places in zip(parts, found, _folders(found, cwd), strict=True):
+                if inner_commands(words, command_words) is None:
+                    return False  # a shell fed its script from stdin or a file (sh x.sh)
+                named = _named_in_rules(part, specifiers)
+                git = words[0].rsplit("/", 1)[-1] == "git"
                 for here in places:
+                    if outside_folder(here, root) and words[0] not in _MOVES:
+                        return False  # run after a cd out of the project (or not known)
                     if git_told_to_run_a_program(part, here):
                         return False
                     if git_names_a_path_outside(words, here, root):
+                        return False
+                    if not git and names_a_path_outside(words, here, root, named):
                         return False
             if takes_options_from_globs(self.command, [words[0] for words in found]):
                 return False
@@ -299,6 +308,19 @@ class _Call:
         return False
 
 
+_MOVES = frozenset({"cd", "pushd", "popd", "chdir"})
+
+
+def _named_in_rules(part: str, specifiers: list[str]) -> frozenset[str]:
+    """The words the rules that match ``part`` name as written (``Bash(ls /opt:*)`` names
+    ``/opt``): a path outside the project a rule names is the user's choice."""
+    named: set[str] = set()
+    for specifier in specifiers:
+        if _command_matches(part, specifier):
+            named.update(w for w in specifier.removesuffix(":*").split() if "*" not in w)
+    return frozenset(named)
+
+
 def _folders(found: list[list[str]], cwd: Path) -> list[tuple[Path | None, ...]]:
     """The folders each simple command may run in, following ``cd`` before it: the one it
     names and the one before (``cd x || git ...``, or a cd that fails), None where a move
@@ -307,7 +329,7 @@ def _folders(found: list[list[str]], cwd: Path) -> list[tuple[Path | None, ...]]
     each: list[tuple[Path | None, ...]] = []
     for words in found:
         each.append(places)
-        if words[0] in ("cd", "pushd", "popd", "chdir"):
+        if words[0] in _MOVES:
             target = words[1] if len(words) > 1 else "~"
             known = words[0] != "popd" and not target.startswith(("-", "$")) and len(words) <= 2
             moved = tuple(

