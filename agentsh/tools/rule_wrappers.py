@@ -4,10 +4,12 @@
 (``/bin/rm``), behind a wrapper and the wrapper's options with their values (``sudo -u root
 rm``, ``timeout -s KILL 5 rm``, ``nice -n 5 rm``, ``env -u HOME rm``, ``exec -a x rm``), in a
 string a shell, ``env -S``, ``eval``, ``script -c`` or ``su -c`` runs (``bash -c "rm -rf x"``,
-``bash -o errexit -c ...``), or as what ``find -exec`` and ``xargs`` run; and a git subcommand
-behind git's own options (``git --no-pager -C . push`` is also ``git push``).
-:func:`inner_commands` lists each of those commands; None when one of them cannot be read (a
-shell script with ``$(...)``): the caller refuses then, the safe side.
+``bash -o errexit -c ...``, ``flock /tmp/l -c ...``), or as what ``find -exec``, ``xargs``,
+``flock FILE`` and ``runuser -u USER --`` run; and a git subcommand behind git's own options
+(``git --no-pager -C . push`` is also ``git push``). :func:`inner_commands` lists each of
+those commands; None when one of them cannot be read (a shell script with ``$(...)``, a shell
+that reads its script from stdin or a file: ``echo 'rm -rf ~' | bash``, ``sh x.sh``, ``sudo
+-s``, ``su``): the caller refuses then, the safe side.
 """
 
 from __future__ import annotations
@@ -39,7 +41,6 @@ _WRAPPERS: dict[str, tuple[str, tuple[str, ...], int]] = {
                              "--max-args", "--max-procs", "--max-chars", "--delimiter"), 0),
     "chrt": ("", (), 1),
     "taskset": ("", (), 1),
-    "flock": ("wEnc", ("--timeout", "--conflict-exit-code"), 1),
     "watch": ("nd", ("--interval",), 0),
     "unbuffer": ("", (), 0),
     "fakeroot": ("ils", ("--lib", "--faked", "-s"), 0),
@@ -101,12 +102,21 @@ def inner_commands(words: list[str], parse: Parse, depth: int = 0) -> list[list[
             words = []
         elif program in _COMMAND_RUNNERS:
             inner = _command_option(words[1:], parse, depth)
-            words = []
+            # runuser -u USER [--] COMMAND runs it without a shell; without -c, any of them
+            # runs a shell that reads its script from stdin (echo 'rm -rf x' | su)
+            words = _runuser_command(words[1:]) if program == "runuser" and inner == [] else []
+            if inner == [] and not words:
+                return None
+        elif program == "flock":
+            words, inner = _flock(words[1:], parse, depth)
         elif program == "git" and (plain := _git_plain(words)) is not None:
             found.append(plain)
             words = []
         elif program in _WRAPPERS:
-            words, inner = _after_wrapper(program, words[1:], parse, depth)
+            arguments = words[1:]
+            words, inner = _after_wrapper(program, arguments, parse, depth)
+            if not words and inner == [] and _login_shell(program, arguments):
+                return None  # sudo -s, sudo -i: a shell that reads its script from stdin
         else:
             words = []
         if inner is None:
@@ -131,9 +141,9 @@ def _parsed(text: str, parse: Parse, depth: int) -> list[list[str]] | None:
 def _shell_script(arguments: list[str], parse: Parse, depth: int) -> list[list[str]] | None:
     """The commands of ``sh -c SCRIPT`` (also ``-ec``, ``-lc``, ``-o errexit -c``, ``-c --``,
     ``--rcfile x -c``: options stand before and after ``-c``, and ``-o``/``-O`` and a few long
-    ones take the next word); nothing for a shell given a script file (``bash x.sh``), which
-    no rule sees into, as for ``./x.sh`` or ``make``; None for one that reads its script from
-    stdin (``echo 'rm -rf x' | sh``, ``bash -s``): what it runs cannot be read here."""
+    ones take the next word); None for one that reads its script from stdin (``echo 'rm -rf
+    x' | sh``, ``bash -s``) or a file (``sh x.sh``): what it runs cannot be read here, so a
+    deny rule refuses it and no allow rule covers it."""
     command = stdin = False
     words = iter(arguments)
     for word in words:
@@ -149,8 +159,9 @@ def _shell_script(arguments: list[str], parse: Parse, depth: int) -> list[list[s
         if not word.startswith(("-", "+")):
             if command:
                 return _parsed(word, parse, depth)
-            # bash -s x: x is an argument, the script is stdin; bash /dev/stdin reads it too
-            return None if stdin or word in _STDIN_FILES else []
+            # bash -s x: x is an argument, the script is stdin; bash x.sh runs a file's
+            # script: what either runs cannot be read here
+            return None
         letters = word[1:]
         command = command or (word[0] == "-" and "c" in letters)
         stdin = stdin or (word[0] == "-" and "s" in letters)
@@ -159,11 +170,12 @@ def _shell_script(arguments: list[str], parse: Parse, depth: int) -> list[list[s
     script = next(words, None)
     if command:
         return _parsed(script or "", parse, depth)
-    return [] if script is not None and not stdin else None
+    return None  # a script from stdin or a file (bash -- x.sh)
 
 
 def _command_option(arguments: list[str], parse: Parse, depth: int) -> list[list[str]] | None:
-    """What ``script -c CMD``, ``su -c CMD`` or ``sg GROUP -c CMD`` runs through a shell."""
+    """What ``script -c CMD``, ``su -c CMD`` or ``sg GROUP -c CMD`` runs through a shell
+    ([]: no ``-c``)."""
     for index, word in enumerate(arguments):
         following = arguments[index + 1] if index + 1 < len(arguments) else ""
         if word.startswith("--command"):
@@ -173,6 +185,66 @@ def _command_option(arguments: list[str], parse: Parse, depth: int) -> list[list
             attached = word[word.index("c") + 1 :]
             return _parsed(attached or following, parse, depth)
     return []
+
+
+def _login_shell(program: str, arguments: list[str]) -> bool:
+    """Whether ``sudo``/``doas`` is told to start a shell (``-s``, ``-i``, ``--shell``,
+    ``--login``)."""
+    if program not in ("sudo", "doas"):
+        return False
+    for word in arguments:
+        if word in ("--shell", "--login"):
+            return True
+        if word.startswith("-") and not word.startswith("--") and set(word[1:]) & set("si"):
+            return True
+    return False
+
+
+_RUNUSER_VALUES = frozenset({"-u", "-g", "-G", "-s", "-w", "--user", "--group", "--supp-group",
+                             "--shell", "--whitelist-environment"})  # fmt: skip
+
+
+def _runuser_command(arguments: list[str]) -> list[str]:
+    """The command ``runuser -u USER [--] COMMAND`` runs (nothing without ``-u``)."""
+    if not any(w in ("-u", "--user") or w.startswith("--user=") for w in arguments):
+        return []
+    index = 0
+    while index < len(arguments) and arguments[index].startswith("-"):
+        option = arguments[index]
+        index += 1
+        if option == "--":
+            break
+        if option in _RUNUSER_VALUES:
+            index += 1
+    return arguments[index:]
+
+
+def _flock(
+    arguments: list[str], parse: Parse, depth: int
+) -> tuple[list[str], list[list[str]] | None]:
+    """What ``flock [options] FILE COMMAND...`` or ``flock [options] FILE -c SCRIPT`` runs (a
+    ``-c`` before the file is read as well: the safe side)."""
+    index = 0
+    while index < len(arguments):
+        option = arguments[index]
+        if option in ("-c", "--command") or option.startswith("--command="):
+            script = option.partition("=")[2] or (
+                arguments[index + 1] if index + 1 < len(arguments) else ""
+            )
+            return [], _parsed(script, parse, depth)
+        if not option.startswith("-") or option == "-":
+            break
+        index += 1
+        if option == "--":
+            break
+        if option in ("--timeout", "--wait", "--conflict-exit-code") or (
+            not option.startswith("--") and option[-1] in "wE"
+        ):
+            index += 1
+    rest = arguments[index + 1 :]  # past the lock's file or folder
+    if rest[:1] and (rest[0] in ("-c", "--command") or rest[0].startswith("--command=")):
+        return _flock(rest, parse, depth)
+    return rest, []
 
 
 def _git_plain(words: list[str]) -> list[str] | None:

@@ -68,6 +68,14 @@ def _allowed(command: str, tmp_path: Path) -> bool | None:
         "echo rm -rf build | bash /dev/stdin",
         "echo rm -rf build | source /dev/stdin",
         "echo rm -rf build | . /dev/fd/0",
+        # ... or from a file: what it runs is unknown here too (it was let through)
+        "bash scripts/test.sh",
+        "bash -o errexit scripts/test.sh",
+        "sh -e scripts/test.sh",
+        "echo rm -rf build | script -q /dev/null",
+        "echo rm -rf build | su",
+        "echo rm -rf build | sudo -s",
+        "echo rm -rf build | sudo -i",
     ],
 )
 def test_a_deny_rule_sees_the_command_behind_wrappers_and_shells(
@@ -83,14 +91,10 @@ def test_a_deny_rule_sees_the_command_behind_wrappers_and_shells(
         "echo rm is denied here",
         "grep -rn 'rm -rf' scripts",
         "git commit -m 'rm old build dirs'",
-        "bash scripts/test.sh",
         "sudo -v",
         "nice make -j4",
         "find . -name '*.o' -print",
         'bash -c "make clean"',
-        "bash -o errexit scripts/test.sh",
-        "sh -e scripts/test.sh",
-        "script -q /dev/null",
     ],
 )
 def test_other_commands_still_run(command: str, tmp_path: Path) -> None:
