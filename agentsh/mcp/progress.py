@@ -11,6 +11,7 @@ waited for: the result follows at once), so a server cannot make every notice a 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 
@@ -21,6 +22,9 @@ MIN_INTERVAL_S = 0.2
 #: the longest line shown (the server's message is cut to fit)
 MAX_LINE_CHARS = 200
 _READ_CHARS = 64 * MAX_LINE_CHARS  # of a message, before escapes and spaces are taken out
+# What reorders text on screen (the bidirectional embeddings, overrides, isolates and marks):
+# a server's "done" could be shown as something else.
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def progress_line(
@@ -29,18 +33,23 @@ def progress_line(
     message: str | None,
     scrub: Callable[[str], str] = str,
 ) -> str:
-    """One notice as one line: ``[2/5] copying files`` (or ``[40%]``, ``[2]``), the message
-    ``scrub``-bed before it is cut (a secret the cut went through would no longer match) and
-    read no further than a line can show (a server's megabytes are not cleaned 5 times a
-    second)."""
+    """One notice as one line: ``[2/5] copying files`` (or ``[40%]``, ``[2]``). Of the
+    message only its first :data:`_READ_CHARS` characters are read (a server's megabytes are
+    not cleaned 5 times a second); they are cleaned of escape sequences, control characters
+    and bidirectional overrides and ``scrub``-bed (before and after: an escape inside a
+    secret would hide it) before the line is cut to length, so the cut never leaves half an
+    escape or a secret the cut went through."""
     if total is not None and total > 0 and progress <= total and total == int(total):
         where = f"{_number(progress)}/{_number(total)}"
     elif total is not None and total > 0:
         where = f"{min(100.0, 100.0 * progress / total):.0f}%"
     else:
         where = _number(progress)
-    raw = scrub(message or "")[:_READ_CHARS]
-    text = scrub(" ".join(clean_text(raw).split()))
+    raw = (message or "")[:_READ_CHARS]
+    words = _BIDI.sub("", clean_text(scrub(raw))).split()
+    if message is not None and len(message) > _READ_CHARS:
+        words = words[:-1]  # what the read cut through (a secret's first half) is not shown
+    text = scrub(" ".join(words))
     line = f"[{where}] {text}".rstrip()
     return line[: MAX_LINE_CHARS - 1] + "…" if len(line) > MAX_LINE_CHARS else line
 

@@ -15,8 +15,11 @@ Runs on the MCP loop, inside the connection's task (:mod:`agentsh.mcp.connection
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -62,13 +65,30 @@ async def follow(client: Client, relist: Callable[[], Awaitable[None]], name: st
         log.info("MCP server %s: tool changes are not followed: %s", name, exc)
 
 
-class Coalesced:
-    """``fn`` run for any number of calls that come while it runs, but once more after it,
-    not once each: a server may send a notice hundreds of times at once (each was a listing
-    of its own, all at the same time)."""
+#: the shortest time between the starts of two listings a server's notices cause
+MIN_RELIST_INTERVAL_S = 1.0
 
-    def __init__(self, fn: Callable[[], Awaitable[None]]) -> None:
+
+class Coalesced:
+    """``fn`` run for any number of calls that come while it runs (or waits), but once more
+    after it, not once each, and never sooner than :data:`MIN_RELIST_INTERVAL_S` after its
+    last start: a server may send a notice hundreds of times at once (each was a listing of
+    its own, all at the same time), or one after each listing ends (a listing back to back,
+    for good). ``clock`` and ``sleep``: for tests."""
+
+    def __init__(
+        self,
+        fn: Callable[[], Awaitable[None]],
+        *,
+        interval: float = MIN_RELIST_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+    ) -> None:
         self._fn = fn
+        self._interval = interval
+        self._clock = clock
+        self._sleep = sleep
+        self._last: float | None = None
         self._running = False
         self._again = False
 
@@ -80,7 +100,12 @@ class Coalesced:
         try:
             self._again = True
             while self._again:
+                if self._last is not None:
+                    wait = self._last + self._interval - self._clock()
+                    if wait > 0:
+                        await self._sleep(wait)  # notices meanwhile join this listing
                 self._again = False
+                self._last = self._clock()
                 await self._fn()
         finally:
             self._running = False
