@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from agentsh.config_settings import ApprovalMode, Settings
@@ -162,3 +163,38 @@ def _own_checkpoints(
         )
     )
     return dataclasses.replace(after, checkpoints=before.checkpoints)
+
+
+def describe_settings(raw: dict[str, object]) -> str:
+    """What a project's settings would change, in one line: every key that would take
+    effect (padding with harmless keys cannot push one out of sight), then those refused
+    whatever the answer (the model, its server, key bindings, ...), so the line is honest."""
+    pairs = sorted(_dotted_keys(raw), key=lambda pair: pair[0])
+    if not pairs:
+        return "agentsh settings (empty)"
+    ignored = [key for key, value in pairs if ignored_in_project(key, value)]
+    effective = [key for key, _value in pairs if key not in ignored]
+    parts = []
+    if effective:
+        s = "s" if len(effective) != 1 else ""
+        # All of them: padding with harmless keys must not push one out of sight.
+        parts.append(f"changes {len(effective)} setting{s}: {_listed(effective, 1000)}")
+    if ignored:
+        parts.append(f"ignored (only your own config may set them): {_listed(ignored)}")
+    return "; ".join(parts)
+
+
+def _listed(keys: list[str], limit: int = 24) -> str:
+    shown = ", ".join(keys[:limit])
+    return shown + (f", ... ({len(keys)} in all)" if len(keys) > limit else "")
+
+
+def _dotted_keys(raw: object, prefix: str = "") -> Iterator[tuple[str, object]]:
+    if not isinstance(raw, dict):
+        return
+    for key, value in raw.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and not dotted.startswith("tui.keys"):
+            yield from _dotted_keys(value, f"{dotted}.")
+        else:
+            yield dotted, value

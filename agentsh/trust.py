@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 
-from agentsh.fsutil import LinkRefused, atomic_write, read_beneath
+from agentsh.fsutil import LinkRefused, atomic_write, read_beneath, resolve_beneath
 from agentsh.paths import ProjectPaths, UserPaths
 from agentsh.termsafe import one_line
 from agentsh.values import loads_toml
@@ -221,44 +221,9 @@ def settings_findings(root: Path, cwd: Path) -> list[Finding]:
         raw = loads_toml(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError):
         return [Finding(path, "settings", "agentsh settings (not valid TOML)", digest)]
+    from agentsh.config_project import describe_settings  # only when a project has settings
+
     return [Finding(path, "settings", describe_settings(raw), digest)]
-
-
-def describe_settings(raw: dict[str, object]) -> str:
-    """What a project's settings would change, in one line: every key that would take
-    effect (padding with harmless keys cannot push one out of sight), then those refused
-    whatever the answer (the model, its server, key bindings, ...), so the line is honest."""
-    from agentsh.config_project import ignored_in_project  # only when a project has settings
-
-    pairs = sorted(_dotted_keys(raw), key=lambda pair: pair[0])
-    if not pairs:
-        return "agentsh settings (empty)"
-    ignored = [key for key, value in pairs if ignored_in_project(key, value)]
-    effective = [key for key, _value in pairs if key not in ignored]
-    parts = []
-    if effective:
-        s = "s" if len(effective) != 1 else ""
-        # All of them: padding with harmless keys must not push one out of sight.
-        parts.append(f"changes {len(effective)} setting{s}: {_listed(effective, 1000)}")
-    if ignored:
-        parts.append(f"ignored (only your own config may set them): {_listed(ignored)}")
-    return "; ".join(parts)
-
-
-def _listed(keys: list[str], limit: int = 24) -> str:
-    shown = ", ".join(keys[:limit])
-    return shown + (f", ... ({len(keys)} in all)" if len(keys) > limit else "")
-
-
-def _dotted_keys(raw: object, prefix: str = "") -> Iterator[tuple[str, object]]:
-    if not isinstance(raw, dict):
-        return
-    for key, value in raw.items():
-        dotted = f"{prefix}{key}"
-        if isinstance(value, dict) and not dotted.startswith("tui.keys"):
-            yield from _dotted_keys(value, f"{dotted}.")
-        else:
-            yield dotted, value
 
 
 def instruction_findings(root: Path, cwd: Path) -> list[Finding]:
@@ -346,6 +311,8 @@ def memory_findings(root: Path, cwd: Path) -> list[Finding]:
     folder = ProjectPaths(root).memory_dir
     if not os.path.lexists(folder):
         return []
+    if folder.is_symlink() and (linked := _linked_folder(root, folder)) is not None:
+        return [Finding(folder, "memory", *linked)]
     if folder.is_symlink() or not folder.is_dir():
         digest, _data, problem = hash_file(root, folder)
         target = ""
@@ -371,6 +338,9 @@ def memory_findings(root: Path, cwd: Path) -> list[Finding]:
         if remembered is not None:
             found.append(Finding(path, "memory", *remembered))
             continue
+        if path.is_symlink() and (linked := _linked_folder(root, path)) is not None:
+            found.append(Finding(path, "memory", *linked))
+            continue
         before = _stamp(path) if memo is not None else None
         digest, data, problem = hash_file(root, path)
         read += len(data or b"")
@@ -383,6 +353,31 @@ def memory_findings(root: Path, cwd: Path) -> list[Finding]:
         if memo is not None and before is not None and data is not None:
             memo.keep(path, before, (what, digest))
     return found
+
+
+def _linked_folder(root: Path, link: Path) -> tuple[str, str] | None:
+    """(what, digest) of a link to a folder of the project, which the memory loader reads
+    through (``.agentsh/memory/docs -> ../../shared/docs``): the digest covers the names and
+    contents of the files in it, so a change to one asks again as a change to a file would
+    (the link's target alone stayed the same). None for a link that is not to a folder
+    beneath ``root`` (it loads nothing)."""
+    try:
+        real = resolve_beneath(root, link)
+    except (LinkRefused, OSError):
+        return None
+    if not real.is_dir():
+        return None
+    digest = hashlib.sha256(os.fsencode(str(real)) + b"\0")
+    files, count, read = _memory_files(real), 0, 0
+    for path in files:
+        if count >= _MAX_MEMORY_FILES or read > _MEMORY_HASH_BYTES:
+            digest.update(_listing_digest([path, *files]).encode())
+            break
+        hashed, data, _problem = hash_file(root, path)
+        count, read = count + 1, read + len(data or b"")
+        name = path.relative_to(real).as_posix()
+        digest.update(f"{name}\0{hashed}\n".encode("utf-8", "surrogateescape"))
+    return f"memory in a linked folder ({count} files)", "sha256:" + digest.hexdigest()
 
 
 def _listing_digest(paths: list[Path]) -> str:
