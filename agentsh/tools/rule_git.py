@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentsh.tools.rule_programs import gives_option as _gives_option
 from agentsh.tools.rule_paths import outside
+from agentsh.tools.rule_programs import gives_option as _gives_option
 from agentsh.tools.rule_remote import reaches_a_local_repository
 
 # git settings on the command line that name no program (``-c user.name=...``); any other
@@ -209,4 +209,3 @@ def _config_only_reads(arguments: list[str]) -> bool:
 
 def _short_list(arguments: list[str]) -> bool:
     return any(w.startswith("-") and not w.startswith("--") and "l" in w[1:] for w in arguments)
-

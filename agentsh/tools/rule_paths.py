@@ -1,4 +1,4 @@
-"""Whether a command an allow rule matched reaches outside the project: then the rule does not cover it.
+"""Whether a command an allow rule matched reaches outside the project (then it does not cover it).
 
 A rule such as ``Bash(cat:*)`` or ``Bash(rm:*)`` is written for the project's files; ``cat
 ~/.ssh/id_ed25519``, ``rm -rf ../other`` or ``ls /`` are not what it was for, nor is any command

@@ -24,22 +24,27 @@ from pathlib import Path
 
 from agentsh.gitutil import GitError, GitStall, GitTimeout, run_git
 
+
+def _options(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 # The commands that reach another repository, with their options that take the next word.
 _FETCH_VALUES = (
     "--depth --deepen --shallow-since --shallow-exclude -j --jobs --upload-pack --refmap -o "
     "--server-option --negotiation-tip --filter --recurse-submodules-default --submodule-prefix"
 )
 _VALUES: dict[str, frozenset[str]] = {
-    "push": frozenset("-o --push-option --repo --receive-pack --exec".split()),
-    "fetch": frozenset(_FETCH_VALUES.split()),
-    "pull": frozenset((_FETCH_VALUES + " -s --strategy -X --strategy-option").split()),
-    "ls-remote": frozenset("-u --upload-pack --sort -o --server-option".split()),
-    "clone": frozenset(
-        ("-b --branch -o --origin -c --config --depth --reference --reference-if-able -j --jobs "
-         "--separate-git-dir --filter --template -u --upload-pack --shallow-since --bundle-uri "
-         "--shallow-exclude --server-option --ref-format --revision").split()
+    "push": _options("-o --push-option --repo --receive-pack --exec"),
+    "fetch": _options(_FETCH_VALUES),
+    "pull": _options(_FETCH_VALUES + " -s --strategy -X --strategy-option"),
+    "ls-remote": _options("-u --upload-pack --sort -o --server-option"),
+    "clone": _options(
+        "-b --branch -o --origin -c --config --depth --reference --reference-if-able -j --jobs "
+        "--separate-git-dir --filter --template -u --upload-pack --shallow-since --bundle-uri "
+        "--shallow-exclude --server-option --ref-format --revision"
     ),
-}  # fmt: skip
+}
 _REMOTE_CONTACTS = frozenset({"update", "show", "prune", "set-head"})
 _EVERY_REMOTE = frozenset({"--all", "--multiple"})
 _CONFIG_KEYS = r"^(remote\..*\.(url|pushurl)|url\..*\.(insteadof|pushinsteadof))$"
@@ -81,8 +86,12 @@ class Remotes:
 
     def local(self, url: str) -> bool:
         """Whether git reads ``url`` (after any rewrite) as a folder on this machine."""
-        return self.unknown or is_path(url) or any(
-            url.startswith(prefix) and is_path(base) for prefix, base in self.rewrites if prefix
+        return (
+            self.unknown
+            or is_path(url)
+            or any(
+                url.startswith(prefix) and is_path(base) for prefix, base in self.rewrites if prefix
+            )
         )
 
     def any_local(self) -> bool:
