@@ -28,8 +28,11 @@ the rule would be matched against other words than the ones that run), nor does 
 program or write a file it names (``git -c core.fsmonitor=...``, ``--config-env``,
 ``--exec-path``, ``rebase --exec``, ``submodule foreach``, ``--upload-pack``, ``log --output``,
 ``difftool``...) or pointed at another repository (``-C``, ``--git-dir``, ``--work-tree``,
-``--bare``, ``push`` to one on this machine, whose hooks then run), told to set a setting
-or print a password (``config``, ``credential``) or given a path outside the project,
+``--bare``, an unknown global option; a ``push``, ``fetch``, ``clone``... to or from one on
+this machine, named or through a configured remote, whose hooks then run:
+:mod:`agentsh.tools.rule_remote`), told to set a setting or print a password (``config``,
+``credential``), nor any command given a path outside the project or run after a ``cd`` out
+of it (:mod:`agentsh.tools.rule_paths`), nor a shell running a script file or its stdin,
 nor a reader told to run a program, delete or write (``find -exec``/``-delete``/``-fprint``,
 ``rg --pre``, ``fd -x``) unless the rule names that option.
 Deny rules look through a program's path, wrappers with their options (``sudo -u root``,
