@@ -61,7 +61,10 @@ def outside(value: str, cwd: Path | None, root: Path, *, strict: bool = True) ->
     looks = value.startswith(("/", "~")) or ".." in value.split("/")
     if cwd is None:
         return looks
-    where = os.path.normpath(cwd / Path(value).expanduser())
+    try:
+        where = os.path.normpath(cwd / Path(value).expanduser())
+    except RuntimeError:  # ~user with no such user, or no home: not known, so outside
+        return True
     if looks and not beneath(where, os.path.normpath(root)):
         return True
     # ... or through a link inside the project (a repository can carry one to /home/...)

@@ -335,8 +335,12 @@ def _folders(found: list[list[str]], cwd: Path) -> list[tuple[Path | None, ...]]
         if words[0] in _MOVES:
             target = words[1] if len(words) > 1 else "~"
             known = words[0] != "popd" and not target.startswith(("-", "$")) and len(words) <= 2
+            try:
+                destination = Path(target).expanduser() if known else None
+            except RuntimeError:  # ~user with no such user: a move not followed
+                destination = None
             moved = tuple(
-                here / Path(target).expanduser() if known and here is not None else None
+                here / destination if destination is not None and here is not None else None
                 for here in places
             )
             places = tuple(dict.fromkeys(places + moved))

@@ -213,6 +213,7 @@ def test_a_link_out_of_the_project_asks(project: Path, tmp_path: Path) -> None:
         "cd; cat .bashrc",
         "cd - && rm x",
         "cd src && cd ../.. && rm x",
+        "cd ~nosuchuser-agentsh && ls",
     ],
 )
 def test_cd_is_followed_for_each_command(command: str, project: Path) -> None:
