@@ -4,12 +4,13 @@ git talks to a repository given as a path (``vendor/cache.git``, ``file:///...``
 running ``receive-pack`` or ``upload-pack`` in it, which obey that repository's config and
 hooks (``pre-receive``, ``update``, ``post-receive``): executable files a cloned repository
 can carry in any of its folders, which the check of the project's own ``.git`` never sees. So
-a ``push``, ``fetch``, ``pull``, ``clone``, ``ls-remote`` or ``remote update|show|prune`` whose
-target is such a folder asks, whether the line names it or a configured remote does (``git
-push evil`` with ``remote.evil.url = vendor/cache.git``, or a ``url.<base>.insteadOf`` that
-rewrites a network URL to one), and so does one with no target (the branch's remote, ``--all``)
-when any configured remote is local. A remote a line adds or changes (``git remote add|set-url``,
-``git submodule add``) that is local asks too: it arms a later "read-only" fetch.
+a ``push``, ``fetch``, ``pull``, ``clone``, ``ls-remote``, ``archive --remote`` or ``remote
+update|show|prune`` whose target is such a folder asks, whether the line names it or a
+configured remote does (``git push evil`` with ``remote.evil.url = vendor/cache.git``, or a
+``url.<base>.insteadOf`` that rewrites a network URL to one), and so does one with no target
+(the branch's remote, ``--all``) when any configured remote is local. A remote a line adds or
+changes (``git remote add|set-url``, ``git submodule add``) that is local asks too: it arms a
+later "read-only" fetch.
 
 A word is a configured remote's name before it is a path, as git reads it: a network remote
 named ``origin`` is not the folder ``origin`` beside it. The remotes are read with agentsh's
@@ -117,6 +118,8 @@ def reaches_a_local_repository(subcommand: str, arguments: list[str], cwd: Path 
         return _adds_a_local_remote(subcommand, arguments, cwd) or (
             subcommand == "remote" and _contacts_a_local_remote(arguments, cwd)
         )
+    if subcommand == "archive":
+        return _archives_from_a_local_repository(arguments, cwd)
     values = _VALUES.get(subcommand)
     if values is None:
         return False
@@ -156,6 +159,19 @@ def _target_local(word: str, cwd: Path, remotes: Remotes) -> bool:
     if re.fullmatch(r"[\w.-]+", word):
         return (cwd / word).is_dir() or remotes.any_local()
     return remotes.local(word)
+
+
+def _archives_from_a_local_repository(arguments: list[str], cwd: Path | None) -> bool:
+    """``git archive --remote=REPO``: ``upload-archive`` runs in that repository."""
+    for index, word in enumerate(arguments):
+        if word == "--remote" or word.startswith("--remote="):
+            value = word.partition("=")[2] if "=" in word else "".join(arguments[index + 1 :][:1])
+            if cwd is None:
+                return True
+            remotes = Remotes.of(cwd)
+            urls = remotes.urls.get(value, [value])
+            return any(remotes.local(url) for url in urls)
+    return False
 
 
 def _contacts_a_local_remote(arguments: list[str], cwd: Path | None) -> bool:

@@ -81,6 +81,8 @@ def project(tmp_path: Path) -> Path:
         "git ls-remote evil",
         "git ls-remote ./vendor/cache.git",
         "git remote add v vendor/cache.git",
+        "git archive --remote=evil HEAD",
+        "git archive --remote ./vendor/cache.git HEAD",
         "git remote set-url origin ./vendor/cache.git",
     ],
 )
@@ -109,6 +111,7 @@ def test_a_push_by_default_asks_when_a_remote_is_local(project: Path, tmp_path: 
         "git push origin feature/x",
         "git clone https://example.com/x/y.git src/y",
         "git remote add up https://example.com/a/b",
+        "git archive --format=tar HEAD",
         "git status",
         "git add src",
         "git add origin",
