@@ -156,7 +156,8 @@ def shared_mcp(
     ]
     # The minute every test server gets (STARTUP_TIMEOUT_S): five servers start at once, and 30 s
     # ran out for all of them on a loaded machine (load 17, four workers).
-    manager = make_manager(specs, tmp, call_timeout_s=2.0)
+    # Calls get 8 s: 2 s ran out for an ordinary echo while other tests loaded the machine.
+    manager = make_manager(specs, tmp, call_timeout_s=8.0)
     manager.start()
     manager.wait_until_started_sync(120)
     try:

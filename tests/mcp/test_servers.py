@@ -156,8 +156,8 @@ async def test_an_injection_in_an_error_result_is_fenced_too(shared_mcp: McpMana
 async def test_a_hanging_call_times_out_and_the_server_stays_up(shared_mcp: McpManager) -> None:
     started = time.monotonic()
     result = await call(shared_mcp, "mcp__fake__hang")
-    assert result.is_error and "timed out after 2 s" in result.content
-    assert time.monotonic() - started < 30  # the 2 s timeout, not the hour-long hang
+    assert result.is_error and "timed out after 8 s" in result.content
+    assert time.monotonic() - started < 60  # the 8 s timeout, not the hour-long hang
     assert (await call(shared_mcp, "mcp__fake__echo", text="still here")).content == "still here"
 
 
