@@ -452,8 +452,12 @@ def fitted_summary_request(
         used = size(messages)
         if used + max_tokens <= window:
             return messages
-        # Denser text than guessed (code, an exact tokenizer): shrink by what it took.
-        chars = int(chars * 0.95 * room / max(1, used - fixed))
+        # Denser text than guessed (code, an exact tokenizer): shrink by what it took. From
+        # what was sent, not the guess: a transcript shorter than the guess went whole, and
+        # shrinking the guess alone left it whole at every attempt (an 8k drive's 12,700
+        # characters of dense tool output, 7,300 tokens, fell back to an archive).
+        sent = min(chars, len(transcript))
+        chars = int(sent * 0.95 * room / max(1, used - fixed))
     return None
 
 

@@ -15,6 +15,7 @@ from agentsh.context.summary import (
     accept_summary,
     active_task_text,
     fit_transcript,
+    fitted_summary_request,
     serialize,
     summary_request,
 )
@@ -122,6 +123,26 @@ def test_transcript_is_labelled_plain_text_with_results_cut_at_2000_chars(
     assert "[Assistant]: It failed." in text
     cut = fit_transcript("a" * 100 + "b" * 900, 500)
     assert len(cut) < 600 and cut.endswith("b" * 400) and "omitted" in cut
+
+
+def test_a_dense_transcript_shorter_than_the_guess_is_cut_until_the_request_fits() -> None:
+    """A transcript under the 3-characters-a-token guess but denser than that (one token a
+    character here) went whole at every attempt: shrinking the guess never reached its length,
+    and the summary fell back to an archive."""
+
+    def count(text: str) -> int:
+        return len(text)  # denser than any guess
+
+    window, max_tokens = 8192, 819
+    fixed = sum(count(str(m["content"])) for m in summary_request("", TIERED, max_tokens=819))
+    room = window - max_tokens - fixed
+    transcript = "x" * (room + 300)  # well under room * 3 characters, over the room in tokens
+    messages = fitted_summary_request(
+        transcript, TIERED, window=window, count=count, max_tokens=max_tokens
+    )
+    assert messages is not None
+    assert sum(count(str(m["content"])) for m in messages) + max_tokens <= window
+    assert "omitted" in messages[1]["content"]
 
 
 def test_request_carries_previous_summary_newest_request_and_the_sections() -> None:
