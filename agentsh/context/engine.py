@@ -327,6 +327,7 @@ class TieredEngine(TieredPlanner):
             # The provider counts fewer tokens than our estimate of the messages alone: scale
             # what stays to its measure, rather than subtract past zero ("18k -> 0 tokens").
             after = round(after_messages * used_before / max(1, messages_before))
+        after = self.sent_after(after, after_messages, kept_entries, plan.view)
         kept_ids = {e.id for e in kept_entries}
         kept_calls = {
             c.id for e in kept_entries if isinstance(e, MessageEntry) for c in e.tool_calls

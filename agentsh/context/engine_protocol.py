@@ -168,6 +168,7 @@ class EngineDeps:
     summarize: Summarize
     window: int
     reserve: int = 0  # the reply reserve (preflight.reply_reserve)
+    prompt_tokens: int = 0  # agentsh's system prompt and tool schemas, as last measured
     on_file_written: Callable[[Path], None] | None = None
     files_written: list[str] = field(default_factory=list)
     side_usage: Usage | None = None  # model calls to carry on the next compaction entry

@@ -21,6 +21,7 @@ from agentsh.context.breakdown import ContextBreakdown
 from agentsh.context.compactor import Compactor
 from agentsh.context.engine import make_engine
 from agentsh.context.engine_protocol import ContextEngine, EngineDeps, Summarize
+from agentsh.context.planning import cut_frees
 from agentsh.context.preflight import (
     Preflight,
     Route,
@@ -30,7 +31,6 @@ from agentsh.context.preflight import (
     reducible_tokens,
     reply_reserve,
     result_cap_chars,
-    truncate_text,
     truncate_tool_results,
 )
 from agentsh.context.repair import Message
@@ -41,7 +41,7 @@ from agentsh.errors import AgentshError
 from agentsh.events import ContextStatus, Event, StatusChanged, Tier, UsageReported
 from agentsh.llm.tokens import estimate_tokens
 from agentsh.paths import UserPaths
-from agentsh.session.entries import CompactionEntry, MessageEntry, ToolResultEntry
+from agentsh.session.entries import CompactionEntry, MessageEntry
 from agentsh.session.log import SessionError
 from agentsh.session.session import Session
 from agentsh.values import Usage
@@ -142,6 +142,7 @@ class ContextManager:
         call it once at start so the first status counts them too)."""
         self._system_tokens = self.accounting.count_text(system_prompt)
         self._tools_tokens = self.accounting.count_tools(tools)
+        self.deps.prompt_tokens = self._system_tokens + self._tools_tokens
         mcp = [tool for tool in tools if _is_mcp_tool(tool)]
         self._mcp_tools_tokens = self.accounting.count_tools(mcp) if mcp else 0
 
@@ -285,15 +286,8 @@ class ContextManager:
             or self._over_budget_whole(pending)
         ):
             return used
-        view = self.accounting.view()
-        freed = 0
-        for entry in self.accounting.estimated_entries():
-            if isinstance(entry, ToolResultEntry):
-                content = view.result_content(entry)
-                if len(content) > cap:
-                    cut = truncate_text(content, cap, entry.tool_name)
-                    freed += max(0, self.accounting.count(content) - self.accounting.count(cut))
-        return used - freed
+        acc = self.accounting
+        return used - cut_frees(acc.estimated_entries(), acc.view(), cap, acc.count)
 
     def _over_budget_whole(self, pending: str) -> bool:
         """The request over the budget when all of it is estimated. A reply's figure measured

@@ -8,21 +8,25 @@ starts, and ``agentsh context`` can preview every tier.
 
 An automatic compaction judges its tier on what pruning leaves: the tier the context is in
 says how much must go, but a Summarize or Truncate whose pruning alone takes the context down
-to a lighter tier's range runs as that lighter tier (no summary call, more turns kept).
+to a lighter tier's range runs as that lighter tier (no summary call, more turns kept). The
+context is judged as it will be sent: :func:`cut_frees` is what the pre-flight check's cut of
+oversized tool output takes off a request that does not fit whole (the manager judges the tier
+on it, and a compaction's "after" figure is the context after that cut).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from agentsh.context import tiers
 from agentsh.context.cut import Cut, choose_cut
 from agentsh.context.engine_protocol import PROVISIONAL, EngineDeps, Plan, TierPreview
+from agentsh.context.preflight import budget_for, result_cap_chars, truncate_text
 from agentsh.context.prune import PruneResult, prune
-from agentsh.context.view import ContextView, turn_starts
+from agentsh.context.view import ContextEntry, ContextView, turn_starts
 from agentsh.events import Tier
-from agentsh.session.entries import CompactionEntry
+from agentsh.session.entries import CompactionEntry, ToolResultEntry
 
 _FACTS_GUESS = 200  # tokens the code-kept facts add to a summary, for the estimate
 
@@ -163,6 +167,25 @@ class TieredPlanner:
         cap = tiers.kept_tokens_cap(rule, self.deps.settings, self.deps.window, fixed)
         return choose_cut(view.entries, tokens, rule.keep_turns, cap)
 
+    def sent_after(
+        self, after: int, after_messages: int, kept: Iterable[ContextEntry], view: ContextView
+    ) -> int:
+        """``after`` (a compaction's figure, the kept outputs whole) as the next request will
+        send it: when the kept context does not fit the budget whole (``after_messages`` of
+        conversation beside agentsh's prompt and tools), the pre-flight check cuts its
+        oversized tool outputs, and the figure is what that leaves. Counted whole, an 8k
+        Truncate that kept one 40 KB output reported 121 % (the status bar said so until the
+        next reply) for a request of 32 %, and the next request paused automatic compaction
+        as "back in a tier"."""
+        window = self.deps.window
+        if window <= 0:
+            return after
+        whole = self.deps.prompt_tokens + after_messages
+        if whole <= budget_for(window, self.deps.reserve):
+            return after  # sent whole: nothing is cut
+        cap = result_cap_chars(window, self.deps.settings)
+        return max(0, after - cut_frees(kept, view, cap, self.deps.accounting.count))
+
     def summary_max_tokens(self, window: int | None = None) -> int:
         """The longest summary: ``summary_max_tokens``, at most a tenth of a small window
         (the session's, or ``window``: the summary model's)."""
@@ -174,6 +197,21 @@ class TieredPlanner:
         if tier is Tier.SUMMARIZE:
             return summary_now + _FACTS_GUESS + self.summary_max_tokens() // 2
         return summary_now + _FACTS_GUESS
+
+
+def cut_frees(
+    entries: Iterable[ContextEntry], view: ContextView, cap: int, count: Callable[[str], int]
+) -> int:
+    """Tokens the pre-flight check's cut of oversized tool outputs (over ``cap`` characters,
+    head and tail kept) takes off ``entries`` as ``view`` sends them."""
+    freed = 0
+    for entry in entries:
+        if isinstance(entry, ToolResultEntry):
+            content = view.result_content(entry)
+            if len(content) > cap:
+                cut = truncate_text(content, cap, entry.tool_name)
+                freed += max(0, count(content) - count(cut))
+    return freed
 
 
 def _with_pruning(view: ContextView, pruned: PruneResult) -> ContextView:

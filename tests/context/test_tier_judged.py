@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentsh.events import CompactionFinished, Event, Tier
+from agentsh.events import CompactionFinished, Event, Notice, Tier
 from agentsh.session.entries import CompactionEntry, Role, StopReason, ToolCall, Usage
 from agentsh.session.session import Session
 from tests.context.builders import Step, add_turn
@@ -101,3 +101,52 @@ async def test_a_large_output_the_pre_flight_cut_makes_fit_compacts_nothing(
     assert manager.last_truncated == 1  # the output is cut, as it was going to be
     assert "were cut from the middle to fit the context window" in str(messages[-1]["content"])
     assert summarizer.calls == []
+
+
+@pytest.mark.asyncio
+async def test_the_after_figure_is_the_request_as_sent_when_a_kept_output_is_cut(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    """A Truncate on an 8k window keeps the newest turn, one 40 KB command output that the
+    pre-flight check cuts to its cap in every request: its "after" figure counted the output
+    whole (9,923 tokens, 121 % on the status bar until the next reply, for a request of about
+    2,600), and the next request, "back in a tier within a turn", paused automatic compaction."""
+    s = memory_session
+    for i in range(4):
+        add_turn(s, f"task {i}", [], f"answer {i} " + "a" * 6_000)
+    s.append_message(Role.USER, "run the build")
+    measured = make_manager(s, window=8_192).status().used
+    call = ToolCall("c1", "bash", '{"command": "make"}')
+    s.append_message(
+        Role.ASSISTANT,
+        "",
+        tool_calls=(call,),
+        usage=Usage(input_tokens=measured, output_tokens=20),
+        stop_reason=StopReason.TOOL_CALLS,
+    )
+    s.append_tool_result("c1", "bash", "build line\n" * 3_600)  # ~40 KB
+    events: list[Event] = []
+    manager = make_manager(s, window=8_192, events=events)
+
+    messages = await manager.prepare("SYSTEM", [])
+
+    (done,) = [e for e in events if isinstance(e, CompactionFinished)]
+    assert manager.last_truncated == 1  # the kept output goes cut
+    sent = sum(manager.accounting.count(str(m.get("content") or "")) + 4 for m in messages)
+    assert done.tokens_after < 8_192 * 0.5
+    assert abs(done.tokens_after - sent) <= 0.05 * sent  # the figure is the request
+    assert manager.status().used == done.tokens_after
+    assert manager.status().pct < 50
+
+    # The next step of the turn: no tier, no pause.
+    s.append_message(
+        Role.ASSISTANT,
+        "",
+        tool_calls=(ToolCall("c2", "bash", '{"command": "ls"}'),),
+        stop_reason=StopReason.TOOL_CALLS,
+    )
+    s.append_tool_result("c2", "bash", "ok")
+    events.clear()
+    await manager.prepare("SYSTEM", [])
+    assert not [e for e in events if isinstance(e, Notice | CompactionFinished)]
+    assert not manager.paused
