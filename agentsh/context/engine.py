@@ -66,6 +66,9 @@ from agentsh.values import Usage
 # Characters of transcript per token of summary-model window we dare send (conservative: code
 # and JSON run nearer 3 characters a token than 4).
 _POINTER_STEPS_CHARS = 400
+# How far past its max_tokens a summary may run, counted by our tokenizer (the provider's may
+# count a little fewer), before it is refused as over its budget.
+_SUMMARY_SLACK = 1.25
 
 
 class TieredEngine(TieredPlanner):
@@ -264,6 +267,14 @@ class TieredEngine(TieredPlanner):
             called, reply = reply.tools_called, reply.text
         else:
             called = ()
+        length = self.deps.accounting.count(reply or "")
+        if length > max_tokens * _SUMMARY_SLACK:
+            # A model (or a proxy) that ignores max_tokens: kept, a 20k-token summary on a 32k
+            # window stayed in every later context, even a Truncate's, and each compaction
+            # after it freed next to nothing. The turns are archived verbatim instead.
+            return None, (
+                f"the summary ran to {length:,} tokens, over its budget of {max_tokens:,}"
+            )
         doc = accept_summary(reply or "", self.template)
         if doc is None:
             return None, _not_a_summary(reply or "", called)

@@ -237,10 +237,10 @@ async def test_a_summary_larger_than_what_it_replaces_archives_the_turns_and_cou
     """A verbose summary model made Summarize "not applied" at every turn: a paid call that
     freed nothing, lost with its cost when the `-p` process ended, and again at the next one.
     The turns it covered are archived instead, and the call counts."""
-    _long_session(memory_session)
+    _long_session(memory_session, turns=6)  # one turn leaves: its summary must be short
     verbose = GOOD_SUMMARY.format(n=1) + "\n".join(
-        f"- detail {i}: " + "what happened, at length " * 8 for i in range(2_500)
-    )
+        f"- detail {i}: " + "what happened, at length " * 8 for i in range(60)
+    )  # within the summary's budget, as long as what it replaces
 
     async def summarize(messages: list[dict[str, Any]], max_tokens: int) -> SummaryReply:
         return SummaryReply(verbose, Usage(input_tokens=30_000, output_tokens=60_000, cost=0.5))
@@ -254,6 +254,33 @@ async def test_a_summary_larger_than_what_it_replaces_archives_the_turns_and_cou
     assert "the summary would free under 10%" in done.note and "archived instead" in done.note
     assert entry.usage is not None and entry.usage.cost == 0.5
     assert manager.status().session_cost >= 0.5
+
+
+@pytest.mark.asyncio
+async def test_a_summary_over_its_budget_archives_the_turns_and_never_enters_the_context(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    """A model (or proxy) that ignores max_tokens: a 32k -p drive kept a 20,000-word summary
+    (it still freed a third of the context); it stayed in every later context, even each
+    Truncate's, and from then on every turn compacted and freed next to nothing. Over its
+    budget, the turns are archived verbatim instead, and the user is told why."""
+    _long_session(memory_session)
+    huge = GOOD_SUMMARY.format(n=1) + "\n## Critical Context\n" + "blah " * 6_000
+
+    async def summarize(messages: list[dict[str, Any]], max_tokens: int) -> str:
+        return huge
+
+    events: list[Event] = []
+    manager = make_manager(memory_session, window=32_768, summarize=summarize, events=events)
+    entry = await manager.compact(Tier.SUMMARIZE)
+    assert entry is not None and entry.tier == "move_to_workspace"
+    assert "blah blah" not in entry.summary
+    (done,) = _finished(events)
+    assert "summary failed (the summary ran to" in done.note
+    assert "over its budget of 3,276)" in done.note and "archived instead" in done.note
+    assert done.archive_file.endswith("001-archive.md") and not done.summary_file
+    assert "blah blah" not in str(manager.engine.assemble(SYSTEM))
+    _all_requests_reachable(manager, memory_session)
 
 
 @pytest.mark.asyncio
