@@ -11,6 +11,7 @@ is the engine's: :mod:`agentsh.context.engine`. This module measures and assembl
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,8 @@ class ContextManager:
         self._system_tokens = 0
         self._tools_tokens = 0
         self._mcp_tools_tokens = 0
+        self._cut_memo: dict[tuple[str, int, int], int] = {}  # (result, its length, cap): frees
+        self._cut_memo_count: Counter | None = None  # the counter the memo's figures are by
 
     # -- status ---------------------------------------------------------------------------------
 
@@ -151,6 +154,12 @@ class ContextManager:
 
     def status(self) -> ContextStatus:
         used = self._used()
+        if self.window > 0:
+            # The context as the next request sends it, the figure its tier is judged on: a
+            # 40 KB output on an 8k window showed 157 % and Truncate, for a request of 67 %
+            # that no tier acted on (and the reply to it measured 67 %).
+            sent = self._sent_usage("", result_cap_chars(self.window, self.settings.context))
+            used = replace(used, tokens=min(used.tokens, sent))
         totals = self.accounting.totals()
         branch = self.accounting.branch_position()
         window = self.window
@@ -287,7 +296,11 @@ class ContextManager:
         ):
             return used
         acc = self.accounting
-        return used - cut_frees(acc.estimated_entries(), acc.view(), cap, acc.count)
+        if self._cut_memo_count is not acc.count:  # an exact tokenizer took over the counts
+            self._cut_memo_count = acc.count
+            self._cut_memo.clear()
+        entries = acc.estimated_entries()
+        return used - cut_frees(entries, acc.view(), cap, acc.count, self._cut_memo)
 
     def _over_budget_whole(self, pending: str) -> bool:
         """The request over the budget when all of it is estimated. A reply's figure measured

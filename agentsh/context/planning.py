@@ -200,17 +200,28 @@ class TieredPlanner:
 
 
 def cut_frees(
-    entries: Iterable[ContextEntry], view: ContextView, cap: int, count: Callable[[str], int]
+    entries: Iterable[ContextEntry],
+    view: ContextView,
+    cap: int,
+    count: Callable[[str], int],
+    memo: dict[tuple[str, int, int], int] | None = None,
 ) -> int:
     """Tokens the pre-flight check's cut of oversized tool outputs (over ``cap`` characters,
-    head and tail kept) takes off ``entries`` as ``view`` sends them."""
+    head and tail kept) takes off ``entries`` as ``view`` sends them; ``memo`` keeps each
+    output's figure (the status line asks at every event)."""
     freed = 0
     for entry in entries:
         if isinstance(entry, ToolResultEntry):
             content = view.result_content(entry)
             if len(content) > cap:
-                cut = truncate_text(content, cap, entry.tool_name)
-                freed += max(0, count(content) - count(cut))
+                key = (entry.id, len(content), cap)
+                known = memo.get(key) if memo is not None else None
+                if known is None:
+                    cut = truncate_text(content, cap, entry.tool_name)
+                    known = max(0, count(content) - count(cut))
+                    if memo is not None:
+                        memo[key] = known
+                freed += known
     return freed
 
 
