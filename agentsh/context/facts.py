@@ -26,6 +26,7 @@ under the same headings is overwritten.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -183,6 +184,9 @@ def bounded_request(text: str, limit: int | None, entry_id: str = "", archive: s
     session log, named alone, was out of the model's reach), else its log entry."""
     if limit is None:
         return active_task_text(text)
+    copied = _LEFT_OUT.search(text) if not entry_id else None
+    if copied is not None:
+        return _bounded_copy(text, copied, limit)
     if len(text) <= limit:
         return text
     where = f"user message {entry_id} in the session log" if entry_id else "the session log"
@@ -193,6 +197,32 @@ def bounded_request(text: str, limit: int | None, entry_id: str = "", archive: s
     return (
         f"{text[:head]}\n[... {left_out:,} characters of this request left out here; the "
         f"whole request is {where} ...]\n{text[-tail:]}"
+    )
+
+
+_LEFT_OUT = re.compile(
+    r"\n\[\.\.\. ([\d,]+) characters of this request left out here; "
+    r"(the whole request is .*?) \.\.\.\]\n",
+    re.DOTALL,
+)
+
+
+def _bounded_copy(text: str, note: re.Match[str], limit: int) -> str:
+    """A copy :func:`bounded_request` made, read back from the previous summary (the request's
+    message left at an earlier compaction): kept as it is, with the note that names the archive
+    holding the whole request; cut again around that note only on a smaller window. Cut as a
+    new text, a second compaction in the same turn dropped the note, and the copy said the whole
+    request was "the session log", out of the model's reach (8k and 128k: from the second
+    compaction of a turn on)."""
+    head, tail = text[: note.start()], text[note.end() :]
+    if len(head) + len(tail) <= limit:
+        return text
+    keep_head, keep_tail = min(len(head), limit * 2 // 3), min(len(tail), limit // 3)
+    left_out = int(note.group(1).replace(",", "")) + len(head) + len(tail) - keep_head - keep_tail
+    end = tail[len(tail) - keep_tail :]
+    return (
+        f"{head[:keep_head]}\n[... {left_out:,} characters of this request left out here; "
+        f"{note.group(2)} ...]\n{end}"
     )
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from agentsh.context.accounting import Accounting
 from agentsh.context.convert import to_messages
-from agentsh.context.facts import dropped_facts
-from agentsh.context.prompt_budget import files_chars
+from agentsh.context.facts import bounded_request, dropped_facts
+from agentsh.context.prompt_budget import files_chars, request_chars
 from agentsh.context.summary import SummaryDoc, files_text
 from agentsh.events import Tier
 from agentsh.llm.tokens import estimate_tokens
@@ -358,6 +358,56 @@ async def test_a_long_request_that_left_the_context_names_the_archive_the_model_
     task = SummaryDoc.parse(entry.summary).sections["Active Task"]
     assert f"the whole request is in `{entry.workspace_file}`" in task
     assert request in manager.workspace.read(entry.workspace_file)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("window", "chars"), [(8_192, 6_000), (128_000, 40_000)])
+async def test_a_long_requests_copy_keeps_naming_its_archive_through_later_compactions(
+    disk_session: Session, make_manager: ManagerFactory, window: int, chars: int
+) -> None:
+    """The copy is 5 % of the window (1,638 characters on 8k, 25,600 on 128k) and names the
+    archive that holds the request whole. A second compaction in the same turn read the copy
+    back from the summary and cut it as a new text: the note went, and the copy said the whole
+    request was "the session log", out of the model's reach, for the rest of the turn."""
+    s = disk_session
+    request = "REQUEST-HEAD " + "".join(f"word{k} " for k in range(chars // 6)) + "REQUEST-TAIL"
+    steps = [
+        Step("bash", {"command": f"step {k}"}, unique_output(window // 4, f"s{k}"))
+        for k in range(10)
+    ]
+    add_turn(s, request, steps)
+    manager = make_manager(s, window=window)
+    limit = request_chars(window)
+    assert limit == int(window * 4 * 0.05)
+    first = await manager.compact(Tier.TRUNCATE)
+    assert first is not None
+    archive = first.workspace_file
+    assert request in manager.workspace.read(archive)
+    notes: list[str] = []
+    for k in range(2):
+        task = SummaryDoc.parse(_newest_compaction(s).summary).sections["Active Task"]
+        assert task.startswith("REQUEST-HEAD") and task.endswith("REQUEST-TAIL")
+        (note,) = re.findall(r"\n\[\.\.\. .*? \.\.\.\]\n", task)
+        assert limit - 2 <= len(task) - len(note) <= limit
+        assert f"the whole request is in `{archive}`" in note
+        notes.append(note)
+        for j in range(6):  # the turn goes on, and compacts again
+            call = ToolCall(f"more{k}{j}", "bash", '{"command": "more"}')
+            s.append_message(
+                Role.ASSISTANT, "", tool_calls=(call,), stop_reason=StopReason.TOOL_CALLS
+            )
+            s.append_tool_result(call.id, "bash", unique_output(window // 4, f"m{k}{j}"))
+        assert await manager.compact(Tier.TRUNCATE) is not None
+    assert notes[0] == notes[1]
+
+
+def test_a_copy_read_back_on_a_smaller_window_is_cut_around_its_note() -> None:
+    copy = bounded_request("H" * 3_000 + "T" * 3_000, 1_500, "abc", "/ws/001-archive.md")
+    again = bounded_request(copy, 600)
+    assert again.startswith("H" * 400) and again.endswith("T" * 200)
+    assert "5,400 characters of this request left out here" in again
+    assert "the whole request is in `/ws/001-archive.md`" in again
+    assert bounded_request(copy, 1_500) == copy
 
 
 @pytest.mark.asyncio
