@@ -29,7 +29,6 @@ from agentsh.context.preflight import (
     budget_for,
     cap_messages,
     choose_route,
-    reducible_tokens,
     reply_reserve,
     result_cap_chars,
     truncate_tool_results,
@@ -270,7 +269,11 @@ class ContextManager:
     def _preflight(self, messages: Sequence[Message], pending: str, cap: int) -> Preflight:
         margin = self.settings.context.safety_margin
         need, budget = self._need(pending), budget_for(self.window, self.reserve)
-        reducible = int(reducible_tokens(messages, cap, self.accounting.count) * margin)
+        # What cutting oversized outputs frees of the estimated part only: those the provider's
+        # figure measured were sent cut already. Counted again, four 20 KB outputs on an 8k
+        # window (automatic compaction paused) "fit by truncation" and a 12.5k-token request
+        # went out: each cut output was taken off a figure that had it cut.
+        reducible = int(self._estimated_cut_frees(cap) * margin)
         return Preflight(choose_route(need, budget, reducible), need, budget, reducible)
 
     def _need(self, pending: str) -> int:
@@ -295,12 +298,17 @@ class ContextManager:
             or self._over_budget_whole(pending)
         ):
             return used
+        return used - self._estimated_cut_frees(cap)
+
+    def _estimated_cut_frees(self, cap: int) -> int:
+        """What the pre-flight cut of oversized tool outputs takes off the part of the context
+        no provider figure measured (a figure measured the request as sent: cut)."""
         acc = self.accounting
         if self._cut_memo_count is not acc.count:  # an exact tokenizer took over the counts
             self._cut_memo_count = acc.count
             self._cut_memo.clear()
         entries = acc.estimated_entries()
-        return used - cut_frees(entries, acc.view(), cap, acc.count, self._cut_memo)
+        return cut_frees(entries, acc.view(), cap, acc.count, self._cut_memo)
 
     def _over_budget_whole(self, pending: str) -> bool:
         """The request over the budget when all of it is estimated. A reply's figure measured

@@ -154,3 +154,35 @@ async def test_the_after_figure_is_the_request_as_sent_when_a_kept_output_is_cut
     await manager.prepare("SYSTEM", [])
     assert not [e for e in events if isinstance(e, Notice | CompactionFinished)]
     assert not manager.paused
+
+
+@pytest.mark.asyncio
+async def test_outputs_a_reply_measured_cut_do_not_make_the_next_request_fit_by_truncation(
+    memory_session: Session, make_manager: ManagerFactory
+) -> None:
+    """The pre-flight check counted the cut of every oversized output in the context as room it
+    could free, also those the provider's figure had measured already cut: on an 8k window with
+    automatic compaction paused, four 20 KB outputs "fit by truncation" and a 12.5k-token
+    request went out (153 %). Only the outputs no figure measured count; the rest needs the
+    pre-flight compaction, which runs whatever the pause."""
+    s = memory_session
+    s.append_message(Role.USER, "run the builds")
+    for k in range(4):
+        measured = make_manager(s, window=8_192, auto_compact=False).status().used
+        call = ToolCall(f"c{k}", "bash", '{"command": "make"}')
+        s.append_message(
+            Role.ASSISTANT,
+            "",
+            tool_calls=(call,),
+            usage=Usage(input_tokens=measured, output_tokens=20),
+            stop_reason=StopReason.TOOL_CALLS,
+        )
+        s.append_tool_result(call.id, "bash", "".join(f"{k}-{i} build " for i in range(2_200)))
+    events: list[Event] = []
+    manager = make_manager(s, window=8_192, auto_compact=False, events=events)
+
+    messages = await manager.prepare("SYSTEM", [])
+
+    assert [e for e in events if isinstance(e, CompactionFinished)]  # the pre-flight net
+    sent = sum(manager.accounting.count(str(m.get("content") or "")) + 4 for m in messages)
+    assert sent <= 8_192
