@@ -55,6 +55,15 @@ def agentsh_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+@pytest.fixture(autouse=True)
+def keys_answer_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trust and restore questions take keys as soon as they show (a Pilot press comes
+    within their grace for keys typed ahead); tests of that grace set it back."""
+    from agentsh.tui import key_grace
+
+    monkeypatch.setattr(key_grace, "GRACE_S", 0.0)
+
+
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A fresh git project folder, made the current directory."""

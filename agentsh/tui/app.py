@@ -189,6 +189,8 @@ class AgentshApp(App[None]):
         prompt.command_arguments = lambda word, typed: _slash().complete_argument(
             word, typed, current
         )
+        if self.options.typed_ahead:  # typed while the trust question came up
+            prompt.put_text(self.options.typed_ahead)
         prompt.focus()
         prompt.fit(self.size.height)
         status_bar = self.query_one(StatusBar)

@@ -111,6 +111,8 @@ class FileRestorer:
             self.view.keymap,
         )
         choice = await self.app.push_screen_wait(screen)
+        if screen.typed:  # typed ahead as it appeared: meant for the editor
+            self.view.prompt.insert("".join(screen.typed))
         if not choice.restore:
             count = len(plan.items)
             await self.view.note(

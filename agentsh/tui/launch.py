@@ -40,6 +40,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import dataclasses
     from pathlib import Path
 
     from agentsh.config import load_environment
@@ -69,11 +70,14 @@ def _run(args: argparse.Namespace) -> int:
         from agentsh.trust import decline, grant
         from agentsh.tui.screens.trust_screen import ask_trust
 
-        answer = ask_trust(env.trust)
+        typed: list[str] = []  # keys typed before the question could be answered
+        answer = ask_trust(env.trust, typed)
         if answer is None:
             return 0
         (grant if answer else decline)(env.user, env.trust)  # "not now" is remembered too
         env = load_environment()
+        if typed:  # the start of the first message, in the editor
+            options = dataclasses.replace(options, typed_ahead="".join(typed))
     app = AgentshApp(env, options, agent_factory=worker_agent, leaving=stop_model_worker)
     app.run()
     return app.return_code or 0

@@ -38,6 +38,7 @@ class LaunchOptions:
     extras: RunExtras = field(
         default_factory=RunExtras
     )  # --add-dir, --mcp-config, --settings (run_options)
+    typed_ahead: str = ""  # typed before the trust question could be answered: in the editor
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, extras: RunExtras | None = None) -> LaunchOptions:

@@ -64,7 +64,7 @@ def test_trusted_or_not_the_repository_cannot_remap_the_approval_keys(
                 pane.wait_for(lambda s: "Do you trust this folder?" in s, timeout=60)
                 screen = pane.screen()
                 assert "tui.keys" in screen and "leads outside the project" in screen
-                pane.send("y")
+                pane.answer("y")
                 pane.wait_for(lambda s: "Message agentsh" in s, timeout=60)
                 pane.wait_for(lambda s: "loading…" not in s and model in s, timeout=90)
                 pane.type("what does main.py do?")

@@ -100,7 +100,7 @@ def test_the_files_follow_a_branch_switch_after_the_restore_prompt(
             assert notes.read_text() == "branch A\n"  # nothing moved yet
             pane.send("Enter")
             pane.wait_for(lambda s: "M notes.txt  +1 -1" in s, timeout=30)
-            pane.send("y")
+            pane.answer("y")
             pane.wait_for(lambda s: "B is done." in s, timeout=60)
             assert notes.read_text() == "branch B\n"
 
@@ -108,7 +108,7 @@ def test_the_files_follow_a_branch_switch_after_the_restore_prompt(
             pane.wait_for(lambda s: "Leaving this branch" in s, timeout=30)
             pane.send("n")
             pane.wait_for(lambda s: "M notes.txt  +1 -1" in s, timeout=30)
-            pane.send("d")
+            pane.answer("d")
             pane.wait_for(lambda s: "-branch B" in s and "+branch A" in s, timeout=30)
             pane.send("y")
             pane.wait_for(lambda s: "Restored 1 file: notes.txt" in s, timeout=30)

@@ -26,6 +26,9 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+#: a little over agentsh.tui.key_grace.GRACE_S (the tests' own conftest sets that to 0)
+ANSWER_AFTER_S = 0.7
+
 
 def tmux_available() -> bool:
     return shutil.which("tmux") is not None
@@ -88,6 +91,13 @@ class TmuxPane:
 
     def type(self, text: str) -> None:
         self.send(text, literal=True)
+
+    def answer(self, *keys: str) -> None:
+        """Answer a question just drawn (the trust or restore question): it takes a key as an
+        answer only once the typing paused for half a second after it appeared (keys typed
+        ahead are text: agentsh.tui.key_grace), and it is drawn after that wait began."""
+        time.sleep(ANSWER_AFTER_S)
+        self.send(*keys)
 
     def wait_for(
         self, predicate: Callable[[str], bool], timeout: float = 20.0, poll: float = 0.01

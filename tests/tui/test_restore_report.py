@@ -65,3 +65,60 @@ async def test_the_restore_question_fits_one_file_or_several(count: int, questio
         app.push_screen(RestoreFilesScreen(RestorePlan(1, items), "here", no_diff))
         await pilot.pause()
         assert question in " ".join(screen_text(app).split())  # type: ignore[arg-type]
+
+
+class _StubFiles:
+    """``agent.files()`` with one modified file to offer; records whether it restored."""
+
+    def __init__(self) -> None:
+        self.restored = False
+
+    async def plan(self, _files_at: str) -> Any:
+        from agentsh.checkpoints.restore import PlanItem, RestorePlan
+
+        item = PlanItem("notes.txt", "modify", ("a", 0o100644), ("b", 0o100644), 1, 1)
+        return RestorePlan(1, (item,))
+
+    async def diff(self, _plan: Any) -> str:
+        return ""
+
+    async def restore(self, _plan: Any, **_how: Any) -> RestoreResult:
+        self.restored = True
+        return RestoreResult(written=["notes.txt"])
+
+    def take_notices(self) -> list[str]:
+        return []
+
+
+@pytest.mark.asyncio
+async def test_keys_typed_as_the_question_appears_go_to_the_editor_not_the_answer(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sentence typed while the question came up ("yes, and ...") answered it by its y:
+    keys until the typing pauses after it appeared are text for the editor."""
+    from agentsh.tui import key_grace
+    from agentsh.tui.screens.restore_files import RestoreFilesScreen
+    from tests.tui.conftest import fake_of, ready, wait_for
+
+    now = [1000.0]
+    monkeypatch.setattr(key_grace, "clock", lambda: now[0])
+    monkeypatch.setattr(key_grace, "GRACE_S", 0.5)
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot, app)
+        files = _StubFiles()
+        fake_of(app).session_files = cast(Any, files)
+        prompt = app.controller.prompt
+        prompt.put_text("draft ")
+        restorer = app.controller.branching.files
+        worker = app.run_worker(restorer.offer("x", leaving=None))
+        await wait_for(pilot, lambda: isinstance(app.screen, RestoreFilesScreen))
+        await pilot.press(*"yes", "enter", "escape", "d")
+        await pilot.pause()
+        assert isinstance(app.screen, RestoreFilesScreen)  # nothing answered, no diff shown
+        assert not app.screen.query_one("#restore-diff").display
+        now[0] += 1.0  # the typing paused: the next key answers
+        await pilot.press("y")
+        await wait_for(pilot, lambda: worker.is_finished)
+        assert files.restored
+        assert prompt.text == "draft yesd"

@@ -12,7 +12,9 @@ from agentsh.config import Environment
 from agentsh.paths import UserPaths
 from agentsh.trust import TrustCheck, TrustState, check_project
 from agentsh.tui import launch
+from agentsh.tui.options import LaunchOptions
 from agentsh.tui.screens.trust_screen import TrustApp, TrustScreen
+from tests.tui.conftest import MakeApp, ready
 
 
 def _folder(project: Path) -> None:
@@ -65,7 +67,7 @@ def test_the_launcher_asks_first_and_stores_a_yes(
     asked: list[TrustState] = []
     started: list[bool] = []
 
-    def fake_ask(check: TrustCheck) -> bool:
+    def fake_ask(check: TrustCheck, _typed: list[str] | None = None) -> bool:
         asked.append(check.state)
         return True
 
@@ -84,3 +86,100 @@ def test_the_launcher_asks_first_and_stores_a_yes(
     assert asked == [TrustState.NEW] and started == [True]
     assert launch.main(argparse.Namespace()) == 0
     assert asked == [TrustState.NEW] and started == [True, True]  # stored: not asked again
+
+
+class StoppedClock:
+    """The key grace's clock: it moves only when the test moves it."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def stopped_clock(monkeypatch: pytest.MonkeyPatch) -> StoppedClock:
+    from agentsh.tui import key_grace
+
+    clock = StoppedClock()
+    monkeypatch.setattr(key_grace, "clock", clock)
+    monkeypatch.setattr(key_grace, "GRACE_S", 0.5)
+    return clock
+
+
+@pytest.mark.asyncio
+async def test_a_sentence_typed_ahead_is_no_answer_and_is_kept_for_the_editor(
+    project: Path, stopped_clock: StoppedClock
+) -> None:
+    """ "say hi to you" typed at once after `agentsh` trusted the folder by its y (and the
+    sentence was lost): keys before the typing pauses after the question appeared are text."""
+    _folder(project)
+    typed: list[str] = []
+    app = TrustApp(check_project(UserPaths.from_env(), project), typed)
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, TrustScreen)
+        await pilot.press(*"say hi to yoy", "backspace", "u", "enter", "escape")
+        await pilot.pause()
+        assert isinstance(app.screen, TrustScreen)  # not answered
+        assert "".join(typed) == "say hi to you"
+        kept = app.screen.query_one("#trust-typed", Static)
+        assert kept.display and "“say hi to you”" in str(kept.render())
+        stopped_clock.now += 0.4  # still typing: each key moved the pause on
+        await pilot.press("y")
+        await pilot.pause()
+        assert isinstance(app.screen, TrustScreen)
+        stopped_clock.now += 0.6  # the user stopped, read the question, answered
+        await pilot.press("n")
+        await pilot.pause()
+    assert app.return_value is False
+    assert "".join(typed) == "say hi to youy"
+
+
+@pytest.mark.asyncio
+async def test_quitting_needs_no_pause(project: Path, stopped_clock: StoppedClock) -> None:
+    _folder(project)
+    app = TrustApp(check_project(UserPaths.from_env(), project))
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+    assert app.return_value is None
+
+
+def test_the_launcher_puts_what_was_typed_ahead_in_the_editor(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _folder(project)
+    given: list[str] = []
+
+    def fake_ask(_check: TrustCheck, typed: list[str] | None = None) -> bool:
+        assert typed is not None
+        typed.extend("fix the parser")
+        return True
+
+    class FakeApp:
+        return_code = 0
+
+        def __init__(self, _env: Environment, options: LaunchOptions, **_given: object) -> None:
+            given.append(options.typed_ahead)
+
+        def run(self) -> None:
+            return None
+
+    monkeypatch.setattr("agentsh.tui.screens.trust_screen.ask_trust", fake_ask)
+    monkeypatch.setattr("agentsh.tui.app.AgentshApp", FakeApp)
+    assert launch.main(argparse.Namespace()) == 0
+    assert given == ["fix the parser"]
+
+
+@pytest.mark.asyncio
+async def test_the_app_opens_with_the_text_typed_ahead_in_the_editor(make_app: MakeApp) -> None:
+    app = make_app(options=LaunchOptions(typed_ahead="fix the parser"))
+    async with app.run_test() as pilot:
+        await ready(pilot, app)
+        prompt = app.controller.prompt
+        assert prompt.text == "fix the parser"
+        await pilot.press("s")  # typing goes on at its end
+        assert prompt.text == "fix the parsers"

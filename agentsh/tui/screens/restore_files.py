@@ -6,6 +6,8 @@ lines), at most :data:`MAX_ROWS` of them; ``y`` restores them, ``n`` (Enter, Esc
 files as they are, ``d`` shows the diff below the list (``d`` again hides it). Files changed
 outside agentsh since the last checkpoint are named and kept unless the user confirms a second
 time (``y`` again; ``n`` restores the others only). Files that cannot be restored say why.
+Keys typed before the typing paused after it appeared are no answer (:mod:`agentsh.tui.key_grace`):
+their text is kept in :attr:`RestoreFilesScreen.typed` for the editor.
 
 The screen returns a :class:`RestoreChoice`; the caller restores (nothing here writes).
 """
@@ -16,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical, VerticalScroll
@@ -24,6 +27,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from agentsh.checkpoints.restore import PlanItem, RestorePlan
+from agentsh.tui.key_grace import KeyGrace, keep_typed
 from agentsh.tui.keys import KeyScope, bindings_for, display_key, spec
 from agentsh.tui.widgets.tool_block import diff_content
 
@@ -104,6 +108,18 @@ class RestoreFilesScreen(ModalScreen[RestoreChoice]):
         self._keymap = keymap or {}
         self.confirming = False  # asking the second time, for files changed outside agentsh
         self._diff_loaded = False
+        self.grace = KeyGrace()
+        self.typed: list[str] = []  # keys typed ahead, as text for the editor
+
+    def on_mount(self) -> None:
+        self.grace.start()
+
+    def on_key(self, event: events.Key) -> None:
+        """A key typed before the typing paused is no answer: its text goes to the editor."""
+        if self.grace.early():
+            keep_typed(self.typed, event.key, event.character)
+            event.stop()
+            event.prevent_default()
 
     def _key(self, binding_id: str) -> str:
         return display_key(self._keymap.get(binding_id, spec(binding_id).key).split(",")[0])

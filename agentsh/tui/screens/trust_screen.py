@@ -7,12 +7,19 @@ is stored with a hash of the files listed), ``n`` or Esc starts without them (re
 the same files: :func:`agentsh.trust.decline`), Ctrl+Q quits. The keys are fixed: no
 configuration changes them. Every line that comes from the folder is shown as plain text with
 control characters made visible.
+
+Keys typed before the question was on screen are not answers: a sentence typed at once after
+``agentsh`` (``say hi to you``) trusted the folder by its ``y`` and lost the rest. Until the
+typing has paused for half a second after the question appeared, what is typed is kept as the
+start of the user's first message (:attr:`TrustApp.typed`, put in the editor; see
+:mod:`agentsh.tui.key_grace`).
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import BindingType
 from textual.containers import Vertical, VerticalScroll
@@ -22,6 +29,7 @@ from textual.widgets import Static
 
 from agentsh.termsafe import one_line
 from agentsh.trust import TrustCheck, TrustState
+from agentsh.tui.key_grace import KeyGrace, keep_typed
 from agentsh.tui.terminal_safety import install as install_terminal_safety
 
 install_terminal_safety()  # no control sequence in drawn text reaches the terminal
@@ -48,11 +56,28 @@ class TrustScreen(ModalScreen[bool | None]):
     TrustScreen .trust-file { height: auto; }
     TrustScreen #trust-explain { height: auto; color: $foreground-muted; margin-bottom: 1; }
     TrustScreen #trust-keys { height: auto; }
+    TrustScreen #trust-typed { height: auto; color: $foreground-muted; margin-top: 1; }
     """
 
-    def __init__(self, check: TrustCheck) -> None:
+    def __init__(self, check: TrustCheck, typed: list[str] | None = None) -> None:
         super().__init__(id="trust")
         self.check = check
+        self.typed = typed if typed is not None else []  # the keys typed ahead, as text
+        self.grace = KeyGrace()
+
+    def on_mount(self) -> None:
+        self.grace.start()
+
+    def on_key(self, event: events.Key) -> None:
+        """A key before the typing paused is text typed ahead, kept for the editor; Ctrl+Q and
+        Ctrl+C still quit."""
+        if event.key in ("ctrl+q", "ctrl+c"):
+            return
+        if self.grace.early():
+            keep_typed(self.typed, event.key, event.character)
+            self._show_typed()
+            event.stop()
+            event.prevent_default()
 
     def compose(self) -> ComposeResult:
         check = self.check
@@ -108,6 +133,17 @@ class TrustScreen(ModalScreen[bool | None]):
                 ),
                 id="trust-keys",
             )
+            typed = Static("", id="trust-typed")
+            typed.display = False  # until something is typed ahead
+            yield typed
+
+    def _show_typed(self) -> None:
+        """Says where what was typed ahead goes, so a ``y`` in it is seen not to answer."""
+        text = one_line("".join(self.typed))
+        shown = text if len(text) <= 60 else "…" + text[-59:]
+        line = self.query_one("#trust-typed", Static)
+        line.update(Content(f"Kept for your first message: “{shown}” (answer with y or n)"))
+        line.display = bool(text)
 
     def action_answer(self, answer: bool | None) -> None:
         self.dismiss(answer)
@@ -118,14 +154,21 @@ class TrustApp(App[bool | None]):
 
     TITLE = "agentsh"
 
-    def __init__(self, check: TrustCheck) -> None:
+    def __init__(self, check: TrustCheck, typed: list[str] | None = None) -> None:
         super().__init__()
         self.check = check
+        self.typed = typed if typed is not None else []
 
     def on_mount(self) -> None:
-        self.push_screen(TrustScreen(self.check), self.exit)
+        self.push_screen(TrustScreen(self.check, self.typed), self.exit)
+
+    def on_key(self, event: events.Key) -> None:
+        """A key that reached the app before the question was pushed: typed ahead."""
+        if not isinstance(self.screen, TrustScreen):
+            keep_typed(self.typed, event.key, event.character)
 
 
-def ask_trust(check: TrustCheck) -> bool | None:
-    """Run the question full-screen; True (trust), False (not now) or None (quit)."""
-    return TrustApp(check).run()
+def ask_trust(check: TrustCheck, typed: list[str] | None = None) -> bool | None:
+    """Run the question full-screen; True (trust), False (not now) or None (quit). What was
+    typed before it could be answered is added to ``typed``, one character an item."""
+    return TrustApp(check, typed).run()
