@@ -211,7 +211,7 @@ KEYS: tuple[KeySpec, ...] = (
         "approve_session",
         "a",
         "decide('allow_session')",
-        "Allow for this session",
+        "Allow every call of that tool for this session (every command, every edit, ...)",
         KeyScope.APPROVAL,
     ),
     KeySpec(

@@ -90,3 +90,26 @@ async def test_the_folder_the_model_named_and_the_reason_are_shown_with_escapes_
         assert "\u202e" not in shown and "\x1b" not in shown
         assert "/home/u/\\u202enotes\\x1b[2J" in shown and "srv\\x1b[2J" in shown
         assert "why\\u202e\\x1b[H" in shown
+
+
+@pytest.mark.parametrize(
+    ("tool", "scope", "offered"),
+    [("bash", "tool", "[a] allow every command for this session"),
+     ("edit", "tool", "[a] allow every edit for this session"),
+     ("write", "tool", "[a] allow every file write for this session"),
+     ("mcp__db__query", "tool", "[a] allow every mcp__db__query call for this session"),
+     ("bash", "repository", "[a] allow git with these hooks and settings for this session")],
+)  # fmt: skip
+async def test_the_session_answer_says_what_it_allows(
+    make_app: MakeApp, answer_at_once: None, tool: str, scope: str, offered: str
+) -> None:
+    """ "[a] allow for this session" did not say that it allows every later command, not
+    this one again."""
+    asks = Asks(request(tool=tool, session_scope=scope))
+    decisions = asks.decisions
+    app = make_app(factory=fake_factory(script=asks))
+    async with app.run_test(size=(120, 30)) as pilot:
+        keys = offered_keys(await asked(pilot, app))
+        assert offered in keys
+        await pilot.press("a")
+        await wait_for(pilot, lambda: decisions == ["allow_session"])

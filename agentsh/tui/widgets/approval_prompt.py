@@ -55,6 +55,22 @@ def give_keys_back(editor: TextArea) -> None:
         editor.focus()
 
 
+#: what "allow for this session" covers of each built-in tool, said plainly
+_EVERY = {"bash": "every command", "edit": "every edit", "write": "every file write"}
+
+
+def session_label(request: ApprovalRequest) -> str:
+    """The "a" answer as what it allows: every command (a bash call), every read in a folder
+    (a read outside the project), git with these hooks (an armed repository)."""
+    match request.session_scope:
+        case "folder":
+            return f"allow reads in {one_line(request.scope_path)} for this session"
+        case "repository":
+            return "allow git with these hooks and settings for this session"
+    every = _EVERY.get(request.tool) or f"every {one_line(request.tool)} call"
+    return f"allow {every} for this session"
+
+
 class ApprovalDetail(VerticalScroll, can_focus=False):
     """The command or diff being approved; scrolled by the prompt's keys, not focused."""
 
@@ -132,9 +148,7 @@ class ApprovalPrompt(Vertical, can_focus=True):
         if req.session_scope:  # not offered where it would allow this call only (.git/, ...)
             keys += [
                 (f"[{self._key('approve_session')}]", "bold $success"),
-                f" allow reads in {one_line(req.scope_path)} for this session   "
-                if req.session_scope == "folder"
-                else " allow for this session   ",
+                f" {session_label(req)}   ",
             ]
         if req.group:  # e.g. every tool of the MCP server
             group = one_line(req.group)
