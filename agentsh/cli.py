@@ -138,9 +138,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="headless: stop before the next model call once this much is spent (an error)",
     )
 
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # prog: "usage: agentsh sessions ...", not the whole usage line of agentsh before it
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", prog="agentsh")
 
-    sessions = sub.add_parser("sessions", help="list, show and export sessions")
+    sessions = sub.add_parser(
+        "sessions",
+        help="list, show and export sessions",
+        description="Without ACTION, list this folder's sessions, newest first (--all: every "
+        "folder's); with one, show, export, search or import a session.",
+    )
     sessions.add_argument("--all", action="store_true", help="sessions of every project")
     sessions.add_argument("--json", action="store_true", help="machine-readable output")
     sessions.set_defaults(handler="sessions.list")
@@ -251,7 +257,21 @@ def build_parser() -> argparse.ArgumentParser:
     _add_acp_command(sub)
     help_trust = "show what this folder holds and ask again whether to trust it"
     sub.add_parser("trust", help=help_trust).set_defaults(handler="trust")
+    _describe(parser)
     return parser
+
+
+def _describe(parser: argparse.ArgumentParser) -> None:
+    """Every command's --help opens with what it does (its line in the list above it):
+    ``agentsh trust --help`` showed its usage line and -h, nothing else."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help for a in action._choices_actions}
+            for name, command in action.choices.items():
+                if command.description is None and helps.get(name):
+                    text = str(helps[name])
+                    command.description = text[0].upper() + text[1:] + "."
+                _describe(command)
 
 
 def _add_acp_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
