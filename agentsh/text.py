@@ -57,6 +57,11 @@ def attach_piped(prompt: str, piped: str) -> str:
     return f"{prompt.rstrip()}{_PIPED_OPEN}{body}{_PIPED_CLOSE}"
 
 
+def has_piped(message: str) -> bool:
+    """Whether ``message`` (perhaps cut short) holds a piped block :func:`attach_piped` put."""
+    return _PIPED_OPEN in message
+
+
 def prompt_of(message: str) -> str:
     """What the user asked in ``message``: without the piped block :func:`attach_piped` put
     at its end (the whole message when there is none, or nothing before it)."""

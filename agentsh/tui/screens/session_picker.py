@@ -1,7 +1,8 @@
 """The session picker (``/resume``, ``agentsh -r``): this project's sessions, newest first.
 
 Built on the session catalog, so listing never parses whole session files. Each row is one
-line: the first message (cut to what the terminal leaves it), then age, size, tokens, cost and
+line: the first message (cut to what the terminal leaves it; for a ``-p`` run with text piped
+in, its prompt without that text), then age, size, tokens, cost and
 the id prefix; typing filters by the first message (and the id). "Tokens" is what the status
 bar's ``Σ`` and ``/cost`` show and ``agentsh sessions`` lists: input plus output over every
 reply in the file, all branches.
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 from textual.content import Content
 
 from agentsh.config import Environment
+from agentsh.text import has_piped
 from agentsh.tui.screens.picker import PickerItem, PickerScreen
 from agentsh.tui.status_format import human_cost, human_tokens
 
@@ -48,7 +50,11 @@ def human_size(size: int) -> str:
 def session_row(info: SessionInfo, *, width: int = 120, now: datetime | None = None) -> PickerItem:
     """One session as one line of a picker on a terminal ``width`` cells wide."""
     cells = max(MIN_MESSAGE_CELLS, width - PICKER_CHROME - META_CELLS)
-    message = " ".join((info.first_message or info.title or "(no messages)").split())
+    first_message = info.first_message
+    if has_piped(first_message):
+        # `git diff | agentsh -p "review this"`: the prompt, as its title, not the diff.
+        first_message = info.title
+    message = " ".join((first_message or info.title or "(no messages)").split())
     if info.name:
         message = f"{' '.join(info.name.split())} · {message}"
     if info.parent_session:
