@@ -88,10 +88,17 @@ def _refuse_pi_file(path: Path) -> None:
         )
 
 
-def session_for_args(env: Environment, args: argparse.Namespace, cwd: Path) -> Session:
+#: said once when ``-c`` finds nothing to continue (the run goes on in a new session)
+NOTHING_TO_CONTINUE = "-c: no earlier session in this folder to continue; starting a new one"
+
+
+def session_for_args(
+    env: Environment, args: argparse.Namespace, cwd: Path, notices: list[str] | None = None
+) -> Session:
     """The session the options choose, named ``--name`` when given (a new one, or the one
-    resumed: the newest name wins, so ``-c --name x`` renames)."""
-    session = _chosen_session(env, args, cwd)
+    resumed: the newest name wins, so ``-c --name x`` renames). What the user should know of
+    the choice (``-c`` with nothing to continue) is added to ``notices``."""
+    session = _chosen_session(env, args, cwd, notices if notices is not None else [])
     if name := getattr(args, "name", None):
         try:
             session.set_name(name)
@@ -101,7 +108,9 @@ def session_for_args(env: Environment, args: argparse.Namespace, cwd: Path) -> S
     return session
 
 
-def _chosen_session(env: Environment, args: argparse.Namespace, cwd: Path) -> Session:
+def _chosen_session(
+    env: Environment, args: argparse.Namespace, cwd: Path, notices: list[str]
+) -> Session:
     """``--fork-session`` continues the chosen session in a copy (``--session-id`` naming
     the copy); ``--session-id`` alone names a new session and must not be in use."""
     fork = bool(getattr(args, "fork", False))
@@ -118,6 +127,8 @@ def _chosen_session(env: Environment, args: argparse.Namespace, cwd: Path) -> Se
     elif getattr(args, "continue_session", False):
         newest = catalog.newest(env.project.root)
         path = newest.path if newest is not None else None
+        if path is None:
+            notices.append(NOTHING_TO_CONTINUE)
     elif resume := getattr(args, "resume", None):
         path = catalog.find(resume, env.project.root).path
     if path is None:

@@ -93,12 +93,15 @@ def main(args: argparse.Namespace) -> int:
     for problem in env.config.problems:
         print(f"agentsh: warning: {problem}", file=sys.stderr)
     cwd = Path.cwd()
+    notices: list[str] = []
     try:
-        session = session_for_args(env, args, cwd)
+        session = session_for_args(env, args, cwd, notices)
     except SessionChoiceError as exc:
         raise CliError(str(exc)) from exc
     except LookupError as exc:  # unknown or ambiguous id prefix from the catalog
         raise CliError(str(exc.args[0] if exc.args else exc)) from exc
+    for notice in notices:  # -c with nothing to continue: the run goes on in a new session
+        print(f"agentsh: warning: {notice}", file=sys.stderr)
     for load_problem in session.problems:
         print(f"agentsh: warning: {session.path}: {load_problem}", file=sys.stderr)
     from agentsh.llm import remote

@@ -182,6 +182,7 @@ class SessionLifecycle:
         current = self.current
         env, options = current.env, current.options
         problem = ""
+        notices: list[str] = []  # -c with nothing to continue
         try:
             if path is not None:  # picked (-r): a copy of it with --fork-session
                 session = (
@@ -192,7 +193,7 @@ class SessionLifecycle:
                 if options.name:  # -r --name: the session picked is the one named
                     session.set_name(options.name)
             else:
-                session = session_for_args(env, options.namespace(), current.cwd)
+                session = session_for_args(env, options.namespace(), current.cwd, notices)
         except Exception as exc:  # noqa: BLE001 - worker boundary: shown in the chat, new session
             view = locked_view(exc)
             if view is not None:
@@ -207,6 +208,8 @@ class SessionLifecycle:
             return
         if problem:  # after the transcript is loaded, which clears the chat
             self._call_ui(self.view.note, problem, "error", what="Saying why a new session began")
+        for notice in notices:
+            self._call_ui(self.view.note, _sentence(notice), "warning", what="Saying what -c did")
         try:
             agent = self.agent_factory(env, session, options)
         except Exception as exc:  # noqa: BLE001 - thread boundary: the UI keeps working

@@ -72,6 +72,23 @@ def test_continue_extends_the_same_session(
     assert "first question" in contents and "first answer" in contents
 
 
+def test_continue_with_nothing_to_continue_says_so_once_and_starts_a_new_session(
+    run_headless: AgentshRunner, scripted_server: ScriptedServer, agentsh_home: Path
+) -> None:
+    """`agentsh -c -p x` in a folder with no session ran in a new one without a word."""
+    scripted_server.script(text("an answer"), text("another"))
+    run = run_headless("-c", "-p", "first question")
+    assert run.code == 0, run.stderr
+    assert run.stdout.strip() == "an answer"
+    warning = (
+        "agentsh: warning: -c: no earlier session in this folder to continue; starting a new one"
+    )
+    assert run.stderr.count(warning) == 1, run.stderr
+    assert len(session_files(agentsh_home)) == 1
+    run = run_headless("-c", "-p", "second question")  # now there is one: no warning
+    assert run.code == 0 and "-c:" not in run.stderr, run.stderr
+
+
 def test_rate_limit_then_server_error_then_success_is_retried(
     run_agentsh: AgentshRunner, scripted_server: ScriptedServer
 ) -> None:

@@ -12,7 +12,8 @@ from agentsh.session.session import Session
 from agentsh.text import attach_piped
 from agentsh.tui.options import LaunchOptions
 from agentsh.tui.screens.session_picker import SessionPicker, session_items
-from tests.tui.conftest import MakeApp, screen_text, wait_for
+from agentsh.tui.widgets.messages import NoteLine
+from tests.tui.conftest import MakeApp, ready, screen_text, wait_for
 
 
 def test_a_fork_is_marked_with_its_parent_so_it_does_not_read_like_its_parent(
@@ -51,3 +52,15 @@ async def test_a_run_with_text_piped_in_shows_its_prompt_not_the_text(
         await wait_for(pilot, lambda: "review this" in screen_text(app))
         shown = screen_text(app)
         assert "<stdin>" not in shown and "noise line" not in shown
+
+
+@pytest.mark.asyncio
+async def test_continue_with_nothing_to_continue_says_so_once(make_app: MakeApp) -> None:
+    """`agentsh -c` in a folder with no session opened a new one without a word."""
+    app = make_app(options=LaunchOptions(continue_session=True))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await ready(pilot, app)
+        said = "no earlier session in this folder to continue; starting a new one."
+        await wait_for(pilot, lambda: said in " ".join(screen_text(app).split()))
+        notes = [n.text for n in app.query(NoteLine) if "-c:" in n.text]
+        assert len(notes) == 1
