@@ -247,8 +247,8 @@ class _Turn:
                 await say(text if level is NoticeLevel.INFO else f"agentsh: {text}")
             case Retrying():
                 await say(
-                    f"agentsh: {event.reason}; retrying in {event.delay_s:.0f} s "
-                    f"(attempt {event.attempt} of {event.max_attempts})"
+                    f"agentsh: {event.reason}; retry {event.attempt}/{event.max_attempts} "
+                    f"in {event.delay_s:.0f}s"
                 )
             case CompactionStarted(tier=tier):
                 await say(f"agentsh: compacting the context ({tier.label})…")

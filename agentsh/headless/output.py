@@ -120,8 +120,8 @@ def progress(event: Event, err: TextIO, *, verbose: bool = False) -> None:
             )
         case Retrying():
             err.write(
-                f"agentsh: {event.reason}; retrying in {event.delay_s:.1f}s "
-                f"(attempt {event.attempt}/{event.max_attempts})\n"
+                f"agentsh: {event.reason}; retry {event.attempt}/{event.max_attempts} "
+                f"in {event.delay_s:.1f}s\n"
             )
         case Notice() if not event.limit:  # a reached limit is the run's one closing line
             err.write(f"agentsh: {event.level.value}: {one_line(event.text)}\n")

@@ -109,14 +109,15 @@ class Activity:
         return f"{frame} {doing} · {human_seconds(elapsed)} · {cancel_key} to cancel"
 
     def _countdown(self) -> str:
-        """``"retrying in 4s (rate limited (429); attempt 1/3)"`` while a retry's wait runs,
-        ``"retrying (...)"`` once it is over and the attempt is on its way ("" if no retry)."""
+        """``"retry 1/3 in 4s (rate limited (429))"`` while a retry's wait runs (the first of
+        3 retries), ``"retry 1/3 (...)"`` once it is over and the retry is on its way ("" if
+        no retry)."""
         retry = self._retry
         if retry is None:
             return ""
         left = math.ceil(self._retry_at - self._clock())
         when = f" in {human_seconds(left)}" if left > 0 else ""
-        return f"retrying{when} ({retry.reason}; attempt {retry.attempt}/{retry.max_attempts})"
+        return f"retry {retry.attempt}/{retry.max_attempts}{when} ({retry.reason})"
 
     def compact(self, cancel_key: str = "Esc") -> str:
         """``"⠙ working · 12s · Esc to cancel"`` for the status bar ("" when idle)."""
@@ -163,7 +164,7 @@ def _doing(event: Event) -> str | None:
         case Retrying(fallback_model=fallback, model=model, reason=reason) if fallback:
             return f"{model or 'the model'} {reason}: switching to {fallback}"
         case Retrying(attempt=attempt, max_attempts=most, delay_s=delay, reason=reason):
-            return f"retrying ({reason}; attempt {attempt}/{most} in {delay:.0f}s)"
+            return f"retry {attempt}/{most} in {delay:.0f}s ({reason})"
         case CompactionStarted(tier=tier):
             return f"{COMPACTING} ({Tier.label_of(tier)})"
     return None

@@ -14,6 +14,7 @@ The view never reads the session: what it shows comes from the events.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from textual.content import Content
@@ -59,6 +60,9 @@ if TYPE_CHECKING:
     from textual.signal import Signal
 
     from agentsh.tui.display import View
+
+#: a retry's line ("retry 2/3 in 4s: rate limited"), which the next retry of that wait replaces
+_RETRY_LINE = re.compile(r"retry \d+/\d+ in ")
 
 
 class TurnView:
@@ -235,14 +239,11 @@ class TurnView:
     async def _retrying(self, event: Retrying) -> None:
         """A retry's line; the next retry of the same wait (nothing came in between) says
         its attempt on that line instead of stacking one line per attempt."""
-        text = (
-            f"retrying in {event.delay_s:.0f}s (attempt {event.attempt}/{event.max_attempts}): "
-            f"{event.reason}"
-        )
+        text = f"retry {event.attempt}/{event.max_attempts} in {event.delay_s:.0f}s: {event.reason}"
         item = NoteItem("", text, "warning")
         rows = self.chat.rows
         last = rows[-1].widget if rows else None
-        if isinstance(last, NoteLine) and last.text.startswith("retrying in "):
+        if isinstance(last, NoteLine) and _RETRY_LINE.match(last.text):
             last.text = text
             last.update(Content(f"! {text}"))  # as NoteLine draws a warning
             self.chat.set_item(last, item)

@@ -115,7 +115,7 @@ def test_a_rate_limits_retry_after_is_waited_out_and_said(
     run = run_agentsh("-p", "hello")
     assert run.code == 0, run.stderr
     assert run.stdout.strip() == "made it"
-    assert "agentsh: rate limited (429); retrying in 1.0s (attempt 1/3)" in run.stderr
+    assert "agentsh: rate limited (429); retry 1/3 in 1.0s" in run.stderr
     first, second = scripted_server.requests
     assert second.received_s - first.received_s >= 0.95
 

@@ -55,7 +55,7 @@ def test_the_indicator_follows_what_the_turn_is_doing_and_stops_with_it() -> Non
         (AssistantMessage("a1", "", (("c1", "bash", "{}"),), "tool_calls"), "about to run bash"),
         (ToolStarted("c1", "bash", {}, "bash: pytest -q"), "running bash: pytest -q"),
         (ToolFinished("c1", "bash", "t1", "ok", False), WAITING),
-        (Retrying(2, 4, 3.0, "rate limited"), "retrying (rate limited; attempt 2/4 in 3s)"),
+        (Retrying(2, 4, 3.0, "rate limited"), "retry 2/4 in 3s (rate limited)"),
         (CompactionStarted(Tier.SUMMARIZE, "80%"), "compacting (Summarize)"),
         (CompactionFinished("c", Tier.SUMMARIZE, 10, 5, ""), WAITING),
     ]
@@ -75,11 +75,11 @@ def test_a_retrys_wait_counts_down_on_the_line_until_the_next_attempt() -> None:
     activity = Activity(clock=lambda: now[0])
     activity.follow(TurnStarted("u1", "hi"))
     activity.follow(Retrying(1, 3, 7.0, "rate limited (429)"))
-    assert "retrying in 7s (rate limited (429); attempt 1/3) · 0s" in activity.line()
+    assert "retry 1/3 in 7s (rate limited (429)) · 0s" in activity.line()
     now[0] = 103.5
-    assert "retrying in 4s (rate limited (429); attempt 1/3) · 3s" in activity.line()
+    assert "retry 1/3 in 4s (rate limited (429)) · 3s" in activity.line()
     now[0] = 107.2
-    assert "retrying (rate limited (429); attempt 1/3) · 7s" in activity.line()
+    assert "retry 1/3 (rate limited (429)) · 7s" in activity.line()
     activity.follow(TextDelta("at last"))
     assert "writing the reply · 7s" in activity.line()
 

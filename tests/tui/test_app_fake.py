@@ -1109,9 +1109,7 @@ async def test_a_provider_error_mid_reply_is_shown_in_place(make_app: MakeApp) -
         assert reply.text == "Partial ans"
         footer = reply.query_one(".message-footer")
         assert footer.display and footer.has_class("error")
-        assert any(
-            "retrying in 2s (attempt 1/3): rate limited" in n.text for n in app.query(NoteLine)
-        )
+        assert any("retry 1/3 in 2s: rate limited" in n.text for n in app.query(NoteLine))
 
 
 async def test_retries_in_a_row_are_one_line_that_counts_them(make_app: MakeApp) -> None:
@@ -1135,12 +1133,12 @@ async def test_retries_in_a_row_are_one_line_that_counts_them(make_app: MakeApp)
         await pilot.press(*"go", "enter")
         await wait_for(pilot, lambda: not app.controller.turn_running)
         await pilot.pause()
-        lines = [n.text for n in app.query(NoteLine) if "retrying" in n.text]
+        lines = [n.text for n in app.query(NoteLine) if n.text.startswith("retry ")]
         assert lines == [
-            "retrying in 6s (attempt 3/3): network error",
-            "retrying in 2s (attempt 1/3): rate limited",
+            "retry 3/3 in 6s: network error",
+            "retry 1/3 in 2s: rate limited",
         ]
-        assert screen_text(app).count("retrying in") == 2
+        assert screen_text(app).count("retry ") == 2
 
 
 async def test_a_provider_error_is_shown_as_text_not_markup(make_app: MakeApp) -> None:
