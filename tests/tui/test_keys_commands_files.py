@@ -11,6 +11,7 @@ from textual.binding import Binding
 from agentsh.tui.file_list import fuzzy_match, list_project_files, rank
 from agentsh.tui.keys import KEYS, KeyScope, bindings_for, display_key, keymap_from_settings
 from agentsh.tui.slash import registry as slash
+from tests.tui.conftest import MakeApp, ready, screen_text, submit, wait_for
 
 
 def test_binding_ids_are_unique() -> None:
@@ -129,3 +130,27 @@ def test_fuzzy_ranking_prefers_file_names_and_word_starts() -> None:
     assert rank("app", paths)[0].path == "agentsh/tui/app.py"
     assert rank("comp", paths)[0].path == "agentsh/tui/widgets/composer.py"
     assert fuzzy_match("zzz", "agentsh/tui/app.py") is None
+
+
+@pytest.mark.asyncio
+async def test_the_help_window_and_the_pickers_say_how_to_close_them(make_app: MakeApp) -> None:
+    """F1 filled the screen with tables and said nowhere how to get back to the chat."""
+    from agentsh.tui.screens.help import HelpScreen
+    from agentsh.tui.screens.picker import PickerScreen
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot, app)
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await wait_for(pilot, lambda: "Esc or F1 closes this window" in screen_text(app))
+        await pilot.press("pagedown", "pagedown")  # on the frame: still shown far down
+        await pilot.pause()
+        assert "Esc or F1 closes this window" in screen_text(app)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen))
+        await submit(pilot, app, "/theme")
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
+        await wait_for(pilot, lambda: "Esc close" in screen_text(app))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, PickerScreen))

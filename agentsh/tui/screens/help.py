@@ -14,12 +14,14 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from agentsh.tui.keys import KEYS, KeyScope, display_key, effective_key
 from agentsh.tui.slash.registry import COMMANDS, commands_table
 
+CLOSE_HINT = "Esc or F1 closes this window · ↑↓ PgUp PgDn scroll"
 REMAP_HINT = 'Remap a key in config.toml: [tui.keys] then binding_id = "key".'
 
 
@@ -103,7 +105,10 @@ class HelpScreen(ModalScreen[None]):
                 rich_table.add_row(*(Text(cell) for cell in row))
             return rich_table
 
-        with VerticalScroll(id="help-body"):
+        with VerticalScroll(id="help-body") as body:
+            # On the frame, so it shows wherever the window is scrolled to.
+            body.border_subtitle = CLOSE_HINT
+            yield Static(Content(CLOSE_HINT), classes="help-hint")
             yield Static("Keys", classes="help-heading")
             for table in key_tables(self._keymap):
                 yield Static(render(table), classes="help-table")

@@ -71,7 +71,8 @@ class PickerScreen(ModalScreen[str | None]):
         self.fetching = load is not None
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="picker"):
+        with Vertical(id="picker") as box:
+            box.border_subtitle = "↑↓ choose · Enter pick · Esc close"
             yield Static(Content.styled(self.title_text, "bold $primary"), id="picker-title")
             yield Input(placeholder=self.placeholder, id="picker-filter")
             yield OptionList(id="picker-list")
