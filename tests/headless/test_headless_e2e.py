@@ -101,7 +101,7 @@ def test_rate_limit_then_server_error_then_success_is_retried(
     assert run.code == 0, run.stderr
     assert run.stdout.strip() == "made it"
     assert len(scripted_server.requests) == 3
-    assert "retrying" in run.stderr
+    assert "retry 1/3" in run.stderr and "retry 2/3" in run.stderr
 
 
 def test_a_rate_limits_retry_after_is_waited_out_and_said(
