@@ -32,7 +32,7 @@ from agentsh.session.entries import Role
 from agentsh.tui.activity import COMPACTING, STARTING, WAITING, Activity, human_seconds
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer, text, tool_call
-from tests.tui.conftest import MakeApp, idle, ready, screen_text, wait_for
+from tests.tui.conftest import MakeApp, idle, ready, screen_text, session_of, wait_for
 from tests.tui.fake_agent import FakeAgent
 
 
@@ -124,6 +124,7 @@ async def test_the_working_line_of_compact_says_compacting(make_app: MakeApp) ->
     app = make_app(factory=lambda _e, s, _o: SlowCompaction(s))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.controller.ready)
+        session_of(app).append_message(Role.USER, "something to compact")
         await pilot.press(*"/compact", "enter")
         await wait_for(pilot, lambda: "· Esc to cancel" in screen_text(app))
         assert re.search(r"compacting · \d+s · Esc to cancel", screen_text(app))

@@ -60,6 +60,8 @@ from tests.tui.conftest import (
     ready,
     request,
     screen_text,
+    session_of,
+    submit,
     wait_for,
 )
 from tests.tui.fake_agent import FakeAgent, echo_script
@@ -244,6 +246,7 @@ async def test_a_command_s_space_offers_its_words_and_enter_still_runs_it_as_typ
         assert prompt.text == "/compact summarize"
         await pilot.press("ctrl+u", *"/compact ")
         assert menu.display and menu.current is None
+        session_of(app).append_message(Role.USER, "something to compact")
         await pilot.press("enter")
         agent = agent_of(app)
         assert isinstance(agent, FakeAgent)
@@ -1075,6 +1078,7 @@ async def test_a_failed_compaction_is_not_redrawn_as_a_finished_one(make_app: Ma
     app = make_app(factory=lambda _e, s, _o: FailingAgent(s))
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(pilot, app)
+        session_of(app).append_message(Role.USER, "something to compact")
         await pilot.press(*"/compact", "enter")
         await wait_for(
             pilot, lambda: bool(app.query(CompactionLine)) and not app.controller.turn_running
@@ -1328,3 +1332,17 @@ async def test_escape_gives_back_a_message_queued_while_the_agent_loads(
             assert not app.query(UserMessage)  # nothing was sent
     finally:
         gate.set()
+
+
+async def test_compact_with_nothing_said_yet_says_so(make_app: MakeApp) -> None:
+    """/compact right after /new said "compaction failed: nothing to free: what is left is the
+    newest turn, which must stay", of a conversation with no turn."""
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot, app)
+        await submit(pilot, app, "/new")
+        await wait_for(pilot, lambda: not app.controller.turn_running)
+        await submit(pilot, app, "/compact")
+        said = "Nothing to compact yet: this conversation has no messages."
+        await wait_for(pilot, lambda: said in screen_text(app))
+        assert fake_of(app).compactions == [] and "failed" not in screen_text(app)

@@ -61,6 +61,13 @@ async def compact(ctx: CommandContext, arg: str) -> None:
     tier, instructions = parse_compact_args(arg)
     agent = ctx.current.agent
     assert agent is not None  # Need.AGENT
+    from agentsh.session.entries import MessageEntry
+
+    if not any(isinstance(e, MessageEntry) for e in agent.session.current_path()):
+        # Right after /new: "compaction failed: ... the newest turn, which must stay" named
+        # a turn that does not exist.
+        await ctx.view.note("Nothing to compact yet: this conversation has no messages.")
+        return
     ctx.run_events(agent.compact(tier, instructions), doing=COMPACTING)
 
 
