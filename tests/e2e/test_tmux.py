@@ -145,5 +145,5 @@ def test_what_the_user_typed_shows_verbatim_and_the_indicator_runs_until_esc(
             pane.wait_for(lambda s: (m := indicator.search(s)) is not None and int(m[2]) >= 2,
                           timeout=30)  # fmt: skip
             pane.send("Escape")
-            pane.wait_for(lambda s: "aborted" in s and "to cancel" not in s, timeout=30)
+            pane.wait_for(lambda s: "turn cancelled" in s and "to cancel" not in s, timeout=30)
             pane.send("C-q")

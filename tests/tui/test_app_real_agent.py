@@ -192,7 +192,7 @@ async def test_escape_cancels_mid_stream_and_the_log_marks_the_turn_aborted(
         await idle(pilot, app)
         reply = app.query_one(AssistantMessage)
         assert 0 < len(reply.text) < len(long)
-        assert "aborted" in str(reply.query_one(".message-footer").render())
+        assert "turn cancelled" in str(reply.query_one(".message-footer").render())
         assistant = [e for e in _log_entries(app) if e.get("role") == "assistant"]
         assert assistant[-1]["stopReason"] == "aborted"
         assert str(assistant[-1]["content"]).startswith("word0")

@@ -278,8 +278,8 @@ async def test_enter_typed_before_the_editor_has_the_focus_sends_what_was_typed(
 async def test_a_cancelled_reply_leaves_a_blank_line_before_the_next_message(
     make_app: MakeApp, project: Path, text: str
 ) -> None:
-    """Seen in tmux: "aborted" sat right on top of the next "▌ you", where every other
-    message is followed by a blank line."""
+    """Seen in tmux: "aborted" (now "turn cancelled") sat right on top of the next "▌ you",
+    where every other message is followed by a blank line."""
     from agentsh.session.entries import Role, StopReason
     from agentsh.session.session import Session
 
@@ -293,7 +293,7 @@ async def test_a_cancelled_reply_leaves_a_blank_line_before_the_next_message(
         await app.controller.switch_session(session)
         await pilot.pause()
         lines = [line.strip() for line in screen_text(app).splitlines()]
-        at = lines.index("aborted")
+        at = lines.index("turn cancelled")
         assert lines[at + 1] == "" and lines[at + 2] == "▌ you", lines
 
 

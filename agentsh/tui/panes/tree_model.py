@@ -97,7 +97,7 @@ def entry_row_text(tree: SessionTree, entry: AnyEntry) -> RowText:
             if entry.error or entry.stop_reason is StopReason.ERROR:
                 return _text(RowKind.ERROR, "assistant", f"{body} ✗ {entry.error or 'error'}")
             if entry.stop_reason is StopReason.ABORTED:
-                return _text(RowKind.ASSISTANT, "assistant", f"{body} (aborted)".lstrip())
+                return _text(RowKind.ASSISTANT, "assistant", f"{body} (cancelled)".lstrip())
             return _text(RowKind.ASSISTANT, "assistant", body)
         case ToolResultEntry():
             call = _call_summary(tree, entry)

@@ -32,6 +32,7 @@ from textual.widgets import Static
 
 from agentsh.events import Tier
 from agentsh.tui.keys import KeyScope, bindings_for
+from agentsh.tui.projection import TURN_CANCELLED
 from agentsh.tui.status_format import human_tokens
 from agentsh.tui.widgets.block_fold import BlockFold, FoldingView
 from agentsh.tui.widgets.markdown_body import markdown
@@ -384,7 +385,7 @@ class AssistantMessage(Vertical):
 
     def _footer_text(self) -> str:
         if self._aborted:
-            return "aborted"
+            return TURN_CANCELLED  # as the line under a turn cancelled before any reply says
         return self._error
 
     def _refresh_footer(self) -> None:
