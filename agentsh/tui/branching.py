@@ -311,10 +311,12 @@ class BranchNavigator:
         editor_text: str | None = None,
         files_at: str | None = None,
         offer_files: bool = True,
+        restore_files: bool = False,
     ) -> bool:
         """Move the leaf to ``target``; when that leaves a branch behind, ask about a summary
         first (Esc there cancels the move: False). Then offer to bring the files to the state
-        of ``files_at`` (default ``target``) unless ``offer_files`` is False."""
+        of ``files_at`` (default ``target``) unless ``offer_files`` is False; with
+        ``restore_files`` (the user chose it already: /rewind) bring them without asking."""
         from agentsh.context.branch_summary import abandoned_branch  # not on the startup path
 
         session = self._session()
@@ -350,19 +352,22 @@ class BranchNavigator:
         await self.reproject()
         if editor_text is not None:
             self._put_in_editor(editor_text)
-        if offer_files:
-            await self._offer_files(files_at or target, old_leaf)
+        if offer_files or restore_files:
+            await self._offer_files(files_at or target, old_leaf, chosen=restore_files)
         if decision is not None and decision.choice.value == "yes" and old_leaf is not None:
             self._start_summary(old_leaf, decision.instructions)
         return True
 
-    async def _offer_files(self, files_at: str | None, leaving: str | None) -> None:
-        """The restore offer; messages sent meanwhile queue, as behind a turn."""
+    async def _offer_files(
+        self, files_at: str | None, leaving: str | None, *, chosen: bool = False
+    ) -> None:
+        """The restore offer (``chosen``: the restore); messages sent meanwhile queue, as
+        behind a turn."""
         if files_at is None or files_at == leaving:
             return
         self.current.turn_running = True
         try:
-            await self.files.offer(files_at, leaving=leaving)
+            await self.files.offer(files_at, leaving=leaving, chosen=chosen)
         finally:
             self.current.turn_running = False
             self.resume_queue()

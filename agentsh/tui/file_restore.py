@@ -67,6 +67,7 @@ class MoveLeaf(Protocol):
         editor_text: str | None = None,
         files_at: str | None = None,
         offer_files: bool = True,
+        restore_files: bool = False,
     ) -> bool: ...
 
 
@@ -88,9 +89,14 @@ class FileRestorer:
             return f"when you sent “{_short(entry.content, 40)}”"
         return "this point of the conversation"
 
-    async def offer(self, files_at: str | None, *, leaving: str | None) -> None:
+    async def offer(
+        self, files_at: str | None, *, leaving: str | None, chosen: bool = False
+    ) -> None:
         """The leaf moved away from ``leaving``: if the files of ``files_at`` differ from the
-        disk, ask whether to bring them back, and do it; what went wrong is told in the chat."""
+        disk, ask whether to bring them back, and do it; what went wrong is told in the chat.
+        ``chosen``: the user asked for them already (/rewind's "the files"), so only files
+        changed outside agentsh since the last checkpoint are asked about (their own
+        question), and the report names what came back."""
         files = self._files()
         session = self.current.current_session()
         if files is None or session is None or files_at is None or session.read_only_reason:
@@ -102,17 +108,21 @@ class FileRestorer:
             return
         if not plan.items:
             return
-        from agentsh.tui.screens.restore_files import RestoreFilesScreen
+        from agentsh.tui.screens.restore_files import RestoreChoice, RestoreFilesScreen
 
-        screen = RestoreFilesScreen(
-            plan,
-            self._where(session, files_at),
-            lambda: files.diff(plan),
-            self.view.keymap,
-        )
-        choice = await self.app.push_screen_wait(screen)
-        if screen.typed:  # typed ahead as it appeared: meant for the editor
-            self.view.prompt.insert("".join(screen.typed))
+        if chosen and not plan.outside:
+            choice = RestoreChoice(True)
+        else:
+            screen = RestoreFilesScreen(
+                plan,
+                self._where(session, files_at),
+                lambda: files.diff(plan),
+                self.view.keymap,
+            )
+            screen.confirming = chosen  # then only the files changed outside are asked about
+            choice = await self.app.push_screen_wait(screen)
+            if screen.typed:  # typed ahead as it appeared: meant for the editor
+                self.view.prompt.insert("".join(screen.typed))
         if not choice.restore:
             count = len(plan.items)
             await self.view.note(
@@ -198,13 +208,15 @@ class FileRestorer:
         if what is None:
             return
         if what == REWIND_FILES:
-            await self.offer(message.id, leaving=session.leaf_id)
+            await self.offer(message.id, leaving=session.leaf_id, chosen=True)
             return
+        # The files were chosen here: not asked about again (3 questions after the message).
         await move(
             message.parent_id,
             editor_text=message.content,
             files_at=message.id,
-            offer_files=what == REWIND_BOTH,
+            offer_files=False,
+            restore_files=what == REWIND_BOTH,
         )
 
     # -- /checkpoints ---------------------------------------------------------------------------

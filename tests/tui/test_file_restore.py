@@ -169,12 +169,12 @@ async def test_rewind_brings_back_the_conversation_and_the_files_or_only_the_fil
             await wait_for(pilot, lambda: "bring back" in screen_text(app), limit_s=10)
             await pilot.press(*choice, "enter")  # filter the choices, take the first
 
-        # The files only: the conversation stays where it is.
+        # The files only: the conversation stays where it is. Chosen here, the files come
+        # back without a "Bring them back?" after it (three questions after the message).
         await rewind("files only")
-        await wait_for(pilot, lambda: _offer(app) is not None, limit_s=20)
-        await pilot.press("y")
         await wait_for(pilot, lambda: (project / "a.txt").read_text() == "one\n", limit_s=20)
-        assert session.leaf_id == leaf
+        await wait_for(pilot, lambda: "Restored 1 file: a.txt" in screen_text(app), limit_s=10)
+        assert session.leaf_id == leaf and _offer(app) is None
 
         # Both: the conversation goes back before "second" (its text in the editor), asking
         # about a summary as any move does; the files are already as they were then, so
@@ -186,3 +186,18 @@ async def test_rewind_brings_back_the_conversation_and_the_files_or_only_the_fil
         await wait_for(pilot, lambda: app.controller.prompt.text == "second", limit_s=20)
         assert session.leaf_id != leaf and _offer(app) is None
         assert (project / "a.txt").read_text() == "one\n"
+
+        # Both, to "first", with a.txt changed by hand since: only that is asked (overwrite a
+        # file changed outside agentsh?), not whether to bring the files back at all.
+        (project / "a.txt").write_text("by hand\n")
+        await wait_for(pilot, lambda: not app.controller.turn_running, limit_s=10)
+        app.controller.prompt.text = ""
+        await rewind("conversation and")  # the newest message on this path: "first"
+        await wait_for(pilot, lambda: isinstance(app.screen, LeaveBranchScreen), limit_s=10)
+        await pilot.press("n")
+        await wait_for(pilot, lambda: _offer(app) is not None, limit_s=20)
+        offer = _offer(app)
+        assert offer is not None and offer.confirming
+        await wait_for(pilot, lambda: "changed outside agentsh" in screen_text(app), limit_s=10)
+        await pilot.press("y")
+        await wait_for(pilot, lambda: not (project / "a.txt").exists(), limit_s=20)
