@@ -56,7 +56,7 @@ class TrustScreen(ModalScreen[bool | None]):
     TrustScreen .trust-file { height: auto; }
     TrustScreen #trust-explain { height: auto; color: $foreground-muted; margin-bottom: 1; }
     TrustScreen #trust-keys { height: auto; }
-    TrustScreen #trust-typed { height: auto; color: $foreground-muted; margin-top: 1; }
+    TrustScreen #trust-box { border-subtitle-color: $foreground-muted; }
     """
 
     def __init__(self, check: TrustCheck, typed: list[str] | None = None) -> None:
@@ -67,6 +67,7 @@ class TrustScreen(ModalScreen[bool | None]):
 
     def on_mount(self) -> None:
         self.grace.start()
+        self._show_typed()  # keys the app took before the question was pushed
 
     def on_key(self, event: events.Key) -> None:
         """A key before the typing paused is text typed ahead, kept for the editor; Ctrl+Q and
@@ -133,17 +134,15 @@ class TrustScreen(ModalScreen[bool | None]):
                 ),
                 id="trust-keys",
             )
-            typed = Static("", id="trust-typed")
-            typed.display = False  # until something is typed ahead
-            yield typed
 
     def _show_typed(self) -> None:
-        """Says where what was typed ahead goes, so a ``y`` in it is seen not to answer."""
+        """Says where what was typed ahead goes, so a ``y`` in it is seen not to answer: on
+        the frame, which a full box at 80x24 does not push out of sight."""
         text = one_line("".join(self.typed))
-        shown = text if len(text) <= 60 else "…" + text[-59:]
-        line = self.query_one("#trust-typed", Static)
-        line.update(Content(f"Kept for your first message: “{shown}” (answer with y or n)"))
-        line.display = bool(text)
+        shown = text if len(text) <= 40 else "…" + text[-39:]
+        box = self.query_one("#trust-box", Vertical)
+        # Content, not a str: a "[" the user typed is no markup.
+        box.border_subtitle = Content(f"kept for your first message: “{shown}”") if text else None
 
     def action_answer(self, answer: bool | None) -> None:
         self.dismiss(answer)
