@@ -148,9 +148,16 @@ class FileRestorer:
     async def _report(self, result: RestoreResult, kept: tuple[PlanItem, ...]) -> None:
         done = sorted(result.written + result.deleted)
         if done:
+            removed = ""
+            if deleted := sorted(result.deleted):  # "restored" alone read as written back
+                one = len(deleted) == 1
+                removed = (
+                    f" {_names(deleted)} did not exist then: "
+                    f"{'it was' if one else 'they were'} removed."
+                )
             await self.view.note(
-                f"Restored {_plural(len(done))}: {_names(done)}. The files as they were are "
-                "checkpointed at the entry you left: going back offers them again."
+                f"Restored {_plural(len(done))}: {_names(done)}.{removed} The files as they "
+                "were are checkpointed at the entry you left: going back offers them again."
             )
         if kept:
             await self.view.note(

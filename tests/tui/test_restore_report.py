@@ -40,6 +40,18 @@ async def test_the_report_names_files_on_one_line_and_the_id_bits_left_behind() 
 
 
 @pytest.mark.asyncio
+async def test_the_report_says_which_files_were_removed() -> None:
+    """ "Restored 2 files: calc.py, x.txt" for a file that did not exist then and was deleted."""
+    view = _Notes()
+    restorer = FileRestorer(cast(Any, None), cast(Any, None), cast(Any, view))
+    await restorer._report(RestoreResult(written=["calc.py"], deleted=["x.txt"]), ())
+    said = view.lines[0][0]
+    assert said.startswith(
+        "Restored 2 files: calc.py, x.txt. x.txt did not exist then: it was removed."
+    )
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize(
     ("count", "question"),
     [(1, "1 file differs from here. Bring it back as it was?"),
