@@ -326,6 +326,7 @@ class BranchNavigator:
             return True
         left = abandoned_branch(session.tree, old_leaf, target)
         decision: LeaveDecision | None = None
+        typed = ""  # keys typed as the question appeared: for the editor
         if left.messages and old_leaf is not None:
             if self._can_summarize():
                 from agentsh.tui.screens.leave_branch import LeaveBranchScreen
@@ -336,9 +337,12 @@ class BranchNavigator:
                 what = f"{left.messages} message{'s' if left.messages != 1 else ''}"
                 if first is not None:
                     what += f", from “{_short(first.content)}”"
-                decision = await self.app.push_screen_wait(
-                    LeaveBranchScreen(what, dict(self.view.keymap))
-                )
+                screen = LeaveBranchScreen(what, dict(self.view.keymap))
+                decision = await self.app.push_screen_wait(screen)
+                typed = "".join(screen.typed)
+                if typed and (decision is None or editor_text is None):
+                    self.view.prompt.insert(typed)
+                    typed = ""
                 if decision is None:
                     return False
             elif not self._told_no_model:
@@ -352,6 +356,8 @@ class BranchNavigator:
         await self.reproject()
         if editor_text is not None:
             self._put_in_editor(editor_text)
+            if typed:  # after the text put back, not replaced by it
+                self.view.prompt.insert(typed)
         if offer_files or restore_files:
             await self._offer_files(files_at or target, old_leaf, chosen=restore_files)
         if decision is not None and decision.choice.value == "yes" and old_leaf is not None:

@@ -1,11 +1,11 @@
 """Keys in flight are not answers: a question that appears while the user types ignores them.
 
-The trust question and the file-restore question are answered by single letters (``y``,
-``n``) and Enter. Typed ahead, a sentence such as "say hi to you" answered the first with its
-``y``. :class:`KeyGrace` says whether a key came too early: before the typing paused for
-``grace_s`` after the question appeared (each early key moves the pause on, so a sentence
-typed in one go is never taken for an answer, however long it is). The clock is
-:data:`clock` and the pause :data:`GRACE_S`, which tests replace.
+The trust question, the file-restore question and the branch-summary question are answered
+by single letters (``y``, ``n``) and Enter. Typed ahead, a sentence such as "say hi to you"
+answered the first with its ``y``. :class:`KeyGrace` says whether a key came too early:
+before the typing paused for ``grace_s`` after the question appeared (each early key moves
+the pause on, so a sentence typed in one go is never taken for an answer, however long it
+is). The clock is :data:`clock` and the pause :data:`GRACE_S`, which tests replace.
 """
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ def test_the_files_follow_a_branch_switch_after_the_restore_prompt(
 
             pane.send("M-Left")  # back to branch A; no summary of B
             pane.wait_for(lambda s: "Leaving this branch" in s, timeout=30)
-            pane.send("n")
+            pane.answer("n")
             pane.wait_for(lambda s: "M notes.txt  +1 -1" in s, timeout=30)
             pane.answer("d")
             pane.wait_for(lambda s: "-branch B" in s and "+branch A" in s, timeout=30)

@@ -93,7 +93,7 @@ class TmuxPane:
         self.send(text, literal=True)
 
     def answer(self, *keys: str) -> None:
-        """Answer a question just drawn (the trust or restore question): it takes a key as an
+        """Answer a question just drawn (trust, restore, branch summary): it takes a key as an
         answer only once the typing paused for half a second after it appeared (keys typed
         ahead are text: agentsh.tui.key_grace), and it is drawn after that wait began."""
         time.sleep(ANSWER_AFTER_S)

@@ -134,3 +134,37 @@ async def test_keys_typed_as_the_question_appears_go_to_the_editor_not_the_answe
         await wait_for(pilot, lambda: worker.is_finished)
         assert files.restored
         assert prompt.text == "draft yesd"
+
+
+@pytest.mark.asyncio
+async def test_keys_typed_as_the_branch_question_appears_are_no_answer(
+    make_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A "y" typed as the branch-summary question came up started a paid summary: keys until
+    the typing pauses after it appeared go to the editor."""
+    from agentsh.session.entries import Role, StopReason
+    from agentsh.tui import key_grace
+    from agentsh.tui.screens.leave_branch import LeaveBranchScreen
+    from tests.tui.conftest import ready, session_of, wait_for
+
+    now = [1000.0]
+    monkeypatch.setattr(key_grace, "clock", lambda: now[0])
+    monkeypatch.setattr(key_grace, "GRACE_S", 0.5)
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot, app)
+        session = session_of(app)
+        session.append_message(Role.USER, "first")
+        kept = session.append_message(Role.ASSISTANT, "one", stop_reason=StopReason.STOP)
+        session.append_message(Role.USER, "second")
+        session.append_message(Role.ASSISTANT, "two", stop_reason=StopReason.STOP)
+        worker = app.run_worker(app.controller.branching.move(kept.id))
+        await wait_for(pilot, lambda: isinstance(app.screen, LeaveBranchScreen))
+        await pilot.press(*"yes", "enter", "i")
+        await pilot.pause()
+        assert isinstance(app.screen, LeaveBranchScreen)  # not answered
+        now[0] += 1.0
+        await pilot.press("n")
+        await wait_for(pilot, lambda: worker.is_finished)
+        assert session.leaf_id == kept.id
+        assert app.controller.prompt.text == "yesi"

@@ -3,7 +3,9 @@
 Docked at the bottom like the pickers, so the chat stays in view. One key answers: ``n`` (or
 Enter) leaves without a summary, ``y`` attaches one, ``i`` asks for instructions first (a
 one-line editor; Enter confirms, Esc goes back to the question), Esc stays where you are. The
-screen returns a :class:`LeaveDecision`, or None when the move is cancelled.
+screen returns a :class:`LeaveDecision`, or None when the move is cancelled. Keys typed before
+the typing paused after it appeared answer nothing (:mod:`agentsh.tui.key_grace`): their text
+is kept in :attr:`LeaveBranchScreen.typed` for the editor.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from agentsh.tui.key_grace import KeyGrace, keep_typed
 from agentsh.tui.keys import KeyScope, bindings_for, display_key, spec
 
 
@@ -56,6 +59,19 @@ class LeaveBranchScreen(ModalScreen[LeaveDecision | None]):
         super().__init__(id="leave-branch")
         self.what = what
         self._keymap = keymap or {}
+        self.grace = KeyGrace()
+        self.typed: list[str] = []  # keys typed ahead, as text for the editor
+
+    def on_mount(self) -> None:
+        self.grace.start()
+
+    def on_key(self, event: events.Key) -> None:
+        """A key typed before the typing paused is no answer (a "y" in a sentence started a
+        paid summary): its text goes to the editor."""
+        if not self._editor.display and self.grace.early():
+            keep_typed(self.typed, event.key, event.character)
+            event.stop()
+            event.prevent_default()
 
     def _key(self, binding_id: str) -> str:
         return display_key(self._keymap.get(binding_id, spec(binding_id).key))
