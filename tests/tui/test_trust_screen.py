@@ -14,7 +14,7 @@ from agentsh.trust import TrustCheck, TrustState, check_project
 from agentsh.tui import launch
 from agentsh.tui.options import LaunchOptions
 from agentsh.tui.screens.trust_screen import TrustApp, TrustScreen
-from tests.tui.conftest import MakeApp, ready, screen_text
+from tests.tui.conftest import MakeApp, ready, screen_text, wait_for
 
 
 def _folder(project: Path) -> None:
@@ -124,8 +124,8 @@ async def test_a_sentence_typed_ahead_is_no_answer_and_is_kept_for_the_editor(
         await pilot.pause()
         assert isinstance(app.screen, TrustScreen)  # not answered
         assert "".join(typed) == "say hi to you"
-        await pilot.pause()
-        assert "kept for your first message: “say hi to you”" in screen_text(app)  # type: ignore[arg-type]
+        kept = "kept for your first message: “say hi to you”"
+        await wait_for(pilot, lambda: kept in screen_text(app))  # type: ignore[arg-type]
         stopped_clock.now += 0.4  # still typing: each key moved the pause on
         await pilot.press("y")
         await pilot.pause()
@@ -143,10 +143,10 @@ async def test_keys_the_app_took_before_the_question_are_named_on_it(project: Pa
     _folder(project)
     app = TrustApp(check_project(UserPaths.from_env(), project), list("fix [it]"))
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+        # Drawn whole: at load the first frames have the frame but not its lines yet.
+        await wait_for(pilot, lambda: "Ctrl+Q" in screen_text(app))  # type: ignore[arg-type]
         shown = screen_text(app)  # type: ignore[arg-type]
-        assert "kept for your first message: “fix [it]”" in shown
-        assert "Ctrl+Q" in shown  # the keys' line still fits at 80x24
+        assert "kept for your first message: “fix [it]”" in shown  # the keys' line fits too
 
 
 @pytest.mark.asyncio
