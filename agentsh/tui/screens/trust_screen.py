@@ -42,6 +42,10 @@ class TrustScreen(ModalScreen[bool | None]):
         ("y", "answer(True)", "Trust"),
         ("n,escape", "answer(False)", "Don't trust"),
         ("ctrl+q,ctrl+c", "answer(None)", "Quit"),
+        ("up", "scroll_body(-1)", "Scroll up"),
+        ("down", "scroll_body(1)", "Scroll down"),
+        ("pageup", "scroll_body(-10)", "Page up"),
+        ("pagedown", "scroll_body(10)", "Page down"),
     ]
     AUTO_FOCUS = ""
 
@@ -52,9 +56,9 @@ class TrustScreen(ModalScreen[bool | None]):
         background: $surface; border: round $warning;
     }
     TrustScreen #trust-title { height: auto; margin-bottom: 1; }
-    TrustScreen #trust-files { height: auto; max-height: 16; margin-bottom: 1; }
+    TrustScreen #trust-files { height: auto; margin-bottom: 1; }
     TrustScreen .trust-file { height: auto; }
-    TrustScreen #trust-explain { height: auto; color: $foreground-muted; margin-bottom: 1; }
+    TrustScreen #trust-explain { height: auto; color: $foreground-muted; margin-top: 1; }
     TrustScreen #trust-keys { height: auto; }
     TrustScreen #trust-box { border-subtitle-color: $foreground-muted; }
     """
@@ -68,6 +72,7 @@ class TrustScreen(ModalScreen[bool | None]):
     def on_mount(self) -> None:
         self.grace.start()
         self._show_typed()  # keys the app took before the question was pushed
+        self.call_after_refresh(self._fit)
 
     def on_key(self, event: events.Key) -> None:
         """A key before the typing paused is text typed ahead, kept for the editor; Ctrl+Q and
@@ -100,27 +105,15 @@ class TrustScreen(ModalScreen[bool | None]):
                 ),
                 id="trust-title",
             )
-            with VerticalScroll(id="trust-files"):
+            # The files and what trusting means scroll; the question and its keys stay in view
+            # (a long folder path at 80x24 pushed "y trust ... Ctrl+Q quit" out of the box).
+            body = VerticalScroll(id="trust-files")
+            body.can_focus = False  # the keys answer; ↑↓ scroll it (the screen's bindings)
+            with body:
                 for line in check.lines(limit=40):
                     yield Static(Content("  • " + one_line(line)), classes="trust-file")
-            programs = any(not f.loads for f in check.findings)
-            yield Static(
-                Content(
-                    "Whoever wrote this folder wrote these files; a cloned repository is "
-                    "someone else's. Trusting loads its settings, instructions and memory"
-                    + (
-                        ", lets your allow rules (such as Bash(git:*)) run the git hooks and "
-                        "settings listed,"
-                        if programs
-                        else ","
-                    )
-                    + " and remembers your answer for exactly these files: a change asks "
-                    "again. Not trusting starts without them (remembered until they change; "
-                    "`agentsh trust` asks again); your own settings and USER.md still work. "
-                    "Either way a project can never choose the model, its server, or your keys."
-                ),
-                id="trust-explain",
-            )
+                programs = any(not f.loads for f in check.findings)
+                yield self._explain(programs)
             yield Static(
                 Content.assemble(
                     ("y", "bold $accent"),
@@ -134,6 +127,46 @@ class TrustScreen(ModalScreen[bool | None]):
                 ),
                 id="trust-keys",
             )
+
+    @staticmethod
+    def _explain(programs: bool) -> Static:
+        return Static(
+            Content(
+                "Whoever wrote this folder wrote these files; a cloned repository is "
+                "someone else's. Trusting loads its settings, instructions and memory"
+                + (
+                    ", lets your allow rules (such as Bash(git:*)) run the git hooks and "
+                    "settings listed,"
+                    if programs
+                    else ","
+                )
+                + " and remembers your answer for exactly these files: a change asks "
+                "again. Not trusting starts without them (remembered until they change; "
+                "`agentsh trust` asks again); your own settings and USER.md still work. "
+                "Either way a project can never choose the model, its server, or your keys."
+            ),
+            id="trust-explain",
+        )
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fit)
+
+    def _fit(self) -> None:
+        """The scrolling part gets what the box (90% of the screen high) leaves beside the
+        question, the keys, the frame and the padding."""
+        if not self.is_mounted:
+            return
+        room = int(self.size.height * 0.9)
+        title = self.query_one("#trust-title").outer_size.height + 1  # and its margin
+        keys = self.query_one("#trust-keys").outer_size.height
+        rows = max(3, room - title - keys - 4 - 1)  # frame 2, padding 2, the body's margin
+        body = self.query_one("#trust-files", VerticalScroll)
+        if body.styles.max_height is None or body.styles.max_height.value != rows:
+            body.styles.max_height = rows
+
+    def action_scroll_body(self, rows: int) -> None:
+        body = self.query_one("#trust-files", VerticalScroll)
+        body.scroll_to(y=body.scroll_target_y + rows, animate=False, immediate=True)
 
     def _show_typed(self) -> None:
         """Says where what was typed ahead goes, so a ``y`` in it is seen not to answer: on
