@@ -181,7 +181,7 @@ def test_the_launcher_asks_about_hooks_alone_and_a_yes_covers_them(
     plant_hook(repo)
     asked: list[TrustCheck] = []
 
-    def ask(check: TrustCheck) -> bool:
+    def ask(check: TrustCheck, typed: list[str]) -> bool:
         asked.append(check)
         return True
 
@@ -208,7 +208,7 @@ def test_a_no_to_hooks_alone_is_remembered_until_they_change(
     asked: list[TrustCheck] = []
     notes: list[str] = []
 
-    def ask(check: TrustCheck) -> bool:
+    def ask(check: TrustCheck, typed: list[str]) -> bool:
         asked.append(check)
         return False
 
