@@ -98,9 +98,11 @@ class AgentshApp(App[None]):
         cwd: Path | None = None,
         watch_themes: bool = True,
         leaving: Callable[[], None] | None = None,
+        start_worker: Callable[[], None] | None = None,
     ) -> None:
         """``leaving``: called once a quit has stopped the turn, before the window closes
-        (the real TUI stops its model worker there, :func:`agentsh.tui.launch.main`)."""
+        (the real TUI stops its model worker there, :func:`agentsh.tui.launch.main`);
+        ``start_worker``: called in a thread at the first key while the agent still loads."""
         super().__init__()
         self.env = env
         self.options = options or LaunchOptions()
@@ -111,6 +113,7 @@ class AgentshApp(App[None]):
         )
         if leaving is not None:
             self.controller.leaving = leaving
+        self.controller.sessions.start_worker = start_worker
         self._startup_problems = [str(p) for p in env.config.problems] + list(keymap.problems)
         if env.trust.declined:  # the user said "not now" to these very files, once
             self._startup_problems.insert(0, env.trust.declined_note())

@@ -12,7 +12,10 @@ trusted yet (:mod:`agentsh.trust`) is asked about first, in a small app of its o
 from __future__ import annotations
 
 import argparse
+import functools
+import os
 import sys
+import threading
 from typing import TYPE_CHECKING
 
 # Ends the process once the App has finished. By then the App has restored the terminal and
@@ -78,7 +81,13 @@ def _run(args: argparse.Namespace) -> int:
         env = load_environment()
         if typed:  # the start of the first message, in the editor
             options = dataclasses.replace(options, typed_ahead="".join(typed))
-    app = AgentshApp(env, options, agent_factory=worker_agent, leaving=stop_model_worker)
+    app = AgentshApp(
+        env,
+        options,
+        agent_factory=worker_agent,
+        leaving=stop_model_worker,
+        start_worker=functools.partial(start_model_worker, env, options),
+    )
     app.run()
     return app.return_code or 0
 
@@ -93,13 +102,45 @@ def worker_agent(env: Environment, session: Session, options: LaunchOptions) -> 
     return build_real_agent(env, session, options)
 
 
+# An early start (the first key, while the agent loads) and the quit hook take turns: a worker
+# started by one that runs after the quit hook would be left to the exit handler.
+_worker_lock = threading.Lock()
+_leaving = False
+
+
+def start_model_worker(env: Environment, options: LaunchOptions) -> None:
+    """At the first key while the agent still loads (in a thread of its own): start the model
+    worker now, so its litellm import runs beside the load, not after it. Only when a model is
+    configured (named, or a provider's key set: the Ollama probe is the load's to make), and
+    never once the App is quitting."""
+    from agentsh.llm import remote
+    from agentsh.llm.models import choose_model
+
+    configured = choose_model(
+        env.settings.model, os.environ, cli_model=options.model, probe_ollama=_no_probe
+    )
+    if configured is None:
+        return
+    with _worker_lock:
+        if not _leaving and remote.activate():
+            remote.prewarm()
+
+
+def _no_probe(_url: str, _timeout: float) -> str | None:
+    return None
+
+
 def stop_model_worker() -> None:
     """Let the model worker begin to exit as the App quits (the App exits beside it), if the
-    load thread got as far as loading it; none runs otherwise."""
-    remote = sys.modules.get("agentsh.llm.remote")
-    stop = getattr(remote, "stop_shared_worker", None)  # None while the thread imports it
-    if stop is not None:
-        stop()
+    load thread or the first key got as far as loading it; none runs otherwise, and none
+    starts after this."""
+    global _leaving
+    with _worker_lock:
+        _leaving = True
+        remote = sys.modules.get("agentsh.llm.remote")
+        stop = getattr(remote, "stop_shared_worker", None)  # None while the thread imports it
+        if stop is not None:
+            stop()
 
 
 def review_trust(args: argparse.Namespace) -> int:

@@ -6,10 +6,12 @@ that the session file on disk holds the exchange. Skips only if tmux is not inst
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -147,3 +149,57 @@ def test_what_the_user_typed_shows_verbatim_and_the_indicator_runs_until_esc(
             pane.send("Escape")
             pane.wait_for(lambda s: "turn cancelled" in s and "to cancel" not in s, timeout=30)
             pane.send("C-q")
+
+
+def _workers_under(pid: int) -> list[int]:
+    """The model workers among the processes under ``pid`` (children, their children...)."""
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            try:
+                children = [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            todo += children
+            for child in children:
+                with contextlib.suppress(OSError):
+                    if b"agentsh.llm.worker" in Path(f"/proc/{child}/cmdline").read_bytes():
+                        found.append(child)
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc")
+def test_a_quit_right_after_the_first_key_leaves_no_model_worker_behind(
+    tmp_path: Path, project: Path
+) -> None:
+    """The first key starts the model worker even while the agent loads; a quit then (the
+    worker still importing litellm) ends it with agentsh."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(["unused"]))
+    home = Path(os.environ["AGENTSH_HOME"])
+    with ScriptedServerProcess(script, root=ROOT) as server:
+        command = [sys.executable, "-m", "agentsh", "-m", "openai/test-model",
+                   "--api-base", server.base_url]  # fmt: skip
+        with TmuxPane(command, cwd=project, env=_env(home), width=100, height=30) as pane:
+            pane.wait_for(lambda s: "Message agentsh" in s, timeout=60)
+            pid = pane.pid()
+            pane.type("h")
+            deadline = time.monotonic() + 60
+            while not (workers := _workers_under(pid)):
+                assert time.monotonic() < deadline, "the first key started no model worker"
+                time.sleep(0.02)
+            pane.send("C-q")
+            deadline = time.monotonic() + 60
+            while any(_running(p) for p in (pid, *workers)):
+                assert time.monotonic() < deadline, "a process outlived the quit"
+                time.sleep(0.05)
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")

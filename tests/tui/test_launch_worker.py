@@ -54,12 +54,14 @@ def test_the_launcher_hands_the_app_the_worker_factory_and_quit_hook(
     assert launch.main(argparse.Namespace()) == 0
     assert given["agent_factory"] is launch.worker_agent
     assert given["leaving"] is launch.stop_model_worker
+    assert given["start_worker"].func is launch.start_model_worker
     assert not remote.in_use()  # nothing is switched on before the load thread runs
 
 
 def test_the_quit_hook_stops_a_loaded_worker_and_leaves_an_unloaded_one_alone(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(launch, "_leaving", False)
     stopped: list[bool] = []
     monkeypatch.setattr(remote, "stop_shared_worker", lambda: stopped.append(True))
     launch.stop_model_worker()
@@ -67,3 +69,55 @@ def test_the_quit_hook_stops_a_loaded_worker_and_leaves_an_unloaded_one_alone(
     monkeypatch.delitem(sys.modules, "agentsh.llm.remote")  # the load thread never got there
     launch.stop_model_worker()  # nothing to stop, and nothing imported for it
     assert stopped == [True] and "agentsh.llm.remote" not in sys.modules
+
+
+@pytest.fixture
+def prewarms(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The early start's calls of :func:`remote.prewarm` (no process is started)."""
+    monkeypatch.delenv("AGENTSH_MODEL_WORKER", raising=False)
+    monkeypatch.setattr(launch, "_leaving", False)
+    made: list[bool] = []
+    monkeypatch.setattr(remote, "prewarm", lambda: made.append(remote.in_use()))
+    monkeypatch.setattr(remote, "stop_shared_worker", lambda: None)
+    return made
+
+
+def test_the_first_key_starts_the_worker_when_a_model_is_configured(
+    project: Path, agentsh_home: Path, prewarms: list[bool]
+) -> None:
+    env = load_environment(project)
+    launch.start_model_worker(env, LaunchOptions(model="openai/gpt-4.1"))
+    assert prewarms == [True]  # switched on first: the agent's client uses it too
+
+
+def test_a_provider_key_is_a_configured_model(
+    project: Path, agentsh_home: Path, prewarms: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    launch.start_model_worker(load_environment(project), LaunchOptions())
+    assert prewarms == [True]
+
+
+def test_no_worker_starts_without_a_configured_model(
+    project: Path, agentsh_home: Path, prewarms: list[bool]
+) -> None:
+    launch.start_model_worker(load_environment(project), LaunchOptions())
+    assert prewarms == [] and not remote.in_use()
+
+
+def test_no_worker_starts_once_the_app_is_quitting(
+    project: Path, agentsh_home: Path, prewarms: list[bool]
+) -> None:
+    """A key and a quit in the same moment: the quit hook ran first, so a worker started
+    after it would be nobody's to stop (a process left behind)."""
+    launch.stop_model_worker()
+    launch.start_model_worker(load_environment(project), LaunchOptions(model="openai/gpt-4.1"))
+    assert prewarms == []
+
+
+def test_the_worker_model_worker_off_starts_nothing(
+    project: Path, agentsh_home: Path, prewarms: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTSH_MODEL_WORKER", "0")
+    launch.start_model_worker(load_environment(project), LaunchOptions(model="openai/gpt-4.1"))
+    assert prewarms == []

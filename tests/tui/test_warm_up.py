@@ -8,12 +8,15 @@ it made the keys after it echo that late.
 from __future__ import annotations
 
 import gc
+import threading
 import warnings
+from typing import Any
 
 import pytest
 
 from agentsh.tui.app import AgentshApp
-from tests.tui.conftest import MakeApp, fake_of, ready, wait_for
+from agentsh.tui.lifecycle import AgentFactory
+from tests.tui.conftest import MakeApp, fake_factory, fake_of, ready, wait_for
 
 pytestmark = pytest.mark.asyncio
 
@@ -76,3 +79,55 @@ async def test_a_warm_up_cancelled_before_it_starts_leaves_no_coroutine_unawaite
         never = [w for w in caught if "never awaited" in str(w.message)]
         assert not never, [str(w.message) for w in never]
         assert agent.warmed == 0
+
+
+def _held(release: threading.Event) -> AgentFactory:
+    """A fake agent whose load waits for ``release`` (the real one takes seconds)."""
+    build = fake_factory()
+
+    def held(*args: Any) -> Any:
+        release.wait(30)
+        return build(*args)
+
+    return held
+
+
+async def test_the_first_key_while_the_agent_loads_starts_the_model_worker_beside_the_load(
+    make_app: MakeApp,
+) -> None:
+    """Enter at the first frame waited for the load, then for the worker's litellm import:
+    the first key now starts the worker at once (the launcher's hook, in a thread), once."""
+    release = threading.Event()
+    app = make_app(factory=_held(release))
+    started: list[str] = []
+    app.controller.sessions.start_worker = lambda: started.append(threading.current_thread().name)
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            _pause_never_ends(app)
+            await pilot.press("h", "i")
+            await wait_for(pilot, lambda: bool(started))
+            assert not app.controller.ready  # still loading
+            release.set()
+            await ready(pilot, app)
+            agent = fake_of(app)
+            await wait_for(pilot, lambda: agent.warmed == 1)  # the agent's own, as before
+            await pilot.press("!")
+            await pilot.pause()
+            assert started == ["agentsh-start-worker"]  # off the UI thread, and only once
+    finally:
+        release.set()
+
+
+async def test_a_key_once_the_agent_is_ready_leaves_the_start_to_the_agent(
+    make_app: MakeApp,
+) -> None:
+    app = make_app()
+    started: list[bool] = []
+    app.controller.sessions.start_worker = lambda: started.append(True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot, app)
+        agent = fake_of(app)
+        _pause_never_ends(app)
+        await pilot.press("h")
+        await wait_for(pilot, lambda: agent.warmed == 1)
+        assert started == []
