@@ -210,6 +210,7 @@ class AgentshApp(App[None]):
     def _after_first_frame(self) -> None:
         self._gc.install()
         self.set_interval(0.5, self._collect_garbage, name="quiet-gc")
+        self.controller.path_changed.subscribe(self, self._settle_after_turn)
         self.controller.start(after_load=self._after_load)
         self.controller.refresh_project_files()
         self.query_one(PromptInput).load_history()
@@ -222,6 +223,10 @@ class AgentshApp(App[None]):
 
     def _collect_garbage(self) -> None:
         self._gc.tick(busy=self.controller.turn_running)
+
+    def _settle_after_turn(self, what: str) -> None:
+        if what == "turn":  # once its last frame is painted: collect what the turn made
+            self.call_after_refresh(self._gc.settle)
 
     def on_unmount(self) -> None:
         self._gc.remove()

@@ -18,7 +18,7 @@ import pytest
 
 from agentsh.tui import quiet_gc
 from agentsh.tui.quiet_gc import QuietCollector
-from tests.tui.conftest import MakeApp, ready
+from tests.tui.conftest import MakeApp, idle, ready, submit, wait_for
 
 needs_generational = pytest.mark.skipif(
     sys.version_info >= (3, 14), reason="the incremental collector has no full-collection threshold"
@@ -56,18 +56,16 @@ def test_installed_it_freezes_what_exists_and_stops_automatic_full_collections(
 
 
 @needs_generational
-def test_a_due_collection_waits_for_quiet_input_and_no_running_turn(
-    collector: QuietCollector,
-) -> None:
+def test_a_due_collection_waits_for_quiet_input(collector: QuietCollector) -> None:
     collector.install()
     gc.collect()  # nothing due yet
     collector.input_seen()
     assert not collector.tick()
     _young_collections(10)  # CPython's default: a full collection after 10 of them
     assert not collector.tick(), "a key was just pressed"
-    collector.last_input = time.monotonic() - quiet_gc.QUIET_S - 0.1
-    assert not collector.tick(busy=True), "a turn is running"
-    assert collector.tick()
+    assert not collector.tick(busy=True), "a key was just pressed, in a turn"
+    _quiet_for(collector, quiet_gc.QUIET_S + 0.1)
+    assert collector.tick(busy=True), "a turn's collection walks only what is new: it runs"
     assert collector.collections == 1
     assert not collector.tick(), "nothing is due right after a collection"
 
@@ -92,68 +90,115 @@ def _quiet_for(collector: QuietCollector, seconds: float) -> None:
     collector.last_input = time.monotonic() - seconds
 
 
-@needs_generational
-def test_what_survives_an_idle_collection_is_frozen(collector: QuietCollector) -> None:
-    """A reply leaves ~90,000 objects in the chat: each made every later full collection longer,
-    the forced ones in the middle of a stream included. Survivors are walked no more."""
-    collector.install()
-    gc.collect()
-    survivor = Node()
-    frozen = gc.get_freeze_count()
-    _young_collections(10)
-    _quiet_for(collector, quiet_gc.QUIET_S + 0.1)
-    assert collector.tick()
-    assert gc.get_freeze_count() > frozen
-    assert not any(o is survivor for o in gc.get_objects()), "still walked by every collection"
-    # A collection forced while busy is not an idle one: what the turn made is not frozen.
-    during_turn = Node()
-    _young_collections(10 * quiet_gc.FORCE_AFTER)
-    assert collector.tick(busy=True)
-    assert any(o is during_turn for o in gc.get_objects())
+def _walked(obj: object) -> bool:
+    """Whether the next full collection walks ``obj`` (frozen objects it skips)."""
+    return any(o is obj for o in gc.get_objects())
 
 
-@needs_generational
-def test_frozen_garbage_is_reclaimed_by_a_thaw_when_nobody_types(
-    collector: QuietCollector,
-) -> None:
-    """Freezing survivors must not keep their cyclic garbage for good (a chat replaced by a
-    session switch): a long quiet moment after a few idle collections unfreezes and collects."""
-    collector.install()
-    gc.collect()
+def _cycle() -> tuple[Node, weakref.ref[Node]]:
     cycle = Node()
     cycle.other = Node()
     cycle.other.other = cycle
-    watch = weakref.ref(cycle)
+    return cycle, weakref.ref(cycle)
+
+
+@needs_generational
+def test_what_survives_any_full_collection_is_frozen(collector: QuietCollector) -> None:
+    """A reply leaves ~90,000 objects in the chat: each made every later full collection
+    longer. Whoever runs a full collection (an idle one, one in a turn, a library's), its
+    survivors are walked no more."""
+    collector.install()
+    gc.collect()
+    survivor = Node()
+    _young_collections(10)
+    _quiet_for(collector, quiet_gc.QUIET_S + 0.1)
+    assert collector.tick()
+    assert not _walked(survivor), "still walked by every collection"
+    during_turn = Node()
+    _young_collections(10 * quiet_gc.FORCE_AFTER)
+    collector.input_seen()
+    assert collector.tick(busy=True), "far overdue: it runs whatever happens"
+    assert not _walked(during_turn), "a collection in a turn froze nothing"
+    elsewhere = Node()
+    gc.collect()
+    assert not _walked(elsewhere)
+    assert collector.freezes == 3
+    assert collector.longest_s > 0
+
+
+@needs_generational
+def test_a_turn_s_end_settles_what_it_made(collector: QuietCollector) -> None:
+    """After a turn, what it made is collected and what lives on frozen: the next turn's
+    collections walk only what that turn makes. Not while keys come: a tick does it later."""
+    collector.install()
+    gc.collect()
+    _quiet_for(collector, quiet_gc.QUIET_S + 0.1)
+    assert not collector.settle(), "nothing made since the last full collection"
+    reply = Node()
+    garbage, watch = _cycle()
+    del garbage
+    _young_collections(1)
+    collector.input_seen()
+    assert not collector.settle(), "a key was just pressed"
+    _quiet_for(collector, quiet_gc.QUIET_S + 0.1)
+    assert collector.settle()
+    assert watch() is None, "the turn's cyclic garbage is freed at once"
+    assert not _walked(reply)
+
+
+def _grow_memory(share: float) -> list[str]:
+    """Small objects enough to grow the memory blocks in use by ``share``."""
+    return [str(i) for i in range(int(sys.getallocatedblocks() * share) + 1_000)]
+
+
+@needs_generational
+def test_an_idle_thaw_collects_the_garbage_made_among_frozen_objects(
+    collector: QuietCollector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Freezing survivors must not keep their cyclic garbage for good (a chat replaced by a
+    session switch): a long quiet moment, the memory in use having grown, unfreezes
+    everything and collects it once."""
+    monkeypatch.setattr(quiet_gc, "THAW_QUIET_GROWTH", 0.01)
+    collector.install()
+    gc.collect()  # what lives now: the measure of growth
+    cycle, watch = _cycle()
     _young_collections(10)
     _quiet_for(collector, quiet_gc.QUIET_S + 0.1)
     assert collector.tick()  # the cycle is alive: frozen with the survivors
     del cycle
-    for _ in range(quiet_gc.THAW_AFTER - 1):
-        _young_collections(10)
-        assert collector.tick()
-    assert watch() is not None, "frozen: no idle collection walks it"
-    assert collector.thaws == 0
-    _young_collections(10)
+    assert watch() is not None, "frozen: no full collection walks it"
     _quiet_for(collector, quiet_gc.THAW_QUIET_S + 0.1)
+    assert not collector.tick(), "the memory in use has not grown: nothing to reclaim"
+    grown = _grow_memory(0.02)
+    assert not collector.tick(busy=True), "never in a turn"
+    assert collector.thaws == 0
     assert collector.tick()
     assert collector.thaws == 1
     assert watch() is None, "the thaw reclaimed it"
+    assert not _walked(grown), "what survives a thaw is frozen again"
+    assert not collector.tick(), "nothing frozen since: no second thaw"
 
 
 @needs_generational
 def test_frozen_garbage_stays_bounded_without_long_quiet_moments(
-    collector: QuietCollector,
+    collector: QuietCollector, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Memory grown by a share of what lived after the last thaw: a thaw at any idle moment."""
+    monkeypatch.setattr(quiet_gc, "THAW_GROWTH", 0.01)
     collector.install()
-    for _ in range(quiet_gc.THAW_FORCE):
-        gc.collect()
-        _young_collections(10)
-        _quiet_for(collector, quiet_gc.QUIET_S + 0.1)
-        assert collector.tick()
-    assert collector.thaws == 0
+    gc.collect()
+    cycle, watch = _cycle()
+    _young_collections(1)
+    _quiet_for(collector, quiet_gc.QUIET_S + 0.1)
+    assert collector.settle()  # a turn's end: what it made is frozen
+    del cycle  # garbage now, among frozen objects
+    grown = _grow_memory(0.02)
+    collector.input_seen()
+    assert not collector.tick(), "a key was just pressed"
     _quiet_for(collector, quiet_gc.QUIET_S + 0.1)
     assert collector.tick(), "a thaw does not wait for a due collection"
-    assert collector.thaws == 1
+    assert collector.thaws == 1 and watch() is None
+    assert len(grown) > 1_000
 
 
 @pytest.mark.asyncio
@@ -165,6 +210,14 @@ async def test_the_app_collects_on_its_own_terms_while_it_runs(make_app: MakeApp
         await ready(pilot, app)
         assert gc.get_threshold()[2] > 1_000_000
         assert gc.get_freeze_count() > 0
+        settled = app._gc.collections
+        # A message sent by a script: no key since long ago.
+        app._gc.input_seen = lambda: None  # type: ignore[method-assign]
+        _quiet_for(app._gc, quiet_gc.QUIET_S + 0.1)
+        _young_collections(1)  # what a turn allocates brings a full collection nearer
+        await submit(pilot, app, "hello")
+        await idle(pilot, app)
+        await wait_for(pilot, lambda: app._gc.collections > settled)  # the turn's end
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
 
