@@ -8,12 +8,13 @@ start, and 358-496 ms in a turn after 5 sessions of 6 replies; each time a key e
 So, while the app runs, each full collection walks only what is new: the objects that exist
 when the first frame is painted (modules, classes, the first screen) are frozen, and so is what
 survives any full collection (seen through ``gc.callbacks``, whoever ran it), so no later one
-walks them again. Automatic full collections are off; one runs at a tick of the app's timer
-when as many young collections have run as would have started one (CPython's own pace), a turn
-running or not, but not while keys come (nothing typed for :data:`QUIET_S`) unless
-:data:`FORCE_AFTER` times that many have; and at the end of each turn, after its last frame
-(:meth:`QuietCollector.settle`), so the next turn walks only what it makes. A full collection
-then costs about what the objects made since the last one cost, not the whole heap.
+walks them again. Automatic full collections are off; one runs when the app is idle (no turn
+running, nothing typed into the editor for :data:`QUIET_S`) and as much has been allocated as
+would have started one automatically, or, whatever happens, when :data:`FORCE_AFTER` times
+that has; and at the end of each turn, after its last frame, unless keys come
+(:meth:`QuietCollector.settle`), so the next turn's collections walk only what it makes. A
+collection forced in a turn walked everything made since the last idle one: after a long
+scripted session, whole sessions' worth.
 
 Cyclic garbage among frozen objects (a chat replaced by a session switch, widgets scrolled out
 of the transcript window) is reclaimed by a thaw: everything unfrozen and collected once, the
@@ -157,16 +158,14 @@ class QuietCollector:
         return True
 
     def tick(self, *, busy: bool = False) -> bool:
-        """Run a full collection if one is due and allowed now (``busy``: a turn is running);
-        True if it ran. One is due at CPython's own pace (it walks only what is new since the
-        last one, survivors being frozen), whether a turn runs or not, but not while keys
-        come, unless far overdue. A thaw waits for an idle app."""
+        """Run a full collection if one is due and allowed now (``busy``: a turn is running,
+        so the screen is painting); True if it ran. A thaw waits for an idle app."""
         if self._saved is None or sys.version_info >= (3, 14):
             return False
         pending = gc.get_count()[2]  # young collections since the last full one
         quiet = time.monotonic() - self.last_input
-        typing = quiet < QUIET_S
-        if not busy and not typing and self._thaw_due(quiet):
+        idle = not busy and quiet >= QUIET_S
+        if idle and self._thaw_due(quiet):
             gc.unfreeze()  # frozen garbage is found only by a collection that walks it all
             self.thaws += 1
             self._thawing = True
@@ -176,7 +175,7 @@ class QuietCollector:
                 self._thawing = False
             self.collections += 1
             return True
-        if pending < self._due or (typing and pending < self._due * FORCE_AFTER):
+        if pending < self._due or (not idle and pending < self._due * FORCE_AFTER):
             return False
         gc.collect()
         self.collections += 1
