@@ -23,7 +23,7 @@ one collection that walks it all, so only when the app is idle (no turn, no key 
 last thaw (by :data:`THAW_QUIET_GROWTH` after :data:`THAW_QUIET_S` without a key): frozen
 garbage stays bounded, and a heap that only grows is walked whole a logarithmic number of
 times, as CPython's own rule for full collections does (after 5 sessions of 6 streamed
-replies: 132-140 MB resident instead of 245-252 MB; ``benchmarks/bench_stream_gc.py``). Young
+replies: 174-176 MB resident instead of 306-336 MB; ``benchmarks/bench_stream_gc.py``). Young
 collections stay automatic:
 they are short. Where the collector works otherwise (CPython 3.14's incremental collector)
 only the first freeze applies.
@@ -45,7 +45,7 @@ QUIET_S = 1.0  # nothing typed for this long (and no turn): a full collection ma
 FORCE_AFTER = 20  # ... and it runs anyway once this many times its due allocations are made
 THAW_QUIET_S = 20.0  # nothing typed (and no turn) for this long: frozen garbage may be reclaimed
 THAW_QUIET_GROWTH = 0.1  # ... when the memory in use grew by this share since the last thaw
-THAW_GROWTH = 0.5  # ... and at any idle moment (a second without keys, no turn) by this one
+THAW_GROWTH = 1.0  # ... and at any idle moment (a second without keys, no turn) by this one
 _OFF = 1 << 30  # a full-collection threshold never reached
 START_UP_YOUNG = 20_000  # allocations between two young collections until the first frame
 
