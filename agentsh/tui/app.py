@@ -210,7 +210,8 @@ class AgentshApp(App[None]):
     def _after_first_frame(self) -> None:
         self._gc.install()
         self.set_interval(0.5, self._collect_garbage, name="quiet-gc")
-        self.controller.path_changed.subscribe(self, self._settle_after_turn)
+        if self.is_running:  # (an app quit before its first frame can no longer subscribe)
+            self.controller.path_changed.subscribe(self, self._settle_after_turn)
         self.controller.start(after_load=self._after_load)
         self.controller.refresh_project_files()
         self.query_one(PromptInput).load_history()
