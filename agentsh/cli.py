@@ -398,9 +398,12 @@ def _add_mcp_parser(sub: Any) -> None:
     add.add_argument("-s", "--scope", choices=("user", "project"), default="user")
     add.add_argument("-e", "--env", action="append", metavar="KEY=VALUE", help="stdio: repeat")
     add.add_argument("-H", "--header", action="append", metavar="'NAME: VALUE'", help="repeat")
-    add.add_argument("name", metavar="NAME")
-    add.add_argument("target", metavar="COMMAND|URL")
-    add.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS")
+    add.add_argument("name", metavar="NAME", help="the server's name (its tools: mcp__NAME__*)")
+    add.add_argument(
+        "target", metavar="COMMAND|URL", help="the program to start (stdio) or the server's URL"
+    )
+    rest = add.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="its arguments")
+    rest.required = False  # (argparse makes REMAINDER required: a usage error named it missing)
     add.set_defaults(handler="mcp.add")
     remove = actions.add_parser("remove", help="remove a server from its JSON file")
     remove.add_argument("name", metavar="NAME")

@@ -42,3 +42,12 @@ def test_a_usage_error_shows_the_commands_usage(
     err = capsys.readouterr().err
     assert err.startswith(f"usage: agentsh {words[0]} ")
     assert f"agentsh {' '.join(w for w in words if w != 'x')}: error: " in err
+
+
+def test_mcp_add_names_only_what_is_missing(capsys: pytest.CaptureFixture[str]) -> None:
+    """A server's arguments are optional: the error named ARGS as required."""
+    with pytest.raises(SystemExit) as ended:
+        cli.main(["mcp", "add", "web"])
+    assert ended.value.code == 2
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert error.endswith("the following arguments are required: COMMAND|URL")
