@@ -285,7 +285,10 @@ async def test_pgup_from_the_end_of_a_long_chat_reaches_its_top_a_page_a_press(
         assert chat.first == 0
         shown = [w.outer_size.height for w in chat.children if w.display]
         lines = sum(shown) * len(chat.rows) // len(shown)  # the rows are alike
-        assert presses <= lines // chat.scrollable_content_region.height + 2, (presses, lines)
+        # A page a press, and a little slack: under load (4 runs at once) about one run in 8
+        # took one press more (15 for 12 pages), whether or not the rows settled between
+        # presses; the crawl this guards against lost every press at the mounted rows' top.
+        assert presses <= lines // chat.scrollable_content_region.height + 3, (presses, lines)
 
 
 async def test_down_walks_the_tool_blocks_from_far_up_to_the_last(
