@@ -28,9 +28,11 @@ from pathlib import Path
 from bench_stream_keys import reply_text
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
+from textual.screen import Screen
 from textual.widgets import Static
 
 import agentsh.tui
+from agentsh.tui.one_pass_layout import OnePassScreen
 from agentsh.tui.projection import AssistantItem
 from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.messages import AssistantMessage
@@ -45,6 +47,9 @@ class Host(App[None]):
         super().__init__()
         self.markdown = markdown
         self.follow = follow  # the Static's view follows its end, as the chat's does
+
+    def get_default_screen(self) -> Screen[None]:
+        return OnePassScreen(id="_default") if self.markdown else Screen(id="_default")
 
     def compose(self) -> ComposeResult:
         yield ChatView(id="chat") if self.markdown else VerticalScroll(id="chat")

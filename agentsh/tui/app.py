@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
 from textual.widgets import Input, TextArea
 
 from agentsh.config import Environment
@@ -154,6 +155,11 @@ class AgentshApp(App[None]):
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     # -- layout -------------------------------------------------------------------------------
+
+    def get_default_screen(self) -> Screen[None]:
+        from agentsh.tui.one_pass_layout import OnePassScreen
+
+        return OnePassScreen(id="_default")
 
     def compose(self) -> ComposeResult:
         settings = self.env.settings.tui
