@@ -142,6 +142,8 @@ async def test_a_streamed_reply_on_screen_is_what_a_fresh_paint_shows(make_app: 
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(pilot, app)
         painted = Painted(app.screen)
+        app.screen.refresh()  # every cell painted once: the buffer starts as the screen is
+        await settled(pilot)
         await submit(pilot, app, "write a lot")
         await wait_for(pilot, lambda: not app.controller.turn_running, limit_s=120)
         await settled(pilot)
@@ -155,7 +157,7 @@ async def test_a_growing_text_on_screen_is_what_a_fresh_paint_shows() -> None:
         app.query_one(VerticalScroll).anchor()
         await settled(pilot)
         painted = Painted(app.screen)
-        app.screen.refresh()
+        app.screen.refresh()  # every cell painted once: the buffer starts as the screen is
         text = app.query_one("#text", Static)
         for lines in range(1, 30, 4):
             text.update("\n".join(f"{LINE} {n}" for n in range(lines)))
