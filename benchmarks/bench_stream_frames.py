@@ -10,7 +10,9 @@ once the screen is full) and once in a view that follows its end as the chat doe
 frame scrolls, so the whole view is drawn again: the least any following view pays).
 Textual lays out every displayed widget at every frame and a Markdown reply is a widget per
 block, so unless the blocks far above the view leave the layout, late frames cost more than
-early ones; the Static's stay flat.
+early ones; the Static's stay flat. The reply's screen is the app's (``OnePassScreen``), and
+how many times it laid itself out and painted every cell per frame is counted: a frame is one
+of each at best.
 
     .venv/bin/python benchmarks/bench_stream_frames.py [--runs 3] [--earlier 2]
 
@@ -24,6 +26,7 @@ import asyncio
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 from bench_stream_keys import reply_text
 from textual.app import App, ComposeResult
@@ -77,10 +80,38 @@ async def _painted(reply: AssistantMessage, done: asyncio.Event) -> None:
         await done.wait()
 
 
-async def frames(text: str, *, markdown: bool, earlier: int, follow: bool = False) -> list[float]:
+class Counted:
+    """How many times the screen laid itself out and painted every cell, from :meth:`start`."""
+
+    def __init__(self, screen: Screen[Any]) -> None:
+        self.layouts = self.full_paints = 0
+        self.counting = False
+        refresh_layout = screen._refresh_layout
+        full_update = screen._compositor.render_full_update
+
+        def layout(*args: Any, **kwargs: Any) -> None:
+            self.layouts += self.counting
+            refresh_layout(*args, **kwargs)
+
+        def paint(*args: Any, **kwargs: Any) -> Any:
+            self.full_paints += self.counting
+            return full_update(*args, **kwargs)
+
+        screen._refresh_layout = layout  # type: ignore[method-assign]
+        screen._compositor.render_full_update = paint  # type: ignore[method-assign]
+
+    def start(self) -> None:
+        self.counting = True
+
+
+async def frames(
+    text: str, *, markdown: bool, earlier: int, follow: bool = False, counted: list[Counted]
+) -> list[float]:
+    """Each frame's CPU; the screen's counts of layouts and full paints go in ``counted``."""
     app = Host(markdown, follow=follow)
     costs: list[float] = []
     async with app.run_test(size=(120, 40)) as pilot:
+        counted.append(Counted(app.screen))
         if markdown:
             chat = app.query_one(ChatView)
             for _ in range(earlier):
@@ -95,6 +126,7 @@ async def frames(text: str, *, markdown: bool, earlier: int, follow: bool = Fals
             if follow:
                 view.anchor()
         await pilot.pause()
+        counted[-1].start()
         for start in range(0, len(text), FRAME):
             began = time.thread_time()
             if markdown:
@@ -126,12 +158,17 @@ def main() -> int:
     late: list[float] = []
     static_late: list[float] = []
     following_late: list[float] = []
+    counts: list[Counted] = []  # the agentsh reply's screens
+    frame_count = 0
     for _ in range(args.runs):
-        first, last = thirds(asyncio.run(frames(text, markdown=True, earlier=args.earlier)))
+        costs = asyncio.run(frames(text, markdown=True, earlier=args.earlier, counted=counts))
+        frame_count += len(costs)
+        first, last = thirds(costs)
         early.append(first)
         late.append(last)
-        static_late.append(thirds(asyncio.run(frames(text, markdown=False, earlier=0)))[1])
-        following = asyncio.run(frames(text, markdown=False, earlier=0, follow=True))
+        static = asyncio.run(frames(text, markdown=False, earlier=0, counted=[]))
+        static_late.append(thirds(static)[1])
+        following = asyncio.run(frames(text, markdown=False, earlier=0, follow=True, counted=[]))
         following_late.append(thirds(following)[1])
     ms = 1000
     print(f"{len(text)} characters, {FRAME} a frame, {args.earlier} replies above, "
@@ -140,6 +177,9 @@ def main() -> int:
     print(f"one Static following its end (as the chat does), last third: "
           f"{statistics.median(following_late) * ms:.1f} ms")  # fmt: skip
     print(f"agentsh reply, first third: {statistics.median(early) * ms:.1f} ms")
+    layouts = sum(c.layouts for c in counts) / frame_count
+    paints = sum(c.full_paints for c in counts) / frame_count
+    print(f"agentsh reply, per frame: {layouts:.2f} layouts, {paints:.2f} full paints")
     print(f"stream_frame_cpu_late: {statistics.median(late) * ms:.1f} ms")
     return 0
 
