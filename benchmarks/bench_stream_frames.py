@@ -35,10 +35,14 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 import agentsh.tui
-from agentsh.tui.one_pass_layout import OnePassScreen
 from agentsh.tui.projection import AssistantItem
 from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.messages import AssistantMessage
+
+try:
+    from agentsh.tui.one_pass_layout import OnePassScreen as AppScreen  # the app's own screen
+except ImportError:  # a checkout from before it (``bench_stream_rows``'s baseline): Textual's
+    AppScreen = Screen  # type: ignore[assignment,misc]
 
 FRAME = 400
 
@@ -52,7 +56,7 @@ class Host(App[None]):
         self.follow = follow  # the Static's view follows its end, as the chat's does
 
     def get_default_screen(self) -> Screen[None]:
-        return OnePassScreen(id="_default") if self.markdown else Screen(id="_default")
+        return AppScreen(id="_default") if self.markdown else Screen(id="_default")
 
     def compose(self) -> ComposeResult:
         yield ChatView(id="chat") if self.markdown else VerticalScroll(id="chat")
