@@ -34,7 +34,10 @@ class OnePassScreen(Screen[None]):
     _before: tuple[CompositorMap, set[Widget], dict[Widget, tuple[bool, bool]]] | None = None
 
     def _refresh_layout(self, size: Size | None = None, scroll: bool = False) -> None:
-        before = self._compositor._full_map
+        before = getattr(self._compositor, "_full_map", None)
+        if not isinstance(before, dict):  # a Textual whose compositor keeps it otherwise
+            super()._refresh_layout(size, scroll)  # lays out twice, as it always did
+            return
         asked = {w for w in before if w._layout_required or w._repaint_required}
         self._before = (before, asked, {w: _scrollbars(w) for w in before if w.is_scrollable})
         try:
