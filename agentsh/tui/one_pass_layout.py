@@ -6,8 +6,8 @@ stretch. But telling a widget its new size (``Widget._size_updated``) sets its
 requests reach the screen as messages after it has painted, so every layout that moved or
 resized anything was followed by a second layout that moved nothing and a second paint of
 every widget it had moved. While a reply streams every frame resizes the reply and the chat:
-each frame was laid out 2.4 times and painted in full 2.3 times, for one frame on screen
-(``benchmarks/bench_stream_frames.py``).
+each frame was laid out twice and painted in full twice, for one frame on screen; now 1.38
+layouts and one full paint (``benchmarks/bench_stream_frames.py``).
 
 :class:`OnePassScreen` drops, just before the layout's own paint, the requests that layout made
 of the widgets it moved or resized: the paint draws them where they now are. A request made
