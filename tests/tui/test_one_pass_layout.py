@@ -2,8 +2,10 @@
 missed: a scrollbar that comes still re-wraps the text beside it, and the screen shows what a
 fresh paint would.
 
-Counts, not times: each check counts the screen's layouts (``Screen._refresh_layout``) after
-one change has settled, which no load on the machine changes.
+Counts and cells, not times: the screen's layouts (``Screen._refresh_layout``) are counted
+once a change has settled, and the cells painted (every update the compositor rendered,
+applied to a buffer) are compared with the screen painted from scratch; no load on the
+machine changes either.
 """
 
 from __future__ import annotations
