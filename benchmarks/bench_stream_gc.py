@@ -34,14 +34,12 @@ import gc
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchlib import ROOT, json_lines_from, scratch_project
 
 
 class PauseLog:
@@ -124,38 +122,16 @@ def child(runs: int, sessions: int, replies: int) -> None:
     """One process per measurement (``runs`` of them in a row); a JSON line each."""
     sys.path.insert(0, str(Path.cwd()))
     for _ in range(runs):
-        with tempfile.TemporaryDirectory() as tmp:
-            home = Path(tmp)
-            os.environ["AGENTSH_HOME"] = str(home / "agentsh-home")
-            os.environ["AGENTSH_NO_OLLAMA_PROBE"] = "1"
-            project = home / "project"
-            project.mkdir(parents=True)
-            subprocess.run(["git", "init", "-q", str(project)], check=True)
+        with scratch_project() as project:
             result = asyncio.run(one_run(project, sessions, replies))
         print(json.dumps(result), flush=True)
 
 
 def measure(root: Path, sessions: int, replies: int) -> dict[str, float]:
-    env = {**os.environ, "PYTHONPATH": str(root), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     script = str(Path(__file__).resolve())
-    out = subprocess.run(
-        [
-            sys.executable,
-            script,
-            "--child",
-            "1",
-            "--sessions",
-            str(sessions),
-            "--replies",
-            str(replies),
-        ],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return next(json.loads(line) for line in out.splitlines() if line.startswith("{"))
+    args = ("--child", "1", "--sessions", str(sessions), "--replies", str(replies))
+    result: dict[str, float] = json_lines_from(root, script, *args)[0]
+    return result
 
 
 def summary(name: str, results: list[dict[str, float]]) -> str:

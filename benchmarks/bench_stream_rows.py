@@ -21,12 +21,10 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchlib import ROOT, json_lines_from
 
 
 async def frames(above: int) -> tuple[float, int]:
@@ -61,17 +59,8 @@ async def frames(above: int) -> tuple[float, int]:
 
 
 def measure(root: Path, above: int) -> tuple[float, int]:
-    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{ROOT / 'benchmarks'}"}
     script = str(Path(__file__).resolve())
-    out = subprocess.run(
-        [sys.executable, script, "--child", "--above", str(above)],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    cpu, laid_out = json.loads(out.splitlines()[-1])
+    cpu, laid_out = json_lines_from(root, script, "--child", "--above", str(above))[-1]
     return float(cpu), int(laid_out)
 
 

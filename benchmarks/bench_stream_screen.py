@@ -29,17 +29,15 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from agentsh.events import Event
+from benchlib import ROOT, json_lines_from, scratch_project
 
-ROOT = Path(__file__).resolve().parent.parent
+from agentsh.events import Event
 
 
 async def one_run(project: Path, above: int) -> dict[str, float]:
@@ -116,29 +114,14 @@ def child(runs: int, above: int) -> None:
     """One process, ``runs`` measurements; a JSON line each."""
     sys.path.insert(0, str(Path.cwd()))
     for _ in range(runs):
-        with tempfile.TemporaryDirectory() as tmp:
-            home = Path(tmp)
-            os.environ["AGENTSH_HOME"] = str(home / "agentsh-home")
-            os.environ["AGENTSH_NO_OLLAMA_PROBE"] = "1"
-            project = home / "project"
-            project.mkdir(parents=True)
-            subprocess.run(["git", "init", "-q", str(project)], check=True)
+        with scratch_project() as project:
             result = asyncio.run(one_run(project, above))
         print(json.dumps(result), flush=True)
 
 
 def measure(root: Path, runs: int, above: int) -> list[dict[str, float]]:
-    env = {**os.environ, "PYTHONPATH": str(root), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     script = str(Path(__file__).resolve())
-    out = subprocess.run(
-        [sys.executable, script, "--child", str(runs), "--above", str(above)],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return json_lines_from(root, script, "--child", str(runs), "--above", str(above))
 
 
 def summary(name: str, results: list[dict[str, float]]) -> str:

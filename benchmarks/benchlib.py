@@ -14,13 +14,15 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from io import BufferedIOBase
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -70,6 +72,35 @@ def git_project(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     subprocess.run(["git", "init", "-q", str(folder)], check=True)
     return folder
+
+
+@contextmanager
+def scratch_project() -> Iterator[Path]:
+    """This process's agentsh in a throwaway home (no Ollama probe) and an empty git project
+    beside it, for an in-process run: yields the project."""
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        os.environ["AGENTSH_HOME"] = str(home / "agentsh-home")
+        os.environ["AGENTSH_NO_OLLAMA_PROBE"] = "1"
+        yield git_project(home / "project")
+
+
+def json_lines_from(root: Path, script: str, *args: str) -> list[Any]:
+    """Run ``script ARGS`` (a benchmark's child) with this interpreter on the code of the
+    checkout at ``root`` (first on the import path, and the working folder; this checkout's
+    benchmarks next; litellm offline): the JSON lines it printed. How a benchmark measures
+    another checkout (``--baseline``) beside this one, each in a process of its own."""
+    path = os.pathsep.join([str(root), str(ROOT / "benchmarks")])
+    env = {**os.environ, "PYTHONPATH": path, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    out = subprocess.run(
+        [sys.executable, script, *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [json.loads(line) for line in out.splitlines() if line.startswith(("{", "["))]
 
 
 def agentsh_command(*args: str) -> list[str]:
