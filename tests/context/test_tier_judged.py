@@ -23,6 +23,19 @@ from tests.context.conftest import FakeSummarizer, ManagerFactory
 W = 100_000
 
 
+def _make_ran(s: Session, measured: int, call_id: str, output: str) -> None:
+    """The model ran ``make`` in a reply that measured the context at ``measured`` tokens
+    (its input), and the command printed ``output``."""
+    s.append_message(
+        Role.ASSISTANT,
+        "",
+        tool_calls=(ToolCall(call_id, "bash", '{"command": "make"}'),),
+        usage=Usage(input_tokens=measured, output_tokens=20),
+        stop_reason=StopReason.TOOL_CALLS,
+    )
+    s.append_tool_result(call_id, "bash", output)
+
+
 def _session(s: Session, *, answer_chars: int, output_chars: int, turns: int = 18) -> None:
     for i in range(turns):
         add_turn(
@@ -80,15 +93,7 @@ async def test_a_large_output_the_pre_flight_cut_makes_fit_compacts_nothing(
         add_turn(s, f"task {i}", [], f"answer {i} " + "a" * 13_000)
     s.append_message(Role.USER, "run the build")
     measured = make_manager(s, window=32_768).status().used
-    call = ToolCall("c1", "bash", '{"command": "make"}')
-    s.append_message(
-        Role.ASSISTANT,
-        "",
-        tool_calls=(call,),
-        usage=Usage(input_tokens=measured, output_tokens=20),
-        stop_reason=StopReason.TOOL_CALLS,
-    )
-    s.append_tool_result("c1", "bash", "build line\n" * 4_600)  # ~50 KB: ~12.6k tokens
+    _make_ran(s, measured, "c1", "build line\n" * 4_600)  # ~50 KB: ~12.6k tokens
     summarizer = FakeSummarizer()
     events: list[Event] = []
     manager = make_manager(s, window=32_768, summarize=summarizer, events=events)
@@ -120,15 +125,7 @@ async def test_the_after_figure_is_the_request_as_sent_when_a_kept_output_is_cut
         add_turn(s, f"task {i}", [], f"answer {i} " + "a" * 6_000)
     s.append_message(Role.USER, "run the build")
     measured = make_manager(s, window=8_192).status().used
-    call = ToolCall("c1", "bash", '{"command": "make"}')
-    s.append_message(
-        Role.ASSISTANT,
-        "",
-        tool_calls=(call,),
-        usage=Usage(input_tokens=measured, output_tokens=20),
-        stop_reason=StopReason.TOOL_CALLS,
-    )
-    s.append_tool_result("c1", "bash", "build line\n" * 3_600)  # ~40 KB
+    _make_ran(s, measured, "c1", "build line\n" * 3_600)  # ~40 KB
     events: list[Event] = []
     manager = make_manager(s, window=8_192, events=events)
 
@@ -169,15 +166,7 @@ async def test_outputs_a_reply_measured_cut_do_not_make_the_next_request_fit_by_
     s.append_message(Role.USER, "run the builds")
     for k in range(4):
         measured = make_manager(s, window=8_192, auto_compact=False).status().used
-        call = ToolCall(f"c{k}", "bash", '{"command": "make"}')
-        s.append_message(
-            Role.ASSISTANT,
-            "",
-            tool_calls=(call,),
-            usage=Usage(input_tokens=measured, output_tokens=20),
-            stop_reason=StopReason.TOOL_CALLS,
-        )
-        s.append_tool_result(call.id, "bash", "".join(f"{k}-{i} build " for i in range(2_200)))
+        _make_ran(s, measured, f"c{k}", "".join(f"{k}-{i} build " for i in range(2_200)))
     events: list[Event] = []
     manager = make_manager(s, window=8_192, auto_compact=False, events=events)
 
