@@ -102,19 +102,27 @@ class _StubFiles:
         return []
 
 
+@pytest.fixture
+def now(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The key-grace clock, held still until the test moves it (``now[0] += 1.0``: the typing
+    paused); the grace is half a second."""
+    from agentsh.tui import key_grace
+
+    clock = [1000.0]
+    monkeypatch.setattr(key_grace, "clock", lambda: clock[0])
+    monkeypatch.setattr(key_grace, "GRACE_S", 0.5)
+    return clock
+
+
 @pytest.mark.asyncio
 async def test_keys_typed_as_the_question_appears_go_to_the_editor_not_the_answer(
-    make_app: Any, monkeypatch: pytest.MonkeyPatch
+    make_app: Any, now: list[float]
 ) -> None:
     """A sentence typed while the question came up ("yes, and ...") answered it by its y:
     keys until the typing pauses after it appeared are text for the editor."""
-    from agentsh.tui import key_grace
     from agentsh.tui.screens.restore_files import RestoreFilesScreen
     from tests.tui.conftest import fake_of, ready, wait_for
 
-    now = [1000.0]
-    monkeypatch.setattr(key_grace, "clock", lambda: now[0])
-    monkeypatch.setattr(key_grace, "GRACE_S", 0.5)
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(pilot, app)
@@ -138,18 +146,14 @@ async def test_keys_typed_as_the_question_appears_go_to_the_editor_not_the_answe
 
 @pytest.mark.asyncio
 async def test_keys_typed_as_the_branch_question_appears_are_no_answer(
-    make_app: Any, monkeypatch: pytest.MonkeyPatch
+    make_app: Any, now: list[float]
 ) -> None:
     """A "y" typed as the branch-summary question came up started a paid summary: keys until
     the typing pauses after it appeared go to the editor."""
     from agentsh.session.entries import Role, StopReason
-    from agentsh.tui import key_grace
     from agentsh.tui.screens.leave_branch import LeaveBranchScreen
     from tests.tui.conftest import ready, session_of, wait_for
 
-    now = [1000.0]
-    monkeypatch.setattr(key_grace, "clock", lambda: now[0])
-    monkeypatch.setattr(key_grace, "GRACE_S", 0.5)
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await ready(pilot, app)
