@@ -50,6 +50,7 @@ from agentsh.tui.widgets.messages import (
     Welcome,
 )
 from agentsh.tui.widgets.row_window import Row, RowWindow, is_live, serialized
+from agentsh.tui.widgets.steady_containers import AlikeRows
 from agentsh.tui.widgets.tool_block import ToolBlock
 
 __all__ = ["ArchiveLine", "BranchMarker", "ChatView"]
@@ -58,7 +59,7 @@ HIGHLIGHT_S = 2.0  # how long a jumped-to entry stays highlighted
 ARCHIVE_END = "end of the archived turns (enter on the line above hides them)"
 
 
-class ChatView(RowWindow):
+class ChatView(AlikeRows, RowWindow):
     BINDINGS = bindings_for(KeyScope.CHAT)
     DEFAULT_CSS = """
     ChatView > .archive-line { color: $text-muted; padding: 0 1; margin: 0 0 1 0; }

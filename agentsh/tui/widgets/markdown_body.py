@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 from textual.app import ComposeResult
 from textual.content import Content
 
+from agentsh.tui.widgets.steady_containers import AlikeRows, MeasuredArrangement
+
 if TYPE_CHECKING:
     from textual.widget import Widget
     from textual.widgets import Markdown
@@ -154,7 +156,7 @@ def _markdown_class() -> type[Markdown]:
     """The stock ``Markdown`` (it parses off the UI thread), for very long text."""
     from textual.widgets import Markdown
 
-    class AgentshMarkdown(Markdown):
+    class AgentshMarkdown(MeasuredArrangement, AlikeRows, Markdown):
         BLOCKS = _blocks()
 
     return AgentshMarkdown
@@ -169,7 +171,7 @@ def _composed_markdown_class() -> type[Markdown]:
 
     parser = MarkdownIt("gfm-like")  # what the stock widget parses with; shared, it keeps no state
 
-    class ComposedMarkdown(Markdown):
+    class ComposedMarkdown(MeasuredArrangement, AlikeRows, Markdown):
         """``Markdown`` whose blocks are children from the start (streaming and ``update``
         work as in the stock widget: the source and the parsed line count are set)."""
 

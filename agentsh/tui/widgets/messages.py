@@ -36,6 +36,7 @@ from agentsh.tui.projection import TURN_CANCELLED
 from agentsh.tui.status_format import human_tokens
 from agentsh.tui.widgets.block_fold import BlockFold, FoldingView
 from agentsh.tui.widgets.markdown_body import markdown
+from agentsh.tui.widgets.steady_containers import AlikeRows, MeasuredArrangement
 from agentsh.tui.widgets.typing_clock import typing
 
 FLUSH_S = 1 / 10  # streamed text reaches the screen in frames at most this often (10 a second)
@@ -182,7 +183,7 @@ def _frame_cut(text: str, limit: int) -> int:
     return line_end + 1 if line_end > 0 else limit
 
 
-class AssistantMessage(Vertical):
+class AssistantMessage(MeasuredArrangement, AlikeRows, Vertical):
     """A model reply: static from the log, or live with one stream per reply."""
 
     class Painted(Message):
