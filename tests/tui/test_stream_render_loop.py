@@ -10,11 +10,13 @@ that lays out and draws the chat in one stretch longer than 50 ms of CPU does, w
 load: a key pressed then would have waited at least as long.
 
 It fails today and is marked so: Textual lays out and draws the
-chat in one stretch at each streamed frame, and with a reply's blocks on screen that stretch
-takes 45-80 ms of CPU on the shared 2-core machine (reflow 20-33 ms, paint 20-32 ms, for 50-100
-widgets; each frame used to be laid out and painted twice, see
-:mod:`agentsh.tui.one_pass_layout`; issue 16's goal is unmet). Not strict: a quiet run can
-now pass, and a mark that failed the suite then would make CI flaky.
+chat in one stretch at each streamed frame; with a reply's blocks on screen that stretch takes
+26-28 ms of CPU at the median on the shared 2-core machine but up to 43-74 ms (reflow up to 25
+ms, paint up to 39 ms), and 1-16 ticks of a run still come after more than 50 ms (worst 64-82
+ms; each frame used to be laid out and painted twice, see :mod:`agentsh.tui.one_pass_layout`,
+and to measure and draw again what had not changed, see
+:mod:`agentsh.tui.widgets.steady_containers`; issue 16's goal is unmet). Not strict: a quiet
+run can pass, and a mark that failed the suite then would make CI flaky.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ async def streamed(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
 
 @pytest.mark.xfail(
     strict=False,
-    reason="issue 16, unmet: one streamed frame's layout and paint take 45-80 ms of CPU",
+    reason="issue 16, unmet: one streamed frame's layout and paint take up to 43-74 ms of CPU",
 )
 async def test_painting_a_streamed_markdown_reply_never_holds_the_ui_loop(
     make_app: MakeApp,
