@@ -43,9 +43,18 @@ _HEIGHT_FREE = frozenset({Unit.CELLS, Unit.AUTO, Unit.WIDTH, Unit.VIEW_WIDTH, Un
 class MeasuredArrangement(_Mixin):
     """A vertical container of ``auto`` height, placing its children as it measured them."""
 
+    # The measuring arrangement last found to place the children as Textual would: Textual
+    # makes a new one whenever a child comes, goes or asks for a layout (a change of its
+    # height or display does), so the children are looked at again only then, not at every
+    # call (a frame asks for a reply's arrangement dozens of times).
+    _placing: DockArrangeResult | None = None
+
     def arrange(self, size: Size, optimal: bool = False) -> DockArrangeResult:
-        if size.height and self._measured_is_placed():
-            size = Size(size.width, 0)  # the measuring arrangement, cached since the measure
+        if size.height and self.styles.is_auto_height:
+            measured = super().arrange(Size(size.width, 0), optimal)  # cached since the measure
+            if measured is self._placing or self._measured_is_placed():
+                self._placing = measured
+                return measured
         return super().arrange(size, optimal)
 
     def _measured_is_placed(self) -> bool:
