@@ -5,7 +5,8 @@ returns is compared, segment by segment, with the rows Textual's own ``render_li
 for borders, padding, tints and crops that cut the edges. :class:`MeasuredArrangement` places
 children with the arrangement that measured the container: its placements are compared with
 Textual's at the container's real size, it steps aside when a child's height depends on the
-container's, and a block that grows no longer re-measures its siblings (counted, not timed).
+container's, a block that grows no longer re-measures its siblings, and the children are looked
+at again only when they changed (counted, not timed).
 The streamed reply in the real app is checked cell by cell in ``test_one_pass_layout``.
 """
 
@@ -190,3 +191,33 @@ async def test_a_growing_block_does_not_remeasure_its_siblings(
 ) -> None:
     assert await remeasured_when_the_last_block_grows(Auto, monkeypatch) >= 40
     assert await remeasured_when_the_last_block_grows(Column, monkeypatch) <= 3
+
+
+async def test_the_children_are_looked_at_again_only_when_they_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    app = Blocks(column_of(Column))
+    async with app.run_test(size=(60, 20)) as pilot:
+        await pilot.pause()
+        column = app.query_one(Column)
+        looks = 0
+        look = Column._measured_is_placed
+
+        def counted(self: Column) -> bool:
+            nonlocal looks
+            looks += 1
+            return look(self)
+
+        monkeypatch.setattr(Column, "_measured_is_placed", counted)
+        size = column.content_region.size
+        for _ in range(10):
+            column.arrange(size)
+        assert looks <= 1
+        looks = 0
+        column.query(".block").last().update("grown\ngrown")  # type: ignore[attr-defined]
+        await pilot.pause()
+        assert looks >= 1  # laid out again: a new arrangement, looked at
+        looks = 0
+        for _ in range(10):
+            column.arrange(column.content_region.size)
+        assert looks == 0
