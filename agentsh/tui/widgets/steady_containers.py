@@ -59,23 +59,17 @@ class MeasuredArrangement(_Mixin):
         return super().arrange(size, optimal)
 
     def _measured_is_placed(self) -> bool:
-        styles = self.styles
-        if not styles.is_auto_height or styles.layout is None or styles.layout.name != "vertical":
+        """A vertical layout, and no shown child sized or docked by the container's height
+        (the container's own ``auto`` height is checked by :meth:`arrange`)."""
+        layout = self.styles.layout
+        if layout is None or layout.name != "vertical":
             return False
         for child in self._nodes:
             if not child.display:
                 continue
-            child_styles = child.styles
-            if child_styles.is_docked or child_styles.is_split:
-                return False
-            if not all(
-                _height_free(scalar)
-                for scalar in (
-                    child_styles.height,
-                    child_styles.min_height,
-                    child_styles.max_height,
-                )
-            ):
+            styles = child.styles
+            heights = (styles.height, styles.min_height, styles.max_height)
+            if styles.is_docked or styles.is_split or not all(map(_height_free, heights)):
                 return False
         return True
 
