@@ -13,7 +13,8 @@ endpoint (``benchlib.PacedServer``: chunk i leaves at its due time):
 Each round, for each program in turn: a message starts the reply; once its first word is on
 screen, single characters are typed into the editor one at a time, each polled (capture-pane)
 until the editor shows it: the time from send-keys to screen is one latency sample. Typing goes
-on until the reply's last word is on screen. Separate quiet rounds (no typing) measure the CPU
+on until the reply's last word is on screen (the editor is cleared every :data:`LINE_KEYS` keys,
+before its line would wrap). Separate quiet rounds (no typing) measure the CPU
 time of the program's process tree per streamed token, and how long after the server sent the
 last chunk the last word was on screen (polled every 5 ms). Medians over rounds; p50/p99 over
 all keystroke samples. Goals (issue 16): agentsh's p99 under 100 ms and at most half the bare
@@ -53,6 +54,7 @@ TOKENS = 2000
 TOKENS_PER_SECOND = 1000
 # The typed keys: letters the streamed text never uses, so the editor line is unambiguous.
 KEYS = "zqxj"
+LINE_KEYS = 60  # keys typed on one editor line (narrower than both editors), then it is cleared
 
 BARE_APP = """
 import json
@@ -217,6 +219,9 @@ def typing_round(program: Program, server: NumberedServer) -> list[float]:
     typed = ""
     done = False
     while not done:
+        if len(typed) == LINE_KEYS:  # before the editor wraps the line: start it again
+            clear_editor(program, typed)
+            typed = ""
         typed += KEYS[len(typed) % len(KEYS)]
         start = time.perf_counter()
         pane.type(typed[-1])
@@ -229,9 +234,13 @@ def typing_round(program: Program, server: NumberedServer) -> list[float]:
                 raise TimeoutError(f"{program.name}: {typed!r} never appeared")
         samples.append(time.perf_counter() - start)
     time.sleep(0.5)
-    pane.send(*["BSpace"] * len(typed))  # clear the editor for the next round
-    pane.wait_for(lambda s: typed[:2] not in program.editor(s), timeout=30)
+    clear_editor(program, typed)  # for the next round
     return samples
+
+
+def clear_editor(program: Program, typed: str) -> None:
+    program.pane.send(*["BSpace"] * len(typed))
+    program.pane.wait_for(lambda s: typed[:2] not in program.editor(s), timeout=30)
 
 
 def main() -> int:

@@ -157,9 +157,9 @@ class AgentshApp(App[None]):
     # -- layout -------------------------------------------------------------------------------
 
     def get_default_screen(self) -> Screen[None]:
-        from agentsh.tui.one_pass_layout import OnePassScreen
+        from agentsh.tui.echo_first import EchoFirstScreen
 
-        return OnePassScreen(id="_default")
+        return EchoFirstScreen(id="_default")
 
     def compose(self) -> ComposeResult:
         settings = self.env.settings.tui

@@ -1,6 +1,7 @@
 """When the user last typed into the editor (a key, or text the App put there for them).
 
-A streamed reply reads it to choose how long its frames rest and how much each takes
+The screen reads it to paint a key's echo at once (:mod:`agentsh.tui.echo_first`). A streamed
+reply reads it to choose how long its frames rest and how much each takes
 (:mod:`agentsh.tui.widgets.messages`): while the user types, the UI loop is left to their keys
 for three times as long as a frame took, and a frame appends a bounded share; while nobody
 types, the rest is short and a frame takes all that arrived, so the reply is painted as fast
@@ -28,6 +29,12 @@ def message_sent() -> None:
     paint at a quarter of the UI loop: at load 10-18 that put it seconds behind its stream.)"""
     global _last_key
     _last_key = float("-inf")
+
+
+def last_key() -> float:
+    """When (``time.monotonic()``) a key was last typed into the editor; -inf if none was
+    since the last message sent."""
+    return _last_key
 
 
 def typing() -> bool:
