@@ -14,13 +14,17 @@ Each round, for each program in turn: a message starts the reply; once its first
 screen, single characters are typed into the editor one at a time, each polled (capture-pane)
 until the editor shows it: the time from send-keys to screen is one latency sample. Typing goes
 on until the reply's last word is on screen (the editor is cleared every :data:`LINE_KEYS` keys,
-before its line would wrap). Separate quiet rounds (no typing) measure the CPU
-time of the program's process tree per streamed token, and how long after the server sent the
-last chunk the last word was on screen (polled every 5 ms). Medians over rounds; p50/p99 over
-all keystroke samples. Goals (issue 16): agentsh's p99 under 100 ms and at most half the bare
+before its line would wrap), and how long that came after the last chunk is printed too:
+keys typed back to back, about 50 a second, are the most a program's frames must give way
+to (``--key-gap`` spaces them). Separate quiet rounds (no typing) measure the CPU time of the
+program's process tree per streamed token, and how long after the server sent the last chunk
+the last word was on screen (polled every 5 ms). Medians over rounds; p50/p99 over all
+keystroke samples. Goals (issue 16): agentsh's p99 under 100 ms and at most half the bare
 app's; the last word on screen within 100 ms of the last chunk.
 
-    .venv/bin/python benchmarks/bench_stream_keys.py [--rounds 4]
+    .venv/bin/python benchmarks/bench_stream_keys.py [--rounds 4] [--key-gap 0.1]
+
+``--key-gap``: typed at a person's pace instead (about 8 keys a second at 0.1).
 
 The last line is ``stream_keystroke_p99: <agentsh p99> ms``.
 """
@@ -204,8 +208,12 @@ def quiet_round(program: Program, server: NumberedServer, tokens: float) -> tupl
     return cpu / tokens * 1000, shown - server.sent_last
 
 
-def typing_round(program: Program, server: NumberedServer) -> list[float]:
-    """Latencies (seconds) of keys typed while the reply streams."""
+def typing_round(
+    program: Program, server: NumberedServer, gap_s: float = 0.0
+) -> tuple[list[float], float]:
+    """Latencies (seconds) of keys typed while the reply streams, each ``gap_s`` after the
+    last one showed, and seconds from the last chunk sent to the last word shown while they
+    were typed."""
     pane = program.pane
     number = server.count + 1
     end = server.end(number)
@@ -233,9 +241,11 @@ def typing_round(program: Program, server: NumberedServer) -> list[float]:
             if time.perf_counter() - start > 10:
                 raise TimeoutError(f"{program.name}: {typed!r} never appeared")
         samples.append(time.perf_counter() - start)
+        time.sleep(gap_s)
+    shown = time.perf_counter()
     time.sleep(0.5)
     clear_editor(program, typed)  # for the next round
-    return samples
+    return samples, shown - server.sent_last
 
 
 def clear_editor(program: Program, typed: str) -> None:
@@ -246,6 +256,9 @@ def clear_editor(program: Program, typed: str) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument(
+        "--key-gap", type=float, default=0.0, help="seconds between a key shown and the next"
+    )
     args = parser.parse_args()
     if not tmux_available():
         print("tmux is not installed", file=sys.stderr)
@@ -256,6 +269,7 @@ def main() -> int:
     keys: dict[str, list[float]] = {"bare": [], "agentsh": []}
     cpu: dict[str, list[float]] = {"bare": [], "agentsh": []}
     lag: dict[str, list[float]] = {"bare": [], "agentsh": []}
+    typing_lag: dict[str, list[float]] = {"bare": [], "agentsh": []}
     try:
         with tempfile.TemporaryDirectory() as tmp_name:
             tmp = Path(tmp_name)
@@ -280,7 +294,9 @@ def main() -> int:
                         c, lagged = quiet_round(program, server, tokens)
                         cpu[program.name].append(c)
                         lag[program.name].append(lagged)
-                        keys[program.name] += typing_round(program, server)
+                        samples, lagged = typing_round(program, server, args.key_gap)
+                        keys[program.name] += samples
+                        typing_lag[program.name].append(lagged)
     finally:
         server.close()
     print(f"{args.rounds} rounds; reply of {tokens:.0f} tokens at {TOKENS_PER_SECOND} tokens/s")
@@ -290,7 +306,8 @@ def main() -> int:
               f"p99 {percentile(samples, 99):6.0f} ms   max {max(samples):6.0f} ms   "
               f"({len(samples)} keys)")  # fmt: skip
         print(f"{'':8s} CPU {statistics.median(cpu[name]):.2f} s per 1k tokens   last word "
-              f"{statistics.median(lag[name]) * 1000:5.0f} ms after the last chunk")  # fmt: skip
+              f"{statistics.median(lag[name]) * 1000:5.0f} ms after the last chunk "
+              f"({statistics.median(typing_lag[name]):.1f} s while keys were typed)")  # fmt: skip
     a99 = percentile([s * 1000 for s in keys["agentsh"]], 99)
     b99 = percentile([s * 1000 for s in keys["bare"]], 99)
     print(f"stream_keystroke_p99_ratio: {a99 / b99:.2f} x")

@@ -107,6 +107,8 @@ async def test_frames_leave_the_ui_loop_to_keys_however_slow_the_machine(
     monkeypatch.setattr(messages, "time", SimpleNamespace(monotonic=lambda: clock[0]))
     typing = [True]
     monkeypatch.setattr(messages, "typing", lambda: typing[0])
+    monkeypatch.setattr(messages, "last_key", lambda: float("-inf"))  # no pace: no pauses
+    monkeypatch.setattr(messages, "key_gap", lambda: 0.0)
     app = Host()
     async with app.run_test(size=(100, 30)) as pilot:
         reply = app.query_one(AssistantMessage)
@@ -123,6 +125,7 @@ async def test_frames_leave_the_ui_loop_to_keys_however_slow_the_machine(
         await wait_for(pilot, lambda: reply.body.source == "first words" and not reply._drawing)
         await reply.append(" more")  # in the same beat: it waits for the next one
         assert delays[-1] == pytest.approx(messages.FLUSH_S)
+        clock[0] += messages.FLUSH_S  # (the timer waits in real time; the frame reads this)
         await wait_for(pilot, lambda: reply.body.source.endswith("more") and not reply._drawing)
 
         paint = reply._paint_frame
@@ -136,9 +139,12 @@ async def test_frames_leave_the_ui_loop_to_keys_however_slow_the_machine(
         await reply.append(" and then")
         assert delays[-1] == messages.FRAME_GAP_S
         await wait_for(pilot, lambda: reply.body.source.endswith("then") and not reply._drawing)
-        await reply.append(" some")
-        assert delays[-1] == pytest.approx(0.3 * messages.PAINT_REST)  # the user types
+        await reply.append(" some")  # the user types, and leaves no pause a frame fits in
+        assert reply._latest_frame == pytest.approx(clock[0] + 0.3 * messages.PAINT_REST)
         assert messages.PAINT_REST >= 2  # frames take at most a third of the loop
+        await pilot.pause(0.1)
+        assert not reply.body.source.endswith("some")  # (this clock stands still meanwhile)
+        clock[0] += 0.3 * messages.PAINT_REST
         await wait_for(pilot, lambda: reply.body.source.endswith("some") and not reply._drawing)
 
         typing[0] = False  # nobody types: a slow frame rests no longer than a beat
@@ -254,3 +260,76 @@ async def test_the_message_sent_is_not_typing(make_app: MakeApp) -> None:
         assert not typing_clock.typing()
         await pilot.press("x")  # typing again (during the reply) counts again
         assert typing_clock.typing()
+
+
+async def test_the_users_pace_is_the_time_between_their_keys(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The median gap between keys; the editor's text changing after a key (or put there by
+    the App) moves the clock but is no key, so it does not halve the pace; a message sent,
+    or a break longer than a second, starts the pace again."""
+    from agentsh.tui.widgets import typing_clock
+
+    now = [1_000.0]
+    monkeypatch.setattr(typing_clock.time, "monotonic", lambda: now[0])
+    typing_clock.message_sent()
+    assert typing_clock.key_gap() == 0.0
+    for gap in (0.0, 0.12, 0.10, 0.30, 0.11):
+        now[0] += gap
+        typing_clock.key_typed()
+        now[0] += 0.004
+        typing_clock.text_typed()  # the change the key made
+        now[0] -= 0.004
+    assert typing_clock.key_gap() == pytest.approx(0.115)
+    assert typing_clock.last_key() == pytest.approx(now[0] + 0.004)
+    now[0] += 5.0  # a break
+    typing_clock.key_typed()
+    assert typing_clock.key_gap() == pytest.approx(0.115)  # the break is no gap
+    typing_clock.message_sent()
+    assert typing_clock.key_gap() == 0.0 and not typing_clock.typing()
+
+
+@pytest.mark.parametrize(
+    ("since_key", "gap", "latest_in", "waits"),
+    [
+        (0.030, 0.500, 10.0, False),  # a person's pace: the next key is not due for a while
+        (0.001, 0.500, 10.0, True),  # just typed: its echo is painted first
+        (0.030, 0.020, 10.0, True),  # keys back to back: no pause holds a frame
+        (0.030, 0.060, 10.0, True),  # the next key is due before a frame like the last ends
+        (0.030, 0.020, -1.0, False),  # ... but the latest a frame may start has come
+    ],
+)
+async def test_a_frame_waits_for_a_pause_between_keys(
+    monkeypatch: pytest.MonkeyPatch, since_key: float, gap: float, latest_in: float, waits: bool
+) -> None:
+    """While the user types, a frame (the last took 50 ms) starts in a pause between keys
+    that it fits in, or when the rest after the last frame is over. Stepped once: whether it
+    waits (sleeps) or returns is the decision, not a time."""
+    from agentsh.tui.widgets import messages
+
+    now = time.monotonic()
+    monkeypatch.setattr(messages, "typing", lambda: True)
+    monkeypatch.setattr(messages, "last_key", lambda: now - since_key)
+    monkeypatch.setattr(messages, "key_gap", lambda: gap)
+    reply = AssistantMessage(live=True)
+    reply._frame_took = 0.05
+    reply._latest_frame = now + latest_in
+    pause = reply._pause_between_keys()
+    try:
+        pause.send(None)
+    except StopIteration:
+        assert not waits
+    else:
+        assert waits
+    finally:
+        pause.close()
+
+
+async def test_nobody_typing_a_frame_does_not_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentsh.tui.widgets import messages
+
+    monkeypatch.setattr(messages, "typing", lambda: False)
+    reply = AssistantMessage(live=True)
+    reply._latest_frame = time.monotonic() + 10
+    with pytest.raises(StopIteration):
+        reply._pause_between_keys().send(None)

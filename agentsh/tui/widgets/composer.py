@@ -29,7 +29,7 @@ from textual.widgets.option_list import Option
 
 from agentsh.tui.file_list import rank
 from agentsh.tui.keys import spec
-from agentsh.tui.widgets.typing_clock import key_typed, message_sent
+from agentsh.tui.widgets.typing_clock import key_typed, message_sent, text_typed
 
 _AT_WORD = re.compile(r"(?:^|\s)@([^\s@]*)$")
 MENU_ROWS = 8
@@ -306,7 +306,7 @@ class PromptInput(TextArea):
     @on(TextArea.Changed)
     def _update_completions(self) -> None:
         if self.text:  # (cleared by a send: not a key)
-            key_typed()  # also a key the App typed in for the user (the editor not focused)
+            text_typed()  # also a key the App typed in for the user (the editor not focused)
         if self.menu is None:
             return
         self._menu_for = (self.text, self.cursor_location)

@@ -37,7 +37,7 @@ from agentsh.tui.status_format import human_tokens
 from agentsh.tui.widgets.block_fold import BlockFold, FoldingView
 from agentsh.tui.widgets.markdown_body import markdown
 from agentsh.tui.widgets.steady_containers import AlikeRows, MeasuredArrangement
-from agentsh.tui.widgets.typing_clock import typing
+from agentsh.tui.widgets.typing_clock import key_gap, last_key, typing
 
 FLUSH_S = 1 / 10  # streamed text reaches the screen in frames at most this often (10 a second)
 # The most of the UI loop frames may take: after a frame, the loop is left to keys (and the
@@ -65,6 +65,15 @@ FRAME_CHARS = 8_000
 # waited as long (keystroke p99 182-199 ms; 115-119 ms at 400, in the same runs).
 TYPING_FRAME_CHARS = 400
 FRAME_GAP_S = 0.005  # between the frames that paint what is left when a reply ends
+# While the user types, a frame starts in a pause between two keys, when one is long enough:
+# at least this long after the last key (its echo is painted first), and when, at the user's
+# pace, the next key is not due before a frame as long as the last one would end. Until then
+# it waits, looking again every PAUSE_POLL_S, but no longer than the rest above allows: keys
+# typed back to back leave no such pause. With the rest alone, a reply streamed at 1,000
+# tokens/s while a person typed (about 8 keys a second) showed its last word 7.4-8.0 s after
+# its last chunk; 3.8-4.2 s now (5.8-7.3 s when the frame had to fit half as long again).
+ECHO_WAIT_S = 0.015
+PAUSE_POLL_S = 0.01
 
 if TYPE_CHECKING:
     from textual.timer import Timer
@@ -212,6 +221,8 @@ class AssistantMessage(MeasuredArrangement, AlikeRows, Vertical):
         self._painting = asyncio.Lock()  # one append at a time: each parses from the last
         self._drawing = False  # a frame is appended and not yet on screen
         self._next_frame = 0.0  # the monotonic time before which no frame starts
+        self._latest_frame = 0.0  # ... and by which one starts, pause between keys or not
+        self._frame_took = 0.0  # seconds the last frame took, append to screen
         self._thinking_chars = 0
         self.fold = BlockFold()
         self.folded_whole = False  # every block but the last is folded away
@@ -307,6 +318,8 @@ class AssistantMessage(MeasuredArrangement, AlikeRows, Vertical):
         self._drawing = True
         started = time.monotonic()
         try:
+            await self._pause_between_keys()
+            started = time.monotonic()
             await self._paint_frame(TYPING_FRAME_CHARS if typing() else FRAME_CHARS)
         finally:
             # Most of a frame's cost is the layout and render that follow the append: the
@@ -316,15 +329,27 @@ class AssistantMessage(MeasuredArrangement, AlikeRows, Vertical):
     def _frame_done(self, started: float) -> None:
         """The frame is on screen: the next one waits for the beat, and for long enough that
         painting takes at most :data:`PAINT_SHARE` of the UI loop (a slow or busy machine
-        paints fewer, larger frames instead of leaving keys waiting behind a queue of them)."""
+        paints fewer, larger frames instead of leaving keys waiting behind a queue of them);
+        while the user types, it may come sooner, in a pause between keys."""
         now = time.monotonic()
         self._drawing = False
-        rest = (now - started) * PAINT_REST
+        self._frame_took = now - started
+        rest = self._frame_took * PAINT_REST
         if not typing():
             rest = min(rest, REST_MAX_S)
-        self._next_frame = max(started + FLUSH_S, now + rest)
+        self._latest_frame = max(started + FLUSH_S, now + rest)
+        self._next_frame = started + FLUSH_S if typing() else self._latest_frame
         if self._unsent:
             self._schedule()
+
+    async def _pause_between_keys(self) -> None:
+        """While the user types, wait for a pause between keys that a frame fits in, or for
+        the latest a frame may start."""
+        while typing() and (now := time.monotonic()) < self._latest_frame:
+            since_key = now - last_key()
+            if since_key >= ECHO_WAIT_S and key_gap() - since_key >= self._frame_took:
+                return
+            await asyncio.sleep(min(PAUSE_POLL_S, self._latest_frame - now))
 
     async def _paint_frame(self, limit: int = FRAME_CHARS) -> bool:
         """Append what arrived since the last frame, up to ``limit`` characters; True if some
@@ -347,10 +372,10 @@ class AssistantMessage(MeasuredArrangement, AlikeRows, Vertical):
         in between frames: each frame is on screen (laid out and rendered) before the next is
         appended, so no two frames' layouts add up to one long stall. While nobody types, at
         once: up to :data:`FRAME_CHARS` a frame, :data:`FRAME_GAP_S` apart. While the user
-        types, as while the reply streamed: frames of :data:`TYPING_FRAME_CHARS` that leave
-        the loop to the keys three times as long as they took (a reply that ended with
-        thousands of characters unpainted was painted in frames of 8,000, each a stall of
-        a tenth of a second or more for the key typed then)."""
+        types, as while the reply streamed: frames of :data:`TYPING_FRAME_CHARS`, each in a
+        pause between keys or after three times as long as the last one took (a reply that
+        ended with thousands of characters unpainted was painted in frames of 8,000, each a
+        stall of a tenth of a second or more for the key typed then)."""
         while self._unsent:
             started = time.monotonic()
             await self._paint_frame(TYPING_FRAME_CHARS if typing() else FRAME_CHARS)
@@ -358,8 +383,11 @@ class AssistantMessage(MeasuredArrangement, AlikeRows, Vertical):
                 if self.is_running:  # bounded: a widget being removed is not refreshed again
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self.wait_for_refresh(), FLUSH_S * 5)
-                took = time.monotonic() - started
-                await asyncio.sleep(took * PAINT_REST if typing() else FRAME_GAP_S)
+                now = time.monotonic()
+                self._frame_took = now - started
+                self._latest_frame = now + self._frame_took * PAINT_REST
+                await asyncio.sleep(FRAME_GAP_S)
+                await self._pause_between_keys()
 
     def add_thinking(self, fragment: str) -> None:
         self._thinking_chars += len(fragment)

@@ -11,14 +11,30 @@ typing (:func:`message_sent`). One clock per process: there is one screen.
 
 from __future__ import annotations
 
+import statistics
 import time
+from collections import deque
 
 TYPING_S = 1.0  # a key this recent means the user is typing
+GAPS_KEPT = 8  # the pace is the median of this many gaps between keys
 
 _last_key = float("-inf")
+_last_pressed = float("-inf")  # the last key itself (not the text it changed)
+_gaps: deque[float] = deque(maxlen=GAPS_KEPT)  # seconds between keys, while typing
 
 
 def key_typed() -> None:
+    """A key was typed into the editor: the clock, and the user's pace."""
+    global _last_key, _last_pressed
+    now = time.monotonic()
+    if now - _last_pressed < TYPING_S:
+        _gaps.append(now - _last_pressed)
+    _last_key = _last_pressed = now
+
+
+def text_typed() -> None:
+    """The editor's text changed: after a key (a few milliseconds after it), or the App
+    typed it in for the user. The clock, not the pace."""
     global _last_key
     _last_key = time.monotonic()
 
@@ -27,8 +43,15 @@ def message_sent() -> None:
     """The editor sent its message: the user now waits for the reply, they are not typing.
     (The Enter that sent it, and the keys before it, made the first second of every reply
     paint at a quarter of the UI loop: at load 10-18 that put it seconds behind its stream.)"""
-    global _last_key
-    _last_key = float("-inf")
+    global _last_key, _last_pressed
+    _last_key = _last_pressed = float("-inf")
+    _gaps.clear()
+
+
+def key_gap() -> float:
+    """The user's pace: the median seconds between two of their last keys (0 until two
+    keys were typed in a row)."""
+    return statistics.median(_gaps) if _gaps else 0.0
 
 
 def last_key() -> float:
