@@ -268,10 +268,12 @@ async def test_the_users_pace_is_the_time_between_their_keys(
     """The median gap between keys; the editor's text changing after a key (or put there by
     the App) moves the clock but is no key, so it does not halve the pace; a message sent,
     or a break longer than a second, starts the pace again."""
+    from types import SimpleNamespace
+
     from agentsh.tui.widgets import typing_clock
 
     now = [1_000.0]
-    monkeypatch.setattr(typing_clock.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(typing_clock, "time", SimpleNamespace(monotonic=lambda: now[0]))
     typing_clock.message_sent()
     assert typing_clock.key_gap() == 0.0
     for gap in (0.0, 0.12, 0.10, 0.30, 0.11):
