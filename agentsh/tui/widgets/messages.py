@@ -2,9 +2,10 @@
 
 A streaming assistant reply paints in frames: fragments are gathered and appended to its
 markdown body at most every :data:`FLUSH_S` (each frame mounts the new blocks, then relays out
-and repaints the screen: most of a frame's cost is Textual's), and after a frame the UI loop is
-left to keys for three times as long as the frame took while the user types, so painting
-then takes at most a quarter of it however slow or busy the machine is; while nobody types,
+and repaints the screen: most of a frame's cost is Textual's). While the user types, a frame
+starts in a pause between keys that it fits in, and at the latest after the UI loop was left
+to keys for three times as long as the last frame took, so painting then takes at most a
+quarter of it however slow or busy the machine is; while nobody types,
 the rest is at most :data:`REST_MAX_S`, so the reply keeps up with the stream. A frame takes
 all the text that has arrived, up to :data:`FRAME_CHARS` (:data:`TYPING_FRAME_CHARS` while the
 user types): only a burst is painted over several frames, each on screen before the next, with
