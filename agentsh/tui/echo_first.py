@@ -5,8 +5,8 @@ screen's next update (up to 17 ms, and 30 ms behind a busy loop). And an update 
 stretch: when a layout is pending it lays the whole screen out, then paints everything that
 changed, the editor's new character with the rest. While a reply streams, each frame mounts
 blocks and asks for a layout; a key typed meanwhile reached the terminal only after that
-layout and its paint (40-130 ms of CPU on the shared 2-core machine), so the keys that met a
-frame were the slowest ones typed.
+layout and its paint (50-130 ms on the shared 2-core machine at load 1-2), so the keys that
+met a frame were the slowest ones typed.
 
 :class:`EchoFirstScreen` paints the focused widget alone, from the layout on screen, as soon
 as its request to be painted arrives within :data:`ECHO_S` of a key typed into the editor,

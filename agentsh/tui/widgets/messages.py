@@ -70,9 +70,10 @@ FRAME_GAP_S = 0.005  # between the frames that paint what is left when a reply e
 # at least this long after the last key (its echo is painted first), and when, at the user's
 # pace, the next key is not due before a frame as long as the last one would end. Until then
 # it waits, looking again every PAUSE_POLL_S, but no longer than the rest above allows: keys
-# typed back to back leave no such pause. With the rest alone, a reply streamed at 1,000
-# tokens/s while a person typed (about 8 keys a second) showed its last word 7.4-8.0 s after
-# its last chunk; 3.8-4.2 s now (5.8-7.3 s when the frame had to fit half as long again).
+# typed back to back leave no such pause. With the rest alone (and frames of 400), a reply
+# streamed at 1,000 tokens/s while a person typed (about 8 keys a second) showed its last word
+# 7.4-8.0 s after its last chunk; 2.0-2.9 s now (bench_stream_keys --key-gap 0.1; frames of
+# 1,600 and no pauses: 0.3-0.4 s, but keystroke p99 268-292 ms against 67-83 ms now).
 ECHO_WAIT_S = 0.015
 PAUSE_POLL_S = 0.01
 

@@ -1,9 +1,10 @@
 """When the user last typed into the editor (a key, or text the App put there for them).
 
 The screen reads it to paint a key's echo at once (:mod:`agentsh.tui.echo_first`). A streamed
-reply reads it to choose how long its frames rest and how much each takes
-(:mod:`agentsh.tui.widgets.messages`): while the user types, the UI loop is left to their keys
-for three times as long as a frame took, and a frame appends a bounded share; while nobody
+reply reads it, and the user's pace (:func:`key_gap`), to choose when its frames start and
+how much each takes (:mod:`agentsh.tui.widgets.messages`): while the user types, a frame
+starts in a pause between keys it fits in, or once the UI loop was left to their keys for
+three times as long as the last frame took, and a frame appends a bounded share; while nobody
 types, the rest is short and a frame takes all that arrived, so the reply is painted as fast
 as it comes even on a machine where one frame takes half a second. Sending a message ends the
 typing (:func:`message_sent`). One clock per process: there is one screen.
