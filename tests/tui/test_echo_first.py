@@ -111,15 +111,21 @@ class Status(Widget):
         return self.text
 
 
-async def one_update(pilot: Pilot[None], change: Any) -> list[tuple[str, set[int]]]:
-    """Type "z" into the focused editor and make ``change``; both reach the screen before
-    either is painted. The screen's paints and layouts until all is settled."""
+async def focused_editor(pilot: Pilot[None]) -> tuple[Host, TextArea]:
+    """The host with its editor focused, all settled, and no update logged yet."""
     app = pilot.app
     assert isinstance(app, Host)
     editor = app.query_one("#editor", TextArea)
     editor.focus()
     await settled(pilot)
     app.updates.clear()
+    return app, editor
+
+
+async def one_update(pilot: Pilot[None], change: Any) -> list[tuple[str, set[int]]]:
+    """Type "z" into the focused editor and make ``change``; both reach the screen before
+    either is painted. The screen's paints and layouts until all is settled."""
+    app, editor = await focused_editor(pilot)
     with app.batch_update():
         editor.insert("z")
         await change(app)
@@ -218,12 +224,7 @@ async def test_a_layout_that_may_move_the_editor_comes_first(change: Any) -> Non
 
 async def typed_alone(pilot: Pilot[None], typed: bool) -> list[tuple[str, set[int]]]:
     """Insert "z" into the focused editor, nothing else pending; ``typed``: as a key typed."""
-    app = pilot.app
-    assert isinstance(app, Host)
-    editor = app.query_one("#editor", TextArea)
-    editor.focus()
-    await settled(pilot)
-    app.updates.clear()
+    app, editor = await focused_editor(pilot)
     if typed:
         typing_clock.key_typed()
     editor.insert("z")
