@@ -225,7 +225,7 @@ def typing_round(
         time.sleep(0.005)
     samples: list[float] = []
     typed = ""
-    done = False
+    done, shown = False, 0.0
     while not done:
         if len(typed) == LINE_KEYS:  # before the editor wraps the line: start it again
             clear_editor(program, typed)
@@ -235,14 +235,14 @@ def typing_round(
         pane.type(typed[-1])
         while True:
             screen = pane.screen()
-            done = done or end in screen
+            if not done and end in screen:
+                done, shown = True, time.perf_counter()
             if typed in program.editor(screen):
                 break
             if time.perf_counter() - start > 10:
                 raise TimeoutError(f"{program.name}: {typed!r} never appeared")
         samples.append(time.perf_counter() - start)
         time.sleep(gap_s)
-    shown = time.perf_counter()
     time.sleep(0.5)
     clear_editor(program, typed)  # for the next round
     return samples, shown - server.sent_last
