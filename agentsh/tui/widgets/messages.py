@@ -72,8 +72,8 @@ FRAME_GAP_S = 0.005  # between the frames that paint what is left when a reply e
 # it waits, looking again every PAUSE_POLL_S, but no longer than the rest above allows: keys
 # typed back to back leave no such pause. With the rest alone (and frames of 400), a reply
 # streamed at 1,000 tokens/s while a person typed (about 8 keys a second) showed its last word
-# 7.4-8.0 s after its last chunk; 2.0-2.9 s now (bench_stream_keys --key-gap 0.1; frames of
-# 1,600 and no pauses: 0.3-0.4 s, but keystroke p99 268-292 ms against 67-83 ms now).
+# 7.4-8.0 s after its last chunk; 2.0-3.3 s now (bench_stream_keys --key-gap 0.1; frames of
+# 1,600 and no pauses: 0.3-0.4 s, but keystroke p99 240-314 ms against 67-93 ms now).
 ECHO_WAIT_S = 0.015
 PAUSE_POLL_S = 0.01
 
