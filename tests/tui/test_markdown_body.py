@@ -1,9 +1,10 @@
-"""Message bodies draw lists as Textual's stock ``Markdown`` does, with a widget fewer per item.
+"""Message bodies draw lists as Textual's stock ``Markdown`` does, with one widget per item.
 
 A stock list item is a row holding its bullet and a column holding its blocks; an item made
-of one paragraph (nearly every item a model writes) is that paragraph beside its bullet here.
-Each frame of a streamed reply lays out what is on screen again, and lists were most of a
-reply's widgets: the cells drawn must be the same, only the widgets fewer.
+of one paragraph (nearly every item a model writes) is that paragraph alone here, its bullet
+drawn in its left padding. Each frame of a streamed reply lays out what is on screen again,
+and lists were most of a reply's widgets: the cells drawn must be the same, only the widgets
+fewer.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 import pytest
 from rich.style import Style
 from textual.app import App, ComposeResult
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.selection import SELECT_ALL
 from textual.widgets import Markdown
 from textual.widgets._markdown import MarkdownBullet, MarkdownParagraph
 
@@ -55,35 +57,44 @@ class Host(App[None]):
             yield Markdown(LISTS) if self.stock else markdown(LISTS)
 
 
-async def _drawn(stock: bool) -> tuple[list[list[tuple[str, Style | None]]], int, int]:
-    """The cells drawn (text and style), the columns in the body, and the paragraphs that
-    sit beside their bullet."""
+Cells = list[list[tuple[str, Style | None]]]
+
+
+async def _drawn(stock: bool, dark: bool = True) -> tuple[Cells, tuple[int, int, int], str]:
+    """The cells drawn (text and style), the rows, columns and bullet widgets in the body,
+    and the text copied when the whole body is selected."""
     app = Host(stock)
     async with app.run_test(size=(70, 60)) as pilot:
+        app.theme = "textual-dark" if dark else "textual-light"
         body = app.query_one(Markdown)
-        await wait_for(pilot, lambda: len(body.query(MarkdownBullet)) == 11)
+        await wait_for(pilot, lambda: len(body.query(MarkdownParagraph)) >= 12)
         await pilot.pause()
         strips = app.screen._compositor.render_strips()
         cells = [[(seg.text, seg.style) for seg in strip.simplify()] for strip in strips]
-        beside = [
-            p
-            for p in body.query(MarkdownParagraph)
-            if p.parent is not None and isinstance(p.parent.children[0], MarkdownBullet)
-        ]
-        return cells, len(body.query(Vertical)), len(beside)
+        widgets = (Horizontal, Vertical, MarkdownBullet)
+        counts = tuple(len(body.query(kind)) for kind in widgets)
+        app.screen.selections = {widget: SELECT_ALL for widget in body.query("*")}
+        copied = app.screen.get_selected_text() or ""
+        return cells, counts, copied  # type: ignore[return-value]
 
 
-async def test_lists_are_drawn_as_the_stock_widget_draws_them_with_fewer_widgets() -> None:
-    ours, columns, beside = await _drawn(stock=False)
-    stock, stock_columns, stock_beside = await _drawn(stock=True)
-    assert [[text for text, _ in line] for line in ours] == [
-        [text for text, _ in line] for line in stock
-    ]
-    assert ours == stock  # the styles too
-    drawn = "\n".join("".join(text for text, _ in line) for line in ours)
+def _text(cells: Cells) -> str:
+    return "\n".join("".join(text for text, _ in line) for line in cells)
+
+
+@pytest.mark.parametrize("dark", [True, False], ids=["dark", "light"])
+async def test_lists_are_drawn_as_the_stock_widget_draws_them_with_fewer_widgets(
+    dark: bool,
+) -> None:
+    ours, widgets, copied = await _drawn(stock=False, dark=dark)
+    stock, stock_widgets, stock_copied = await _drawn(stock=True, dark=dark)
+    assert _text(ours) == _text(stock)
+    assert ours == stock  # the styles too: the bullets' colour follows the theme
+    assert copied == stock_copied and "\n 10.  ten, the" in copied  # a selection copies bullets
+    drawn = _text(ours)
     assert "10. ten, the bullets are right-aligned" in drawn and " 9. nine" in drawn
     assert "and more" in drawn and "with a second paragraph here" in drawn
-    # Eleven items: nine of one paragraph lost their column; the item holding a list and the
-    # one of two paragraphs kept theirs.
-    assert (stock_columns, stock_beside) == (11, 0)
-    assert (columns, beside) == (2, 9)
+    # Eleven items: nine of one paragraph are that paragraph alone; the item holding a list
+    # and the one of two paragraphs keep Textual's row, bullet and column.
+    assert stock_widgets == (11, 11, 11)
+    assert widgets == (2, 2, 2)

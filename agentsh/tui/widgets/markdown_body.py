@@ -1,13 +1,14 @@
 """A message body: Textual's ``Markdown`` with its blocks built at compose time, and lists
-with a widget fewer per item.
+with one widget per item.
 
 :func:`markdown` builds the body of every message: its blocks are composed with the widget,
 so a screenful of messages mounts in one pass (a resume or a branch switch paints without a
 frame of empty bodies), and a streamed reply appends to it (``Markdown.append``, one shared
 parser). The blocks are Textual's, except that table columns keep the alignment written
-(``|--:|``) and a list item made of one paragraph is that paragraph beside its bullet, not a
-column holding it (:func:`_item_body`). A streamed reply's body and the same text from the log
-are built by the same classes, so a finished reply shows what a resume shows.
+(``|--:|``) and a list item made of one paragraph is that paragraph alone, its bullet drawn
+in its left padding, not a row holding a bullet and a column (:func:`_list_item`). A
+streamed reply's body and the same text from the log are built by the same classes, so a
+finished reply shows what a resume shows.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from textual.content import Content
 from agentsh.tui.widgets.steady_containers import AlikeRows, MeasuredArrangement
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from textual.widget import Widget
     from textual.widgets import Markdown
-    from textual.widgets._markdown import MarkdownBlock
+    from textual.widgets._markdown import MarkdownBlock, MarkdownParagraph
 
 INLINE_PARSE_CHARS = 20_000  # longer text is parsed the stock way, off the UI thread
 
@@ -55,10 +58,8 @@ def _alignment(style: object) -> str:
 def _blocks() -> dict[str, type[MarkdownBlock]]:
     """Textual's markdown blocks, with table columns aligned as written (``|--:|`` right,
     ``|:-:|`` centre): the stock table sets every cell left."""
-    from textual.containers import Horizontal
     from textual.widgets import Markdown
     from textual.widgets._markdown import (
-        MarkdownBullet,
         MarkdownBulletList,
         MarkdownListItem,
         MarkdownOrderedList,
@@ -108,9 +109,7 @@ def _blocks() -> dict[str, type[MarkdownBlock]]:
         def compose(self) -> ComposeResult:
             for item in self._blocks:
                 if isinstance(item, MarkdownListItem):
-                    bullet = MarkdownBullet()
-                    bullet.symbol = item.bullet
-                    yield Horizontal(bullet, _item_body(item))
+                    yield _list_item(item, item.bullet)
             self._blocks.clear()
 
     class CompactOrderedList(MarkdownOrderedList):
@@ -122,9 +121,7 @@ def _blocks() -> dict[str, type[MarkdownBlock]]:
             items = [b for b in self._blocks if isinstance(b, MarkdownListItem)]
             width = max((len(f"{n}. ") for n in range(start, start + len(items))), default=0)
             for number, item in enumerate(items, start):
-                bullet = MarkdownBullet()
-                bullet.symbol = f"{number}. ".rjust(width + 1)
-                yield Horizontal(bullet, _item_body(item))
+                yield _list_item(item, f"{number}. ".rjust(width + 1))
             self._blocks.clear()
 
     return {
@@ -135,20 +132,76 @@ def _blocks() -> dict[str, type[MarkdownBlock]]:
     }
 
 
-def _item_body(item: MarkdownBlock) -> Widget:
-    """A list item's content: its one paragraph as it is (the usual item), else its blocks in
-    a column. Textual puts every item's blocks in a column of their own: a widget more per
-    item, and a level more for each layout to measure; a streamed reply's lists were most of
-    its widgets (four per item), and each frame lays out what is on screen again. The
-    paragraph takes the column's place with the column's width and height (``1fr``, auto),
-    so it is drawn in the same cells."""
-    from textual.containers import Vertical
-    from textual.widgets._markdown import MarkdownParagraph
+def _list_item(item: MarkdownBlock, symbol: str) -> Widget:
+    """A list item: its one paragraph with the bullet drawn beside it (the usual item), else
+    Textual's row of a bullet and a column of the item's blocks.
+
+    Textual makes every item a row holding a bullet widget and a column with the item's
+    blocks: four widgets per item, and two levels more for each layout to measure. A streamed
+    reply's lists were most of its widgets, each frame lays out and draws what is on screen
+    again, and a list that grows is mounted anew at each frame. The one paragraph is drawn in
+    the same cells: the bullet's width as its left padding, the bullet drawn there."""
+    from textual.containers import Horizontal, Vertical
+    from textual.widgets._markdown import MarkdownBullet, MarkdownParagraph
 
     blocks = item._blocks
     if len(blocks) == 1 and type(blocks[0]) is MarkdownParagraph:
-        return blocks[0]
-    return Vertical(*blocks)
+        return _bulleted_paragraph_class()(blocks[0], symbol)
+    bullet = MarkdownBullet()
+    bullet.symbol = symbol
+    return Horizontal(bullet, Vertical(*blocks))
+
+
+@cache
+def _bulleted_paragraph_class() -> Callable[[MarkdownParagraph, str], Widget]:
+    from rich.cells import cell_len
+    from rich.segment import Segment
+    from textual.geometry import Offset, Region, Spacing
+    from textual.selection import Selection
+    from textual.strip import Strip
+    from textual.widgets._markdown import MarkdownBlock, MarkdownParagraph
+
+    class BulletedParagraph(MarkdownParagraph):
+        """A list item's paragraph, its bullet drawn in its left padding (styled as Textual
+        styles a ``MarkdownBullet``)."""
+
+        COMPONENT_CLASSES = MarkdownBlock.COMPONENT_CLASSES | {"bulleted-paragraph--bullet"}
+        DEFAULT_CSS = """
+        BulletedParagraph > .bulleted-paragraph--bullet { color: $text-primary; }
+        BulletedParagraph:light > .bulleted-paragraph--bullet { color: $text-secondary; }
+        """
+
+        def __init__(self, paragraph: MarkdownParagraph, symbol: str) -> None:
+            super().__init__(paragraph._markdown, paragraph._token, paragraph.source_range)
+            self._inline_token = paragraph._inline_token
+            self.set_content(paragraph._content)
+            self.symbol = symbol
+            self.styles.padding = Spacing(0, 0, 0, cell_len(symbol))
+
+        def render_lines(self, crop: Region) -> list[Strip]:
+            lines = super().render_lines(crop)
+            width = self.styles.padding.left
+            if crop.x >= width or not lines:
+                return lines
+            # As a bullet widget draws it: the symbol on the first row (where a click or a
+            # selection starts at the paragraph's first character), its colour on blank rows
+            # below.
+            style = self.get_visual_style("bulleted-paragraph--bullet").rich_style
+            end = min(width, crop.right)
+            rows = [Segment(self.symbol, style), Segment(" " * width, style)]
+            column = [Strip([rows[0]]).apply_offsets(0, 0), Strip([rows[1]])]
+            for index, y in enumerate(crop.line_range):
+                bullet = column[min(y, 1)].crop(crop.x, end)
+                lines[index] = Strip.join([bullet, lines[index].crop(bullet.cell_length)])
+            return lines
+
+        def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+            got = super().get_selection(selection)
+            if got is None or selection.start not in (None, Offset(0, 0)):
+                return got
+            return f"{self.symbol} {got[0]}", got[1]  # as the bullet widget's text and ending
+
+    return BulletedParagraph
 
 
 @cache
