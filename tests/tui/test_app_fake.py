@@ -1281,7 +1281,7 @@ async def test_a_new_turn_unmounts_old_rows_past_the_widget_budget(
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot, app)
         session = Session.create(None, project)
-        items = "\n".join(f"- point {j} of the answer" for j in range(30))  # one widget an item
+        items = "\n\n".join(f"point {j} of the answer" for j in range(30))  # a widget each
         for i in range(20):
             session.append_message(Role.USER, f"question {i}")
             session.append_message(

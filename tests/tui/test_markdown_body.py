@@ -1,9 +1,10 @@
-"""Message bodies draw lists as Textual's stock ``Markdown`` does, with one widget per item.
+"""Message bodies draw lists as Textual's stock ``Markdown`` does, with fewer widgets.
 
-A stock list item is a row holding its bullet and a column holding its blocks; an item made
-of one paragraph (nearly every item a model writes) is that paragraph alone here, its bullet
-drawn in its left padding. Each frame of a streamed reply lays out what is on screen again,
-and lists were most of a reply's widgets: the cells drawn must be the same, only the widgets
+A stock list item is a row holding its bullet and a column holding its blocks. Here a list
+whose items are each one paragraph (nearly every list a model writes) is one widget, and in
+other lists such an item is that paragraph alone, its bullet drawn in its left padding. Each
+frame of a streamed reply lays out what is on screen again, and lists were most of a reply's
+widgets: the cells drawn and the text a selection copies must be the same, only the widgets
 fewer.
 """
 
@@ -15,7 +16,7 @@ from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.selection import SELECT_ALL
 from textual.widgets import Markdown
-from textual.widgets._markdown import MarkdownBullet, MarkdownParagraph
+from textual.widgets._markdown import MarkdownBullet
 
 from agentsh.tui.widgets.markdown_body import markdown
 from tests.tui.conftest import wait_for
@@ -43,6 +44,18 @@ LISTS = (
 2. whose items are paragraphs
 
    with a second paragraph here
+
+A list a model writes:
+
+- alpha, with **bold**, `code` and a [link](https://example.com)
+- a line broken here\
+  and going on, long enough to wrap: """
+    + "words " * 12
+    + """
+- omega
+
+1. one
+2. two
 """
 )
 
@@ -67,15 +80,26 @@ async def _drawn(stock: bool, dark: bool = True) -> tuple[Cells, tuple[int, int,
     async with app.run_test(size=(70, 60)) as pilot:
         app.theme = "textual-dark" if dark else "textual-light"
         body = app.query_one(Markdown)
-        await wait_for(pilot, lambda: len(body.query(MarkdownParagraph)) >= 12)
+        await wait_for(pilot, lambda: len(body.children) == 6)  # paragraphs and lists
         await pilot.pause()
         strips = app.screen._compositor.render_strips()
-        cells = [[(seg.text, seg.style) for seg in strip.simplify()] for strip in strips]
+        cells = [
+            [(seg.text, _drawn_style(seg.style)) for seg in strip.simplify()] for strip in strips
+        ]
         widgets = (Horizontal, Vertical, MarkdownBullet)
         counts = tuple(len(body.query(kind)) for kind in widgets)
         app.screen.selections = {widget: SELECT_ALL for widget in body.query("*")}
         copied = app.screen.get_selected_text() or ""
         return cells, counts, copied  # type: ignore[return-value]
+
+
+def _drawn_style(style: Style | None) -> Style | None:
+    """The style without the text offsets a cell carries for the mouse (where a click lands
+    in the text: a list drawn whole counts its lines from its first item, not each item's)."""
+    if style is None or not style._meta:
+        return style
+    meta = {key: value for key, value in style.meta.items() if key != "offset"}
+    return style.clear_meta_and_links() + Style(link=style.link) + Style.from_meta(meta)
 
 
 def _text(cells: Cells) -> str:
@@ -94,7 +118,9 @@ async def test_lists_are_drawn_as_the_stock_widget_draws_them_with_fewer_widgets
     drawn = _text(ours)
     assert "10. ten, the bullets are right-aligned" in drawn and " 9. nine" in drawn
     assert "and more" in drawn and "with a second paragraph here" in drawn
-    # Eleven items: nine of one paragraph are that paragraph alone; the item holding a list
-    # and the one of two paragraphs keep Textual's row, bullet and column.
-    assert stock_widgets == (11, 11, 11)
+    assert "and going on" in drawn and "1. one" in drawn
+    # Sixteen items. The nested list, the last two lists and the nine other items of one
+    # paragraph draw no widget of their own; the item holding a list and the one of two
+    # paragraphs keep Textual's row, bullet and column.
+    assert stock_widgets == (16, 16, 16)
     assert widgets == (2, 2, 2)

@@ -1,13 +1,12 @@
 """A message body: Textual's ``Markdown`` with its blocks built at compose time, and lists
-with one widget per item.
+drawn with fewer widgets.
 
 :func:`markdown` builds the body of every message: its blocks are composed with the widget,
 so a screenful of messages mounts in one pass (a resume or a branch switch paints without a
 frame of empty bodies), and a streamed reply appends to it (``Markdown.append``, one shared
 parser). The blocks are Textual's, except that table columns keep the alignment written
-(``|--:|``) and a list item made of one paragraph is that paragraph alone, its bullet drawn
-in its left padding, not a row holding a bullet and a column (:func:`_list_item`). A
-streamed reply's body and the same text from the log are built by the same classes, so a
+(``|--:|``) and lists are drawn with fewer widgets (:mod:`agentsh.tui.widgets.markdown_lists`).
+A streamed reply's body and the same text from the log are built by the same classes, so a
 finished reply shows what a resume shows.
 """
 
@@ -15,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from textual.app import ComposeResult
 from textual.content import Content
@@ -23,11 +22,10 @@ from textual.content import Content
 from agentsh.tui.widgets.steady_containers import AlikeRows, MeasuredArrangement
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Sequence
 
-    from textual.widget import Widget
     from textual.widgets import Markdown
-    from textual.widgets._markdown import MarkdownBlock, MarkdownParagraph
+    from textual.widgets._markdown import MarkdownBlock
 
 INLINE_PARSE_CHARS = 20_000  # longer text is parsed the stock way, off the UI thread
 
@@ -60,6 +58,7 @@ def _blocks() -> dict[str, type[MarkdownBlock]]:
     ``|:-:|`` centre): the stock table sets every cell left."""
     from textual.widgets import Markdown
     from textual.widgets._markdown import (
+        MarkdownBlock,
         MarkdownBulletList,
         MarkdownListItem,
         MarkdownOrderedList,
@@ -68,6 +67,8 @@ def _blocks() -> dict[str, type[MarkdownBlock]]:
         MarkdownTableContent,
         MarkdownTH,
     )
+
+    from agentsh.tui.widgets.markdown_lists import BULLET, BULLET_CSS, WholeList
 
     class AlignedTableContent(MarkdownTableContent):
         def __init__(self, headers: list[Content], rows: list[list[Content]], aligns: list[str]):
@@ -105,24 +106,24 @@ def _blocks() -> dict[str, type[MarkdownBlock]]:
             walk(self)
             yield AlignedTableContent(headers, rows, aligns)
 
-    class CompactBulletList(MarkdownBulletList):
-        def compose(self) -> ComposeResult:
-            for item in self._blocks:
-                if isinstance(item, MarkdownListItem):
-                    yield _list_item(item, item.bullet)
-            self._blocks.clear()
+    class CompactBulletList(WholeList, MarkdownBulletList):
+        COMPONENT_CLASSES = MarkdownBlock.COMPONENT_CLASSES | {BULLET}
+        DEFAULT_CSS = BULLET_CSS.replace("WIDGET", "CompactBulletList")
 
-    class CompactOrderedList(MarkdownOrderedList):
-        def compose(self) -> ComposeResult:
+        def _symbols(self, items: Sequence[MarkdownBlock]) -> list[str]:
+            return [cast(MarkdownListItem, item).bullet for item in items]
+
+    class CompactOrderedList(WholeList, MarkdownOrderedList):
+        COMPONENT_CLASSES = MarkdownBlock.COMPONENT_CLASSES | {BULLET}
+        DEFAULT_CSS = BULLET_CSS.replace("WIDGET", "CompactOrderedList")
+
+        def _symbols(self, items: Sequence[MarkdownBlock]) -> list[str]:
             start = 1
-            if self._blocks and isinstance(self._blocks[0], MarkdownOrderedListItem):
+            if items and isinstance(items[0], MarkdownOrderedListItem):
                 with contextlib.suppress(ValueError):
-                    start = int(self._blocks[0].bullet)
-            items = [b for b in self._blocks if isinstance(b, MarkdownListItem)]
+                    start = int(items[0].bullet)
             width = max((len(f"{n}. ") for n in range(start, start + len(items))), default=0)
-            for number, item in enumerate(items, start):
-                yield _list_item(item, f"{number}. ".rjust(width + 1))
-            self._blocks.clear()
+            return [f"{n}. ".rjust(width + 1) for n in range(start, start + len(items))]
 
     return {
         **Markdown.BLOCKS,
@@ -130,78 +131,6 @@ def _blocks() -> dict[str, type[MarkdownBlock]]:
         "bullet_list_open": CompactBulletList,
         "ordered_list_open": CompactOrderedList,
     }
-
-
-def _list_item(item: MarkdownBlock, symbol: str) -> Widget:
-    """A list item: its one paragraph with the bullet drawn beside it (the usual item), else
-    Textual's row of a bullet and a column of the item's blocks.
-
-    Textual makes every item a row holding a bullet widget and a column with the item's
-    blocks: four widgets per item, and two levels more for each layout to measure. A streamed
-    reply's lists were most of its widgets, each frame lays out and draws what is on screen
-    again, and a list that grows is mounted anew at each frame. The one paragraph is drawn in
-    the same cells: the bullet's width as its left padding, the bullet drawn there."""
-    from textual.containers import Horizontal, Vertical
-    from textual.widgets._markdown import MarkdownBullet, MarkdownParagraph
-
-    blocks = item._blocks
-    if len(blocks) == 1 and type(blocks[0]) is MarkdownParagraph:
-        return _bulleted_paragraph_class()(blocks[0], symbol)
-    bullet = MarkdownBullet()
-    bullet.symbol = symbol
-    return Horizontal(bullet, Vertical(*blocks))
-
-
-@cache
-def _bulleted_paragraph_class() -> Callable[[MarkdownParagraph, str], Widget]:
-    from rich.cells import cell_len
-    from rich.segment import Segment
-    from textual.geometry import Offset, Region, Spacing
-    from textual.selection import Selection
-    from textual.strip import Strip
-    from textual.widgets._markdown import MarkdownBlock, MarkdownParagraph
-
-    class BulletedParagraph(MarkdownParagraph):
-        """A list item's paragraph, its bullet drawn in its left padding (styled as Textual
-        styles a ``MarkdownBullet``)."""
-
-        COMPONENT_CLASSES = MarkdownBlock.COMPONENT_CLASSES | {"bulleted-paragraph--bullet"}
-        DEFAULT_CSS = """
-        BulletedParagraph > .bulleted-paragraph--bullet { color: $text-primary; }
-        BulletedParagraph:light > .bulleted-paragraph--bullet { color: $text-secondary; }
-        """
-
-        def __init__(self, paragraph: MarkdownParagraph, symbol: str) -> None:
-            super().__init__(paragraph._markdown, paragraph._token, paragraph.source_range)
-            self._inline_token = paragraph._inline_token
-            self.set_content(paragraph._content)
-            self.symbol = symbol
-            self.styles.padding = Spacing(0, 0, 0, cell_len(symbol))
-
-        def render_lines(self, crop: Region) -> list[Strip]:
-            lines = super().render_lines(crop)
-            width = self.styles.padding.left
-            if crop.x >= width or not lines:
-                return lines
-            # As a bullet widget draws it: the symbol on the first row (where a click or a
-            # selection starts at the paragraph's first character), its colour on blank rows
-            # below.
-            style = self.get_visual_style("bulleted-paragraph--bullet").rich_style
-            end = min(width, crop.right)
-            rows = [Segment(self.symbol, style), Segment(" " * width, style)]
-            column = [Strip([rows[0]]).apply_offsets(0, 0), Strip([rows[1]])]
-            for index, y in enumerate(crop.line_range):
-                bullet = column[min(y, 1)].crop(crop.x, end)
-                lines[index] = Strip.join([bullet, lines[index].crop(bullet.cell_length)])
-            return lines
-
-        def get_selection(self, selection: Selection) -> tuple[str, str] | None:
-            got = super().get_selection(selection)
-            if got is None or selection.start not in (None, Offset(0, 0)):
-                return got
-            return f"{self.symbol} {got[0]}", got[1]  # as the bullet widget's text and ending
-
-    return BulletedParagraph
 
 
 @cache
