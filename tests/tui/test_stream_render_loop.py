@@ -10,15 +10,14 @@ that lays out and draws the chat in one stretch longer than 50 ms of CPU does, w
 load: a key pressed then would have waited at least as long.
 
 It fails today and is marked so: Textual lays out and draws the chat in one stretch at each
-streamed frame, and mounts a frame's new blocks in a few turns of the loop that each run every
-new widget's step. On the shared 2-core machine, on a day its CPU ran about twice as slow as
-when this test was written, 7-17 of 336-355 ticks came after more than 50 ms (worst 70-100
-ms), against 18-23 of 309-319 (worst 91-154 ms) before a list item became one widget (see
-:mod:`agentsh.tui.widgets.markdown_body`); with no lists in the reply at all, 4-5 (worst
-58-96 ms). Earlier levers: each frame used to be laid out and painted twice (see
-:mod:`agentsh.tui.one_pass_layout`) and to measure and draw again what had not changed (see
-:mod:`agentsh.tui.widgets.steady_containers`). Issue 16's goal is unmet. Not strict: a quiet
-run can pass, and a mark that failed the suite then would make CI flaky.
+streamed frame. On the shared 2-core machine, on a day its CPU ran about twice as slow as when
+this test was written, 3-5 of 362-367 ticks came after more than 50 ms of CPU (worst 62-80
+ms), against 18-23 of 309-319 (worst 91-154 ms) while each list item was a row of three
+widgets, and a growing list was mounted anew at each frame (see
+:mod:`agentsh.tui.widgets.markdown_lists`). Earlier levers: each frame used to be laid out and
+painted twice (see :mod:`agentsh.tui.one_pass_layout`) and to measure and draw again what had
+not changed (see :mod:`agentsh.tui.widgets.steady_containers`). Issue 16's goal is unmet. Not
+strict: a quiet run can pass, and a mark that failed the suite then would make CI flaky.
 """
 
 from __future__ import annotations
@@ -83,7 +82,7 @@ async def streamed(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
 
 @pytest.mark.xfail(
     strict=False,
-    reason="issue 16, unmet: one streamed frame's layout and paint take up to 70-100 ms of CPU",
+    reason="issue 16, unmet: one streamed frame's layout and paint take up to 62-80 ms of CPU",
 )
 async def test_painting_a_streamed_markdown_reply_never_holds_the_ui_loop(
     make_app: MakeApp,
