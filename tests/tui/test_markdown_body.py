@@ -61,13 +61,16 @@ A list a model writes:
 
 
 class Host(App[None]):
-    def __init__(self, stock: bool) -> None:
+    """``text`` in a message body (``stock``: in Textual's ``Markdown``), in a scrolling view."""
+
+    def __init__(self, text: str, stock: bool = False) -> None:
         super().__init__()
+        self.text = text
         self.stock = stock
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Markdown(LISTS) if self.stock else markdown(LISTS)
+            yield Markdown(self.text) if self.stock else markdown(self.text)
 
 
 Cells = list[list[tuple[str, Style | None]]]
@@ -76,7 +79,7 @@ Cells = list[list[tuple[str, Style | None]]]
 async def _drawn(stock: bool, dark: bool = True) -> tuple[Cells, tuple[int, int, int], str]:
     """The cells drawn (text and style), the rows, columns and bullet widgets in the body,
     and the text copied when the whole body is selected."""
-    app = Host(stock)
+    app = Host(LISTS, stock)
     async with app.run_test(size=(70, 60)) as pilot:
         app.theme = "textual-dark" if dark else "textual-light"
         body = app.query_one(Markdown)

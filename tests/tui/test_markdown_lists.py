@@ -4,29 +4,19 @@ on Textual's list (``test_markdown_body`` compares the cells and the copied text
 from __future__ import annotations
 
 import pytest
-from textual.app import App, ComposeResult
-from textual.containers import Horizontal, VerticalScroll
+from textual.app import App
+from textual.containers import Horizontal
 from textual.geometry import Offset
 from textual.selection import Selection
 from textual.widgets import Markdown
 
-from agentsh.tui.widgets.markdown_body import markdown
 from agentsh.tui.widgets.markdown_lists import WholeList
 from tests.tui.conftest import wait_for
+from tests.tui.test_markdown_body import Host
 
 pytestmark = pytest.mark.asyncio
 
 LIST = "- alpha\n- beta gamma\n- delta\n"
-
-
-class Host(App[None]):
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
-
-    def compose(self) -> ComposeResult:
-        with VerticalScroll():
-            yield markdown(self.text)
 
 
 def _whole(app: App[None]) -> WholeList:
