@@ -43,6 +43,11 @@ else:
     _Mixin = object  # a plain mixin at run time, listed before the list class it serves
 
 BULLET = "markdown-list--bullet"  # the component class that styles bullets as Textual's
+# ... as Textual colours its ``MarkdownBullet`` (WIDGET: the class that draws them).
+BULLET_CSS = f"""
+WIDGET > .{BULLET} {{ color: $text-primary; }}
+WIDGET:light > .{BULLET} {{ color: $text-secondary; }}
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +65,7 @@ class Item:
 
 
 def items_of(symbols: Sequence[str], paragraphs: Sequence[Content]) -> list[Item]:
+    """The items of a list drawn whole, each told the line of the list it starts on."""
     items: list[Item] = []
     line = 0
     for symbol, text in zip(symbols, paragraphs, strict=True):
@@ -164,29 +170,33 @@ def copied(items: Sequence[Item], selection: Selection) -> str:
 
 def single_paragraphs(items: Sequence[MarkdownBlock]) -> list[Content] | None:
     """Each item's one paragraph's text, or None if an item holds anything else."""
-    from textual.widgets._markdown import MarkdownParagraph
-
-    texts: list[Content] = []
-    for item in items:
-        blocks = item._blocks
-        if len(blocks) != 1 or type(blocks[0]) is not MarkdownParagraph:
-            return None
-        texts.append(blocks[0]._content)
-    return texts
+    paragraphs = [_one_paragraph(item) for item in items]
+    if None in paragraphs:
+        return None
+    return [paragraph._content for paragraph in paragraphs if paragraph is not None]
 
 
 def list_item(item: MarkdownBlock, symbol: str) -> Widget:
     """An item of a list not drawn whole: its one paragraph with the bullet drawn in its left
     padding, else Textual's row of a bullet and a column of the item's blocks."""
     from textual.containers import Horizontal, Vertical
-    from textual.widgets._markdown import MarkdownBullet, MarkdownParagraph
+    from textual.widgets._markdown import MarkdownBullet
+
+    paragraph = _one_paragraph(item)
+    if paragraph is not None:
+        return bulleted_paragraph_class()(paragraph, symbol)
+    bullet = MarkdownBullet()
+    bullet.symbol = symbol
+    return Horizontal(bullet, Vertical(*item._blocks))
+
+
+def _one_paragraph(item: MarkdownBlock) -> MarkdownParagraph | None:
+    from textual.widgets._markdown import MarkdownParagraph
 
     blocks = item._blocks
     if len(blocks) == 1 and type(blocks[0]) is MarkdownParagraph:
-        return bulleted_paragraph_class()(blocks[0], symbol)
-    bullet = MarkdownBullet()
-    bullet.symbol = symbol
-    return Horizontal(bullet, Vertical(*blocks))
+        return blocks[0]
+    return None
 
 
 @cache
@@ -278,10 +288,3 @@ class WholeList(_Mixin):
         # ending, then each item's.
         start = "\n" if selection.start is None else ""
         return start + copied(self._items, selection), "\n"
-
-
-# Bullets are coloured as Textual colours its ``MarkdownBullet``.
-BULLET_CSS = f"""
-WIDGET > .{BULLET} {{ color: $text-primary; }}
-WIDGET:light > .{BULLET} {{ color: $text-secondary; }}
-"""
