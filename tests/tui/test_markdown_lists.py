@@ -4,9 +4,10 @@ on Textual's list (``test_markdown_body`` compares the cells and the copied text
 from __future__ import annotations
 
 import pytest
+from markdown_it import MarkdownIt
 from textual.app import App
 from textual.containers import Horizontal
-from textual.geometry import Offset
+from textual.geometry import Offset, Size
 from textual.selection import Selection
 from textual.widgets import Markdown
 
@@ -78,3 +79,17 @@ async def test_a_list_that_grows_as_it_streams_takes_its_items_in_place() -> Non
         assert whole not in body.children
         _row(app, "• three")
         _row(app, "▪ nested")
+
+
+async def test_a_list_measured_before_it_is_composed_is_measured_again() -> None:
+    """Under load a layout can come between a list's mount and its compose: the height it
+    measured then (its empty text: one row) must not stay."""
+    app = Host("")
+    async with app.run_test(size=(40, 10)) as pilot:
+        await pilot.pause()
+        body = app.query_one(Markdown)
+        whole = next(iter(body._parse_markdown(MarkdownIt("gfm-like").parse(LIST))))
+        size = Size(40, 10)
+        assert whole.get_content_height(size, size, 40) == 1  # measured before its compose
+        assert not list(whole.compose())  # drawn: no children
+        assert whole.get_content_height(size, size, 40) == 3

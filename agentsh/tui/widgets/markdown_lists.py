@@ -268,6 +268,11 @@ class WholeList(_Mixin):
     def _draw(self, items: list[Item]) -> None:
         self._items = items
         self.update(ListItems(items))
+        # Drawn at compose, the list may have been measured already (a layout between its
+        # mount and its compose: seen under load), and a refresh before the mount ends keeps
+        # what it measured (its empty text, one row: the first item alone on screen).
+        self._layout_cache.clear()  # the visual measured
+        self.clear_cached_dimensions()
 
     async def _update_from_block(self, block: MarkdownBlock) -> None:
         """A list that grew as it streamed takes its new items in place (Textual mounts the
