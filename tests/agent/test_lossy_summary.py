@@ -160,7 +160,7 @@ async def test_a_smaller_summary_model_is_sent_a_request_its_window_takes(
     extra = f"summary_window = {own_window}\n" if own_window else ""
     user_config.write_text(f'[model]\nwindow = 100000\nsummary_model = "openai/gpt-4"\n{extra}')
     _keep_one_turn(project)
-    turns = [Reply(text=f"answer {i} " + WORDS * 8) for i in range(12)]
+    turns = [Reply(text=f"answer {i} " + WORDS * 8, piece_units=400) for i in range(12)]
     scripted_server.script(*turns, Reply(text=GOOD_SUMMARY.format(n=1)))
     agent = make_agent()
     for i in range(12):

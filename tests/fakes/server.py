@@ -92,6 +92,10 @@ class Reply:
     usage: Mapping[str, int] | None = None  # prompt_tokens / completion_tokens override
     no_usage: bool = False  # no usage chunk even when ``stream_options.include_usage`` asks
     stall_s: float = 0.0  # wait before the status line: no headers, no byte, for this long
+    # Most token-ish units a streamed piece holds. Providers stream 1-5; a test that only needs
+    # a long reply's length (not its streaming) sends it in fewer chunks, as each costs litellm
+    # ~0.5-1 ms.
+    piece_units: int = 5
 
     @property
     def finish(self) -> str:
@@ -260,13 +264,13 @@ def _coerce(item: Scriptable) -> AnyReply | Factory:
 _TOKENISH = re.compile(r"\s*\S{1,4}|\s+")
 
 
-def split_pieces(value: str, rng: random.Random) -> list[str]:
-    """Cut text into pieces of 1-5 token-ish units (up to 4 characters each)."""
+def split_pieces(value: str, rng: random.Random, most: int = 5) -> list[str]:
+    """Cut text into pieces of 1 to ``most`` token-ish units (up to 4 characters each)."""
     units = _TOKENISH.findall(value)
     pieces: list[str] = []
     i = 0
     while i < len(units):
-        n = rng.randint(1, 5)
+        n = rng.randint(1, most)
         pieces.append("".join(units[i : i + n]))
         i += n
     return pieces
@@ -514,7 +518,12 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 for i, c in zip(ids, reply.tool_calls, strict=True)
             ]
             events = anthropic.stream_events(
-                server.model, split_pieces(reply.text, rng), parts, stop, usage, output
+                server.model,
+                split_pieces(reply.text, rng, reply.piece_units),
+                parts,
+                stop,
+                usage,
+                output,
             )
             for name, data in events:
                 if reply.delay_s > 0:
@@ -590,7 +599,7 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             self._event(self._chunk({"role": "assistant", "content": ""}), delay)
             for piece in split_pieces(reply.thinking, rng):
                 self._event(self._chunk({"reasoning_content": piece}), delay)
-            for piece in split_pieces(reply.text, rng):
+            for piece in split_pieces(reply.text, rng, reply.piece_units):
                 self._event(self._chunk({"content": piece}), delay)
             for index, call in enumerate(reply.tool_calls):
                 head = {
