@@ -58,6 +58,23 @@ async def echo_script(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
     yield TurnEnded(TurnOutcome.DONE, text=reply)
 
 
+def streaming(reply: str, piece: int = 40, pause_s: float = 0.002) -> Script:
+    """A script that logs the message, streams ``reply`` ``piece`` characters at a time,
+    ``pause_s`` apart, and logs the reply."""
+
+    async def script(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
+        user = agent.session.append_message(Role.USER, text)
+        yield TurnStarted(user.id, text)
+        for start in range(0, len(reply), piece):
+            await asyncio.sleep(pause_s)
+            yield TextDelta(reply[start : start + piece])
+        entry = agent.session.append_message(Role.ASSISTANT, reply, stop_reason=StopReason.STOP)
+        yield AssistantMessage(entry.id, reply, (), "stop")
+        yield TurnEnded(TurnOutcome.DONE, text=reply)
+
+    return script
+
+
 class FakeAgent:
     def __init__(
         self,

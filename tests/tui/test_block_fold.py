@@ -7,17 +7,11 @@ it), and they all come back as soon as the reader scrolls away from the end.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-
 import pytest
 from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets._markdown import MarkdownBlock
 
-from agentsh.events import AssistantMessage as Reply
-from agentsh.events import Event, TextDelta, TurnEnded, TurnOutcome, TurnStarted
-from agentsh.session.entries import Role, StopReason
 from agentsh.tui.app import AgentshApp
 from agentsh.tui.widgets.chat import ChatView
 from agentsh.tui.widgets.messages import AssistantMessage
@@ -31,7 +25,7 @@ from tests.tui.conftest import (
     submit,
     wait_for,
 )
-from tests.tui.fake_agent import FakeAgent
+from tests.tui.fake_agent import streaming
 
 pytestmark = pytest.mark.asyncio
 
@@ -53,15 +47,7 @@ REPLY = "\n\n".join(
 )
 
 
-async def streamed(agent: FakeAgent, text: str) -> AsyncIterator[Event]:
-    user = agent.session.append_message(Role.USER, text)
-    yield TurnStarted(user.id, text)
-    for start in range(0, len(REPLY), 40):
-        await asyncio.sleep(0.002)
-        yield TextDelta(REPLY[start : start + 40])
-    entry = agent.session.append_message(Role.ASSISTANT, REPLY, stop_reason=StopReason.STOP)
-    yield Reply(entry.id, REPLY, (), "stop")
-    yield TurnEnded(TurnOutcome.DONE, text=REPLY)
+streamed = streaming(REPLY)
 
 
 def _shown(reply: AssistantMessage) -> dict[int, tuple[int, int]]:
