@@ -11,8 +11,8 @@ frame scrolls, so the whole view is drawn again: the least any following view pa
 Textual lays out every displayed widget at every frame and a Markdown reply is a widget per
 block, so unless the blocks far above the view leave the layout, late frames cost more than
 early ones; the Static's stay flat. The reply's screen is the app's (``OnePassScreen``), and
-how many times it laid itself out and painted every cell per frame is counted: a frame is one
-of each at best.
+how many times it laid itself out and painted every cell per frame is counted (a frame is one
+of each at best), with the CPU of those paints.
 
     .venv/bin/python benchmarks/bench_stream_frames.py [--runs 3] [--earlier 2]
 
@@ -85,10 +85,12 @@ async def _painted(reply: AssistantMessage, done: asyncio.Event) -> None:
 
 
 class Counted:
-    """How many times the screen laid itself out and painted every cell, from :meth:`start`."""
+    """How many times the screen laid itself out and painted every cell, from :meth:`start`,
+    and the CPU those paints took."""
 
     def __init__(self, screen: Screen[Any]) -> None:
         self.layouts = self.full_paints = 0
+        self.paint_s = 0.0
         self.counting = False
         refresh_layout = screen._refresh_layout
         full_update = screen._compositor.render_full_update
@@ -99,7 +101,11 @@ class Counted:
 
         def paint(*args: Any, **kwargs: Any) -> Any:
             self.full_paints += self.counting
-            return full_update(*args, **kwargs)
+            began = time.thread_time()
+            try:
+                return full_update(*args, **kwargs)
+            finally:
+                self.paint_s += (time.thread_time() - began) * self.counting
 
         screen._refresh_layout = layout  # type: ignore[method-assign]
         screen._compositor.render_full_update = paint  # type: ignore[method-assign]
@@ -183,7 +189,9 @@ def main() -> int:
     print(f"agentsh reply, first third: {statistics.median(early) * ms:.1f} ms")
     layouts = sum(c.layouts for c in counts) / frame_count
     paints = sum(c.full_paints for c in counts) / frame_count
-    print(f"agentsh reply, per frame: {layouts:.2f} layouts, {paints:.2f} full paints")
+    paint_ms = sum(c.paint_s for c in counts) / frame_count * ms
+    print(f"agentsh reply, per frame: {layouts:.2f} layouts, {paints:.2f} full paints "
+          f"({paint_ms:.1f} ms of CPU)")  # fmt: skip
     print(f"stream_frame_cpu_late: {statistics.median(late) * ms:.1f} ms")
     return 0
 

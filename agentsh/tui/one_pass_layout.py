@@ -23,11 +23,19 @@ from textual.geometry import Size
 from textual.screen import Screen
 from textual.widget import Widget
 
+from agentsh.tui.front_first import FrontFirstCompositor
+
 NO_BARS = (False, False)
 
 
 class OnePassScreen(Screen[None]):
     """The default screen of :class:`agentsh.tui.app.AgentshApp`."""
+
+    def __init__(
+        self, name: str | None = None, id: str | None = None, classes: str | None = None
+    ) -> None:
+        super().__init__(name, id, classes)
+        self._compositor = FrontFirstCompositor()  # its paint draws each cell once
 
     # The layout under way: the map before it, the widgets that had asked for a layout or a
     # paint before it began, and the scrollbars shown then.
