@@ -12,7 +12,7 @@ dirty regions of one frame summed to 4-6 times the screen's cells.
 fill, and renders a widget only when one of its rows does. The pieces kept are the very ones
 Textual keeps (``tests/tui/test_front_first.py`` compares the two on real screens). While a
 reply streams into the app's chat, its paints took 16-29 % less CPU, and the UI thread's
-stretches of more than 50 ms fell from 19 to 2 in 6 runs
+stretches of more than 50 ms fell from 24 to 6 in 12 runs
 (``tests/tui/test_stream_render_loop.py``'s probe).
 """
 

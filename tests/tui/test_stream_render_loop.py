@@ -15,8 +15,8 @@ this test was written, 3-5 of 362-367 ticks came after more than 50 ms of CPU (w
 ms), against 18-23 of 309-319 (worst 91-154 ms) while each list item was a row of three
 widgets, and a growing list was mounted anew at each frame (see
 :mod:`agentsh.tui.widgets.markdown_lists`). Since each paint draws each cell once (see
-:mod:`agentsh.tui.front_first`), 0-1 ticks a run of 331-429 (2 in 6 runs, worst 39-83 ms),
-against 0-5 of 277-404 (19 in 6 runs, worst 44-84 ms) in the same session. Earlier levers:
+:mod:`agentsh.tui.front_first`), 0-4 ticks a run of 250-429 (6 in 12 runs), against 0-5 of
+250-411 (24 in 12 runs) in the same session. Earlier levers:
 each frame used to be laid out and painted twice (see :mod:`agentsh.tui.one_pass_layout`) and
 to measure and draw again what had not changed (see
 :mod:`agentsh.tui.widgets.steady_containers`). Issue 16's goal is unmet: a frame's layout and
