@@ -57,6 +57,8 @@ class FrontFirstCompositor(Compositor):
                 continue
             strips = widget.render_lines(shown.translate(-region.offset))
             for y, row_cuts in rows:
+                if y - shown.y >= len(strips):
+                    break  # a widget that drew fewer rows than it has (Textual stops there too)
                 row = chops[y]
                 pieces = strips[y - shown.y].divide([cut - shown.x for cut in row_cuts[1:]])
                 for cut, piece in zip(row_cuts, pieces, strict=False):

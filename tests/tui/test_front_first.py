@@ -14,11 +14,15 @@ from collections.abc import Callable, Mapping, Sequence
 
 import pytest
 from textual._compositor import Compositor
+from textual.app import App, ComposeResult
 from textual.geometry import Region
+from textual.screen import Screen
 from textual.strip import Strip
+from textual.widgets import Static
 from textual.widgets._toast import Toast
 
 from agentsh.tui.front_first import FrontFirstCompositor
+from agentsh.tui.one_pass_layout import OnePassScreen
 from agentsh.tui.widgets.chat import ChatView
 from tests.tui.conftest import MakeApp, fake_factory, idle, ready, submit, wait_for
 from tests.tui.fake_agent import streaming
@@ -48,13 +52,14 @@ async def test_every_paint_keeps_the_pieces_textuals_compositor_keeps(
     def both(
         self: FrontFirstCompositor, crop: Region, is_rendered_line: Callable[[int], bool]
     ) -> Sequence[Mapping[int, Strip]]:
-        ours = cells(front_first(self, crop, is_rendered_line))
+        chops = front_first(self, crop, is_rendered_line)
+        ours = cells(chops)
         stock = cells(Compositor._render_chops(self, crop, is_rendered_line))
         paints["all"] += 1
         paints["with a notice"] += any(isinstance(w, Toast) for w in self.visible_widgets)
         if ours != stock:
             differences.append((crop, ours, stock))
-        return front_first(self, crop, is_rendered_line)
+        return chops
 
     monkeypatch.setattr(FrontFirstCompositor, "_render_chops", both)
     app = make_app(factory=fake_factory(script=streaming(REPLY, pause_s=0.005)))
@@ -78,3 +83,33 @@ async def test_every_paint_keeps_the_pieces_textuals_compositor_keeps(
         await pilot.press("escape")
     assert paints["all"] > 20 and paints["with a notice"] > 3, paints
     assert not differences, f"{len(differences)} of {paints['all']} paints differ"
+
+
+def every_row(_y: int) -> bool:
+    return True
+
+
+class Short(Static):
+    """A widget that draws fewer rows than it has (Textual leaves the rest blank)."""
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        return super().render_lines(crop)[:1]
+
+
+class ShortHost(App[None]):
+    def get_default_screen(self) -> Screen[None]:
+        return OnePassScreen(id="_default")
+
+    def compose(self) -> ComposeResult:
+        yield Short("one\ntwo\nthree")
+
+
+async def test_a_widget_drawing_fewer_rows_than_it_has_is_painted_as_textual_paints_it() -> None:
+    app = ShortHost()
+    async with app.run_test(size=(20, 5)) as pilot:
+        await pilot.pause()
+        compositor = app.screen._compositor
+        assert isinstance(compositor, FrontFirstCompositor)
+        everything = compositor.size.region
+        ours = compositor._render_chops(everything, every_row)
+        assert cells(ours) == cells(Compositor._render_chops(compositor, everything, every_row))
