@@ -16,7 +16,10 @@ ms), against 18-23 of 309-319 (worst 91-154 ms) while each list item was a row o
 widgets, and a growing list was mounted anew at each frame (see
 :mod:`agentsh.tui.widgets.markdown_lists`). Since each paint draws each cell once (see
 :mod:`agentsh.tui.front_first`), 0-4 ticks a run of 250-429 (6 in 12 runs), against 0-5 of
-250-411 (24 in 12 runs) in the same session. Earlier levers:
+250-411 (24 in 12 runs) in the same session. Those runs waited for the reply with Pilot's polls,
+which lay out and paint the screen from the test every 20 ms and post a message to every widget;
+it now waits without them (:func:`tests.tui.conftest.wait_quietly`): 1 tick of 404-461 in 2 of
+8 runs (58 ms), none in the other 6. Earlier levers:
 each frame used to be laid out and painted twice (see :mod:`agentsh.tui.one_pass_layout`) and
 to measure and draw again what had not changed (see
 :mod:`agentsh.tui.widgets.steady_containers`). Issue 16's goal is unmet: a frame's layout and
@@ -35,7 +38,7 @@ from agentsh.events import AssistantMessage as AssistantEvent
 from agentsh.events import Event, StatusChanged, TextDelta, TurnEnded, TurnOutcome, TurnStarted
 from agentsh.session.entries import Role, StopReason
 from agentsh.tui.widgets.messages import AssistantMessage
-from tests.tui.conftest import MakeApp, fake_factory, ready, submit, wait_for
+from tests.tui.conftest import MakeApp, fake_factory, ready, submit, wait_for, wait_quietly
 from tests.tui.fake_agent import FakeAgent
 from tests.tui.test_ui_loop_responsive import BLOCKED_S, LoopProbe, StackSampler
 
@@ -103,7 +106,7 @@ async def test_painting_a_streamed_markdown_reply_never_holds_the_ui_loop(
             sampler.start()
             try:
                 await submit(pilot, app, "and another")
-                await wait_for(pilot, lambda: not app.controller.turn_running, limit_s=120)
+                await wait_quietly(lambda: not app.controller.turn_running, limit_s=120)
             finally:
                 sampler.stopped.set()
             probe.remove()

@@ -35,7 +35,7 @@ from textual.widget import Widget
 from agentsh.tui.widgets.messages import AssistantMessage
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import ScriptedServer
-from tests.tui.conftest import MakeApp, wait_for
+from tests.tui.conftest import MakeApp, wait_for, wait_quietly
 
 pytestmark = pytest.mark.asyncio
 
@@ -132,9 +132,9 @@ async def test_the_ui_loop_is_never_blocked_while_a_reply_streams(
             sampler.start()
             try:
                 await pilot.press(*"write a lot", "enter")
-                await wait_for(pilot, lambda: bool(app.query(AssistantMessage)), limit_s=120)
+                await wait_quietly(lambda: bool(app.query(AssistantMessage)), limit_s=120)
                 time.sleep(PAUSED_S)  # noqa: ASYNC251 - held still: the reply piles up meanwhile
-                await wait_for(pilot, lambda: not app.controller.turn_running, limit_s=120)
+                await wait_quietly(lambda: not app.controller.turn_running, limit_s=120)
             finally:
                 sampler.stopped.set()
             probe.remove()
