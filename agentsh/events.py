@@ -119,6 +119,15 @@ class ThinkingDelta(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class TextEnded(Event):
+    """The provider said its reply is over (its finish reason came, e.g. ``stop``): every
+    delta is here; its usage and the logged reply follow. A front end can show the rest of the
+    reply now instead of when it is logged (tens of milliseconds later, more under load)."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallDelta(Event):
     """A fragment of a tool call as it streams in (name first, then argument pieces)."""
 

@@ -31,6 +31,7 @@ from agentsh.events import (
     ModelClientStarting,
     Retrying,
     TextDelta,
+    TextEnded,
     ThinkingDelta,
     ToolCallDelta,
 )
@@ -90,6 +91,7 @@ StreamItem = (
     TextDelta
     | ThinkingDelta
     | ToolCallDelta
+    | TextEnded
     | Retrying
     | ModelClientStarting
     | ModelClientReady
@@ -152,8 +154,8 @@ class _Assembler:
         # ends it with a made-up "stop" chunk of its own, which carries no delta and no usage.
         self.spoke = False
 
-    def feed(self, chunk: Any) -> list[TextDelta | ThinkingDelta | ToolCallDelta]:
-        out: list[TextDelta | ThinkingDelta | ToolCallDelta] = []
+    def feed(self, chunk: Any) -> list[TextDelta | ThinkingDelta | ToolCallDelta | TextEnded]:
+        out: list[TextDelta | ThinkingDelta | ToolCallDelta | TextEnded] = []
         usage = _get(chunk, "usage")
         if usage is not None:
             self.usage = usage
@@ -163,11 +165,19 @@ class _Assembler:
             return out
         choice = choices[0]
         finish = _get(choice, "finish_reason")
+        ended = bool(finish) and self.finish is None
         if finish:
             self.finish = finish
         delta = _get(choice, "delta")
-        if delta is None:
-            return out
+        if delta is not None:
+            self._feed_delta(delta, out)
+        if ended:  # after the deltas its own chunk carried
+            out.append(TextEnded(str(finish)))
+        return out
+
+    def _feed_delta(
+        self, delta: Any, out: list[TextDelta | ThinkingDelta | ToolCallDelta | TextEnded]
+    ) -> None:
         if any(
             _get(delta, k) is not None
             for k in ("role", "content", "tool_calls", "reasoning_content")
@@ -185,7 +195,6 @@ class _Assembler:
             event = self._feed_call(raw)
             if event is not None:
                 out.append(event)
-        return out
 
     def _feed_call(self, raw: Any) -> ToolCallDelta | None:
         index = _get(raw, "index")

@@ -23,6 +23,7 @@ from agentsh.events import (
     ModelClientStarting,
     Retrying,
     TextDelta,
+    TextEnded,
     ThinkingDelta,
     ToolCallDelta,
 )
@@ -31,10 +32,12 @@ from agentsh.llm.models import ModelInfo
 from agentsh.values import StopReason, ToolCall, Usage
 
 # The stream events a worker may send, by wire name.
-EVENTS: dict[str, type[TextDelta | ThinkingDelta | ToolCallDelta | Retrying]] = {
+WireEvent = TextDelta | ThinkingDelta | ToolCallDelta | TextEnded | Retrying
+EVENTS: dict[str, type[WireEvent]] = {
     "text": TextDelta,
     "thinking": ThinkingDelta,
     "tool": ToolCallDelta,
+    "text_end": TextEnded,
     "retrying": Retrying,
 }
 _NAMES = {cls: name for name, cls in EVENTS.items()}
@@ -62,7 +65,7 @@ def encode_item(call_id: int, item: StreamItem) -> dict[str, Any]:
     return {"id": call_id, "ev": _NAMES[type(item)], **_fields(item)}
 
 
-def decode_event(message: dict[str, Any]) -> TextDelta | ThinkingDelta | ToolCallDelta | Retrying:
+def decode_event(message: dict[str, Any]) -> WireEvent:
     cls = EVENTS[message["ev"]]
     return cls(**{f.name: message[f.name] for f in dataclasses.fields(cls)})
 

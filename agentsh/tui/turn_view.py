@@ -31,6 +31,7 @@ from agentsh.events import (
     Retrying,
     StatusChanged,
     TextDelta,
+    TextEnded,
     ThinkingDelta,
     Tier,
     ToolOutput,
@@ -98,6 +99,8 @@ class TurnView:
                 chat.output_grew()
             case ThinkingDelta():
                 (await self._reply()).add_thinking(event.text)
+            case TextEnded() if self.reply is not None:
+                await self.reply.text_ended()
             case ToolStarted():
                 await self._tool_started(event)
             case ToolOutput():

@@ -27,6 +27,7 @@ from agentsh.events import (
     ModelClientStarting,
     Retrying,
     TextDelta,
+    TextEnded,
     ToolCallDelta,
 )
 from agentsh.llm import facts_cache, remote
@@ -91,6 +92,7 @@ async def test_a_streamed_reply_with_tool_calls_and_usage(
     assert completion.usage.input_tokens == 120 and completion.usage.output_tokens == 30
     assert "".join(i.text for i in items if isinstance(i, TextDelta)) == "Let me look. "
     assert any(isinstance(i, ToolCallDelta) for i in items)
+    assert items[-2] == TextEnded("tool_calls")  # the finish reason, before the usage
     # The request really came from the worker, with the key it was given.
     assert scripted_server.requests[-1].headers["authorization"] == f"Bearer {FAKE_KEY}"
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agentsh.events import TextDelta, ThinkingDelta, ToolCallDelta
+from agentsh.events import TextDelta, TextEnded, ThinkingDelta, ToolCallDelta
 from agentsh.llm.client import Completion, LLMClient, StreamItem
 from agentsh.session.entries import StopReason
 from tests.fakes.fixtures import FAKE_KEY
@@ -245,3 +245,31 @@ async def test_finish_reason_length_is_reported(
     done = completion_of(await collect(llm_client_factory()))
 
     assert done.stop_reason == StopReason.LENGTH
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        (Reply(text="All of it, then the usage."), "stop"),
+        (Reply(text="cut off in the mid", finish_reason="length"), "length"),
+        (tool_calls(("bash", {"cmd": "ls"}), text="Let me look."), "tool_calls"),
+    ],
+)
+async def test_the_end_of_the_reply_is_announced_once_after_its_last_delta(
+    scripted_server: ScriptedServer,
+    llm_client_factory: Callable[..., LLMClient],
+    reply: Reply,
+    reason: str,
+) -> None:
+    """``TextEnded`` comes with the provider's finish reason, before the usage that the
+    Completion waits for: a front end can show the whole reply that much sooner."""
+    scripted_server.script(reply)
+
+    items = await collect(llm_client_factory())
+
+    ends = [n for n, i in enumerate(items) if isinstance(i, TextEnded)]
+    assert len(ends) == 1 and items[ends[0]] == TextEnded(reason)
+    deltas = [n for n, i in enumerate(items) if isinstance(i, TextDelta | ToolCallDelta)]
+    assert deltas and max(deltas) < ends[0] < len(items) - 1
+    assert completion_of(items).stop_reason.value == reason

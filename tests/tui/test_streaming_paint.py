@@ -335,3 +335,47 @@ async def test_nobody_typing_a_frame_does_not_wait(monkeypatch: pytest.MonkeyPat
     reply._latest_frame = time.monotonic() + 10
     with pytest.raises(StopIteration):
         reply._pause_between_keys().send(None)
+
+
+async def test_the_rest_of_a_reply_is_painted_when_the_provider_says_it_is_over(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At the provider's finish reason (``TextEnded``), not at the next frame's beat nor when
+    the reply is logged, which waits for its usage."""
+    import asyncio
+    from collections.abc import AsyncIterator
+
+    from agentsh.events import AssistantMessage as Logged
+    from agentsh.events import Event, TextDelta, TextEnded, TurnEnded, TurnOutcome, TurnStarted
+    from agentsh.session.entries import Role, StopReason
+    from agentsh.tui.widgets import messages
+    from tests.tui.conftest import fake_factory, submit
+    from tests.tui.fake_agent import FakeAgent
+
+    monkeypatch.setattr(messages, "FLUSH_S", 60.0)  # the next frame's beat: not in this test
+    monkeypatch.setattr(messages, "REST_MAX_S", 60.0)
+    text = "First words, painted at once. " + "then more words " * 40 + "and the last word."
+    logged = asyncio.Event()
+
+    async def script(agent: FakeAgent, message: str) -> AsyncIterator[Event]:
+        user = agent.session.append_message(Role.USER, message)
+        yield TurnStarted(user.id, message)
+        yield TextDelta(text[:30])
+        await asyncio.sleep(0.05)  # that first frame is painted
+        yield TextDelta(text[30:])
+        yield TextEnded("stop")
+        await logged.wait()  # the usage has not come yet
+        entry = agent.session.append_message(Role.ASSISTANT, text, stop_reason=StopReason.STOP)
+        yield Logged(entry.id, text, (), "stop")
+        yield TurnEnded(TurnOutcome.DONE, text=text)
+
+    app = make_app(factory=fake_factory(script=script))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot, app)
+        await submit(pilot, app, "go")
+        reply = app.query_one(AssistantMessage)
+        await wait_for(pilot, lambda: reply.body.source == text, limit_s=10)
+        assert app.controller.turn_running and reply.live  # not logged yet
+        logged.set()
+        await wait_for(pilot, lambda: not app.controller.turn_running)
+        assert reply.body.source == text and not reply.live

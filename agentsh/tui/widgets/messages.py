@@ -397,14 +397,19 @@ class AssistantMessage(MeasuredArrangement, AlikeRows, Vertical):
         thinking.update(f"thinking… ({human_tokens(self._thinking_chars)} chars)")
         thinking.display = True
 
-    async def finish(
-        self, *, text: str | None = None, aborted: bool = False, error: str = ""
-    ) -> None:
-        """The reply is complete: stop the stream; ``text`` (the logged text) wins if given."""
+    async def text_ended(self) -> None:
+        """The provider said the reply is over: paint the rest now, not at the next frame's
+        beat or when the reply is logged (its usage comes first: 15-30 ms later at load 1)."""
         if self._flush_timer is not None:
             self._flush_timer.stop()
             self._flush_timer = None
         await self._flush()
+
+    async def finish(
+        self, *, text: str | None = None, aborted: bool = False, error: str = ""
+    ) -> None:
+        """The reply is complete: stop the stream; ``text`` (the logged text) wins if given."""
+        await self.text_ended()
         if text is not None and (text != self.text or self.body.source != text):
             # The logged text wins, also over a body a stream left short of what it was sent.
             self.text = text
