@@ -171,7 +171,7 @@ class _Assembler:
         delta = _get(choice, "delta")
         if delta is not None:
             self._feed_delta(delta, out)
-        if ended:  # after the deltas its own chunk carried
+        if ended and self.spoke:  # after its own chunk's deltas; not litellm's made-up end
             out.append(TextEnded(str(finish)))
         return out
 

@@ -8,7 +8,7 @@ from email.utils import format_datetime
 
 import pytest
 
-from agentsh.events import ErrorKind, Retrying, TextDelta
+from agentsh.events import ErrorKind, Retrying, TextDelta, TextEnded
 from agentsh.llm.client import Completion, LLMClient, LLMError, StreamItem, parse_retry_after
 from tests.fakes.fixtures import FakeSleep
 from tests.fakes.server import ErrorReply, Hangup, ScriptedServer
@@ -177,6 +177,9 @@ async def test_a_stream_closed_before_its_first_token_is_retried(
     assert [i.reason for i in items if isinstance(i, Retrying)] == ["network error"]
     assert isinstance(items[-1], Completion) and items[-1].text == "recovered"
     assert len(scripted_server.requests) == 2
+    # The end litellm makes up for the empty stream is not the reply's end: that is announced
+    # once, by the reply that came.
+    assert [type(i) for i in items if isinstance(i, Retrying | TextEnded)] == [Retrying, TextEnded]
 
 
 @pytest.mark.asyncio
