@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -76,12 +76,7 @@ async def wait_for(
     pilot: Pilot[None], predicate: Callable[[], bool], limit_s: float = 30.0
 ) -> None:
     """Pump the app until ``predicate()`` holds (tests never sleep a fixed time)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit_s
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await pilot.pause(0.02)
+    await _until(predicate, limit_s, lambda: pilot.pause(0.02))
 
 
 async def wait_quietly(predicate: Callable[[], bool], limit_s: float = 30.0) -> None:
@@ -91,12 +86,18 @@ async def wait_quietly(predicate: Callable[[], bool], limit_s: float = 30.0) -> 
     :func:`wait_for`'s polls would add to the loop measured every 20 ms (in 3 alternating pairs
     of runs of the Markdown stream test, 2-5 ticks of 383-395 came after more than 50 ms of the
     UI thread's CPU with them, none of 420-424 without)."""
+    await _until(predicate, limit_s, lambda: asyncio.sleep(0.05))
+
+
+async def _until(
+    predicate: Callable[[], bool], limit_s: float, step: Callable[[], Awaitable[object]]
+) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + limit_s
     while not predicate():
         if loop.time() > deadline:
             raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.05)
+        await step()
 
 
 async def ready(pilot: Pilot[None], app: AgentshApp, limit_s: float = 30.0) -> None:
