@@ -399,7 +399,8 @@ class AssistantMessage(MeasuredArrangement, AlikeRows, Vertical):
 
     async def text_ended(self) -> None:
         """The provider said the reply is over: paint the rest now, not at the next frame's
-        beat or when the reply is logged (its usage comes first: 15-30 ms later at load 1)."""
+        beat or when the reply is logged, which waits for its usage (15-80 ms later, traced at
+        load ~1)."""
         if self._flush_timer is not None:
             self._flush_timer.stop()
             self._flush_timer = None
