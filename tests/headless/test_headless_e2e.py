@@ -212,6 +212,11 @@ def test_json_and_stream_json_output(
     assert types[-2:] == ["turn_ended", "result"]
     assert "".join(e["text"] for e in events if e["type"] == "text_delta") == "two"
     assert all(e["session_id"] for e in events)
+    # The provider's end of the reply comes after its text and before the reply is logged.
+    ended = [n for n, e in enumerate(events) if e["type"] == "text_ended"]
+    last_delta = max(n for n, t in enumerate(types) if t == "text_delta")
+    assert len(ended) == 1 and last_delta < ended[0] < types.index("assistant_message")
+    assert events[ended[0]]["reason"] == "stop"
 
 
 def test_no_model_configured_explains_how_to_configure_one(
