@@ -18,9 +18,10 @@ before its line would wrap), and how long that came after the last chunk is prin
 keys typed back to back, about 50 a second, are the most a program's frames must give way
 to (``--key-gap`` spaces them). Separate quiet rounds (no typing) measure the CPU time of the
 program's process tree per streamed token, and how long after the server sent the last chunk
-the last word was on screen (polled every 5 ms). Medians over rounds; p50/p99 over all
-keystroke samples. Goals (issue 16): agentsh's p99 under 100 ms and at most half the bare
-app's; the last word on screen within 100 ms of the last chunk.
+the last word was on screen (polled every 5 ms; each round's figure is printed too, so runs
+can be pooled). Medians over rounds; p50/p99 over all keystroke samples. Goals (issue 16):
+agentsh's p99 under 100 ms and at most half the bare app's; the last word on screen within
+100 ms of the last chunk.
 
     .venv/bin/python benchmarks/bench_stream_keys.py [--rounds 4] [--key-gap 0.1]
 
@@ -308,6 +309,8 @@ def main() -> int:
         print(f"{'':8s} CPU {statistics.median(cpu[name]):.2f} s per 1k tokens   last word "
               f"{statistics.median(lag[name]) * 1000:5.0f} ms after the last chunk "
               f"({statistics.median(typing_lag[name]):.1f} s while keys were typed)")  # fmt: skip
+        rounds = " ".join(f"{x * 1000:.0f}" for x in lag[name])
+        print(f"{'':8s} last word per quiet round: {rounds} ms")  # for medians over several runs
     a99 = percentile([s * 1000 for s in keys["agentsh"]], 99)
     b99 = percentile([s * 1000 for s in keys["bare"]], 99)
     print(f"stream_keystroke_p99_ratio: {a99 / b99:.2f} x")
