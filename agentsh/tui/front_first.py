@@ -13,7 +13,8 @@ fill, and renders a widget only when one of its rows does. The pieces kept are t
 Textual keeps (``tests/tui/test_front_first.py`` compares the two on real screens). While a
 reply streams into the app's chat, its paints took 16-29 % less CPU, and the UI thread's
 stretches of more than 50 ms fell from 24 to 6 in 12 runs
-(``tests/tui/test_stream_render_loop.py``'s probe).
+(``tests/tui/test_stream_render_loop.py``'s probe, both counts with the Pilot polls that test
+used then, which added stretches of their own).
 """
 
 from __future__ import annotations
