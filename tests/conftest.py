@@ -45,6 +45,9 @@ def agentsh_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # Nor may `agentsh memory search` leave a warm search process behind (the tests of that
     # process turn this off themselves).
     monkeypatch.setenv("AGENTSH_NO_WARM_SEARCH", "1")
+    # Nor may a model worker leave a warm worker behind (agentsh.llm.warm_worker: its tests
+    # turn it on themselves).
+    monkeypatch.setenv("AGENTSH_WARM_WORKER_S", "0")
     for key in _PROVIDER_KEYS:
         monkeypatch.delenv(key, raising=False)
     # A front end run in-process (cli.main(["-p", ...])) switches this process to the model
@@ -85,3 +88,19 @@ def collector_off() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_warm_worker_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A warm model worker (:mod:`agentsh.llm.warm_worker`) left by an agentsh a test started
+    with an environment of its own making, without ``AGENTSH_WARM_WORKER_S=0``, is ended with
+    the session instead of holding ~300 MB for five minutes after it; and named, so that the
+    test's environment gets fixed."""
+    yield
+    from tests.fakes.warm_workers import end_warm_workers
+
+    left = end_warm_workers(tmp_path_factory.getbasetemp())
+    if left:
+        import warnings
+
+        warnings.warn(f"tests left {len(left)} warm model worker(s): {left}", stacklevel=1)

@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "git_stalls": 1,
     "git_pointer": 1,
     "programs": 1,
+    "user_socket": 1,
     "trust": 1,
     "config": 1,
     "config_settings": 1,

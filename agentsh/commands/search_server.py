@@ -22,8 +22,9 @@ path a project chooses) and is 0600, and each side checks that the other runs as
 off or elsewhere. The server runs with the environment of the command that started it and the
 same agentsh code; a command only talks to a server started with the same interpreter, agentsh
 folder and environment (all in the socket's name), and a server whose code changed on disk ends
-at the next search (:class:`_CodeWatch`). It keeps nothing a project gave it but that project's
-own index, and at most :data:`MAX_INDEXES` of them.
+at the next search (:class:`~agentsh.user_socket.CodeWatch`). It keeps nothing a project gave
+it but that project's own index, and at most :data:`MAX_INDEXES` of them. Where the socket is
+and who may use it: :mod:`agentsh.user_socket`.
 """
 
 from __future__ import annotations
@@ -33,20 +34,27 @@ import hashlib
 import json
 import os
 import socket
-import stat
-import struct
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agentsh.commands import register_trust_sources
+from agentsh.user_socket import (
+    PACKAGE,
+    CodeWatch,
+    bound,
+    listening,
+    peer_uid,
+    read_line,
+    runtime_folder,
+    socket_in,
+)
 
 if TYPE_CHECKING:
     from agentsh.paths import UserPaths
 
 PROTOCOL = 1
-MAX_MESSAGE = 16 * 1024 * 1024
 ASK_TIMEOUT_S = 30.0
 MAX_INDEXES = 8  # projects whose index stays open; the least recently searched is closed
 OFF_VARIABLE = "AGENTSH_NO_WARM_SEARCH"  # =1: never ask or start the process (tests, scripts)
@@ -65,49 +73,13 @@ def socket_path(user: UserPaths | None = None) -> Path | None:
     """The socket of this user's server for this environment and code; None when its folder is
     not safely the user's own (or the path is too long for a Unix socket). ``user``: the
     user's folders, found from the environment when not given."""
-    folder = _runtime_folder(user)
-    if folder is None:
-        return None
-    path = folder / f"search-{_key()}.sock"
-    return path if len(os.fsencode(path)) < 100 else None
-
-
-def _runtime_folder(user: UserPaths | None) -> Path | None:
-    """``$XDG_RUNTIME_DIR/agentsh`` when that runtime folder is the user's alone (a tmpfs the
-    login manager empties at log-out, on this machine only), else ``run/`` in the cache folder."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    if runtime and Path(runtime).is_absolute() and _users_alone(Path(runtime)):
-        folder = _made(Path(runtime) / "agentsh")
-        if folder is not None:
-            return folder
-    if user is None:
-        from agentsh.paths import UserPaths
-
-        user = UserPaths.from_env()
-    return _made(user.cache_dir / "run")
-
-
-def _made(folder: Path) -> Path | None:
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except OSError:
-        return None
-    return folder if _users_alone(folder) else None
-
-
-def _users_alone(folder: Path) -> bool:
-    """A real folder (not a link), owned by this user, that no one else may enter or write."""
-    try:
-        info = os.lstat(folder)
-    except OSError:
-        return False
-    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
+    return socket_in(runtime_folder(user), f"search-{_key()}.sock")
 
 
 def _key() -> str:
     """What the server's answers depend on besides the files and its code: the interpreter,
     where agentsh is, and the environment variables that choose folders and settings. (A
-    change to the code it runs ends it: :class:`_CodeWatch`.)"""
+    change to the code it runs ends it: :class:`~agentsh.user_socket.CodeWatch`.)"""
     digest = hashlib.sha256(f"{PROTOCOL}\0{sys.executable}\0{_PACKAGE}".encode())
     for name in sorted(os.environ):
         if (name.startswith(("AGENTSH_", "XDG_")) or name == "HOME") and name != OFF_VARIABLE:
@@ -115,52 +87,7 @@ def _key() -> str:
     return digest.hexdigest()[:20]
 
 
-_PACKAGE = Path(__file__).resolve().parents[1]
-
-
-class _CodeWatch:
-    """The agentsh modules the server has loaded, as their files were when it first saw them:
-    once one changes (an upgrade, an edit), its answers could differ from the new code's, so it
-    ends. A module it never loaded plays no part in its answers, whatever it is now."""
-
-    def __init__(self) -> None:
-        self._seen: dict[str, tuple[int, int, int] | None] = {}
-
-    def changed(self) -> bool:
-        return any(_code_stamp(path) != stamp for path, stamp in self._seen.items())
-
-    def note(self) -> None:
-        inside = str(_PACKAGE) + os.sep
-        for module in list(sys.modules.values()):
-            path = getattr(module, "__file__", None)
-            if isinstance(path, str) and path.startswith(inside) and path not in self._seen:
-                self._seen[path] = _code_stamp(path)
-
-
-def _code_stamp(path: str) -> tuple[int, int, int] | None:
-    try:
-        st = os.stat(path)  # noqa: PTH116 - a str from sys.modules, ~100 of them a search
-    except OSError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-def _peer_uid(conn: socket.socket) -> int:
-    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", creds)
-    return int(uid)
-
-
-def _read_line(conn: socket.socket) -> bytes:
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = conn.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-        if len(data) > MAX_MESSAGE:
-            raise ValueError("message too long")
-    return data
+_PACKAGE = PACKAGE
 
 
 # -- the command's side -----------------------------------------------------------------------
@@ -186,10 +113,10 @@ def ask(cwd: Path, query: str, k: int | None, as_json: bool) -> Answer | None:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(ASK_TIMEOUT_S)
             conn.connect(str(path))
-            if _peer_uid(conn) != os.getuid():
+            if peer_uid(conn) != os.getuid():
                 return None
             conn.sendall(json.dumps(request).encode("utf-8") + b"\n")
-            reply = json.loads(_read_line(conn))
+            reply = json.loads(read_line(conn))
     except (OSError, ValueError):
         return None
     if not isinstance(reply, dict) or reply.get("status") != "ok":
@@ -204,7 +131,7 @@ def start_unless_running(user: UserPaths, idle_s: float) -> None:
     """Start the server in the background unless one listens (a second one started meanwhile
     exits at once: the first holds the lock; a socket left by a killed one is replaced)."""
     path = socket_path(user)
-    if idle_s <= 0 or not enabled() or path is None or _listening(path):
+    if idle_s <= 0 or not enabled() or path is None or listening(path):
         return
     import subprocess
 
@@ -222,16 +149,6 @@ def start_unless_running(user: UserPaths, idle_s: float) -> None:
         )
 
 
-def _listening(path: Path) -> bool:
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.settimeout(1.0)
-            conn.connect(str(path))
-    except OSError:
-        return False
-    return True
-
-
 # -- the server -------------------------------------------------------------------------------
 
 
@@ -246,38 +163,18 @@ class SearchServer:
         self._stop = False
         self._indexes: dict[tuple[Path, Any], Any] = {}  # least recently searched first
         self._models: dict[int, Any] = {}  # by batch size: one model for every index
-        self._code = _CodeWatch()
+        self._code = CodeWatch((_PACKAGE,))
 
     def serve(self) -> None:
-        import fcntl
-
-        lock = os.open(
-            self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600
-        )
         try:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                return  # another server has this socket
-            with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
-                old = os.umask(0o177)
-                try:
-                    listener.bind(str(self.path))  # created 0600
-                finally:
-                    os.umask(old)
-                listener.listen(8)
-                try:
-                    self.warm_up()  # a search asked meanwhile waits for it, not for a new process
-                    self._loop(listener)
-                finally:
-                    with contextlib.suppress(OSError):
-                        self.path.unlink()
+            with bound(self.path) as listener:
+                if listener is None:
+                    return  # another server has this socket
+                self.warm_up()  # a search asked meanwhile waits for it, not for a new process
+                self._loop(listener)
         finally:
             for index in self._indexes.values():
                 _close(index)
-            os.close(lock)
 
     def _loop(self, listener: socket.socket) -> None:
         while not self._stop:
@@ -288,10 +185,10 @@ class SearchServer:
                 return
             with conn:
                 try:
-                    if _peer_uid(conn) != os.getuid():
+                    if peer_uid(conn) != os.getuid():
                         continue
                     conn.settimeout(ASK_TIMEOUT_S)
-                    request = json.loads(_read_line(conn))
+                    request = json.loads(read_line(conn))
                     reply = self.answer(request) if isinstance(request, dict) else _FALLBACK
                     conn.sendall(json.dumps(reply).encode("utf-8") + b"\n")
                 except (OSError, ValueError):

@@ -19,6 +19,7 @@ import logging
 import os
 import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -157,8 +158,9 @@ def warm_first_call() -> bool:
     :func:`import_litellm` (the model worker does); True when it ran through."""
     litellm = import_litellm()
     try:
-        for _chunk in litellm.completion(**_WARM_UP_CALL):
-            pass
+        with _no_logging_threads():
+            for _chunk in litellm.completion(**_WARM_UP_CALL):
+                pass
     except Exception:  # noqa: BLE001 - a warm-up that fails leaves the first call to pay
         return False
     # What only the asynchronous path imports (httpx's asyncio backend, litellm's service
@@ -167,6 +169,35 @@ def warm_first_call() -> bool:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
     return True
+
+
+@contextlib.contextmanager
+def _no_logging_threads() -> Iterator[None]:
+    """litellm hands each call's logging to a pool of threads it starts at the first call. The
+    made-up call needs none, and a worker that then forks the warm worker
+    (:mod:`agentsh.llm.warm_worker`) must have no thread its copy would lack: the pool takes
+    nothing while the warm-up runs. (Elsewhere named, the pool starts as before, and the warm
+    worker is not made: it checks for threads.)"""
+    import sys
+    from concurrent.futures import Future
+
+    module = sys.modules.get("litellm.litellm_core_utils.thread_pool_executor")
+    pool = getattr(module, "executor", None)
+    if pool is None:
+        yield
+        return
+
+    def dropped(*_args: object, **_kwargs: object) -> Future[None]:
+        done: Future[None] = Future()
+        done.set_result(None)
+        return done
+
+    pool.submit = dropped
+    try:
+        yield
+    finally:
+        with contextlib.suppress(AttributeError):
+            del pool.submit
 
 
 def litellm_loaded() -> bool:

@@ -27,7 +27,7 @@ import sys
 import threading
 from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentsh.config import ModelSettings
 from agentsh.errors import AgentshError
@@ -37,6 +37,12 @@ from agentsh.llm.client import Completion, LLMClient, LLMError, StreamItem, scru
 from agentsh.llm.env import prepare_environment
 from agentsh.llm.models import ModelInfo
 from agentsh.values import Usage
+
+if TYPE_CHECKING:
+    from agentsh.llm.warm_worker import ForkedWorker
+
+    # A worker this process started, or one the warm worker forked for it.
+    WorkerProcess = subprocess.Popen[bytes] | ForkedWorker
 
 _FINAL = frozenset({"done", "error", "failed", "gone"})
 _STDERR_TAIL = 2000  # characters of the worker's stderr kept for the "worker stopped" message
@@ -127,7 +133,7 @@ class _Child:
     under ``write_lock``, never under the worker's call table lock: a large request blocked on
     a full pipe must not stop the reader thread from draining the worker's answers."""
 
-    def __init__(self, process: subprocess.Popen[bytes], environ: dict[str, str]) -> None:
+    def __init__(self, process: WorkerProcess, environ: dict[str, str]) -> None:
         self.process = process
         self.write_lock = threading.Lock()
         self.sent_env = environ
@@ -166,7 +172,7 @@ class ModelWorker:
         self._ids = itertools.count(1)
         self._stderr: deque[str] = deque()
         self._closed = False
-        self._stopping: list[subprocess.Popen[bytes]] = []  # stopped, not yet seen to exit
+        self._stopping: list[WorkerProcess] = []  # stopped, not yet seen to exit
 
     # -- the process ---------------------------------------------------------------------
 
@@ -188,6 +194,28 @@ class ModelWorker:
             raise ModelWorkerError("the model worker has been shut down")
         prepare_environment()  # the child inherits the offline, quiet litellm settings
         environ = dict(os.environ)
+        child = self._child = self._warm(environ) or self._started(environ)
+        self._stderr.clear()
+        threading.Thread(
+            target=self._read, args=(child,), name="model-worker-reader", daemon=True
+        ).start()
+        threading.Thread(
+            target=self._read_stderr, args=(child.process,), name="model-worker-stderr", daemon=True
+        ).start()
+        return child
+
+    def _warm(self, environ: dict[str, str]) -> _Child | None:
+        """A worker forked by the user's warm worker, litellm already loaded; None when there
+        is none for this environment (:mod:`agentsh.llm.warm_worker`)."""
+        if self._command != list(WORKER_COMMAND):
+            return None  # a test's own worker command: start exactly that
+        from agentsh.llm import warm_worker
+
+        process = warm_worker.forked(environ)
+        # Its environment is the warm worker's until the first request brings ours.
+        return None if process is None else _Child(process, {})
+
+    def _started(self, environ: dict[str, str]) -> _Child:
         process = subprocess.Popen(
             self._command,
             stdin=subprocess.PIPE,
@@ -199,15 +227,7 @@ class ModelWorker:
             # decides what to cancel; the worker ends when its stdin closes.
             start_new_session=True,
         )
-        child = self._child = _Child(process, environ)
-        self._stderr.clear()
-        threading.Thread(
-            target=self._read, args=(child,), name="model-worker-reader", daemon=True
-        ).start()
-        threading.Thread(
-            target=self._read_stderr, args=(process,), name="model-worker-stderr", daemon=True
-        ).start()
-        return child
+        return _Child(process, environ)
 
     def stop(self) -> None:
         """Ask the worker to end (close its stdin: it cancels what runs and exits) and start no
@@ -316,7 +336,7 @@ class ModelWorker:
         for call in waiting:
             call.deliver({"id": call.call_id, "ev": "ready"})
 
-    def _read_stderr(self, process: subprocess.Popen[bytes]) -> None:
+    def _read_stderr(self, process: WorkerProcess) -> None:
         assert process.stderr is not None
         for raw in process.stderr:
             line = raw.decode("utf-8", "replace").rstrip()

@@ -36,8 +36,13 @@ LINE_LIMIT = 1 << 30
 
 
 class Worker:
-    def __init__(self, out: BinaryIO) -> None:
+    """Serves one front end. ``start_env``: the environment it was started with, when it
+    imports litellm itself (it may then leave a warm copy of itself for the front ends that
+    come after: :mod:`agentsh.llm.warm_worker`); None for a worker forked warm from that copy."""
+
+    def __init__(self, out: BinaryIO, *, start_env: dict[str, str] | None = None) -> None:
         self._out = out
+        self._start_env = start_env
         self._tasks: dict[int, asyncio.Task[None]] = {}
         self._import_error = ""
         self._loading: asyncio.Future[None] | None = None
@@ -52,8 +57,13 @@ class Worker:
         except Exception as exc:  # noqa: BLE001 - every call then says why it cannot run
             self._import_error = f"litellm could not be imported: {type(exc).__name__}: {exc}"
             return
+        if self._start_env is None:
+            return  # forked warm: all of that was loaded before the fork
         # What litellm loads on its first call, loaded now: not after the user's Enter.
         warm_first_call()
+        from agentsh.llm import warm_worker
+
+        warm_worker.start_from_worker(self._start_env)
 
     def _say_ready(self) -> None:
         with contextlib.suppress(OSError, ValueError):  # the front end has gone
@@ -215,23 +225,26 @@ def _replace_environment(environ: dict[str, str]) -> None:
     os.environ.update(forced)
 
 
-def main() -> None:
+def main(*, warm: bool = False) -> None:
+    """Serve the front end on stdin and stdout. ``warm``: forked by the warm worker, litellm
+    already loaded and warmed up."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    start_env = None if warm else dict(os.environ)
     prepare_environment()
     # Nothing but protocol lines on stdout: a stray print from a library goes to stderr.
     protocol = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = os.fdopen(os.dup(sys.stderr.fileno()), "w")
     with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        asyncio.run(_serve(protocol))
+        asyncio.run(_serve(protocol, start_env))
     _exit()
 
 
-async def _serve(protocol: BinaryIO) -> None:
+async def _serve(protocol: BinaryIO, start_env: dict[str, str] | None) -> None:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=LINE_LIMIT)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    await Worker(protocol).serve(reader)
+    await Worker(protocol, start_env=start_env).serve(reader)
     _exit()
 
 

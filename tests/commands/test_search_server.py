@@ -28,6 +28,7 @@ from agentsh.commands.search_server import SearchServer, socket_path
 from agentsh.config import load_environment
 from agentsh.memory import ranking
 from agentsh.paths import ProjectPaths, UserPaths
+from agentsh.user_socket import read_line
 from tests.memory.conftest import write
 
 
@@ -216,7 +217,7 @@ def test_a_search_it_answers_loads_nothing_heavy_in_the_command(
         def answer() -> None:
             conn, _ = listener.accept()
             with conn:
-                asked.append(json.loads(search_server._read_line(conn)))
+                asked.append(json.loads(read_line(conn)))
                 reply = {"status": "ok", "stdout": "1. warm answer\n", "stderr": ""}
                 conn.sendall(json.dumps(reply).encode() + b"\n")
 

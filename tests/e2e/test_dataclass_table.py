@@ -55,6 +55,7 @@ def test_the_tui_keeps_its_classes_code_and_finds_it_next_time(
         "OPENAI_API_KEY": "sk-test",
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "AGENTSH_NO_OLLAMA_PROBE": "1",
+        "AGENTSH_WARM_WORKER_S": "0",  # no warm model worker left behind
         "PYTHONPATH": str(ROOT),
         "PYTHONPYCACHEPREFIX": str(prefix),
         "PYTHONDONTWRITEBYTECODE": "",

@@ -53,6 +53,7 @@ def test_trusted_or_not_the_repository_cannot_remap_the_approval_keys(
                 "LITELLM_LOCAL_MODEL_COST_MAP": "True",
                 "HF_HUB_OFFLINE": "1",
                 "AGENTSH_NO_OLLAMA_PROBE": "1",
+                "AGENTSH_WARM_WORKER_S": "0",  # no warm model worker left behind
                 "PYTHONPATH": str(ROOT),
                 "HOME": str(tmp_path / "victim"),
                 "PATH": os.environ.get("PATH", ""),

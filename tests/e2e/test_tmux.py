@@ -33,6 +33,7 @@ def _env(home: Path) -> dict[str, str]:
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "HF_HUB_OFFLINE": "1",
         "AGENTSH_NO_OLLAMA_PROBE": "1",
+        "AGENTSH_WARM_WORKER_S": "0",  # no warm model worker left behind
         "PYTHONPATH": str(ROOT),
         "HOME": os.environ.get("HOME", str(home)),
         "PATH": os.environ.get("PATH", ""),
