@@ -16,7 +16,12 @@ e.g. /work/main, run alternately so machine load hits them alike, each in a fres
   at once: this one includes the start;
 - ``-p 1`` / ``-p 2``: ``agentsh -p hello`` then ``agentsh -c -p again`` (the same session,
   continued), each from its process start to its request's arrival (start-up included: that
-  is what a ``-p`` user waits).
+  is what a ``-p`` user waits). The second finds the warm model worker the first left
+  (:mod:`agentsh.llm.warm_worker`), where the tree has one;
+- ``after-p 1`` / ``2`` (``--modes after-p``): ``agentsh -p hello``, then a TUI measured as
+  ``tui-early``: a user's next agentsh, started while the warm worker the first left is up.
+
+After each mode the warm workers it left are ended: each mode starts without one.
 
     .venv/bin/python benchmarks/bench_first_request.py --baseline /work/main [--runs 3]
 """
@@ -36,6 +41,7 @@ from pathlib import Path
 from benchlib import ROOT, bench_env, git_project, median, tree_cpu_s
 
 from tests.e2e.tmux import ScriptedServerProcess, TmuxPane
+from tests.fakes.warm_workers import end_warm_workers
 
 ANSWER = "Here is the answer you asked for."
 # A model litellm's price list knows (the scripted server answers any): its facts come from
@@ -160,11 +166,28 @@ def _print_mode(
     return gaps[0], gaps[1]
 
 
+def _tui_after_print(
+    tree: Path, home: Path, base_url: str, log: Path, pause: float
+) -> tuple[float, float]:
+    """``agentsh -p`` once (it leaves the warm worker, where the tree has one), then a TUI
+    measured as :func:`_tui_early`. The ``-p`` runs with the environment the TUI's tmux pane
+    gives it (this process's, and the pane's exports), as from the same shell."""
+    project = git_project(home / "project")
+    env = {**os.environ, **bench_env(home, PYTHONPATH=str(tree))}
+    command = [sys.executable, "-m", "agentsh", "-m", MODEL, "--api-base", base_url, "-p", "hi"]
+    run = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True,
+                         timeout=180)  # fmt: skip
+    if run.returncode != 0 or ANSWER not in run.stdout:
+        raise SystemExit(f"-p failed: {run.stderr.strip()[-400:]}")
+    return _tui_early(tree, home, base_url, log, pause)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", type=Path, required=True, help="a tree to compare with")
     parser.add_argument("--runs", type=int, default=3, help="runs per tree and mode")
-    parser.add_argument("--modes", default="tui,p", help="tui, early, p (comma-separated)")
+    parser.add_argument("--modes", default="tui,p",
+                        help="tui, early, p, after-p (comma-separated)")  # fmt: skip
     parser.add_argument("--pause", type=float, default=0.0,
                         help="seconds between the message on screen and Enter (tui)")  # fmt: skip
     args = parser.parse_args()
@@ -174,16 +197,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         script = tmp / "script.json"
-        script.write_text(json.dumps([ANSWER] * (args.runs * len(trees) * 4 + 4)))
+        script.write_text(json.dumps([ANSWER] * (args.runs * len(trees) * 6 + 4)))
         log = tmp / "requests.jsonl"
         with ScriptedServerProcess(script, root=ROOT, log=log) as server:
             for run in range(args.runs):
                 for name, tree in trees.items():
                     for mode in modes:
                         home = tmp / f"{name}-{mode}-{run}"
-                        measure = {"tui": _tui, "early": _tui_early, "p": _print_mode}[mode]
-                        first, second = measure(tree, home, server.base_url, log, args.pause)
-                        label = {"tui": "tui", "early": "tui-early", "p": "-p "}[mode]
+                        measure = {"tui": _tui, "early": _tui_early, "p": _print_mode,
+                                   "after-p": _tui_after_print}[mode]  # fmt: skip
+                        try:
+                            first, second = measure(tree, home, server.base_url, log, args.pause)
+                        finally:
+                            end_warm_workers(home)
+                        label = {"tui": "tui", "early": "tui-early", "p": "-p ",
+                                 "after-p": "after-p"}[mode]  # fmt: skip
                         rows.setdefault((f"{label} 1", name), []).append(first)
                         rows.setdefault((f"{label} 2", name), []).append(second)
                         print(f"run {run + 1} {name:8s} {mode:3s} {first:6.3f} {second:6.3f} s",

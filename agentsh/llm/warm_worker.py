@@ -65,26 +65,38 @@ PROTOCOL = 1
 IDLE_VARIABLE = "AGENTSH_WARM_WORKER_S"
 IDLE_S = 300.0
 HANDSHAKE_S = 3.0  # a front end waits this long for its worker, then starts its own
-# Variables that say where a shell is, not how litellm loads: left out of the socket's name, so
-# a second terminal's agentsh finds the first's warm worker. Every other variable is in it.
+# Variables that say where a shell is and in which terminal, not how litellm loads: left out of
+# the socket's name, so agentsh in another folder, tab, pane or terminal program finds the warm
+# worker another left. Every other variable is in it.
 VOLATILE = frozenset(
     {
         "PWD",
         "OLDPWD",
         "SHLVL",
         "_",
-        "TMUX_PANE",
-        "WINDOWID",
+        "TERM",
+        "COLORTERM",
+        "TERM_PROGRAM",
+        "TERM_PROGRAM_VERSION",
         "TERM_SESSION_ID",
         "SHELL_SESSION_ID",
+        "TMUX",
+        "TMUX_PANE",
+        "STY",
+        "WINDOW",
+        "WINDOWID",
+        "WT_SESSION",
         "COLUMNS",
         "LINES",
+        "SSH_CLIENT",
+        "SSH_CONNECTION",
         "SSH_TTY",
         "GPG_TTY",
         "XDG_SESSION_ID",
         "PROMPT_COMMAND",
     }
 )
+VOLATILE_PREFIXES = ("VSCODE_", "ITERM_", "KITTY_", "WEZTERM_", "ALACRITTY_", "KONSOLE_")
 
 
 def idle_s(environ: Mapping[str, str]) -> float:
@@ -104,7 +116,7 @@ def socket_path(environ: Mapping[str, str]) -> Path | None:
     """The socket of the warm worker for a worker started with ``environ``."""
     digest = hashlib.sha256(f"{PROTOCOL}\0{sys.executable}\0{PACKAGE}".encode())
     for name in sorted(environ):
-        if name not in VOLATILE:
+        if name not in VOLATILE and not name.startswith(VOLATILE_PREFIXES):
             digest.update(f"\0{name}={environ[name]}".encode())
     return socket_in(runtime_folder(), f"model-{digest.hexdigest()[:20]}.sock")
 
@@ -157,7 +169,7 @@ class ForkedWorker:
     def _collect(self) -> None:
         code = -1
         with contextlib.suppress(OSError, ValueError):
-            self._conn.settimeout(1.0)
+            self._conn.settimeout(0.5)  # the server reaps it at once: woken by SIGCHLD
             reply = json.loads(read_line(self._conn))
             if isinstance(reply, dict) and isinstance(reply.get("exit"), int):
                 code = reply["exit"]
@@ -202,6 +214,7 @@ def forked(environ: Mapping[str, str], cwd: str | None = None) -> ForkedWorker |
     finally:
         for fd in theirs:  # the child has its copies (or there is no child)
             os.close(fd)
+    os.set_inheritable(fds[0], False)  # received as inheritable: no program we start gets it
     conn.settimeout(None)
     return ForkedWorker(int(reply["pid"]), fds[0], conn, *ours)
 

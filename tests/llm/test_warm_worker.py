@@ -137,7 +137,8 @@ def test_only_the_same_environment_finds_it(warm_home: Path) -> None:
     """What litellm's import read decides which warm copy a front end may use; where a shell
     is (its folder, its terminal) does not."""
     environ = _environ()
-    assert socket_path(environ) == socket_path({**environ, "PWD": "/else", "TMUX_PANE": "%3"})
+    elsewhere = {"PWD": "/else", "TMUX_PANE": "%3", "TERM": "tmux", "VSCODE_PID": "7"}
+    assert socket_path(environ) == socket_path({**environ, **elsewhere})
     for other in ({"OPENAI_API_BASE": "http://127.0.0.1:9"}, {"LITELLM_MODE": "DEV"}):
         assert socket_path({**environ, **other}) != socket_path(environ)
     home = socket_path(environ)
