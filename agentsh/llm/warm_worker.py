@@ -94,6 +94,7 @@ VOLATILE = frozenset(
         "GPG_TTY",
         "XDG_SESSION_ID",
         "PROMPT_COMMAND",
+        IDLE_VARIABLE,  # how long it stays, not how litellm loads
     }
 )
 VOLATILE_PREFIXES = ("VSCODE_", "ITERM_", "KITTY_", "WEZTERM_", "ALACRITTY_", "KONSOLE_")
