@@ -92,11 +92,14 @@ def collector_off() -> Iterator[None]:
 
 @pytest.fixture(scope="session", autouse=True)
 def no_warm_worker_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """A warm model worker (:mod:`agentsh.llm.warm_worker`) left by an agentsh a test started
-    with an environment of its own making, without ``AGENTSH_WARM_WORKER_S=0``, is ended with
-    the session instead of holding ~300 MB for five minutes after it; and named, so that the
-    test's environment gets fixed."""
-    yield
+    """No warm model worker (:mod:`agentsh.llm.warm_worker`) for the agentsh processes the
+    session's fixtures start (a module's ACP agent, before any test's own environment). One
+    left by an agentsh a test started with an environment of its own making, without
+    ``AGENTSH_WARM_WORKER_S=0``, is ended with the session instead of holding ~300 MB for five
+    minutes after it; and named, so that the test's environment gets fixed."""
+    with pytest.MonkeyPatch.context() as session_env:
+        session_env.setenv("AGENTSH_WARM_WORKER_S", "0")
+        yield
     from tests.fakes.warm_workers import end_warm_workers
 
     left = end_warm_workers(tmp_path_factory.getbasetemp())

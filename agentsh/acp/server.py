@@ -138,8 +138,8 @@ class AcpServer:
     ) -> InitializeResponse:
         self._capabilities = client_capabilities
         if not self._warming:
-            # The model client (litellm) takes seconds to import: start now, while the editor
-            # sets up, so the first session/new does not wait for all of it. A daemon thread:
+            # The model worker takes seconds to import litellm: start it now, while the editor
+            # sets up, so the first prompt does not wait for all of it. A daemon thread:
             # a client that leaves at once must not wait for the import to finish.
             self._warming = True
             threading.Thread(target=_warm_up, name="acp-warm-up", daemon=True).start()
@@ -477,11 +477,19 @@ class AcpServer:
 
 
 def _warm_up() -> None:
+    """The agent's modules, and the model worker started (forked warm by the user's warm
+    worker when one runs: :mod:`agentsh.llm.warm_worker`); litellm then never loads here. With
+    the worker switched off (``AGENTSH_MODEL_WORKER=0``) litellm is imported here instead."""
     try:
         from agentsh.agent_assembly import build_agent  # noqa: F401 - imported for its cost
-        from agentsh.llm.env import import_litellm
+        from agentsh.llm import remote
 
-        import_litellm()
+        if remote.activate():
+            remote.prewarm()
+        else:
+            from agentsh.llm.env import import_litellm
+
+            import_litellm()
     except Exception as exc:  # noqa: BLE001 - the real build reports any problem
         log.warning("warming up: %r", exc)
 
