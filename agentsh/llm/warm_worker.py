@@ -157,9 +157,10 @@ class ForkedWorker:
         return self.returncode
 
     def kill(self) -> None:
-        if self.returncode is None:
-            with contextlib.suppress(OSError):
-                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+        with self._lock:  # never through a pidfd another thread has just closed
+            if self.returncode is None:
+                with contextlib.suppress(OSError):
+                    signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
 
     def _ended(self) -> None:
         """It has exited: its code, as the server (its parent) reports it; -1 if it cannot."""
