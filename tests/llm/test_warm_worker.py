@@ -12,11 +12,13 @@ import asyncio
 import contextlib
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -254,3 +256,28 @@ def test_the_front_ends_process_object_waits_and_kills_like_popen() -> None:
         for stream in (process.stdin, process.stdout, process.stderr):
             assert stream is not None
             stream.close()
+
+
+def test_a_second_agentsh_p_gets_its_worker_from_the_warm_copy(
+    scripted_server: ScriptedServer, warm_home: Path, tmp_path: Path
+) -> None:
+    """As a user runs it: ``agentsh -p`` twice. The second waits for no litellm import: the CPU
+    of it and of every process it waited for is a fraction of the first's, whose own worker
+    imported litellm (CPU, not wall time: a loaded machine slows both alike)."""
+    scripted_server.script(Reply(text="first answer"), Reply(text="second answer"))
+    project = tmp_path / "project"
+    project.mkdir()
+    env = dict(os.environ, OPENAI_API_KEY=FAKE_KEY)
+    command = [sys.executable, "-m", "agentsh", "-m", TEST_MODEL, "--api-base"]
+    command += [scripted_server.base_url, "-p"]
+    cpu = []
+    for words, answer in (("one", "first answer"), ("two", "second answer")):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        run = subprocess.run([*command, words], cwd=project, env=env, capture_output=True,
+                             text=True, timeout=180)  # fmt: skip
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        assert run.returncode == 0, run.stderr
+        assert answer in run.stdout
+        cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+        assert warm_workers(warm_home), "the first run's worker left no warm copy"
+    assert cpu[1] < cpu[0] / 3, cpu
