@@ -2,16 +2,19 @@
 
 ``import litellm`` costs seconds of CPU and ~170 MB, and every streamed chunk costs ~0.5 ms of
 litellm's own work. In the TUI that import and that per-chunk work would run in the process that
-paints the screen. So a front end (the TUI, ``-p``) runs its model calls in one child process,
-:mod:`agentsh.llm.worker`, started on first need (or ahead of it, by :func:`prewarm`) and shared
-by every client of this process: :class:`RemoteLLMClient` has :class:`LLMClient`'s interface and
-behaviour (the worker runs the real client, so retries, errors, redaction, usage and cost are
-the same), and only typed events cross the pipe.
+paints the screen. So a front end (the TUI, ``-p``, ACP) runs its model calls in one worker
+process, :mod:`agentsh.llm.worker`, started on first need (or ahead of it, by :func:`prewarm`)
+and shared by every client of this process: :class:`RemoteLLMClient` has :class:`LLMClient`'s
+interface and behaviour (the worker runs the real client, so retries, errors, redaction, usage
+and cost are the same), and only typed events cross the pipe. The worker is forked by the
+user's warm worker, litellm already loaded, when one runs for this environment
+(:mod:`agentsh.llm.warm_worker`), else started as a child.
 
-The pipe is private to the two processes (no socket, nothing another user could reach), the
-worker's environment is this process's own (sent again whenever it changes), and a worker that
-dies fails the calls in flight with a clear message; the next call starts a new one. Set
-``AGENTSH_MODEL_WORKER=0`` to make the calls in-process instead.
+The pipes are private to the two processes (the warm worker hands the worker its ends over a
+socket only this user can open, then keeps none), the worker's environment is this process's
+own (sent again whenever it changes), and a worker that dies fails the calls in flight with a
+clear message; the next call starts a new one. Set ``AGENTSH_MODEL_WORKER=0`` to make the calls
+in-process instead.
 """
 
 from __future__ import annotations
@@ -206,14 +209,11 @@ class ModelWorker:
 
     def _warm(self, environ: dict[str, str]) -> _Child | None:
         """A worker forked by the user's warm worker, litellm already loaded; None when there
-        is none for this environment (:mod:`agentsh.llm.warm_worker`)."""
-        if self._command != list(WORKER_COMMAND):
-            return None  # a test's own worker command: start exactly that
+        is none for this environment, or a test gave its own command to run."""
         from agentsh.llm import warm_worker
 
-        process = warm_worker.forked(environ)
-        # Its environment is the warm worker's until the first request brings ours.
-        return None if process is None else _Child(process, {})
+        process = warm_worker.forked(environ) if self._command == list(WORKER_COMMAND) else None
+        return None if process is None else _Child(process, {})  # env sent with the first request
 
     def _started(self, environ: dict[str, str]) -> _Child:
         process = subprocess.Popen(

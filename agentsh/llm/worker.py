@@ -10,6 +10,10 @@ writes the answers to stdout. Each call runs the real :class:`~agentsh.llm.clien
 task, so a cancel ends one call and closes its HTTP stream at once. The environment litellm
 reads (provider keys, base URLs, proxies) is the front end's, sent whenever it changes.
 
+The first worker of an environment, its import and warm-up done, forks the warm worker off
+itself (:mod:`agentsh.llm.warm_worker`); a worker forked from that copy starts with litellm
+loaded (:func:`main` with ``warm``) and is otherwise the same.
+
 The worker ignores SIGINT (the front end decides what Ctrl+C cancels) and ends when stdin
 closes, which also happens when the front end dies. It prints nothing on stdout but protocol
 lines; stderr goes to the front end, which keeps the tail for its error message.
