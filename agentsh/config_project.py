@@ -66,6 +66,7 @@ _USER_ONLY: tuple[tuple[str, str, str], ...] = (  # (section, key, what it would
     ("model", "cache_write_cost_per_mtok", "set the model's prices, which --max-cost-usd counts"),
     ("search", "embedding", "choose a remote embedding model, which is sent your memory"),
     ("search", "warm_process_s", "keep a process of yours running in the background"),
+    ("model", "warm_worker_s", "keep a process of yours running in the background"),
     ("tui", "keys", "change key bindings, which answer approval prompts"),
 )
 _LOCAL_EMBEDDINGS = ("local", "none")

@@ -76,6 +76,12 @@ class ModelSettings:
         default="http://127.0.0.1:11434",
         metadata={"doc": "probed when no model is configured; user config only"},
     )
+    warm_worker_s: float = _num(
+        300.0,
+        lo=0.0,
+        hi=86400.0,
+        doc="seconds the warm model worker stays after the last session (0: off; user only)",
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -482,9 +482,12 @@ def _warm_up() -> None:
     the worker switched off (``AGENTSH_MODEL_WORKER=0``) litellm is imported here instead."""
     try:
         from agentsh.agent_assembly import build_agent  # noqa: F401 - imported for its cost
+        from agentsh.config import load_config
         from agentsh.llm import remote
+        from agentsh.paths import UserPaths
 
-        if remote.activate():
+        # The user's own config: how long a warm model worker stays (no project's yet).
+        if remote.activate(load_config(UserPaths.from_env()).settings.model.warm_worker_s):
             remote.prewarm()
         else:
             from agentsh.llm.env import import_litellm

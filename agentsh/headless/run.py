@@ -106,7 +106,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"agentsh: warning: {session.path}: {load_problem}", file=sys.stderr)
     from agentsh.llm import remote
 
-    if remote.activate():
+    if remote.activate(env.settings.model.warm_worker_s):
         remote.prewarm()  # litellm loads in the model worker while the agent is built here
 
     from agentsh.agent_assembly import build_agent

@@ -35,17 +35,15 @@ from typing import TYPE_CHECKING, Any
 from agentsh.config import ModelSettings
 from agentsh.errors import AgentshError
 from agentsh.events import ErrorKind, ModelClientReady, ModelClientStarting, Retrying
-from agentsh.llm import wire
+from agentsh.llm import warm_worker, wire
 from agentsh.llm.client import Completion, LLMClient, LLMError, StreamItem, scrub
 from agentsh.llm.env import prepare_environment
 from agentsh.llm.models import ModelInfo
 from agentsh.values import Usage
 
 if TYPE_CHECKING:
-    from agentsh.llm.warm_worker import ForkedWorker
-
     # A worker this process started, or one the warm worker forked for it.
-    WorkerProcess = subprocess.Popen[bytes] | ForkedWorker
+    WorkerProcess = subprocess.Popen[bytes] | warm_worker.ForkedWorker
 
 _FINAL = frozenset({"done", "error", "failed", "gone"})
 _STDERR_TAIL = 2000  # characters of the worker's stderr kept for the "worker stopped" message
@@ -196,7 +194,7 @@ class ModelWorker:
         if self._closed:
             raise ModelWorkerError("the model worker has been shut down")
         prepare_environment()  # the child inherits the offline, quiet litellm settings
-        environ = dict(os.environ)
+        environ = warm_worker.worker_environment()
         child = self._child = self._warm(environ) or self._started(environ)
         self._stderr.clear()
         threading.Thread(
@@ -210,8 +208,6 @@ class ModelWorker:
     def _warm(self, environ: dict[str, str]) -> _Child | None:
         """A worker forked by the user's warm worker, litellm already loaded; None when there
         is none for this environment, or a test gave its own command to run."""
-        from agentsh.llm import warm_worker
-
         process = warm_worker.forked(environ) if self._command == list(WORKER_COMMAND) else None
         return None if process is None else _Child(process, {})  # env sent with the first request
 
@@ -503,19 +499,19 @@ _in_use = False
 
 def worker_allowed() -> bool:
     """False when ``AGENTSH_MODEL_WORKER`` is 0/false/no/off: model calls stay in-process."""
-    return os.environ.get("AGENTSH_MODEL_WORKER", "1").strip().lower() not in (
-        "0",
-        "false",
-        "no",
-        "off",
-    )
+    return os.environ.get("AGENTSH_MODEL_WORKER", "1").strip().lower() not in _OFF_WORDS
 
 
-def activate() -> bool:
-    """This process (a front end: the TUI, ``-p``) makes its model calls through the worker,
-    when allowed; True if so. Agents built afterwards use :class:`RemoteLLMClient`, and model
-    facts and embedding calls go to the worker too."""
+_OFF_WORDS = frozenset({"0", "false", "no", "off"})
+
+
+def activate(warm_worker_s: float | None = None) -> bool:
+    """This process (a front end) makes its model calls through the worker, when allowed; True
+    if so. Agents built afterwards use :class:`RemoteLLMClient`, and model facts and embedding
+    calls go to the worker too. ``warm_worker_s``: the user's ``model.warm_worker_s``."""
     global _in_use
+    if warm_worker_s is not None:
+        warm_worker.configure(warm_worker_s)
     if worker_allowed():
         _in_use = True
     return in_use()

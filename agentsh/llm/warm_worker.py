@@ -25,9 +25,9 @@ a shell is in (:data:`VOLATILE`), so a front end never gets a worker whose litel
 with other settings, keys or proxies. Each child serves one front end and ends with it, so
 nothing one session did reaches another. The server runs in ``/``; it holds no project file, no
 conversation, and runs no call itself. It ends when agentsh's or litellm's code changes on disk,
-and :data:`IDLE_S` seconds (``AGENTSH_WARM_WORKER_S``) after the last worker of its environment
-(its first one included) has ended. ``AGENTSH_WARM_WORKER_S=0`` in the user's environment turns
-it off; a project cannot.
+and :data:`IDLE_S` seconds (the user's ``model.warm_worker_s``, or ``AGENTSH_WARM_WORKER_S``)
+after the last worker of its environment (its first one included) has ended; 0 turns it off.
+A project's config cannot set it.
 """
 
 from __future__ import annotations
@@ -111,6 +111,25 @@ def idle_s(environ: Mapping[str, str]) -> float:
 
 def enabled(environ: Mapping[str, str]) -> bool:
     return idle_s(environ) > 0
+
+
+_configured_s: float | None = None  # the user's ``model.warm_worker_s``, once a front end read it
+
+
+def configure(seconds: float) -> None:
+    """The user's config says how long the warm worker stays (:data:`IDLE_VARIABLE` in the
+    environment, when set, says it instead)."""
+    global _configured_s
+    _configured_s = seconds
+
+
+def worker_environment() -> dict[str, str]:
+    """The environment a model worker of this process starts with: this process's, and the
+    user's ``model.warm_worker_s`` unless the environment names it."""
+    environ = dict(os.environ)
+    if _configured_s is not None:
+        environ.setdefault(IDLE_VARIABLE, f"{_configured_s:g}")
+    return environ
 
 
 def socket_path(environ: Mapping[str, str]) -> Path | None:

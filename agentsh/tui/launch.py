@@ -98,7 +98,8 @@ def worker_agent(env: Environment, session: Session, options: LaunchOptions) -> 
     from agentsh.llm import remote
     from agentsh.tui.lifecycle import build_real_agent
 
-    remote.activate()  # before the agent is built: it picks its client by this
+    # Before the agent is built: it picks its client by this.
+    remote.activate(env.settings.model.warm_worker_s)
     return build_real_agent(env, session, options)
 
 
@@ -122,7 +123,7 @@ def start_model_worker(env: Environment, options: LaunchOptions) -> None:
     if configured is None:
         return
     with _worker_lock:
-        if not _leaving and remote.activate():
+        if not _leaving and remote.activate(env.settings.model.warm_worker_s):
             remote.prewarm()
 
 

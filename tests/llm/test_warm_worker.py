@@ -28,12 +28,13 @@ from typing import Any, cast
 
 import pytest
 
-from agentsh.config import ModelSettings
-from agentsh.llm import warm_worker
+from agentsh.config import ModelSettings, load_config
+from agentsh.llm import remote, warm_worker
 from agentsh.llm.client import Completion, LLMError
 from agentsh.llm.env import prepare_environment
 from agentsh.llm.remote import ModelWorker, RemoteLLMClient
 from agentsh.llm.warm_worker import ForkedWorker, WarmServer, forked, socket_path
+from agentsh.paths import ProjectPaths, UserPaths
 from agentsh.user_socket import CodeWatch
 from tests.fakes.fixtures import FAKE_KEY, TEST_MODEL
 from tests.fakes.server import Reply, ScriptedServer
@@ -281,3 +282,26 @@ def test_a_second_agentsh_p_gets_its_worker_from_the_warm_copy(
         cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
         assert warm_workers(warm_home), "the first run's worker left no warm copy"
     assert cpu[1] < cpu[0] / 3, cpu
+
+
+def test_the_users_config_says_how_long_it_stays_and_a_project_cannot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user = UserPaths.from_env()
+    user.config_file.parent.mkdir(parents=True, exist_ok=True)
+    user.config_file.write_text("[model]\nwarm_worker_s = 0\n")
+    project = ProjectPaths(tmp_path / "p")
+    project.agentsh_dir.mkdir(parents=True)
+    project.config_file.write_text("[model]\nwarm_worker_s = 86400\n")
+    loaded = load_config(user, project)
+    assert loaded.settings.model.warm_worker_s == 0
+    assert [p.key for p in loaded.problems] == ["model.warm_worker_s"]
+
+    monkeypatch.delenv(warm_worker.IDLE_VARIABLE)
+    monkeypatch.setattr(warm_worker, "_configured_s", None)
+    assert warm_worker.IDLE_VARIABLE not in warm_worker.worker_environment()
+    remote.activate(loaded.settings.model.warm_worker_s)
+    environ = warm_worker.worker_environment()
+    assert environ[warm_worker.IDLE_VARIABLE] == "0" and not warm_worker.enabled(environ)
+    monkeypatch.setenv(warm_worker.IDLE_VARIABLE, "60")  # the environment has the last word
+    assert warm_worker.worker_environment()[warm_worker.IDLE_VARIABLE] == "60"
