@@ -9,10 +9,11 @@ Both are fresh processes, interleaved run by run so machine load hits them alike
   process gone.
 
 - agentsh again, warm: the same command once more in the same home, as a user's next ``-p``:
-  its model worker is forked by the warm worker the first run left (:mod:`agentsh.llm.
-  warm_worker`), litellm already loaded. The warm worker is ended after each run, and its
-  resident memory (RSS, and PSS: its pages shared with the first run's worker counted by
-  halves) is printed.
+  its model worker is forked by the warm worker the first run left
+  (:mod:`agentsh.llm.warm_worker`), litellm already loaded. The warm worker is ended after
+  each run; its resident memory is printed (RSS, and PSS, which counts a page shared with
+  another process by its share: the first run's worker has ended by then, so nearly every
+  page is its own).
 
 The scripted server (``python -m tests.fakes.server``) runs as its own process. Peak resident
 memory comes from ``wait4`` (the largest of the process and the children it waited for; a

@@ -110,7 +110,8 @@ def idle_s(environ: Mapping[str, str]) -> float:
 
 
 def enabled(environ: Mapping[str, str]) -> bool:
-    return idle_s(environ) > 0
+    """On unless turned off; only where processes have pidfds (Linux 5.3 and later)."""
+    return idle_s(environ) > 0 and hasattr(os, "pidfd_open")
 
 
 _configured_s: float | None = None  # the user's ``model.warm_worker_s``, once a front end read it
