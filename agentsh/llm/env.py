@@ -19,7 +19,7 @@ import logging
 import os
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -173,11 +173,12 @@ def warm_first_call() -> bool:
 
 @contextlib.contextmanager
 def _no_logging_threads() -> Iterator[None]:
-    """litellm hands each call's logging to a pool of threads it starts at the first call. The
-    made-up call needs none, and a worker that then forks the warm worker
-    (:mod:`agentsh.llm.warm_worker`) must have no thread its copy would lack: the pool takes
-    nothing while the warm-up runs. (Elsewhere named, the pool starts as before, and the warm
-    worker is not made: it checks for threads.)"""
+    """litellm hands each call's logging to a pool of threads it starts at the first call. A
+    worker that forks the warm worker after its warm-up (:mod:`agentsh.llm.warm_worker`) must
+    have no thread its copy would lack: while the made-up call runs, what it gives the pool runs
+    in the calling thread instead (loading what the first real call's logging would load).
+    (Were the pool elsewhere, its threads would start as before, and the warm worker would not
+    be made: it checks for threads.)"""
     import sys
     from concurrent.futures import Future
 
@@ -187,12 +188,15 @@ def _no_logging_threads() -> Iterator[None]:
         yield
         return
 
-    def dropped(*_args: object, **_kwargs: object) -> Future[None]:
-        done: Future[None] = Future()
-        done.set_result(None)
+    def inline(work: Callable[..., object], /, *args: object, **kwargs: object) -> Future[object]:
+        done: Future[object] = Future()
+        try:
+            done.set_result(work(*args, **kwargs))
+        except Exception as exc:  # noqa: BLE001 - the future holds it, as the pool's would
+            done.set_exception(exc)
         return done
 
-    pool.submit = dropped
+    pool.submit = inline
     try:
         yield
     finally:

@@ -145,4 +145,6 @@ def test_the_warm_up_call_loads_what_the_first_call_would_without_a_connection()
     assert outcome["warmed"] and outcome["attempts"] == []
     assert outcome["text"] == "hello"
     # Before the warm-up existed: 99 modules, litellm's proxy types and tiktoken's among them.
-    assert len(outcome["imported"]) <= 5, outcome["imported"]
+    # (agentsh's own model door, light, is imported at the first call too: not what is measured.)
+    theirs = [name for name in outcome["imported"] if not name.startswith("agentsh.")]
+    assert len(theirs) <= 3, outcome["imported"]
