@@ -142,7 +142,10 @@ class AcpServer:
             # sets up, so the first prompt does not wait for all of it. A daemon thread:
             # a client that leaves at once must not wait for the import to finish.
             self._warming = True
-            threading.Thread(target=_warm_up, name="acp-warm-up", daemon=True).start()
+            remote = _use_the_model_worker()  # before any session's agent is built
+            threading.Thread(
+                target=_warm_up, args=(remote,), name="acp-warm-up", daemon=True
+            ).start()
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
@@ -476,19 +479,28 @@ class AcpServer:
         return agent
 
 
-def _warm_up() -> None:
+def _use_the_model_worker() -> bool:
+    """From now on agents built here make their model calls through the model worker (unless
+    ``AGENTSH_MODEL_WORKER=0``): litellm never loads in this process. True if so. The user's
+    own config says how long a warm model worker stays (no project is known yet)."""
+    from agentsh.config import load_config
+    from agentsh.llm import remote
+    from agentsh.paths import UserPaths
+
+    return remote.activate(load_config(UserPaths.from_env()).settings.model.warm_worker_s)
+
+
+def _warm_up(remote: bool) -> None:
     """The agent's modules, and the model worker started (forked warm by the user's warm
-    worker when one runs: :mod:`agentsh.llm.warm_worker`); litellm then never loads here. With
-    the worker switched off (``AGENTSH_MODEL_WORKER=0``) litellm is imported here instead."""
+    worker when one runs: :mod:`agentsh.llm.warm_worker`); without the worker (``remote``
+    False), litellm imported here."""
     try:
         from agentsh.agent_assembly import build_agent  # noqa: F401 - imported for its cost
-        from agentsh.config import load_config
-        from agentsh.llm import remote
-        from agentsh.paths import UserPaths
 
-        # The user's own config: how long a warm model worker stays (no project's yet).
-        if remote.activate(load_config(UserPaths.from_env()).settings.model.warm_worker_s):
-            remote.prewarm()
+        if remote:
+            from agentsh.llm.remote import prewarm
+
+            prewarm()
         else:
             from agentsh.llm.env import import_litellm
 
