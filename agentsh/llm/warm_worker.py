@@ -201,7 +201,7 @@ class ForkedWorker:
             os.close(self._pidfd)
 
 
-def forked(environ: Mapping[str, str], cwd: str | None = None) -> ForkedWorker | None:
+def forked(environ: Mapping[str, str]) -> ForkedWorker | None:
     """A worker forked by the warm process for ``environ``, or None (off, none runs, it failed):
     the caller then starts its own."""
     if not enabled(environ):
@@ -220,7 +220,7 @@ def forked(environ: Mapping[str, str], cwd: str | None = None) -> ForkedWorker |
         conn.connect(str(path))
         if peer_uid(conn) != os.getuid():
             raise OSError("the warm worker's socket is not the user's")
-        request = {"protocol": PROTOCOL, "cwd": cwd or str(Path.cwd())}
+        request = {"protocol": PROTOCOL, "cwd": str(Path.cwd())}  # the worker runs there
         socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], theirs)
         data, fds, _flags, _address = socket.recv_fds(conn, 4096, 1)
         reply = json.loads(data) if data else None
