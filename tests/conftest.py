@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,9 +46,6 @@ def agentsh_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # Nor may `agentsh memory search` leave a warm search process behind (the tests of that
     # process turn this off themselves).
     monkeypatch.setenv("AGENTSH_NO_WARM_SEARCH", "1")
-    # Nor may a model worker leave a warm worker behind (agentsh.llm.warm_worker: its tests
-    # turn it on themselves).
-    monkeypatch.setenv("AGENTSH_WARM_WORKER_S", "0")
     for key in _PROVIDER_KEYS:
         monkeypatch.delenv(key, raising=False)
     # A front end run in-process (cli.main(["-p", ...])) switches this process to the model
@@ -90,20 +88,26 @@ def collector_off() -> Iterator[None]:
             gc.enable()
 
 
+# How long a warm model worker outlives its last worker in a test run: the tests of a module
+# follow each other within it, and the session ends what is left.
+WARM_WORKER_S = "60"
+
+
 @pytest.fixture(scope="session", autouse=True)
-def no_warm_worker_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """No warm model worker (:mod:`agentsh.llm.warm_worker`) for the agentsh processes the
-    session's fixtures start (a module's ACP agent, before any test's own environment). One
-    left by an agentsh a test started with an environment of its own making, without
-    ``AGENTSH_WARM_WORKER_S=0``, is ended with the session instead of holding ~300 MB for five
-    minutes after it; and named, so that the test's environment gets fixed."""
+def shared_warm_workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The agentsh processes the tests start share warm model workers (:mod:`agentsh.llm.
+    warm_worker`), as a user's do: one litellm import per environment for the whole run, not one
+    per process (41 of them, 5 s of CPU each). Their sockets are in a runtime folder of the run
+    (shared by pytest-xdist's workers), not the user's. Every warm worker a test made is ended
+    with the session, not left to hold ~300 MB for its idle time. A test of what a worker does
+    while it imports litellm sets ``AGENTSH_WARM_WORKER_S=0`` for the agentsh it starts."""
+    base = tmp_path_factory.getbasetemp()
+    run = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "run"
+    run.mkdir(mode=0o700, exist_ok=True)
     with pytest.MonkeyPatch.context() as session_env:
-        session_env.setenv("AGENTSH_WARM_WORKER_S", "0")
+        session_env.setenv("XDG_RUNTIME_DIR", str(run))
+        session_env.setenv("AGENTSH_WARM_WORKER_S", WARM_WORKER_S)
         yield
     from tests.fakes.warm_workers import end_warm_workers
 
-    left = end_warm_workers(tmp_path_factory.getbasetemp())
-    if left:
-        import warnings
-
-        warnings.warn(f"tests left {len(left)} warm model worker(s): {left}", stacklevel=1)
+    end_warm_workers(base)

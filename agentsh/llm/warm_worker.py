@@ -21,7 +21,8 @@ Trust. The socket is in the user's runtime folder (:mod:`agentsh.user_socket`: 0
 own, not a link, never a path a project chooses), bound 0600, and each side checks the other's
 uid. Its name holds a digest of what the worker's import depended on: the interpreter, agentsh's
 folder and the whole environment but for a few variables that only say which terminal or folder
-a shell is in (:data:`VOLATILE`), so a front end never gets a worker whose litellm was loaded
+a shell is in, agentsh's own (read at each call, from the environment the front end sends) and
+a test runner's (:data:`VOLATILE`), so a front end never gets a worker whose litellm was loaded
 with other settings, keys or proxies. Each child serves one front end and ends with it, so
 nothing one session did reaches another. The server runs in ``/``; it holds no project file, no
 conversation, and runs no call itself. It ends when agentsh's or litellm's code changes on disk,
@@ -67,7 +68,10 @@ IDLE_S = 300.0
 HANDSHAKE_S = 3.0  # a front end waits this long for its worker, then starts its own
 # Variables that say where a shell is and in which terminal, not how litellm loads: left out of
 # the socket's name, so agentsh in another folder, tab, pane or terminal program finds the warm
-# worker another left. Every other variable is in it.
+# worker another left. So are agentsh's own variables (``AGENTSH_MODEL``, ``AGENTSH_HOME``...):
+# litellm never reads them, and a worker reads them at each call from the environment its front
+# end sent; and pytest's, which name the test running when a test suite starts agentsh (each
+# test would otherwise pay the import again). Every other variable is in it.
 VOLATILE = frozenset(
     {
         "PWD",
@@ -94,10 +98,12 @@ VOLATILE = frozenset(
         "GPG_TTY",
         "XDG_SESSION_ID",
         "PROMPT_COMMAND",
-        IDLE_VARIABLE,  # how long it stays, not how litellm loads
     }
 )
-VOLATILE_PREFIXES = ("VSCODE_", "ITERM_", "KITTY_", "WEZTERM_", "ALACRITTY_", "KONSOLE_")
+VOLATILE_PREFIXES = (
+    *("VSCODE_", "ITERM_", "KITTY_", "WEZTERM_", "ALACRITTY_", "KONSOLE_"),
+    *("AGENTSH_", "PYTEST_"),
+)
 
 
 def idle_s(environ: Mapping[str, str]) -> float:

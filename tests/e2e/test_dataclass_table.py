@@ -13,6 +13,7 @@ import pytest
 
 from agentsh.dataclass_code import entries, read_table
 from tests.e2e.tmux import TmuxPane, tmux_available
+from tests.fakes.warm_workers import shared_warm_workers
 
 pytestmark = [
     pytest.mark.e2e,
@@ -55,13 +56,13 @@ def test_the_tui_keeps_its_classes_code_and_finds_it_next_time(
         "OPENAI_API_KEY": "sk-test",
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "AGENTSH_NO_OLLAMA_PROBE": "1",
-        "AGENTSH_WARM_WORKER_S": "0",  # no warm model worker left behind
         "PYTHONPATH": str(ROOT),
         "PYTHONPYCACHEPREFIX": str(prefix),
         "PYTHONDONTWRITEBYTECODE": "",
         "HOME": str(tmp_path),
         "PATH": os.environ.get("PATH", ""),
         "TERM": "xterm-256color",
+        **shared_warm_workers(),
     }
     table = prefix / ROOT.relative_to(ROOT.anchor) / "agentsh"
     table = table / f"dataclass-methods.{sys.implementation.cache_tag}.marshal"

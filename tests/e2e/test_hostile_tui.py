@@ -17,6 +17,7 @@ import pytest
 
 from agentsh.llm.models import PROVIDERS
 from tests.e2e.tmux import ScriptedServerProcess, TmuxPane, tmux_available
+from tests.fakes.warm_workers import shared_warm_workers
 from tests.security.hostile import Attacker, plant
 
 pytestmark = [
@@ -53,11 +54,11 @@ def test_trusted_or_not_the_repository_cannot_remap_the_approval_keys(
                 "LITELLM_LOCAL_MODEL_COST_MAP": "True",
                 "HF_HUB_OFFLINE": "1",
                 "AGENTSH_NO_OLLAMA_PROBE": "1",
-                "AGENTSH_WARM_WORKER_S": "0",  # no warm model worker left behind
                 "PYTHONPATH": str(ROOT),
                 "HOME": str(tmp_path / "victim"),
                 "PATH": os.environ.get("PATH", ""),
                 "TERM": "xterm-256color",
+                **shared_warm_workers(),
             }
             command = [sys.executable, "-m", "agentsh"]
             model = next(p.default_model for p in PROVIDERS if p.key_env == "OPENAI_API_KEY")

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.tmux import ScriptedServerProcess, TmuxPane, tmux_available
+from tests.fakes.warm_workers import shared_warm_workers
 
 pytestmark = [
     pytest.mark.e2e,
@@ -33,11 +34,11 @@ def _env(home: Path) -> dict[str, str]:
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "HF_HUB_OFFLINE": "1",
         "AGENTSH_NO_OLLAMA_PROBE": "1",
-        "AGENTSH_WARM_WORKER_S": "0",  # no warm model worker left behind
         "PYTHONPATH": str(ROOT),
         "HOME": os.environ.get("HOME", str(home)),
         "PATH": os.environ.get("PATH", ""),
         "TERM": "xterm-256color",
+        **shared_warm_workers(),
     }
 
 
@@ -187,7 +188,9 @@ def test_a_quit_right_after_the_first_key_leaves_no_model_worker_behind(
     with ScriptedServerProcess(script, root=ROOT) as server:
         command = [sys.executable, "-m", "agentsh", "-m", "openai/test-model",
                    "--api-base", server.base_url]  # fmt: skip
-        with TmuxPane(command, cwd=project, env=_env(home), width=100, height=30) as pane:
+        # A worker of its own, importing litellm when the quit comes (not one forked warm).
+        cold = {**_env(home), "AGENTSH_WARM_WORKER_S": "0"}
+        with TmuxPane(command, cwd=project, env=cold, width=100, height=30) as pane:
             pane.wait_for(lambda s: "Message agentsh" in s, timeout=60)
             pid = pane.pid()
             pane.type("h")

@@ -60,3 +60,10 @@ def _home(pid: int) -> str:
         if value.startswith(b"AGENTSH_HOME="):
             return os.fsdecode(value.split(b"=", 1)[1])
     return f"pid {pid}"
+
+
+def shared_warm_workers() -> dict[str, str]:
+    """What an environment built from scratch needs to share the run's warm model workers
+    (tests/conftest.py): its runtime folder and their idle time."""
+    names = ("XDG_RUNTIME_DIR", "AGENTSH_WARM_WORKER_S")
+    return {name: os.environ[name] for name in names if name in os.environ}

@@ -45,8 +45,9 @@ USER = [{"role": "user", "content": "hello"}]
 
 @pytest.fixture
 def warm_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A home short enough for a Unix socket path (pytest's tmp paths are not), with the warm
-    worker on (tests/conftest.py turns it off for every other test) for 2 s of idleness."""
+    """A home of its own, short enough for a Unix socket path (pytest's tmp paths may not be),
+    its runtime folder inside (not the run's, tests/conftest.py), the warm worker gone after 2 s
+    of idleness."""
     home = Path(tempfile.mkdtemp(prefix="ah", dir="/tmp"))
     monkeypatch.setenv("AGENTSH_HOME", str(home))
     monkeypatch.setenv("HOME", str(home))
@@ -167,9 +168,10 @@ def _agentsh_p(server: ScriptedServer, home: Path) -> float:
 
 def test_only_the_same_environment_finds_it(warm_home: Path) -> None:
     """What litellm's import read decides which warm copy a front end may use; where a shell
-    is (its folder, its terminal) does not."""
+    is (its folder, its terminal), agentsh's own variables and the test running do not."""
     environ = _environ()
     elsewhere = {"PWD": "/else", "TMUX_PANE": "%3", "TERM": "tmux", "VSCODE_PID": "7"}
+    elsewhere |= {"AGENTSH_HOME": "/other", "AGENTSH_MODEL": "x/y", "PYTEST_CURRENT_TEST": "t"}
     assert socket_path(environ) == socket_path({**environ, **elsewhere})
     for other in ({"OPENAI_API_BASE": "http://127.0.0.1:9"}, {"LITELLM_MODE": "DEV"}):
         assert socket_path({**environ, **other}) != socket_path(environ)
