@@ -94,6 +94,9 @@ async def _switch(pilot: Pilot[None], app: AgentshApp, key: str, answer: str = "
     assert shown and shown in app.export_screenshot()
     await pilot.press(answer)
     await wait_for(pilot, lambda: not isinstance(app.screen, LeaveBranchScreen))
+    # The move ends with the files' check (the restore offer), which holds the leaf as a turn
+    # does: a switch pressed before it ends is refused (seen once in CI at load ~4).
+    await wait_for(pilot, lambda: not app.controller.turn_running)
 
 
 async def _three_branches(pilot: Pilot[None], app: AgentshApp, server: ScriptedServer) -> Session:
