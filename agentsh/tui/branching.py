@@ -64,6 +64,7 @@ class BranchNavigator:
         self._summary_task: asyncio.Task[None] | None = None
         self._told_no_model = False
         self.files = FileRestorer(app, current, view)
+        self._checking_files = False  # a move's files check holds the leaf, as a turn does
         self.editing: _Edit | None = None  # an earlier message whose edit is not sent yet
 
     # -- helpers ----------------------------------------------------------------------------
@@ -88,11 +89,15 @@ class BranchNavigator:
             await self.view.note(f"{name} failed: {exc}", "error")
 
     async def _busy(self) -> bool:
-        """True (and says so) while a turn or a branch summary runs: the leaf must not move."""
+        """True (and says so) while a turn, a branch summary or the last move's files check
+        runs: the leaf must not move."""
         if self.current.turn_running:
-            self.view.notify(
-                "Wait for the turn to end (Esc cancels it).", title="Branching", timeout=3
+            wait = (
+                "Wait for the files check of the last move to end."
+                if self._checking_files
+                else "Wait for the turn to end (Esc cancels it)."
             )
+            self.view.notify(wait, title="Branching", timeout=3)
             return True
         session = self._session()
         if session is not None and session.read_only_reason:
@@ -371,11 +376,11 @@ class BranchNavigator:
         behind a turn."""
         if files_at is None or files_at == leaving:
             return
-        self.current.turn_running = True
+        self.current.turn_running = self._checking_files = True
         try:
             await self.files.offer(files_at, leaving=leaving, chosen=chosen)
         finally:
-            self.current.turn_running = False
+            self.current.turn_running = self._checking_files = False
             self.resume_queue()
 
     # -- the branch summary -------------------------------------------------------------------

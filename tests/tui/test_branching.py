@@ -5,8 +5,9 @@ model, and ``/fork`` from a selected message."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -14,6 +15,7 @@ from agentsh.context.convert import BRANCH_NOTE
 from agentsh.session.entries import BranchSummaryEntry, MessageEntry
 from agentsh.session.session import Session
 from agentsh.tui.app import AgentshApp
+from agentsh.tui.file_restore import FileRestorer
 from agentsh.tui.options import LaunchOptions
 from agentsh.tui.panes.panel import SidePanel
 from agentsh.tui.panes.tree_pane import TreePane, TreeView
@@ -151,6 +153,39 @@ async def test_three_branches_made_with_the_keys_and_switched_among(
         await wait_for(pilot, lambda: _users(app) == ["start", "two"])
         assert _replies(app) == ["A0", "A-two"]
         await wait_for(pilot, lambda: _branch(app) == "2/3")
+
+
+async def test_a_switch_during_the_last_moves_files_check_is_refused_for_what_it_is(
+    real: MakeApp, scripted_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A move ends with the files check (the restore offer), which holds the leaf as a turn
+    does. A switch pressed meanwhile said "Wait for the turn to end", with no turn running."""
+    scripted_server.script(text("A0"), text("A-one"), text("A-two"), text("A-three"))
+    app = real()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await ready(pilot, app)
+        await _three_branches(pilot, app, scripted_server)
+        checked = asyncio.Event()
+        offer = FileRestorer.offer
+
+        async def held_offer(self: FileRestorer, *args: Any, **kwargs: Any) -> None:
+            await checked.wait()
+            await offer(self, *args, **kwargs)
+
+        monkeypatch.setattr(FileRestorer, "offer", held_offer)
+        await pilot.press("alt+left")
+        await wait_for(pilot, lambda: isinstance(app.screen, LeaveBranchScreen))
+        await pilot.press("n")
+        await wait_for(pilot, lambda: _users(app) == ["start", "two"])
+        await pilot.press("alt+left")
+        said = "Wait for the files check of the last move to end."
+        await wait_for(pilot, lambda: any(n.message == said for n in app._notifications))
+        assert not isinstance(app.screen, LeaveBranchScreen) and _branch(app) == "2/3"
+        assert not any("turn" in str(n.message) for n in app._notifications)
+        checked.set()
+        await wait_for(pilot, lambda: not app.controller.turn_running)
+        await _switch(pilot, app, "alt+left")
+        await wait_for(pilot, lambda: _users(app) == ["start", "one"])
 
 
 async def test_esc_esc_opens_the_tree_a_label_survives_a_reload_and_filters_find_it(
