@@ -13,7 +13,7 @@ import pytest
 
 from agentsh.dataclass_code import entries, read_table
 from tests.e2e.tmux import TmuxPane, tmux_available
-from tests.fakes.warm_workers import shared_warm_workers
+from tests.fakes.warm_workers import warm_worker_env
 
 pytestmark = [
     pytest.mark.e2e,
@@ -62,7 +62,7 @@ def test_the_tui_keeps_its_classes_code_and_finds_it_next_time(
         "HOME": str(tmp_path),
         "PATH": os.environ.get("PATH", ""),
         "TERM": "xterm-256color",
-        **shared_warm_workers(),
+        **warm_worker_env(),
     }
     table = prefix / ROOT.relative_to(ROOT.anchor) / "agentsh"
     table = table / f"dataclass-methods.{sys.implementation.cache_tag}.marshal"

@@ -17,7 +17,7 @@ import pytest
 
 from agentsh.llm.models import PROVIDERS
 from tests.e2e.tmux import ScriptedServerProcess, TmuxPane, tmux_available
-from tests.fakes.warm_workers import shared_warm_workers
+from tests.fakes.warm_workers import warm_worker_env
 from tests.security.hostile import Attacker, plant
 
 pytestmark = [
@@ -58,7 +58,7 @@ def test_trusted_or_not_the_repository_cannot_remap_the_approval_keys(
                 "HOME": str(tmp_path / "victim"),
                 "PATH": os.environ.get("PATH", ""),
                 "TERM": "xterm-256color",
-                **shared_warm_workers(),
+                **warm_worker_env(),
             }
             command = [sys.executable, "-m", "agentsh"]
             model = next(p.default_model for p in PROVIDERS if p.key_env == "OPENAI_API_KEY")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.tmux import ScriptedServerProcess, TmuxPane, tmux_available
-from tests.fakes.warm_workers import shared_warm_workers
+from tests.fakes.warm_workers import warm_worker_env
 
 pytestmark = [
     pytest.mark.e2e,
@@ -38,7 +38,7 @@ def _env(home: Path) -> dict[str, str]:
         "HOME": os.environ.get("HOME", str(home)),
         "PATH": os.environ.get("PATH", ""),
         "TERM": "xterm-256color",
-        **shared_warm_workers(),
+        **warm_worker_env(),
     }
 
 

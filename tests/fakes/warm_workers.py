@@ -1,6 +1,6 @@
 """Finding and ending model worker processes that belong to a test run (their home is under
 the run's temporary folder): for the tests of :mod:`agentsh.llm.warm_worker`, and the session's
-check that no test left one behind."""
+end, which ends the warm workers the run's agentsh processes shared (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def _home(pid: int) -> str:
     return f"pid {pid}"
 
 
-def shared_warm_workers() -> dict[str, str]:
+def warm_worker_env() -> dict[str, str]:
     """What an environment built from scratch needs to share the run's warm model workers
     (tests/conftest.py): its runtime folder and their idle time."""
     names = ("XDG_RUNTIME_DIR", "AGENTSH_WARM_WORKER_S")
