@@ -41,25 +41,11 @@ def warm_workers(under: Path) -> list[int]:
     return warm
 
 
-def end_warm_workers(under: Path) -> list[str]:
-    """End the warm workers under ``under``; their homes (the folder names the test)."""
-    ended = []
+def end_warm_workers(under: Path) -> None:
+    """End the warm workers under ``under``."""
     for pid in warm_workers(under):
-        ended.append(_home(pid))
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
-    return ended
-
-
-def _home(pid: int) -> str:
-    try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    except OSError:
-        return f"pid {pid}"
-    for value in environ:
-        if value.startswith(b"AGENTSH_HOME="):
-            return os.fsdecode(value.split(b"=", 1)[1])
-    return f"pid {pid}"
 
 
 def warm_worker_env() -> dict[str, str]:
