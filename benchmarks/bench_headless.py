@@ -86,6 +86,7 @@ def main() -> int:
         script.write_text(json.dumps([ANSWER] * (2 * args.runs + 4)))
         base_env = {
             "PATH": os.environ.get("PATH", ""),
+            "PYTHONPATH": str(ROOT),  # this checkout's agentsh, also when run from another
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
             "AGENTSH_NO_OLLAMA_PROBE": "1",
         }

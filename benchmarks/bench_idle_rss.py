@@ -44,6 +44,7 @@ from benchlib import (
 )
 
 from tests.e2e.tmux import TmuxPane, tmux_available
+from tests.fakes.warm_workers import end_warm_workers
 
 Tree = tuple[float, float]
 
@@ -96,6 +97,7 @@ def main() -> int:
             resume, _ = _agentsh(agentsh_command("--session", str(big)), project, big_home,
                                  args.settle)  # fmt: skip
             resumed.append(resume)
+        end_warm_workers(tmp)  # a later run forks from an earlier one's, as a user's; none outlives
 
     def med(rows: list[tuple[float, float]], i: int) -> float:
         return statistics.median(r[i] for r in rows)
