@@ -24,8 +24,8 @@ each frame used to be laid out and painted twice (see :mod:`agentsh.tui.one_pass
 to measure and draw again what had not changed (see
 :mod:`agentsh.tui.widgets.steady_containers`). It was marked as an expected failure until the
 limit followed the machine's speed (:func:`tests.tui.test_ui_loop_responsive.blocked_limit_s`):
-on the machine that limit was set on, the worst tick of a run is 13-28 ms of CPU (6 runs, and
-11-20 ms in 3 runs beside four busy loops).
+on the machine that limit was set on, the worst tick of a run was 16-28 ms of CPU (3 runs, and
+12-20 ms in 3 runs beside two busy loops).
 """
 
 from __future__ import annotations
